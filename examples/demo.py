@@ -1,0 +1,31 @@
+"""`make demo`: inspect and check the bundled examples — a clean file and a broken one."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).parent
+
+
+def run(*args: str) -> int:
+    cmd = [sys.executable, "-m", "quantcheck", *args]
+    print(f"\n$ quantcheck {' '.join(args)}", flush=True)
+    return subprocess.call(cmd)
+
+
+def main() -> int:
+    clean = str(HERE / "nvfp4.safetensors")
+    broken = str(HERE / "broken_seeds.safetensors")
+    run("inspect", "--summary", clean)
+    code_clean = run("check", clean)
+    run("inspect", broken)
+    code_broken = run("check", broken)
+    print(f"\ndemo: the clean file exited {code_clean} (0 = clean), the broken one "
+          f"{code_broken} (1 = problems found).")
+    return 0 if (code_clean, code_broken) == (0, 1) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

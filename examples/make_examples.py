@@ -1,0 +1,198 @@
+"""Generate the example checkpoints in examples/ (standard library only, deterministic).
+
+    python examples/make_examples.py [OUT_DIR]
+
+Each file is a tiny two-block "diffusion model" with real-looking quantized tensors: one valid
+file per format family, a mixed NVFP4 + INT8 file, and `broken_seeds.safetensors` showing the two
+sglang errors the project started from (an INT8 layer with an F16 scale; a W4A8 layer with a BF16
+channel scale) plus a marker left on a BF16 layer.
+"""
+
+from __future__ import annotations
+
+import random
+import struct
+import sys
+from pathlib import Path
+
+from quantcheck.io.build import RawTensor, marker_tensor, write_safetensors
+
+PREFIX = "model.diffusion_model.transformer_blocks"
+LINEARS = ("attn.to_q", "attn.to_k", "attn.to_v", "attn.to_out.0", "ff.net.0.proj", "ff.net.2")
+rng = random.Random(20261202)
+
+
+def f32(values: list[float]) -> bytes:
+    return struct.pack(f"<{len(values)}f", *values)
+
+
+def bf16(values: list[float]) -> bytes:
+    return b"".join(struct.pack("<f", v)[2:] for v in values)
+
+
+def f16(values: list[float]) -> bytes:
+    return struct.pack(f"<{len(values)}e", *values)
+
+
+def scales(n: int, lo: float = 0.002, hi: float = 0.02) -> list[float]:
+    return [rng.uniform(lo, hi) for _ in range(n)]
+
+
+def codes(n: int, lo: int, hi: int) -> bytes:
+    return bytes(rng.randint(lo, hi) & 0xFF for _ in range(n))
+
+
+def fp8_codes(n: int) -> bytes:
+    """Random finite E4M3 bytes (0x7F / 0xFF are NaN)."""
+    return bytes(b if b & 0x7F != 0x7F else 0x3C for b in codes(n, 0, 255))
+
+
+def swizzled_scales(rows: int, cols: int, lo: int, hi: int) -> tuple[tuple[int, int], bytes]:
+    """A [rows, cols] block-scale matrix in the 128x4-tile layout, zero padding."""
+    pr, pc = -(-rows // 128) * 128, -(-cols // 4) * 4
+    buf = bytearray(pr * pc)
+    ncb = pc // 4
+    for r in range(rows):
+        for c in range(cols):
+            off = ((r // 128) * ncb + c // 4) * 512 + (r % 32) * 16 + ((r % 128) // 32) * 4 + c % 4
+            buf[off] = rng.randint(lo, hi)
+    return (pr, pc), bytes(buf)
+
+
+def extras(prefix: str, n: int) -> list[RawTensor]:
+    return [RawTensor(f"{prefix}.bias", "BF16", (n,), bf16(scales(n, -0.1, 0.1)))]
+
+
+def norms(block: str, h: int) -> list[RawTensor]:
+    return [RawTensor(f"{block}.norm1.weight", "BF16", (h,), bf16([1.0] * h))]
+
+
+def layer_fp8(p: str, n: int, k: int, fmt: str = "float8_e4m3fn") -> list[RawTensor]:
+    dt = "F8_E4M3" if fmt == "float8_e4m3fn" else "F8_E5M2"
+    return [RawTensor(f"{p}.weight", dt, (n, k), fp8_codes(n * k)),
+            RawTensor(f"{p}.weight_scale", "F32", (), f32(scales(1))),
+            marker_tensor(p, {"format": fmt}), *extras(p, n)]
+
+
+def layer_int8(p: str, n: int, k: int, convrot: bool = True, scale_dtype: str = "F32"
+               ) -> list[RawTensor]:
+    s = scales(n)
+    data = f32(s) if scale_dtype == "F32" else f16(s)
+    m: dict[str, object] = {"format": "int8_tensorwise"}
+    if convrot:
+        m.update(convrot=True, convrot_groupsize=16)
+    return [RawTensor(f"{p}.weight", "I8", (n, k), codes(n * k, -127, 127)),
+            RawTensor(f"{p}.weight_scale", scale_dtype, (n, 1), data),
+            marker_tensor(p, m), *extras(p, n)]
+
+
+def layer_nvfp4(p: str, n: int, k: int) -> list[RawTensor]:
+    shape, sc = swizzled_scales(n, k // 16, 0x30, 0x48)
+    return [RawTensor(f"{p}.weight", "U8", (n, k // 2), codes(n * k // 2, 0, 255)),
+            RawTensor(f"{p}.weight_scale", "F8_E4M3", shape, sc),
+            RawTensor(f"{p}.weight_scale_2", "F32", (), f32(scales(1, 1e-4, 1e-3))),
+            marker_tensor(p, {"format": "nvfp4"}), *extras(p, n)]
+
+
+def layer_mxfp8(p: str, n: int, k: int) -> list[RawTensor]:
+    shape, sc = swizzled_scales(n, k // 32, 115, 122)
+    return [RawTensor(f"{p}.weight", "F8_E4M3", (n, k), fp8_codes(n * k)),
+            RawTensor(f"{p}.weight_scale", "U8", shape, sc),
+            marker_tensor(p, {"format": "mxfp8"}), *extras(p, n)]
+
+
+LUT = [-0.980602, -0.794529, -0.638165, -0.500986, -0.377321, -0.263187, -0.155210, -0.050720,
+       0.052541, 0.156985, 0.265284, 0.379533, 0.502636, 0.638953, 0.794876, 0.980671]
+
+
+def layer_w4a8(p: str, n: int, k: int, g: int = 16, channel_dtype: str = "F32"
+               ) -> list[RawTensor]:
+    ch = scales(n, 1e-4, 1e-3)
+    chb = f32(ch) if channel_dtype == "F32" else bf16(ch)
+    return [RawTensor(f"{p}.weight", "I8", (n, k // 2), codes(n * k // 2, 0, 255)),
+            RawTensor(f"{p}.weight_s_rel", "F8_E4M3", (n, k // g), codes(n * k // g, 0x68, 0x78)),
+            RawTensor(f"{p}.weight_s_channel", channel_dtype, (n,), chb),
+            RawTensor(f"{p}.weight_codebook", "F32", (16,), f32(LUT)),
+            marker_tensor(p, {"format": "asym_w4a8_int8", "group_size": g,
+                              "convrot_groupsize": 16, "convrot": True}), *extras(p, n)]
+
+
+def layer_w4a4(p: str, n: int, k: int) -> list[RawTensor]:
+    def nib() -> int:
+        return rng.randint(-7, 7) & 0xF
+
+    packed = bytes(nib() | nib() << 4 for _ in range(n * k // 2))
+    return [RawTensor(f"{p}.weight", "I8", (n, k // 2), packed),
+            RawTensor(f"{p}.weight_scale", "F32", (n,), f32(scales(n))),
+            marker_tensor(p, {"format": "convrot_w4a4", "convrot_groupsize": 16}),
+            *extras(p, n)]
+
+
+def layer_awq(p: str, n: int, k: int, g: int = 64) -> list[RawTensor]:
+    return [RawTensor(f"{p}.weight", "I8", (n, k // 2), codes(n * k // 2, 0, 255)),
+            RawTensor(f"{p}.weight_scale", "BF16", (k // g, n), bf16(scales(k // g * n))),
+            RawTensor(f"{p}.weight_zeros", "BF16", (k // g, n), bf16(scales(k // g * n, -0.01,
+                                                                              0.01))),
+            marker_tensor(p, {"format": "awq_w4a16", "group_size": g}), *extras(p, n)]
+
+
+def model(make, n: int = 128, k: int = 128, blocks: int = 2) -> list[RawTensor]:
+    out: list[RawTensor] = []
+    for b in range(blocks):
+        block = f"{PREFIX}.{b}"
+        out += norms(block, k)
+        for name in LINEARS:
+            out += make(f"{block}.{name}", n, k)
+    return out
+
+
+def broken() -> list[RawTensor]:
+    b0, b1 = f"{PREFIX}.0", f"{PREFIX}.1"
+    out = norms(b0, 128) + norms(b1, 128)
+    out += layer_w4a8(f"{b0}.attn.to_q", 128, 128)
+    out += layer_w4a8(f"{b0}.attn.to_k", 128, 128, channel_dtype="BF16")  # seed 2
+    out += layer_int8(f"{b0}.attn.to_v", 128, 128, convrot=False)  # embedding-style companion
+    out += layer_int8(f"{b1}.attn.to_q", 128, 128, convrot=False, scale_dtype="F16")  # seed 1
+    p = f"{b1}.attn.to_k"  # marker left on a layer that fell back to BF16
+    out += [RawTensor(f"{p}.weight", "BF16", (128, 128), bf16(scales(128 * 128, -0.05, 0.05))),
+            RawTensor(f"{p}.weight_scale", "F16", (), f16([0.01])),
+            marker_tensor(p, {"format": "int8_tensorwise"}), *extras(p, 128)]
+    return out
+
+
+EXAMPLES = {
+    "fp8_e4m3fn.safetensors": lambda: model(layer_fp8),
+    "int8_convrot.safetensors": lambda: model(layer_int8),
+    "nvfp4.safetensors": lambda: model(layer_nvfp4),
+    "mxfp8.safetensors": lambda: model(layer_mxfp8),
+    "w4a8_codebook.safetensors": lambda: model(layer_w4a8),
+    "w4a4_convrot.safetensors": lambda: model(layer_w4a4),
+    "awq_w4a16.safetensors": lambda: model(layer_awq),
+    "broken_seeds.safetensors": broken,
+}
+
+
+def main(out_dir: str) -> None:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, make in EXAMPLES.items():
+        meta = {"format": "pt", "producer": "quantcheck examples/make_examples.py"}
+        write_safetensors(out / name, make(), meta)
+        print(f"wrote {out / name}")
+    (out / "README.md").write_text(README)
+
+
+README = """# Example checkpoints
+
+Made by `python examples/make_examples.py examples` (deterministic, standard library only).
+Two transformer blocks, six linears each, 128×128, in ComfyUI's per-layer format.
+
+| file | format | expected |
+|---|---|---|
+""" + "\n".join(f"| `{n}` | {n.split('.')[0]} | "
+                + ("see `quantcheck check`" if "broken" in n else "valid") + " |"
+                for n in EXAMPLES) + "\n"
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else str(Path(__file__).parent))

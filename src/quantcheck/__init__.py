@@ -1,0 +1,3 @@
+"""quantcheck: validate ComfyUI per-layer quantized safetensors checkpoints."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,3 @@
+from quantcheck.cli import main
+
+raise SystemExit(main())

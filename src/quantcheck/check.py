@@ -1,0 +1,82 @@
+"""Run every rule over a checkpoint and build a Report. Standard library only."""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable
+
+from quantcheck.checkpoint import Checkpoint, load_checkpoint
+from quantcheck.diagnostics import TARGETS, Diagnostic
+from quantcheck.report import Report
+
+
+def select_diagnostics(diags: Iterable[Diagnostic], *, target: str = "all",
+                       select: list[str] | None = None,
+                       ignore: list[str] | None = None) -> list[Diagnostic]:
+    """Filter by target and by code patterns (`QC3`, `QC301`, `QC3*`, or a rule name)."""
+    def matches(d: Diagnostic, pats: list[str]) -> bool:
+        for p in pats:
+            p = p.strip()
+            if not p:
+                continue
+            up = p.upper()
+            if d.code.startswith(up) or fnmatch.fnmatch(d.code, up) or p.lower() == d.name:
+                return True
+        return False
+
+    out = []
+    for d in diags:
+        if target != "all" and d.targets and target not in d.targets:
+            continue
+        if select and not matches(d, select):
+            continue
+        if ignore and matches(d, ignore):
+            continue
+        out.append(d)
+    return out
+
+
+def run_rules(ck: Checkpoint) -> list[Diagnostic]:
+    """Container and marker findings from loading, plus every rule family."""
+    from quantcheck.rules.families import FAMILIES
+
+    diags = list(ck.diagnostics)
+    for family in FAMILIES:
+        diags.extend(family(ck))
+    return diags
+
+
+def check_checkpoint(ck: Checkpoint, *, target: str = "all", select: list[str] | None = None,
+                     ignore: list[str] | None = None, deep: bool = False,
+                     read_weights: bool = False) -> Report:
+    """Check an opened checkpoint."""
+    diags = run_rules(ck)
+    if deep:
+        from quantcheck.deep import deep_check
+
+        diags.extend(deep_check(ck, read_weights=read_weights))
+    diags = select_diagnostics(diags, target=target, select=select, ignore=ignore)
+    diags.sort(key=Diagnostic.sort_key)
+    targets = TARGETS if target == "all" else (target,)
+    inputs = [input_record(ck, s) for s in range(len(ck.shards))]
+    stats = {"files": len(ck.shards), "tensors": len(ck.tensors),
+             "layers": sum(1 for la in ck.layers.values() if la.weight is not None),
+             "markers": len(ck.markers)}
+    return Report(inputs=inputs, diagnostics=diags, targets=targets, stats=stats)
+
+
+def input_record(ck: Checkpoint, i: int) -> dict[str, object]:
+    """What was read from one shard: its path, size and bytes fetched."""
+    shard = ck.shards[i]
+    rec: dict[str, object] = {"path": shard.name, "size": shard.header.file_size,
+                              "header_bytes": shard.header.header_len}
+    extra = getattr(shard.source, "describe", None)
+    if callable(extra):
+        rec.update(extra())
+    return rec
+
+
+def check_paths(paths: list[str], **kw: object) -> Report:
+    """Open `paths` (files, folders, index files) and check them."""
+    with load_checkpoint(paths) as ck:
+        return check_checkpoint(ck, **kw)  # type: ignore[arg-type]

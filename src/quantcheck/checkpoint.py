@@ -1,0 +1,240 @@
+"""A checkpoint: one or many safetensors shards, their tensors, layers and markers."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from quantcheck.diagnostics import Diagnostic, json_pointer
+from quantcheck.io.header import Header, TensorInfo, read_header
+from quantcheck.io.source import ByteSource, LocalFile
+from quantcheck.layers import Layer, group_layers
+from quantcheck.markers import (
+    Marker,
+    MarkerSource,
+    merge_markers,
+    read_header_markers,
+    read_tensor_markers,
+)
+
+INDEX_SUFFIX = ".index.json"
+
+
+class InputError(Exception):
+    """The inputs cannot be opened at all (missing path, no safetensors files): exit code 2."""
+
+
+@dataclass(slots=True)
+class Shard:
+    """One safetensors file: its source and parsed header."""
+
+    source: ByteSource
+    header: Header
+
+    @property
+    def name(self) -> str:
+        return self.header.file
+
+
+@dataclass
+class Checkpoint:
+    """All shards of one checkpoint, merged: tensors, layers, markers and container findings."""
+
+    inputs: list[str]
+    shards: list[Shard] = field(default_factory=list)
+    tensors: dict[str, TensorInfo] = field(default_factory=dict)
+    layers: dict[str, Layer] = field(default_factory=dict)
+    loose: list[str] = field(default_factory=list)
+    markers: dict[str, Marker] = field(default_factory=dict)
+    metadata: dict[str, str] = field(default_factory=dict)
+    quant_formats: dict[str, str] = field(default_factory=dict)  # file -> quant_format
+    index: str | None = None
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    def layer(self, prefix: str) -> Any:
+        """A layer handle for numerics (`.dequantize()`); KeyError for an unknown prefix."""
+        from quantcheck.layer_data import LayerData
+
+        if prefix not in self.layers:
+            raise KeyError(f"no layer {prefix!r} in this checkpoint")
+        return LayerData(self, self.layers[prefix])
+
+    def shard_of(self, tensor: TensorInfo) -> Shard:
+        for s in self.shards:
+            if s.header.file == tensor.file:
+                return s
+        raise KeyError(tensor.file)
+
+    def close(self) -> None:
+        for s in self.shards:
+            s.source.close()
+
+    def __enter__(self) -> Checkpoint:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_source(path: str) -> ByteSource:
+    """A byte source for a local path or (when supported) a URL."""
+    if "://" in path:
+        from quantcheck.io.remote import open_remote_source
+
+        return open_remote_source(path)
+    return LocalFile(path)
+
+
+def expand_inputs(paths: list[str]) -> tuple[list[str], str | None, list[Diagnostic]]:
+    """Turn files, folders and index files into an ordered list of shard paths."""
+    files: list[str] = []
+    index: str | None = None
+    diags: list[Diagnostic] = []
+    for p in paths:
+        if "://" in p:
+            from quantcheck.io.remote import expand_remote
+
+            more, idx, d = expand_remote(p)
+            files += more
+            index = index or idx
+            diags += d
+            continue
+        if os.path.isdir(p):
+            names = sorted(os.listdir(p))
+            idx_names = [n for n in names if n.endswith(".safetensors" + INDEX_SUFFIX)]
+            if idx_names:
+                index = os.path.join(p, idx_names[0])
+                more, d = shards_from_index(index)
+                files += more
+                diags += d
+                continue
+            found = [os.path.join(p, n) for n in names if n.endswith(".safetensors")]
+            if not found:
+                raise InputError(f"{p}: folder holds no .safetensors files")
+            files += found
+        elif p.endswith(INDEX_SUFFIX):
+            if not os.path.exists(p):
+                raise InputError(f"{p}: no such file")
+            index = p
+            more, d = shards_from_index(p)
+            files += more
+            diags += d
+        else:
+            if not os.path.exists(p):
+                raise InputError(f"{p}: no such file or folder")
+            files.append(p)
+    seen: set[str] = set()
+    unique = [f for f in files if not (f in seen or seen.add(f))]  # type: ignore[func-returns-value]
+    return unique, index, diags
+
+
+def shards_from_index(index_path: str) -> tuple[list[str], list[Diagnostic]]:
+    """Shard paths from an index's weight_map; paths leaving the index's folder are refused."""
+    diags: list[Diagnostic] = []
+    try:
+        with open(index_path, "rb") as f:
+            raw = f.read(64 * 1024 * 1024 + 1)
+        if len(raw) > 64 * 1024 * 1024:
+            raise ValueError("index file is over 64 MiB")
+        doc = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        diags.append(Diagnostic("QC503", f"index is not valid JSON: {exc}", file=index_path))
+        return [], diags
+    wmap = doc.get("weight_map") if isinstance(doc, dict) else None
+    if not isinstance(wmap, dict) or not all(isinstance(v, str) for v in wmap.values()):
+        diags.append(Diagnostic("QC503", "index has no weight_map object of tensor name -> "
+                                         "shard file", file=index_path, pointer="/weight_map"))
+        return [], diags
+    folder = os.path.realpath(os.path.dirname(os.path.abspath(index_path)))
+    out: list[str] = []
+    for shard in dict.fromkeys(wmap.values()):
+        full = os.path.realpath(os.path.join(folder, shard))
+        if os.path.isabs(shard) or os.path.commonpath([folder, full]) != folder:
+            diags.append(Diagnostic("QC502", f"shard path {shard!r} leaves the index's folder; "
+                                             "it was not opened", file=index_path,
+                                    pointer=json_pointer("weight_map")))
+            continue
+        if not os.path.isfile(full):
+            diags.append(Diagnostic("QC504", f"shard {shard!r} named by the index does not "
+                                             "exist", file=index_path))
+            continue
+        out.append(os.path.join(os.path.dirname(index_path), shard))
+    return out, diags
+
+
+def load_checkpoint(paths: list[str] | str, *, read_markers: bool = True) -> Checkpoint:
+    """Open every shard, read headers and marker bytes, group layers and merge markers."""
+    if isinstance(paths, str | os.PathLike):
+        paths = [os.fspath(paths)]
+    files, index, diags = expand_inputs(list(paths))
+    if not files and not diags:
+        raise InputError("no input files")
+    ck = Checkpoint(inputs=list(paths), index=index)
+    ck.diagnostics += diags
+    sources: list[MarkerSource] = []
+    seen_in: dict[str, str] = {}
+    for f in files:
+        try:
+            src = open_source(f)
+        except FileNotFoundError as exc:
+            raise InputError(f"{f}: no such file") from exc
+        except IsADirectoryError as exc:
+            raise InputError(f"{f}: is a folder") from exc
+        header = read_header(src)
+        ck.shards.append(Shard(src, header))
+        ck.diagnostics += header.diagnostics
+        if not header.usable:
+            continue
+        qf = header.metadata.get("quant_format")
+        if qf:
+            ck.quant_formats[f] = qf
+        for k, v in header.metadata.items():
+            ck.metadata.setdefault(k, v)
+        for name, t in header.tensors.items():
+            if name in seen_in:
+                ck.diagnostics.append(Diagnostic(
+                    "QC501", f"tensor is in both {seen_in[name]} and {f}; loaders keep one "
+                             "silently", file=f, tensor=name))
+            seen_in[name] = f
+            ck.tensors[name] = t
+        if read_markers:
+            hs, hd = read_header_markers(header)
+            ts, td = read_tensor_markers(src, header)
+            ts.sort(key=lambda m: m.key)
+            sources += hs + ts
+            ck.diagnostics += hd + td
+    if index is not None:
+        ck.diagnostics += _check_weight_map(index, ck)
+    ck.layers, ck.loose = group_layers(ck.tensors)
+    ck.markers, md = merge_markers(sources)
+    ck.diagnostics += md
+    for prefix, marker in ck.markers.items():
+        layer = ck.layers.get(prefix)
+        if layer is not None:
+            layer.marker = marker
+    return ck
+
+
+def _check_weight_map(index: str, ck: Checkpoint) -> list[Diagnostic]:
+    """Tensors the index places in a shard that does not hold them, and the reverse."""
+    try:
+        with open(index, "rb") as f:
+            wmap = json.loads(f.read()).get("weight_map", {})
+    except (OSError, ValueError, AttributeError):
+        return []
+    folder = os.path.dirname(index)
+    out: list[Diagnostic] = []
+    loaded = {s.header.file for s in ck.shards}
+    for name, shard in wmap.items():
+        path = os.path.join(folder, shard) if isinstance(shard, str) else None
+        t = ck.tensors.get(name)
+        if path in loaded and (t is None or t.file != path):
+            out.append(Diagnostic("QC505", f"the index places {name!r} in {shard!r}, which does "
+                                           "not hold it", file=index, tensor=name))
+    for name, t in ck.tensors.items():
+        if name not in wmap:
+            out.append(Diagnostic("QC505", f"tensor is in {t.file} but missing from the index's "
+                                           "weight_map", file=index, tensor=name))
+    return out

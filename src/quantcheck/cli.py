@@ -1,0 +1,189 @@
+"""Command line: `quantcheck inspect|check|rules|explain ...`. Imports stay lazy and stdlib-only."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+EPILOG = """\
+exit codes: 0 clean, 1 problems found, 2 could not run (bad usage, unreadable input).
+
+examples:
+  quantcheck check model.safetensors                  every problem, for every runtime
+  quantcheck check --target sglang shards/            one runtime; a folder of shards
+  quantcheck check --format json model.safetensors    machine-readable
+  quantcheck inspect model.safetensors.index.json     what is in a sharded checkpoint
+  quantcheck explain QC301                            what a code means and how to fix it
+  quantcheck explain "Comfy INT8 layer 'x' needs I8 weights and F32 scales, got BF16 and F16"
+"""
+
+
+def _add_inputs(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="safetensors files, folders of shards, or *.safetensors.index.json")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from quantcheck import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="quantcheck",
+        description="Validate, inspect and repair ComfyUI per-layer quantized safetensors "
+                    "checkpoints (comfy_quant markers) for ComfyUI and sglang — from the header "
+                    "alone, in milliseconds.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"quantcheck {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("check", help="report every problem, per runtime",
+                       description="Check every layer against each runtime's rules and report "
+                                   "all problems in one pass. Reads only the header and the "
+                                   "marker bytes unless --deep is given.",
+                       epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_inputs(p)
+    p.add_argument("--target", choices=("all", "sglang", "comfyui"), default="all",
+                   help="runtime to judge the file for (default: all)")
+    p.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text",
+                   dest="output", help="output format (default: text)")
+    p.add_argument("--select", action="append", default=[], metavar="CODE",
+                   help="only these codes (QC301, QC3, QC3*, or a rule name); repeatable, "
+                        "comma-separated")
+    p.add_argument("--ignore", action="append", default=[], metavar="CODE",
+                   help="leave out these codes; repeatable, comma-separated")
+    p.add_argument("--statistics", action="store_true", help="print counts per code")
+    p.add_argument("--fail-on", choices=("error", "warning", "info"), default="error",
+                   help="lowest severity that makes the exit code 1 (default: error)")
+    p.add_argument("--deep", action="store_true",
+                   help="also read scale tensors and check their values (needs numpy)")
+    p.add_argument("--read-weights", action="store_true",
+                   help="with --deep: read whole weights too (slow on large files)")
+    p.add_argument("--no-color", action="store_true", help="plain text output")
+
+    p = sub.add_parser("inspect", help="show layers, formats, shapes and sizes",
+                       description="Show what a checkpoint holds: per layer the format, weight "
+                                   "dtype and shape, logical [N, K], companion tensors, bytes "
+                                   "and bits per weight; totals per format; file metadata.")
+    _add_inputs(p)
+    p.add_argument("--format", choices=("text", "json"), default="text", dest="output")
+    p.add_argument("--layers", metavar="GLOB", help="only layers whose prefix matches GLOB")
+    p.add_argument("--summary", action="store_true", help="totals and metadata only")
+
+    p = sub.add_parser("rules", help="list every diagnostic code",
+                       description="List every diagnostic code with its name, severity, "
+                                   "per-runtime effect and whether a fix exists.")
+    p.add_argument("--format", choices=("text", "json"), default="text", dest="output")
+
+    p = sub.add_parser("explain", help="explain a code, or a runtime's error message",
+                       description="Print a rule's documentation (what it checks, why it "
+                                   "matters, an example, the fix), or match a pasted sglang / "
+                                   "ComfyUI error message to the rule, layer and fix.")
+    p.add_argument("what", nargs="+", help="a code (QC301), a rule name, or an error message")
+    p.add_argument("--format", choices=("text", "json"), default="text", dest="output")
+
+    from quantcheck.cli_extra import add_extra_commands
+
+    add_extra_commands(sub)
+    return parser
+
+
+def _split(values: list[str]) -> list[str]:
+    return [v for item in values for v in item.split(",") if v.strip()]
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from quantcheck.check import check_paths
+    from quantcheck.diagnostics import Severity
+    from quantcheck.render import get_renderer
+
+    report = check_paths(args.paths, target=args.target, select=_split(args.select),
+                         ignore=_split(args.ignore), deep=args.deep,
+                         read_weights=args.read_weights)
+    if args.output == "text":
+        from quantcheck.render.text import render, statistics
+
+        text = render(report, color=False if args.no_color else None)
+        if args.statistics:
+            text = statistics(report) + "\n\n" + text
+        print(text)
+    else:
+        print(get_renderer(args.output)(report))
+    return report.exit_code(Severity(args.fail_on))
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    from quantcheck.checkpoint import load_checkpoint
+    from quantcheck.inspect import summarize
+
+    with load_checkpoint(args.paths) as ck:
+        doc = summarize(ck)
+    if args.layers:
+        import fnmatch
+
+        doc["layers"] = [r for r in doc["layers"] if fnmatch.fnmatchcase(r["prefix"],
+                                                                         args.layers)]
+    if args.output == "json":
+        import json
+
+        print(json.dumps(doc, indent=2, ensure_ascii=False))
+    else:
+        from quantcheck.render.inspect_text import render_inspect
+
+        print(render_inspect(doc, summary_only=args.summary))
+    return 0
+
+
+def cmd_rules(args: argparse.Namespace) -> int:
+    from quantcheck.rules.registry import all_rules
+
+    rules = all_rules()
+    if args.output == "json":
+        import json
+
+        print(json.dumps([{"code": r.code, "name": r.name, "severity": r.severity.value,
+                           "title": r.title, "fix": r.fix.value if r.fix else None,
+                           "effects": {t: e.value for t, e in r.effects.items()}}
+                          for r in rules.values()], indent=2))
+        return 0
+    for r in rules.values():
+        eff = " ".join(f"{t}:{e.value}" for t, e in r.effects.items())
+        fix = f"fix:{r.fix.value}" if r.fix else "no fix"
+        print(f"{r.code}  {r.name:<34} {r.severity.value:<8} {fix:<18} {eff}")
+        print(f"       {r.title}")
+    return 0
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from quantcheck.explain import explain
+
+    text, ok = explain(" ".join(args.what), as_json=args.output == "json")
+    print(text)
+    return 0 if ok else 2
+
+
+COMMANDS = {"check": cmd_check, "inspect": cmd_inspect, "rules": cmd_rules,
+            "explain": cmd_explain}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not args.command:
+        parser.print_help()
+        return 2
+    handler = COMMANDS.get(args.command) or getattr(args, "handler", None)
+    from quantcheck.checkpoint import InputError
+
+    try:
+        return int(handler(args))
+    except InputError as exc:
+        print(f"quantcheck: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"quantcheck: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("quantcheck: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0

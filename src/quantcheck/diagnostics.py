@@ -1,0 +1,122 @@
+"""Diagnostics as data: what was found, where, which runtimes it breaks, and how to fix it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+TARGETS: tuple[str, ...] = ("sglang", "comfyui")
+
+
+class Severity(str, Enum):
+    """How bad a finding is; only `error` changes the exit code by default."""
+
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+    @property
+    def rank(self) -> int:
+        return {"error": 2, "warning": 1, "info": 0}[self.value]
+
+
+class Safety(str, Enum):
+    """How a fix may be applied: safe keeps every value, unsafe changes numbers."""
+
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+    DISPLAY = "display-only"
+
+
+class Effect(str, Enum):
+    """What a problem does to one runtime."""
+
+    FAILS = "fails"
+    DEGRADED = "degraded"
+    NONE = "none"
+
+
+@dataclass(frozen=True, slots=True)
+class Fix:
+    """A proposed fix: human text, its safety, and a machine-readable action for the planner."""
+
+    description: str
+    safety: Safety
+    action: str | None = None
+    params: tuple[tuple[str, Any], ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "description": self.description,
+            "safety": self.safety.value,
+            "action": self.action,
+            "params": dict(self.params),
+        }
+
+
+@dataclass(slots=True)
+class Diagnostic:
+    """One finding. Severity, name and per-target effects default to the rule's registry entry."""
+
+    code: str
+    message: str
+    file: str | None = None
+    tensor: str | None = None
+    layer: str | None = None
+    pointer: str | None = None
+    fix: Fix | None = None
+    effects: dict[str, Effect] | None = None
+    severity: Severity | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def rule(self) -> Any:
+        from quantcheck.rules.registry import get_rule
+
+        return get_rule(self.code)
+
+    @property
+    def name(self) -> str:
+        return str(self.rule.name)
+
+    @property
+    def effective_severity(self) -> Severity:
+        return self.severity or self.rule.severity
+
+    @property
+    def effective_effects(self) -> dict[str, Effect]:
+        return self.effects if self.effects is not None else self.rule.effects
+
+    @property
+    def targets(self) -> list[str]:
+        """The runtimes this problem breaks or degrades."""
+        eff = self.effective_effects
+        return [t for t in TARGETS if eff.get(t, Effect.NONE) is not Effect.NONE]
+
+    def sort_key(self) -> tuple[str, str, str, str]:
+        return (self.file or "", self.layer or self.tensor or "", self.code, self.message)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "name": self.name,
+            "severity": self.effective_severity.value,
+            "message": self.message,
+            "file": self.file,
+            "tensor": self.tensor,
+            "layer": self.layer,
+            "pointer": self.pointer,
+            "targets": self.targets,
+            "effects": {t: e.value for t, e in self.effective_effects.items()},
+            "fix": self.fix.to_json() if self.fix else None,
+        }
+
+
+def json_pointer(*parts: str | int) -> str:
+    """An RFC 6901 pointer built from unescaped reference tokens."""
+    out = []
+    for p in parts:
+        s = str(p).replace("~", "~0").replace("/", "~1")
+        out.append("/" + s)
+    return "".join(out)

@@ -1,0 +1,36 @@
+"""`quantcheck explain`: a rule's documentation, or a pasted runtime error matched to its rule."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from quantcheck.rules.registry import find_rule
+
+
+def explain(text: str, as_json: bool = False) -> tuple[str, bool]:
+    """The explanation for a code, rule name or runtime message; (text, found)."""
+    rule = find_rule(text)
+    if rule is not None:
+        if as_json:
+            return json.dumps(_rule_json(rule), indent=2), True
+        return rule.doc(), True
+    from quantcheck.messages import match_message
+
+    match = match_message(text)
+    if match is None:
+        msg = (f"no rule or known runtime message matches {text.strip()[:200]!r}; "
+               "`quantcheck rules` lists every code")
+        return (json.dumps({"matched": False, "message": msg}) if as_json else msg), False
+    if as_json:
+        return json.dumps(match.to_json(), indent=2), True
+    return match.render(), True
+
+
+def _rule_json(rule: Any) -> dict[str, Any]:
+    return {"code": rule.code, "name": rule.name, "severity": rule.severity.value,
+            "title": rule.title, "checks": rule.checks, "why": rule.why,
+            "example": rule.example, "fix": rule.remedy,
+            "fix_safety": rule.fix.value if rule.fix else None,
+            "effects": {t: e.value for t, e in rule.effects.items()},
+            "evidence": rule.evidence}

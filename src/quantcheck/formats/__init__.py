@@ -1,0 +1,1 @@
+"""Quantization formats as data: tensors, dtypes, shapes and marker keys per format."""

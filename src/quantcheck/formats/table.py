@@ -1,0 +1,246 @@
+"""FORMATS: one literal table of every known format — tensors, dtypes, shapes, marker keys.
+
+Shapes are written as functions of `Dims` (the layer's logical and stored sizes). Rules read this
+table; they contain no per-format branches of their own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+Shape = tuple[int, ...]
+
+
+def ceil_to(x: int, m: int) -> int:
+    """x rounded up to a multiple of m."""
+    return -(-x // m) * m
+
+
+@dataclass(frozen=True, slots=True)
+class Dims:
+    """Sizes of one layer: N rows, K logical columns, group sizes, and the stored weight shape."""
+
+    N: int
+    K: int
+    weight_shape: Shape
+    g: int = 0  # quantization group along K (W4A8, AWQ)
+    cg: int = 0  # rotation group (ConvRot)
+    bits: int = 4  # W4A8 code width
+    k_exact: bool = True  # False when K is only known up to padding
+    n_exact: bool = True
+
+
+ShapeRule = Callable[[Dims], Shape]
+
+
+@dataclass(frozen=True, slots=True)
+class Companion:
+    """A tensor `<layer>.<suffix>` a format stores next to its weight.
+
+    `comfyui_dtypes` / `sglang_dtypes`: dtypes each runtime accepts (None: not checked / any).
+    `shapes` / `sglang_shapes`: accepted shapes (ComfyUI's layout; sglang's validator when it
+    differs). `required`: per target, whether the layer fails without it.
+    """
+
+    suffix: str
+    comfyui_dtypes: frozenset[str] | None
+    sglang_dtypes: frozenset[str] | None
+    shapes: Callable[[Dims], list[Shape]] | None
+    sglang_shapes: Callable[[Dims], list[Shape]] | None = None
+    required_comfyui: bool = False
+    required_sglang: bool = False
+    comfyui_loads: bool = True  # False: ComfyUI never reads this tensor (silently ignored)
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class MarkerKey:
+    """A marker key a format reads: accepted JSON types, default, and allowed values."""
+
+    name: str
+    types: tuple[type, ...]
+    default: Any
+    allowed: tuple[Any, ...] | None = None
+    doc: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class FormatSpec:
+    """Everything the rules know about one marker format."""
+
+    name: str
+    title: str
+    weight_dtypes: frozenset[str]
+    packing: str  # "none", "e2m1_hi" (NVFP4), "int4_lo" (W4A8/W4A4/AWQ)
+    pad: int = 0  # NVFP4 16, MXFP8 32: weights zero-padded to this multiple
+    companions: tuple[Companion, ...] = ()
+    keys: tuple[MarkerKey, ...] = ()
+    comfyui: bool = True  # in ComfyUI's QUANT_ALGOS
+    sglang: str = "validated"  # "validated", "unchecked", "unsupported"
+    third_party: bool = False
+    note: str = ""
+    constraints: tuple[tuple[str, Callable[[Dims], bool], str], ...] = field(default=())
+
+    def companion(self, suffix: str) -> Companion | None:
+        for c in self.companions:
+            if c.suffix == suffix:
+                return c
+        return None
+
+
+F32 = frozenset({"F32"})
+FLOATS = frozenset({"F32", "F16", "BF16", "F64"})
+HALF = frozenset({"BF16", "F16"})
+SCALAR: Callable[[Dims], list[Shape]] = lambda d: [(), (1,)]  # noqa: E731
+FP8_SCALE = Companion("weight_scale", FLOATS, None, SCALAR, required_comfyui=True,
+                      required_sglang=True)
+FP8_INPUT = Companion("input_scale", FLOATS, None, SCALAR)
+FULL_PRECISION = MarkerKey("full_precision_matrix_mult", (bool,), False,
+                           doc="dequantize for a normal matmul")
+CONVROT_GS = MarkerKey("convrot_groupsize", (int,), 256, (16, 64, 256),
+                       doc="Hadamard rotation group along K (a power of 4)")
+
+
+def swizzled(rows: int, cols: int) -> Shape:
+    """Shape of a 128x4-tile swizzled block-scale matrix of logical shape [rows, cols]."""
+    return (ceil_to(rows, 128), ceil_to(cols, 4))
+
+
+def _w4a8_ok(d: Dims) -> bool:
+    g, cg, k = d.g, d.cg, d.K
+    return (g >= 4 and (16 % g == 0 or g % 16 == 0) and k % 16 == 0 and k % g == 0
+            and cg > 0 and k % cg == 0)
+
+
+FORMATS: dict[str, FormatSpec] = {f.name: f for f in (
+    FormatSpec(
+        "float8_e4m3fn", "FP8 E4M3, per-tensor scale", frozenset({"F8_E4M3"}), "none",
+        companions=(FP8_SCALE, FP8_INPUT),
+        keys=(FULL_PRECISION,)),
+    FormatSpec(
+        "float8_e5m2", "FP8 E5M2, per-tensor scale", frozenset({"F8_E5M2"}), "none",
+        companions=(FP8_SCALE, FP8_INPUT),
+        keys=(FULL_PRECISION,), sglang="unsupported"),
+    FormatSpec(
+        "int8_tensorwise", "INT8, scalar or per-row scale, optional ConvRot",
+        frozenset({"I8"}), "none",
+        companions=(
+            Companion("weight_scale", FLOATS, F32, lambda d: [(), (1,), (d.N, 1)],
+                      lambda d: [(), (d.N, 1)], required_comfyui=True, required_sglang=True),
+        ),
+        keys=(MarkerKey("convrot", (bool,), False, doc="weight stored Hadamard-rotated"),
+              CONVROT_GS, FULL_PRECISION)),
+    FormatSpec(
+        "nvfp4", "NVFP4: E2M1 codes, FP8 block-16 scales (swizzled), global scale",
+        frozenset({"U8"}), "e2m1_hi", pad=16,
+        companions=(
+            Companion("weight_scale", frozenset({"F8_E4M3", "U8"}), frozenset({"F8_E4M3"}),
+                      lambda d: [swizzled(ceil_to(d.N, 16), ceil_to(d.K, 16) // 16)],
+                      lambda d: [(d.N, d.K // 16)], required_comfyui=True, required_sglang=True),
+            Companion("weight_scale_2", FLOATS, F32, SCALAR, required_comfyui=True,
+                      required_sglang=True),
+            Companion("input_scale", FLOATS, None, SCALAR),
+            Companion("pre_quant_scale", FLOATS - {"F64"}, FLOATS - {"F64"},
+                      lambda d: [(d.K,)]),
+        ),
+        keys=(FULL_PRECISION,)),
+    FormatSpec(
+        "mxfp8", "MXFP8: FP8 E4M3 codes, E8M0 block-32 scales (swizzled)",
+        frozenset({"F8_E4M3"}), "none", pad=32,
+        companions=(
+            Companion("weight_scale", frozenset({"U8"}), frozenset({"U8"}),
+                      lambda d: [swizzled(ceil_to(d.N, 32), ceil_to(d.K, 32) // 32)],
+                      lambda d: [(d.N, d.K // 32)], required_comfyui=True, required_sglang=True),
+            Companion("input_scale", FLOATS, None, SCALAR),
+        ),
+        keys=(FULL_PRECISION,), sglang="unchecked"),
+    FormatSpec(
+        "asym_w4a8_int8", "W4A8: 4/6-bit codes on an int8 grid, ConvRot",
+        frozenset({"I8"}), "int4_lo",
+        companions=(
+            Companion("weight_s_rel", frozenset({"F8_E4M3", "U8", "F32"}),
+                      frozenset({"F8_E4M3"}), lambda d: [(d.N, d.K // d.g)] if d.g else [],
+                      lambda d: [(d.N, (2 * d.weight_shape[1]) // d.g)] if d.g else [],
+                      required_comfyui=True, required_sglang=True),
+            Companion("weight_s_channel", FLOATS, F32, lambda d: [(d.N,)],
+                      required_comfyui=True, required_sglang=True),
+            Companion("weight_codebook", F32, F32, lambda d: [(16,)]),
+            Companion("weight_correction", FLOATS, F32,
+                      lambda d: [(d.K // d.g, d.N)] if d.g else [], comfyui_loads=False),
+        ),
+        keys=(MarkerKey("group_size", (int,), 16, doc="quantization group along K"),
+              MarkerKey("convrot_groupsize", (int,), 256, (16, 64, 256),
+                        doc="Hadamard rotation group along K"),
+              MarkerKey("convrot", (bool,), None,
+                        doc="sglang requires true; ComfyUI always rotates W4A8")),
+        constraints=(("group-layout", _w4a8_ok,
+                      "group_size >= 4 dividing 16 or a multiple of 16; K a multiple of 16, "
+                      "group_size and convrot_groupsize"),)),
+    FormatSpec(
+        "convrot_w4a4", "W4A4: signed int4 codes, per-row scale, ConvRot",
+        frozenset({"I8"}), "int4_lo",
+        companions=(
+            Companion("weight_scale", F32, F32, lambda d: [(d.N,)], required_comfyui=True,
+                      required_sglang=True),
+        ),
+        keys=(CONVROT_GS,
+              MarkerKey("linear_dtype", (str,), "int4", ("int4", "int8"),
+                        doc="activation GEMM precision")),
+        constraints=(("k-multiple", lambda d: d.K % 64 == 0 and d.cg > 0 and d.K % d.cg == 0,
+                      "K a multiple of 64 and of convrot_groupsize"),)),
+    FormatSpec(
+        "awq_w4a16", "AWQ W4A16: unsigned int4 codes, per-group scale and zero",
+        frozenset({"I8"}), "int4_lo",
+        companions=(
+            Companion("weight_scale", HALF, None, lambda d: [(d.K // d.g, d.N)] if d.g else [],
+                      required_comfyui=True),
+            Companion("weight_zeros", HALF, None, lambda d: [(d.K // d.g, d.N)] if d.g else [],
+                      required_comfyui=True),
+        ),
+        keys=(MarkerKey("group_size", (int,), 64, doc="quantization group along K"),),
+        sglang="unsupported"),
+    # Third-party formats seen in the wild: recognised and explained, loaded by neither runtime.
+    FormatSpec(
+        "int8_blockwise", "INT8 with 128x128 block scales (forks only)", frozenset({"I8"}),
+        "none", companions=(Companion("weight_scale", F32, F32,
+                                      lambda d: [(ceil_to(d.N, 128) // 128,
+                                                  ceil_to(d.K, 128) // 128)]),),
+        keys=(MarkerKey("group_size", (int,), 128),), comfyui=False, sglang="unsupported",
+        third_party=True,
+        note="appears in an old ComfyUI QUANTIZATION.md and in forks; upstream ComfyUI raises "
+             "KeyError"),
+    FormatSpec(
+        "float8_e4m3fn_rowwise", "FP8 E4M3 with per-row scales (forks only)",
+        frozenset({"F8_E4M3"}), "none",
+        companions=(Companion("weight_scale", F32, F32, lambda d: [(d.N,), (d.N, 1)]),),
+        comfyui=False, sglang="unsupported", third_party=True,
+        note="third-party fork format; not in upstream ComfyUI"),
+    FormatSpec(
+        "float8_e4m3fn_blockwise", "FP8 E4M3 with 2-D block scales (forks only)",
+        frozenset({"F8_E4M3"}), "none",
+        companions=(Companion("weight_scale", F32, F32, None),),
+        comfyui=False, sglang="unsupported", third_party=True,
+        note="third-party fork format; not in upstream ComfyUI"),
+)}
+
+#: Formats ComfyUI's QUANT_ALGOS holds.
+COMFYUI_FORMATS = frozenset(n for n, f in FORMATS.items() if f.comfyui)
+#: Formats sglang 0.5.23's inspector validates (mxfp8 is resolved but explicit markers unchecked).
+SGLANG_VALIDATED = frozenset(n for n, f in FORMATS.items() if f.sglang == "validated")
+#: Every suffix a format may store beside its weight (plus bias and marker).
+COMPANION_SUFFIXES = frozenset(c.suffix for f in FORMATS.values() for c in f.companions)
+
+
+def marker_int(value: Any, default: int) -> int | None:
+    """A marker size as ComfyUI reads it: a JSON integer (or integral float); None if invalid."""
+    if value is None:
+        return default
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None

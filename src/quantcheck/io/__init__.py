@@ -1,0 +1,1 @@
+"""Byte sources and the safetensors container reader (standard library only)."""

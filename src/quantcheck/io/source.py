@@ -1,0 +1,108 @@
+"""Byte sources: anything with `read(offset, n)`, `size` and a display `name`."""
+
+from __future__ import annotations
+
+import os
+from typing import Protocol, runtime_checkable
+
+
+class SourceError(OSError):
+    """A byte source could not deliver the bytes asked for."""
+
+
+@runtime_checkable
+class ByteSource(Protocol):
+    """Random-access bytes. `read` may return fewer bytes only at end of data."""
+
+    name: str
+
+    @property
+    def size(self) -> int: ...
+
+    def read(self, offset: int, n: int) -> bytes: ...
+
+    def read_many(self, ranges: list[tuple[int, int]]) -> list[bytes]: ...
+
+    def close(self) -> None: ...
+
+
+class LocalFile:
+    """A file on disk, read with `os.pread` (no shared file position)."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        self.name = self.path
+        self._fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        try:
+            st = os.fstat(self._fd)
+            import stat
+
+            if stat.S_ISDIR(st.st_mode):
+                raise IsADirectoryError(f"{self.path} is a directory")
+            self._size = st.st_size
+        except BaseException:
+            os.close(self._fd)
+            raise
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    def read(self, offset: int, n: int) -> bytes:
+        if n <= 0 or offset >= self._size:
+            return b""
+        n = min(n, self._size - offset)
+        chunks = []
+        while n > 0:
+            b = os.pread(self._fd, n, offset)
+            if not b:
+                break
+            chunks.append(b)
+            offset += len(b)
+            n -= len(b)
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    def read_many(self, ranges: list[tuple[int, int]]) -> list[bytes]:
+        return [self.read(o, n) for o, n in ranges]
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __enter__(self) -> LocalFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        fd = getattr(self, "_fd", -1)
+        if fd >= 0:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+class MemorySource:
+    """Bytes held in memory; used by tests and for synthesized inputs."""
+
+    def __init__(self, data: bytes, name: str = "<memory>") -> None:
+        self._data = bytes(data)
+        self.name = name
+
+    @property
+    def size(self) -> int:
+        return len(self._data)
+
+    def read(self, offset: int, n: int) -> bytes:
+        if n <= 0 or offset < 0:
+            return b""
+        return self._data[offset : offset + n]
+
+    def read_many(self, ranges: list[tuple[int, int]]) -> list[bytes]:
+        return [self.read(o, n) for o, n in ranges]
+
+    def close(self) -> None:
+        pass

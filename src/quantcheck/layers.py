@@ -1,0 +1,55 @@
+"""Group tensor names into layers by prefix and the known suffixes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from quantcheck.io.header import TensorInfo
+    from quantcheck.markers import Marker
+
+#: Suffixes that belong to a layer: weight, its quantization companions, bias, marker, legacy.
+KNOWN_SUFFIXES: frozenset[str] = frozenset({
+    "weight", "weight_scale", "weight_scale_2", "input_scale", "weight_s_rel",
+    "weight_s_channel", "weight_codebook", "weight_correction", "pre_quant_scale",
+    "weight_zeros", "bias", "comfy_quant", "scale_weight", "scale_input", "scaled_fp8",
+})
+
+
+@dataclass(slots=True)
+class Layer:
+    """One layer: its tensors by suffix and its merged marker (if any)."""
+
+    prefix: str
+    tensors: dict[str, TensorInfo] = field(default_factory=dict)
+    marker: Marker | None = None
+
+    @property
+    def weight(self) -> TensorInfo | None:
+        return self.tensors.get("weight")
+
+    def has(self, suffix: str) -> bool:
+        return suffix in self.tensors
+
+    @property
+    def format(self) -> object:
+        return self.marker.format if self.marker else None
+
+
+def group_layers(tensors: dict[str, TensorInfo]) -> tuple[dict[str, Layer], list[str]]:
+    """Layers by prefix (in first-seen order) and the names that belong to no layer."""
+    layers: dict[str, Layer] = {}
+    loose: list[str] = []
+    for name, t in tensors.items():
+        dot = name.rfind(".")
+        suffix = name[dot + 1 :] if dot > 0 else None
+        if suffix is None or suffix not in KNOWN_SUFFIXES:
+            loose.append(name)
+            continue
+        prefix = name[:dot]
+        layer = layers.get(prefix)
+        if layer is None:
+            layer = layers[prefix] = Layer(prefix)
+        layer.tensors[suffix] = t
+    return layers, loose

@@ -1,0 +1,26 @@
+"""GitHub Actions workflow commands: one annotation per diagnostic."""
+
+from __future__ import annotations
+
+from quantcheck.report import Report
+
+LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
+
+
+def _esc(s: str, prop: bool = False) -> str:
+    s = s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return s.replace(":", "%3A").replace(",", "%2C") if prop else s
+
+
+def render(report: Report) -> str:
+    lines = []
+    for d in report.diagnostics:
+        where = d.layer or d.tensor
+        msg = f"{where}: {d.message}" if where else d.message
+        if d.fix:
+            msg += f" (fix: {d.fix.description})"
+        props = [f"title={_esc(d.code + ' ' + d.name, True)}"]
+        if d.file:
+            props.insert(0, f"file={_esc(d.file, True)}")
+        lines.append(f"::{LEVEL[d.effective_severity.value]} {','.join(props)}::{_esc(msg)}")
+    return "\n".join(lines)

@@ -1,0 +1,11 @@
+"""Machine-readable report (schema documented in docs/json-schema.md)."""
+
+from __future__ import annotations
+
+import json
+
+from quantcheck.report import Report
+
+
+def render(report: Report) -> str:
+    return json.dumps(report.to_json(), indent=2, ensure_ascii=False)

@@ -1,0 +1,67 @@
+"""Human-readable report: problems grouped by file and layer, `help:` lines for fixes."""
+
+from __future__ import annotations
+
+from itertools import groupby
+
+from quantcheck.render.style import SEVERITY_STYLE, STATUS_STYLE, paint, use_color
+from quantcheck.report import Report
+
+
+def render(report: Report, color: bool | None = None) -> str:
+    c = use_color() if color is None else color
+    out: list[str] = []
+    diags = report.diagnostics
+    for file, in_file in groupby(diags, key=lambda d: d.file or ""):
+        out.append(paint(file or "(inputs)", "bold", c))
+        for where, group in groupby(in_file, key=lambda d: d.layer or d.tensor or ""):
+            out.append("  " + paint(where or "(file)", "cyan", c))
+            for d in group:
+                sev = d.effective_severity.value
+                tag = paint(f"{sev:<7}", SEVERITY_STYLE[sev], c)
+                targets = f" [{', '.join(d.targets)}]" if d.targets else ""
+                tensor = f"{d.tensor}: " if d.tensor and d.tensor != where else ""
+                out.append(f"    {tag} {d.code} {d.name}: {tensor}{d.message}"
+                           + paint(targets, "dim", c))
+                if d.fix:
+                    out.append(f"            help: {d.fix.description} "
+                               f"({d.fix.safety.value} fix)")
+        out.append("")
+    out.append(verdict_lines(report, c))
+    return "\n".join(out)
+
+
+def verdict_lines(report: Report, c: bool) -> str:
+    """The closing lines: per-target status and totals."""
+    parts = []
+    for t in report.targets:
+        st = report.target_status(t)
+        label = paint(st["status"], STATUS_STYLE[st["status"]], c)
+        extra = ""
+        if st["errors"] or st["degraded"]:
+            bits = []
+            if st["errors"]:
+                bits.append(f"{st['errors']} blocking")
+            if st["degraded"]:
+                bits.append(f"{st['degraded']} degrading")
+            extra = f" ({', '.join(bits)})"
+        parts.append(f"{t}: {label}{extra}")
+    s = report.summary()
+    files = s.get("files", 0)
+    totals = (f"{s['errors']} errors, {s['warnings']} warnings, {s['infos']} notes in "
+              f"{files} file{'s' if files != 1 else ''}, {s.get('layers', 0)} layers")
+    return "targets: " + " · ".join(parts) + "\n" + totals
+
+
+def statistics(report: Report) -> str:
+    """`--statistics`: how often each code occurred."""
+    counts: dict[str, int] = {}
+    for d in report.diagnostics:
+        counts[d.code] = counts.get(d.code, 0) + 1
+    rows = []
+    for code, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        from quantcheck.rules.registry import get_rule
+
+        r = get_rule(code)
+        rows.append(f"{n:>6}  {code}  {r.name:<34} {r.severity.value}")
+    return "\n".join(rows) if rows else "no diagnostics"

@@ -1,0 +1,1 @@
+"""The rule registry (stable codes) and the rule families that produce diagnostics."""

@@ -1,0 +1,7 @@
+"""QClayers: see FAMILIES in registry.py."""
+
+from __future__ import annotations
+
+from quantcheck.rules.registry import Rule
+
+RULES: list[Rule] = []

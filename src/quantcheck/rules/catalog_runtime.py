@@ -1,0 +1,7 @@
+"""QCruntime: see FAMILIES in registry.py."""
+
+from __future__ import annotations
+
+from quantcheck.rules.registry import Rule
+
+RULES: list[Rule] = []

@@ -1,0 +1,107 @@
+"""One registry of stable diagnostic codes. Codes are never reused; retired codes stay listed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+from quantcheck.diagnostics import Effect, Safety, Severity
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """A diagnostic code with its meaning, per-target effect and documentation."""
+
+    code: str
+    name: str
+    severity: Severity
+    title: str
+    effects: dict[str, Effect]
+    fix: Safety | None
+    checks: str
+    why: str
+    example: str
+    remedy: str
+    evidence: str
+    retired: bool = False
+
+    @property
+    def family(self) -> str:
+        return self.code[:3] + "xx"
+
+    def doc(self) -> str:
+        """The rule's documentation as plain text (what `quantcheck explain CODE` prints)."""
+        fix = self.fix.value if self.fix else "none"
+        effects = ", ".join(f"{t}: {e.value}" for t, e in self.effects.items())
+        parts = [
+            f"{self.code} {self.name} ({self.severity.value}) — {self.title}",
+            "",
+            f"What it checks: {self.checks}",
+            "",
+            f"Why it matters: {self.why}",
+            "",
+            f"Effect per runtime: {effects}",
+            f"Evidence: {self.evidence}",
+            "",
+            "Example:",
+            *("  " + line for line in self.example.splitlines()),
+            "",
+            f"Fix ({fix}): {self.remedy}",
+        ]
+        return "\n".join(parts)
+
+
+FAMILIES = {
+    "QC1": "container (safetensors structure)",
+    "QC2": "markers (comfy_quant and _quantization_metadata)",
+    "QC3": "layers (tensors, dtypes and shapes per format)",
+    "QC4": "numeric (deep checks of stored values)",
+    "QC5": "shards and indexes",
+    "QC6": "runtime compatibility (format support and mixes)",
+}
+
+
+def effects(sglang: str = "none", comfyui: str = "none") -> dict[str, Effect]:
+    """Per-target effects, written compactly in the catalogs."""
+    return {"sglang": Effect(sglang), "comfyui": Effect(comfyui)}
+
+
+@cache
+def all_rules() -> dict[str, Rule]:
+    """Every rule by code, from all catalog modules; duplicate codes or names are a bug."""
+    from quantcheck.rules import catalog_container, catalog_layers, catalog_markers
+    from quantcheck.rules import catalog_numeric, catalog_runtime, catalog_shards
+
+    table: dict[str, Rule] = {}
+    names: set[str] = set()
+    for module in (
+        catalog_container,
+        catalog_markers,
+        catalog_layers,
+        catalog_numeric,
+        catalog_shards,
+        catalog_runtime,
+    ):
+        for rule in module.RULES:
+            if rule.code in table or rule.name in names:
+                raise RuntimeError(f"duplicate rule {rule.code} {rule.name}")
+            table[rule.code] = rule
+            names.add(rule.name)
+    return dict(sorted(table.items()))
+
+
+def get_rule(code: str) -> Rule:
+    """The rule for a code; KeyError for an unknown code."""
+    return all_rules()[code]
+
+
+def find_rule(text: str) -> Rule | None:
+    """Look a rule up by code (any case) or kebab-case name."""
+    rules = all_rules()
+    key = text.strip()
+    if key.upper() in rules:
+        return rules[key.upper()]
+    for rule in rules.values():
+        if rule.name == key.lower():
+            return rule
+    return None
