@@ -56,6 +56,10 @@ def check_checkpoint(ck: Checkpoint, *, target: str = "all", select: list[str] |
 
         diags.extend(deep_check(ck, read_weights=read_weights))
     diags = select_diagnostics(diags, target=target, select=select, ignore=ignore)
+    labels = file_labels([s.name for s in ck.shards] + ([ck.index] if ck.index else []))
+    for d in diags:
+        if d.file is not None:
+            d.file = labels.get(d.file, d.file)
     diags.sort(key=Diagnostic.sort_key)
     targets = TARGETS if target == "all" else (target,)
     inputs = [input_record(ck, s) for s in range(len(ck.shards))]
@@ -63,6 +67,17 @@ def check_checkpoint(ck: Checkpoint, *, target: str = "all", select: list[str] |
              "layers": sum(1 for la in ck.layers.values() if la.weight is not None),
              "markers": len(ck.markers)}
     return Report(inputs=inputs, diagnostics=diags, targets=targets, stats=stats)
+
+
+def file_labels(paths: list[str]) -> dict[str, str]:
+    """Short names for diagnostics: the base name, or the full path where base names collide."""
+    def base(p: str) -> str:
+        return p.rstrip("/").rsplit("/", 1)[-1]
+
+    counts: dict[str, int] = {}
+    for p in paths:
+        counts[base(p)] = counts.get(base(p), 0) + 1
+    return {p: base(p) if counts[base(p)] == 1 else p for p in paths}
 
 
 def input_record(ck: Checkpoint, i: int) -> dict[str, object]:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 TARGETS: tuple[str, ...] = ("sglang", "comfyui")
 
 
-class Severity(str, Enum):
+class Severity(StrEnum):
     """How bad a finding is; only `error` changes the exit code by default."""
 
     ERROR = "error"
@@ -21,7 +21,7 @@ class Severity(str, Enum):
         return {"error": 2, "warning": 1, "info": 0}[self.value]
 
 
-class Safety(str, Enum):
+class Safety(StrEnum):
     """How a fix may be applied: safe keeps every value, unsafe changes numbers."""
 
     SAFE = "safe"
@@ -29,7 +29,7 @@ class Safety(str, Enum):
     DISPLAY = "display-only"
 
 
-class Effect(str, Enum):
+class Effect(StrEnum):
     """What a problem does to one runtime."""
 
     FAILS = "fails"

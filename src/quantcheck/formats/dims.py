@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING
 
 from quantcheck.formats.table import Dims, FormatSpec, marker_int
 
+_ABSENT = object()
+
 if TYPE_CHECKING:
     from quantcheck.layers import Layer
 
@@ -16,8 +18,9 @@ def marker_sizes(spec: FormatSpec, layer: Layer) -> tuple[int, int]:
     g = cg = 0
     for key in spec.keys:
         if key.name in ("group_size", "convrot_groupsize"):
+            present = m is not None and m.get(key.name, _ABSENT) is not _ABSENT
             raw = m.get(key.name) if m else None
-            v = marker_int(raw, key.default) or 0
+            v = marker_int(raw, key.default, present) or 0
             if key.name == "group_size":
                 g = v
             else:

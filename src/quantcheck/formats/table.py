@@ -233,9 +233,12 @@ SGLANG_VALIDATED = frozenset(n for n, f in FORMATS.items() if f.sglang == "valid
 COMPANION_SUFFIXES = frozenset(c.suffix for f in FORMATS.values() for c in f.companions)
 
 
-def marker_int(value: Any, default: int) -> int | None:
-    """A marker size as ComfyUI reads it: a JSON integer (or integral float); None if invalid."""
-    if value is None:
+def marker_int(value: Any, default: int, present: bool = True) -> int | None:
+    """A marker size as runtimes read it: a JSON integer (or integral float); None if invalid.
+
+    The default applies only when the key is absent; an explicit null is invalid.
+    """
+    if not present:
         return default
     if isinstance(value, bool):
         return None

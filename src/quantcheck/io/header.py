@@ -191,13 +191,19 @@ def _read_entries(doc: dict[str, Any], h: Header, diag: Any) -> None:
         dtype, shape, offs = e["dtype"], e["shape"], e["data_offsets"]
         bits = bits_of.get(dtype) if type(dtype) is str else None
         numel = 1
+        overflow = False
         shape_ok = type(shape) is list
         if shape_ok:
             for d in shape:
                 if type(d) is not int or d < 0:
                     shape_ok = False
                     break
-                numel *= d
+                if not overflow:
+                    numel *= d
+                    # Stop multiplying once past 64 bits: keeps the integer small (no huge
+                    # products from many large dims) and, like safetensors' checked multiply,
+                    # a later 0 does not undo the overflow.
+                    overflow = numel > U64_MAX
         offs_ok = type(offs) is list and len(offs) == 2
         if offs_ok:
             begin, end = offs
@@ -206,9 +212,11 @@ def _read_entries(doc: dict[str, Any], h: Header, diag: Any) -> None:
             _bad_fields(name, dtype, bits, shape, shape_ok, offs, offs_ok, diag)
             continue
         total_bits = numel * bits
-        if total_bits > U64_MAX * 8 or numel > U64_MAX:
-            diag("QC112", f"shape {shape} of {dtype} is {total_bits // 8:,} bytes, more than "
-                          "64 bits can count", tensor=name, pointer=json_pointer(name, "shape"))
+        if overflow or total_bits > U64_MAX * 8:
+            size = ("has more elements than" if overflow
+                    else f"is {total_bits // 8:,} bytes, more than")
+            diag("QC112", f"shape {json.dumps(shape)[:80]} of {dtype} {size} 64 bits can count",
+                 tensor=name, pointer=json_pointer(name, "shape"))
             continue
         if total_bits & 7:
             diag("QC113", f"{numel} elements of {dtype} are {total_bits} bits, not a whole "

@@ -1,7 +1,150 @@
-"""QClayers: see FAMILIES in registry.py."""
+"""QC3xx: each layer's tensors, dtypes and shapes against the format table."""
 
 from __future__ import annotations
 
-from quantcheck.rules.registry import Rule
+from quantcheck.diagnostics import Safety, Severity
+from quantcheck.rules.registry import Rule, effects
 
-RULES: list[Rule] = []
+E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
+SG = "sglang 0.5.23 inspector/constructors (sglang-messages.md §2.1/§7)"
+
+RULES = [
+    Rule("QC301", "companion-missing", E, "a tensor the format needs is missing",
+         effects("fails", "fails"), None,
+         "Each marked layer has the companions its format requires (e.g. weight_scale for FP8 "
+         "and INT8; weight_s_rel and weight_s_channel for W4A8; weight_scale_2 for NVFP4).",
+         "sglang stops with \"Comfy layer … is missing checkpoint tensors\"; ComfyUI cannot "
+         "build the quantized layer.",
+         "blocks.0.attn.qkv: float8_e4m3fn marker, F8_E4M3 weight, no weight_scale",
+         "Re-export the layer with its scales.",
+         f"{SG} message #11 (case fp8_missing_weight_scale, recorded); ComfyUI inferred."),
+    Rule("QC302", "companion-unexpected", W, "a tensor the format does not use",
+         effects("none", "none"), Safety.SAFE,
+         "The layer holds only tensors its format defines (plus bias).",
+         "Runtimes ignore the extra tensor; it usually means a mixed-up export.",
+         "int8_tensorwise layer with a weight_scale_2",
+         "Remove the tensor.",
+         "comfy-formats.md §1.3 table (read); sglang ignores unlisted tensors (§6)."),
+    Rule("QC303", "weight-dtype", E, "weight stored in the wrong quantized dtype",
+         effects("fails", "degraded"), Safety.DISPLAY,
+         "The weight is stored in the format's storage dtype (F8_E4M3 for float8_e4m3fn and "
+         "mxfp8, F8_E5M2 for float8_e5m2, U8 for nvfp4, I8 for the integer formats).",
+         "sglang refuses the layer; ComfyUI value-casts the weight to the storage dtype and "
+         "computes garbage.",
+         "nvfp4 marker on an I8 weight",
+         "Correct the marker to the layer's real format, or re-export.",
+         f"{SG} messages #14/#20/#25/#31 (cases msg_nvfp4_i8_weight, msg_w4a8_u8_weight); "
+         "ComfyUI .to(storage_t) value cast (comfy-formats.md §1.3, read)."),
+    Rule("QC304", "marker-on-unquantized-layer", E, "quantized marker on a 16/32-bit weight",
+         effects("fails", "degraded"), Safety.SAFE,
+         "A layer whose weight is BF16/F16/F32 carries no quantization marker.",
+         "The layer fell back to 16-bit during export but kept its marker: sglang refuses it "
+         "(\"needs I8 weights and F32 scales, got BF16 and …\"); ComfyUI casts the 16-bit "
+         "weight into the quantized dtype.",
+         "blocks.1.attn.to_k: int8_tensorwise marker, BF16 [3072, 3072] weight",
+         "Remove the marker (safe: keeps the 16-bit weights), or quantize the layer "
+         "(--unsafe-fixes).",
+         f"{SG} message #31 (seed 000, case fp8_marker_on_bf16_weight); ComfyUI value cast "
+         "(read). FP8 markers: sglang does not check the dtype (inferred degraded)."),
+    Rule("QC305", "companion-dtype", E, "a scale or companion tensor has the wrong dtype",
+         effects("fails", "none"), Safety.SAFE,
+         "Companion dtypes match what each runtime accepts (e.g. sglang: F32 INT8 scales, F32 "
+         "W4A8 channel scales, F8_E4M3 group and NVFP4 block scales, U8 MXFP8 scales).",
+         "The seed errors: sglang refuses \"Comfy INT8 layer … needs I8 weights and F32 scales, "
+         "got I8 and F16\" and \"Comfy W4A8 layer … needs F32 channel scales, got BF16\".",
+         "weight_s_channel BF16 [3072]",
+         "Cast F16/BF16 scales to F32 (exact), or relabel 1-byte scales (same bytes).",
+         f"{SG} messages #14/#15/#25/#26/#31 (seeds 000/001, cases int8_f16_scale, "
+         "w4a8_bf16_channel_scale)."),
+    Rule("QC306", "weight-not-2d", E, "quantized weight is not 2-D",
+         effects("fails", "degraded"), None,
+         "Quantized linear weights are [N, K] (MoE banks with num_experts may be 3-D).",
+         "sglang requires a 2-D weight for every validated format.",
+         "int8_tensorwise weight I8 [2, 4, 32]",
+         "Store the weight as [N, K].",
+         f"{SG} messages #16/#27/#30 (case int8_scalar_scale_3d_weight, recorded)."),
+    Rule("QC307", "companion-shape", E, "a scale or companion tensor has the wrong shape",
+         effects("fails", "fails"), Safety.SAFE,
+         "Companion shapes follow the format table for the weight's N and K (e.g. INT8 "
+         "weight_scale [] or [N, 1]; W4A8 weight_s_rel [N, K/g]; NVFP4 weight_scale swizzled "
+         "[ceil128(N16), ceil4(K16/16)]).",
+         "Runtimes refuse or misread scales of another shape (an INT8 [N] scale broadcasts "
+         "along K in ComfyUI's dequantize).",
+         "int8_tensorwise weight [3072, 3072] with weight_scale [3072]",
+         "Reshape [N] -> [N, 1] where that is the same bytes; otherwise re-export.",
+         f"{SG} messages #17/#19/#21/#28/#32 (cases int8_scale_1d, w4a8_bad_correction_shape); "
+         "comfy-formats.md §3.3 (run)."),
+    Rule("QC308", "padded-layout-for-sglang", E,
+         "NVFP4/MXFP8 layer in ComfyUI's padded layout that sglang cannot load",
+         effects("fails", "none"), Safety.UNSAFE,
+         "NVFP4 layers meant for sglang have N % 128 == 0 and K % 64 == 0 (MXFP8: K % 128), "
+         "where the swizzled scale shape equals sglang's expected (N, K/16).",
+         "comfy-kitchen pads weights to 16/32 and block scales to 128x4 tiles; sglang's "
+         "validator demands the unpadded shape and refuses the layer. Re-laying the data into "
+         "(N, K/16) would pass the validator and compute garbage.",
+         "nvfp4 weight U8 [112, 104] (100x200 padded), weight_scale [128, 16]",
+         "Dequantize the layer to BF16 for sglang (--unsafe-fixes).",
+         "sglang-rules.md §9 item 8 (cases nvfp4_kitchen_padded_block_scale, "
+         "mxfp8_kitchen_padded_scale, recorded)."),
+    Rule("QC311", "format-constraint", E, "sizes the format's kernels cannot take",
+         effects("fails", "fails"), None,
+         "W4A8: K a multiple of 16, group_size and convrot_groupsize; W4A4: K a multiple of 64 "
+         "and of convrot_groupsize.",
+         "The layer fails when it is built (sglang) or quantized/dequantized (comfy-kitchen).",
+         "asym_w4a8_int8 K=96 with convrot_groupsize 64",
+         "Requantize with group sizes that divide K.",
+         "sglang-messages.md §2.1 #24 and §8 (read/recorded); comfy-formats.md §3.6/§3.7 (run)."),
+    Rule("QC312", "w4a8-6bit", E, "6-bit W4A8 layer (sglang reads W4A8 as 4-bit only)",
+         effects("fails", "none"), Safety.UNSAFE,
+         "W4A8 layers for sglang are 4-bit ([N, K/2] weights).",
+         "sglang computes K from the packed width as if 4-bit and refuses the scale shapes; "
+         "even when they happen to agree the [N, 3K/4] weight cannot load.",
+         "asym_w4a8_int8 weight I8 [8, 48] with weight_s_rel [8, 4] (K=64, g=16)",
+         "Requantize as 4-bit or dequantize the layer for sglang.",
+         "sglang-messages.md §8 (cases msg_w4a8_6bit_layout, msg_w4a8_6bit_one_group)."),
+    Rule("QC313", "correction-ignored-by-comfyui", W,
+         "W4A8 weight_correction present (ComfyUI never loads it)",
+         effects("none", "degraded"), Safety.UNSAFE,
+         "asym_w4a8_int8 layers meant for ComfyUI use a symmetric mode (no weight_correction).",
+         "ComfyUI @0271a469 never loads weight_correction, so asymmetric layers dequantize "
+         "without their zero point.",
+         "weight_correction BF16 [192, 3072]",
+         "Requantize symmetric (codebook or uniform) for ComfyUI.",
+         "comfy-formats.md §3.6 and §5 item 5 (read)."),
+    Rule("QC314", "quantized-weight-unmarked", E, "quantized-dtype weight without a marker",
+         effects("fails", "degraded"), Safety.SAFE,
+         "Weights stored as F8_E4M3, F8_E5M2, I8 or U8 carry a comfy_quant marker.",
+         "sglang stops with \"Quantized weights are missing comfy_quant metadata\"; ComfyUI "
+         "loads plain FP8 casts but reads unmarked I8/U8 codes as weights.",
+         "blocks.0.attn.qkv.weight F8_E4M3 [3072, 3072], no blocks.0.attn.qkv.comfy_quant",
+         "Add the marker the tensors imply (`quantcheck fix`; only where unambiguous).",
+         "sglang message #10 (cases fp8_plain_cast_no_marker, recorded); E5M2 is not noted "
+         "by sglang (case fp8_e5m2_no_marker)."),
+    Rule("QC315", "legacy-scaled-fp8", E, "legacy 'scaled_fp8' checkpoint",
+         effects("fails", "none"), Safety.SAFE,
+         "Quantized layers use comfy_quant markers rather than the legacy scaled_fp8 key with "
+         "scale_weight tensors.",
+         "ComfyUI converts legacy files on load; sglang refuses them (\"missing comfy_quant "
+         "metadata\").",
+         "model.diffusion_model.scaled_fp8 + blocks.0.attn.qkv.scale_weight",
+         "Convert to per-layer markers (scale_weight -> weight_scale).",
+         "comfy-formats.md §1.2 (read); sglang case fp8_scaled_legacy_no_marker (recorded)."),
+    Rule("QC316", "int8-linear-without-convrot", W,
+         "INT8 linear without convrot (sglang builds it unquantized)",
+         effects("degraded", "none"), Safety.UNSAFE,
+         "int8_tensorwise linears meant for sglang are ConvRot (convrot: true).",
+         "sglang 0.5.23 treats non-ConvRot INT8 markers as embedding markers and builds such "
+         "linears unquantized (the weights are then read as plain numbers).",
+         "blocks.0.attn.qkv: {\"format\": \"int8_tensorwise\"} with a [N, 1] scale",
+         "Requantize with ConvRot for sglang.",
+         "sglang-rules.md §9 item 3 (case int8_no_convrot_on_linear: inspector and constructor "
+         "pass; the unquantized build is read from source). Linear vs embedding is told by the "
+         "layer name (inferred)."),
+    Rule("QC318", "nvfp4-rotated", E, "NVFP4 marker with convrot",
+         effects("fails", "none"), None,
+         "NVFP4 markers do not set convrot.",
+         "sglang: \"Rotated NVFP4 weights are not supported\".",
+         '{"format": "nvfp4", "convrot": true}',
+         "Drop convrot only if the weights are not rotated; otherwise requantize.",
+         "sglang case nvfp4_convrot_marker (recorded)."),
+]

@@ -1,7 +1,49 @@
-"""QCruntime: see FAMILIES in registry.py."""
+"""QC6xx: what one runtime supports for the file as a whole (formats, mixes, constructors)."""
 
 from __future__ import annotations
 
-from quantcheck.rules.registry import Rule
+from quantcheck.diagnostics import Safety, Severity
+from quantcheck.rules.registry import Rule, effects
 
-RULES: list[Rule] = []
+E = Severity.ERROR
+
+RULES = [
+    Rule("QC601", "format-unsupported-by-sglang", E, "format sglang 0.5.23 does not load",
+         effects("fails", "none"), Safety.UNSAFE,
+         "Layers meant for sglang use float8_e4m3fn, int8_tensorwise, nvfp4, mxfp8, "
+         "asym_w4a8_int8 or convrot_w4a4.",
+         "float8_e5m2 and awq_w4a16 pass sglang's inspector but its resolver refuses them "
+         "(\"Unsupported Comfy quantization format(s)\").",
+         '{"format": "float8_e5m2"}',
+         "Requantize the layers (e.g. e5m2 -> float8_e4m3fn) for sglang.",
+         "sglang cases fp8_e5m2_marker, unknown_format_awq (recorded)."),
+    Rule("QC602", "format-mix-unsupported", E, "mix of formats sglang cannot resolve",
+         effects("fails", "none"), None,
+         "The set of formats in one checkpoint is one sglang resolves: a single format, or "
+         "int8_tensorwise beside asym_w4a8_int8, convrot_w4a4 or nvfp4.",
+         "Mixed files common in ComfyUI (FP8 + INT8, FP8 + NVFP4) stop sglang's resolver.",
+         "float8_e4m3fn layers beside int8_tensorwise layers",
+         "Requantize the minority format, or keep separate files per format.",
+         "sglang-messages.md §6 (recorded); sglang-rules.md §9 item 11."),
+    Rule("QC603", "sglang-constructor-refuses", E, "sglang's config class refuses a layer",
+         effects("fails", "none"), None,
+         "Each marker passes the constructor of the config class sglang picks (e.g. INT8 "
+         "companions of W4A8/NVFP4 must be embedding markers, not ConvRot linears).",
+         "sglang fails at load with \"Unsupported Comfy W4A8 format\" / \"Unsupported Comfy "
+         "NVFP4 companion\".",
+         "asym_w4a8_int8 layers beside an int8_tensorwise ConvRot linear",
+         "Quantize the companion layer in the main format, or drop its convrot only if it is an "
+         "embedding.",
+         "sglang-messages.md §7 (cases w4a8_with_int8_convrot_linear, "
+         "nvfp4_with_int8_convrot_linear, recorded)."),
+    Rule("QC604", "quant-format-mxfp8-conflict", E, "quant_format=mxfp8 beside other layers",
+         effects("fails", "none"), None,
+         "A file whose __metadata__.quant_format is mxfp8 (on every shard) holds only MXFP8 "
+         "layers of shape F8_E4M3 [N, K] with U8 [N, K/32] scales.",
+         "sglang treats every F8/I8/U8 weight as MXFP8 then; any other layer stops the load, "
+         "and shards that disagree on quant_format turn the rule off.",
+         "quant_format=mxfp8 with an int8_tensorwise layer",
+         "Remove quant_format and use explicit markers, or quantize every layer as MXFP8.",
+         "sglang-messages.md §1 phase B (cases mxfp8_quant_format_with_int8_layer, "
+         "mxfp8_mixed_quant_format_shards, recorded)."),
+]

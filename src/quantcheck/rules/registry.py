@@ -69,8 +69,14 @@ def effects(sglang: str = "none", comfyui: str = "none") -> dict[str, Effect]:
 @cache
 def all_rules() -> dict[str, Rule]:
     """Every rule by code, from all catalog modules; duplicate codes or names are a bug."""
-    from quantcheck.rules import catalog_container, catalog_layers, catalog_markers
-    from quantcheck.rules import catalog_numeric, catalog_runtime, catalog_shards
+    from quantcheck.rules import (
+        catalog_container,
+        catalog_layers,
+        catalog_markers,
+        catalog_numeric,
+        catalog_runtime,
+        catalog_shards,
+    )
 
     table: dict[str, Rule] = {}
     names: set[str] = set()

@@ -1,0 +1,1 @@
+"""Drop-in reproductions of other tools' checkpoint handling (see `quantcheck.compat.sglang`)."""

@@ -1,0 +1,244 @@
+"""QC2xx rules on merged markers: format names, keys and their types, orphans, header names."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from quantcheck.checkpoint import Checkpoint
+from quantcheck.diagnostics import Diagnostic, Effect, Fix, Safety
+from quantcheck.formats.table import FORMATS, FormatSpec, marker_int
+from quantcheck.markers import Marker
+
+FAILS, DEGRADED, NONE = Effect.FAILS, Effect.DEGRADED, Effect.NONE
+#: Keys real producers write that no runtime reads: tolerated silently.
+TOLERATED = frozenset({"orig_dtype", "per_row", "orig_shape", "params", "num_experts",
+                       "group_size", "convrot", "convrot_groupsize", "quant_group_size"})
+MODEL_PREFIXES = ("model.diffusion_model.", "diffusion_model.")
+#: Values sglang derives itself; a producer writing them can contradict the derived ones.
+DERIVED = frozenset({"_activation_scheme", "_is_rowwise", "_is_tensorwise_scalar",
+                     "_has_codebook", "_has_correction", "_has_pre_quant_scale"})
+
+
+def _eff(sglang: Effect, comfyui: Effect) -> dict[str, Effect]:
+    return {"sglang": sglang, "comfyui": comfyui}
+
+
+def _file(m: Marker) -> str:
+    return m.sources[-1].file
+
+
+def _tensor(m: Marker) -> str | None:
+    for src in reversed(m.sources):
+        if src.origin == "tensor":
+            return src.key
+    return None
+
+
+def check_markers(ck: Checkpoint) -> Iterator[Diagnostic]:
+    """Format names, keys, orphans and header-name mismatches of every merged marker."""
+    for prefix, m in ck.markers.items():
+        layer = ck.layers.get(prefix)
+        has_weight = layer is not None and layer.weight is not None
+        if not has_weight:
+            yield from _orphan(ck, m)
+            continue
+        yield from _format_name(m)
+        spec = FORMATS.get(m.format) if isinstance(m.format, str) else None
+        yield from _underscore_keys(m)
+        if spec is not None and not spec.third_party:
+            yield from _keys(m, spec)
+
+
+def _orphan(ck: Checkpoint, m: Marker) -> Iterator[Diagnostic]:
+    """A marker whose prefix has no weight: a header name mismatch or a stale marker."""
+    header_only = all(s.origin == "header" for s in m.sources)
+    match = _renamed_prefix(ck, m.prefix)
+    if header_only and match:
+        yield Diagnostic(
+            "QC222", f"_quantization_metadata names layer {m.prefix!r}, but the tensors are "
+                     f"under {match!r}; runtimes match names exactly, so that layer is treated "
+                     "as unmarked", file=_file(m), layer=m.prefix,
+            pointer="/__metadata__/_quantization_metadata",
+            effects=_eff(FAILS, DEGRADED),
+            fix=Fix(f"write the marker as the tensor {match}.comfy_quant and drop the header "
+                    "entry", Safety.SAFE, "header-to-tensor-markers",
+                    (("prefix", match),)))
+        return
+    fmt = m.format
+    validated = isinstance(fmt, str) and FORMATS.get(fmt) is not None and \
+        FORMATS[fmt].sglang == "validated"
+    yield Diagnostic(
+        "QC223", f"marker for {m.prefix!r} has no {m.prefix}.weight in the checkpoint",
+        file=_file(m), tensor=_tensor(m), layer=m.prefix,
+        effects=_eff(FAILS if validated else NONE, NONE),
+        fix=Fix("remove the stale marker", Safety.SAFE, "drop-marker"))
+
+
+def _renamed_prefix(ck: Checkpoint, prefix: str) -> str | None:
+    """The tensor prefix a header layer name means, by adding or removing a model prefix."""
+    candidates = [p + prefix for p in MODEL_PREFIXES]
+    candidates += [prefix[len(p):] for p in MODEL_PREFIXES if prefix.startswith(p)]
+    for c in candidates:
+        layer = ck.layers.get(c)
+        if layer is not None and layer.weight is not None:
+            return c
+    return None
+
+
+def _format_name(m: Marker) -> Iterator[Diagnostic]:
+    fmt = m.format
+    if "format" not in m.fields and m.get("format") is None:
+        yield Diagnostic(
+            "QC212", f"marker has no \"format\" key: {json.dumps(m.fields)[:120]}",
+            file=_file(m), tensor=_tensor(m), layer=m.prefix, effects=_eff(FAILS, FAILS))
+        return
+    if not isinstance(fmt, str) or fmt not in FORMATS:
+        near = _near_format(fmt)
+        hint = f"; did you mean {near!r}?" if near else ""
+        fix = Fix(f"set \"format\": {json.dumps(near)}", Safety.SAFE, "set-format",
+                  (("format", near),)) if near else None
+        yield Diagnostic(
+            "QC213", f"format {json.dumps(fmt)} is not a known format{hint}",
+            file=_file(m), tensor=_tensor(m), layer=m.prefix, effects=_eff(FAILS, FAILS),
+            fix=fix)
+        return
+    spec = FORMATS[fmt]
+    if spec.third_party:
+        yield Diagnostic(
+            "QC214", f"format {fmt!r} is a third-party format ({spec.title}): {spec.note}; "
+                     "neither ComfyUI nor sglang loads it",
+            file=_file(m), tensor=_tensor(m), layer=m.prefix, effects=_eff(FAILS, FAILS),
+            fix=Fix("dequantize or requantize the layer to a supported format",
+                    Safety.UNSAFE, "requantize"))
+
+
+def _near_format(fmt: Any) -> str | None:
+    if not isinstance(fmt, str):
+        return None
+    low = fmt.strip().lower().replace("-", "_")
+    if low in FORMATS and not FORMATS[low].third_party:
+        return low
+    aliases = {"fp8": "float8_e4m3fn", "float8": "float8_e4m3fn", "fp8_e4m3": "float8_e4m3fn",
+               "float8_e4m3": "float8_e4m3fn", "fp8_e5m2": "float8_e5m2", "int8": None,
+               "w4a8": "asym_w4a8_int8", "w4a4": "convrot_w4a4", "awq": "awq_w4a16"}
+    return aliases.get(low)
+
+
+def _underscore_keys(m: Marker) -> Iterator[Diagnostic]:
+    keys = [k for k in m.fields if k.startswith("_")]
+    if not keys:
+        return
+    derived = [k for k in keys if k in DERIVED]
+    eff = _eff(DEGRADED if derived else NONE, NONE)
+    yield Diagnostic(
+        "QC215", f"marker carries producer-written underscore keys {keys}; "
+                 + ("sglang derives these itself and a stale value can contradict the file"
+                    if derived else "runtimes reserve _ keys for derived values"),
+        file=_file(m), tensor=_tensor(m), layer=m.prefix, effects=eff,
+        fix=Fix(f"drop {', '.join(keys)}", Safety.SAFE, "drop-keys", (("keys", tuple(keys)),)))
+
+
+def _keys(m: Marker, spec: FormatSpec) -> Iterator[Diagnostic]:
+    known = {k.name for k in spec.keys} | {"format"}
+    for k in m.fields:
+        if k not in known and k not in TOLERATED and not k.startswith("_"):
+            yield Diagnostic(
+                "QC216", f"key {k!r} is not read by {spec.name} layers; it is ignored",
+                file=_file(m), tensor=_tensor(m), layer=m.prefix)
+    for key in spec.keys:
+        raw = m.get(key.name)
+        present = key.name in m.fields or (isinstance(m.fields.get("params"), dict)
+                                           and key.name in m.fields["params"])
+        if key.name == "convrot":
+            yield from _convrot(m, spec, raw, present)
+        elif key.name in ("convrot_groupsize", "group_size"):
+            yield from _size_key(m, spec, key.name, raw, present, key.default, key.allowed)
+        elif key.allowed is not None and present and raw not in key.allowed:
+            yield Diagnostic(
+                "QC221", f"{key.name} is {json.dumps(raw)}; {spec.name} accepts "
+                         f"{', '.join(json.dumps(a) for a in key.allowed)}",
+                file=_file(m), tensor=_tensor(m), layer=m.prefix, effects=_eff(FAILS, FAILS))
+        elif present and not isinstance(raw, key.types):
+            yield Diagnostic(
+                "QC221", f"{key.name} is {json.dumps(raw)}; it must be a JSON "
+                         f"{'boolean' if key.types == (bool,) else key.types[0].__name__}",
+                file=_file(m), tensor=_tensor(m), layer=m.prefix, effects=_eff(NONE, FAILS))
+
+
+def _convrot(m: Marker, spec: FormatSpec, raw: Any, present: bool) -> Iterator[Diagnostic]:
+    if spec.name == "asym_w4a8_int8" and raw is not True:
+        if not present:
+            yield Diagnostic(
+                "QC225", "asym_w4a8_int8 marker has no \"convrot\": true; ComfyUI always "
+                         "rotates W4A8 (its saver never writes the key) but sglang refuses the "
+                         "layer without it", file=_file(m), tensor=_tensor(m), layer=m.prefix,
+                effects=_eff(FAILS, NONE),
+                fix=Fix("add \"convrot\": true", Safety.SAFE, "set-key",
+                        (("key", "convrot"), ("value", True))))
+            return
+    if present and raw is not True and raw is not False and raw is not None:
+        truthy = bool(raw)
+        yield Diagnostic(
+            "QC218", f"convrot is {json.dumps(raw)}, not a JSON boolean; sglang requires "
+                     "exactly true for rotated layers" if truthy else
+                     f"convrot is {json.dumps(raw)}, not a JSON boolean",
+            file=_file(m), tensor=_tensor(m), layer=m.prefix,
+            effects=_eff(FAILS if truthy else NONE, NONE),
+            fix=Fix(f"write \"convrot\": {json.dumps(truthy)}", Safety.SAFE, "set-key",
+                    (("key", "convrot"), ("value", truthy))))
+    elif spec.name == "asym_w4a8_int8" and raw is False:
+        yield Diagnostic(
+            "QC225", "asym_w4a8_int8 marker sets \"convrot\": false; ComfyUI rotates W4A8 "
+                     "anyway and sglang refuses the layer", file=_file(m), tensor=_tensor(m),
+            layer=m.prefix, effects=_eff(FAILS, NONE),
+            fix=Fix("write \"convrot\": true", Safety.SAFE, "set-key",
+                    (("key", "convrot"), ("value", True))))
+
+
+def _size_key(m: Marker, spec: FormatSpec, name: str, raw: Any, present: bool, default: int,
+              allowed: tuple[Any, ...] | None) -> Iterator[Diagnostic]:
+    rotated = spec.name != "int8_tensorwise" or m.get("convrot") is True or bool(m.get("convrot"))
+    if name == "convrot_groupsize" and not rotated:
+        return
+    value = marker_int(raw, default, present)
+    code = "QC219" if name == "convrot_groupsize" else "QC220"
+    if value is None:
+        yield Diagnostic(
+            code, f"{name} is {json.dumps(raw)}; it must be a JSON integer", file=_file(m),
+            tensor=_tensor(m), layer=m.prefix, effects=_eff(FAILS, FAILS))
+        return
+    if name == "convrot_groupsize":
+        if spec.name == "int8_tensorwise" and not present:
+            yield Diagnostic(
+                "QC219", "rotated int8_tensorwise marker has no convrot_groupsize; ComfyUI "
+                         "assumes 256 but sglang requires the key",
+                file=_file(m), tensor=_tensor(m), layer=m.prefix, effects=_eff(FAILS, NONE),
+                fix=Fix("add \"convrot_groupsize\": 256 (ComfyUI's default)", Safety.SAFE,
+                        "set-key", (("key", "convrot_groupsize"), ("value", 256))))
+            return
+        power_of_4 = value >= 4 and (value & (value - 1)) == 0 and (value.bit_length() - 1) % 2 == 0
+        if allowed and value not in allowed:
+            sg = FAILS if spec.name != "asym_w4a8_int8" else NONE
+            yield Diagnostic(
+                "QC219", f"convrot_groupsize is {value}; rotation groups are 16, 64 or 256",
+                file=_file(m), tensor=_tensor(m), layer=m.prefix,
+                effects=_eff(sg, NONE if power_of_4 else FAILS))
+        elif isinstance(raw, float | str) and spec.name == "int8_tensorwise":
+            yield Diagnostic(
+                "QC219", f"convrot_groupsize is {json.dumps(raw)}, not a JSON integer; sglang "
+                         "compares it by value and type", file=_file(m), tensor=_tensor(m),
+                layer=m.prefix, effects=_eff(FAILS if isinstance(raw, str) else NONE, NONE),
+                fix=Fix(f"write \"convrot_groupsize\": {value}", Safety.SAFE, "set-key",
+                        (("key", "convrot_groupsize"), ("value", value))))
+        return
+    if spec.name == "asym_w4a8_int8" and not (value >= 4 and (16 % value == 0 or value % 16 == 0)):
+        yield Diagnostic(
+            "QC220", f"group_size is {value}; W4A8 needs group_size >= 4 that divides 16 or is "
+                     "a multiple of 16", file=_file(m), tensor=_tensor(m), layer=m.prefix,
+            effects=_eff(FAILS, FAILS))
+    elif value <= 0:
+        yield Diagnostic(
+            "QC220", f"group_size is {value}; it must be positive", file=_file(m),
+            tensor=_tensor(m), layer=m.prefix, effects=_eff(FAILS, FAILS))

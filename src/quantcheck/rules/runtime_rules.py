@@ -1,0 +1,143 @@
+"""QC3xx/QC6xx rules that depend on the whole file and one runtime's loader: format support,
+format mixes, sglang's config constructors, legacy files, sglang's INT8 embedding rule."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from quantcheck.checkpoint import Checkpoint
+from quantcheck.compat.sglang import check_config_constructor, resolve_comfy_checkpoint_quantization
+from quantcheck.diagnostics import Diagnostic, Effect, Fix, Safety
+from quantcheck.formats.table import FORMATS
+from quantcheck.layers import Layer
+
+FAILS, DEGRADED, NONE = Effect.FAILS, Effect.DEGRADED, Effect.NONE
+EMBEDDING_WORDS = ("embed", "wte", "tok_emb", "token_emb")
+
+
+def _eff(sglang: Effect, comfyui: Effect) -> dict[str, Effect]:
+    return {"sglang": sglang, "comfyui": comfyui}
+
+
+def _marked_layers(ck: Checkpoint) -> list[Layer]:
+    return [la for la in ck.layers.values() if la.marker is not None and la.weight is not None]
+
+
+def _sglang_view(layer: Layer) -> dict[str, Any]:
+    """The marker as sglang's constructors see it after the inspector (INT8 flags derived)."""
+    fields = dict(layer.marker.fields) if layer.marker else {}
+    if fields.get("format") == "int8_tensorwise":
+        scale = layer.tensors.get("weight_scale")
+        key = "_is_tensorwise_scalar" if scale is not None and scale.shape == () else "_is_rowwise"
+        fields[key] = True
+    return fields
+
+
+def check_runtime(ck: Checkpoint) -> Iterator[Diagnostic]:
+    """Whole-file findings for sglang's resolver/constructors and ComfyUI's legacy handling."""
+    yield from _legacy_scaled_fp8(ck)
+    yield from _quant_format(ck)
+    layers = _marked_layers(ck)
+    markers = {la.prefix: _sglang_view(la) for la in layers}
+    for la in layers:
+        fmt = la.marker.format if la.marker else None
+        spec = FORMATS.get(fmt) if isinstance(fmt, str) else None
+        if spec is not None and spec.sglang == "unsupported" and not spec.third_party:
+            yield Diagnostic(
+                "QC601", f"sglang 0.5.23 has no {spec.name} support: its resolver refuses the "
+                         "checkpoint", file=la.marker.sources[-1].file if la.marker else None,
+                layer=la.prefix, effects=_eff(FAILS, NONE),
+                fix=Fix("requantize the layer to a format sglang loads (or dequantize it)",
+                        Safety.UNSAFE, "requantize"))
+        if fmt == "int8_tensorwise" and not la.marker.get("convrot") and not _is_embedding(la):
+            yield Diagnostic(
+                "QC316", "int8_tensorwise marker without convrot on a linear layer: sglang "
+                         "treats it as an embedding marker and builds this linear unquantized",
+                file=la.marker.sources[-1].file, layer=la.prefix, effects=_eff(DEGRADED, NONE),
+                fix=Fix("requantize with ConvRot (convrot: true, convrot_groupsize 16/64/256) "
+                        "for sglang", Safety.UNSAFE, "requantize"))
+    yield from _resolver(ck, markers)
+
+
+def _is_embedding(layer: Layer) -> bool:
+    low = layer.prefix.lower()
+    return any(w in low for w in EMBEDDING_WORDS)
+
+
+def _resolver(ck: Checkpoint, markers: dict[str, dict[str, Any]]) -> Iterator[Diagnostic]:
+    if not markers:
+        return
+    formats = sorted({str(m.get("format")) for m in markers.values()})
+    known = all(f in FORMATS for f in formats)
+    try:
+        cls = resolve_comfy_checkpoint_quantization(markers)
+    except NotImplementedError as exc:
+        single_unsupported = len(formats) == 1 and known
+        if known and not single_unsupported:
+            yield Diagnostic(
+                "QC602", f"sglang cannot load this mix of formats ({', '.join(formats)}): "
+                         f"\"{exc}\"", file=_first_file(ck), effects=_eff(FAILS, NONE),
+                data={"formats": formats})
+        return
+    if cls is None:
+        return
+    for prefix, m in markers.items():
+        try:
+            check_config_constructor(cls, {prefix: m})
+        except (ValueError, TypeError, OverflowError) as exc:
+            msg = str(exc)
+            if isinstance(exc, TypeError | OverflowError) or msg.startswith("invalid literal"):
+                continue  # a size key int() cannot read: QC219/QC220 report it
+            if "must set convrot=true" in msg or "convrot_groupsize" in msg:
+                continue  # QC218/QC219/QC225 report these with a fix
+            code = "QC318" if msg.startswith("Rotated NVFP4") else "QC603"
+            layer = ck.layers[prefix]
+            yield Diagnostic(
+                code, f"sglang's {cls} refuses this layer: \"{msg}\"",
+                file=layer.marker.sources[-1].file if layer.marker else None, layer=prefix,
+                effects=_eff(FAILS, NONE), data={"config_class": cls})
+
+
+def _first_file(ck: Checkpoint) -> str | None:
+    return ck.shards[0].name if ck.shards else None
+
+
+def _legacy_scaled_fp8(ck: Checkpoint) -> Iterator[Diagnostic]:
+    keys = [n for n in ck.tensors if n == "scaled_fp8" or n.endswith(".scaled_fp8")]
+    if not keys or any(s.header.metadata.get("_quantization_metadata") for s in ck.shards):
+        return
+    n = sum(1 for la in ck.layers.values() if la.has("scale_weight"))
+    yield Diagnostic(
+        "QC315", f"legacy ComfyUI 'scaled_fp8' checkpoint ({n} layers with scale_weight, no "
+                 "comfy_quant markers): ComfyUI converts it on load, sglang refuses it",
+        file=ck.tensors[keys[0]].file, tensor=keys[0], effects=_eff(FAILS, NONE),
+        fix=Fix("convert to per-layer markers (scale_weight -> weight_scale, "
+                "float8_e4m3fn markers)", Safety.SAFE, "convert-scaled-fp8"))
+
+
+def _quant_format(ck: Checkpoint) -> Iterator[Diagnostic]:
+    """`quant_format: mxfp8` makes sglang treat every F8/I8/U8 weight as MXFP8."""
+    values = {v.lower() for v in ck.quant_formats.values()}
+    if values != {"mxfp8"}:
+        if "mxfp8" in values:
+            yield Diagnostic(
+                "QC604", f"shards disagree on __metadata__.quant_format ({sorted(values)}); "
+                         "sglang then ignores it and needs explicit markers",
+                file=_first_file(ck), effects=_eff(DEGRADED, NONE))
+        return
+    for la in ck.layers.values():
+        w = la.weight
+        if w is None or w.dtype not in ("F8_E4M3", "I8", "U8"):
+            continue
+        scale = la.tensors.get("weight_scale")
+        fmt = la.marker.format if la.marker else "mxfp8"
+        shaped = (w.dtype == "F8_E4M3" and len(w.shape) == 2 and w.shape[1] % 32 == 0
+                  and scale is not None and scale.dtype == "U8"
+                  and scale.shape == (w.shape[0], w.shape[1] // 32))
+        if fmt != "mxfp8" or not shaped:
+            yield Diagnostic(
+                "QC604", f"__metadata__.quant_format is mxfp8, so sglang requires every "
+                         f"F8/I8/U8 weight to be MXFP8 [N, K] with a U8 [N, K/32] scale; this "
+                         f"{fmt} layer is not", file=w.file, tensor=w.name, layer=la.prefix,
+                effects=_eff(FAILS, NONE))
