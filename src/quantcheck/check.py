@@ -37,13 +37,10 @@ def select_diagnostics(diags: Iterable[Diagnostic], *, target: str = "all",
 
 
 def run_rules(ck: Checkpoint) -> list[Diagnostic]:
-    """Container and marker findings from loading, plus every rule family."""
-    from quantcheck.rules.families import FAMILIES
+    """Container and marker findings from loading, plus every rule."""
+    from quantcheck.rules.engine import run_all_rules
 
-    diags = list(ck.diagnostics)
-    for family in FAMILIES:
-        diags.extend(family(ck))
-    return diags
+    return run_all_rules(ck)
 
 
 def check_checkpoint(ck: Checkpoint, *, target: str = "all", select: list[str] | None = None,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
 from typing import Any
 
+from quantcheck._record import factory, record
 from quantcheck.diagnostics import Diagnostic, json_pointer
 from quantcheck.io.header import Header, TensorInfo, read_header
 from quantcheck.io.source import ByteSource, LocalFile
@@ -26,7 +26,7 @@ class InputError(Exception):
     """The inputs cannot be opened at all (missing path, no safetensors files): exit code 2."""
 
 
-@dataclass(slots=True)
+@record
 class Shard:
     """One safetensors file: its source and parsed header."""
 
@@ -38,20 +38,20 @@ class Shard:
         return self.header.file
 
 
-@dataclass
+@record
 class Checkpoint:
     """All shards of one checkpoint, merged: tensors, layers, markers and container findings."""
 
     inputs: list[str]
-    shards: list[Shard] = field(default_factory=list)
-    tensors: dict[str, TensorInfo] = field(default_factory=dict)
-    layers: dict[str, Layer] = field(default_factory=dict)
-    loose: list[str] = field(default_factory=list)
-    markers: dict[str, Marker] = field(default_factory=dict)
-    metadata: dict[str, str] = field(default_factory=dict)
-    quant_formats: dict[str, str] = field(default_factory=dict)  # file -> quant_format
+    shards: list[Shard] = factory(list)
+    tensors: dict[str, TensorInfo] = factory(dict)
+    layers: dict[str, Layer] = factory(dict)
+    loose: list[str] = factory(list)
+    markers: dict[str, Marker] = factory(dict)
+    metadata: dict[str, str] = factory(dict)
+    quant_formats: dict[str, str] = factory(dict)  # file -> quant_format
     index: str | None = None
-    diagnostics: list[Diagnostic] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = factory(list)
 
     def layer(self, prefix: str) -> Any:
         """A layer handle for numerics (`.dequantize()`); KeyError for an unknown prefix."""

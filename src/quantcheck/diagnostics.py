@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
+
+from quantcheck._record import factory, record
 
 TARGETS: tuple[str, ...] = ("sglang", "comfyui")
 
@@ -37,7 +38,7 @@ class Effect(StrEnum):
     NONE = "none"
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Fix:
     """A proposed fix: human text, its safety, and a machine-readable action for the planner."""
 
@@ -55,7 +56,7 @@ class Fix:
         }
 
 
-@dataclass(slots=True)
+@record
 class Diagnostic:
     """One finding. Severity, name and per-target effects default to the rule's registry entry."""
 
@@ -68,7 +69,7 @@ class Diagnostic:
     fix: Fix | None = None
     effects: dict[str, Effect] | None = None
     severity: Severity | None = None
-    data: dict[str, Any] = field(default_factory=dict)
+    data: dict[str, Any] = factory(dict)
 
     @property
     def rule(self) -> Any:

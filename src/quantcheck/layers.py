@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from quantcheck._record import factory, record
 
 if TYPE_CHECKING:
     from quantcheck.io.header import TensorInfo
@@ -17,12 +18,12 @@ KNOWN_SUFFIXES: frozenset[str] = frozenset({
 })
 
 
-@dataclass(slots=True)
+@record
 class Layer:
     """One layer: its tensors by suffix and its merged marker (if any)."""
 
     prefix: str
-    tensors: dict[str, TensorInfo] = field(default_factory=dict)
+    tensors: dict[str, TensorInfo] = factory(dict)
     marker: Marker | None = None
 
     @property

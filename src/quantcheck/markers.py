@@ -7,9 +7,9 @@ then checked for the product's own rules. Only marker bytes are read, in one bat
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from typing import Any
 
+from quantcheck._record import factory, record
 from quantcheck.diagnostics import Diagnostic, json_pointer
 from quantcheck.io.header import Header, TensorInfo
 from quantcheck.io.source import ByteSource
@@ -23,7 +23,7 @@ UNREADABLE_MARKER_DTYPES = frozenset(
 BOMS = (b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")
 
 
-@dataclass(slots=True)
+@record
 class MarkerSource:
     """One marker object as found in one place (a tensor or a header entry of one file)."""
 
@@ -33,13 +33,13 @@ class MarkerSource:
     key: str  # tensor name, or the header `layers` key
 
 
-@dataclass(slots=True)
+@record
 class Marker:
     """All marker sources for one layer prefix, merged field by field (later sources win)."""
 
     prefix: str
-    sources: list[MarkerSource] = field(default_factory=list)
-    fields: dict[str, Any] = field(default_factory=dict)
+    sources: list[MarkerSource] = factory(list)
+    fields: dict[str, Any] = factory(dict)
 
     @property
     def format(self) -> Any:
@@ -109,9 +109,13 @@ def read_tensor_markers(source: ByteSource, header: Header) -> tuple[list[Marker
         wanted.append(t)
     datas = source.read_many([(t.begin, t.nbytes) for t in wanted]) if wanted else []
     out: list[MarkerSource] = []
+    decoded: dict[bytes, tuple[Any, str | None, str | None]] = {}  # most markers repeat
     for t, raw in zip(wanted, datas, strict=True):
         prefix = t.name[: -len(MARKER_SUFFIX)]
-        value, code, detail = decode_marker_bytes(raw)
+        hit = decoded.get(raw)
+        if hit is None:
+            hit = decoded[raw] = decode_marker_bytes(raw)
+        value, code, detail = hit
         if code is not None:
             diags.append(Diagnostic(code, f"{detail}: {_preview(raw)}" if raw else str(detail),
                                     file=file, tensor=t.name, layer=prefix))

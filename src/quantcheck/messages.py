@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Any
 
+from quantcheck._record import factory, record
 
-@dataclass(frozen=True)
+
+@record
 class MessagePattern:
     """One runtime message template: its regex, runtime, the rule it maps to, causes."""
 
@@ -20,12 +21,12 @@ class MessagePattern:
     fix_command: str = "quantcheck fix IN.safetensors -o OUT.safetensors --target sglang"
 
 
-@dataclass
+@record
 class MessageMatch:
     """A pasted message matched to a pattern, with the values it names."""
 
     pattern: MessagePattern
-    values: dict[str, str] = field(default_factory=dict)
+    values: dict[str, str] = factory(dict)
 
     def to_json(self) -> dict[str, Any]:
         from quantcheck.rules.registry import get_rule

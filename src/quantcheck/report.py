@@ -2,22 +2,22 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
+from quantcheck._record import factory, record
 from quantcheck.diagnostics import TARGETS, Diagnostic, Effect, Severity
 
 SCHEMA_VERSION = 1
 
 
-@dataclass
+@record
 class Report:
     """Everything `check` found, ready for a renderer."""
 
     inputs: list[dict[str, Any]]
     diagnostics: list[Diagnostic]
     targets: tuple[str, ...] = TARGETS
-    stats: dict[str, int] = field(default_factory=dict)
+    stats: dict[str, int] = factory(dict)
 
     def target_status(self, target: str) -> dict[str, Any]:
         """ok / degraded / fails for one runtime, with how many problems affect it."""

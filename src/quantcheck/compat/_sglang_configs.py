@@ -8,8 +8,9 @@ markers in insertion order" does not say more, and no reference case tells them 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Literal
+
+from quantcheck._record import record
 
 CONFIG_CLASSES = (
     "ConvRotInt8Config",
@@ -36,7 +37,7 @@ _GROUP_SIZES = (16, 64, 256)
 MarkerMap = Mapping[Any, Mapping[str, Any]]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Host:
     """The platform the constructors see: "cpu" (neither CUDA nor MPS), "cuda" or "mps".
 

@@ -7,8 +7,9 @@ table; they contain no per-format branches of their own.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
+
+from quantcheck._record import record
 
 Shape = tuple[int, ...]
 
@@ -18,7 +19,7 @@ def ceil_to(x: int, m: int) -> int:
     return -(-x // m) * m
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Dims:
     """Sizes of one layer: N rows, K logical columns, group sizes, and the stored weight shape."""
 
@@ -35,7 +36,7 @@ class Dims:
 ShapeRule = Callable[[Dims], Shape]
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Companion:
     """A tensor `<layer>.<suffix>` a format stores next to its weight.
 
@@ -55,7 +56,7 @@ class Companion:
     note: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class MarkerKey:
     """A marker key a format reads: accepted JSON types, default, and allowed values."""
 
@@ -66,7 +67,7 @@ class MarkerKey:
     doc: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class FormatSpec:
     """Everything the rules know about one marker format."""
 
@@ -81,7 +82,7 @@ class FormatSpec:
     sglang: str = "validated"  # "validated", "unchecked", "unsupported"
     third_party: bool = False
     note: str = ""
-    constraints: tuple[tuple[str, Callable[[Dims], bool], str], ...] = field(default=())
+    constraints: tuple[tuple[str, Callable[[Dims], bool], str], ...] = ()
 
     def companion(self, suffix: str) -> Companion | None:
         for c in self.companions:

@@ -8,51 +8,65 @@ from __future__ import annotations
 
 import json
 import struct
-from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
+from quantcheck._record import factory, record
 from quantcheck.diagnostics import Diagnostic, json_pointer
 from quantcheck.dtypes import DTYPES
 from quantcheck.io.source import ByteSource
 
 MAX_HEADER = 100_000_000
+_NO_META: Any = object()
 U64_MAX = 2**64 - 1
 ENTRY_KEYS = frozenset({"dtype", "shape", "data_offsets"})
 
 
-@dataclass(slots=True)
-class TensorInfo:
-    """One tensor's header entry; offsets are absolute file offsets."""
+class TensorInfo(tuple):  # type: ignore[type-arg]
+    """One tensor's header entry: (name, dtype, shape, begin, end, file); offsets absolute.
 
-    name: str
-    dtype: str
-    shape: tuple[int, ...]
-    begin: int
-    end: int
-    file: str
+    A tuple subclass: a header holds thousands, and tuples are the cheapest to build.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, name: str, dtype: str, shape: tuple[int, ...], begin: int, end: int,
+                file: str) -> TensorInfo:
+        return tuple.__new__(cls, (name, dtype, shape, begin, end, file))
+
+    name: str = property(itemgetter(0))  # type: ignore[assignment]
+    dtype: str = property(itemgetter(1))  # type: ignore[assignment]
+    shape: tuple[int, ...] = property(itemgetter(2))  # type: ignore[assignment]
+    begin: int = property(itemgetter(3))  # type: ignore[assignment]
+    end: int = property(itemgetter(4))  # type: ignore[assignment]
+    file: str = property(itemgetter(5))  # type: ignore[assignment]
 
     @property
     def nbytes(self) -> int:
-        return self.end - self.begin
+        return self[4] - self[3]
 
     @property
     def numel(self) -> int:
         n = 1
-        for d in self.shape:
+        for d in self[2]:
             n *= d
         return n
 
+    def __repr__(self) -> str:
+        return (f"TensorInfo(name={self[0]!r}, dtype={self[1]!r}, shape={self[2]!r}, "
+                f"begin={self[3]}, end={self[4]}, file={self[5]!r})")
 
-@dataclass(slots=True)
+
+@record
 class Header:
     """A parsed header. `tensors` keeps header order; `usable` is False when parsing failed."""
 
     file: str
     file_size: int
     header_len: int = 0
-    tensors: dict[str, TensorInfo] = field(default_factory=dict)
-    metadata: dict[str, str] = field(default_factory=dict)
-    diagnostics: list[Diagnostic] = field(default_factory=list)
+    tensors: dict[str, TensorInfo] = factory(dict)
+    metadata: dict[str, str] = factory(dict)
+    diagnostics: list[Diagnostic] = factory(list)
     usable: bool = False
 
     @property
@@ -119,9 +133,8 @@ def read_header(source: ByteSource, prefetch: bytes | None = None) -> Header:
         diag("QC104", f"header byte {exc.start} is not valid UTF-8 ({exc.reason}); safetensors "
                       "headers are UTF-8 JSON")
         return h
-    dups = _Duplicates()
     try:
-        doc = json.loads(text, object_pairs_hook=dups)
+        doc = json.loads(text)
     except RecursionError:
         diag("QC120", "header JSON is nested too deeply to parse; a safetensors header nests "
                       "3 levels")
@@ -131,20 +144,68 @@ def read_header(source: ByteSource, prefetch: bytes | None = None) -> Header:
         detail = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
         diag("QC105", f"header is not valid JSON{where}: {detail}")
         return h
+    if "\\u" in text and _lone_surrogate(doc):
+        diag("QC105", "header is not valid JSON: a \\u escape encodes a lone UTF-16 surrogate, "
+                      "which is not a character (safetensors refuses it)")
+        return h
     if not isinstance(doc, dict):
         diag("QC106", f"header JSON is {_json_kind(doc)}; it must be an object of tensor entries")
         return h
     if n % 8:
         diag("QC122", f"header length {n} is not a multiple of 8")
-    for key in dict.fromkeys(dups.found):
+    h.usable = True
+    raw_meta = doc.get("__metadata__", _NO_META)
+    _read_metadata(doc, h, diag)
+    n_entries = _read_entries(doc, h, diag)
+    _check_layout(h, diag)
+    for key in dict.fromkeys(_duplicate_keys(text, raw_meta, n_entries)):
         diag("QC107", f"key {key!r} appears more than once in one JSON object; parsers keep "
                       "only the last", tensor=key if key in doc else None,
              pointer=json_pointer(key) if key in doc else None)
-    h.usable = True
-    _read_metadata(doc, h, diag)
-    _read_entries(doc, h, diag)
-    _check_layout(h, diag)
     return h
+
+
+def _duplicate_keys(text: str, h_meta: Any, n_entries: dict[str, int]) -> list[str]:
+    """Keys repeated within one JSON object of the header.
+
+    Fast path: in a header without repeats, each tensor entry's field names occur exactly once
+    per entry, and `__metadata__` (re-read alone) has no repeats; only when a count is off is the
+    whole header parsed again with a hook that sees every key.
+    """
+    # A key spelled with escapes ("d\\u0074ype") is not counted, so any escape takes the slow path
+    fine = "\\u" not in text and all(text.count(f'"{f}"') == n for f, n in n_entries.items())
+    if fine and h_meta is not _NO_META:
+        fine = text.count('"__metadata__"') == 1 and _metadata_unique(text, h_meta)
+    if fine:
+        return []
+    dups = _Duplicates()
+    json.loads(text, object_pairs_hook=dups)
+    return dups.found
+
+
+def _metadata_unique(text: str, meta: Any) -> bool:
+    """Re-decode only the `__metadata__` value and check it has no repeated keys."""
+    at = text.index('"__metadata__"') + len('"__metadata__"')
+    at = text.index(":", at) + 1
+    while text[at] in " \t\r\n":
+        at += 1
+    dups = _Duplicates()
+    try:
+        value, _ = json.JSONDecoder(object_pairs_hook=dups).raw_decode(text, at)
+    except ValueError:
+        return False
+    return value == meta and not dups.found
+
+
+def _lone_surrogate(doc: Any) -> bool:
+    """True when a parsed string holds a lone surrogate (only \\u escapes can produce one)."""
+    try:
+        json.dumps(doc, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    except RecursionError:  # nested deeper than a header can be; reported elsewhere
+        return False
+    return False
 
 
 def _json_kind(v: Any) -> str:
@@ -178,16 +239,26 @@ def _read_metadata(doc: dict[str, Any], h: Header, diag: Any) -> None:
 BITS = {name: d.bits for name, d in DTYPES.items()}
 
 
-def _read_entries(doc: dict[str, Any], h: Header, diag: Any) -> None:
-    """Validate every tensor entry; the fast path is one pass with no helper calls."""
+def _read_entries(doc: dict[str, Any], h: Header, diag: Any) -> dict[str, int]:
+    """Validate every tensor entry; return how many entries hold each field name.
+
+    The fast path is one pass with no helper calls.
+    """
     base = h.data_start
     tensors = h.tensors
     file = h.file
     bits_of = BITS
+    new, TI = tuple.__new__, TensorInfo
+    well_formed = 0
+    counts = {"data_offsets": 0, "dtype": 0, "shape": 0}
     for name, e in doc.items():
         if type(e) is not dict or len(e) != 3 or e.keys() != ENTRY_KEYS:
+            if type(e) is dict:
+                for f in counts:
+                    counts[f] += f in e
             _malformed_entry(name, e, diag)
             continue
+        well_formed += 1
         dtype, shape, offs = e["dtype"], e["shape"], e["data_offsets"]
         bits = bits_of.get(dtype) if type(dtype) is str else None
         numel = 1
@@ -231,7 +302,8 @@ def _read_entries(doc: dict[str, Any], h: Header, diag: Any) -> None:
             diag("QC119", f"rows of {shape[-1]} {dtype} elements are {shape[-1] * bits} bits; "
                           "rows do not start on byte boundaries", tensor=name,
                  pointer=json_pointer(name, "shape"))
-        tensors[name] = TensorInfo(name, dtype, tuple(shape), base + begin, base + end, file)
+        tensors[name] = new(TI, (name, dtype, tuple(shape), base + begin, base + end, file))
+    return {f: n + well_formed for f, n in counts.items()}
 
 
 def _malformed_entry(name: str, e: Any, diag: Any) -> None:

@@ -5,11 +5,12 @@ from __future__ import annotations
 from quantcheck.diagnostics import Safety, Severity
 from quantcheck.rules.registry import Rule, effects
 
-E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
+E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 BOTH_FAIL = effects("fails", "fails")
 READER = (
-    "safetensors 0.8.0 refuses such files when they are opened (sglang-messages.md §2.3, recorded); "
-    "ComfyUI opens files through safetensors or its own reader of the same format (read)."
+    "safetensors 0.8.0 refuses such files when they are opened (sglang-messages.md §2.3, "
+    "recorded); ComfyUI opens files through safetensors or its own reader of the same format "
+    "(read)."
 )
 
 
@@ -134,7 +135,7 @@ RULES = [
        "Readers refuse entries with missing or unexpected fields.",
        '"a.weight": {"dtype": "F32", "shape": [4]}',
        "Re-save the checkpoint with a safetensors writer."),
-    _r("QC122", "header-unaligned", I, "header length is not a multiple of 8",
+    _r("QC122", "header-unaligned", INFO, "header length is not a multiple of 8",
        "The header length is a multiple of 8, as safetensors writers pad it.",
        "Tensor data then starts unaligned; zero-copy loaders may copy or refuse.",
        "header length 1001",

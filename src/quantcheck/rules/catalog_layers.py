@@ -5,7 +5,7 @@ from __future__ import annotations
 from quantcheck.diagnostics import Safety, Severity
 from quantcheck.rules.registry import Rule, effects
 
-E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
+E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 SG = "sglang 0.5.23 inspector/constructors (sglang-messages.md §2.1/§7)"
 
 RULES = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 from quantcheck.diagnostics import Safety, Severity
 from quantcheck.rules.registry import Rule, effects
 
-E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
+E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 SG_MARKER = "sglang 0.5.23 inspect_comfy_quant_markers (sglang-messages.md §2.1, recorded)"
 CUI_MARKER = ("ComfyUI reads markers with json.loads(tensor.numpy().tobytes()) "
               "(comfy/ops.py, comfy-formats.md §1.1, read)")
@@ -85,9 +85,11 @@ RULES = [
        '__metadata__: {"_quantization_metadata": "{\\"quant_algo\\": \\"NVFP4\\"}"}',
        "Drop the header entry and keep per-tensor markers (`quantcheck fix`).",
        effects("fails", "fails"), Safety.SAFE,
-       f"{SG_MARKER} messages #1–#3 (case quantization_metadata_invalid_json); ComfyUI "
+       f"{SG_MARKER} messages #1–#3 (case quantization_metadata_invalid_json); "
+       "ComfyUI "
        "effect inferred (comfy/utils.py convert_old_quants, read)."),
-    _r("QC209", "header-marker-not-object", E, "a _quantization_metadata layer entry is not an object",
+    _r("QC209", "header-marker-not-object", E,
+       "a _quantization_metadata layer entry is not an object",
        "Each value of _quantization_metadata.layers is a marker object.",
        "sglang: \"Comfy quantization metadata for … must be an object\".",
        '"layers": {"blocks.0.attn.qkv": "nvfp4"}',
@@ -147,7 +149,7 @@ RULES = [
        "Drop the _ keys (safe: no runtime needs them in the file).",
        effects("degraded", "none"), Safety.SAFE,
        "sglang-messages.md §5.2 (recorded: producer _ keys survive); effect inferred."),
-    _r("QC216", "marker-unknown-key", I, "marker key no runtime reads",
+    _r("QC216", "marker-unknown-key", INFO, "marker key no runtime reads",
        "Marker keys are ones the format reads (format, full_precision_matrix_mult, convrot, "
        "convrot_groupsize, group_size, linear_dtype, params) or tolerated producer extras "
        "(orig_dtype, per_row, orig_shape, num_experts).",

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from quantcheck.checkpoint import Checkpoint
 from quantcheck.diagnostics import Diagnostic, Effect, Fix, Safety, json_pointer
 from quantcheck.dtypes import HIGH_PRECISION
 from quantcheck.formats.dims import derive_dims
@@ -33,21 +32,18 @@ def _sglang_checks(spec: FormatSpec) -> bool:
     return spec.sglang in ("validated", "unchecked")
 
 
-def check_layers(ck: Checkpoint) -> Iterator[Diagnostic]:
-    """Every layer with a weight: marked layers against their format, unmarked quantized ones."""
-    legacy = any(la.has("scaled_fp8") for la in ck.layers.values()) or "scaled_fp8" in ck.tensors
-    mxfp8_meta = {v.lower() for v in ck.quant_formats.values()} == {"mxfp8"}
-    for layer in ck.layers.values():
-        w = layer.weight
-        if layer.marker is None:
-            if w is not None and w.dtype in UNMARKED_QUANTIZED and not legacy:
-                yield from _unmarked(layer, mxfp8_meta)
-            continue
-        fmt = layer.marker.format
-        spec = FORMATS.get(fmt) if isinstance(fmt, str) else None
-        if spec is None or spec.third_party or w is None:
-            continue  # unknown formats and orphan markers are QC2xx findings
-        yield from _check_marked(ck, layer, spec)
+def check_layer(layer: Layer, legacy: bool, mxfp8_meta: bool) -> Iterator[Diagnostic]:
+    """One layer: a marked layer against its format, or an unmarked quantized weight."""
+    w = layer.weight
+    if layer.marker is None:
+        if w is not None and w.dtype in UNMARKED_QUANTIZED and not legacy:
+            yield from _unmarked(layer, mxfp8_meta)
+        return
+    fmt = layer.marker.format
+    spec = FORMATS.get(fmt) if isinstance(fmt, str) else None
+    if spec is None or spec.third_party or w is None:
+        return  # unknown formats and orphan markers are QC2xx findings
+    yield from _check_marked(layer, spec)
 
 
 def _unmarked(layer: Layer, mxfp8_meta: bool) -> Iterator[Diagnostic]:
@@ -71,7 +67,7 @@ def _unmarked(layer: Layer, mxfp8_meta: bool) -> Iterator[Diagnostic]:
                 "add-marker"))
 
 
-def _check_marked(ck: Checkpoint, layer: Layer, spec: FormatSpec) -> Iterator[Diagnostic]:
+def _check_marked(layer: Layer, spec: FormatSpec) -> Iterator[Diagnostic]:
     w = layer.weight
     assert w is not None
     marker_file = layer.marker.sources[-1].file if layer.marker else w.file

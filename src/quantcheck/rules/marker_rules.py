@@ -36,19 +36,21 @@ def _tensor(m: Marker) -> str | None:
     return None
 
 
-def check_markers(ck: Checkpoint) -> Iterator[Diagnostic]:
-    """Format names, keys, orphans and header-name mismatches of every merged marker."""
+def check_orphans(ck: Checkpoint) -> Iterator[Diagnostic]:
+    """Markers whose prefix has no weight: header-name mismatches and stale markers."""
     for prefix, m in ck.markers.items():
         layer = ck.layers.get(prefix)
-        has_weight = layer is not None and layer.weight is not None
-        if not has_weight:
+        if layer is None or layer.weight is None:
             yield from _orphan(ck, m)
-            continue
-        yield from _format_name(m)
-        spec = FORMATS.get(m.format) if isinstance(m.format, str) else None
-        yield from _underscore_keys(m)
-        if spec is not None and not spec.third_party:
-            yield from _keys(m, spec)
+
+
+def check_marker_fields(m: Marker) -> Iterator[Diagnostic]:
+    """Format name, producer `_` keys, and the keys the format reads, of one layer's marker."""
+    yield from _format_name(m)
+    spec = FORMATS.get(m.format) if isinstance(m.format, str) else None
+    yield from _underscore_keys(m)
+    if spec is not None and not spec.third_party:
+        yield from _keys(m, spec)
 
 
 def _orphan(ck: Checkpoint, m: Marker) -> Iterator[Diagnostic]:
@@ -168,16 +170,15 @@ def _keys(m: Marker, spec: FormatSpec) -> Iterator[Diagnostic]:
 
 
 def _convrot(m: Marker, spec: FormatSpec, raw: Any, present: bool) -> Iterator[Diagnostic]:
-    if spec.name == "asym_w4a8_int8" and raw is not True:
-        if not present:
-            yield Diagnostic(
-                "QC225", "asym_w4a8_int8 marker has no \"convrot\": true; ComfyUI always "
-                         "rotates W4A8 (its saver never writes the key) but sglang refuses the "
-                         "layer without it", file=_file(m), tensor=_tensor(m), layer=m.prefix,
-                effects=_eff(FAILS, NONE),
-                fix=Fix("add \"convrot\": true", Safety.SAFE, "set-key",
-                        (("key", "convrot"), ("value", True))))
-            return
+    if spec.name == "asym_w4a8_int8" and not present:
+        yield Diagnostic(
+            "QC225", "asym_w4a8_int8 marker has no \"convrot\": true; ComfyUI always "
+                     "rotates W4A8 (its saver never writes the key) but sglang refuses the "
+                     "layer without it", file=_file(m), tensor=_tensor(m), layer=m.prefix,
+            effects=_eff(FAILS, NONE),
+            fix=Fix("add \"convrot\": true", Safety.SAFE, "set-key",
+                    (("key", "convrot"), ("value", True))))
+        return
     if present and raw is not True and raw is not False and raw is not None:
         truthy = bool(raw)
         yield Diagnostic(

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cache
 
+from quantcheck._record import record
 from quantcheck.diagnostics import Effect, Safety, Severity
 
 
-@dataclass(frozen=True, slots=True)
+@record
 class Rule:
     """A diagnostic code with its meaning, per-target effect and documentation."""
 

@@ -7,7 +7,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from quantcheck.checkpoint import Checkpoint
-from quantcheck.compat.sglang import check_config_constructor, resolve_comfy_checkpoint_quantization
+from quantcheck.compat._sglang_configs import (
+    check_config_constructor,
+    resolve_comfy_checkpoint_quantization,
+)
 from quantcheck.diagnostics import Diagnostic, Effect, Fix, Safety
 from quantcheck.formats.table import FORMATS
 from quantcheck.layers import Layer
@@ -34,69 +37,71 @@ def _sglang_view(layer: Layer) -> dict[str, Any]:
     return fields
 
 
-def check_runtime(ck: Checkpoint) -> Iterator[Diagnostic]:
-    """Whole-file findings for sglang's resolver/constructors and ComfyUI's legacy handling."""
+def sglang_config_class(ck: Checkpoint) -> tuple[str | None, list[str], str | None]:
+    """(config class sglang picks, its format list, the resolver's error text if it refuses)."""
+    markers = {la.prefix: _sglang_view(la) for la in _marked_layers(ck)}
+    formats = sorted({str(m.get("format")) for m in markers.values()})
+    try:
+        return resolve_comfy_checkpoint_quantization(markers), formats, None
+    except NotImplementedError as exc:
+        return None, formats, str(exc)
+
+
+def check_file_runtime(ck: Checkpoint, formats: list[str], refusal: str | None
+                       ) -> Iterator[Diagnostic]:
+    """Whole-file findings: legacy scaled_fp8, quant_format=mxfp8, format mixes."""
     yield from _legacy_scaled_fp8(ck)
     yield from _quant_format(ck)
-    layers = _marked_layers(ck)
-    markers = {la.prefix: _sglang_view(la) for la in layers}
-    for la in layers:
-        fmt = la.marker.format if la.marker else None
-        spec = FORMATS.get(fmt) if isinstance(fmt, str) else None
-        if spec is not None and spec.sglang == "unsupported" and not spec.third_party:
-            yield Diagnostic(
-                "QC601", f"sglang 0.5.23 has no {spec.name} support: its resolver refuses the "
-                         "checkpoint", file=la.marker.sources[-1].file if la.marker else None,
-                layer=la.prefix, effects=_eff(FAILS, NONE),
-                fix=Fix("requantize the layer to a format sglang loads (or dequantize it)",
-                        Safety.UNSAFE, "requantize"))
-        if fmt == "int8_tensorwise" and not la.marker.get("convrot") and not _is_embedding(la):
-            yield Diagnostic(
-                "QC316", "int8_tensorwise marker without convrot on a linear layer: sglang "
-                         "treats it as an embedding marker and builds this linear unquantized",
-                file=la.marker.sources[-1].file, layer=la.prefix, effects=_eff(DEGRADED, NONE),
-                fix=Fix("requantize with ConvRot (convrot: true, convrot_groupsize 16/64/256) "
-                        "for sglang", Safety.UNSAFE, "requantize"))
-    yield from _resolver(ck, markers)
+    if refusal is None:
+        return
+    known = all(f in FORMATS for f in formats)
+    if known and len(formats) > 1:
+        yield Diagnostic(
+            "QC602", f"sglang cannot load this mix of formats ({', '.join(formats)}): "
+                     f"\"{refusal}\"", file=_first_file(ck), effects=_eff(FAILS, NONE),
+            data={"formats": formats})
 
 
-def _is_embedding(layer: Layer) -> bool:
+def check_layer_runtime(layer: Layer, config_class: str | None) -> Iterator[Diagnostic]:
+    """One marked layer: sglang format support, sglang's INT8 embedding rule, its constructor."""
+    if layer.marker is None or layer.weight is None:
+        return
+    fmt = layer.marker.format
+    file = layer.marker.sources[-1].file
+    spec = FORMATS.get(fmt) if isinstance(fmt, str) else None
+    if spec is not None and spec.sglang == "unsupported" and not spec.third_party:
+        yield Diagnostic(
+            "QC601", f"sglang 0.5.23 has no {spec.name} support: its resolver refuses the "
+                     "checkpoint", file=file, layer=layer.prefix, effects=_eff(FAILS, NONE),
+            fix=Fix("requantize the layer to a format sglang loads (or dequantize it)",
+                    Safety.UNSAFE, "requantize"))
+    if (fmt == "int8_tensorwise" and not layer.marker.get("convrot")
+            and not is_embedding_name(layer)):
+        yield Diagnostic(
+            "QC316", "int8_tensorwise marker without convrot on a linear layer: sglang "
+                     "treats it as an embedding marker and builds this linear unquantized",
+            file=file, layer=layer.prefix, effects=_eff(DEGRADED, NONE),
+            fix=Fix("requantize with ConvRot (convrot: true, convrot_groupsize 16/64/256) "
+                    "for sglang", Safety.UNSAFE, "requantize"))
+    if config_class is None:
+        return
+    try:
+        check_config_constructor(config_class, {layer.prefix: _sglang_view(layer)})
+    except (ValueError, TypeError, OverflowError) as exc:
+        msg = str(exc)
+        if isinstance(exc, TypeError | OverflowError) or msg.startswith("invalid literal"):
+            return  # a size key int() cannot read: QC219/QC220 report it
+        if "must set convrot=true" in msg or "convrot_groupsize" in msg:
+            return  # QC218/QC219/QC225 report these with a fix
+        code = "QC318" if msg.startswith("Rotated NVFP4") else "QC603"
+        yield Diagnostic(
+            code, f"sglang's {config_class} refuses this layer: \"{msg}\"", file=file,
+            layer=layer.prefix, effects=_eff(FAILS, NONE), data={"config_class": config_class})
+
+
+def is_embedding_name(layer: Layer) -> bool:
     low = layer.prefix.lower()
     return any(w in low for w in EMBEDDING_WORDS)
-
-
-def _resolver(ck: Checkpoint, markers: dict[str, dict[str, Any]]) -> Iterator[Diagnostic]:
-    if not markers:
-        return
-    formats = sorted({str(m.get("format")) for m in markers.values()})
-    known = all(f in FORMATS for f in formats)
-    try:
-        cls = resolve_comfy_checkpoint_quantization(markers)
-    except NotImplementedError as exc:
-        single_unsupported = len(formats) == 1 and known
-        if known and not single_unsupported:
-            yield Diagnostic(
-                "QC602", f"sglang cannot load this mix of formats ({', '.join(formats)}): "
-                         f"\"{exc}\"", file=_first_file(ck), effects=_eff(FAILS, NONE),
-                data={"formats": formats})
-        return
-    if cls is None:
-        return
-    for prefix, m in markers.items():
-        try:
-            check_config_constructor(cls, {prefix: m})
-        except (ValueError, TypeError, OverflowError) as exc:
-            msg = str(exc)
-            if isinstance(exc, TypeError | OverflowError) or msg.startswith("invalid literal"):
-                continue  # a size key int() cannot read: QC219/QC220 report it
-            if "must set convrot=true" in msg or "convrot_groupsize" in msg:
-                continue  # QC218/QC219/QC225 report these with a fix
-            code = "QC318" if msg.startswith("Rotated NVFP4") else "QC603"
-            layer = ck.layers[prefix]
-            yield Diagnostic(
-                code, f"sglang's {cls} refuses this layer: \"{msg}\"",
-                file=layer.marker.sources[-1].file if layer.marker else None, layer=prefix,
-                effects=_eff(FAILS, NONE), data={"config_class": cls})
 
 
 def _first_file(ck: Checkpoint) -> str | None:

@@ -1,0 +1,126 @@
+"""Header-check benchmark (issues 2 and 3): quantcheck vs the floor, safetensors and torch.
+
+    python benchmarks/bench_check.py [--keep] [--runs 5]
+
+Makes the 19 GiB sparse checkpoint with ../shared/bench/make_big_checkpoint.py (3600 tensors),
+then measures in one run:
+  floor      ../shared/bench/floor_read.py: header read + json.loads + one read per marker
+  ours       quantcheck's full check (all rules, both targets), in process
+  safe_open  (b) safetensors.safe_open(framework="numpy"): get_slice per key, get_tensor per marker
+  cli        the venv's `quantcheck check` console script as a whole process
+  torch      (c) a process that imports torch and does (b) with framework="pt"
+Medians of --runs warm runs; peak RSS of the CLI process. Prints a Markdown table of figures and
+ratios for BENCHMARKS.md. Not a test: nothing here asserts on time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("QUANTCHECK_SHARED", ROOT.parent / "shared"))
+BENCH = SHARED / "bench"
+
+SAFE_OPEN = """
+import sys
+from safetensors import safe_open
+def run(path, fw):
+    meta, markers = {}, {}
+    with safe_open(path, framework=fw) as f:
+        for k in f.keys():
+            s = f.get_slice(k)
+            meta[k] = (s.get_dtype(), tuple(s.get_shape()))
+            if k.endswith(".comfy_quant"):
+                markers[k] = f.get_tensor(k)
+    return meta, markers
+"""
+
+
+def median_ms(fn, runs: int) -> float:
+    fn()  # warm
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t) * 1000)
+    return statistics.median(times)
+
+
+def proc_ms(cmd: list[str], runs: int) -> tuple[float, float]:
+    """Median wall time of a whole process and the largest peak RSS (MiB) of those runs."""
+    subprocess.run(cmd, check=False, capture_output=True)  # warm
+    times, peak = [], 0.0
+    for _ in range(runs):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        t = time.perf_counter()
+        subprocess.run(cmd, check=False, capture_output=True)
+        times.append((time.perf_counter() - t) * 1000)
+        peak = max(peak, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, before)
+    return statistics.median(times), peak / 1024
+
+
+def child_peak_mib(cmd: list[str]) -> float:
+    """Peak RSS of one fresh child (a new process so earlier children do not mask it)."""
+    code = ("import resource,subprocess,sys;subprocess.run(sys.argv[1:],capture_output=True);"
+            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    out = subprocess.run([sys.executable, "-c", code, *cmd], capture_output=True, text=True)
+    return int(out.stdout.strip()) / 1024
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--keep", action="store_true", help="keep the sparse file")
+    ap.add_argument("--file", help="use this checkpoint instead of generating one")
+    args = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="qc-bench-")
+    path = args.file or os.path.join(tmp, "big.safetensors")
+    if not args.file:
+        subprocess.run([sys.executable, str(BENCH / "make_big_checkpoint.py"), path], check=True,
+                       capture_output=True)
+    sys.path.insert(0, str(BENCH))
+    from floor_read import floor_read  # type: ignore[import-not-found]
+
+    from quantcheck.check import check_paths
+
+    runs = args.runs
+    floor = median_ms(lambda: floor_read([path]), runs)
+    ours = median_ms(lambda: check_paths([path]), runs)
+    ns: dict[str, object] = {}
+    exec(SAFE_OPEN, ns)  # noqa: S102 - a fixed benchmark snippet
+    safe = median_ms(lambda: ns["run"](path, "numpy"), runs)  # type: ignore[operator]
+    exe = str(Path(sys.executable).with_name("quantcheck"))
+    cli, _ = proc_ms([exe, "check", path], runs)
+    cli_peak = child_peak_mib([exe, "check", path])
+    torch_cmd = [sys.executable, "-c", SAFE_OPEN + f"\nimport torch\nrun({path!r}, 'pt')"]
+    torch_ms, _ = proc_ms(torch_cmd, runs)
+    n = check_paths([path]).stats
+    rows = [
+        ("floor (header + json.loads + marker reads)", floor, "1.00x floor"),
+        ("quantcheck check, in process", ours, f"{ours / floor:.2f}x floor; "
+         f"{safe / ours:.1f}x faster than safe_open"),
+        ("(b) safetensors safe_open numpy, in process", safe, f"{safe / floor:.1f}x floor"),
+        ("quantcheck check, CLI process", cli, f"{torch_ms / cli:.1f}x faster than (c)"),
+        ("(c) torch + safe_open pt, process", torch_ms, ""),
+    ]
+    print(f"checkpoint: {path} ({os.path.getsize(path) / 2**30:.1f} GiB sparse, "
+          f"{n['tensors']} tensors, {n['markers']} markers); median of {runs} warm runs\n")
+    print("| measurement | ms | ratio |\n|---|---:|---|")
+    for name, ms, ratio in rows:
+        print(f"| {name} | {ms:.1f} | {ratio} |")
+    print(f"\nCLI peak RSS: {cli_peak:.1f} MiB")
+    if not args.keep and not args.file:
+        os.remove(path)
+        os.rmdir(tmp)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,71 @@
+"""Run every rule over a checkpoint: whole-file rules once, layer rules once per distinct layer.
+
+Diffusion checkpoints repeat the same layer layout hundreds of times. A layer's findings depend
+only on its signature (marker fields, tensor suffixes/dtypes/shapes/files, and whether its name
+reads as an embedding), so the rules run once per signature; other layers with that signature get
+copies renamed to their own prefix. Findings whose message names the prefix are recomputed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from quantcheck.checkpoint import Checkpoint
+from quantcheck.diagnostics import Diagnostic
+from quantcheck.layers import Layer
+from quantcheck.rules.layer_rules import check_layer
+from quantcheck.rules.marker_rules import check_marker_fields, check_orphans
+from quantcheck.rules.runtime_rules import (
+    check_file_runtime,
+    check_layer_runtime,
+    is_embedding_name,
+    sglang_config_class,
+)
+
+
+def layer_findings(layer: Layer, legacy: bool, mxfp8_meta: bool,
+                   config_class: str | None) -> Iterator[Diagnostic]:
+    """Every per-layer rule for one layer."""
+    if layer.marker is not None:
+        yield from check_marker_fields(layer.marker)
+    yield from check_layer(layer, legacy, mxfp8_meta)
+    yield from check_layer_runtime(layer, config_class)
+
+
+def _signature(layer: Layer) -> tuple[object, ...]:
+    m = layer.marker
+    return (repr(m.fields) if m else None, m.sources[-1].file if m else None,
+            tuple((s, t.dtype, t.shape, t.file) for s, t in layer.tensors.items()),
+            is_embedding_name(layer))
+
+
+def _renamed(d: Diagnostic, old: str, new: str) -> Diagnostic:
+    tensor = d.tensor
+    if tensor is not None and tensor.startswith(old):
+        tensor = new + tensor[len(old):]
+    return Diagnostic(d.code, d.message, file=d.file, tensor=tensor, layer=new,
+                      pointer=None if d.pointer is None else d.pointer.replace(old, new, 1),
+                      fix=d.fix, effects=d.effects, severity=d.severity, data=d.data)
+
+
+def run_all_rules(ck: Checkpoint) -> list[Diagnostic]:
+    """Container/marker findings from loading, whole-file rules, then per-layer rules."""
+    out = list(ck.diagnostics)
+    out.extend(check_orphans(ck))
+    legacy = "scaled_fp8" in ck.tensors or any(la.has("scaled_fp8") for la in ck.layers.values())
+    mxfp8_meta = {v.lower() for v in ck.quant_formats.values()} == {"mxfp8"}
+    config_class, formats, refusal = sglang_config_class(ck)
+    out.extend(check_file_runtime(ck, formats, refusal))
+    cache: dict[tuple[object, ...], tuple[str, list[Diagnostic]]] = {}
+    for layer in ck.layers.values():
+        if layer.weight is None:
+            continue
+        sig = _signature(layer)
+        hit = cache.get(sig)
+        if hit is not None and not any(hit[0] in d.message for d in hit[1]):
+            out.extend(_renamed(d, hit[0], layer.prefix) for d in hit[1])
+            continue
+        found = list(layer_findings(layer, legacy, mxfp8_meta, config_class))
+        cache[sig] = (layer.prefix, found)
+        out.extend(found)
+    return out
