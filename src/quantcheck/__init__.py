@@ -1,3 +1,32 @@
-"""quantcheck: validate ComfyUI per-layer quantized safetensors checkpoints."""
+"""quantcheck: validate, inspect and repair ComfyUI per-layer quantized safetensors checkpoints.
+
+Importing this package loads the standard library only; numerics load on first use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    import os
+
+    from quantcheck.checkpoint import Checkpoint
+    from quantcheck.report import Report
+
+__all__ = ["__version__", "check", "load"]
+
+
+def load(path: str | os.PathLike[str] | list[str]) -> Checkpoint:
+    """Open a checkpoint (file, shards, folder, index.json or URL): headers and markers only."""
+    from quantcheck.checkpoint import load_checkpoint
+
+    return load_checkpoint(path if isinstance(path, list) else [str(path)])
+
+
+def check(path: str | list[str], target: str = "all", deep: bool = False) -> Report:
+    """Run every rule on a checkpoint and return the report."""
+    from quantcheck.check import check_paths
+
+    return check_paths(path if isinstance(path, list) else [str(path)], target=target, deep=deep)

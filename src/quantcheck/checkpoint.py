@@ -143,7 +143,8 @@ def shards_from_index(index_path: str) -> tuple[list[str], list[Diagnostic]]:
         diags.append(Diagnostic("QC503", f"index is not valid JSON: {exc}", file=index_path))
         return [], diags
     wmap = doc.get("weight_map") if isinstance(doc, dict) else None
-    if not isinstance(wmap, dict) or not all(isinstance(v, str) for v in wmap.values()):
+    if (not isinstance(wmap, dict) or not wmap
+            or not all(isinstance(v, str) for v in wmap.values())):
         diags.append(Diagnostic("QC503", "index has no weight_map object of tensor name -> "
                                          "shard file", file=index_path, pointer="/weight_map"))
         return [], diags
@@ -195,8 +196,9 @@ def load_checkpoint(paths: list[str] | str, *, read_markers: bool = True) -> Che
         for name, t in header.tensors.items():
             if name in seen_in:
                 ck.diagnostics.append(Diagnostic(
-                    "QC501", f"tensor is in both {seen_in[name]} and {f}; loaders keep one "
-                             "silently", file=f, tensor=name))
+                    "QC501", f"tensor is in both {os.path.basename(seen_in[name])} and "
+                             f"{os.path.basename(f)}; loaders keep one silently", file=f,
+                    tensor=name))
             seen_in[name] = f
             ck.tensors[name] = t
         if read_markers:
@@ -221,8 +223,11 @@ def _check_weight_map(index: str, ck: Checkpoint) -> list[Diagnostic]:
     """Tensors the index places in a shard that does not hold them, and the reverse."""
     try:
         with open(index, "rb") as f:
-            wmap = json.loads(f.read()).get("weight_map", {})
-    except (OSError, ValueError, AttributeError):
+            doc = json.loads(f.read(64 * 1024 * 1024))
+    except (OSError, ValueError, RecursionError):
+        return []  # shards_from_index reported it
+    wmap = doc.get("weight_map") if isinstance(doc, dict) else None
+    if not isinstance(wmap, dict):
         return []
     folder = os.path.dirname(index)
     out: list[Diagnostic] = []

@@ -166,6 +166,10 @@ COMMANDS = {"check": cmd_check, "inspect": cmd_inspect, "rules": cmd_rules,
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:  # names may hold lone surrogates: never crash printing them
+            reconfigure(errors="backslashreplace")
     parser = build_parser()
     args = parser.parse_args(argv)
     if not args.command:

@@ -12,7 +12,7 @@ from operator import itemgetter
 from typing import Any
 
 from quantcheck._record import factory, record
-from quantcheck.diagnostics import Diagnostic, json_pointer
+from quantcheck.diagnostics import Diagnostic, Effect, Severity, json_pointer
 from quantcheck.dtypes import DTYPES
 from quantcheck.io.source import ByteSource
 
@@ -68,6 +68,7 @@ class Header:
     metadata: dict[str, str] = factory(dict)
     diagnostics: list[Diagnostic] = factory(list)
     usable: bool = False
+    rejected: int = 0  # entries not turned into tensors
 
     @property
     def data_start(self) -> int:
@@ -253,11 +254,15 @@ def _read_entries(doc: dict[str, Any], h: Header, diag: Any) -> dict[str, int]:
     counts = {"data_offsets": 0, "dtype": 0, "shape": 0}
     for name, e in doc.items():
         if type(e) is not dict or len(e) != 3 or e.keys() != ENTRY_KEYS:
-            if type(e) is dict:
-                for f in counts:
-                    counts[f] += f in e
-            _malformed_entry(name, e, diag)
-            continue
+            if type(e) is dict and ENTRY_KEYS < e.keys():
+                _extra_fields(name, e, diag)  # readers ignore unknown fields: validate the rest
+            else:
+                if type(e) is dict:
+                    for f in counts:
+                        counts[f] += f in e
+                _malformed_entry(name, e, diag)
+                h.rejected += 1
+                continue
         well_formed += 1
         dtype, shape, offs = e["dtype"], e["shape"], e["data_offsets"]
         bits = bits_of.get(dtype) if type(dtype) is str else None
@@ -280,6 +285,7 @@ def _read_entries(doc: dict[str, Any], h: Header, diag: Any) -> dict[str, int]:
             begin, end = offs
             offs_ok = type(begin) is int and type(end) is int and 0 <= begin <= end
         if bits is None or not shape_ok or not offs_ok:
+            h.rejected += 1
             _bad_fields(name, dtype, bits, shape, shape_ok, offs, offs_ok, diag)
             continue
         total_bits = numel * bits
@@ -288,15 +294,18 @@ def _read_entries(doc: dict[str, Any], h: Header, diag: Any) -> dict[str, int]:
                     else f"is {total_bits // 8:,} bytes, more than")
             diag("QC112", f"shape {json.dumps(shape)[:80]} of {dtype} {size} 64 bits can count",
                  tensor=name, pointer=json_pointer(name, "shape"))
+            h.rejected += 1
             continue
         if total_bits & 7:
             diag("QC113", f"{numel} elements of {dtype} are {total_bits} bits, not a whole "
                           "number of bytes", tensor=name, pointer=json_pointer(name, "shape"))
+            h.rejected += 1
             continue
         if total_bits >> 3 != end - begin:
             diag("QC114", f"{dtype} {shape} needs {total_bits // 8:,} bytes but data_offsets "
                           f"span {end - begin:,}", tensor=name,
                  pointer=json_pointer(name, "data_offsets"))
+            h.rejected += 1
             continue
         if bits < 8 and shape and (shape[-1] * bits) & 7:
             diag("QC119", f"rows of {shape[-1]} {dtype} elements are {shape[-1] * bits} bits; "
@@ -304,6 +313,14 @@ def _read_entries(doc: dict[str, Any], h: Header, diag: Any) -> dict[str, int]:
                  pointer=json_pointer(name, "shape"))
         tensors[name] = new(TI, (name, dtype, tuple(shape), base + begin, base + end, file))
     return {f: n + well_formed for f, n in counts.items()}
+
+
+def _extra_fields(name: str, e: dict[str, Any], diag: Any) -> None:
+    extra = sorted(e.keys() - ENTRY_KEYS)
+    diag("QC121", f"entry has unexpected field{'s' if len(extra) > 1 else ''} "
+                  f"{', '.join(extra)}; readers ignore them", tensor=name,
+         pointer=json_pointer(name), severity=Severity.WARNING,
+         effects={"sglang": Effect.NONE, "comfyui": Effect.NONE})
 
 
 def _malformed_entry(name: str, e: Any, diag: Any) -> None:
@@ -338,7 +355,7 @@ def _check_layout(h: Header, diag: Any) -> None:
     expected = h.data_start
     prev = None
     for begin, end, name in spans:
-        if begin > expected:
+        if begin > expected and not h.rejected:
             diag("QC115", f"{begin - expected:,} unused bytes before this tensor (after "
                           f"{prev!r})" if prev else f"{begin - expected:,} unused bytes before "
                           "the first tensor", tensor=name,
@@ -353,6 +370,7 @@ def _check_layout(h: Header, diag: Any) -> None:
     if expected > h.file_size:
         diag("QC117", f"the header declares {expected - h.data_start:,} bytes of tensor data "
                       f"but the file holds {max(h.file_size - h.data_start, 0):,}")
-    elif expected < h.file_size:
-        diag("QC118", f"{h.file_size - expected:,} bytes after the last tensor are not covered "
-                      "by any tensor")
+    elif expected < h.file_size and not h.rejected:  # rejected entries own bytes too
+        extra = h.file_size - expected
+        diag("QC118", f"{extra:,} byte{'s' if extra != 1 else ''} after the last tensor "
+                      f"{'are' if extra != 1 else 'is'} not covered by any tensor")

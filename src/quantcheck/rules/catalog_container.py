@@ -58,8 +58,10 @@ RULES = [
        '{"a.weight": {...}, "a.weight": {...}}',
        "Re-save the checkpoint with a safetensors writer, keeping the intended tensor.",
        eff=effects("degraded", "degraded"),
-       evidence="safetensors 0.8.0 keeps the last duplicate without error (sglang-messages.md "
-                "§2.3, recorded); Python's json.loads does the same (read). Effect inferred."),
+       evidence="safetensors 0.8.0 keeps the last copy of a repeated tensor name without "
+                "error (sglang-messages.md §2.3, recorded) but refuses a repeated field inside "
+                "an entry or __metadata__; Python's json.loads keeps the last (read). Effect "
+                "inferred."),
     _r("QC108", "metadata-not-string-map", E, "__metadata__ is not a string-to-string map",
        "__metadata__, when present, is an object whose values are all strings.",
        "safetensors refuses non-string metadata values when it opens the file.",
@@ -131,8 +133,10 @@ RULES = [
        "[[[[[[...]]]]]] 100000 levels",
        "The file is not a valid checkpoint; do not load it."),
     _r("QC121", "tensor-entry-malformed", E, "tensor entry lacks dtype, shape or data_offsets",
-       "Every tensor entry is an object with exactly dtype, shape and data_offsets.",
-       "Readers refuse entries with missing or unexpected fields.",
+       "Every tensor entry is an object with exactly dtype, shape and data_offsets (unexpected "
+       "extra fields are reported as a warning).",
+       "Readers refuse entries with missing fields; they ignore extra ones, which usually mean "
+       "a writer bug.",
        '"a.weight": {"dtype": "F32", "shape": [4]}',
        "Re-save the checkpoint with a safetensors writer."),
     _r("QC122", "header-unaligned", INFO, "header length is not a multiple of 8",

@@ -1,0 +1,356 @@
+"""`quantcheck check` and `quantcheck inspect` basics: exit codes, JSON keys, filters."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import BROKEN_EXAMPLE, CLEAN_EXAMPLES
+from hostile import marker_bytes, raw, tensors
+from quantcheck.cli import main
+
+L = "blocks.0.attn.to_q"
+DIAG_KEYS = {"code", "name", "severity", "message", "file", "tensor", "layer", "pointer",
+             "targets", "fix"}
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    rc = main(list(argv))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def check_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dict[str, Any]]:
+    rc, out, _ = run(capsys, "check", "--format", "json", *argv)
+    return rc, json.loads(out)
+
+
+def fp8(marker: bytes, dtype: str = "U8") -> list[tuple[Any, ...]]:
+    return [(f"{L}.weight", "F8_E4M3", [4, 4]), (f"{L}.weight_scale", "F32", []),
+            (f"{L}.comfy_quant", dtype, [len(marker)], marker)]
+
+
+@pytest.fixture
+def mixed(tmp_path: Path) -> Path:
+    """One error (QC203, all-zero marker) and one warning (QC205, I8 marker) in one file."""
+    specs = fp8(marker_bytes({"format": "float8_e4m3fn"}), "I8")
+    # b's weight is BF16 so that no layer rule reacts to b having no readable marker
+    specs += [("b.weight", "BF16", [4, 4]), ("b.comfy_quant", "U8", [16], bytes(16))]
+    path = tmp_path / "mixed.safetensors"
+    path.write_bytes(tensors(specs))
+    return path
+
+
+@pytest.fixture
+def warning_only(tmp_path: Path) -> Path:
+    path = tmp_path / "warn.safetensors"
+    path.write_bytes(tensors(fp8(marker_bytes({"format": "float8_e4m3fn"}), "I8")))
+    return path
+
+
+@pytest.fixture
+def info_only(tmp_path: Path) -> Path:
+    """A valid file whose header is not padded to 8 bytes (QC122, info)."""
+    path = tmp_path / "info.safetensors"
+    path.write_bytes(tensors(fp8(marker_bytes({"format": "float8_e4m3fn"})), pad=False))
+    return path
+
+
+# --------------------------------------------------------------------------- exit codes
+
+
+#: Clean examples a runtime cannot load by design: awq_w4a16 is ComfyUI-only (QC601 for sglang).
+COMFYUI_ONLY = {"awq_w4a16.safetensors"}
+
+
+@pytest.mark.parametrize("name", CLEAN_EXAMPLES)
+def test_clean_examples_exit_0(capsys: pytest.CaptureFixture[str], examples_dir: Path,
+                               name: str) -> None:
+    target = ("--target", "comfyui") if name in COMFYUI_ONLY else ()
+    rc, doc = check_json(capsys, *target, str(examples_dir / name))
+    assert doc["diagnostics"] == [] and rc == 0
+    assert doc["summary"]["errors"] == 0 and doc["summary"]["layers"] == 14
+    assert all(s["status"] == "ok" for s in doc["targets"].values())
+
+
+def test_comfyui_only_example_fails_sglang(capsys: pytest.CaptureFixture[str],
+                                           examples_dir: Path) -> None:
+    rc, doc = check_json(capsys, str(examples_dir / "awq_w4a16.safetensors"))
+    assert rc == 1 and {d["code"] for d in doc["diagnostics"]} == {"QC601"}
+    assert doc["targets"]["sglang"]["status"] == "fails"
+    assert doc["targets"]["comfyui"]["status"] == "ok"
+
+
+def test_broken_example_exits_1(capsys: pytest.CaptureFixture[str], examples_dir: Path
+                                ) -> None:
+    rc, doc = check_json(capsys, str(examples_dir / BROKEN_EXAMPLE))
+    assert rc == 1 and doc["summary"]["errors"] >= 2
+    layers = {d["layer"] for d in doc["diagnostics"]}
+    assert "model.diffusion_model.transformer_blocks.1.attn.to_q" in layers  # F16 int8 scale
+    assert "model.diffusion_model.transformer_blocks.0.attn.to_k" in layers  # BF16 channel
+
+
+def test_broken_file_exits_1(capsys: pytest.CaptureFixture[str], mixed: Path) -> None:
+    rc, out, _ = run(capsys, "check", "--no-color", str(mixed))
+    assert rc == 1
+    assert "QC203" in out and "QC205" in out
+
+
+def test_truncated_example_exits_1(capsys: pytest.CaptureFixture[str], examples_dir: Path,
+                                   tmp_path: Path) -> None:
+    data = (examples_dir / "nvfp4.safetensors").read_bytes()
+    cut = tmp_path / "cut.safetensors"
+    cut.write_bytes(data[: len(data) // 2])
+    rc, doc = check_json(capsys, str(cut))
+    assert rc == 1
+    [d] = [d for d in doc["diagnostics"] if d["code"].startswith("QC1")]
+    assert d["code"] == "QC117" and "but the file holds" in d["message"]
+    assert doc["targets"]["sglang"]["status"] == "fails"
+
+
+def test_missing_path_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    rc, out, err = run(capsys, "check", str(tmp_path / "nope.safetensors"))
+    assert rc == 2 and out == ""
+    assert err.startswith("quantcheck: error:") and "nope.safetensors" in err
+
+
+def test_folder_without_safetensors_exits_2(capsys: pytest.CaptureFixture[str],
+                                            tmp_path: Path) -> None:
+    (tmp_path / "model.bin").write_bytes(b"\0" * 16)
+    for cmd in ("check", "inspect"):
+        rc, _, err = run(capsys, cmd, str(tmp_path))
+        assert rc == 2 and "folder holds no .safetensors files" in err
+
+
+def test_no_command_and_bad_usage_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(capsys, )[0] == 2
+    with pytest.raises(SystemExit) as exc:
+        main(["check"])  # PATH is required
+    assert exc.value.code == 2
+    with pytest.raises(SystemExit) as exc:
+        main(["check", "--fail-on", "never", "x"])
+    assert exc.value.code == 2
+    capsys.readouterr()
+
+
+# --------------------------------------------------------------------------- JSON report
+
+
+def test_check_json_keys(capsys: pytest.CaptureFixture[str], mixed: Path) -> None:
+    rc, doc = check_json(capsys, str(mixed))
+    assert rc == 1
+    assert {"schema_version", "inputs", "targets", "diagnostics", "summary"} <= set(doc)
+    assert doc["schema_version"] == 1
+    assert [Path(i["path"]).name for i in doc["inputs"]] == ["mixed.safetensors"]
+    assert doc["inputs"][0]["size"] == mixed.stat().st_size
+    assert set(doc["targets"]) == {"sglang", "comfyui"}
+    assert doc["summary"]["errors"] == 1 and doc["summary"]["warnings"] == 1
+    by_code = {d["code"]: d for d in doc["diagnostics"]}
+    assert set(by_code) == {"QC203", "QC205"}
+    for d in doc["diagnostics"]:
+        assert set(d) >= DIAG_KEYS
+        assert Path(d["file"]).name == "mixed.safetensors"
+    zero = by_code["QC203"]
+    assert (zero["name"], zero["severity"], zero["layer"], zero["tensor"]) == (
+        "marker-all-zero", "error", "b", "b.comfy_quant")
+    assert "all 16 marker bytes are zero" in zero["message"]
+    assert zero["targets"] == ["sglang", "comfyui"]
+    i8 = by_code["QC205"]
+    assert (i8["severity"], i8["pointer"], i8["targets"]) == (
+        "warning", f"/{L}.comfy_quant/dtype", [])
+
+
+def test_check_target_filter(capsys: pytest.CaptureFixture[str], mixed: Path) -> None:
+    rc, doc = check_json(capsys, "--target", "sglang", str(mixed))
+    assert set(doc["targets"]) == {"sglang"} and rc == 1
+
+
+# --------------------------------------------------------------------------- select / ignore
+
+
+@pytest.mark.parametrize(("args", "expect_codes", "expect_rc"), [
+    ((), {"QC203", "QC205"}, 1),
+    (("--select", "QC205"), {"QC205"}, 0),
+    (("--select", "QC2"), {"QC203", "QC205"}, 1),
+    (("--select", "QC20*"), {"QC203", "QC205"}, 1),
+    (("--select", "QC1"), set(), 0),
+    (("--select", "marker-all-zero"), {"QC203"}, 1),
+    (("--select", "QC101,QC203"), {"QC203"}, 1),
+    (("--select", "QC101", "--select", "QC205"), {"QC205"}, 0),
+    (("--ignore", "QC203"), {"QC205"}, 0),
+    (("--ignore", "QC203,QC205"), set(), 0),
+    (("--ignore", "marker-dtype-not-u8"), {"QC203"}, 1),
+    (("--select", "QC2", "--ignore", "QC203"), {"QC205"}, 0),
+    (("--ignore", "QC203", "--fail-on", "warning"), {"QC205"}, 1),
+])
+def test_select_ignore(capsys: pytest.CaptureFixture[str], mixed: Path, args: tuple[str, ...],
+                       expect_codes: set[str], expect_rc: int) -> None:
+    rc, doc = check_json(capsys, *args, str(mixed))
+    assert {d["code"] for d in doc["diagnostics"]} == expect_codes
+    assert rc == expect_rc
+
+
+def test_fail_on_warning(capsys: pytest.CaptureFixture[str], warning_only: Path) -> None:
+    assert run(capsys, "check", str(warning_only))[0] == 0
+    assert run(capsys, "check", "--fail-on", "warning", str(warning_only))[0] == 1
+    assert run(capsys, "check", "--fail-on", "error", str(warning_only))[0] == 0
+
+
+def test_info_does_not_fail_unless_asked(capsys: pytest.CaptureFixture[str],
+                                         info_only: Path) -> None:
+    rc, doc = check_json(capsys, str(info_only))
+    assert [d["code"] for d in doc["diagnostics"]] == ["QC122"] and rc == 0
+    assert doc["summary"]["infos"] == 1
+    assert run(capsys, "check", "--fail-on", "warning", str(info_only))[0] == 0
+    assert run(capsys, "check", "--fail-on", "info", str(info_only))[0] == 1
+
+
+def test_hostile_header_through_cli(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "h.safetensors"
+    path.write_bytes(raw(b"{}", length=2**63))
+    rc, doc = check_json(capsys, str(path))
+    assert rc == 1 and [d["code"] for d in doc["diagnostics"]] == ["QC102"]
+    assert "9,223,372,036,854,775,808" in doc["diagnostics"][0]["message"]
+
+
+# --------------------------------------------------------------------------- inspect
+
+# format, bits per weight of weight + scales (bias and marker not counted), for 128x128 layers
+EXPECTED = {
+    "fp8_e4m3fn.safetensors": ("float8_e4m3fn", 8.002),  # (16384 + 4) B
+    "int8_convrot.safetensors": ("int8_tensorwise", 8.25),  # 16384 + F32 [128,1]
+    "nvfp4.safetensors": ("nvfp4", 4.502),  # 8192 + F8 [128,8] + F32 []
+    "mxfp8.safetensors": ("mxfp8", 8.25),  # 16384 + U8 [128,4]
+    "w4a8_codebook.safetensors": ("asym_w4a8_int8", 4.781),  # 8192 + 1024 + 512 + 64
+    "w4a4_convrot.safetensors": ("convrot_w4a4", 4.25),  # 8192 + F32 [128]
+    "awq_w4a16.safetensors": ("awq_w4a16", 4.5),  # 8192 + 2 x BF16 [2,128]
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_inspect_json_on_examples(capsys: pytest.CaptureFixture[str], examples_dir: Path,
+                                  name: str) -> None:
+    fmt, bpw = EXPECTED[name]
+    rc, out, _ = run(capsys, "inspect", "--format", "json", str(examples_dir / name))
+    assert rc == 0
+    doc = json.loads(out)
+    assert doc["schema_version"] == 1 and doc["kind"] == "inspect"
+    [f] = doc["files"]
+    assert Path(f["path"]).name == name and f["metadata"]["format"] == "pt"
+    assert f["size"] == (examples_dir / name).stat().st_size
+    quant = [r for r in doc["layers"] if r["format"] is not None]
+    plain = [r for r in doc["layers"] if r["format"] is None]
+    assert len(quant) == 12 and len(plain) == 2  # 6 linears + 1 norm, in 2 blocks
+    for r in quant:
+        assert r["format"] == fmt and r["marker"]["format"] == fmt
+        assert r["logical_shape"] == [128, 128] and r["params"] == 128 * 128
+        assert r["bits_per_weight"] == bpw
+        assert r["bytes"] == round(bpw * 128 * 128 / 8) or abs(
+            r["bytes"] * 8 / 16384 - bpw) < 0.001
+        assert set(r["tensors"]) >= {"weight", "bias", "comfy_quant"}
+    assert doc["totals"][fmt]["layers"] == 12 and doc["totals"][fmt]["bits_per_weight"] == bpw
+    assert doc["totals"]["unquantized BF16"] == {"layers": 2, "bytes": 512, "params": 256,
+                                                 "bits_per_weight": 16.0}
+    assert doc["other_tensors"] == [] and doc["diagnostics"] == 0
+
+
+def test_inspect_int8_scale_is_825_bits(capsys: pytest.CaptureFixture[str],
+                                        examples_dir: Path) -> None:
+    rc, out, _ = run(capsys, "inspect", "--format", "json",
+                     str(examples_dir / "int8_convrot.safetensors"))
+    assert rc == 0
+    layer = json.loads(out)["layers"][1]
+    assert layer["weight"] == {"dtype": "I8", "shape": [128, 128]}
+    assert layer["tensors"]["weight_scale"]["dtype"] == "F32"
+    assert layer["tensors"]["weight_scale"]["shape"] == [128, 1]
+    assert layer["bytes"] == 128 * 128 + 128 * 4 and layer["bits_per_weight"] == 8.25
+    assert layer["logical_shape_exact"] is True
+
+
+def test_inspect_packed_logical_shapes(capsys: pytest.CaptureFixture[str],
+                                       examples_dir: Path) -> None:
+    rc, out, _ = run(capsys, "inspect", "--format", "json",
+                     str(examples_dir / "w4a8_codebook.safetensors"))
+    assert rc == 0
+    layer = json.loads(out)["layers"][1]
+    assert layer["weight"] == {"dtype": "I8", "shape": [128, 64]}
+    assert layer["logical_shape"] == [128, 128] and layer["code_bits"] == 4
+
+
+def test_inspect_text_and_layer_filter(capsys: pytest.CaptureFixture[str],
+                                       examples_dir: Path) -> None:
+    path = str(examples_dir / "int8_convrot.safetensors")
+    rc, out, _ = run(capsys, "inspect", path)
+    assert rc == 0 and "int8_tensorwise" in out and "8.25" in out and "I8[128,128]" in out
+    rc, out, _ = run(capsys, "inspect", "--format", "json", "--layers", "*.1.attn.*", path)
+    prefixes = [r["prefix"] for r in json.loads(out)["layers"]]
+    assert len(prefixes) == 4 and all(".1.attn." in p for p in prefixes)
+
+
+def test_inspect_broken_example_exits_0(capsys: pytest.CaptureFixture[str],
+                                        examples_dir: Path) -> None:
+    rc, out, _ = run(capsys, "inspect", "--format", "json", str(examples_dir / BROKEN_EXAMPLE))
+    assert rc == 0
+    pre = "model.diffusion_model.transformer_blocks"
+    layers = {r["prefix"]: r for r in json.loads(out)["layers"]}
+    assert layers[f"{pre}.0.attn.to_q"]["format"] == "asym_w4a8_int8"
+    assert layers[f"{pre}.1.attn.to_q"]["tensors"]["weight_scale"]["dtype"] == "F16"
+    k = layers[f"{pre}.1.attn.to_k"]
+    assert k["format"] == "int8_tensorwise" and k["weight"]["dtype"] == "BF16"
+
+
+# --------------------------------------------------------------------------- test helpers
+
+
+def test_require_program_skips_locally_and_fails_under_ci(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from conftest import require_program
+
+    assert Path(require_program("sh")).name == "sh"
+    missing = "quantcheck-no-such-program-xyz"
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception, match=f"{missing}.*not installed"):
+        require_program(missing)
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI=true"):
+        require_program(missing)
+    monkeypatch.setenv("CI", "false")
+    with pytest.raises(pytest.skip.Exception):
+        require_program(missing)
+
+
+def test_require_program_fixture(require_program: Any) -> None:
+    assert Path(require_program("sh")).name == "sh"
+
+
+# --------------------------------------------------------------------------- odd text
+
+
+def _cli(*argv: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
+    return subprocess.run([sys.executable, "-m", "quantcheck", *argv], capture_output=True,
+                          text=True, env=env, timeout=60, check=False)
+
+
+def test_lone_surrogate_in_header_is_a_diagnostic_not_a_crash(tmp_path: Path) -> None:
+    path = tmp_path / "s.safetensors"
+    path.write_bytes(raw('{"\\ud800.weight":{"dtype":"FP8","shape":[1],"data_offsets":[0,1]}}',
+                         b"\0", pad=True))
+    proc = _cli("check", "--format", "json", str(path))
+    assert proc.returncode == 1, proc.stderr
+    assert [d["code"] for d in json.loads(proc.stdout)["diagnostics"]] == ["QC105"]
+
+
+def test_lone_surrogate_in_marker_does_not_crash_inspect(tmp_path: Path) -> None:
+    m = b'{"format": "nvfp4\\ud800"}'
+    path = tmp_path / "m.safetensors"
+    path.write_bytes(tensors([("a.weight", "U8", [4, 2]), ("a.comfy_quant", "U8", [len(m)], m)]))
+    for argv in (("inspect", "--format", "json"), ("inspect",)):
+        proc = _cli(*argv, str(path))
+        assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr

@@ -1,0 +1,72 @@
+"""Standard-library-only guarantee: importing quantcheck and running `check` / `inspect` loads
+no numpy, torch, safetensors or huggingface_hub (checked in a fresh interpreter)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+HEAVY = ("numpy", "torch", "safetensors", "huggingface_hub", "ml_dtypes", "comfy_kitchen")
+
+SCRIPT = r"""
+import contextlib, io, json, sys
+before = set(sys.modules)
+import quantcheck
+after_import = set(sys.modules)
+from quantcheck.cli import main
+rcs = []
+for argv in ARGVS:
+    with contextlib.redirect_stdout(io.StringIO()):
+        rcs.append(main(argv))
+new = sorted(set(sys.modules) - before)
+third_party = sorted({m.split(".")[0] for m in new} - set(sys.stdlib_module_names)
+                     - {"quantcheck"})
+print(json.dumps({"rcs": rcs, "heavy": sorted(m for m in HEAVY if m in sys.modules),
+                  "third_party": third_party,
+                  "on_import": sorted(after_import - before)}))
+"""
+
+
+def run_fresh(argvs: list[list[str]]) -> dict[str, object]:
+    code = f"ARGVS = {argvs!r}\nHEAVY = {HEAVY!r}\n" + SCRIPT
+    proc = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_baseline_interpreter_has_none_of_them() -> None:
+    proc = subprocess.run([sys.executable, "-I", "-c", "import sys, json; print(json.dumps("
+                           f"[m for m in {HEAVY!r} if m in sys.modules]))"],
+                          capture_output=True, text=True, timeout=60, check=True)
+    assert json.loads(proc.stdout) == []
+
+
+def test_check_and_inspect_load_no_heavy_modules(examples_dir: Path) -> None:
+    ex = str(examples_dir / "nvfp4.safetensors")
+    broken = str(examples_dir / "broken_seeds.safetensors")
+    result = run_fresh([["check", ex], ["check", "--format", "json", broken],
+                        ["check", "--format", "sarif", ex], ["check", "--format", "github", ex],
+                        ["inspect", ex], ["inspect", "--format", "json", str(examples_dir)]])
+    assert result["rcs"] == [0, 1, 0, 0, 0, 0]
+    assert result["heavy"] == []
+    assert result["third_party"] == []
+
+
+def test_plain_import_is_light() -> None:
+    result = run_fresh([])
+    assert result["heavy"] == [] and result["third_party"] == []
+    assert "quantcheck" in result["on_import"]
+
+
+def test_heavy_modules_would_be_detected(examples_dir: Path) -> None:
+    """The probe itself works: a module that is imported does show up."""
+    pytest.importorskip("numpy")
+    code = f"ARGVS = []\nHEAVY = {HEAVY!r}\nimport numpy\n" + SCRIPT
+    proc = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True,
+                          timeout=60, check=True)
+    assert json.loads(proc.stdout.strip().splitlines()[-1])["heavy"] == ["numpy"]
