@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from conftest import BROKEN_EXAMPLE, CLEAN_EXAMPLES
+from example_files import BROKEN_EXAMPLE, CLEAN_EXAMPLES
 from hostile import marker_bytes, raw, tensors
 from quantcheck.cli import main
 
@@ -310,7 +310,7 @@ def test_inspect_broken_example_exits_0(capsys: pytest.CaptureFixture[str],
 
 def test_require_program_skips_locally_and_fails_under_ci(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from conftest import require_program
+    from system_programs import require_program
 
     assert Path(require_program("sh")).name == "sh"
     missing = "quantcheck-no-such-program-xyz"

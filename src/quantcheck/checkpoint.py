@@ -196,8 +196,8 @@ def load_checkpoint(paths: list[str] | str, *, read_markers: bool = True) -> Che
         for name, t in header.tensors.items():
             if name in seen_in:
                 ck.diagnostics.append(Diagnostic(
-                    "QC501", f"tensor is in both {os.path.basename(seen_in[name])} and "
-                             f"{os.path.basename(f)}; loaders keep one silently", file=f,
+                    "QC501", f"tensor is in both {_base(seen_in[name])} and "
+                             f"{_base(f)}; loaders keep one silently", file=f,
                     tensor=name))
             seen_in[name] = f
             ck.tensors[name] = t
@@ -219,11 +219,21 @@ def load_checkpoint(paths: list[str] | str, *, read_markers: bool = True) -> Che
     return ck
 
 
+def _base(path: str) -> str:
+    """A file's base name for messages (local paths and URLs alike)."""
+    return path.rstrip("/").rsplit("/", 1)[-1]
+
+
 def _check_weight_map(index: str, ck: Checkpoint) -> list[Diagnostic]:
     """Tensors the index places in a shard that does not hold them, and the reverse."""
     try:
-        with open(index, "rb") as f:
-            doc = json.loads(f.read(64 * 1024 * 1024))
+        if "://" in index:
+            from quantcheck.io.remote import read_remote_json
+
+            doc = read_remote_json(index)
+        else:
+            with open(index, "rb") as f:
+                doc = json.loads(f.read(64 * 1024 * 1024))
     except (OSError, ValueError, RecursionError):
         return []  # shards_from_index reported it
     wmap = doc.get("weight_map") if isinstance(doc, dict) else None
@@ -240,6 +250,6 @@ def _check_weight_map(index: str, ck: Checkpoint) -> list[Diagnostic]:
                                            "not hold it", file=index, tensor=name))
     for name, t in ck.tensors.items():
         if name not in wmap:
-            out.append(Diagnostic("QC505", f"tensor is in {t.file} but missing from the index's "
-                                           "weight_map", file=index, tensor=name))
+            out.append(Diagnostic("QC505", f"tensor is in {_base(t.file)} but missing from the "
+                                           "index's weight_map", file=index, tensor=name))
     return out

@@ -24,7 +24,7 @@ def _add_inputs(p: argparse.ArgumentParser) -> None:
                    help="safetensors files, folders of shards, or *.safetensors.index.json")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(wanted: str | None = None) -> argparse.ArgumentParser:
     from quantcheck import __version__
 
     parser = argparse.ArgumentParser(
@@ -83,7 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from quantcheck.cli_extra import add_extra_commands
 
-    add_extra_commands(sub)
+    add_extra_commands(sub, wanted)
     return parser
 
 
@@ -170,7 +170,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:  # names may hold lone surrogates: never crash printing them
             reconfigure(errors="backslashreplace")
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    wanted = next((a for a in argv if not a.startswith("-")), None)
+    parser = build_parser(wanted)
     args = parser.parse_args(argv)
     if not args.command:
         parser.print_help()

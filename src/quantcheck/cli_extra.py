@@ -1,9 +1,34 @@
-"""Subcommands beyond checking (fix, quantize, dequantize, compare, report) register here."""
+"""Subcommands beyond checking. Each lives in its own module under `quantcheck.commands`, which is
+imported only when that command runs (so `quantcheck check` never loads numpy).
+
+A command module provides `add_arguments(parser)` and `run(args) -> int`.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
+
+#: name -> (module, one-line help)
+EXTRA_COMMANDS: dict[str, tuple[str, str]] = {
+    "fix": ("quantcheck.commands.fix", "repair a checkpoint: apply the diagnostics' fixes"),
+    "quantize": ("quantcheck.commands.convert", "quantize a BF16/F16/F32 checkpoint"),
+    "dequantize": ("quantcheck.commands.convert", "dequantize to a plain checkpoint"),
+    "compare": ("quantcheck.commands.compare",
+                "per-layer error of a quantized checkpoint against its original"),
+    "report": ("quantcheck.commands.report", "write a self-contained HTML report"),
+}
 
 
-def add_extra_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-    """Register the commands other modules provide; each sets `handler` on its parser."""
+def add_extra_commands(sub: argparse._SubParsersAction, wanted: str | None  # type: ignore[type-arg]
+                       ) -> None:
+    """Register every extra command; only `wanted` (the one being run) loads its module."""
+    for name, (module, help_text) in EXTRA_COMMANDS.items():
+        if name != wanted:
+            sub.add_parser(name, help=help_text, add_help=False)
+            continue
+        mod = importlib.import_module(module)
+        p = sub.add_parser(name, help=help_text, description=getattr(mod, "DESCRIPTIONS", {}).get(
+            name, help_text), formatter_class=argparse.RawDescriptionHelpFormatter)
+        mod.add_arguments(p, name)
+        p.set_defaults(handler=mod.run)

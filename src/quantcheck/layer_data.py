@@ -53,7 +53,7 @@ class LayerData:
 
     def logical_shape(self, shape: tuple[int, int] | None = None) -> tuple[tuple[int, int] | None,
                                                                           bool]:
-        """(shape to slice to, exact?): `shape`, the marker's orig_shape, or what the file proves."""
+        """(shape to slice to, exact?) from `shape`, the marker's orig_shape, or the file."""
         if shape is not None:
             return (int(shape[0]), int(shape[1])), True
         spec = FORMATS.get(self.format or "")

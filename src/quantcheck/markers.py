@@ -210,7 +210,7 @@ def merge_markers(sources: list[MarkerSource]) -> tuple[dict[str, Marker], list[
 
 def _label(src: MarkerSource) -> str:
     where = "the _quantization_metadata header" if src.origin == "header" else "the marker tensor"
-    return f"{where} of {src.file}"
+    return f"{where} of {src.file.rstrip('/').rsplit('/', 1)[-1]}"
 
 
 def _where(sources: list[MarkerSource], key: str) -> str:

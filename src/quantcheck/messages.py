@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from quantcheck._record import factory, record
@@ -19,6 +20,11 @@ class MessagePattern:
     code: str
     causes: tuple[str, ...]
     fix_command: str = "quantcheck fix IN.safetensors -o OUT.safetensors --target sglang"
+    refine: Callable[[dict[str, str]], str] | None = None  # the code, from the message's values
+
+    def code_for(self, values: dict[str, str]) -> str:
+        """The rule the message points to, given the values it names."""
+        return self.refine(values) if self.refine else self.code
 
 
 @record
@@ -28,10 +34,14 @@ class MessageMatch:
     pattern: MessagePattern
     values: dict[str, str] = factory(dict)
 
+    @property
+    def code(self) -> str:
+        return self.pattern.code_for(self.values)
+
     def to_json(self) -> dict[str, Any]:
         from quantcheck.rules.registry import get_rule
 
-        rule = get_rule(self.pattern.code)
+        rule = get_rule(self.code)
         return {"matched": True, "runtime": self.pattern.runtime,
                 "template": self.pattern.template, "values": self.values,
                 "code": rule.code, "name": rule.name, "causes": list(self.pattern.causes),
@@ -40,7 +50,7 @@ class MessageMatch:
     def render(self) -> str:
         from quantcheck.rules.registry import get_rule
 
-        rule = get_rule(self.pattern.code)
+        rule = get_rule(self.code)
         lines = [f"This is {self.pattern.runtime}'s message:", f"  {self.pattern.template}", ""]
         for k, v in self.values.items():
             lines.append(f"  {k}: {v}")
@@ -76,9 +86,43 @@ def _compile(template: str) -> tuple[re.Pattern[str], tuple[str, ...]]:
         tuple(names)
 
 
-def _p(template: str, code: str, *causes: str, runtime: str = "sglang 0.5.23") -> MessagePattern:
+def _p(template: str, code: str, *causes: str, runtime: str = "sglang 0.5.23",
+       refine: Callable[[dict[str, str]], str] | None = None) -> MessagePattern:
     regex, names = _compile(template)
-    return MessagePattern(runtime, template, regex, names, code, causes)
+    return MessagePattern(runtime, template, regex, names, code, causes, refine=refine)
+
+
+HIGH = ("BF16", "F16", "F32", "F64")
+
+
+def _by_weight(storage: str) -> Callable[[dict[str, str]], str]:
+    """"needs X weights and Y scales, got W and S": a 16-bit W means the layer fell back
+    (QC304), another W the wrong storage (QC303); otherwise the scale dtype (QC305)."""
+    def pick(v: dict[str, str]) -> str:
+        w = v.get("weight_dtype", "")
+        if w in HIGH:
+            return "QC304"
+        return "QC303" if w != storage else "QC305"
+    return pick
+
+
+def _dtype_or_shape(ok_dtypes: tuple[str, ...], field: str) -> Callable[[dict[str, str]], str]:
+    """A value printed as dtype+shape: a wrong dtype is QC305, else the shape is (QC307)."""
+    def pick(v: dict[str, str]) -> str:
+        dtype = v.get(field, "").split("(", 1)[0]
+        return "QC307" if dtype in ok_dtypes else "QC305"
+    return pick
+
+
+def _formats(v: dict[str, str]) -> str:
+    from quantcheck.formats.table import FORMATS
+
+    names = [f.strip() for f in v.get("formats", "").split(",")]
+    if "None" in names:
+        return "QC212"
+    if any(n not in FORMATS or FORMATS[n].third_party for n in names):
+        return "QC213"
+    return "QC601" if len(names) == 1 else "QC602"
 
 
 FALLBACK = "a layer kept its marker after falling back to 16-bit during export"
@@ -86,25 +130,29 @@ DOWNCAST = "a conversion script re-saved every tensor in half precision, scales 
 PATTERNS: list[MessagePattern] = [
     _p("Comfy INT8 layer {prefix!r} needs I8 weights and F32 scales, got {weight_dtype} and "
        "{scale_dtype}", "QC305", DOWNCAST, FALLBACK,
-       "the marker names int8_tensorwise but the layer is stored in another format"),
+       "the marker names int8_tensorwise but the layer is stored in another format",
+       refine=_by_weight("I8")),
     _p("Comfy W4A8 layer {prefix!r} needs F32 channel scales, got {channel_dtype}", "QC305",
        DOWNCAST, "an exporter wrote channel scales in the weight's dtype"),
     _p("Comfy W4A8 layer {prefix!r} needs I8 weights and FP8 group scales, got {weight_dtype} "
        "and {scale_dtype}", "QC305", DOWNCAST, "scales quantized with scale_dtype=float32",
-       FALLBACK),
+       FALLBACK, refine=_by_weight("I8")),
     _p("Comfy W4A4 layer {prefix!r} needs I8 packed weights and F32 scales, got {weight_dtype} "
-       "and {scale_dtype}", "QC305", DOWNCAST, FALLBACK),
+       "and {scale_dtype}", "QC305", DOWNCAST, FALLBACK, refine=_by_weight("I8")),
     _p("Comfy NVFP4 layer {prefix!r} needs U8 packed weights and FP8 block scales, got "
        "{weight_dtype} and {scale_dtype}", "QC305",
-       "block scales saved as U8 (ComfyUI accepts them; sglang wants F8_E4M3)", FALLBACK),
+       "block scales saved as U8 (ComfyUI accepts them; sglang wants F8_E4M3)", FALLBACK,
+       refine=_by_weight("U8")),
     _p("Comfy NVFP4 layer {prefix!r} needs a scalar F32 weight_scale_2, got {scale_2}",
-       "QC305", DOWNCAST),
+       "QC305", DOWNCAST, "a [2] or [N] global scale (QC307)",
+       refine=_dtype_or_shape(("F32",), "scale_2")),
     _p("Comfy NVFP4 layer {prefix!r} has incompatible weight/scale shapes: {weight_shape} and "
        "{scale_shape}", "QC308",
        "comfy-kitchen padded the layer (N % 128 != 0 or K % 64 != 0): ComfyUI loads it, "
        "sglang cannot", "the block scales were stored unswizzled or re-laid"),
     _p("Comfy NVFP4 layer {prefix!r} has an incompatible pre_quant_scale: {pqs}", "QC307",
-       "pre_quant_scale of the wrong length or dtype"),
+       "pre_quant_scale of the wrong length or dtype",
+       refine=_dtype_or_shape(("BF16", "F16", "F32"), "pqs")),
     _p("Comfy NVFP4 layer {prefix!r} needs a 2D packed weight, got {weight_shape}", "QC306",
        "an expert bank or a conv weight was quantized as a linear"),
     _p("Comfy W4A8 layer {prefix!r} needs a 2D packed weight, got {weight_shape}", "QC306",
@@ -114,11 +162,13 @@ PATTERNS: list[MessagePattern] = [
     _p("Comfy W4A8 layer {prefix!r} has incompatible weight/scale shapes: {weight_shape}, "
        "{s_rel_shape}, and {s_channel_shape}", "QC307",
        "a 6-bit W4A8 layer (sglang reads W4A8 as 4-bit only: see QC312)",
-       "group_size in the marker differs from the one used to quantize"),
+       "group_size in the marker differs from the one used to quantize",
+       "group_size written as a float or string (QC220)"),
     _p("Comfy W4A8 layer {prefix!r} needs an F32[16] codebook", "QC305",
-       "codebook saved in half precision"),
+       "codebook saved in half precision", "a codebook that is not 16 entries (QC307)"),
     _p("Comfy W4A8 layer {prefix!r} has an incompatible correction tensor", "QC305",
-       "comfy-kitchen writes weight_correction in the weight's dtype (BF16); sglang wants F32"),
+       "comfy-kitchen writes weight_correction in the weight's dtype (BF16); sglang wants F32",
+       "correction stored [N, K/g] instead of [K/g, N] (QC307)"),
     _p("Comfy W4A8 layer {prefix!r} has invalid group_size={group_size}", "QC220",
        "group_size below 4 in the marker"),
     _p("Comfy W4A4 layer {prefix!r} has incompatible weight/scale shapes: {weight_shape} and "
@@ -156,7 +206,8 @@ PATTERNS: list[MessagePattern] = [
        "comfy-kitchen's padded swizzled scale, or an F8_E8M0-typed scale"),
     _p("Unsupported Comfy quantization format(s): {formats}", "QC602",
        "a mix of formats sglang cannot resolve (e.g. FP8 + INT8)",
-       "float8_e5m2 or awq_w4a16 layers (QC601)", "a marker without format (QC212)"),
+       "float8_e5m2 or awq_w4a16 layers (QC601)", "a marker without format (QC212)",
+       "a misspelt or non-string format (QC213)", refine=_formats),
     _p("Serialized convrot_int8 layer {prefix!r} must set convrot=true", "QC218",
        "convrot written as 1 or a string"),
     _p("Serialized convrot_int8 layer {prefix!r} must declare convrot_groupsize in "
@@ -175,6 +226,8 @@ PATTERNS: list[MessagePattern] = [
     _p("Rotated NVFP4 weights are not supported: {prefix!r}", "QC318",
        "convrot copied into an NVFP4 marker"),
     _p("Got unsupported ScalarType {scalar}", "QC204", "the marker tensor was saved as BF16/FP8"),
+    _p("Dtype not understood: {dtype}", "QC204", "the marker tensor was saved as F6",
+       runtime="safetensors (via sglang 0.5.23)"),
     _p("Unsupported quantization format", "QC213", "a misspelt or fork-only format",
        runtime="ComfyUI"),
 ]

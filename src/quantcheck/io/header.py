@@ -254,7 +254,7 @@ def _read_entries(doc: dict[str, Any], h: Header, diag: Any) -> dict[str, int]:
     counts = {"data_offsets": 0, "dtype": 0, "shape": 0}
     for name, e in doc.items():
         if type(e) is not dict or len(e) != 3 or e.keys() != ENTRY_KEYS:
-            if type(e) is dict and ENTRY_KEYS < e.keys():
+            if type(e) is dict and e.keys() > ENTRY_KEYS:
                 _extra_fields(name, e, diag)  # readers ignore unknown fields: validate the rest
             else:
                 if type(e) is dict:

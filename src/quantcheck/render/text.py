@@ -27,6 +27,12 @@ def render(report: Report, color: bool | None = None) -> str:
                     out.append(f"            help: {d.fix.description} "
                                f"({d.fix.safety.value} fix)")
         out.append("")
+    for r in report.inputs:
+        if "bytes_fetched" in r:
+            rev = r.get("revision") or r.get("etag")
+            out.append(f"fetched {r['bytes_fetched']:,} of {r['size']:,} bytes in "
+                       f"{r.get('requests', '?')} requests from {r['path']}"
+                       + (f" at revision {rev}" if rev else ""))
     out.append(verdict_lines(report, c))
     return "\n".join(out)
 

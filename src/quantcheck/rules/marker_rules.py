@@ -221,7 +221,9 @@ def _size_key(m: Marker, spec: FormatSpec, name: str, raw: Any, present: bool, d
             return
         power_of_4 = value >= 4 and (value & (value - 1)) == 0 and (value.bit_length() - 1) % 2 == 0
         if allowed and value not in allowed:
-            sg = FAILS if spec.name != "asym_w4a8_int8" else NONE
+            # sglang's W4A8 stage never checks the value, but its kernels (comfy-kitchen's
+            # rotation) need a power of 4: the layer fails when it is built.
+            sg = FAILS if spec.name != "asym_w4a8_int8" or not power_of_4 else NONE
             yield Diagnostic(
                 "QC219", f"convrot_groupsize is {value}; rotation groups are 16, 64 or 256",
                 file=_file(m), tensor=_tensor(m), layer=m.prefix,

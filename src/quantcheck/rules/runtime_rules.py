@@ -76,7 +76,7 @@ def check_layer_runtime(layer: Layer, config_class: str | None) -> Iterator[Diag
             fix=Fix("requantize the layer to a format sglang loads (or dequantize it)",
                     Safety.UNSAFE, "requantize"))
     if (fmt == "int8_tensorwise" and not layer.marker.get("convrot")
-            and not is_embedding_name(layer)):
+            and layer.weight.dtype == "I8" and not is_embedding_name(layer)):
         yield Diagnostic(
             "QC316", "int8_tensorwise marker without convrot on a linear layer: sglang "
                      "treats it as an embedding marker and builds this linear unquantized",
@@ -91,8 +91,9 @@ def check_layer_runtime(layer: Layer, config_class: str | None) -> Iterator[Diag
         msg = str(exc)
         if isinstance(exc, TypeError | OverflowError) or msg.startswith("invalid literal"):
             return  # a size key int() cannot read: QC219/QC220 report it
-        if "must set convrot=true" in msg or "convrot_groupsize" in msg:
-            return  # QC218/QC219/QC225 report these with a fix
+        if ("must set convrot=true" in msg or "convrot_groupsize" in msg
+                or "linear_dtype" in msg):
+            return  # QC218/QC219/QC221/QC225 report these
         code = "QC318" if msg.startswith("Rotated NVFP4") else "QC603"
         yield Diagnostic(
             code, f"sglang's {config_class} refuses this layer: \"{msg}\"", file=file,

@@ -1,0 +1,336 @@
+"""A ByteSource over HTTP Range requests: the header first, then exactly the bytes asked for.
+
+The first request asks for the first `FIRST_READ` bytes, which holds the whole header of most
+checkpoints; a longer header costs one more, exact request. Marker reads go out as one
+multi-range request (`multipart/byteranges`), or one request per span where a server does
+not do multi-range. A server that ignores Range is read only as far as needed, then closed.
+"""
+
+from __future__ import annotations
+
+import struct
+import sys
+
+from quantcheck.io.header import MAX_HEADER
+from quantcheck.io.http import (
+    CHUNK,
+    HttpClient,
+    HttpSettings,
+    RemoteError,
+    Response,
+    Stats,
+    origin_of,
+    redact,
+    status_error,
+)
+from quantcheck.io.multipart import (
+    parse_content_range,
+    read_byteranges,
+    unsatisfied_total,
+)
+from quantcheck.io.spans import SpanCache, batches, coalesce, range_header
+
+FIRST_READ = 100_000
+#: spans closer than this are fetched as one (a multipart part costs ~100 bytes of headers).
+MERGE_GAP = 512
+MAX_RANGE_HEADER = 4000
+#: how far into a file a server that ignores Range may be read.
+STREAM_LIMIT = 64 * 1024 * 1024
+#: reads fetching more than this (whole weights with --deep) are returned, not kept.
+KEEP_LIMIT = 4 * 1024 * 1024
+Span = tuple[int, int]
+
+
+def _etag(value: str | None) -> str | None:
+    if not value:
+        return None
+    value = value.strip()
+    if value.startswith("W/"):
+        value = value[2:]
+    return value.strip('"') or None
+
+
+class HttpSource:
+    """Random access to a remote file through Range requests (see the module docstring)."""
+
+    def __init__(self, url: str, name: str | None = None, *,
+                 settings: HttpSettings | None = None, first_read: int | None = None,
+                 stream_limit: int = STREAM_LIMIT) -> None:
+        origin_of(url)
+        self.url = url
+        self.name = name or url
+        self.stream_limit = stream_limit
+        self.warnings: list[str] = []
+        self.revision: str | None = None
+        self.etag: str | None = None
+        self._stats = Stats()
+        self._client = HttpClient(settings or HttpSettings(), self._stats)
+        self._cache = SpanCache()
+        self._fetch_url = url
+        self._final_etag: str | None = None
+        self._size = 0
+        self._ranges = True
+        self._multi: bool | None = None
+        self._redirected: str | None = None
+        try:
+            self._open(max(FIRST_READ if first_read is None else first_read, 16))
+        except BaseException:
+            self.close()
+            raise
+
+    # -- ByteSource ---------------------------------------------------------------------
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    def read(self, offset: int, n: int) -> bytes:
+        return self.read_many([(offset, n)])[0]
+
+    def read_many(self, ranges: list[tuple[int, int]]) -> list[bytes]:
+        spans = [(o, min(o + n, self._size)) if n > 0 and 0 <= o < self._size else (0, 0)
+                 for o, n in ranges]
+        gaps = [g for s, e in spans if e > s for g in self._cache.missing(s, e)]
+        if gaps:
+            self._fetch(gaps)
+        out = [self._cache.get(s, e) if e > s else b"" for s, e in spans]
+        if sum(e - s for s, e in gaps) > KEEP_LIMIT:
+            for s, e in coalesce(gaps, MERGE_GAP):
+                self._cache.forget(s, e)
+        return out
+
+    def close(self) -> None:
+        self._client.close()
+
+    def describe(self) -> dict[str, object]:
+        """What reading this file cost and which revision was read (for report `inputs`)."""
+        rec: dict[str, object] = {
+            "url": redact(self.url), "bytes_fetched": self._stats.bytes,
+            "requests": self._stats.requests, "revision": self.revision, "etag": self.etag,
+            "warnings": list(self.warnings)}
+        if self._redirected:
+            rec["served_by"] = self._redirected
+        return rec
+
+    # -- requests -----------------------------------------------------------------------
+
+    @property
+    def _where(self) -> str:
+        return redact(self.url)
+
+    def _warn(self, message: str) -> None:
+        self.warnings.append(message)
+        print(f"quantcheck: warning: {self.name}: {message}", file=sys.stderr)
+
+    def _get(self, headers: dict[str, str], expect: int) -> Response:
+        resp = self._client.get(self._fetch_url, headers, expect)
+        if resp.status >= 400 and self._fetch_url != self.url:  # a signed redirect expired
+            resp.release()
+            self._fetch_url = self.url
+            resp = self._client.get(self.url, headers, expect)
+        return resp
+
+    def _open(self, first: int) -> None:
+        asked = f"bytes=0-{first - 1}"
+        resp = self._client.get(self.url, {"Range": asked}, first)
+        try:
+            self._note(resp, first=True)
+            if resp.status in (200, 206) and resp.headers.get_content_type() == "text/html":
+                raise RemoteError(f"{self._where}: server sent an HTML page, not the file (a "
+                                  "login or web page? use the file's download URL)")
+            if resp.status == 206:
+                a, b, total = self._content_range(resp, asked)
+                if a != 0 or b != min(first, total):
+                    raise self._wrong_range(a, b, total, asked)
+                self._size = total
+                self._check_length(resp, b - a)
+                self._take(resp, 0, b)
+            elif resp.status == 200:
+                self._open_unranged(resp, first)
+            elif resp.status == 416 and unsatisfied_total(resp.header("Content-Range")) == 0:
+                self._size = 0
+            else:
+                raise status_error(resp, asked)
+            if len(resp.hops) > 1:
+                self._fetch_url = resp.url
+                self._redirected = origin_of(resp.url)[1]
+        finally:
+            resp.release()
+
+    def _open_unranged(self, resp: Response, first: int) -> None:
+        length = resp.header("Content-Length")
+        if length is None or not length.isdigit():
+            raise RemoteError(f"{self._where}: server ignored the Range header and did not say "
+                              "how long the file is (no Content-Length); refusing to download "
+                              "the whole file")
+        self._ranges = False
+        self._size = size = int(length)
+        got = self._take(resp, 0, min(size, first))
+        want = len(got)
+        if len(got) >= 8:
+            (n,) = struct.unpack("<Q", got[:8])
+            if n <= MAX_HEADER and len(got) < 8 + n <= size:
+                want = 8 + n
+                self._take(resp, len(got), want - len(got))
+        self._warn(f"server ignored the Range header (HTTP 200 with the whole file, "
+                   f"{size:,} bytes); read the first {want:,} bytes and closed the connection")
+
+    def _fetch(self, gaps: list[Span]) -> None:
+        spans = coalesce(gaps, MERGE_GAP)
+        if not self._ranges:
+            self._stream(spans)
+            return
+        if len(spans) > 1 and self._multi is not False:
+            for batch in batches(spans, MAX_RANGE_HEADER):
+                if self._multi is False:
+                    break
+                self._multi_request(batch)
+            spans = [g for s, e in spans for g in self._cache.missing(s, e)]
+        for s, e in spans:
+            if not self._ranges:
+                self._stream([(s, e)] + [g for g in spans if g[0] > s])
+                return
+            self._single(s, e)
+
+    def _single(self, s: int, e: int) -> None:
+        asked = f"bytes={s}-{e - 1}"
+        resp = self._get({"Range": asked}, e - s)
+        try:
+            self._note(resp)
+            if resp.status == 206:
+                a, b, total = self._content_range(resp, asked)
+                self._same_size(total)
+                if (a, b) != (s, e):
+                    raise self._wrong_range(a, b, total, asked)
+                self._check_length(resp, e - s)
+                self._take(resp, s, e - s)
+            elif resp.status == 200:
+                self._ranges = False
+                self._consume(resp, [(s, e)], "ignored the Range header")
+            else:
+                raise status_error(resp, asked)
+        finally:
+            resp.release()
+
+    def _multi_request(self, batch: list[Span]) -> None:
+        asked = range_header(batch)
+        want = sum(e - s for s, e in batch)
+        lo, hi = batch[0][0], batch[-1][1]
+        resp = self._get({"Range": asked}, want)
+        try:
+            self._note(resp)
+            if resp.status == 206 and resp.headers.get_content_type() == "multipart/byteranges":
+                boundary = resp.headers.get_param("boundary")
+                if not isinstance(boundary, str) or not boundary:
+                    raise RemoteError(f"{self._where}: multipart answer has no boundary")
+
+                def accept(a: int, b: int, total: int | None) -> None:
+                    if total is not None:
+                        self._same_size(total)
+                    if a < lo or b > hi:
+                        raise RemoteError(f"{self._where}: server sent bytes {a}-{b - 1}, which "
+                                          f"were not asked ({asked[:80]})")
+
+                for start, data in read_byteranges(resp, boundary, accept, want + MERGE_GAP,
+                                                   self._where):
+                    self._cache.add(start, data)
+                self._multi = True
+            elif resp.status == 206:
+                a, b, total = self._content_range(resp, resp.header("Content-Range") or "")
+                self._same_size(total)
+                self._multi = False
+                if lo <= a < b <= hi and b - a <= want + MERGE_GAP:
+                    self._check_length(resp, b - a)
+                    self._take(resp, a, b - a)
+            elif resp.status in (200, 416):
+                self._multi = False  # no multi-range here: leave the body unread
+            else:
+                raise status_error(resp, asked[:80])
+        finally:
+            resp.release()
+
+    def _stream(self, spans: list[Span]) -> None:
+        resp = self._get({}, max(e for _, e in spans))
+        try:
+            self._note(resp)
+            if resp.status != 200:
+                raise status_error(resp)
+            self._consume(resp, spans, "ignores Range requests")
+        finally:
+            resp.release()
+
+    def _consume(self, resp: Response, spans: list[Span], what: str) -> None:
+        """Read a whole-file (200) answer up to the last byte needed, keeping only `spans`."""
+        spans = coalesce(spans, 0)
+        end = spans[-1][1]
+        if end > self.stream_limit:
+            raise RemoteError(f"{self._where}: server {what}; the bytes needed end at byte "
+                              f"{end:,}, so reading them means downloading {end:,} of "
+                              f"{self._size:,} bytes (limit {self.stream_limit:,})")
+        pos = 0
+        for s, e in spans:
+            while pos < s:
+                skip = resp.read(min(CHUNK, s - pos))
+                if not skip:
+                    raise self._short(pos, s, pos)
+                pos += len(skip)
+            self._take(resp, s, e - s)
+            pos = e
+        self._warn(f"server {what} (HTTP 200 with the whole file); read its first {end:,} "
+                   "bytes and closed the connection")
+
+    # -- checks -------------------------------------------------------------------------
+
+    def _take(self, resp: Response, start: int, n: int) -> bytes:
+        data = resp.read(n)
+        if len(data) != n:
+            raise self._short(start, start + n, start + len(data))
+        self._cache.add(start, data)
+        return data
+
+    def _short(self, start: int, end: int, got_to: int) -> RemoteError:
+        return RemoteError(f"{self._where}: short body: got {got_to - start:,} of "
+                           f"{end - start:,} bytes (bytes {start}-{end - 1}) before the "
+                           "connection closed")
+
+    def _content_range(self, resp: Response, asked: str) -> tuple[int, int, int]:
+        raw = resp.header("Content-Range")
+        cr = parse_content_range(raw)
+        if raw is None:
+            raise RemoteError(f"{self._where}: 206 answer has no Content-Range header "
+                              f"({asked} was asked)")
+        if cr is None or cr[2] is None:
+            raise RemoteError(f"{self._where}: Content-Range {raw[:80]!r} is malformed or "
+                              f"gives no total size ({asked} was asked)")
+        return cr[0], cr[1], cr[2]
+
+    def _wrong_range(self, a: int, b: int, total: int, asked: str) -> RemoteError:
+        return RemoteError(f"{self._where}: Content-Range says bytes {a}-{b - 1}/{total} but "
+                           f"{asked} was asked")
+
+    def _check_length(self, resp: Response, n: int) -> None:
+        enc = (resp.header("Content-Encoding") or "identity").lower()
+        if enc != "identity":
+            raise RemoteError(f"{self._where}: server sent a {enc}-encoded body for a range "
+                              "request; byte ranges need the raw file")
+        length = resp.header("Content-Length")
+        if length is not None and length != str(n):
+            raise RemoteError(f"{self._where}: Content-Length {length[:20]} does not match the "
+                              f"{n:,} bytes of its Content-Range")
+
+    def _same_size(self, total: int) -> None:
+        if total != self._size:
+            raise RemoteError(f"{self._where}: file changed on the server while it was read "
+                              f"(size {self._size:,}, now {total:,})")
+
+    def _note(self, resp: Response, first: bool = False) -> None:
+        """Remember the revision and ETag of the first answer; later ones must agree."""
+        final = _etag(resp.header("ETag"))
+        if first:
+            self.revision = resp.hop_header("X-Repo-Commit")
+            self.etag = _etag(resp.hop_header("X-Linked-Etag")) or final
+            self._final_etag = final
+        elif final and self._final_etag and final != self._final_etag \
+                and resp.status in (200, 206):
+            raise RemoteError(f"{self._where}: file changed on the server while it was read "
+                              f"(ETag {self._final_etag} → {final})")

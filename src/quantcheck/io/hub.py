@@ -1,0 +1,159 @@
+"""`hf://` addresses and the Hugging Face Hub's conventions (standard library only).
+
+`hf://ORG/REPO[/PATH][@REV]` (also `hf://ORG/REPO@REV[/PATH]`, and `hf://datasets/ORG/REPO…`).
+Honours `HF_ENDPOINT` (default https://huggingface.co), `HF_TOKEN` (sent only to the endpoint's
+origin) and `HF_HUB_OFFLINE`. Files are read from `{endpoint}/{repo}/resolve/{rev}/{path}`;
+folders are listed through `{endpoint}/api/models/{repo}/tree/{rev}[/{path}]`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from urllib.parse import quote, urljoin
+
+from quantcheck.io.http import HttpClient, HttpSettings, RemoteError, env_timeout, origin_of
+from quantcheck.io.http import status_error as _status_error
+
+DEFAULT_ENDPOINT = "https://huggingface.co"
+REPO_TYPES = {"datasets": "datasets", "spaces": "spaces", "models": "models"}
+MAX_JSON = 64 * 1024 * 1024
+MAX_PAGES = 100
+_SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_NEXT = re.compile(r'<([^>]+)>\s*;\s*rel="?next"?')
+
+
+@dataclass(frozen=True, slots=True)
+class HubPath:
+    """A parsed `hf://` address. `revision` is None when the default branch is meant."""
+
+    repo_type: str  # "models", "datasets" or "spaces"
+    repo_id: str
+    path: str
+    revision: str | None
+
+    @property
+    def rev(self) -> str:
+        return self.revision or "main"
+
+    def name(self, path: str | None = None) -> str:
+        """The display name of a file of this repo: `hf://org/repo[@rev]/path`."""
+        p = self.path if path is None else path
+        kind = "" if self.repo_type == "models" else f"{self.repo_type}/"
+        rev = f"@{self.revision}" if self.revision else ""
+        return f"hf://{kind}{self.repo_id}{rev}" + (f"/{p}" if p else "")
+
+    def with_path(self, path: str) -> HubPath:
+        return HubPath(self.repo_type, self.repo_id, path, self.revision)
+
+
+def offline() -> bool:
+    """HF_HUB_OFFLINE set to a true value (1, ON, YES, TRUE)."""
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in ("1", "ON", "YES", "TRUE")
+
+
+def endpoint() -> str:
+    """HF_ENDPOINT without a trailing slash (default https://huggingface.co)."""
+    value = os.environ.get("HF_ENDPOINT", "").strip() or DEFAULT_ENDPOINT
+    origin_of(value)
+    return value.rstrip("/")
+
+
+def settings() -> HttpSettings:
+    """Timeouts from the environment; HF_TOKEN bound to the endpoint's origin only."""
+    token = os.environ.get("HF_TOKEN", "").strip() or None
+    return HttpSettings(timeout=env_timeout(), token=token, token_origin=origin_of(endpoint()))
+
+
+def parse(url: str) -> HubPath:
+    """Parse `hf://…`; RemoteError with the expected form when it does not fit."""
+    rest = url[len("hf://"):].strip("/")
+    repo_type = "models"
+    first, _, tail = rest.partition("/")
+    if first in REPO_TYPES and tail.count("/") >= 1:
+        repo_type, rest = REPO_TYPES[first], tail
+    org, _, rest = rest.partition("/")
+    repo, sep, rest = rest.partition("/")
+    revision: str | None = None
+    if "@" in repo:  # hf://org/repo@rev[/path]
+        repo, _, revision = repo.partition("@")
+        if sep:
+            m = re.match(r"^(refs/(?:pr|convert)/[^/]+)(?:/(.*))?$", f"{revision}/{rest}")
+            if m:
+                revision, rest = m.group(1), m.group(2) or ""
+    elif "@" in rest:  # hf://org/repo/path@rev
+        rest, _, revision = rest.partition("@")
+    if not (_SEGMENT.match(org) and _SEGMENT.match(repo)) or revision == "" \
+            or any(p in ("..", ".") for p in rest.split("/")):
+        raise RemoteError(f"{url}: not a hub address; expected hf://ORG/REPO[/PATH][@REVISION]")
+    return HubPath(repo_type, f"{org}/{repo}", rest.strip("/"), revision)
+
+
+def _repo_prefix(hp: HubPath) -> str:
+    return "" if hp.repo_type == "models" else f"{hp.repo_type}/"
+
+
+def resolve_url(hp: HubPath, path: str | None = None) -> str:
+    """`{endpoint}/{repo}/resolve/{revision}/{path}` for a file of the repo."""
+    p = hp.path if path is None else path
+    return (f"{endpoint()}/{_repo_prefix(hp)}{hp.repo_id}/resolve/{quote(hp.rev, safe='')}/"
+            f"{quote(p)}")
+
+
+def tree_url(hp: HubPath) -> str:
+    """`{endpoint}/api/{type}/{repo}/tree/{revision}[/{path}]`: one folder, not recursive."""
+    base = f"{endpoint()}/api/{hp.repo_type}/{hp.repo_id}/tree/{quote(hp.rev, safe='')}"
+    return base + (f"/{quote(hp.path)}" if hp.path else "")
+
+
+def list_folder(hp: HubPath) -> list[str]:
+    """Paths of the files directly in the folder `hp.path` of the repo (all pages)."""
+    client = HttpClient(settings())
+    url: str | None = tree_url(hp)
+    files: list[str] = []
+    try:
+        for _ in range(MAX_PAGES):
+            if url is None:
+                return files
+            doc, link = fetch_json(client, url, what="listing")
+            if not isinstance(doc, list):
+                raise RemoteError(f"{url}: the hub's listing is not a JSON array; give a file "
+                                  f"path ({hp.name('FILE.safetensors')})")
+            for entry in doc:
+                if isinstance(entry, dict) and entry.get("type") == "file" \
+                        and isinstance(entry.get("path"), str):
+                    files.append(entry["path"])
+            m = _NEXT.search(link or "")
+            url = urljoin(url, m.group(1)) if m else None
+        raise RemoteError(f"{tree_url(hp)}: listing has more than {MAX_PAGES} pages")
+    finally:
+        client.close()
+
+
+def fetch_bytes(client: HttpClient, url: str, what: str = "file") -> tuple[bytes, str | None]:
+    """GET a small document (at most MAX_JSON bytes): (body, Link header)."""
+    resp = client.get(url, {"Accept": "application/json"})
+    try:
+        if resp.status != 200:
+            err = _status_error(resp)
+            if what == "listing":
+                raise RemoteError(f"{err}; listing is not available here, so give a file "
+                                  "path (hf://ORG/REPO/FILE.safetensors)")
+            raise err
+        raw = resp.read(MAX_JSON + 1)
+        if len(raw) > MAX_JSON:
+            raise RemoteError(f"{url}: {what} is over {MAX_JSON // 2**20} MiB")
+        return raw, resp.header("Link")
+    finally:
+        resp.release()
+
+
+def fetch_json(client: HttpClient, url: str, what: str = "file") -> tuple[object, str | None]:
+    """GET a JSON document of at most MAX_JSON bytes: (document, Link header)."""
+    raw, link = fetch_bytes(client, url, what)
+    try:
+        return json.loads(raw), link
+    except (ValueError, RecursionError) as exc:
+        raise RemoteError(f"{url}: {what} is not valid JSON ({exc})") from None

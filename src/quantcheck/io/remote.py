@@ -1,0 +1,163 @@
+"""Remote checkpoints: `hf://` addresses and http(s) URLs, read through Range requests.
+
+Entry points used by `quantcheck.checkpoint`:
+- `open_remote_source(url)` → an `HttpSource` (a ByteSource) for one file;
+- `expand_remote(url)` → (shard names, index name or None, diagnostics) for a file, an
+  `*.index.json`, or (hf:// only) a repository folder, listed through the hub API;
+- `read_remote_json(url)` → an index's JSON document (for the weight_map check).
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from urllib.parse import urlsplit
+
+from quantcheck.diagnostics import Diagnostic, json_pointer
+from quantcheck.io import hub
+from quantcheck.io.http import HttpClient, RemoteError, redact
+from quantcheck.io.httpsource import HttpSource
+
+__all__ = ["HttpSource", "RemoteError", "expand_remote", "is_remote", "open_remote_source",
+           "read_remote_json"]
+
+INDEX_SUFFIX = ".index.json"
+_INDEX_DOCS: dict[str, object] = {}
+_INDEX_KEEP = 8
+
+
+def is_remote(path: str) -> bool:
+    """True for `hf://`, `http://` and `https://` addresses."""
+    return path.split("://", 1)[0].lower() in ("hf", "http", "https") and "://" in path
+
+
+def _refuse_offline(url: str) -> None:
+    if hub.offline():
+        raise RemoteError(f"{url}: HF_HUB_OFFLINE is set, so nothing is fetched from the "
+                          "network; unset it to check a remote checkpoint")
+
+
+def _locate(url: str) -> tuple[str, str]:
+    """(URL to fetch, display name) for one remote file."""
+    scheme = url.split("://", 1)[0].lower()
+    if scheme == "hf":
+        hp = hub.parse(url)
+        if not hp.path:
+            raise RemoteError(f"{url}: names a repository, not a file")
+        return hub.resolve_url(hp), hp.name()
+    if scheme in ("http", "https"):
+        return url, url
+    raise RemoteError(f"{url}: unsupported address; use hf://ORG/REPO/FILE, https:// or "
+                      "http:// URLs")
+
+
+def open_remote_source(url: str) -> HttpSource:
+    """A ByteSource for one remote safetensors file (fetches its first ~100 KB now)."""
+    _refuse_offline(url)
+    fetch, name = _locate(url)
+    return HttpSource(fetch, name, settings=hub.settings())
+
+
+def expand_remote(url: str) -> tuple[list[str], str | None, list[Diagnostic]]:
+    """Shard names for a remote file, index or (hf:// only) repository folder."""
+    _refuse_offline(url)
+    scheme = url.split("://", 1)[0].lower()
+    if scheme == "hf":
+        hp = hub.parse(url)
+        if hp.path.endswith(".json"):
+            return _expand_index(hp.name(), hub.resolve_url(hp), None)
+        if hp.path.endswith(".safetensors"):
+            return [hp.name()], None, []
+        return _expand_folder(url, hp)
+    _locate(url)
+    path = urlsplit(url).path
+    if path.endswith(INDEX_SUFFIX):
+        return _expand_index(url, url, None)
+    if path.endswith("/"):
+        raise RemoteError(f"{url}: an HTTP folder cannot be listed; give the URL of a "
+                          ".safetensors file or of its .index.json")
+    return [url], None, []
+
+
+def _expand_folder(url: str, hp: hub.HubPath) -> tuple[list[str], str | None,
+                                                       list[Diagnostic]]:
+    files = hub.list_folder(hp)
+    prefix = f"{hp.path}/" if hp.path else ""
+    here = sorted(f for f in files if f.startswith(prefix) and "/" not in f[len(prefix):])
+    indexes = [f for f in here if f.endswith(".safetensors" + INDEX_SUFFIX)]
+    if indexes:
+        idx = hp.with_path(indexes[0])
+        return _expand_index(idx.name(), hub.resolve_url(idx), set(here))
+    found = [hp.name(f) for f in here if f.endswith(".safetensors")]
+    if not found:
+        from quantcheck.checkpoint import InputError
+
+        raise InputError(f"{url}: folder holds no .safetensors files")
+    return found, None, []
+
+
+def _shard_ok(shard: str) -> bool:
+    if not shard or shard.startswith(("/", "\\")) or "://" in shard or "\\" in shard:
+        return False
+    return not posixpath.normpath(shard).startswith("..")
+
+
+def _expand_index(name: str, fetch: str, listing: set[str] | None) -> tuple[
+        list[str], str | None, list[Diagnostic]]:
+    """Shard names from a remote index's weight_map, checked like local index files."""
+    client = HttpClient(hub.settings())
+    try:
+        raw, _ = hub.fetch_bytes(client, fetch, what="index")
+    finally:
+        client.close()
+    diags: list[Diagnostic] = []
+    try:
+        doc = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        diags.append(Diagnostic("QC503", f"index is not valid JSON: {exc}", file=name))
+        return [], name, diags
+    _remember(name, doc)
+    wmap = doc.get("weight_map") if isinstance(doc, dict) else None
+    if not isinstance(wmap, dict) or not all(isinstance(v, str) for v in wmap.values()):
+        diags.append(Diagnostic("QC503", "index has no weight_map object of tensor name -> "
+                                         "shard file", file=name, pointer="/weight_map"))
+        return [], name, diags
+    base = name.split("?", 1)[0].rsplit("/", 1)[0]
+    folder = posixpath.dirname(hub.parse(name).path) if name.startswith("hf://") else ""
+    out: list[str] = []
+    for shard in dict.fromkeys(wmap.values()):
+        if not _shard_ok(shard):
+            diags.append(Diagnostic("QC502", f"shard path {shard!r} leaves the index's folder; "
+                                             "it was not opened", file=name,
+                                    pointer=json_pointer("weight_map")))
+            continue
+        if listing is not None and posixpath.normpath(posixpath.join(folder, shard)) \
+                not in listing:
+            diags.append(Diagnostic("QC504", f"shard {shard!r} named by the index does not "
+                                             "exist", file=name))
+            continue
+        out.append(f"{base}/{shard}")
+    return out, name, diags
+
+
+def _remember(name: str, doc: object) -> None:
+    while len(_INDEX_DOCS) >= _INDEX_KEEP:
+        _INDEX_DOCS.pop(next(iter(_INDEX_DOCS)))
+    _INDEX_DOCS[name] = doc
+
+
+def read_remote_json(url: str) -> object:
+    """A remote index's JSON document (the copy read by `expand_remote`, else fetched now)."""
+    if url in _INDEX_DOCS:
+        return _INDEX_DOCS.pop(url)
+    _refuse_offline(url)
+    fetch = hub.resolve_url(hub.parse(url)) if url.startswith("hf://") else url
+    client = HttpClient(hub.settings())
+    try:
+        raw, _ = hub.fetch_bytes(client, fetch, what="index")
+    finally:
+        client.close()
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        raise RemoteError(f"{redact(fetch)}: index is not valid JSON ({exc})") from None

@@ -1,0 +1,37 @@
+"""Run the CLI in-process and capture its JSON output."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from quantcheck.cli import main
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any, str]:
+    """(exit code, parsed stdout JSON or raw text, stderr)."""
+    capsys.readouterr()
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    try:
+        doc: Any = json.loads(out)
+    except ValueError:
+        doc = out
+    return code, doc, err
+
+
+def without_inputs(doc: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in doc.items() if k != "inputs"}
+
+
+def rename(doc: Any, names: dict[str, str]) -> Any:
+    """`doc` with every string found in `names` replaced (file paths → base names)."""
+    if isinstance(doc, dict):
+        return {k: rename(v, names) for k, v in doc.items()}
+    if isinstance(doc, list):
+        return [rename(v, names) for v in doc]
+    if isinstance(doc, str):
+        return names.get(doc, doc)
+    return doc

@@ -1,0 +1,251 @@
+"""The rule table: one compact failing case (and its passing twin) per registered code.
+
+Deeper hostile-file tests for the container (QC1xx), marker (QC2xx) and shard (QC5xx) readers
+live in `tests/test_header.py` and `tests/test_markers.py`; here each code only needs one
+realistic trigger. QC4xx cases go in `cases_numeric.py`.
+"""
+
+from __future__ import annotations
+
+import json
+
+from ._build import (
+    INT8_CONVROT,
+    W4A8,
+    P,
+    bf16,
+    entry,
+    file,
+    fp8,
+    fp8_with,
+    header_meta,
+    index,
+    int8,
+    marker,
+    mxfp8,
+    nvfp4,
+    raw_bytes,
+    raw_file,
+    shards,
+    t,
+    w4a4,
+    w4a8,
+)
+from ._case import RuleCase, eff
+
+FAIL2 = eff("fails", "fails")
+NONE2 = eff("none", "none")
+SG_ONLY = eff("fails", "none")
+FP8_MARK = {"format": "float8_e4m3fn"}
+FC1 = "blocks.0.mlp.fc1"
+
+# A valid one-tensor container: the twin of every QC1xx case.
+VALID_HDR = {"a.weight": entry("F32", [4], 0, 16)}
+VALID = raw_file(VALID_HDR, bytes(16))
+
+
+def _unaligned_header() -> str:
+    text = json.dumps(VALID_HDR, separators=(",", ":"))
+    return text + " " * ((1 - len(text)) % 8)  # length % 8 == 1
+
+
+CONTAINER = [
+    RuleCase("QC101", "two-byte-file", raw_bytes(b"\x01\x02"), FAIL2, VALID),
+    RuleCase("QC102", "length-2^63", raw_file("{}", length=2**63 - 1), FAIL2, VALID),
+    RuleCase("QC103", "length-past-eof", raw_file("{}", length=4096), FAIL2, VALID),
+    RuleCase("QC104", "latin1-name", raw_file(b'{"caf\xe9.weight":{}}'), FAIL2, VALID),
+    RuleCase("QC105", "truncated-json", raw_file('{"a.weight": {"dtype": '), FAIL2, VALID),
+    RuleCase("QC106", "array-header", raw_file('["a.weight"]'), FAIL2, VALID),
+    RuleCase("QC107", "duplicate-tensor-key",
+             raw_file('{"a.weight":' + json.dumps(entry("F32", [4], 0, 16))
+                      + ',"a.weight":' + json.dumps(entry("F32", [4], 0, 16)) + "}",
+                      bytes(16)),
+             eff("degraded", "degraded"), VALID),
+    RuleCase("QC108", "metadata-int-value",
+             raw_file({"__metadata__": {"format": "pt", "step": 1000}, **VALID_HDR}, bytes(16)),
+             FAIL2, raw_file({"__metadata__": {"format": "pt", "step": "1000"}, **VALID_HDR},
+                             bytes(16))),
+    RuleCase("QC109", "dtype-FP8", raw_file({"a.weight": entry("FP8", [4], 0, 4)}, bytes(4)),
+             FAIL2, VALID),
+    RuleCase("QC110", "negative-dim", raw_file({"a.weight": entry("F32", [4, -1], 0, 16)},
+                                               bytes(16)), FAIL2, VALID),
+    RuleCase("QC111", "begin-after-end", raw_file({"a.weight": entry("F32", [4], 16, 0)},
+                                                  bytes(16)), FAIL2, VALID),
+    RuleCase("QC112", "shape-overflows-u64",
+             raw_file({"a.weight": entry("F32", [2**40, 2**40], 0, 0)}), FAIL2, VALID),
+    RuleCase("QC113", "three-f4-elements", raw_file({"a.weight": entry("F4", [3], 0, 2)},
+                                                    bytes(2)), FAIL2, VALID),
+    RuleCase("QC114", "span-too-short", raw_file({"a.weight": entry("F32", [4], 0, 8)},
+                                                 bytes(8)), FAIL2, VALID),
+    RuleCase("QC115", "gap-between-tensors",
+             raw_file({"a.weight": entry("F32", [4], 0, 16), "b.weight": entry("F32", [4], 32, 48)},
+                      bytes(48)), FAIL2,
+             raw_file({"a.weight": entry("F32", [4], 0, 16), "b.weight": entry("F32", [4], 16, 32)},
+                      bytes(32))),
+    RuleCase("QC116", "overlapping-tensors",
+             raw_file({"a.weight": entry("F32", [4], 0, 16), "b.weight": entry("F32", [4], 8, 24)},
+                      bytes(24)), FAIL2,
+             raw_file({"a.weight": entry("F32", [4], 0, 16), "b.weight": entry("F32", [4], 16, 32)},
+                      bytes(32))),
+    RuleCase("QC117", "data-cut-short", raw_file(VALID_HDR, bytes(8)), FAIL2, VALID),
+    RuleCase("QC118", "trailing-bytes", raw_file(VALID_HDR, bytes(16 + 4096)), FAIL2, VALID),
+    RuleCase("QC119", "f4-rows-of-3", raw_file({"a.weight": entry("F4", [2, 3], 0, 3)}, bytes(3)),
+             NONE2, raw_file({"a.weight": entry("F4", [2, 4], 0, 4)}, bytes(4))),
+    RuleCase("QC120", "nested-100000", raw_file("[" * 100_000 + "]" * 100_000), FAIL2, VALID),
+    RuleCase("QC121", "entry-without-offsets",
+             raw_file({"a.weight": {"dtype": "F32", "shape": [4]}}), FAIL2, VALID),
+    RuleCase("QC122", "header-length-odd", raw_file(_unaligned_header(), bytes(16), pad=False),
+             NONE2, VALID),
+]
+
+MARKERS = [
+    RuleCase("QC201", "nul-padded-json",
+             file(fp8_with(marker(P, None, raw=b'{"format": \x00\x00'))), FAIL2,
+             file(fp8)),
+    RuleCase("QC202", "json-array", file(lambda: fp8(mark=["float8_e4m3fn"])), FAIL2, file(fp8)),
+    RuleCase("QC203", "zeroed-marker",
+             file(fp8_with(marker(P, None, raw=bytes(20)))), FAIL2, file(fp8)),
+    RuleCase("QC204", "bf16-marker",
+             file(fp8_with(marker(P, FP8_MARK, dtype="BF16"))), FAIL2, file(fp8)),
+    RuleCase("QC205", "i8-marker",
+             file(fp8_with(marker(P, FP8_MARK, dtype="I8"))), NONE2, file(fp8)),
+    RuleCase("QC206", "marker-70KB",
+             file(fp8_with(marker(P, None, raw=b" " * 70_000
+                                              + json.dumps(FP8_MARK).encode()))),
+             NONE2, file(fp8)),
+    RuleCase("QC207", "utf8-bom",
+             file(fp8_with(marker(P, None, raw=b"\xef\xbb\xbf"
+                                              + json.dumps(FP8_MARK).encode()))),
+             NONE2, file(fp8)),
+    RuleCase("QC208", "modelopt-metadata",
+             file(fp8, {"_quantization_metadata": json.dumps({"quant_algo": "NVFP4"})}), FAIL2,
+             file(fp8, header_meta({P: FP8_MARK}))),
+    RuleCase("QC209", "layer-entry-string", file(fp8, header_meta({P: "float8_e4m3fn"})), FAIL2,
+             file(fp8, header_meta({P: FP8_MARK}))),
+    RuleCase("QC210", "header-vs-tensor-format", file(fp8, header_meta({P: {"format": "nvfp4"}})),
+             eff("fails", "degraded"), file(fp8, header_meta({P: FP8_MARK})),
+             message="'format'"),
+    RuleCase("QC211", "convrot-true-then-1",
+             file(lambda: int8(mark={**INT8_CONVROT, "convrot": 1}),
+                  header_meta({P: {"convrot": True}})),
+             NONE2, file(int8, header_meta({P: {"convrot": True}}))),
+    RuleCase("QC212", "no-format-key",
+             file(lambda: int8(mark={"convrot": True, "convrot_groupsize": 16})), FAIL2,
+             file(int8)),
+    RuleCase("QC213", "format-uppercase", file(lambda: nvfp4(mark={"format": "NVFP4"})), FAIL2,
+             file(nvfp4), message="did you mean 'nvfp4'"),
+    RuleCase("QC214", "int8-blockwise",
+             file(lambda: int8(n=128, k=128, scale=("F32", (1, 1)),
+                               mark={"format": "int8_blockwise", "group_size": 128})),
+             FAIL2, file(lambda: int8(n=128, k=128))),
+    RuleCase("QC215", "stale-derived-key",
+             file(lambda: int8(mark={**INT8_CONVROT, "_is_tensorwise_scalar": True})),
+             eff("degraded", "none"), file(int8)),
+    RuleCase("QC216", "misspelt-key",
+             file(lambda: w4a4(mark={"format": "convrot_w4a4", "convrot_groupsize": 16,
+                                     "convrot_group_size": 64})),
+             NONE2, file(w4a4), message="'convrot_group_size'"),
+    RuleCase("QC218", "convrot-1", file(lambda: int8(mark={**INT8_CONVROT, "convrot": 1})),
+             SG_ONLY, file(int8)),
+    RuleCase("QC219", "convrot-groupsize-missing",
+             file(lambda: int8(mark={"format": "int8_tensorwise", "convrot": True})),
+             SG_ONLY, file(int8)),
+    RuleCase("QC220", "w4a8-group-24", file(lambda: w4a8(k=48, g=24)), FAIL2,
+             file(lambda: w4a8(k=48, g=16))),
+    RuleCase("QC221", "linear-dtype-fp4",
+             file(lambda: w4a4(mark={"format": "convrot_w4a4", "convrot_groupsize": 16,
+                                     "linear_dtype": "fp4"})), FAIL2,
+             file(lambda: w4a4(mark={"format": "convrot_w4a4", "convrot_groupsize": 16,
+                                     "linear_dtype": "int8"}))),
+    RuleCase("QC222", "header-without-model-prefix",
+             file(lambda: fp8(f"model.diffusion_model.{P}")[:-1], header_meta({P: FP8_MARK})),
+             eff("fails", "degraded"),
+             file(lambda: fp8(f"model.diffusion_model.{P}")[:-1],
+                  header_meta({f"model.diffusion_model.{P}": FP8_MARK}))),
+    RuleCase("QC223", "stale-marker", file(lambda: [*fp8(), marker(FC1, FP8_MARK)]), SG_ONLY,
+             file(fp8)),
+    RuleCase("QC225", "w4a8-as-comfyui-saves",
+             file(lambda: w4a8(mark={k: v for k, v in W4A8.items() if k != "convrot"})),
+             SG_ONLY, file(w4a8)),
+]
+
+LAYERS = [
+    RuleCase("QC301", "fp8-no-scale", file(lambda: fp8(with_scale=False)), FAIL2, file(fp8),
+             message="weight_scale"),
+    RuleCase("QC302", "int8-with-scale-2",
+             file(lambda: [*int8(), t(f"{P}.weight_scale_2", "F32", ())]), NONE2, file(int8)),
+    RuleCase("QC303", "nvfp4-marker-i8-weight", file(lambda: nvfp4(weight="I8")),
+             eff("fails", "degraded"), file(nvfp4)),
+    RuleCase("QC304", "int8-marker-bf16-weight",
+             file(lambda: int8(weight=("BF16", (64, 64)))), eff("fails", "degraded"),
+             file(int8)),
+    RuleCase("QC305", "int8-f16-scale", file(lambda: int8(scale=("F16", (64, 1)))), SG_ONLY,
+             file(int8), message="F16"),
+    RuleCase("QC306", "int8-3d-weight",
+             file(lambda: int8(weight=("I8", (2, 4, 32)), scale=("F32", ()))),
+             eff("fails", "degraded"), file(int8)),
+    RuleCase("QC307", "int8-1d-row-scale", file(lambda: int8(scale=("F32", (64,)))), FAIL2,
+             file(int8)),
+    RuleCase("QC308", "nvfp4-padded-100x200", file(lambda: nvfp4(n=100, k=200)), SG_ONLY,
+             file(lambda: nvfp4(n=128, k=256)), message="[128, 16]"),
+    RuleCase("QC311", "w4a4-k-96", file(lambda: w4a4(k=96)), FAIL2, file(lambda: w4a4(k=128))),
+    RuleCase("QC312", "w4a8-6bit", file(lambda: w4a8(n=8, k=64, bits=6)), SG_ONLY,
+             file(lambda: w4a8(n=8, k=64))),
+    RuleCase("QC313", "w4a8-correction", file(lambda: w4a8(correction="F32")),
+             eff("none", "degraded"), file(w4a8)),
+    RuleCase("QC314", "plain-fp8-cast", file(lambda: fp8()[:1]), SG_ONLY, file(fp8)),
+    RuleCase("QC315", "legacy-scaled-fp8",
+             file(lambda: [t("scaled_fp8", "F8_E4M3", (2,)), t(f"{P}.weight", "F8_E4M3", (64, 64)),
+                           t(f"{P}.scale_weight", "F32", ())]),
+             SG_ONLY, file(fp8)),
+    RuleCase("QC316", "int8-linear-no-convrot",
+             file(lambda: int8(mark={"format": "int8_tensorwise"})), eff("degraded", "none"),
+             file(int8)),
+    RuleCase("QC318", "nvfp4-convrot", file(lambda: nvfp4(mark={"format": "nvfp4",
+                                                                "convrot": True})),
+             SG_ONLY, file(nvfp4)),
+]
+
+SHARDS = [
+    RuleCase("QC501", "weight-in-two-shards",
+             shards((int8, None), (lambda: [t(f"{P}.weight", "I8", (64, 64))], None)),
+             eff("degraded", "degraded"), shards((int8, None), (lambda: bf16(FC1), None))),
+    RuleCase("QC502", "index-escapes-folder",
+             index({"a.weight": "../outside.safetensors"}, {}), FAIL2,
+             index({"a.weight": "part1.safetensors"},
+                   {"part1.safetensors": lambda: bf16("a")})),
+    RuleCase("QC503", "index-without-weight-map",
+             index({}, {"part1.safetensors": lambda: bf16("a")}, doc={"metadata": {}}), FAIL2,
+             index({"a.weight": "part1.safetensors"}, {"part1.safetensors": lambda: bf16("a")})),
+    RuleCase("QC504", "index-shard-missing",
+             index({"a.weight": "part1.safetensors", "b.weight": "part2.safetensors"},
+                   {"part1.safetensors": lambda: bf16("a")}), FAIL2,
+             index({"a.weight": "part1.safetensors", "b.weight": "part2.safetensors"},
+                   {"part1.safetensors": lambda: bf16("a"),
+                    "part2.safetensors": lambda: bf16("b")})),
+    RuleCase("QC505", "index-misplaces-tensor",
+             index({"a.weight": "part1.safetensors", "b.weight": "part1.safetensors"},
+                   {"part1.safetensors": lambda: bf16("a"),
+                    "part2.safetensors": lambda: bf16("b")}), NONE2,
+             index({"a.weight": "part1.safetensors", "b.weight": "part2.safetensors"},
+                   {"part1.safetensors": lambda: bf16("a"),
+                    "part2.safetensors": lambda: bf16("b")})),
+]
+
+RUNTIME = [
+    RuleCase("QC601", "float8-e5m2",
+             file(lambda: fp8(weight="F8_E5M2", mark={"format": "float8_e5m2"})), SG_ONLY,
+             file(fp8)),
+    RuleCase("QC602", "fp8-plus-int8", file(lambda: [*fp8(), *int8(FC1)]), SG_ONLY,
+             file(lambda: [*int8(), *int8(FC1)]), message="float8_e4m3fn, int8_tensorwise"),
+    RuleCase("QC603", "w4a8-plus-int8-convrot-linear", file(lambda: [*w4a8(), *int8(FC1)]),
+             SG_ONLY,
+             file(lambda: [*w4a8(), *int8("embed_tokens", mark={"format": "int8_tensorwise"})]),
+             message="Unsupported Comfy W4A8 format"),
+    RuleCase("QC604", "quant-format-mxfp8-with-int8",
+             file(lambda: [*mxfp8()[:-1], *int8(FC1)], {"quant_format": "mxfp8"}), SG_ONLY,
+             file(lambda: mxfp8()[:-1], {"quant_format": "mxfp8"}),
+             twin_allows=("QC314",)),  # ComfyUI ignores quant_format: unmarked F8 weights
+]
+
+CASES: list[RuleCase] = CONTAINER + MARKERS + LAYERS + SHARDS + RUNTIME

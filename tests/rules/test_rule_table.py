@@ -1,0 +1,114 @@
+"""Every registered code has documentation and a failing case; every case behaves as tabled."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+import pytest
+
+from quantcheck.check import check_paths
+from quantcheck.diagnostics import TARGETS
+from quantcheck.rules.registry import all_rules
+
+from ._case import RuleCase
+
+HERE = Path(__file__).parent
+TABLE_MODULES = sorted(p.stem for p in HERE.glob("cases*.py"))
+
+
+def _all_cases() -> list[RuleCase]:
+    out: list[RuleCase] = []
+    for stem in TABLE_MODULES:
+        out += importlib.import_module(f"{__package__}.{stem}").CASES
+    return out
+
+
+CASES = _all_cases()
+DOC_FIELDS = ("title", "checks", "why", "example", "remedy", "evidence")
+
+
+def _codes(report) -> set[str]:
+    return {d.code for d in report.diagnostics}
+
+
+def test_tables_are_found() -> None:
+    assert "cases" in TABLE_MODULES and "cases_numeric" in TABLE_MODULES
+    ids = [c.id for c in CASES]
+    assert len(ids) == len(set(ids)), "duplicate case ids"
+
+
+@pytest.mark.parametrize("code", list(all_rules()))
+def test_code_is_documented(code: str) -> None:
+    rule = all_rules()[code]
+    empty = [f for f in DOC_FIELDS if not str(getattr(rule, f)).strip()]
+    assert not empty, f"{code} has empty doc fields: {empty}"
+    assert set(rule.effects) == set(TARGETS), f"{code} effects must name every target"
+    assert rule.name == rule.name.lower() and " " not in rule.name
+    doc = rule.doc()
+    for f in ("checks", "why", "remedy", "evidence"):
+        assert getattr(rule, f) in doc
+
+
+@pytest.mark.parametrize("code", list(all_rules()))
+def test_code_has_failing_case(code: str) -> None:
+    """QC4xx included as soon as such codes are registered (their cases: cases_numeric.py)."""
+    if all_rules()[code].retired:
+        pytest.skip(f"{code} is retired")
+    covered = {c.code for c in CASES}
+    assert code in covered, (f"{code} ({all_rules()[code].name}) has no failing case in "
+                             f"tests/rules/{'cases_numeric' if code.startswith('QC4') else 'cases'}"
+                             ".py")
+
+
+def test_cases_name_registered_codes() -> None:
+    unknown = sorted({c.code for c in CASES} - set(all_rules()))
+    assert not unknown, f"cases for unregistered codes: {unknown}"
+
+
+def test_every_case_has_twin_or_reason() -> None:
+    lacking = [c.id for c in CASES if c.twin is None and not c.no_twin]
+    assert not lacking, f"cases without a passing twin or a reason: {lacking}"
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_failing_case(case: RuleCase, tmp_path: Path) -> None:
+    paths = [str(p) for p in case.build(tmp_path)]
+    report = check_paths(paths, **case.check_kwargs)
+    hits = [d for d in report.diagnostics if d.code == case.code]
+    assert hits, f"{case.code} not reported; got {sorted(_codes(report))}"
+    effects = [{t: e.value for t, e in d.effective_effects.items()} for d in hits]
+    assert case.expect_targets in effects, f"{case.code} effects {effects}"
+    if case.message is not None:
+        assert any(case.message in d.message for d in hits), [d.message for d in hits]
+    for t, e in case.expect_targets.items():
+        status = report.target_status(t)["status"]
+        if e == "fails":
+            assert status == "fails", f"{t} status {status}"
+        elif e == "degraded":
+            assert status in ("degraded", "fails"), f"{t} status {status}"
+    # --target filtering: a diagnostic appears for a target it affects (or one it affects none).
+    for t in TARGETS:
+        only = check_paths(paths, target=t, **case.check_kwargs)
+        shown = case.code in _codes(only)
+        affects = case.expect_targets[t] != "none"
+        neutral = all(v == "none" for v in case.expect_targets.values())
+        if affects or neutral:
+            assert shown, f"{case.code} missing with --target {t}"
+        assert set(only.to_json()["targets"]) == {t}
+    # JSON form of the finding: targets list and fix safety.
+    doc = next(d.to_json() for d in hits
+               if {t: e.value for t, e in d.effective_effects.items()} == case.expect_targets)
+    assert doc["targets"] == [t for t in TARGETS if case.expect_targets[t] != "none"]
+    assert doc["fix"] is None or doc["fix"]["safety"] in ("safe", "unsafe", "display-only")
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.twin is not None], ids=lambda c: c.id)
+def test_passing_twin(case: RuleCase, tmp_path: Path) -> None:
+    assert case.twin is not None
+    paths = [str(p) for p in case.twin(tmp_path)]
+    report = check_paths(paths, **case.check_kwargs)
+    assert case.code not in _codes(report), [d.message for d in report.diagnostics
+                                            if d.code == case.code]
+    extra = _codes(report) - set(case.twin_allows)
+    assert not extra, f"twin is not clean: {sorted(extra)}"
