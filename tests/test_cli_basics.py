@@ -354,3 +354,12 @@ def test_lone_surrogate_in_marker_does_not_crash_inspect(tmp_path: Path) -> None
     for argv in (("inspect", "--format", "json"), ("inspect",)):
         proc = _cli(*argv, str(path))
         assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_docs_rules_md_is_generated_from_the_registry(capsys: pytest.CaptureFixture) -> None:
+    from quantcheck.cli import main
+
+    assert main(["rules", "--format", "markdown"]) == 0
+    generated = capsys.readouterr().out
+    on_disk = (Path(__file__).resolve().parents[1] / "docs" / "rules.md").read_text()
+    assert generated == on_disk, "docs/rules.md is stale: quantcheck rules --format markdown"

@@ -71,8 +71,11 @@ def build_parser(wanted: str | None = None) -> argparse.ArgumentParser:
 
     p = sub.add_parser("rules", help="list every diagnostic code",
                        description="List every diagnostic code with its name, severity, "
-                                   "per-runtime effect and whether a fix exists.")
-    p.add_argument("--format", choices=("text", "json"), default="text", dest="output")
+                                   "per-runtime effect and whether a fix exists. "
+                                   "--format markdown writes the full documentation "
+                                   "(docs/rules.md).")
+    p.add_argument("--format", choices=("text", "json", "markdown"), default="text",
+                   dest="output")
 
     p = sub.add_parser("explain", help="explain a code, or a runtime's error message",
                        description="Print a rule's documentation (what it checks, why it "
@@ -137,6 +140,11 @@ def cmd_rules(args: argparse.Namespace) -> int:
     from quantcheck.rules.registry import all_rules
 
     rules = all_rules()
+    if args.output == "markdown":
+        from quantcheck.rules.docs import rules_markdown
+
+        print(rules_markdown(), end="")
+        return 0
     if args.output == "json":
         import json
 
