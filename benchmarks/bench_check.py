@@ -95,7 +95,7 @@ def main() -> None:
     floor = median_ms(lambda: floor_read([path]), runs)
     ours = median_ms(lambda: check_paths([path]), runs)
     ns: dict[str, object] = {}
-    exec(SAFE_OPEN, ns)  # noqa: S102 - a fixed benchmark snippet
+    exec(SAFE_OPEN, ns)  # a fixed benchmark snippet
     safe = median_ms(lambda: ns["run"](path, "numpy"), runs)  # type: ignore[operator]
     exe = str(Path(sys.executable).with_name("quantcheck"))
     cli, _ = proc_ms([exe, "check", path], runs)
