@@ -62,7 +62,7 @@ def compare_loaded(q: Checkpoint, o: Checkpoint, progress: bool | None = None) -
 
     result = CompareResult()
     todo = [la for la in q.layers.values() if la.weight is not None]
-    with Progress(len(todo), "compare", progress) as bar:
+    with Progress(len(todo), "compare", enabled=progress) as bar:
         for layer in todo:
             bar.advance(layer.prefix)
             ref_layer = o.layers.get(layer.prefix)

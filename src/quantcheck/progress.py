@@ -1,43 +1,69 @@
-"""A minimal progress bar on stderr (only on a TTY; silent otherwise or with QUANTCHECK_QUIET)."""
+"""A minimal progress bar on stderr: drawn only when stderr is a terminal, silent otherwise.
+
+`Progress(total, label)` counts items (`advance(label)`) or bytes (`p(n)` with `unit="bytes"`);
+use it as a context manager or call `close()`. `QUANTCHECK_QUIET=1` silences it.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
 import time
+from typing import TextIO
 
 
 class Progress:
-    """`with Progress(total, "compare") as p: p.advance(label)` — redraws at most 10 times/s."""
+    """Counts towards `total`; redraws at most 10 times a second."""
 
-    def __init__(self, total: int, title: str, enabled: bool | None = None) -> None:
+    def __init__(self, total: int, label: str = "", stream: TextIO | None = None,
+                 enabled: bool | None = None, unit: str = "items") -> None:
+        self.stream = stream or sys.stderr
         self.total = max(total, 1)
-        self.title = title
+        self.label = label
+        self.unit = unit
         self.done = 0
-        self.start = time.monotonic()
-        self._last = 0.0
+        self.item = ""
         if enabled is None:
-            enabled = sys.stderr.isatty() and not os.environ.get("QUANTCHECK_QUIET")
+            enabled = self.stream.isatty() and not os.environ.get("QUANTCHECK_QUIET")
         self.enabled = enabled
+        self._last = 0.0
+        self._start = time.monotonic()
 
-    def advance(self, label: str = "", n: int = 1) -> None:
+    def __call__(self, n: int) -> None:
+        """Add `n` (bytes or items) and redraw if due."""
         self.done += n
         now = time.monotonic()
         if self.enabled and (now - self._last > 0.1 or self.done >= self.total):
             self._last = now
-            width = 28
-            filled = int(width * self.done / self.total)
-            bar = "█" * filled + "·" * (width - filled)
-            rate = self.done / max(now - self.start, 1e-9)
-            eta = (self.total - self.done) / rate if rate else 0
-            sys.stderr.write(f"\r{self.title} {bar} {self.done}/{self.total} "
-                             f"eta {eta:4.0f}s {label[-40:]:<40}")
-            sys.stderr.flush()
+            self._draw()
+
+    def advance(self, item: str = "", n: int = 1) -> None:
+        """One more item done; `item` names it on the bar."""
+        self.item = item
+        self(n)
+
+    def _draw(self) -> None:
+        frac = min(self.done / self.total, 1.0)
+        width = 30
+        bar = "#" * int(frac * width) + "-" * (width - int(frac * width))
+        elapsed = max(time.monotonic() - self._start, 1e-6)
+        if self.unit == "bytes":
+            rate = f"{self.done / elapsed / 2**20:7.1f} MiB/s"
+        else:
+            eta = (self.total - self.done) * elapsed / max(self.done, 1)
+            rate = f"{self.done}/{self.total} eta {eta:4.0f}s {self.item[-40:]:<40}"
+        self.stream.write(f"\r{self.label} [{bar}] {frac * 100:5.1f}% {rate}")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            self._draw()
+            self.stream.write("\n")
+            self.stream.flush()
+            self.enabled = False
 
     def __enter__(self) -> Progress:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self.enabled:
-            sys.stderr.write("\r" + " " * 110 + "\r")
-            sys.stderr.flush()
+        self.close()
