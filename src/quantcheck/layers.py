@@ -42,13 +42,12 @@ def group_layers(tensors: dict[str, TensorInfo]) -> tuple[dict[str, Layer], list
     """Layers by prefix (in first-seen order) and the names that belong to no layer."""
     layers: dict[str, Layer] = {}
     loose: list[str] = []
+    known = KNOWN_SUFFIXES
     for name, t in tensors.items():
-        dot = name.rfind(".")
-        suffix = name[dot + 1 :] if dot > 0 else None
-        if suffix is None or suffix not in KNOWN_SUFFIXES:
+        prefix, _, suffix = name.rpartition(".")
+        if not prefix or suffix not in known:
             loose.append(name)
             continue
-        prefix = name[:dot]
         layer = layers.get(prefix)
         if layer is None:
             layer = layers[prefix] = Layer(prefix)

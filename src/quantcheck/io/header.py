@@ -18,6 +18,7 @@ from quantcheck.io.source import ByteSource
 
 MAX_HEADER = 100_000_000
 _NO_META: Any = object()
+_BY_OFFSETS = itemgetter(3, 4)
 U64_MAX = 2**64 - 1
 ENTRY_KEYS = frozenset({"dtype", "shape", "data_offsets"})
 
@@ -351,10 +352,9 @@ def _bad_fields(name: str, dtype: Any, bits: int | None, shape: Any, shape_ok: b
 
 def _check_layout(h: Header, diag: Any) -> None:
     """Offsets tile the data section exactly: no gaps, no overlaps, nothing missing or extra."""
-    spans = sorted((t.begin, t.end, t.name) for t in h.tensors.values())
     expected = h.data_start
     prev = None
-    for begin, end, name in spans:
+    for name, _, _, begin, end, _ in sorted(h.tensors.values(), key=_BY_OFFSETS):
         if begin > expected and not h.rejected:
             diag("QC115", f"{begin - expected:,} unused bytes before this tensor (after "
                           f"{prev!r})" if prev else f"{begin - expected:,} unused bytes before "

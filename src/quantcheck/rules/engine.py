@@ -9,6 +9,7 @@ copies renamed to their own prefix. Findings whose message names the prefix are 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from operator import itemgetter
 
 from quantcheck.checkpoint import Checkpoint
 from quantcheck.diagnostics import Diagnostic
@@ -32,11 +33,14 @@ def layer_findings(layer: Layer, legacy: bool, mxfp8_meta: bool,
     yield from check_layer_runtime(layer, config_class)
 
 
+_DTYPE_SHAPE_FILE = itemgetter(1, 2, 5)
+
+
 def _signature(layer: Layer) -> tuple[object, ...]:
     m = layer.marker
-    return (repr(m.fields) if m else None, m.sources[-1].file if m else None,
-            tuple((s, t.dtype, t.shape, t.file) for s, t in layer.tensors.items()),
-            is_embedding_name(layer))
+    ts = layer.tensors
+    return (repr(m.fields) if m else None, m.sources[-1].file if m else None, tuple(ts),
+            tuple(map(_DTYPE_SHAPE_FILE, ts.values())), is_embedding_name(layer))
 
 
 def _renamed(d: Diagnostic, old: str, new: str) -> Diagnostic:

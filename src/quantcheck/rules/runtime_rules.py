@@ -3,6 +3,7 @@ format mixes, sglang's config constructors, legacy files, sglang's INT8 embeddin
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,6 +18,7 @@ from quantcheck.layers import Layer
 
 FAILS, DEGRADED, NONE = Effect.FAILS, Effect.DEGRADED, Effect.NONE
 EMBEDDING_WORDS = ("embed", "wte", "tok_emb", "token_emb")
+_EMBEDDING = re.compile("|".join(EMBEDDING_WORDS), re.IGNORECASE)
 
 
 def _eff(sglang: Effect, comfyui: Effect) -> dict[str, Effect]:
@@ -101,8 +103,8 @@ def check_layer_runtime(layer: Layer, config_class: str | None) -> Iterator[Diag
 
 
 def is_embedding_name(layer: Layer) -> bool:
-    low = layer.prefix.lower()
-    return any(w in low for w in EMBEDDING_WORDS)
+    """Whether the layer's name reads as an embedding table (sglang treats those apart)."""
+    return _EMBEDDING.search(layer.prefix) is not None
 
 
 def _first_file(ck: Checkpoint) -> str | None:
