@@ -7,6 +7,7 @@ except the few facts that are about one format only (6-bit W4A8, padded block la
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 from quantcheck.diagnostics import Diagnostic, Effect, Fix, Safety, json_pointer
@@ -63,8 +64,20 @@ def _unmarked(layer: Layer, mxfp8_meta: bool) -> Iterator[Diagnostic]:
     yield Diagnostic(
         "QC314", f"weight is {w.dtype} {list(w.shape)} but the layer has no comfy_quant marker: "
                  f"{hint}", file=w.file, tensor=w.name, layer=layer.prefix, effects=eff,
-        fix=Fix("add the marker the tensors imply (where unambiguous)", Safety.SAFE,
-                "add-marker"))
+        fix=_marker_fix(layer))
+
+
+def _marker_fix(layer: Layer) -> Fix:
+    """A safe add-marker fix where the tensors name one format; display-only otherwise."""
+    from quantcheck.marker_infer import infer_marker
+
+    fields, why = infer_marker(layer)
+    if "comfy_quant" in layer.tensors:
+        fields, why = None, "its marker tensor could not be read (see the marker finding)"
+    if fields is None:
+        return Fix(f"add a marker by hand: {why}", Safety.DISPLAY)
+    return Fix(f"add the marker {json.dumps(fields)} (the tensors imply it)", Safety.SAFE,
+               "add-marker", (("format", fields["format"]),))
 
 
 def _check_marked(layer: Layer, spec: FormatSpec) -> Iterator[Diagnostic]:

@@ -1,0 +1,222 @@
+"""`quantcheck quantize` and `quantcheck dequantize`: convert a checkpoint layer by layer.
+
+Both stream: each layer is converted when the writer reaches it and freed after its last
+tensor is written; every other tensor is copied byte for byte.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+QUANT_FORMATS = ("float8_e4m3fn", "float8_e5m2", "int8_tensorwise", "nvfp4", "mxfp8",
+                 "asym_w4a8_int8", "convrot_w4a4")
+DESCRIPTIONS = {
+    "quantize": (
+        "Quantize the Linear weights of a BF16/F16/F32 checkpoint to one Comfy format and write "
+        "the comfy_quant markers. By default norms, biases, embeddings and 1-D tensors are left "
+        "alone, and so is every layer whose shape the format cannot take on --target (each is "
+        "reported). One layer is in memory at a time.\n\nexit codes: 0 written, 2 could not run."),
+    "dequantize": (
+        "Dequantize every marked layer back to a plain weight (--dtype, default bf16) and drop "
+        "the markers; other tensors are copied byte for byte.\n\nexit codes: 0 written, 1 some "
+        "layers could not be dequantized (left as they are), 2 could not run."),
+}
+
+
+def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
+    p.add_argument("paths", nargs="+", metavar="IN", help="checkpoint file, folder or index")
+    p.add_argument("-o", "--output", metavar="OUT", required=True,
+                   help="output file (a folder for sharded input)")
+    if name == "dequantize":
+        p.add_argument("--dtype", choices=("bf16", "f16", "f32"), default="bf16")
+        return
+    p.add_argument("--format", required=True, choices=QUANT_FORMATS, dest="fmt")
+    p.add_argument("--include", action="append", default=[], metavar="GLOB",
+                   help="only layers whose prefix (or weight name) matches; repeatable. "
+                        "Overrides the default skip of norm/embedding names")
+    p.add_argument("--exclude", action="append", default=[], metavar="GLOB",
+                   help="leave out matching layers; repeatable")
+    p.add_argument("--target", choices=("all", "sglang", "comfyui"), default="all",
+                   help="runtime(s) the result must load on; layers the format cannot take "
+                        "there stay unquantized (default: all)")
+    p.add_argument("--no-convrot", action="store_true",
+                   help="int8_tensorwise: plain row-wise scales instead of ConvRot")
+    p.add_argument("--per-tensor", action="store_true",
+                   help="int8_tensorwise: one scalar scale (implies --no-convrot)")
+    p.add_argument("--convrot-groupsize", type=int, default=256, choices=(16, 64, 256))
+    p.add_argument("--group-size", type=int, default=16, help="asym_w4a8_int8 group (16)")
+    p.add_argument("--bits", type=int, default=4, choices=(4, 6), help="asym_w4a8_int8 bits")
+    p.add_argument("--no-codebook", action="store_true", help="asym_w4a8_int8: uniform levels")
+    p.add_argument("--asymmetric", action="store_true",
+                   help="asym_w4a8_int8: min/max groups with a correction tensor")
+    p.add_argument("--scale-dtype", choices=("float8_e4m3fn", "float32"),
+                   default="float8_e4m3fn", help="asym_w4a8_int8 s_rel dtype")
+    p.add_argument("--linear-dtype", choices=("int4", "int8"), help="convrot_w4a4 GEMM")
+    p.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
+
+
+def options_of(args: argparse.Namespace) -> dict[str, Any]:
+    """Quantizer options for the chosen format."""
+    fmt = args.fmt
+    if fmt == "int8_tensorwise":
+        convrot = not (args.no_convrot or args.per_tensor)
+        return {"per_row": not args.per_tensor, "convrot": convrot,
+                "convrot_groupsize": args.convrot_groupsize}
+    if fmt == "asym_w4a8_int8":
+        return {"group_size": args.group_size, "convrot_groupsize": args.convrot_groupsize,
+                "codebook": not args.no_codebook, "symmetric": not args.asymmetric,
+                "bits": args.bits, "scale_dtype": args.scale_dtype}
+    if fmt == "convrot_w4a4":
+        opts: dict[str, Any] = {"convrot_groupsize": args.convrot_groupsize}
+        if args.linear_dtype:
+            opts["linear_dtype"] = args.linear_dtype
+        return opts
+    return {}
+
+
+def run(args: argparse.Namespace) -> int:
+    from quantcheck.checkpoint import load_checkpoint
+
+    with load_checkpoint(args.paths) as ck:
+        from quantcheck.fix import unrepairable
+
+        bad = unrepairable(ck)
+        if bad:
+            print(f"quantcheck: error: cannot convert: {bad[0].code} {bad[0].message}",
+                  file=sys.stderr)
+            return 2
+        from quantcheck.commands.output import output_layout
+
+        out, index = output_layout(ck, args.output)
+        if args.command == "quantize":
+            return _quantize(ck, args, out, index)
+        return _dequantize(ck, args, out, index)
+
+
+def plan_quantize(ck: Any, fmt: str, options: dict[str, Any], target: str,
+                  include: list[str], exclude: list[str]) -> tuple[Any, list[str],
+                                                                   dict[str, str]]:
+    """(draft, quantized prefixes, skipped prefix -> reason)."""
+    from quantcheck.fix import replace_layer
+    from quantcheck.fix_draft import Draft
+    from quantcheck.layer_convert import quantize_layer
+    from quantcheck.select import shape_refusal, skip_reason, targets_of
+
+    draft = Draft.of(ck)
+    done: list[str] = []
+    skipped: dict[str, str] = {}
+    for prefix, layer in ck.layers.items():
+        w = layer.weight
+        if w is None:
+            continue
+        if layer.marker is not None:
+            skipped[prefix] = "already has a marker"
+            continue
+        why = skip_reason(prefix, w.dtype, w.shape, include, exclude)
+        if why is None:
+            n, k = w.shape
+            why = next((r for t in targets_of(target)
+                        if (r := shape_refusal(fmt, n, k, options, t))), None)
+        if why is not None:
+            skipped[prefix] = why
+            continue
+        cur = draft.get(w.name)
+        assert cur is not None
+        lazy, marker = quantize_layer(cur.data, w.dtype, w.shape, fmt, options)
+        lazy.name = prefix
+        replace_layer(draft, prefix, lazy, marker)
+        draft.log("quantize", prefix, f"{fmt} {list(w.shape)}", "unsafe")
+        done.append(prefix)
+    return draft, done, skipped
+
+
+def _quantize(ck: Any, args: argparse.Namespace, out: str, index: str | None) -> int:
+    from quantcheck.select import format_refusal, targets_of
+
+    options = options_of(args)
+    for t in targets_of(args.target):
+        why = format_refusal(args.fmt, options, t)
+        if why:
+            print(f"quantcheck: error: {args.fmt} cannot load on {t}: {why} (choose another "
+                  "--target or format)", file=sys.stderr)
+            return 2
+    draft, done, skipped = plan_quantize(ck, args.fmt, options, args.target, args.include,
+                                         args.exclude)
+    print(f"quantize: {len(done)} layer{'s' if len(done) != 1 else ''} -> {args.fmt}")
+    shape_skips = {p: r for p, r in skipped.items() if "K=" in r or "sglang" in r}
+    for p, r in shape_skips.items():
+        print(f"  skipped {p}: {r}")
+    other = len(skipped) - len(shape_skips)
+    if other:
+        print(f"  {other} other layer{'s' if other != 1 else ''} left as they are (norms, "
+              "embeddings, biases, non-2-D or non-float weights, --include/--exclude)")
+    if args.dry_run:
+        return 0
+    return _write(ck, draft, out, index, args.target, "quantize")
+
+
+def _dequantize(ck: Any, args: argparse.Namespace, out: str, index: str | None) -> int:
+    from quantcheck.fix import Refused, logical_shape, replace_layer
+    from quantcheck.fix_draft import QMETA, Draft
+    from quantcheck.layer_convert import dequantize_layer
+    from quantcheck.select import FLOAT_WEIGHTS
+
+    draft = Draft.of(ck)
+    failed: dict[str, str] = {}
+    n = 0
+    for prefix in ck.markers:
+        layer = ck.layers.get(prefix)
+        if layer is None or layer.weight is None:
+            draft.set_marker(prefix, None)
+            continue
+        if layer.weight.dtype in FLOAT_WEIGHTS:
+            draft.set_marker(prefix, None)
+            continue
+        try:
+            fmt, fields, shape, edges = logical_shape(draft, prefix)
+        except Refused as exc:
+            failed[prefix] = str(exc)
+            continue
+        lazy = dequantize_layer(_tensors(draft, layer), fmt, fields, shape, args.dtype, edges)
+        lazy.name = prefix
+        replace_layer(draft, prefix, lazy, None)
+        n += 1
+    if not failed:
+        for f in draft.files:
+            f.metadata.pop(QMETA, None)
+    print(f"dequantize: {n} layer{'s' if n != 1 else ''} -> {args.dtype}")
+    for p, r in failed.items():
+        print(f"  left quantized {p}: {r}")
+    rc = _write(ck, draft, out, index, "all", "dequantize")
+    return rc or (1 if failed else 0)
+
+
+def _tensors(draft: Any, layer: Any) -> dict[str, Any]:
+    out = {}
+    for s, t in layer.tensors.items():
+        if s not in ("bias", "comfy_quant"):
+            cur = draft.get(t.name)
+            out[s] = (cur.dtype, cur.shape, cur.data)
+    return out
+
+
+def _write(ck: Any, draft: Any, out: str, index: str | None, target: str, label: str) -> int:
+    from quantcheck.commands.output import index_metadata
+    from quantcheck.io.writer import write_checkpoint
+    from quantcheck.numeric import NumericError
+    from quantcheck.progress import Progress
+
+    files = draft.files_out()
+    bar = Progress(sum(f.data_size for f in files), label, unit="bytes")
+    try:
+        write_checkpoint(files, out, index_name=index, index_meta=index_metadata(ck),
+                         on_bytes=bar)
+    except NumericError as exc:
+        print(f"\nquantcheck: error: {exc}; nothing was written", file=sys.stderr)
+        return 2
+    finally:
+        bar.close()
+    print(f"wrote {out}")
+    return 0

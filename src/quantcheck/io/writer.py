@@ -1,0 +1,436 @@
+"""Streaming, atomic safetensors writer (standard library only).
+
+A write is described by `OutFile`s: per output file its metadata and an ordered list of
+`OutTensor`s whose bytes come from one of
+
+- `Copy(source, offset, nbytes)`: a byte range of an input, copied in chunks of at most 8 MiB
+  (`os.copy_file_range` between local files, `read`/`write` otherwise);
+- `Data(bytes)`: small new bytes (markers, cast scales);
+- `Chunks(nbytes, produce)`: a generator of chunks made on demand (quantized layers).
+
+The header (8-byte aligned, space padded) is written first, then every tensor in order. Nothing
+is ever held whole in memory. Output goes to a temp file next to the destination
+(`.<name>.<pid>.<random>.quantcheck-tmp`; a sharded output is staged in a temp folder named the
+same way), is fsynced, re-read and re-checked with quantcheck itself, and only then moved into
+place with `os.replace`. On any failure the temp file is removed; after a hard kill it stays and
+the next write to the same destination removes it (its pid is no longer alive).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import re
+import shutil
+import struct
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from quantcheck.io.source import ByteSource, LocalFile
+
+if TYPE_CHECKING:
+    from quantcheck.checkpoint import Checkpoint
+
+CHUNK = 8 * 1024 * 1024
+TMP_SUFFIX = ".quantcheck-tmp"
+_TMP_RE = re.compile(r"^\.(?P<base>.+)\.(?P<pid>\d+)\.[^.]+" + re.escape(TMP_SUFFIX) + "$")
+
+
+class WriteError(OSError):
+    """The output could not be written or did not verify; nothing was left at the destination."""
+
+
+@dataclass(frozen=True)
+class Copy:
+    """`nbytes` bytes of `source` starting at absolute `offset`."""
+
+    source: ByteSource
+    offset: int
+    nbytes: int
+
+
+@dataclass(frozen=True)
+class Data:
+    """New bytes held in memory (small tensors only)."""
+
+    data: bytes
+
+    @property
+    def nbytes(self) -> int:
+        return len(self.data)
+
+
+@dataclass(frozen=True)
+class Chunks:
+    """`nbytes` bytes produced on demand by `produce()` (an iterable of bytes-like chunks)."""
+
+    nbytes: int
+    produce: Callable[[], Iterable[bytes | memoryview]]
+
+
+Payload = Copy | Data | Chunks
+
+
+@dataclass
+class OutTensor:
+    """One output tensor: name, safetensors dtype, shape and where its bytes come from."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    data: Payload
+
+
+@dataclass
+class OutFile:
+    """One output file: its base name, `__metadata__` and tensors in order."""
+
+    name: str
+    tensors: list[OutTensor] = field(default_factory=list)
+    metadata: dict[str, str] = field(default_factory=dict)
+
+    def header(self) -> bytes:
+        """The 8-byte length and the JSON header, space padded to a multiple of 8."""
+        doc: dict[str, Any] = {}
+        if self.metadata:
+            doc["__metadata__"] = dict(self.metadata)
+        off = 0
+        for t in self.tensors:
+            doc[t.name] = {"dtype": t.dtype, "shape": list(t.shape),
+                           "data_offsets": [off, off + t.data.nbytes]}
+            off += t.data.nbytes
+        text = json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+        text += b" " * (-len(text) % 8)
+        return struct.pack("<Q", len(text)) + text
+
+    @property
+    def data_size(self) -> int:
+        return sum(t.data.nbytes for t in self.tensors)
+
+
+class PlannedSource:
+    """A not-yet-written `OutFile` seen as a byte source (for checking a plan before writing)."""
+
+    def __init__(self, out: OutFile, name: str | None = None) -> None:
+        self.out = out
+        self.name = name or out.name
+        self._header = out.header()
+        self._spans: list[tuple[int, OutTensor]] = []
+        pos = len(self._header)
+        for t in out.tensors:
+            self._spans.append((pos, t))
+            pos += t.data.nbytes
+        self._size = pos
+        self._cache: dict[int, bytes] = {}
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    def pieces(self, offset: int, n: int) -> Iterator[tuple[Payload, int, int]]:
+        """(payload, offset within it, length) covering [offset, offset+n) of the data section."""
+        for start, t in self._spans:
+            end = start + t.data.nbytes
+            if end <= offset or start >= offset + n:
+                continue
+            lo, hi = max(offset, start), min(offset + n, end)
+            yield t.data, lo - start, hi - lo
+
+    def read(self, offset: int, n: int) -> bytes:
+        out = bytearray()
+        hl = len(self._header)
+        if offset < hl:
+            out += self._header[offset : offset + n]
+        for payload, at, ln in self.pieces(max(offset, hl), offset + n - max(offset, hl)):
+            out += _read_payload(payload, at, ln, self._cache)
+        return bytes(out)
+
+    def read_many(self, ranges: list[tuple[int, int]]) -> list[bytes]:
+        return [self.read(o, n) for o, n in ranges]
+
+    def close(self) -> None:
+        self._cache.clear()
+
+
+def _read_payload(p: Payload, at: int, n: int, cache: dict[int, bytes]) -> bytes:
+    if isinstance(p, Copy):
+        return p.source.read(p.offset + at, n)
+    if isinstance(p, Data):
+        return p.data[at : at + n]
+    whole = cache.get(id(p))
+    if whole is None:
+        whole = cache[id(p)] = b"".join(bytes(c) for c in p.produce())
+    return whole[at : at + n]
+
+
+# ------------------------------------------------------------------------------------ writing
+
+
+class _Sink:
+    """An open output file: counts bytes, copies spans, caches input descriptors."""
+
+    def __init__(self, fd: int, fds: dict[str, int]) -> None:
+        self.fd = fd
+        self.fds = fds
+        self.written = 0
+        self.on_bytes: Callable[[int], None] | None = None
+
+    def write(self, data: bytes | memoryview) -> None:
+        view = memoryview(data).cast("B")
+        while view:
+            n = os.write(self.fd, view[:CHUNK])
+            view = view[n:]
+            self.written += n
+            if self.on_bytes:
+                self.on_bytes(n)
+
+    def payload(self, p: Payload) -> None:
+        if isinstance(p, Data):
+            self.write(p.data)
+        elif isinstance(p, Chunks):
+            before = self.written
+            for chunk in p.produce():
+                self.write(chunk)
+            if self.written - before != p.nbytes:
+                raise WriteError(f"a generated tensor gave {self.written - before} bytes, "
+                                 f"not the {p.nbytes} its header entry declares")
+        else:
+            self.copy(p.source, p.offset, p.nbytes)
+
+    def copy(self, src: ByteSource, offset: int, n: int) -> None:
+        if isinstance(src, PlannedSource):
+            hl = len(src._header)
+            if offset < hl:
+                raise WriteError("a copy span reaches into a planned header")
+            for payload, at, ln in src.pieces(offset, n):
+                self.payload(_narrow(payload, at, ln))
+            return
+        if isinstance(src, LocalFile) and self._copy_range(src.path, offset, n):
+            return
+        pos, end = offset, offset + n
+        while pos < end:
+            chunk = src.read(pos, min(CHUNK, end - pos))
+            if not chunk:
+                raise WriteError(f"{src.name} ends at byte {pos} while copying a tensor")
+            self.write(chunk)
+            pos += len(chunk)
+
+    def _copy_range(self, path: str, offset: int, n: int) -> bool:
+        """Kernel-side copy; False when unavailable (then the caller copies by reading)."""
+        if not hasattr(os, "copy_file_range"):
+            return False
+        fd = self.fds.get(path)
+        if fd is None:
+            fd = self.fds[path] = os.open(path, os.O_RDONLY)
+        pos, end = offset, offset + n
+        while pos < end:
+            try:
+                got = os.copy_file_range(fd, self.fd, min(CHUNK, end - pos), pos)
+            except OSError as exc:
+                if pos == offset and exc.errno in (errno.EXDEV, errno.ENOSYS, errno.EINVAL,
+                                                   errno.EOPNOTSUPP, errno.EBADF):
+                    return False
+                raise
+            if got == 0:
+                raise WriteError(f"{path} ends at byte {pos} while copying a tensor")
+            pos += got
+            self.written += got
+            if self.on_bytes:
+                self.on_bytes(got)
+        return True
+
+
+def _narrow(p: Payload, at: int, n: int) -> Payload:
+    if at == 0 and n == p.nbytes:
+        return p
+    if isinstance(p, Copy):
+        return Copy(p.source, p.offset + at, n)
+    if isinstance(p, Data):
+        return Data(p.data[at : at + n])
+    whole = b"".join(bytes(c) for c in p.produce())
+    return Data(whole[at : at + n])
+
+
+def _write_one(out: OutFile, path: str, fds: dict[str, int],
+               on_bytes: Callable[[int], None] | None) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_TRUNC | getattr(os, "O_BINARY", 0))
+    try:
+        sink = _Sink(fd, fds)
+        sink.on_bytes = on_bytes
+        sink.write(out.header())
+        for t in out.tensors:
+            sink.payload(t.data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def clean_stale(folder: str, base: str) -> list[str]:
+    """Remove temp files/folders a killed writer left for destination `base` in `folder`."""
+    removed = []
+    try:
+        names = os.listdir(folder or ".")
+    except OSError:
+        return removed
+    for name in names:
+        m = _TMP_RE.match(name)
+        if not m or m.group("base") != base or _alive(int(m.group("pid"))):
+            continue
+        path = os.path.join(folder, name)
+        with contextlib.suppress(OSError):
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path)
+            else:
+                os.unlink(path)
+            removed.append(path)
+    return removed
+
+
+def _fsync_dir(folder: str) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(folder or ".", os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _verify_written(paths: list[str], files: list[OutFile],
+                    verify: Callable[[Checkpoint], None] | None) -> None:
+    """Re-read what was written: headers parse, tensors are exactly the planned ones."""
+    from quantcheck.checkpoint import load_checkpoint
+
+    with load_checkpoint(paths) as ck:
+        for shard, out in zip(ck.shards, files, strict=True):
+            h = shard.header
+            bad = [d for d in h.diagnostics if d.code < "QC2" and d.code != "QC119"]
+            if not h.usable or bad:
+                what = bad[0].message if bad else "header unreadable"
+                raise WriteError(f"the written file {out.name} does not re-read: {what}")
+            want = [(t.name, t.dtype, tuple(t.shape), t.data.nbytes) for t in out.tensors]
+            got = [(t.name, t.dtype, t.shape, t.nbytes) for t in h.tensors.values()]
+            if want != got or h.metadata != out.metadata:
+                raise WriteError(f"the written file {out.name} does not match what was planned")
+        if verify is not None:
+            verify(ck)
+
+
+def _index_doc(files: list[OutFile], meta: dict[str, Any] | None) -> bytes:
+    wmap = {t.name: f.name for f in files for t in f.tensors}
+    metadata = dict(meta or {})
+    metadata["total_size"] = sum(f.data_size for f in files)
+    doc = {"metadata": metadata, "weight_map": wmap}
+    return (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def write_checkpoint(files: list[OutFile], out: str, *, index_name: str | None = None,
+                     index_meta: dict[str, Any] | None = None,
+                     verify: Callable[[Checkpoint], None] | None = None,
+                     on_bytes: Callable[[int], None] | None = None) -> list[str]:
+    """Write `files` to `out` atomically; return the paths written.
+
+    One file and no `index_name`: `out` is the file path. Otherwise `out` is a folder that
+    receives every file plus `index_name` (an index.json with a fresh weight_map).
+    `verify(ck)` runs on the re-read output before it replaces anything; raise to refuse it.
+    """
+    out = os.fspath(out)
+    sharded = index_name is not None or len(files) != 1
+    if sharded and index_name is None:
+        index_name = "model.safetensors.index.json"
+    parent, base = os.path.split(os.path.abspath(out.rstrip("/")))
+    if not os.path.isdir(parent):
+        raise WriteError(f"{parent}: the output folder does not exist")
+    clean_stale(parent, base)
+    prefix = f".{base}.{os.getpid()}."
+    fds: dict[str, int] = {}
+    tmp: str | None = None
+    try:
+        if not sharded:
+            if os.path.isdir(out):
+                raise WriteError(f"{out} is a folder; give a file name for a one-file output")
+            fd, tmp = tempfile.mkstemp(dir=parent, prefix=prefix, suffix=TMP_SUFFIX)
+            os.close(fd)
+            _write_one(files[0], tmp, fds, on_bytes)
+            _verify_written([tmp], files, verify)
+            os.replace(tmp, out)
+            tmp = None
+            _fsync_dir(parent)
+            return [out]
+        assert index_name is not None
+        if os.path.exists(out) and not os.path.isdir(out):
+            raise WriteError(f"{out} is a file; a sharded output needs a folder")
+        tmp = tempfile.mkdtemp(dir=parent, prefix=prefix, suffix=TMP_SUFFIX)
+        paths = []
+        for f in files:
+            p = os.path.join(tmp, f.name)
+            os.close(os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+            _write_one(f, p, fds, on_bytes)
+            paths.append(p)
+        index_path = os.path.join(tmp, index_name)
+        with open(index_path, "wb") as fh:
+            fh.write(_index_doc(files, index_meta))
+            fh.flush()
+            os.fsync(fh.fileno())
+        _verify_written(paths, files, verify)
+        _check_index(index_path)
+        _fsync_dir(tmp)
+        if not os.path.exists(out):
+            os.rename(tmp, out)
+            tmp = None
+        else:
+            for name in [f.name for f in files] + [index_name]:
+                os.replace(os.path.join(tmp, name), os.path.join(out, name))
+            os.rmdir(tmp)
+            tmp = None
+            _fsync_dir(out)
+        _fsync_dir(parent)
+        return [os.path.join(out, f.name) for f in files] + [os.path.join(out, index_name)]
+    except OSError as exc:
+        if isinstance(exc, WriteError):
+            raise
+        raise WriteError(f"could not write {out}: {_why(exc)}; nothing was written there") from exc
+    finally:
+        for fd in fds.values():
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                if os.path.isdir(tmp):
+                    shutil.rmtree(tmp)
+                else:
+                    os.unlink(tmp)
+
+
+def _check_index(index_path: str) -> None:
+    from quantcheck.checkpoint import load_checkpoint
+
+    with load_checkpoint([index_path]) as ck:
+        bad = [d for d in ck.diagnostics if d.code.startswith("QC5")]
+        if bad:
+            raise WriteError(f"the written index does not verify: {bad[0].message}")
+
+
+def _why(exc: OSError) -> str:
+    if exc.errno == errno.ENOSPC:
+        return "the disk is full"
+    if exc.errno == errno.EFBIG:
+        return "file too large (the disk is full or a file size limit was hit)"
+    if exc.errno == errno.EDQUOT:
+        return "disk quota exceeded"
+    return exc.strerror or str(exc)

@@ -1,0 +1,117 @@
+"""quantize -> check is clean for every target the format and shape allow; quantize ->
+dequantize stays within the round-trip bounds of comfy-formats.md §3."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from quantcheck.check import check_paths
+from quantcheck.checkpoint import load_checkpoint
+from quantcheck.cli import main
+
+from ._real import raw, weight, write
+from ._util import tensor_bytes
+
+SHAPES = {"blocks.0.attn.qkv": (256, 512), "blocks.1.mlp.fc1": (100, 192)}
+#: rel-L2 bounds with margin over comfy-formats.md §3 (NVFP4 ≈ 0.096, int8 row-wise ≈ 0.0083)
+BOUND = {"float8_e4m3fn": 0.04, "float8_e5m2": 0.07, "int8_tensorwise": 0.012, "nvfp4": 0.11,
+         "mxfp8": 0.04, "asym_w4a8_int8": 0.09, "convrot_w4a4": 0.15}
+#: (format, options) -> targets that may load it at all
+CASES = [
+    ("float8_e4m3fn", [], ("sglang", "comfyui")),
+    ("float8_e5m2", [], ("comfyui",)),
+    ("int8_tensorwise", ["--convrot-groupsize", "64"], ("sglang", "comfyui")),
+    ("int8_tensorwise", ["--no-convrot"], ("comfyui",)),
+    ("nvfp4", [], ("sglang", "comfyui")),
+    ("mxfp8", [], ("sglang", "comfyui")),
+    ("asym_w4a8_int8", ["--convrot-groupsize", "64"], ("sglang", "comfyui")),
+    ("asym_w4a8_int8", ["--bits", "6", "--convrot-groupsize", "64"], ("comfyui",)),
+    ("convrot_w4a4", ["--convrot-groupsize", "64"], ("sglang", "comfyui")),
+]
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, np.ndarray]]:
+    d = tmp_path_factory.mktemp("plain")
+    ws = {p: weight(*s, seed=i) for i, (p, s) in enumerate(SHAPES.items())}
+    layers = [[raw(f"{p}.weight", w, "BF16"),
+               raw(f"{p}.bias", np.ones(w.shape[0], np.float32), "F32")] for p, w in ws.items()]
+    layers.append([raw("final_norm.weight", np.ones(256, np.float32), "F32"),
+                   raw("embed_tokens.weight", weight(64, 256), "BF16")])
+    return write(d / "plain.safetensors", *layers), ws
+
+
+def _fits(fmt: str, opts: list[str], target: str, n: int, k: int) -> bool:
+    from quantcheck.select import shape_refusal
+
+    o = {"convrot": "--no-convrot" not in opts, "convrot_groupsize": 64 if opts else 256,
+         "bits": 6 if "6" in opts else 4}
+    return shape_refusal(fmt, n, k, o, target) is None
+
+
+@pytest.mark.parametrize("fmt,opts,targets", CASES, ids=lambda v: str(v))
+def test_quantize_check_dequantize(tmp_path: Path, plain, fmt: str, opts: list[str],
+                                   targets: tuple[str, ...]) -> None:
+    src, ws = plain
+    for target in targets:
+        out = tmp_path / f"q-{target}.safetensors"
+        assert main(["quantize", str(src), "-o", str(out), "--format", fmt, "--target", target,
+                     *opts]) == 0
+        report = check_paths([str(out)], target=target)
+        assert report.diagnostics == [], [d.message for d in report.diagnostics]
+        with load_checkpoint(str(out)) as ck:
+            for p, (n, k) in SHAPES.items():
+                expect = fmt if _fits(fmt, opts, target, n, k) else None
+                assert ck.layers[p].format == expect, (p, target)
+                if expect:
+                    got = ck.layer(p).dequantize()
+                    ref = ws[p].astype(np.float32)
+                    assert got.shape == ref.shape
+                    rel = np.linalg.norm(got - ref) / np.linalg.norm(ref)
+                    assert rel < BOUND[fmt], (p, rel)
+            assert ck.layers["final_norm"].format is None
+            assert ck.layers["embed_tokens"].format is None
+        old, new = tensor_bytes([str(src)]), tensor_bytes([str(out)])
+        for name in ("final_norm.weight", "embed_tokens.weight", "blocks.0.attn.qkv.bias"):
+            assert old[name] == new[name]
+        back = tmp_path / f"d-{target}.safetensors"
+        assert main(["dequantize", str(out), "-o", str(back)]) == 0
+        assert check_paths([str(back)]).diagnostics == []
+        with load_checkpoint(str(back)) as ck:
+            assert not ck.markers
+            for p, (n, k) in SHAPES.items():
+                assert ck.layers[p].weight.shape == (n, k)
+
+
+def test_format_a_target_never_loads_is_refused(tmp_path: Path, plain,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    src, _ = plain
+    out = tmp_path / "o.safetensors"
+    assert main(["quantize", str(src), "-o", str(out), "--format", "float8_e5m2"]) == 2
+    assert "sglang" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_skipped_layers_are_reported(tmp_path: Path, plain,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    src, _ = plain
+    out = tmp_path / "o.safetensors"
+    assert main(["quantize", str(src), "-o", str(out), "--format", "nvfp4"]) == 0
+    text = capsys.readouterr().out
+    assert "skipped blocks.1.mlp.fc1: sglang loads NVFP4 only unpadded" in text
+    assert main(["quantize", str(src), "-o", str(out), "--format", "nvfp4",
+                 "--exclude", "blocks.0.*", "--include", "blocks.*"]) == 0
+    with load_checkpoint(str(out)) as ck:
+        assert ck.layers["blocks.0.attn.qkv"].format is None
+
+
+def test_dequantize_dtype(tmp_path: Path, plain) -> None:
+    src, _ = plain
+    q, d = tmp_path / "q.safetensors", tmp_path / "d.safetensors"
+    assert main(["quantize", str(src), "-o", str(q), "--format", "float8_e4m3fn"]) == 0
+    assert main(["dequantize", str(q), "-o", str(d), "--dtype", "f32"]) == 0
+    with load_checkpoint(str(d)) as ck:
+        assert ck.tensors["blocks.0.attn.qkv.weight"].dtype == "F32"
