@@ -174,8 +174,7 @@ def load_checkpoint(paths: list[str] | str, *, read_markers: bool = True) -> Che
         raise InputError("no input files")
     ck = Checkpoint(inputs=list(paths), index=index)
     ck.diagnostics += diags
-    sources: list[MarkerSource] = []
-    seen_in: dict[str, str] = {}
+    shards = []
     for f in files:
         try:
             src = open_source(f)
@@ -183,8 +182,21 @@ def load_checkpoint(paths: list[str] | str, *, read_markers: bool = True) -> Che
             raise InputError(f"{f}: no such file") from exc
         except IsADirectoryError as exc:
             raise InputError(f"{f}: is a folder") from exc
-        header = read_header(src)
-        ck.shards.append(Shard(src, header))
+        shards.append(Shard(src, read_header(src)))
+    assemble(ck, shards, read_markers=read_markers)
+    if index is not None:
+        ck.diagnostics += _check_weight_map(index, ck)
+    return ck
+
+
+def assemble(ck: Checkpoint, shards: list[Shard], *, read_markers: bool = True) -> Checkpoint:
+    """Merge parsed shards into `ck`: tensors (repeats across shards reported), metadata,
+    `quant_format`, markers from headers and tensors (in sglang's merge order), layers."""
+    sources: list[MarkerSource] = []
+    seen_in: dict[str, str] = {}
+    for shard in shards:
+        header, f = shard.header, shard.name
+        ck.shards.append(shard)
         ck.diagnostics += header.diagnostics
         if not header.usable:
             continue
@@ -203,12 +215,10 @@ def load_checkpoint(paths: list[str] | str, *, read_markers: bool = True) -> Che
             ck.tensors[name] = t
         if read_markers:
             hs, hd = read_header_markers(header)
-            ts, td = read_tensor_markers(src, header)
+            ts, td = read_tensor_markers(shard.source, header)
             ts.sort(key=lambda m: m.key)
             sources += hs + ts
             ck.diagnostics += hd + td
-    if index is not None:
-        ck.diagnostics += _check_weight_map(index, ck)
     ck.layers, ck.loose = group_layers(ck.tensors)
     ck.markers, md = merge_markers(sources)
     ck.diagnostics += md

@@ -67,7 +67,8 @@ class LayerData:
         """The float32 weight of logical shape [N, K].
 
         For padded NVFP4/MXFP8 layers N and K come from `shape`, the marker's `orig_shape`, or
-        what the file proves (N from the bias length; K when it is not a multiple of the pad).
+        what the file proves (N from the bias length; a size that is not a multiple of the pad;
+        a stored size whose last row and column hold data, since padding is exactly zero).
         Where they cannot be known the padded shape is returned with its (exactly zero) padding
         and a `PaddedShapeWarning` says so.
         """
@@ -81,9 +82,12 @@ class LayerData:
                                    if s not in ("comfy_quant", "bias")}
         marker = dict(self.layer.marker.fields) if self.layer.marker else {"format": fmt}
         want, exact = self.logical_shape(shape)
+        out = dequantize(fmt, tensors, marker=marker, shape=want, out_dtype=out_dtype)
+        if not exact and out.ndim == 2 and out.size and out[-1].any() and out[:, -1].any():
+            exact = True  # padding is exactly zero: data in the last row and column proves it
         if not exact:
             warnings.warn(f"{self.prefix}: the logical [N, K] of this padded {fmt} layer is not "
                           f"recorded; returning the stored bound {want} including its zero "
                           "padding (pass shape=(N, K) to slice it)", PaddedShapeWarning,
                           stacklevel=2)
-        return dequantize(fmt, tensors, marker=marker, shape=want, out_dtype=out_dtype)
+        return out

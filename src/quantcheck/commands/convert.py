@@ -99,7 +99,7 @@ def plan_quantize(ck: Any, fmt: str, options: dict[str, Any], target: str,
                   include: list[str], exclude: list[str]) -> tuple[Any, list[str],
                                                                    dict[str, str]]:
     """(draft, quantized prefixes, skipped prefix -> reason)."""
-    from quantcheck.fix import replace_layer
+    from quantcheck.fix_actions import replace_layer
     from quantcheck.fix_draft import Draft
     from quantcheck.layer_convert import quantize_layer
     from quantcheck.select import shape_refusal, skip_reason, targets_of
@@ -158,7 +158,7 @@ def _quantize(ck: Any, args: argparse.Namespace, out: str, index: str | None) ->
 
 
 def _dequantize(ck: Any, args: argparse.Namespace, out: str, index: str | None) -> int:
-    from quantcheck.fix import Refused, logical_shape, replace_layer
+    from quantcheck.fix_actions import Refused, logical_shape, replace_layer
     from quantcheck.fix_draft import QMETA, Draft
     from quantcheck.layer_convert import dequantize_layer
     from quantcheck.select import FLOAT_WEIGHTS

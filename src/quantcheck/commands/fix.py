@@ -72,16 +72,16 @@ def _exit(plan: object, unsafe: bool) -> int:
 def _write(ck: object, plan: object, out: str, index: str | None) -> None:
     from quantcheck.check import run_rules, select_diagnostics
     from quantcheck.commands.output import index_metadata
-    from quantcheck.fix import FixPlan, _key
+    from quantcheck.fix import FixPlan, diagnostic_key
     from quantcheck.io.writer import WriteError, write_checkpoint
     from quantcheck.progress import Progress
 
     assert isinstance(plan, FixPlan)
-    predicted = {_key(d) for d in plan.remaining}
+    predicted = {diagnostic_key(d) for d in plan.remaining}
 
     def verify(written: object) -> None:
         got = select_diagnostics(run_rules(written), target=plan.target)  # type: ignore[arg-type]
-        new = [d for d in got if _key(d) not in predicted]
+        new = [d for d in got if diagnostic_key(d) not in predicted]
         if new:
             raise WriteError(f"the written output has a problem the plan did not predict: "
                              f"{new[0].code} {new[0].message}; nothing was written")
