@@ -5,9 +5,9 @@ Importing this package loads the standard library only; numerics load on first u
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 __version__ = "0.1.0"
+
+TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 
 if TYPE_CHECKING:
     import os

@@ -8,9 +8,11 @@ instance.
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+TYPE_CHECKING = False  # `typing` costs start-up time; annotations are strings here
+if TYPE_CHECKING:
+    from typing import Any, TypeVar
 
-T = TypeVar("T", bound=type)
+    T = TypeVar("T", bound=type)
 _MISSING: Any = object()
 
 

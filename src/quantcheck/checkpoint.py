@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
 
 from quantcheck._record import factory, record
 from quantcheck.diagnostics import Diagnostic, json_pointer
@@ -18,6 +17,10 @@ from quantcheck.markers import (
     read_header_markers,
     read_tensor_markers,
 )
+
+TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 INDEX_SUFFIX = ".index.json"
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
 
 from quantcheck._record import factory, record
+
+TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 TARGETS: tuple[str, ...] = ("sglang", "comfyui")
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from quantcheck._record import record
 
 
-class DType(NamedTuple):
+@record
+class DType:
     """One safetensors dtype: its header name, width in bits and kind."""
 
     name: str

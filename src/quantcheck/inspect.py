@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from quantcheck.checkpoint import Checkpoint
 from quantcheck.formats.dims import derive_dims
 from quantcheck.formats.table import FORMATS
+
+TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 SCHEMA_VERSION = 1
 NOT_COUNTED = frozenset({"bias", "comfy_quant"})

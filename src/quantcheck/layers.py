@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from quantcheck._record import factory, record
+
+TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 
 if TYPE_CHECKING:
     from quantcheck.io.header import TensorInfo

@@ -7,12 +7,15 @@ then checked for the product's own rules. Only marker bytes are read, in one bat
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from quantcheck._record import factory, record
 from quantcheck.diagnostics import Diagnostic, json_pointer
 from quantcheck.io.header import Header, TensorInfo
 from quantcheck.io.source import ByteSource
+
+TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 MARKER_SUFFIX = ".comfy_quant"
 MAX_MARKER_BYTES = 64 * 1024

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from quantcheck._record import factory, record
 from quantcheck.diagnostics import TARGETS, Diagnostic, Effect, Severity
+
+TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 SCHEMA_VERSION = 1
 

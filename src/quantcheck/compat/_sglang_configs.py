@@ -8,9 +8,14 @@ markers in insertion order" does not say more, and no reference case tells them 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
 
 from quantcheck._record import record
+
+TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+    MarkerMap = Mapping[Any, Mapping[str, Any]]  # prefix -> marker fields
 
 CONFIG_CLASSES = (
     "ConvRotInt8Config",
@@ -34,7 +39,6 @@ _DISPATCH: dict[tuple[str, ...], str] = {
 CONVROT_INT8_BACKENDS = ("auto", "comfy_kitchen", "jit")
 _GROUP_SIZES = (16, 64, 256)
 
-MarkerMap = Mapping[Any, Mapping[str, Any]]
 
 
 @record

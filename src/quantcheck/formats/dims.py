@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from quantcheck.formats.table import Dims, FormatSpec, marker_int
 
 _ABSENT = object()
+
+TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 
 if TYPE_CHECKING:
     from quantcheck.layers import Layer

@@ -7,9 +7,12 @@ table; they contain no per-format branches of their own.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from quantcheck._record import record
+
+TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 Shape = tuple[int, ...]
 

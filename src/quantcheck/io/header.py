@@ -9,12 +9,15 @@ from __future__ import annotations
 import json
 import struct
 from operator import itemgetter
-from typing import Any
 
 from quantcheck._record import factory, record
 from quantcheck.diagnostics import Diagnostic, Effect, Severity, json_pointer
 from quantcheck.dtypes import DTYPES
 from quantcheck.io.source import ByteSource
+
+TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_HEADER = 100_000_000
 _NO_META: Any = object()

@@ -3,27 +3,34 @@
 from __future__ import annotations
 
 import os
-from typing import Protocol, runtime_checkable
+
+TYPE_CHECKING = False  # `typing` costs start-up time on the check path
 
 
 class SourceError(OSError):
     """A byte source could not deliver the bytes asked for."""
 
 
-@runtime_checkable
-class ByteSource(Protocol):
-    """Random-access bytes. `read` may return fewer bytes only at end of data."""
+if TYPE_CHECKING:
+    from typing import Protocol
 
-    name: str
+    class ByteSource(Protocol):
+        """Random-access bytes. `read` may return fewer bytes only at end of data."""
 
-    @property
-    def size(self) -> int: ...
+        name: str
 
-    def read(self, offset: int, n: int) -> bytes: ...
+        @property
+        def size(self) -> int: ...
 
-    def read_many(self, ranges: list[tuple[int, int]]) -> list[bytes]: ...
+        def read(self, offset: int, n: int) -> bytes: ...
 
-    def close(self) -> None: ...
+        def read_many(self, ranges: list[tuple[int, int]]) -> list[bytes]: ...
+
+        def close(self) -> None: ...
+else:
+    class ByteSource:
+        """Random-access bytes: `name`, `size`, `read(offset, n)` (short only at end of data),
+        `read_many(ranges)` and `close()`. A protocol: sources need not inherit from it."""
 
 
 class LocalFile:

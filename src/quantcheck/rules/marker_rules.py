@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
 
 from quantcheck.checkpoint import Checkpoint
 from quantcheck.diagnostics import Diagnostic, Effect, Fix, Safety
 from quantcheck.formats.table import FORMATS, FormatSpec, marker_int
 from quantcheck.markers import Marker
+
+TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 FAILS, DEGRADED, NONE = Effect.FAILS, Effect.DEGRADED, Effect.NONE
 #: Keys real producers write that no runtime reads: tolerated silently.

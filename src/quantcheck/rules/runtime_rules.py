@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import Any
 
 from quantcheck.checkpoint import Checkpoint
 from quantcheck.compat._sglang_configs import (
@@ -15,6 +14,10 @@ from quantcheck.compat._sglang_configs import (
 from quantcheck.diagnostics import Diagnostic, Effect, Fix, Safety
 from quantcheck.formats.table import FORMATS
 from quantcheck.layers import Layer
+
+TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 FAILS, DEGRADED, NONE = Effect.FAILS, Effect.DEGRADED, Effect.NONE
 EMBEDDING_WORDS = ("embed", "wte", "tok_emb", "token_emb")
