@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 FAILS, DEGRADED, NONE = Effect.FAILS, Effect.DEGRADED, Effect.NONE
 EMBEDDING_WORDS = ("embed", "wte", "tok_emb", "token_emb")
-_EMBEDDING = re.compile("|".join(EMBEDDING_WORDS), re.IGNORECASE)
+_EMBEDDING = re.compile("|".join(EMBEDDING_WORDS))
 
 
 def _eff(sglang: Effect, comfyui: Effect) -> dict[str, Effect]:
@@ -107,7 +107,7 @@ def check_layer_runtime(layer: Layer, config_class: str | None) -> Iterator[Diag
 
 def is_embedding_name(layer: Layer) -> bool:
     """Whether the layer's name reads as an embedding table (sglang treats those apart)."""
-    return _EMBEDDING.search(layer.prefix) is not None
+    return _EMBEDDING.search(layer.prefix.lower()) is not None
 
 
 def _first_file(ck: Checkpoint) -> str | None:
