@@ -24,23 +24,7 @@ def _add_inputs(p: argparse.ArgumentParser) -> None:
                    help="safetensors files, folders of shards, or *.safetensors.index.json")
 
 
-def build_parser(wanted: str | None = None) -> argparse.ArgumentParser:
-    from quantcheck import __version__
-
-    parser = argparse.ArgumentParser(
-        prog="quantcheck",
-        description="Validate, inspect and repair ComfyUI per-layer quantized safetensors "
-                    "checkpoints (comfy_quant markers) for ComfyUI and sglang — from the header "
-                    "alone, in milliseconds.",
-        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--version", action="version", version=f"quantcheck {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-
-    p = sub.add_parser("check", help="report every problem, per runtime",
-                       description="Check every layer against each runtime's rules and report "
-                                   "all problems in one pass. Reads only the header and the "
-                                   "marker bytes unless --deep is given.",
-                       epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+def _check_args(p: argparse.ArgumentParser) -> None:
     _add_inputs(p)
     p.add_argument("--target", choices=("all", "sglang", "comfyui"), default="all",
                    help="runtime to judge the file for (default: all)")
@@ -60,29 +44,64 @@ def build_parser(wanted: str | None = None) -> argparse.ArgumentParser:
                    help="with --deep: read whole weights too (slow on large files)")
     p.add_argument("--no-color", action="store_true", help="plain text output")
 
-    p = sub.add_parser("inspect", help="show layers, formats, shapes and sizes",
-                       description="Show what a checkpoint holds: per layer the format, weight "
-                                   "dtype and shape, logical [N, K], companion tensors, bytes "
-                                   "and bits per weight; totals per format; file metadata.")
+
+def _inspect_args(p: argparse.ArgumentParser) -> None:
     _add_inputs(p)
     p.add_argument("--format", choices=("text", "json"), default="text", dest="output")
     p.add_argument("--layers", metavar="GLOB", help="only layers whose prefix matches GLOB")
     p.add_argument("--summary", action="store_true", help="totals and metadata only")
 
-    p = sub.add_parser("rules", help="list every diagnostic code",
-                       description="List every diagnostic code with its name, severity, "
-                                   "per-runtime effect and whether a fix exists. "
-                                   "--format markdown writes the full documentation "
-                                   "(docs/rules.md).")
+
+def _rules_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=("text", "json", "markdown"), default="text",
                    dest="output")
 
-    p = sub.add_parser("explain", help="explain a code, or a runtime's error message",
-                       description="Print a rule's documentation (what it checks, why it "
-                                   "matters, an example, the fix), or match a pasted sglang / "
-                                   "ComfyUI error message to the rule, layer and fix.")
+
+def _explain_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("what", nargs="+", help="a code (QC301), a rule name, or an error message")
     p.add_argument("--format", choices=("text", "json"), default="text", dest="output")
+
+
+#: name -> (one-line help, description, argument builder)
+CORE_COMMANDS = {
+    "check": ("report every problem, per runtime",
+              "Check every layer against each runtime's rules and report all problems in one "
+              "pass. Reads only the header and the marker bytes unless --deep is given.",
+              _check_args),
+    "inspect": ("show layers, formats, shapes and sizes",
+                "Show what a checkpoint holds: per layer the format, weight dtype and shape, "
+                "logical [N, K], companion tensors, bytes and bits per weight; totals per "
+                "format; file metadata.", _inspect_args),
+    "rules": ("list every diagnostic code",
+              "List every diagnostic code with its name, severity, per-runtime effect and "
+              "whether a fix exists. --format markdown writes the full documentation "
+              "(docs/rules.md).", _rules_args),
+    "explain": ("explain a code, or a runtime's error message",
+                "Print a rule's documentation (what it checks, why it matters, an example, "
+                "the fix), or match a pasted sglang / ComfyUI error message to the rule, layer "
+                "and fix.", _explain_args),
+}
+
+
+def build_parser(wanted: str | None = None) -> argparse.ArgumentParser:
+    """The parser; only the command being run (`wanted`) gets its full argument set."""
+    from quantcheck import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="quantcheck",
+        description="Validate, inspect and repair ComfyUI per-layer quantized safetensors "
+                    "checkpoints (comfy_quant markers) for ComfyUI and sglang — from the header "
+                    "alone, in milliseconds.",
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"quantcheck {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (help_text, description, add_args) in CORE_COMMANDS.items():
+        if name != wanted:
+            sub.add_parser(name, help=help_text, add_help=False)
+            continue
+        p = sub.add_parser(name, help=help_text, description=description, epilog=EPILOG,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        add_args(p)
 
     from quantcheck.cli_extra import add_extra_commands
 

@@ -76,9 +76,7 @@ class Diagnostic:
 
     @property
     def rule(self) -> Any:
-        from quantcheck.rules.registry import get_rule
-
-        return get_rule(self.code)
+        return _rules()[self.code]
 
     @property
     def name(self) -> str:
@@ -115,6 +113,19 @@ class Diagnostic:
             "effects": {t: e.value for t, e in self.effective_effects.items()},
             "fix": self.fix.to_json() if self.fix else None,
         }
+
+
+def _rules() -> dict[str, Any]:
+    """The rule registry (imported on first use: the registry imports this module)."""
+    global _RULES
+    if _RULES is None:
+        from quantcheck.rules.registry import all_rules
+
+        _RULES = all_rules()
+    return _RULES
+
+
+_RULES: dict[str, Any] | None = None
 
 
 def json_pointer(*parts: str | int) -> str:
