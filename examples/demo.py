@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).parent
@@ -22,8 +24,14 @@ def main() -> int:
     code_clean = run("check", clean)
     run("inspect", broken)
     code_broken = run("check", broken)
+    run("explain", "Comfy W4A8 layer 'blocks.0.attn.qkv' needs F32 channel scales, got BF16")
+    with tempfile.TemporaryDirectory() as tmp:
+        fixed = os.path.join(tmp, "fixed.safetensors")
+        run("fix", broken, "-o", fixed, "--target", "sglang")
+        code_fixed = run("check", "--target", "sglang", fixed)
     print(f"\ndemo: the clean file exited {code_clean} (0 = clean), the broken one "
-          f"{code_broken} (1 = problems found).")
+          f"{code_broken} (1 = problems found); after `fix` the safe repairs are done and "
+          f"what is left needs --unsafe-fixes (exit {code_fixed}).")
     return 0 if (code_clean, code_broken) == (0, 1) else 1
 
 

@@ -20,7 +20,9 @@ def render(report: Report, color: bool | None = None) -> str:
                 sev = d.effective_severity.value
                 tag = paint(f"{sev:<7}", SEVERITY_STYLE[sev], c)
                 targets = f" [{', '.join(d.targets)}]" if d.targets else ""
-                tensor = f"{d.tensor}: " if d.tensor and d.tensor != where else ""
+                # tensors inside the layer are named by their suffix in the message already
+                inside = d.tensor and (d.tensor == where or d.tensor.startswith(where + "."))
+                tensor = f"{d.tensor}: " if d.tensor and not inside else ""
                 out.append(f"    {tag} {d.code} {d.name}: {tensor}{d.message}"
                            + paint(targets, "dim", c))
                 if d.fix:
