@@ -10,6 +10,8 @@ they can differ from torch by one F32 ulp.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import ml_dtypes
 import numpy as np
 
@@ -17,7 +19,7 @@ from .errors import NumericError
 from .hadamard import check_group, rotate
 from .lowp import F32, abs_max, kind_of, last_axis_reduce, round_to, to_f32
 from .nibbles import pack6, pack_lo_first, unpack6, unpack_lo_first
-from .parallel import chunks, for_each
+from .parallel import for_each
 from .torch_order import linspace_f32, torch_quantile, torch_randint, torch_sum_last
 
 FP8 = np.dtype(ml_dtypes.float8_e4m3fn)
@@ -32,6 +34,8 @@ _KURTOSIS_SAMPLE = 1 << 19
 _FIT_SAMPLE = 300000
 _SAMPLE_ELEMS = 1 << 22
 _ALS_ITERS = 2
+_HEAVY_CHUNK = 1 << 15  # elements per row chunk: codebook / 6-bit searches
+_LIGHT_CHUNK = 1 << 17  # uniform / asymmetric
 _EPS = F32(1e-8)
 
 
@@ -69,17 +73,24 @@ def _normalized_groups(rot: np.ndarray, g: int) -> np.ndarray:
     return rot.reshape(n, k // g, g)
 
 
-def fit_codebook(normalized: np.ndarray, levels: int = 16, iterations: int = 25) -> np.ndarray:
-    """k-means (Lloyd) codebook on up to 300000 sampled values, initialised at quantiles."""
-    samples = normalized.ravel()
-    if samples.size > _FIT_SAMPLE:
-        samples = samples[torch_randint(samples.size, _FIT_SAMPLE, 0)]
-    samples = samples.astype(np.float32)
+def _fit(samples: np.ndarray, levels: int, iterations: int) -> np.ndarray:
+    """k-means (Lloyd) on the drawn samples, initialised at quantiles.
+
+    Samples are assigned in slices; cluster sums accumulate in float64 in sample order
+    (``np.add.at``, the same sequence of additions as ``np.bincount(weights=...)``)."""
+    samples = samples.astype(np.float32, copy=False)
     cb = torch_quantile(np.sort(samples), linspace_f32(0.0, 1.0, levels))
+    step = (1 << 17) // levels  # [step, levels] distances at a time (512 KiB)
     for _ in range(iterations):
-        assign = np.argmin(np.abs(samples[:, None] - cb[None, :]), axis=1)
-        counts = np.bincount(assign, minlength=levels)
-        sums = np.bincount(assign, weights=samples.astype(np.float64), minlength=levels)
+        counts = np.zeros(levels, np.int64)
+        sums = np.zeros(levels, np.float64)
+        for r in range(0, samples.size, step):
+            part = samples[r : r + step]
+            d = part[:, None] - cb[None, :]
+            assign = np.argmin(np.abs(d, out=d), axis=1)
+            del d
+            counts += np.bincount(assign, minlength=levels)
+            np.add.at(sums, assign, part.astype(np.float64))
         new = cb.copy()
         nz = counts > 0
         new[nz] = sums[nz].astype(np.float32) / counts[nz].astype(np.float32)
@@ -87,28 +98,133 @@ def fit_codebook(normalized: np.ndarray, levels: int = 16, iterations: int = 25)
     return cb
 
 
+def fit_codebook(normalized: np.ndarray, levels: int = 16, iterations: int = 25) -> np.ndarray:
+    """k-means (Lloyd) codebook on up to 300000 sampled values, initialised at quantiles."""
+    samples = normalized.ravel()
+    if samples.size > _FIT_SAMPLE:
+        samples = samples[torch_randint(samples.size, _FIT_SAMPLE, 0)]
+    return _fit(samples, levels, iterations)
+
+
+def _excess_kurtosis(fill: Callable[[np.ndarray], object], size: int) -> float:
+    """``mean(((x - mean) / (std(ddof=1) + 1e-9))**4) - 3`` in float64 for the ``size``
+    values that ``fill(out)`` writes into a float64 array.
+
+    numpy's own reductions on the same array in the same order give the same bits as
+    ``x.std(ddof=1)`` / ``np.mean`` (numpy's ``_var``: ``sum((x - mean)**2) / (n - 1)``, then
+    sqrt), but with one float64 array: ``x`` is filled a second time instead of copied."""
+    x = np.empty(size, np.float64)
+    fill(x)
+    mean = x.mean()
+    std = 0.0
+    if size > 1:
+        np.subtract(x, mean, out=x)
+        np.square(x, out=x)
+        var = np.add.reduce(x)
+        var = var.dtype.type(var / np.maximum(np.intp(size) - 1, 0))
+        std = var.dtype.type(np.sqrt(var))
+        fill(x)
+    np.subtract(x, mean, out=x)
+    np.divide(x, std + 1e-9, out=x)
+    np.power(x, 4, out=x)
+    return float(np.mean(x) - 3.0)
+
+
+def excess_kurtosis(values: np.ndarray) -> float:
+    """The gate statistic of a 1-D sample (see :func:`_excess_kurtosis`)."""
+    return _excess_kurtosis(lambda out: np.copyto(out, values, casting="unsafe"), values.size)
+
+
 def codebook_for(normalized: np.ndarray) -> np.ndarray:
     """Fixed LUT unless the group-normalized rotated weight's excess kurtosis is > -0.1."""
     x = normalized.ravel()
     if x.size > _KURTOSIS_SAMPLE:
         x = x[torch_randint(x.size, _KURTOSIS_SAMPLE, 0)]
-    x = x.astype(np.float64)
-    std = x.std(ddof=1) if x.size > 1 else 0.0
-    kurt = np.mean(((x - x.mean()) / (std + 1e-9)) ** 4) - 3.0
-    if kurt <= _GATE_KURTOSIS:
+    if excess_kurtosis(x) <= _GATE_KURTOSIS:
         return FIXED_LUT.copy()
     return fit_codebook(normalized)
 
 
+def _gate_values(
+    x: np.ndarray, rows: np.ndarray | None, kind: str, g: int, cg: int,
+    picks: np.ndarray | None = None, out: np.ndarray | None = None,
+) -> np.ndarray:
+    """Values of the rotated, group-normalized gate sample (``x[rows]``, or all of ``x``) at
+    the flat positions ``picks`` in that order (every value if None), into ``out`` (F32 if
+    not given).
+
+    Rotation and normalization are per row, so the sample is built in row chunks and only the
+    picked values are kept: the full rotated sample never exists."""
+    m, k = (x.shape[0] if rows is None else rows.size), x.shape[1]
+    step = max(1, _HEAVY_CHUNK // max(k, 1))
+    span = step * k
+    size = m * k if picks is None else picks.size
+    if out is None:
+        out = np.empty(size, np.float32)
+    chunk_of = None
+    if picks is not None:  # chunk index of every pick (uint16: a sample has few chunks)
+        chunk_of = np.empty(picks.size, np.uint16 if m // step < 65535 else np.int64)
+        for r in range(0, picks.size, 1 << 16):
+            chunk_of[r : r + (1 << 16)] = picks[r : r + (1 << 16)] // span
+
+    def work(sl: slice) -> None:
+        src = x[sl] if rows is None else x[rows[sl]]
+        flat = _normalized_groups(rotate(src, cg, kind), g).reshape(-1)
+        first = sl.start * k
+        if chunk_of is None:
+            out[first : first + flat.size] = flat
+            return
+        sel = np.flatnonzero(chunk_of == sl.start // step)
+        out[sel] = flat[picks[sel] - first]
+
+    for_each(work, m, step, blas=True)
+    return out
+
+
+def _draw(total: int, size: int) -> np.ndarray:
+    return torch_randint(total, size, 0, np.int32 if total <= 2**31 else np.int64)
+
+
 def decide_codebook(x: np.ndarray, kind: str, g: int, cg: int) -> np.ndarray:
-    """One table for the whole tensor from an evenly strided row sample (as comfy-kitchen)."""
+    """One table for the whole tensor from an evenly strided row sample (as comfy-kitchen).
+
+    The sample (up to 2^22 values) is rotated and normalized in row chunks and never held:
+    small samples are recomputed for each use, large ones keep only the 2^19 kurtosis
+    draws (F32) and, if a table is fitted, a second pass draws the 300000 fit values."""
     n, k = x.shape
     max_rows = max(1, _SAMPLE_ELEMS // max(k, 1))
-    sample = x[linspace_f32(0, n - 1, max_rows).astype(np.int64)] if n > max_rows else x
-    return codebook_for(_normalized_groups(rotate(sample, cg, kind), g))
+    rows = linspace_f32(0, n - 1, max_rows).astype(np.int64) if n > max_rows else None
+    total = (n if rows is None else rows.size) * k
+    if total <= _KURTOSIS_SAMPLE:  # the kurtosis sees every value
+        kurt = _excess_kurtosis(lambda out: _gate_values(x, rows, kind, g, cg, None, out), total)
+        if kurt <= _GATE_KURTOSIS:
+            return FIXED_LUT.copy()
+        picks = None if total <= _FIT_SAMPLE else _draw(total, _FIT_SAMPLE)
+        return _fit(_gate_values(x, rows, kind, g, cg, picks), 16, 25)
+    values = _gate_values(x, rows, kind, g, cg, _draw(total, _KURTOSIS_SAMPLE))
+    kurt = excess_kurtosis(values)
+    del values
+    if kurt <= _GATE_KURTOSIS:
+        return FIXED_LUT.copy()
+    return _fit(_gate_values(x, rows, kind, g, cg, _draw(total, _FIT_SAMPLE)), 16, 25)
 
 
 # --------------------------------------------------------------------------- assignment
+#
+# Level indices are kept as uint8 (tables have at most 63 entries); a gather (np.take, which
+# is much faster than fancy indexing with a small index dtype) widens them to int64 only for
+# the moment it runs, on one chunk (see _HEAVY_CHUNK).
+
+
+def _index_dtype(levels: int) -> type:
+    return np.uint8 if levels < 256 else np.int64
+
+
+def _gather(table_rows: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """``table_rows[b, idx[b, j]]`` for tables [B, L] and indices [B, g]."""
+    b, n_lv = table_rows.shape
+    flat_idx = np.arange(0, b * n_lv, n_lv, dtype=np.int64)[:, None] + idx
+    return table_rows.reshape(-1).take(flat_idx)
 
 
 def searchsorted_rows(
@@ -119,20 +235,23 @@ def searchsorted_rows(
     Short tables are counted directly; with a ``guess`` the count is walked from it to the
     exact answer (entries that are NaN never count and stop the walk).
     """
-    b, n_lv = table.shape
+    _b, n_lv = table.shape
+    dt = _index_dtype(n_lv + 1)
     if guess is None:
-        pos = np.zeros(t.shape, np.int64)
+        pos = np.zeros(t.shape, dt)
         with np.errstate(invalid="ignore"):
             for j in range(n_lv):
                 pos += t > table[:, j : j + 1]
         return pos
-    flat = table.ravel()
-    base = (np.arange(b, dtype=np.int64) * n_lv)[:, None]
-    pos = np.clip(guess, 0, n_lv)
+    pos = np.clip(guess, 0, n_lv).astype(dt, copy=False)
     with np.errstate(invalid="ignore"):
         for _ in range(n_lv + 1):
-            up = (pos < n_lv) & (flat[base + np.minimum(pos, n_lv - 1)] < t)
-            down = (pos > 0) & (flat[base + np.maximum(pos - 1, 0)] >= t)
+            up = _gather(table, np.minimum(pos, n_lv - 1)) < t
+            up &= pos < n_lv
+            below = np.maximum(pos, 1)
+            below -= 1
+            down = _gather(table, below) >= t
+            down &= pos > 0
             if not (up.any() or down.any()):
                 break
             pos += up
@@ -161,7 +280,7 @@ def _bucket_table(codebook: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def count_less(codebook: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """``np.searchsorted(codebook, v, 'left')`` for F32 ``v`` via a 64K-bucket table."""
+    """``np.searchsorted(codebook, v, 'left')`` for F32 ``v`` via a 64K-bucket table (uint8)."""
     base, cb = _bucket_table(np.ascontiguousarray(codebook, dtype=np.float32))
     hi16 = np.ascontiguousarray(v, dtype=np.float32).view(np.uint16)[..., 1::2]
     pos = np.take(base, hi16)
@@ -175,30 +294,39 @@ def count_less(codebook: np.ndarray, v: np.ndarray) -> np.ndarray:
 def _nearest(table_rows: np.ndarray, t: np.ndarray, pos: np.ndarray) -> np.ndarray:
     """comfy-kitchen's tie rule: take ``pos`` only if strictly closer than ``pos-1``."""
     last = table_rows.shape[1] - 1
-    flat = table_rows.ravel()
-    base = (np.arange(table_rows.shape[0], dtype=np.int64) * (last + 1))[:, None]
-    lo = np.clip(pos - 1, 0, last)
-    hi = np.clip(pos, 0, last)
-    dlo = np.abs(t - flat[base + lo])
-    dhi = np.abs(t - flat[base + hi])
+    lo = np.maximum(pos, 1)
+    lo -= 1  # clip(pos - 1, 0, last): pos <= last + 1
+    hi = np.minimum(pos, last)
+    dlo = _gather(table_rows, lo)
+    np.subtract(t, dlo, out=dlo)
+    np.abs(dlo, out=dlo)
+    dhi = _gather(table_rows, hi)
+    np.subtract(t, dhi, out=dhi)
+    np.abs(dhi, out=dhi)
     return np.where(dhi < dlo, hi, lo)
 
 
 def assign_codebook(normalized: np.ndarray, codebook: np.ndarray) -> np.ndarray:
-    """Nearest level index of a shared sorted codebook."""
-    pos = count_less(codebook, normalized).astype(np.intp)
+    """Nearest level index (uint8) of a shared sorted codebook (at most 255 levels)."""
+    pos = count_less(codebook, normalized)
     last = codebook.size - 1
-    lo = np.clip(pos - 1, 0, last)
-    hi = np.clip(pos, 0, last)
-    dlo = np.abs(normalized - codebook[lo])
-    dhi = np.abs(normalized - codebook[hi])
+    lo = np.maximum(pos, 1)
+    lo -= 1  # clip(pos - 1, 0, last)
+    hi = np.minimum(pos, last)
+    dlo = np.take(codebook, lo)
+    np.subtract(normalized, dlo, out=dlo)
+    np.abs(dlo, out=dlo)
+    dhi = np.take(codebook, hi)
+    np.subtract(normalized, dhi, out=dhi)
+    np.abs(dhi, out=dhi)
     return np.where(dhi < dlo, hi, lo)
 
 
 def grid_levels(table: np.ndarray, s_rel_f32: np.ndarray) -> np.ndarray:
     """int8 values every level of every group decodes to: clip(rint(level * s_rel), ±127)."""
     with np.errstate(invalid="ignore"):
-        lv = np.rint(table[None, None, :] * s_rel_f32[:, :, None])
+        lv = table[None, None, :] * s_rel_f32[:, :, None]
+        np.rint(lv, out=lv)
         return np.clip(lv, -127, 127, out=lv)
 
 
@@ -214,8 +342,15 @@ def assign_grid(
     guess = None
     if step is not None:
         with np.errstate(invalid="ignore", divide="ignore"):
-            est = np.floor((np.ceil(t) - 0.5) / step.reshape(-1, 1)) + 32
-            guess = np.nan_to_num(np.clip(est, 0, lv.shape[1]), nan=0).astype(np.int64)
+            est = np.ceil(t)
+            est -= 0.5
+            est /= step.reshape(-1, 1)
+            np.floor(est, out=est)
+            est += 32
+            np.clip(est, 0, lv.shape[1], out=est)
+            np.nan_to_num(est, copy=False, nan=0)
+            guess = est.astype(_index_dtype(lv.shape[1] + 1))
+            del est
     with np.errstate(invalid="ignore"):
         idx = _nearest(lv, t, searchsorted_rows(lv, t, guess))
     return idx.reshape(n, groups, g)
@@ -240,8 +375,13 @@ def _search_group_scale(
         levels = grid_levels(table, cand)
         idx = assign_grid(target, levels, cand)
         with np.errstate(invalid="ignore"):
-            d = np.take_along_axis(levels, idx, axis=2) - target
-            err = torch_sum_last(d * d)
+            d = _gather(levels.reshape(-1, levels.shape[2]), idx.reshape(-1, idx.shape[2]))
+            del levels
+            d = d.reshape(target.shape)
+            d -= target
+            np.multiply(d, d, out=d)
+            err = torch_sum_last(d)
+            del d
         if best_err is None:
             best_scale, best_err, best_idx = cand.copy(), err, idx
             continue
@@ -249,7 +389,7 @@ def _search_group_scale(
             better = err < best_err
         best_err = np.where(better, err, best_err)
         best_scale = np.where(better, cand, best_scale)
-        best_idx = np.where(better[:, :, None], idx, best_idx)
+        np.copyto(best_idx, idx, where=better[:, :, None])
     scale = best_scale.astype(FP8) if s_rel.dtype == FP8 else best_scale.astype(np.float32)
     return scale, best_idx
 
@@ -266,18 +406,23 @@ def _quantize_rotated(
     bits: int,
     fp8_scales: bool,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
-    """Rows of an F32 rotated weight -> (codes uint8 [n, K], s_rel, s_channel, correction)."""
+    """Rows of an F32 rotated weight (overwritten) -> (codes uint8 [n, K], s_rel, s_channel,
+    correction)."""
     n, k = rot.shape
     w = rot.reshape(n, k // g, g)
     correction = None
     table = None
     if bits == 6 or codebook is not None:
-        amax = last_axis_reduce(np.abs(w))
+        v = np.abs(w)
+        amax = last_axis_reduce(v)
         if bits == 6:
             table = W6_TABLE
 
-            def assign(v: np.ndarray) -> np.ndarray:
-                return (np.clip(np.rint(v), -31, 31) + 31).astype(np.int64)
+            def assign(v: np.ndarray) -> np.ndarray:  # overwrites v
+                np.rint(v, out=v)
+                np.clip(v, -31, 31, out=v)
+                v += 31
+                return v.astype(np.uint8)
 
             gs = np.maximum(amax / F32(31), _EPS)
         else:
@@ -287,40 +432,48 @@ def _quantize_rotated(
                 return assign_codebook(v, table)
 
             gs = np.maximum(amax, _EPS)
-        q = assign(w / gs)
+        del amax
+        q = assign(np.divide(w, gs, out=v))
         for _ in range(_ALS_ITERS):
-            lv = table[q]
-            num = torch_sum_last(w * lv)
-            den = np.maximum(torch_sum_last(lv * lv), _EPS)
+            lv = np.take(table, q)
+            np.multiply(w, lv, out=v)
+            num = torch_sum_last(v)
+            np.multiply(lv, lv, out=lv)
+            den = np.maximum(torch_sum_last(lv), _EPS)
+            del lv
             gs = np.maximum(num / den, _EPS)[:, :, None]
-            q = assign(w / gs)
-        shifted = table[q] * gs
+            q = assign(np.divide(w, gs, out=v))
+        shifted = np.multiply(np.take(table, q), gs, out=v)
+        del q
     elif symmetric:
         gs = np.maximum(last_axis_reduce(np.abs(w)) / F32(7), _EPS)
         signed = np.clip(np.rint(w / gs), -8, 7)
         codes = (signed + 8).astype(np.uint8)
-        shifted = signed * gs
+        shifted = np.multiply(signed, gs, out=signed)
     else:
         mn = last_axis_reduce(w, np.minimum)
         gs = np.maximum((last_axis_reduce(w) - mn) / F32(15), _EPS)
         u = np.clip(np.rint((w - mn) / gs), 0, 15)
         codes = u.astype(np.uint8)
-        shifted = (u - F32(8)) * gs
+        u -= F32(8)
+        shifted = np.multiply(u, gs, out=u)
         correction = round_to((F32(8) * gs + mn)[:, :, 0], kind)
-    s_channel = np.maximum(np.max(np.abs(shifted), axis=(1, 2)) / F32(127), _EPS)
+    s_channel = np.maximum(np.max(np.abs(shifted, out=shifted), axis=(1, 2)) / F32(127), _EPS)
+    del shifted
     s_rel = gs[:, :, 0] / s_channel[:, None]
     if fp8_scales:
         s_rel = s_rel.astype(FP8)
         if np.isnan(s_rel.astype(np.float32)).any():
             raise NumericError("asym_w4a8_int8: a group scale overflows float8_e4m3fn")
     if table is not None:
-        target = w / s_channel[:, None, None]
+        target = np.divide(w, s_channel[:, None, None], out=w)  # w is not needed any more
         if bits == 6:
             s_rel, idx = _search_group_scale(target, s_rel, table)
-            codes = (idx + 1).astype(np.uint8)
+            idx += 1
+            codes = idx
         else:
-            idx = assign_grid(target, grid_levels(table, s_rel.astype(np.float32)))
-            codes = idx.astype(np.uint8)
+            codes = assign_grid(target, grid_levels(table, s_rel.astype(np.float32)))
+        codes = codes.astype(np.uint8, copy=False)
     return codes.reshape(n, k), s_rel, s_channel.astype(np.float32), correction
 
 
@@ -333,7 +486,10 @@ def quantize(
     bits: int = 4,
     scale_dtype: str = "float8_e4m3fn",
 ) -> dict[str, np.ndarray]:
-    """Weight [N, K] -> dict with weight, weight_s_rel, weight_s_channel (+ codebook/correction)."""
+    """Weight [N, K] -> dict with weight, weight_s_rel, weight_s_channel (+ codebook/correction).
+
+    Rows are rotated, quantized and packed in chunks straight into the outputs: besides the
+    outputs, memory is the gate's sample of at most 2^19 values plus per-chunk temporaries."""
     kind = kind_of(w)
     if w.ndim != 2:
         raise NumericError(f"asym_w4a8_int8 expects a 2-D weight, got shape {w.shape}")
@@ -350,26 +506,29 @@ def quantize(
     if not np.isfinite(amax).all():
         raise NumericError("asym_w4a8_int8: weight contains NaN/Inf; comfy-kitchen would store NaN")
     table = decide_codebook(w, kind, g, cg) if symmetric and codebook else None
-    rows = max(1, (1 << 17) // max(k, 1))
-    slices = list(chunks(n, rows))
+    heavy = bits == 6 or table is not None  # searches with [chunk, levels] temporaries
+    rows = max(1, (_HEAVY_CHUNK if heavy else _LIGHT_CHUNK) // max(k, 1))
     fp8_scales = scale_dtype == "float8_e4m3fn"
-    parts: list = [None] * len(slices)
+    packed = np.empty((n, k * bits // 8), np.int8)
+    s_rel = np.empty((n, k // g), FP8 if fp8_scales else np.float32)
+    s_channel = np.empty(n, np.float32)
+    correction = None if symmetric else np.empty((n, k // g), np.float32)
 
-    def work(i: int) -> None:
-        rot = rotate(w[slices[i]], cg, kind)
-        parts[i] = _quantize_rotated(rot, g, kind, table, symmetric, bits, fp8_scales)
+    def work(sl: slice) -> None:
+        rot = rotate(w[sl], cg, kind)
+        codes, sr, sc, corr = _quantize_rotated(rot, g, kind, table, symmetric, bits, fp8_scales)
+        del rot
+        packed[sl] = pack6(codes) if bits == 6 else pack_lo_first(codes)
+        s_rel[sl], s_channel[sl] = sr, sc
+        if correction is not None:
+            correction[sl] = corr
 
-    for_each(lambda sl: work(sl.start), len(slices), 1, blas=True)
-    codes = np.concatenate([p[0] for p in parts])
-    out = {
-        "weight": pack6(codes) if bits == 6 else pack_lo_first(codes),
-        "weight_s_rel": np.concatenate([p[1] for p in parts]),
-        "weight_s_channel": np.concatenate([p[2] for p in parts]),
-    }
+    for_each(work, n, rows, blas=True)
+    out = {"weight": packed, "weight_s_rel": s_rel, "weight_s_channel": s_channel}
     if table is not None:
         out["weight_codebook"] = table.astype(np.float32)
-    if not symmetric:
-        out["weight_correction"] = np.ascontiguousarray(np.concatenate([p[3] for p in parts]).T)
+    if correction is not None:
+        out["weight_correction"] = np.ascontiguousarray(correction.T)
     return out
 
 
