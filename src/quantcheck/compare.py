@@ -14,8 +14,6 @@ from quantcheck._record import factory, record
 from quantcheck.checkpoint import Checkpoint, load_checkpoint
 from quantcheck.progress import Progress
 
-HIGH_PRECISION = {"BF16", "F16", "F32", "F64"}
-
 
 @record
 class CompareResult:

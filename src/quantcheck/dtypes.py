@@ -42,20 +42,5 @@ DTYPES: dict[str, DType] = {
     )
 }
 
-#: dtypes narrower than a byte: several elements share one byte.
-PACKED_DTYPES = frozenset(name for name, d in DTYPES.items() if d.bits < 8)
-
-#: 1-byte float dtypes a weight or scale may be stored as.
-FP8_DTYPES = frozenset({"F8_E4M3", "F8_E5M2", "F8_E8M0", "F8_E4M3FNUZ", "F8_E5M2FNUZ"})
-
-#: dtypes that hold quantized codes rather than plain 16/32-bit values.
-QUANTIZED_STORAGE = frozenset({"I8", "U8", "F8_E4M3", "F8_E5M2", "F4"})
-
 #: Plain floating dtypes a layer "left in 16-bit" uses.
 HIGH_PRECISION = frozenset({"BF16", "F16", "F32", "F64"})
-
-
-def bits_of(name: str) -> int | None:
-    """Bits per element of a dtype name, or None when the name is unknown."""
-    d = DTYPES.get(name)
-    return d.bits if d else None

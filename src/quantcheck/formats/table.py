@@ -36,9 +36,6 @@ class Dims:
     n_exact: bool = True
 
 
-ShapeRule = Callable[[Dims], Shape]
-
-
 @record
 class Companion:
     """A tensor `<layer>.<suffix>` a format stores next to its weight.

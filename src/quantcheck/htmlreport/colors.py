@@ -52,12 +52,6 @@ def heat_stops() -> tuple[str, ...]:
     return _HEAT
 
 
-def text_on(fill: str) -> str:
-    """Black or white text, whichever reads better on `fill`."""
-    r, g, b = _rgb(fill)
-    return "#111" if 0.299 * r + 0.587 * g + 0.114 * b > 140 else "#fff"
-
-
 def _rgb(color: str) -> tuple[int, int, int]:
     c = color.lstrip("#")
     return int(c[0:2], 16), int(c[2:4], 16), int(c[4:6], 16)

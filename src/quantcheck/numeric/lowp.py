@@ -95,16 +95,6 @@ def smallest_normal(kind: str) -> np.float32:
     return {"bf16": F32(2.0**-126), "f32": F32(2.0**-126), "f16": F32(2.0**-14)}[kind]
 
 
-def check_finite(x: np.ndarray, what: str) -> None:
-    """Refuse NaN/Inf weights: comfy-kitchen would spread NaN through their scale's scope."""
-    if not np.isfinite(x).all():
-        bad = int(np.size(x) - np.count_nonzero(np.isfinite(x)))
-        raise NumericError(
-            f"{what}: input has {bad} NaN/Inf value(s); comfy-kitchen would store NaN scales "
-            "or codes, so quantcheck refuses it"
-        )
-
-
 # --------------------------------------------------------------------------- speed helpers
 
 CHUNK_ELEMS = 1 << 17  # rows per chunk are chosen so a chunk's F32 copy stays in L2

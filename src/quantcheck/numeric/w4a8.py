@@ -135,16 +135,6 @@ def excess_kurtosis(values: np.ndarray) -> float:
     return _excess_kurtosis(lambda out: np.copyto(out, values, casting="unsafe"), values.size)
 
 
-def codebook_for(normalized: np.ndarray) -> np.ndarray:
-    """Fixed LUT unless the group-normalized rotated weight's excess kurtosis is > -0.1."""
-    x = normalized.ravel()
-    if x.size > _KURTOSIS_SAMPLE:
-        x = x[torch_randint(x.size, _KURTOSIS_SAMPLE, 0)]
-    if excess_kurtosis(x) <= _GATE_KURTOSIS:
-        return FIXED_LUT.copy()
-    return fit_codebook(normalized)
-
-
 def _gate_values(
     x: np.ndarray, rows: np.ndarray | None, kind: str, g: int, cg: int,
     picks: np.ndarray | None = None, out: np.ndarray | None = None,
