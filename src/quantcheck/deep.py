@@ -66,9 +66,12 @@ def deep_check(ck: Checkpoint, read_weights: bool = False) -> list[Diagnostic]:
             if len(raw) == t.nbytes:
                 arrays[t.name] = from_bytes(t.dtype, t.shape, raw)
     out = skipped
-    for layer, spec, dims in plans:
-        got = {s: arrays[t.name] for s, t in layer.tensors.items() if t.name in arrays}
-        out.extend(_layer_values(layer, spec, dims, got))
+    import numpy as np
+
+    with np.errstate(all="ignore"):  # NaN/Inf values are findings, not warnings
+        for layer, spec, dims in plans:
+            got = {s: arrays[t.name] for s, t in layer.tensors.items() if t.name in arrays}
+            out.extend(_layer_values(layer, spec, dims, got))
     return out
 
 
