@@ -144,7 +144,9 @@ class LazyLayer:
         try:
             return self.compute()
         except NumericError as exc:
-            raise NumericError(f"{self.name}: {exc}" if self.name else str(exc)) from exc
+            err = NumericError(f"{self.name}: {exc}" if self.name else str(exc))
+            err.layer = self.name  # type: ignore[attr-defined]  # which layer to skip
+            raise err from exc
 
     def _checked(self, arrays: dict[str, Any]) -> dict[str, Any]:
         from quantcheck.numeric.arrays import dtype_name

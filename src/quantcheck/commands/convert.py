@@ -96,9 +96,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def plan_quantize(ck: Any, fmt: str, options: dict[str, Any], target: str,
-                  include: list[str], exclude: list[str]) -> tuple[Any, list[str],
-                                                                   dict[str, str]]:
-    """(draft, quantized prefixes, skipped prefix -> reason)."""
+                  include: list[str], exclude: list[str],
+                  refused: dict[str, str] | None = None) -> tuple[Any, list[str],
+                                                                  dict[str, str]]:
+    """(draft, quantized prefixes, skipped prefix -> reason); `refused` layers (the quantizer
+    refused their values, e.g. NaN) stay as they are."""
     from quantcheck.fix_actions import replace_layer
     from quantcheck.fix_draft import Draft
     from quantcheck.layer_convert import quantize_layer
@@ -113,6 +115,9 @@ def plan_quantize(ck: Any, fmt: str, options: dict[str, Any], target: str,
             continue
         if layer.marker is not None:
             skipped[prefix] = "already has a marker"
+            continue
+        if refused and prefix in refused:
+            skipped[prefix] = refused[prefix]
             continue
         why = skip_reason(prefix, w.dtype, w.shape, include, exclude)
         if why is None:
@@ -142,10 +147,21 @@ def _quantize(ck: Any, args: argparse.Namespace, out: str, index: str | None) ->
             print(f"quantcheck: error: {args.fmt} cannot load on {t}: {why} (choose another "
                   "--target or format)", file=sys.stderr)
             return 2
-    draft, done, skipped = plan_quantize(ck, args.fmt, options, args.target, args.include,
-                                         args.exclude)
+    refused: dict[str, str] = {}
+    while True:
+        draft, done, skipped = plan_quantize(ck, args.fmt, options, args.target, args.include,
+                                             args.exclude, refused)
+        if args.dry_run:
+            break
+        rc, bad = _write(ck, draft, out, index, args.target, "quantize", retry=True)
+        if bad is None or bad[0] in refused or len(refused) >= MAX_REFUSED:
+            break
+        refused[bad[0]] = f"left as it is: the quantizer refused it ({bad[1]})"
+        print(f"  {bad[0]}: {bad[1]} -> keeping this layer as it is and writing again",
+              file=sys.stderr)
     print(f"quantize: {len(done)} layer{'s' if len(done) != 1 else ''} -> {args.fmt}")
-    shape_skips = {p: r for p, r in skipped.items() if "K=" in r or "sglang" in r}
+    shape_skips = {p: r for p, r in skipped.items()
+                   if "K=" in r or "sglang" in r or p in refused}
     for p, r in shape_skips.items():
         print(f"  skipped {p}: {r}")
     other = len(skipped) - len(shape_skips)
@@ -154,7 +170,9 @@ def _quantize(ck: Any, args: argparse.Namespace, out: str, index: str | None) ->
               "embeddings, biases, non-2-D or non-float weights, --include/--exclude)")
     if args.dry_run:
         return 0
-    return _write(ck, draft, out, index, args.target, "quantize")
+    if rc == 0:
+        print(f"wrote {out}")
+    return rc or (1 if refused else 0)
 
 
 def _dequantize(ck: Any, args: argparse.Namespace, out: str, index: str | None) -> int:
@@ -202,7 +220,13 @@ def _tensors(draft: Any, layer: Any) -> dict[str, Any]:
     return out
 
 
-def _write(ck: Any, draft: Any, out: str, index: str | None, target: str, label: str) -> int:
+MAX_REFUSED = 32  # layers a quantize run may leave unquantized before it gives up
+
+
+def _write(ck: Any, draft: Any, out: str, index: str | None, target: str, label: str,
+           retry: bool = False) -> Any:
+    """Write the draft. With `retry`, returns (exit code, (layer, reason) or None) so that a
+    layer the quantizer refuses can be left out and the write repeated."""
     from quantcheck.commands.output import index_metadata
     from quantcheck.io.writer import write_checkpoint
     from quantcheck.numeric import NumericError
@@ -214,9 +238,14 @@ def _write(ck: Any, draft: Any, out: str, index: str | None, target: str, label:
         write_checkpoint(files, out, index_name=index, index_meta=index_metadata(ck),
                          on_bytes=bar)
     except NumericError as exc:
-        print(f"\nquantcheck: error: {exc}; nothing was written", file=sys.stderr)
-        return 2
-    finally:
         bar.close()
+        layer = getattr(exc, "layer", "")
+        if retry and layer:
+            return 2, (layer, str(exc).removeprefix(f"{layer}: "))
+        print(f"\nquantcheck: error: {exc}; nothing was written", file=sys.stderr)
+        return (2, None) if retry else 2
+    bar.close()
+    if retry:
+        return 0, None
     print(f"wrote {out}")
     return 0
