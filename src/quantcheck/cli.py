@@ -19,6 +19,19 @@ examples:
 """
 
 
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """argparse's formatter without its `shutil` import (a start-up cost on every run)."""
+
+    def __init__(self, prog: str) -> None:
+        import os
+
+        try:
+            width = os.get_terminal_size().columns - 2
+        except OSError:
+            width = 78
+        super().__init__(prog, width=max(40, min(width, 118)))
+
+
 def _add_inputs(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH",
                    help="safetensors files, folders of shards, or *.safetensors.index.json")
@@ -92,20 +105,25 @@ def build_parser(wanted: str | None = None) -> argparse.ArgumentParser:
         description="Validate, inspect and repair ComfyUI per-layer quantized safetensors "
                     "checkpoints (comfy_quant markers) for ComfyUI and sglang — from the header "
                     "alone, in milliseconds.",
-        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=EPILOG, formatter_class=HelpFormatter)
     parser.add_argument("--version", action="version", version=f"quantcheck {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    from quantcheck.cli_extra import EXTRA_COMMANDS
+
+    known = wanted in CORE_COMMANDS or wanted in EXTRA_COMMANDS
     for name, (help_text, description, add_args) in CORE_COMMANDS.items():
+        if known and name != wanted:
+            continue  # running one command: the others need not exist (start-up time)
         if name != wanted:
             sub.add_parser(name, help=help_text, add_help=False)
             continue
         p = sub.add_parser(name, help=help_text, description=description, epilog=EPILOG,
-                           formatter_class=argparse.RawDescriptionHelpFormatter)
+                           formatter_class=HelpFormatter)
         add_args(p)
 
     from quantcheck.cli_extra import add_extra_commands
 
-    add_extra_commands(sub, wanted)
+    add_extra_commands(sub, wanted, only=known)
     return parser
 
 

@@ -20,15 +20,20 @@ EXTRA_COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def add_extra_commands(sub: argparse._SubParsersAction, wanted: str | None  # type: ignore[type-arg]
-                       ) -> None:
-    """Register every extra command; only `wanted` (the one being run) loads its module."""
+def add_extra_commands(sub: argparse._SubParsersAction, wanted: str | None,  # type: ignore[type-arg]
+                       only: bool = False) -> None:
+    """Register the extra commands; only `wanted` (the one being run) loads its module, and
+    with `only` the others are not registered at all."""
     for name, (module, help_text) in EXTRA_COMMANDS.items():
+        if only and name != wanted:
+            continue
         if name != wanted:
             sub.add_parser(name, help=help_text, add_help=False)
             continue
+        from quantcheck.cli import HelpFormatter
+
         mod = importlib.import_module(module)
         p = sub.add_parser(name, help=help_text, description=getattr(mod, "DESCRIPTIONS", {}).get(
-            name, help_text), formatter_class=argparse.RawDescriptionHelpFormatter)
+            name, help_text), formatter_class=HelpFormatter)
         mod.add_arguments(p, name)
         p.set_defaults(handler=mod.run)
