@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from quantcheck.checkpoint import Checkpoint
+from quantcheck.dtypes import HIGH_PRECISION
 from quantcheck.formats.dims import derive_dims
 from quantcheck.formats.table import FORMATS
 
@@ -62,7 +63,10 @@ def summarize(ck: Checkpoint) -> dict[str, Any]:
     layers = [r for p in ck.layers if (r := layer_record(ck, p)) is not None]
     totals: dict[str, dict[str, Any]] = {}
     for r in layers:
-        key = r["format"] or f"unquantized {r['weight']['dtype']}"
+        dtype = r["weight"]["dtype"]
+        # a marked layer whose weight is still 16/32-bit stores no quantized data (QC304)
+        key = (r["format"] if r["format"] and dtype not in HIGH_PRECISION
+               else f"unquantized {dtype}")
         t = totals.setdefault(key, {"layers": 0, "bytes": 0, "params": 0})
         t["layers"] += 1
         t["bytes"] += r["bytes"]
