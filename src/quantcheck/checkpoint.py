@@ -133,15 +133,29 @@ def expand_inputs(paths: list[str]) -> tuple[list[str], str | None, list[Diagnos
     return unique, index, diags
 
 
+_INDEX_DOCS: dict[tuple[str, int, int], Any] = {}
+
+
+def _index_doc(path: str) -> Any:
+    """An index.json parsed once per (path, size, mtime): shards and the weight_map check share
+    it. Raises ValueError / RecursionError for bad JSON and OSError for I/O."""
+    st = os.stat(path)
+    key = (os.path.realpath(path), st.st_size, st.st_mtime_ns)
+    if key not in _INDEX_DOCS:
+        with open(path, "rb") as f:
+            raw = f.read(64 * 1024 * 1024 + 1)
+        if len(raw) > 64 * 1024 * 1024:
+            raise ValueError("index file is over 64 MiB")
+        _INDEX_DOCS.clear()  # keep one: a process rarely checks several indexes
+        _INDEX_DOCS[key] = json.loads(raw)
+    return _INDEX_DOCS[key]
+
+
 def shards_from_index(index_path: str) -> tuple[list[str], list[Diagnostic]]:
     """Shard paths from an index's weight_map; paths leaving the index's folder are refused."""
     diags: list[Diagnostic] = []
     try:
-        with open(index_path, "rb") as f:
-            raw = f.read(64 * 1024 * 1024 + 1)
-        if len(raw) > 64 * 1024 * 1024:
-            raise ValueError("index file is over 64 MiB")
-        doc = json.loads(raw)
+        doc = _index_doc(index_path)
     except (ValueError, RecursionError) as exc:
         diags.append(Diagnostic("QC503", f"index is not valid JSON: {exc}", file=index_path))
         return [], diags
@@ -245,8 +259,7 @@ def _check_weight_map(index: str, ck: Checkpoint) -> list[Diagnostic]:
 
             doc = read_remote_json(index)
         else:
-            with open(index, "rb") as f:
-                doc = json.loads(f.read(64 * 1024 * 1024))
+            doc = _index_doc(index)
     except (OSError, ValueError, RecursionError):
         return []  # shards_from_index reported it
     wmap = doc.get("weight_map") if isinstance(doc, dict) else None
