@@ -75,11 +75,43 @@ def child_peak_mib(cmd: list[str]) -> float:
     return int(out.stdout.strip()) / 1024
 
 
+def hostile_timings(runs: int) -> None:
+    """Headers built to make a naive reader slow: must stay linear (figures, not asserts)."""
+    import json
+    import struct
+
+    from quantcheck.io.header import read_header
+    from quantcheck.io.source import MemorySource
+
+    def file_of(hdr: dict, data: bytes) -> bytes:
+        text = json.dumps(hdr).encode()
+        text += b" " * (-len(text) % 8)
+        return struct.pack("<Q", len(text)) + text + data
+
+    cases = {
+        "100,000 valid tensors": file_of(
+            {f"blocks.{i}.w": {"dtype": "U8", "shape": [1], "data_offsets": [i, i + 1]}
+             for i in range(100_000)}, b"\0" * 100_000),
+        "100,000 overlapping tensors": file_of(
+            {f"t{i}": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1]}
+             for i in range(100_000)}, b"\0"),
+        "one shape of 100,000 dims of 2^62": file_of(
+            {"w": {"dtype": "U8", "shape": [2**62] * 100_000, "data_offsets": [0, 0]}}, b""),
+    }
+    for name, data in cases.items():
+        ms = median_ms(lambda d=data: read_header(MemorySource(d)), runs)
+        print(f"hostile header, {name}: {ms:.1f} ms")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--keep", action="store_true", help="keep the sparse file")
     ap.add_argument("--file", help="use this checkpoint instead of generating one")
+    ap.add_argument("--hostile", action="store_true",
+                    help="also time hostile headers (100k tensors, 100k overlaps, 100k huge dims)")
+    ap.add_argument("--report", action="store_true",
+                    help="also time the HTML report of the checkpoint (no --compare)")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="qc-bench-")
     path = args.file or os.path.join(tmp, "big.safetensors")
@@ -117,6 +149,13 @@ def main() -> None:
     for name, ms, ratio in rows:
         print(f"| {name} | {ms:.1f} | {ratio} |")
     print(f"\nCLI peak RSS: {cli_peak:.1f} MiB")
+    if args.report:
+        from quantcheck.htmlreport import build_report
+
+        ms = median_ms(lambda: build_report([path]), runs)
+        print(f"HTML report of the checkpoint (load + check + render): {ms:.1f} ms")
+    if args.hostile:
+        hostile_timings(runs)
     if not args.keep and not args.file:
         os.remove(path)
         os.rmdir(tmp)

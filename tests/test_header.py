@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import struct
-import time
 import tracemalloc
 from dataclasses import dataclass
 from pathlib import Path
@@ -465,19 +464,14 @@ def test_4tib_file_is_read_from_its_header_alone() -> None:
 def test_100k_tensors() -> None:
     specs = [(f"blocks.{i}.w", "U8", [1]) for i in range(100_000)]
     data = tensors(specs)
-    t0 = time.perf_counter()
-    h = read_header(MemorySource(data))
-    elapsed = time.perf_counter() - t0
+    h = read_header(MemorySource(data))  # timed in benchmarks/bench_check.py --hostile
     assert h.diagnostics == [] and len(h.tensors) == 100_000
     assert h.tensors["blocks.99999.w"].end == len(data)
-    assert elapsed < 5
 
 
 def test_100k_overlapping_tensors() -> None:
     data = raw({f"t{i}": entry("U8", [1], 0) for i in range(100_000)}, b"\0", pad=True)
-    t0 = time.perf_counter()
     h = read_header(MemorySource(data))
-    assert time.perf_counter() - t0 < 5
     codes = [d.code for d in h.diagnostics]
     assert codes.count("QC116") == 99_999 and set(codes) == {"QC116"}
 
@@ -492,11 +486,10 @@ def test_100k_tensors_safetensors_agrees(tmp_path: Path) -> None:
 
 
 def test_many_huge_dims_are_fast() -> None:
-    """100,000 dims of 2^62: the element count must not be multiplied out (quadratic time)."""
+    """100,000 dims of 2^62: the element count stops growing past 64 bits (no huge integers,
+    no quadratic time; timed in benchmarks/bench_check.py --hostile)."""
     data = raw({"w": entry("U8", [2**62] * 100_000, 0, 0)}, pad=True)
-    t0 = time.perf_counter()
     h = read_header(MemorySource(data))
-    assert time.perf_counter() - t0 < 2
     [d] = h.diagnostics
     assert d.code == "QC112" and len(d.message) < 300
 

