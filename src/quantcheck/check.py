@@ -7,6 +7,7 @@ from collections.abc import Iterable
 
 from quantcheck.checkpoint import Checkpoint, load_checkpoint
 from quantcheck.diagnostics import TARGETS, Diagnostic
+from quantcheck.io.source import base_name
 from quantcheck.report import Report
 
 
@@ -68,13 +69,10 @@ def check_checkpoint(ck: Checkpoint, *, target: str = "all", select: list[str] |
 
 def file_labels(paths: list[str]) -> dict[str, str]:
     """Short names for diagnostics: the base name, or the full path where base names collide."""
-    def base(p: str) -> str:
-        return p.rstrip("/").rsplit("/", 1)[-1]
-
     counts: dict[str, int] = {}
     for p in paths:
-        counts[base(p)] = counts.get(base(p), 0) + 1
-    return {p: base(p) if counts[base(p)] == 1 else p for p in paths}
+        counts[base_name(p)] = counts.get(base_name(p), 0) + 1
+    return {p: base_name(p) if counts[base_name(p)] == 1 else p for p in paths}
 
 
 def input_record(ck: Checkpoint, i: int) -> dict[str, object]:

@@ -8,7 +8,7 @@ import os
 from quantcheck._record import factory, record
 from quantcheck.diagnostics import Diagnostic, json_pointer
 from quantcheck.io.header import Header, TensorInfo, read_header
-from quantcheck.io.source import ByteSource, LocalFile
+from quantcheck.io.source import ByteSource, LocalFile, base_name
 from quantcheck.layers import Layer, group_layers
 from quantcheck.markers import (
     Marker,
@@ -225,8 +225,8 @@ def assemble(ck: Checkpoint, shards: list[Shard], *, read_markers: bool = True) 
         for name, t in header.tensors.items():
             if name in seen_in:
                 ck.diagnostics.append(Diagnostic(
-                    "QC501", f"tensor is in both {_base(seen_in[name])} and "
-                             f"{_base(f)}; loaders keep one silently", file=f,
+                    "QC501", f"tensor is in both {base_name(seen_in[name])} and "
+                             f"{base_name(f)}; loaders keep one silently", file=f,
                     tensor=name))
             seen_in[name] = f
             ck.tensors[name] = t
@@ -244,11 +244,6 @@ def assemble(ck: Checkpoint, shards: list[Shard], *, read_markers: bool = True) 
         if layer is not None:
             layer.marker = marker
     return ck
-
-
-def _base(path: str) -> str:
-    """A file's base name for messages (local paths and URLs alike)."""
-    return path.rstrip("/").rsplit("/", 1)[-1]
 
 
 def _check_weight_map(index: str, ck: Checkpoint) -> list[Diagnostic]:
@@ -276,6 +271,6 @@ def _check_weight_map(index: str, ck: Checkpoint) -> list[Diagnostic]:
                                            "not hold it", file=index, tensor=name))
     for name, t in ck.tensors.items():
         if name not in wmap:
-            out.append(Diagnostic("QC505", f"tensor is in {_base(t.file)} but missing from the "
+            out.append(Diagnostic("QC505", f"tensor is in {base_name(t.file)} but missing from the "
                                            "index's weight_map", file=index, tensor=name))
     return out

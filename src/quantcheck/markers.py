@@ -11,7 +11,7 @@ import json
 from quantcheck._record import factory, record
 from quantcheck.diagnostics import Diagnostic, json_pointer
 from quantcheck.io.header import Header, TensorInfo
-from quantcheck.io.source import ByteSource
+from quantcheck.io.source import ByteSource, base_name
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
@@ -213,7 +213,7 @@ def merge_markers(sources: list[MarkerSource]) -> tuple[dict[str, Marker], list[
 
 def _label(src: MarkerSource) -> str:
     where = "the _quantization_metadata header" if src.origin == "header" else "the marker tensor"
-    return f"{where} of {src.file.rstrip('/').rsplit('/', 1)[-1]}"
+    return f"{where} of {base_name(src.file)}"
 
 
 def _where(sources: list[MarkerSource], key: str) -> str:

@@ -13,6 +13,7 @@ from quantcheck.htmlreport.sections import (
     layers_table_html,
     sizes_html,
 )
+from quantcheck.io.source import base_name
 
 CSS = """
 :root{--fg:#1f2328;--mute:#656d76;--line:#d8dee4;--bg:#f6f8fa}
@@ -94,7 +95,7 @@ def render_page(data: ReportData, generated: str, version: str) -> str:
     if data.compared:
         body.append(heat_map_html(layout, data.layers, data.compare_problems))
     body.append(layers_table_html(data))
-    names = ", ".join(f["path"].rstrip("/").rsplit("/", 1)[-1] for f in data.summary["files"])
+    names = ", ".join(base_name(f["path"]) for f in data.summary["files"])
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             f"<title>quantcheck report · {escape(names)}</title><style>{CSS}</style></head>"

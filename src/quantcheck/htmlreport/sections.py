@@ -11,6 +11,7 @@ from quantcheck.htmlreport.colors import STATUS_COLORS, format_color
 from quantcheck.htmlreport.model import LayerView, ReportData
 from quantcheck.htmlreport.svg import bar_svg, meter_svg
 from quantcheck.htmlreport.text import human_bytes, human_count, num, shape
+from quantcheck.io.source import base_name
 
 _RANK = {"error": 2, "warning": 1, "info": 0}
 
@@ -24,7 +25,7 @@ def bf16_saving(totals: dict[str, dict[str, Any]]) -> tuple[int, int]:
 def header_html(data: ReportData, generated: str, version: str) -> str:
     """Title, inputs, and cards: layers, size, saving against BF16, one verdict per target."""
     files = data.summary["files"]
-    names = ", ".join(f["path"].rstrip("/").rsplit("/", 1)[-1] for f in files) or "–"
+    names = ", ".join(base_name(f["path"]) for f in files) or "–"
     stored, bf16 = bf16_saving(data.summary["totals"])
     saved = bf16 - stored
     pct = f"{100 * saved / bf16:.0f}%" if bf16 else "–"

@@ -7,6 +7,11 @@ import os
 TYPE_CHECKING = False  # `typing` costs start-up time on the check path
 
 
+def base_name(path: str) -> str:
+    """The last component of a local path or URL: how files are named in diagnostics."""
+    return path.rstrip("/").rsplit("/", 1)[-1]
+
+
 class SourceError(OSError):
     """A byte source could not deliver the bytes asked for."""
 
