@@ -1,28 +1,22 @@
-"""Shared test helpers: the reference-case folder, the README's mappers, typed comparison."""
+"""Test helpers: the committed reference-case folder, the README's mappers, typed comparison."""
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 from typing import Any
 
-import pytest
+#: sglang 0.5.23's reference cases, committed with the tests (see tests/data/README.md).
+CASES_DIR = Path(__file__).resolve().parents[1] / "data" / "sglang-cases"
 
 _STRIP = re.compile(r"^(?:model\.diffusion_model\.|diffusion_model\.)")
 
 
 def cases_dir() -> Path:
-    """`sglang-cases/`: from QUANTCHECK_SHARED, else `shared/` beside the repository."""
-    shared = os.environ.get("QUANTCHECK_SHARED")
-    base = Path(shared) if shared else Path(__file__).resolve().parents[2].parent / "shared"
-    folder = base / "spec" / "sglang-cases"
-    if not (folder / "cases.json").is_file():
-        reason = f"sglang reference cases not found at {folder} (set QUANTCHECK_SHARED)"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(reason)
-        pytest.skip(reason)
-    return folder
+    """`tests/data/sglang-cases/`; a missing folder fails the test that needs it."""
+    if not (CASES_DIR / "cases.json").is_file():
+        raise FileNotFoundError(f"sglang reference cases missing: {CASES_DIR / 'cases.json'}")
+    return CASES_DIR
 
 
 def strip_comfyui_prefix(prefix: str) -> str:

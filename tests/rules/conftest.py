@@ -1,6 +1,7 @@
-"""Fixtures for the rule tests: the shared spec folder and the comfy-kitchen oracle.
+"""Fixtures for the rule tests: the committed test data and the comfy-kitchen oracle.
 
-Both skip with a reason when absent locally and fail when `CI=true`.
+The data in `tests/data/` is part of the repository, so a missing file fails the test that reads
+it. The oracle skips with a reason when comfy-kitchen is not installed, and fails when `CI=true`.
 """
 
 from __future__ import annotations
@@ -12,6 +13,12 @@ from typing import Any
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+#: Committed test data (see tests/data/README.md).
+DATA = REPO / "tests" / "data"
+#: sglang 0.5.23 reference checkpoints with their recorded outcomes.
+SGLANG_CASES = DATA / "sglang-cases"
+#: The two error records the project started from.
+SEEDS = DATA / "seeds"
 
 
 def in_ci() -> bool:
@@ -22,20 +29,6 @@ def skip_or_fail(reason: str) -> None:
     if in_ci():
         pytest.fail(f"{reason}; CI=true, so it must be present", pytrace=False)
     pytest.skip(reason)
-
-
-def shared_root() -> Path:
-    """`QUANTCHECK_SHARED`, else `shared/` beside the repository (/work/shared for /work/main)."""
-    env = os.environ.get("QUANTCHECK_SHARED")
-    return Path(env) if env else REPO.parent / "shared"
-
-
-@pytest.fixture(scope="session")
-def shared_dir() -> Path:
-    root = shared_root()
-    if not (root / "spec" / "sglang-cases" / "cases.json").is_file():
-        skip_or_fail(f"shared spec folder not found at {root} (set QUANTCHECK_SHARED)")
-    return root
 
 
 @pytest.fixture(scope="session")

@@ -16,7 +16,8 @@ from quantcheck.explain import explain
 from quantcheck.messages import PATTERNS, MessagePattern, match_message
 from quantcheck.rules.registry import all_rules
 
-from .conftest import shared_root
+from .conftest import SEEDS as SEED_DIR
+from .conftest import SGLANG_CASES
 from .test_sglang_verdict import MAPPER_ONLY, sglang_failed
 
 LAYER = "model.diffusion_model.transformer_blocks.1.attn.to_q"
@@ -84,9 +85,8 @@ def test_explain_unknown_exits_2(text: str, capsys: pytest.CaptureFixture) -> No
 # --- the two seed messages the project started from -----------------------------------------
 
 def _seed_templates() -> list[str]:
-    folder = shared_root() / "seeds"
     return sorted(json.loads(p.read_text())["record"]["errorMessage"]
-                  for p in folder.glob("*.txt"))
+                  for p in SEED_DIR.glob("*.txt"))
 
 
 SEEDS = {  # template start -> (layer in examples/broken_seeds, values, tensor check finds)
@@ -97,14 +97,14 @@ SEEDS = {  # template start -> (layer in examples/broken_seeds, values, tensor c
 }
 
 
-def test_seed_templates_present(shared_dir: Path) -> None:
+def test_seed_templates_present() -> None:
+    assert len(list(SEED_DIR.glob("*.txt"))) == 2, f"seed records missing in {SEED_DIR}"
     starts = sorted(next(s for s in SEEDS if t.startswith(s)) for t in _seed_templates())
     assert starts == sorted(SEEDS)
 
 
 @pytest.mark.parametrize("start", list(SEEDS))
-def test_seed_message_explained(start: str, shared_dir: Path,
-                                capsys: pytest.CaptureFixture) -> None:
+def test_seed_message_explained(start: str, capsys: pytest.CaptureFixture) -> None:
     template = next(t for t in _seed_templates() if t.startswith(start))
     layer, values, _ = SEEDS[start]
     message = template.format(prefix=layer, **values)
@@ -140,8 +140,8 @@ def test_seed_file_check_finds_both_seeds(examples_dir: Path,
 
 # --- explain on sglang's recorded messages leads to what `check` reports --------------------
 
-#: Python's own texts (int(), the JSON decoder): no sglang template to match; documented in
-#: sglang-messages.md §2.2 as escaping unwrapped.
+#: Python's own texts (int(), the JSON decoder): no sglang template to match; they escape
+#: sglang 0.5.23's inspect_comfy_quant_markers unwrapped.
 GENERIC_PYTHON = ("int() argument must be", "invalid literal for int()", "cannot convert float",
                   "Exceeds the limit (4300 digits)")
 #: explain maps each template to one fixed code, but the same sglang text covers several
@@ -151,9 +151,8 @@ EXPLAIN_MISLEADS: dict[str, str] = {}  # none left: PATTERNS refine codes from t
 
 def _failing_cases() -> list[str]:
     try:
-        folder = shared_root() / "spec" / "sglang-cases"
-        expected = json.loads((folder / "expected.json").read_text())["cases"]
-    except OSError:
+        expected = json.loads((SGLANG_CASES / "expected.json").read_text())["cases"]
+    except OSError:  # the test of this placeholder name then fails on the missing file
         return ["<sglang-cases missing>"]
     # Mapper-only failures and Python's own texts (int(), JSON decoder) have no sglang template
     # to explain; they are left out rather than skipped.
@@ -168,10 +167,10 @@ def _params() -> list[Any]:
 
 @pytest.mark.parametrize("name", _params())
 def test_explain_recorded_message_points_to_checked_code(
-        name: str, shared_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The code explain names for sglang's real message is one `check` reports as failing
     sglang on that file, or one the matched pattern's causes point to ("(QCxxx)")."""
-    folder = shared_dir / "spec" / "sglang-cases"
+    folder = SGLANG_CASES
     cases = {c["name"]: c for c in json.loads((folder / "cases.json").read_text())["cases"]}
     expected = json.loads((folder / "expected.json").read_text())["cases"][name]
     message = sglang_failed(expected)[1]

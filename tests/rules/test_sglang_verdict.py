@@ -7,53 +7,52 @@ sglang "fails" when its inspector, resolver or config constructor raised (expect
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from quantcheck.check import check_paths
 
-from .conftest import shared_root
+from .conftest import SGLANG_CASES
 
 #: Cases where the recorded stages pass but quantcheck knows the load fails later (at layer
 #: build), with the evidence, and the code that must say so.
 FAILS_LATER: dict[str, tuple[str, str]] = {
     "fp8_rowwise_scale": (
         "QC307",
-        "sglang-rules.md §9 item 1 / §5: FP8 markers are never shape-checked, but "
-        "ComfyFp8Config builds Fp8LinearMethod with per-tensor scales, so an [N, 1] "
-        "weight_scale cannot be loaded into the per-tensor parameter"),
+        "sglang 0.5.23 inspect_comfy_quant_markers (python/sglang/multimodal_gen/runtime/utils/"
+        "quantization_utils.py) never shape-checks FP8 markers, but ComfyFp8Config builds "
+        "Fp8LinearMethod with per-tensor scales, so an [N, 1] weight_scale cannot be loaded "
+        "into the per-tensor parameter"),
     "w4a8_group_size_24": (
         "QC220",
-        "sglang-messages.md §8 / sglang-rules.md §7: the W4A8 layer build requires "
-        "16 % gs == 0 or gs % 16 == 0 ('Serialized W4A8 layer … has input size …, "
-        "incompatible with group_size=24 …'); inspector and constructor only need gs >= 4"),
+        "sglang 0.5.23 KitchenW4A8Config: the W4A8 layer build requires 16 % gs == 0 or "
+        "gs % 16 == 0 ('Serialized W4A8 layer … has input size …, incompatible with "
+        "group_size=24 …'); inspect_comfy_quant_markers and the constructor only need gs >= 4"),
     "w4a8_convrot_groupsize_32": (
         "QC219",
-        "sglang-rules.md §9 item 5: W4A8 convrot_groupsize 32 passes inspector and constructor "
-        "and fails at layer build or in comfy-kitchen's rotation, which needs a power of 4"),
+        "sglang 0.5.23: W4A8 convrot_groupsize 32 passes inspect_comfy_quant_markers and the "
+        "KitchenW4A8Config constructor and fails at layer build or in comfy-kitchen 0.2.40's "
+        "rotation, which needs a power of 4"),
     "msg_w4a8_6bit_one_group": (
         "QC312",
-        "sglang-messages.md §8: with K == g the 6-bit shapes agree by accident, inspector and "
-        "constructor pass, but the layer allocates [N, K/2] and the [N, 3K/4] weight cannot "
-        "be loaded (linear loaders assert equal shapes)"),
+        "sglang 0.5.23 inspect_comfy_quant_markers: with K == g the 6-bit shapes agree by "
+        "accident, inspector and KitchenW4A8Config constructor pass, but the layer allocates "
+        "[N, K/2] and the [N, 3K/4] weight cannot be loaded (linear loaders assert equal "
+        "shapes)"),
 }
 #: Cases that fail in sglang only because of the loader's parameter-name mapper; `check`
 #: runs without a mapper, exactly like sglang's inspector with `mapper: none`.
 MAPPER_ONLY = {
     "mapper_strip_prefix_collision":
-        "fails only with the strip_comfyui_prefix mapper (sglang-messages.md §2.1 #33); the "
-        "same files pass the inspector without a mapper",
+        "fails only with the strip_comfyui_prefix mapper (sglang 0.5.23 "
+        "inspect_comfy_quant_markers: prefixes collide after parameter mapping); the same "
+        "files pass the inspector without a mapper",
 }
 
 
-def _cases_folder() -> Path:
-    return shared_root() / "spec" / "sglang-cases"
-
-
 def _load() -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    folder = _cases_folder()
+    folder = SGLANG_CASES
     cases = json.loads((folder / "cases.json").read_text())["cases"]
     expected = json.loads((folder / "expected.json").read_text())
     return cases, expected
@@ -62,7 +61,7 @@ def _load() -> tuple[list[dict[str, Any]], dict[str, Any]]:
 def _names() -> list[str]:
     try:
         return [c["name"] for c in _load()[0]]
-    except OSError:
+    except OSError:  # the test of this placeholder name then fails on the missing file
         return ["<sglang-cases missing>"]
 
 
@@ -82,13 +81,12 @@ def _run(name: str, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, dict[str, Any
     cases, expected = _load()
     assert expected["sglang_version"] == "0.5.23"
     case = next(c for c in cases if c["name"] == name)
-    monkeypatch.chdir(_cases_folder())
+    monkeypatch.chdir(SGLANG_CASES)
     return check_paths(list(case["files"])), expected["cases"][name], case
 
 
 @pytest.mark.parametrize("name", _names())
-def test_sglang_verdict_matches_recorded(name: str, shared_dir: Path,
-                                         monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sglang_verdict_matches_recorded(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     report, result, case = _run(name, monkeypatch)
     failed, message = sglang_failed(result)
     status = report.target_status("sglang")["status"]
@@ -110,7 +108,7 @@ def test_sglang_verdict_matches_recorded(name: str, shared_dir: Path,
         assert status != "fails", f"sglang loads it; we say fails: {codes}"
 
 
-def test_allow_list_is_tight(shared_dir: Path) -> None:
+def test_allow_list_is_tight() -> None:
     """Every allow-listed case exists and really differs from a plain failure/success."""
     cases, expected = _load()
     names = {c["name"] for c in cases}
@@ -122,4 +120,4 @@ def test_allow_list_is_tight(shared_dir: Path) -> None:
         assert sglang_failed(expected["cases"][name])[0] is True, name
     assert len(FAILS_LATER) + len(MAPPER_ONLY) <= 5, "keep the allow-list small"
     for _code, reason in FAILS_LATER.values():
-        assert "§" in reason
+        assert "sglang 0.5.23" in reason, "cite the upstream code, not a note"
