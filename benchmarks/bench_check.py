@@ -2,9 +2,9 @@
 
     python benchmarks/bench_check.py [--keep] [--runs 5]
 
-Makes the 19 GiB sparse checkpoint with ../shared/bench/make_big_checkpoint.py (3600 tensors),
+Makes the 19 GiB sparse checkpoint with make_big_checkpoint.py (3600 tensors, beside this file),
 then measures in one run:
-  floor      ../shared/bench/floor_read.py: header read + json.loads + one read per marker
+  floor      floor_read.py (beside this file): header read + json.loads + one read per marker
   ours       quantcheck's full check (all rules, both targets), in process
   safe_open  (b) safetensors.safe_open(framework="numpy"): get_slice per key, get_tensor per marker
   cli        the venv's `quantcheck check` console script as a whole process
@@ -25,9 +25,10 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("QUANTCHECK_SHARED", ROOT.parent / "shared"))
-BENCH = SHARED / "bench"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+# sibling scripts, not a package
+from floor_read import floor_read
+from make_big_checkpoint import write as write_big_checkpoint
 
 SAFE_OPEN = """
 import sys
@@ -113,13 +114,10 @@ def main() -> None:
     ap.add_argument("--report", action="store_true",
                     help="also time the HTML report of the checkpoint (no --compare)")
     args = ap.parse_args()
-    tmp = tempfile.mkdtemp(prefix="qc-bench-")
+    tmp = None if args.file else tempfile.mkdtemp(prefix="qc-bench-")
     path = args.file or os.path.join(tmp, "big.safetensors")
-    if not args.file:
-        subprocess.run([sys.executable, str(BENCH / "make_big_checkpoint.py"), path], check=True,
-                       capture_output=True)
-    sys.path.insert(0, str(BENCH))
-    from floor_read import floor_read  # type: ignore[import-not-found]
+    if tmp is not None:
+        write_big_checkpoint(path)
 
     from quantcheck.check import check_paths
 
@@ -156,7 +154,7 @@ def main() -> None:
         print(f"HTML report of the checkpoint (load + check + render): {ms:.1f} ms")
     if args.hostile:
         hostile_timings(runs)
-    if not args.keep and not args.file:
+    if tmp is not None and not args.keep:
         os.remove(path)
         os.rmdir(tmp)
 
