@@ -8,9 +8,10 @@ from quantcheck.rules.registry import Rule, effects
 E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 BOTH_FAIL = effects("fails", "fails")
 READER = (
-    "safetensors 0.8.0 refuses such files when they are opened (sglang-messages.md §2.3, "
-    "recorded); ComfyUI opens files through safetensors or its own reader of the same format "
-    "(read)."
+    "safetensors 0.8.0 safe_open refuses such files when they are opened (header validation in "
+    "safetensors/src/tensor.rs; recorded through sglang 0.5.23's inspect_comfy_quant_markers); "
+    "ComfyUI @09708eae comfy/utils.py load_safetensors opens files through safetensors or its "
+    "own reader of the same format (read)."
 )
 
 
@@ -59,7 +60,7 @@ RULES = [
        "Re-save the checkpoint with a safetensors writer, keeping the intended tensor.",
        eff=effects("degraded", "degraded"),
        evidence="safetensors 0.8.0 keeps the last copy of a repeated tensor name without "
-                "error (sglang-messages.md §2.3, recorded) but refuses a repeated field inside "
+                "error (safetensors/src/tensor.rs, recorded) but refuses a repeated field inside "
                 "an entry or __metadata__; Python's json.loads keeps the last (read). Effect "
                 "inferred."),
     _r("QC108", "metadata-not-string-map", E, "__metadata__ is not a string-to-string map",

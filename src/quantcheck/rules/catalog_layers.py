@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from quantcheck.diagnostics import Safety, Severity
 from quantcheck.rules.registry import Rule, effects
+from quantcheck.rules.upstream import SGQ, SGQC
 
 E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
-SG = "sglang 0.5.23 inspector/constructors (sglang-messages.md §2.1/§7)"
+SG = (f"sglang 0.5.23 inspect_comfy_quant_markers ({SGQ}) and config constructors "
+      f"({SGQC})")
 
 RULES = [
     Rule("QC301", "companion-missing", E, "a tensor the format needs is missing",
@@ -17,14 +19,15 @@ RULES = [
          "build the quantized layer.",
          "blocks.0.attn.qkv: float8_e4m3fn marker, F8_E4M3 weight, no weight_scale",
          "Re-export the layer with its scales.",
-         f"{SG} message #11 (case fp8_missing_weight_scale, recorded); ComfyUI inferred."),
+         f"{SG} (case fp8_missing_weight_scale, recorded); ComfyUI inferred."),
     Rule("QC302", "companion-unexpected", W, "a tensor the format does not use",
          effects("none", "none"), Safety.SAFE,
          "The layer holds only tensors its format defines (plus bias).",
          "Runtimes ignore the extra tensor; it usually means a mixed-up export.",
          "int8_tensorwise layer with a weight_scale_2",
          "Remove the tensor.",
-         "comfy-formats.md §1.3 table (read); sglang ignores unlisted tensors (§6)."),
+         "ComfyUI @0271a469 comfy/ops.py _load_quantized_module (read); sglang 0.5.23 "
+         "inspect_comfy_quant_markers ignores unlisted tensors."),
     Rule("QC303", "weight-dtype", E, "weight stored in the wrong quantized dtype",
          effects("fails", "degraded"), Safety.DISPLAY,
          "The weight is stored in the format's storage dtype (F8_E4M3 for float8_e4m3fn and "
@@ -33,8 +36,9 @@ RULES = [
          "computes garbage.",
          "nvfp4 marker on an I8 weight",
          "Correct the marker to the layer's real format, or re-export.",
-         f"{SG} messages #14/#20/#25/#31 (cases msg_nvfp4_i8_weight, msg_w4a8_u8_weight); "
-         "ComfyUI .to(storage_t) value cast (comfy-formats.md §1.3, read)."),
+         f"{SG} (cases msg_nvfp4_i8_weight, msg_w4a8_u8_weight); "
+         "ComfyUI .to(storage_t) value cast (@0271a469 comfy/ops.py _load_quantized_module, "
+         "read)."),
     Rule("QC304", "marker-on-unquantized-layer", E, "quantized marker on a 16/32-bit weight",
          effects("fails", "degraded"), Safety.SAFE,
          "A layer whose weight is BF16/F16/F32 carries no quantization marker.",
@@ -44,7 +48,7 @@ RULES = [
          "blocks.1.attn.to_k: int8_tensorwise marker, BF16 [3072, 3072] weight",
          "Remove the marker (safe: keeps the 16-bit weights), or quantize the layer "
          "(--unsafe-fixes).",
-         f"{SG} message #31 (seed 000, case fp8_marker_on_bf16_weight); ComfyUI value cast "
+         f"{SG} (seed 000, case fp8_marker_on_bf16_weight); ComfyUI value cast "
          "(read). FP8 markers: sglang does not check the dtype (inferred degraded)."),
     Rule("QC305", "companion-dtype", E, "a scale or companion tensor has the wrong dtype",
          effects("fails", "none"), Safety.SAFE,
@@ -54,7 +58,7 @@ RULES = [
          "got I8 and F16\" and \"Comfy W4A8 layer … needs F32 channel scales, got BF16\".",
          "weight_s_channel BF16 [3072]",
          "Cast F16/BF16 scales to F32 (exact), or relabel 1-byte scales (same bytes).",
-         f"{SG} messages #14/#15/#25/#26/#31 (seeds 000/001, cases int8_f16_scale, "
+         f"{SG} (seeds 000/001, cases int8_f16_scale, "
          "w4a8_bf16_channel_scale)."),
     Rule("QC306", "weight-not-2d", E, "quantized weight is not 2-D",
          effects("fails", "degraded"), None,
@@ -62,7 +66,7 @@ RULES = [
          "sglang requires a 2-D weight for every validated format.",
          "int8_tensorwise weight I8 [2, 4, 32]",
          "Store the weight as [N, K].",
-         f"{SG} messages #16/#27/#30 (case int8_scalar_scale_3d_weight, recorded)."),
+         f"{SG} (case int8_scalar_scale_3d_weight, recorded)."),
     Rule("QC307", "companion-shape", E, "a scale or companion tensor has the wrong shape",
          effects("fails", "fails"), Safety.SAFE,
          "Companion shapes follow the format table for the weight's N and K (e.g. INT8 "
@@ -72,8 +76,9 @@ RULES = [
          "along K in ComfyUI's dequantize).",
          "int8_tensorwise weight [3072, 3072] with weight_scale [3072]",
          "Reshape [N] -> [N, 1] where that is the same bytes; otherwise re-export.",
-         f"{SG} messages #17/#19/#21/#28/#32 (cases int8_scale_1d, w4a8_bad_correction_shape); "
-         "comfy-formats.md §3.3 (run)."),
+         f"{SG} (cases int8_scale_1d, w4a8_bad_correction_shape); "
+         "comfy-kitchen 0.2.40 tensor/int8.py TensorWiseINT8Layout and tensor/w4a8_int8.py "
+         "dequantize_w4a8_int8_weight (run)."),
     Rule("QC308", "padded-layout-for-sglang", E,
          "NVFP4/MXFP8 layer in ComfyUI's padded layout that sglang cannot load",
          effects("fails", "none"), Safety.UNSAFE,
@@ -84,8 +89,10 @@ RULES = [
          "(N, K/16) would pass the validator and compute garbage.",
          "nvfp4 weight U8 [112, 104] (100x200 padded), weight_scale [128, 16]",
          "Dequantize the layer to BF16 for sglang (--unsafe-fixes).",
-         "sglang-rules.md §9 item 8 (cases nvfp4_kitchen_padded_block_scale, "
-         "mxfp8_kitchen_padded_scale, recorded)."),
+         f"sglang 0.5.23 inspect_comfy_quant_markers ({SGQ}; cases "
+         "nvfp4_kitchen_padded_block_scale, mxfp8_kitchen_padded_scale, recorded); padding "
+         "by comfy-kitchen 0.2.40 tensor/nvfp4.py, tensor/mxfp8.py and float_utils.py "
+         "to_blocked (run)."),
     Rule("QC311", "format-constraint", E, "sizes the format's kernels cannot take",
          effects("fails", "fails"), None,
          "W4A8: K a multiple of 16, group_size and convrot_groupsize; W4A4: K a multiple of 64 "
@@ -93,7 +100,9 @@ RULES = [
          "The layer fails when it is built (sglang) or quantized/dequantized (comfy-kitchen).",
          "asym_w4a8_int8 K=96 with convrot_groupsize 64",
          "Requantize with group sizes that divide K.",
-         "sglang-messages.md §2.1 #24 and §8 (read/recorded); comfy-formats.md §3.6/§3.7 (run)."),
+         f"sglang 0.5.23 inspect_comfy_quant_markers ({SGQ}) and KitchenW4A8Config layer "
+         "build (read/recorded); comfy-kitchen 0.2.40 tensor/w4a8_int8.py and "
+         "backends/eager/convrot_w4a4.py validate_w4a4_shape (run)."),
     Rule("QC312", "w4a8-6bit", E, "6-bit W4A8 layer (sglang reads W4A8 as 4-bit only)",
          effects("fails", "none"), Safety.UNSAFE,
          "W4A8 layers for sglang are 4-bit ([N, K/2] weights).",
@@ -101,7 +110,8 @@ RULES = [
          "even when they happen to agree the [N, 3K/4] weight cannot load.",
          "asym_w4a8_int8 weight I8 [8, 48] with weight_s_rel [8, 4] (K=64, g=16)",
          "Requantize as 4-bit or dequantize the layer for sglang.",
-         "sglang-messages.md §8 (cases msg_w4a8_6bit_layout, msg_w4a8_6bit_one_group)."),
+         f"sglang 0.5.23 inspect_comfy_quant_markers ({SGQ}) and the W4A8 layer build "
+         "(cases msg_w4a8_6bit_layout, msg_w4a8_6bit_one_group)."),
     Rule("QC313", "correction-ignored-by-comfyui", W,
          "W4A8 weight_correction present (ComfyUI never loads it)",
          effects("none", "degraded"), Safety.UNSAFE,
@@ -110,7 +120,8 @@ RULES = [
          "without their zero point.",
          "weight_correction BF16 [192, 3072]",
          "Requantize symmetric (codebook or uniform) for ComfyUI.",
-         "comfy-formats.md §3.6 and §5 item 5 (read)."),
+         "ComfyUI @0271a469 comfy/ops.py _load_quantized_module does not load it; comfy-kitchen "
+         "0.2.40 tensor/w4a8_int8.py dequantize_w4a8_int8_weight uses it (read)."),
     Rule("QC314", "quantized-weight-unmarked", E, "quantized-dtype weight without a marker",
          effects("fails", "degraded"), Safety.SAFE,
          "Weights stored as F8_E4M3, F8_E5M2, I8 or U8 carry a comfy_quant marker.",
@@ -118,7 +129,8 @@ RULES = [
          "loads plain FP8 casts but reads unmarked I8/U8 codes as weights.",
          "blocks.0.attn.qkv.weight F8_E4M3 [3072, 3072], no blocks.0.attn.qkv.comfy_quant",
          "Add the marker the tensors imply (`quantcheck fix`; only where unambiguous).",
-         "sglang message #10 (cases fp8_plain_cast_no_marker, recorded); E5M2 is not noted "
+         f"sglang 0.5.23 inspect_comfy_quant_markers ({SGQ}; cases "
+         "fp8_plain_cast_no_marker, recorded); E5M2 is not noted "
          "by sglang (case fp8_e5m2_no_marker)."),
     Rule("QC315", "legacy-scaled-fp8", E, "legacy 'scaled_fp8' checkpoint",
          effects("fails", "none"), Safety.SAFE,
@@ -128,7 +140,8 @@ RULES = [
          "metadata\").",
          "model.diffusion_model.scaled_fp8 + blocks.0.attn.qkv.scale_weight",
          "Convert to per-layer markers (scale_weight -> weight_scale).",
-         "comfy-formats.md §1.2 (read); sglang case fp8_scaled_legacy_no_marker (recorded)."),
+         "ComfyUI @09708eae comfy/utils.py convert_old_quants (read); sglang 0.5.23 "
+         "inspect_comfy_quant_markers, case fp8_scaled_legacy_no_marker (recorded)."),
     Rule("QC316", "int8-linear-without-convrot", W,
          "INT8 linear without convrot (sglang builds it unquantized)",
          effects("degraded", "none"), Safety.UNSAFE,
@@ -137,8 +150,9 @@ RULES = [
          "linears unquantized (the weights are then read as plain numbers).",
          "blocks.0.attn.qkv: {\"format\": \"int8_tensorwise\"} with a [N, 1] scale",
          "Requantize with ConvRot for sglang.",
-         "sglang-rules.md §9 item 3 (case int8_no_convrot_on_linear: inspector and constructor "
-         "pass; the unquantized build is read from source). Linear vs embedding is told by the "
+         "sglang 0.5.23 inspect_comfy_quant_markers and ConvRotInt8Config (case "
+         "int8_no_convrot_on_linear: inspector and constructor pass; the unquantized build is "
+         "read from source). Linear vs embedding is told by the "
          "layer name (inferred)."),
     Rule("QC318", "nvfp4-rotated", E, "NVFP4 marker with convrot",
          effects("fails", "none"), None,
@@ -146,5 +160,6 @@ RULES = [
          "sglang: \"Rotated NVFP4 weights are not supported\".",
          '{"format": "nvfp4", "convrot": true}',
          "Drop convrot only if the weights are not rotated; otherwise requantize.",
-         "sglang case nvfp4_convrot_marker (recorded)."),
+         f"sglang 0.5.23 ComfyNvfp4Config constructor ({SGQC}; case nvfp4_convrot_marker, "
+         "recorded)."),
 ]

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from quantcheck.diagnostics import Safety, Severity
 from quantcheck.rules.registry import Rule, effects
+from quantcheck.rules.upstream import SGQ, SGQC
 
 E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
-SG_MARKER = "sglang 0.5.23 inspect_comfy_quant_markers (sglang-messages.md §2.1, recorded)"
+SG_MARKER = ("sglang 0.5.23 inspect_comfy_quant_markers "
+             f"({SGQ}, recorded)")
 CUI_MARKER = ("ComfyUI reads markers with json.loads(tensor.numpy().tobytes()) "
-              "(comfy/ops.py, comfy-formats.md §1.1, read)")
+              "(ComfyUI @0271a469 comfy/ops.py _load_quantized_module, read)")
 
 
 def _r(code: str, name: str, sev: Severity, title: str, checks: str, why: str, example: str,
@@ -26,7 +28,7 @@ RULES = [
        "Rewrite the marker from the layer's tensors (`quantcheck fix` adds markers where the "
        "format is unambiguous) or re-export.",
        effects("fails", "fails"), Safety.SAFE,
-       f"{SG_MARKER} message #7; {CUI_MARKER}; ComfyUI effect inferred."),
+       f"{SG_MARKER}; {CUI_MARKER}; ComfyUI effect inferred."),
     _r("QC202", "marker-not-object", E, "marker JSON is not an object",
        "The decoded marker is a JSON object such as {\"format\": \"nvfp4\"}.",
        "sglang: \"Comfy quantization marker … must contain a JSON object\"; ComfyUI calls "
@@ -34,7 +36,7 @@ RULES = [
        '["nvfp4"] or "nvfp4"',
        "Write the marker as an object: {\"format\": \"nvfp4\"}.",
        effects("fails", "fails"), Safety.SAFE,
-       f"{SG_MARKER} message #8 (case marker_json_array); ComfyUI effect inferred."),
+       f"{SG_MARKER} (case marker_json_array); ComfyUI effect inferred."),
     _r("QC203", "marker-all-zero", E, "marker bytes are all zero",
        "The marker tensor holds text, not zero bytes.",
        "Zeroed markers come from broken exporters (42 of 200 markers in one official ComfyUI "
@@ -42,7 +44,7 @@ RULES = [
        "tensor blocks.3.attn.to_q.comfy_quant = 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00",
        "Recreate the marker from the layer's tensors with `quantcheck fix`.",
        effects("fails", "fails"), Safety.SAFE,
-       f"{SG_MARKER} message #7 (case marker_zero_bytes); ComfyUI #15567."),
+       f"{SG_MARKER} (case marker_zero_bytes); ComfyUI issue #15567."),
     _r("QC204", "marker-dtype-unreadable", E, "marker stored in a dtype numpy cannot read",
        "Marker tensors are U8 (any 8/16/32/64-bit integer or IEEE float dtype still yields its "
        "raw bytes; BF16, FP8, F4 and F6 do not).",
@@ -51,7 +53,7 @@ RULES = [
        "blocks.0.attn.qkv.comfy_quant: BF16 [10]",
        "Store the marker bytes as U8 (`quantcheck fix` relabels the same bytes).",
        effects("fails", "fails"), Safety.SAFE,
-       f"{SG_MARKER} §2.2 (case marker_bf16_tensor); ComfyUI effect inferred from the same call."),
+       f"{SG_MARKER} (case marker_bf16_tensor); ComfyUI effect inferred from the same call."),
     _r("QC205", "marker-dtype-not-u8", W, "marker stored in a dtype other than U8",
        "Marker tensors are U8 [len(bytes)].",
        "Both runtimes read the raw bytes and accept it, but other tools decode values, not "
@@ -59,7 +61,7 @@ RULES = [
        "blocks.0.attn.qkv.comfy_quant: I8 [20]",
        "Relabel the tensor as U8; the bytes stay the same.",
        effects("none", "none"), Safety.SAFE,
-       f"{SG_MARKER} §2.2: integer and IEEE float dtypes yield raw bytes (case "
+       f"{SG_MARKER}: integer and IEEE float dtypes yield raw bytes (case "
        "msg_marker_i8_dtype)."),
     _r("QC206", "marker-too-large", W, "marker tensor over 64 KiB",
        "A marker is small JSON (under 200 bytes in practice); quantcheck reads at most 64 KiB.",
@@ -75,7 +77,7 @@ RULES = [
        "bytes ef bb bf 7b 22 66 6f ... (UTF-8 BOM)",
        "Rewrite the marker as UTF-8 without BOM.",
        effects("none", "none"), Safety.SAFE,
-       f"{SG_MARKER} §4 (cases msg_marker_utf8_bom, msg_marker_utf16_bom)."),
+       f"{SG_MARKER} (cases msg_marker_utf8_bom, msg_marker_utf16_bom)."),
     _r("QC208", "quantization-metadata-invalid", E,
        "__metadata__._quantization_metadata is not {\"layers\": {...}}",
        "The header's _quantization_metadata string is JSON of the form "
@@ -85,9 +87,9 @@ RULES = [
        '__metadata__: {"_quantization_metadata": "{\\"quant_algo\\": \\"NVFP4\\"}"}',
        "Drop the header entry and keep per-tensor markers (`quantcheck fix`).",
        effects("fails", "fails"), Safety.SAFE,
-       f"{SG_MARKER} messages #1–#3 (case quantization_metadata_invalid_json); "
+       f"{SG_MARKER} (case quantization_metadata_invalid_json); "
        "ComfyUI "
-       "effect inferred (comfy/utils.py convert_old_quants, read)."),
+       "effect inferred (ComfyUI @09708eae comfy/utils.py convert_old_quants, read)."),
     _r("QC209", "header-marker-not-object", E,
        "a _quantization_metadata layer entry is not an object",
        "Each value of _quantization_metadata.layers is a marker object.",
@@ -95,7 +97,7 @@ RULES = [
        '"layers": {"blocks.0.attn.qkv": "nvfp4"}',
        "Write the entry as {\"format\": \"nvfp4\"}.",
        effects("fails", "fails"), Safety.SAFE,
-       f"{SG_MARKER} message #4; ComfyUI effect inferred."),
+       f"{SG_MARKER}; ComfyUI effect inferred."),
     _r("QC210", "marker-conflict", E, "two marker sources disagree on a field",
        "For one layer, the header entry, the marker tensor and other shards agree on every "
        "field they both set.",
@@ -105,8 +107,8 @@ RULES = [
        "Keep the marker that matches the tensors as one per-tensor marker (`quantcheck fix` "
        "rewrites header entries as tensor markers).",
        effects("fails", "degraded"), Safety.SAFE,
-       f"{SG_MARKER} message #5 (cases conflicting_markers_two_shards, msg_merge_nan_conflict); "
-       "ComfyUI overwrite read in comfy/utils.py convert_old_quants."),
+       f"{SG_MARKER} (cases conflicting_markers_two_shards, msg_merge_nan_conflict); "
+       "ComfyUI overwrite read in comfy/utils.py @09708eae convert_old_quants."),
     _r("QC211", "marker-loose-equality", W, "two marker sources agree only loosely (true vs 1)",
        "Fields set in several sources have the same JSON type as well as value.",
        "sglang's merge treats true == 1 and 16 == 16.0 as equal and keeps the later one; its "
@@ -114,7 +116,7 @@ RULES = [
        'header: {"convrot": true}, tensor: {"convrot": 1}',
        "Write the same JSON value in every source.",
        effects("none", "none"), Safety.SAFE,
-       f"{SG_MARKER} §5.1 (case msg_merge_true_then_1)."),
+       f"{SG_MARKER}, its _merge_comfy_quant_marker (case msg_merge_true_then_1)."),
     _r("QC212", "marker-format-missing", E, "marker has no format",
        "Every marker names its format: {\"format\": \"<one of the eight formats>\"}.",
        "ComfyUI raises on the missing key; sglang's resolver reports \"Unsupported Comfy "
@@ -122,8 +124,9 @@ RULES = [
        '{"convrot": true, "convrot_groupsize": 256}',
        "Add the format the layer's tensors are stored in.",
        effects("fails", "fails"), None,
-       f"{SG_MARKER} §2.4 (case marker_without_format); ComfyUI reads layer_conf[\"format\"] "
-       "(comfy/ops.py, read)."),
+       f"{SG_MARKER} and resolve_comfy_checkpoint_quantization (case marker_without_format); "
+       "ComfyUI reads layer_conf[\"format\"] (@0271a469 comfy/ops.py _load_quantized_module, "
+       "read)."),
     _r("QC213", "marker-format-unknown", E, "marker names a format no runtime knows",
        "format is one of float8_e4m3fn, float8_e5m2, int8_tensorwise, nvfp4, mxfp8, "
        "asym_w4a8_int8, convrot_w4a4, awq_w4a16 (exact spelling, lower case).",
@@ -131,7 +134,8 @@ RULES = [
        '{"format": "NVFP4"} or {"format": "fp8"}',
        "Correct the spelling (quantcheck suggests the closest format).",
        effects("fails", "fails"), Safety.SAFE,
-       f"{SG_MARKER} §2.4 (case unknown_format_awq); ComfyUI QUANT_ALGOS lookup (read)."),
+       f"{SG_MARKER} and resolve_comfy_checkpoint_quantization (case unknown_format_awq); "
+       "ComfyUI @0271a469 comfy/quant_ops.py QUANT_ALGOS lookup (read)."),
     _r("QC214", "format-third-party", E, "marker names a format only forks implement",
        "The format is in upstream ComfyUI's QUANT_ALGOS (int8_blockwise, "
        "float8_e4m3fn_rowwise, float8_e4m3fn_blockwise are fork-only).",
@@ -139,7 +143,9 @@ RULES = [
        '{"format": "int8_blockwise", "group_size": 128}',
        "Requantize to a supported format (unsafe: numbers change).",
        effects("fails", "fails"), Safety.UNSAFE,
-       "comfy-formats.md §3.9 (read); sglang resolver §2.4 (recorded)."),
+       "ComfyUI @0271a469 comfy/quant_ops.py QUANT_ALGOS and comfy-kitchen 0.2.40 tensor/ "
+       "layouts lack them (read); sglang 0.5.23 resolve_comfy_checkpoint_quantization refuses "
+       "them (recorded)."),
     _r("QC215", "marker-underscore-keys", W, "producer wrote underscore keys into a marker",
        "Markers carry no keys starting with _ (sglang derives _is_rowwise, _has_codebook, … "
        "itself).",
@@ -148,7 +154,7 @@ RULES = [
        '{"format": "int8_tensorwise", "_is_tensorwise_scalar": true} on a row-wise layer',
        "Drop the _ keys (safe: no runtime needs them in the file).",
        effects("degraded", "none"), Safety.SAFE,
-       "sglang-messages.md §5.2 (recorded: producer _ keys survive); effect inferred."),
+       f"{SG_MARKER}: producer _ keys survive; effect inferred."),
     _r("QC216", "marker-unknown-key", INFO, "marker key no runtime reads",
        "Marker keys are ones the format reads (format, full_precision_matrix_mult, convrot, "
        "convrot_groupsize, group_size, linear_dtype, params) or tolerated producer extras "
@@ -157,7 +163,9 @@ RULES = [
        '{"format": "convrot_w4a4", "convrot_group_size": 64}',
        "Remove the key or correct its spelling.",
        effects("none", "none"), None,
-       "ComfyUI and sglang read only named keys (comfy/ops.py; sglang-messages.md §6, read)."),
+       "ComfyUI and sglang read only named keys (ComfyUI @0271a469 comfy/ops.py "
+       "_load_quantized_module; sglang 0.5.23 inspect_comfy_quant_markers and its config "
+       "classes, read)."),
     _r("QC218", "convrot-not-boolean", E, "convrot is not a JSON boolean",
        "convrot is true or false.",
        "sglang's INT8 and W4A8 constructors compare convrot with `is True`: a JSON 1 or "
@@ -165,7 +173,8 @@ RULES = [
        '{"format": "int8_tensorwise", "convrot": 1, "convrot_groupsize": 256}',
        "Write convrot as true (or false).",
        effects("fails", "none"), Safety.SAFE,
-       "sglang-messages.md §7 (case int8_convrot_flag_int, recorded)."),
+       f"sglang 0.5.23 ConvRotInt8Config and KitchenW4A8Config constructors ({SGQC}; case "
+       "int8_convrot_flag_int, recorded)."),
     _r("QC219", "convrot-groupsize-invalid", E, "convrot_groupsize missing or not 16/64/256",
        "Rotated layers declare convrot_groupsize as the JSON integer 16, 64 or 256.",
        "sglang's ConvRot INT8 constructor requires the key and one of those values; ComfyUI "
@@ -173,8 +182,9 @@ RULES = [
        '{"format": "int8_tensorwise", "convrot": true}',
        "Add the group size the weights were rotated with (256 is ComfyUI's default).",
        effects("fails", "fails"), Safety.SAFE,
-       "sglang-messages.md §7 (case int8_convrot_missing_groupsize, recorded); ComfyUI "
-       "power-of-4 rule comfy-formats.md §2.4 (run)."),
+       f"sglang 0.5.23 ConvRotInt8Config constructor ({SGQC}; case "
+       "int8_convrot_missing_groupsize, recorded); power-of-4 rule of comfy-kitchen 0.2.40 "
+       "tensor/int8_utils.py _build_hadamard (run)."),
     _r("QC220", "group-size-invalid", E, "group_size is not a usable group length",
        "group_size is a positive JSON integer; for W4A8 >= 4 and dividing 16 or a multiple "
        "of 16.",
@@ -182,8 +192,8 @@ RULES = [
        '{"format": "asym_w4a8_int8", "group_size": 24}',
        "Requantize with a supported group size.",
        effects("fails", "fails"), None,
-       "sglang-messages.md §8 layer-build rule (read) and case w4a8_group_size_24; "
-       "comfy-formats.md §3.6 (run)."),
+       "sglang 0.5.23 KitchenW4A8Config layer build (read) and case w4a8_group_size_24; "
+       "comfy-kitchen 0.2.40 tensor/w4a8_int8.py quantize_w4a8_int8_weight (run)."),
     _r("QC221", "marker-key-invalid", E, "marker key has a value the format does not accept",
        "Keys with a fixed set of values (linear_dtype: int4/int8) or a type "
        "(full_precision_matrix_mult: boolean) hold one of them.",
@@ -191,7 +201,8 @@ RULES = [
        '{"format": "convrot_w4a4", "linear_dtype": "fp4"}',
        "Write a supported value.",
        effects("fails", "fails"), None,
-       "sglang-messages.md §7 (read/recorded); ComfyUI effect inferred."),
+       f"sglang 0.5.23 KitchenW4A4Config constructor ({SGQC}; read/recorded); ComfyUI effect "
+       "inferred."),
     _r("QC222", "header-layer-unmatched", E, "header marker names a layer that is not there",
        "Every _quantization_metadata layer name equals a tensor prefix.",
        "Runtimes match names exactly: the real layer stays unmarked. sglang fails (\"missing "
@@ -199,8 +210,8 @@ RULES = [
        'layers: {"blocks.4.attn.wo": …} but the tensor is model.diffusion_model.blocks.4.attn.wo',
        "Rewrite the entry as a per-tensor marker keyed by the real prefix.",
        effects("fails", "degraded"), Safety.SAFE,
-       "sglang case header_prefix_mismatch_nvfp4 (recorded); ComfyUI PR #15085 and Forge "
-       "issue #1465 (sglang-rules.md §11)."),
+       f"{SG_MARKER} (case header_prefix_mismatch_nvfp4); ComfyUI PR #15085 and Forge "
+       "issue #1465."),
     _r("QC223", "marker-orphan", E, "marker for a layer without a weight",
        "Each marker's prefix has a <prefix>.weight tensor.",
        "sglang validates every marker and fails with \"missing checkpoint tensors\"; "
@@ -208,7 +219,7 @@ RULES = [
        "blocks.0.mlp.fc1.comfy_quant with no blocks.0.mlp.fc1.weight",
        "Remove the stale marker.",
        effects("fails", "none"), Safety.SAFE,
-       "sglang case orphan_marker (recorded); ComfyUI effect inferred."),
+       f"{SG_MARKER} (case orphan_marker); ComfyUI effect inferred."),
     _r("QC225", "w4a8-convrot-missing", E, "W4A8 marker without \"convrot\": true",
        "asym_w4a8_int8 markers carry \"convrot\": true.",
        "ComfyUI's saver never writes the key and always rotates W4A8, but sglang's "
@@ -216,5 +227,6 @@ RULES = [
        '{"format": "asym_w4a8_int8", "group_size": 16, "convrot_groupsize": 256}',
        "Add \"convrot\": true (safe: ComfyUI rotates regardless).",
        effects("fails", "none"), Safety.SAFE,
-       "sglang case w4a8_no_convrot_flag (recorded); comfy-formats.md §1.1 (read)."),
+       f"sglang 0.5.23 KitchenW4A8Config constructor ({SGQC}; case w4a8_no_convrot_flag, "
+       "recorded); ComfyUI @0271a469 comfy/ops.py _load_quantized_module (read)."),
 ]

@@ -7,8 +7,9 @@ from quantcheck.rules.registry import Rule, effects
 
 E, W = Severity.ERROR, Severity.WARNING
 DEG = effects("degraded", "degraded")
-EV = ("comfy-formats.md §3 (dequantization formulas, run) and §6.7 (what comfy-kitchen writes "
-      "for zero/NaN inputs, run); effect on the runtimes inferred from the formulas.")
+EV = ("comfy-kitchen 0.2.40 dequantize functions (backends/eager/quantization.py, "
+      "tensor/*.py; run, including what they write for zero and NaN inputs); effect on the "
+      "runtimes inferred from the formulas.")
 
 RULES = [
     Rule("QC401", "scale-not-finite", E, "NaN or Inf in a scale tensor", DEG, None,
@@ -35,7 +36,8 @@ RULES = [
          "MXFP8 block-scale bytes are 0..254 (255 encodes NaN in E8M0).",
          "comfy-kitchen decodes 255 as +inf/NaN: those blocks dequantize to NaN.",
          "weight_scale U8 [128, 4] containing 0xFF",
-         "Requantize the layer.", "comfy-formats.md §3.5 (run): e = 255 decodes to +inf."),
+         "Requantize the layer.", "comfy-kitchen 0.2.40 backends/eager/quantization.py "
+         "dequantize_mxfp8 (run): e = 255 decodes to +inf."),
     Rule("QC405", "swizzle-padding-nonzero", W, "non-zero padding in swizzled block scales",
          effects("none", "none"), None,
          "The padding entries of a swizzled NVFP4/MXFP8 block-scale matrix (rows past "
@@ -43,7 +45,8 @@ RULES = [
          "Runtimes never read the padding, but non-zero padding means the writer filled the "
          "tiles some other way — check the real entries too.",
          "nvfp4 weight_scale [128, 4] for K/16 = 2 columns, with bytes in columns 2..3",
-         "Re-export the scales with zero padding.", "comfy-formats.md §2.3 (run: padding is 0)."),
+         "Re-export the scales with zero padding.",
+         "comfy-kitchen 0.2.40 float_utils.py to_blocked (run: padding is 0)."),
     Rule("QC406", "block-scales-not-swizzled", E, "block scales stored row-major, not swizzled",
          DEG, None,
          "NVFP4/MXFP8 block scales are stored in the 128x4-tile swizzled layout. Where the "
@@ -54,7 +57,7 @@ RULES = [
          "layer loads and computes noise (sglang PR #38028 was this bug in reverse).",
          "mxfp8 weight_scale U8 [128, 4] written as a plain [N, K/32] matrix padded at the end",
          "Swizzle the scales (re-export with comfy-kitchen's to_blocked layout).",
-         "comfy-formats.md §2.3 (run); sglang-rules.md §11 (PR #38028). Detection needs "
+         "comfy-kitchen 0.2.40 float_utils.py to_blocked (run); sglang PR #38028. Detection needs "
          "padding: aligned layers (N % 128 == 0, K-blocks % 4 == 0) cannot show it."),
     Rule("QC407", "codes-out-of-range", W, "weight codes the format never writes", DEG,
          Safety.DISPLAY,
@@ -73,5 +76,6 @@ RULES = [
          "A NaN level makes NaN weights; quantizers pick the nearest level assuming sorted "
          "levels, so an unsorted table is a sign of corruption.",
          "weight_codebook F32 [16] with a NaN entry",
-         "Requantize the layer.", "comfy-formats.md §3.6 and §6.5 (run)."),
+         "Requantize the layer.", "comfy-kitchen 0.2.40 tensor/w4a8_int8.py "
+         "quantize_w4a8_int8_weight and backends/eager/w4a8_int8.py (run)."),
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from quantcheck.diagnostics import Safety, Severity
 from quantcheck.rules.registry import Rule, effects
+from quantcheck.rules.upstream import SGQ, SGQC
 
 E = Severity.ERROR
 
@@ -16,7 +17,8 @@ RULES = [
          "(\"Unsupported Comfy quantization format(s)\").",
          '{"format": "float8_e5m2"}',
          "Requantize the layers (e.g. e5m2 -> float8_e4m3fn) for sglang.",
-         "sglang cases fp8_e5m2_marker, unknown_format_awq (recorded)."),
+         "sglang 0.5.23 resolve_comfy_checkpoint_quantization (cases fp8_e5m2_marker, "
+         "unknown_format_awq, recorded)."),
     Rule("QC602", "format-mix-unsupported", E, "mix of formats sglang cannot resolve",
          effects("fails", "none"), None,
          "The set of formats in one checkpoint is one sglang resolves: a single format, or "
@@ -24,7 +26,7 @@ RULES = [
          "Mixed files common in ComfyUI (FP8 + INT8, FP8 + NVFP4) stop sglang's resolver.",
          "float8_e4m3fn layers beside int8_tensorwise layers",
          "Requantize the minority format, or keep separate files per format.",
-         "sglang-messages.md §6 (recorded); sglang-rules.md §9 item 11."),
+         f"sglang 0.5.23 resolve_comfy_checkpoint_quantization ({SGQ}, recorded)."),
     Rule("QC603", "sglang-constructor-refuses", E, "sglang's config class refuses a layer",
          effects("fails", "none"), None,
          "Each marker passes the constructor of the config class sglang picks (e.g. INT8 "
@@ -34,7 +36,8 @@ RULES = [
          "asym_w4a8_int8 layers beside an int8_tensorwise ConvRot linear",
          "Quantize the companion layer in the main format, or drop its convrot only if it is an "
          "embedding.",
-         "sglang-messages.md §7 (cases w4a8_with_int8_convrot_linear, "
+         f"sglang 0.5.23 KitchenW4A8Config and ComfyNvfp4Config constructors ({SGQC}; cases "
+         "w4a8_with_int8_convrot_linear, "
          "nvfp4_with_int8_convrot_linear, recorded)."),
     Rule("QC604", "quant-format-mxfp8-conflict", E, "quant_format=mxfp8 beside other layers",
          effects("fails", "none"), None,
@@ -44,6 +47,7 @@ RULES = [
          "and shards that disagree on quant_format turn the rule off.",
          "quant_format=mxfp8 with an int8_tensorwise layer",
          "Remove quant_format and use explicit markers, or quantize every layer as MXFP8.",
-         "sglang-messages.md §1 phase B (cases mxfp8_quant_format_with_int8_layer, "
+         f"sglang 0.5.23 inspect_comfy_quant_markers ({SGQ}), quant_format=mxfp8 synthesis "
+         "(cases mxfp8_quant_format_with_int8_layer, "
          "mxfp8_mixed_quant_format_shards, recorded)."),
 ]

@@ -15,7 +15,8 @@ RULES = [
          "bytes load depends on file order.",
          "blocks.0.attn.qkv.weight in part1 (I8) and part2 (BF16)",
          "Delete the stale copy from one shard and re-save it.",
-         "sglang keys tensor metadata by name across shards, last wins (sglang-rules.md §2, "
+         "sglang 0.5.23 inspect_comfy_quant_markers keys tensor metadata by name across shards, "
+         "last wins ("
          "case duplicate_key_across_shards, recorded); ComfyUI effect inferred."),
     Rule("QC502", "index-path-escapes", E, "index names a shard outside its folder",
          effects("fails", "fails"), None,
