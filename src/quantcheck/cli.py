@@ -98,7 +98,7 @@ CORE_COMMANDS = {
 
 def build_parser(wanted: str | None = None) -> argparse.ArgumentParser:
     """The parser; only the command being run (`wanted`) gets its full argument set."""
-    from quantcheck import __version__
+    from quantcheck._version import __version__
 
     parser = argparse.ArgumentParser(
         prog="quantcheck",
