@@ -7,7 +7,8 @@ import sys
 from collections.abc import Sequence
 
 EPILOG = """\
-exit codes: 0 clean, 1 problems found, 2 could not run (bad usage, unreadable input).
+exit codes: 0 clean, 1 problems found, 2 could not run (bad usage, unreadable input),
+  141 stdout closed before the report was printed (e.g. `| head`).
 
 examples:
   quantcheck check model.safetensors                  every problem, for every runtime
