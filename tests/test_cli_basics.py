@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -363,3 +364,177 @@ def test_docs_rules_md_is_generated_from_the_registry(capsys: pytest.CaptureFixt
     generated = capsys.readouterr().out
     on_disk = (Path(__file__).resolve().parents[1] / "docs" / "rules.md").read_text()
     assert generated == on_disk, "docs/rules.md is stale: quantcheck rules --format markdown"
+
+
+# --------------------------------------------------------------------------- one CLI contract
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _json_outputs(examples_dir: Path) -> dict[str, list[str]]:
+    """Every command line that prints JSON (SARIF follows its own standard and is left out)."""
+    ex = str(examples_dir / "nvfp4.safetensors")
+    return {
+        "check": ["check", "--output-format", "json", str(examples_dir / BROKEN_EXAMPLE)],
+        "inspect": ["inspect", "--output-format", "json", ex],
+        "rules": ["rules", "--output-format", "json"],
+        "explain-code": ["explain", "--output-format", "json", "QC305"],
+        "explain-message": ["explain", "--output-format", "json",
+                            "Comfy INT8 layer 'x' needs I8 weights and F32 scales, got I8 and F16"],
+        "explain-unknown": ["explain", "--output-format", "json", "the GPU caught fire"],
+        "compare": ["compare", "--output-format", "json", ex, ex],
+    }
+
+
+JSON_OUTPUTS = list(_json_outputs(Path()))
+
+
+@pytest.mark.parametrize("name", JSON_OUTPUTS)
+def test_every_json_output_has_schema_version_and_tool(
+        capsys: pytest.CaptureFixture[str], examples_dir: Path, name: str) -> None:
+    if name == "compare":
+        pytest.importorskip("numpy")
+    argv = _json_outputs(examples_dir)[name]
+    rc, out, _ = run(capsys, *argv)
+    assert rc in (0, 1, 2)
+    doc = json.loads(out)
+    assert isinstance(doc, dict)
+    assert list(doc)[:3] == ["schema_version", "tool", "kind"]
+    assert (doc["schema_version"], doc["tool"], doc["kind"]) == (1, "quantcheck", argv[0])
+
+
+def test_json_outputs_cover_every_report_command() -> None:
+    """A new command with --output-format json must be added to JSON_OUTPUTS above."""
+    with_json = set()
+    for command, sub in _parsers().items():
+        for action in sub._actions:
+            if "--output-format" in action.option_strings and "json" in (action.choices or ()):
+                with_json.add(command)
+    assert with_json == {n.split("-")[0] for n in JSON_OUTPUTS}
+
+
+def _parsers() -> dict[str, argparse.ArgumentParser]:
+    from quantcheck.cli import build_parser
+    from quantcheck.cli_extra import EXTRA_COMMANDS
+
+    out = {}
+    for command in ["check", "inspect", "rules", "explain", *EXTRA_COMMANDS]:
+        sub = build_parser(command)._subparsers
+        assert sub is not None
+        out[command] = sub._group_actions[0].choices[command]  # type: ignore[index]
+    return out
+
+
+def test_dest_names_are_consistent() -> None:
+    """`output_format` is always the report format, `output` always a path (-o/--output)."""
+    for command, parser in _parsers().items():
+        for action in parser._actions:
+            if action.dest == "output":
+                assert action.option_strings == ["-o", "--output"], command
+            if "--output-format" in action.option_strings or (
+                    "--format" in action.option_strings and command != "quantize"):
+                assert action.dest == "output_format", (command, action.option_strings)
+
+
+@pytest.mark.parametrize("command", ["check", "inspect", "rules", "explain", "compare"])
+def test_format_is_a_hidden_alias_of_output_format(command: str,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    parser = _parsers()[command]
+    assert "--output-format" in parser.format_help()
+    assert "--format" not in parser.format_help().replace("--output-format", "")
+    rest = {"check": ["x"], "inspect": ["x"], "rules": [], "explain": ["QC305"],
+            "compare": ["a", "b"]}[command]
+    new = parser.parse_args(["--output-format", "json", *rest])
+    old = parser.parse_args(["--format", "json", *rest])
+    assert new.output_format == old.output_format == "json"
+    assert parser.parse_args(rest).output_format == "text"
+
+
+def test_format_alias_prints_the_same_report(capsys: pytest.CaptureFixture[str],
+                                             examples_dir: Path) -> None:
+    path = str(examples_dir / BROKEN_EXAMPLE)
+    for command in ("check", "inspect"):
+        new = run(capsys, command, "--output-format", "json", path)
+        old = run(capsys, command, "--format", "json", path)
+        assert new == old and old[2] == ""
+
+
+def test_quantize_to_and_deprecated_format(capsys: pytest.CaptureFixture[str],
+                                           examples_dir: Path, tmp_path: Path) -> None:
+    pytest.importorskip("numpy")
+    src, out = str(examples_dir / "nvfp4.safetensors"), str(tmp_path / "q.safetensors")
+    rc, text, err = run(capsys, "quantize", src, "-o", out, "--to", "mxfp8", "--dry-run")
+    assert rc == 0 and "-> mxfp8" in text and err == ""
+    rc, old_text, err = run(capsys, "quantize", src, "-o", out, "--format", "mxfp8", "--dry-run")
+    assert rc == 0 and old_text == text
+    assert err == ("quantcheck: warning: quantize --format is deprecated and will be removed; "
+                   "use --to mxfp8\n")
+    for argv in ([], ["--to", "mxfp8", "--format", "nvfp4"]):
+        with pytest.raises(SystemExit) as exc:
+            main(["quantize", src, "-o", out, "--dry-run", *argv])
+        assert exc.value.code == 2
+        err = capsys.readouterr().err
+        assert "--to" in err and "Traceback" not in err
+
+
+def _many_layers(path: Path, n: int = 12000) -> Path:
+    path.write_bytes(tensors([(f"blocks.{i}.linear.weight", "BF16", [2, 2]) for i in range(n)]))
+    return path
+
+
+def test_stdout_closed_early_exits_quietly(tmp_path: Path) -> None:
+    """`quantcheck inspect BIG | head -1`: a real pipe whose reader leaves after one line."""
+    big = _many_layers(tmp_path / "big.safetensors")
+    env = {**os.environ, "PYTHONPATH": str(Path(__import__("quantcheck").__file__).parents[1])}
+    proc = subprocess.Popen([sys.executable, "-m", "quantcheck", "inspect", str(big)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert proc.stdout is not None and proc.stderr is not None
+    first = proc.stdout.readline()
+    proc.stdout.close()  # output is far larger than a pipe's buffer: the next write fails
+    err = proc.stderr.read()
+    rc = proc.wait(timeout=60)
+    assert first.strip()
+    assert err == b"", err.decode()
+    assert rc == 141
+
+
+def test_stdout_closed_early_through_the_shell(tmp_path: Path) -> None:
+    """The same through `sh -c '... | head -1'`: nothing on stderr, only head's one line."""
+    big = _many_layers(tmp_path / "big.safetensors")
+    env = {**os.environ, "PYTHONPATH": str(Path(__import__("quantcheck").__file__).parents[1])}
+    cmd = f'"{sys.executable}" -m quantcheck inspect "{big}" | head -1'
+    proc = subprocess.run(["sh", "-c", cmd], capture_output=True, env=env, timeout=60,
+                          check=False)
+    assert proc.returncode == 0 and proc.stderr == b"", proc.stderr.decode()
+    assert len(proc.stdout.splitlines()) == 1
+
+
+# --------------------------------------------------------------------------- one version
+
+
+def test_one_version_string(capsys: pytest.CaptureFixture[str]) -> None:
+    import tomllib
+
+    from quantcheck import __version__
+    from quantcheck._version import __version__ as leaf
+    from quantcheck.io.http import USER_AGENT
+
+    assert __version__ is leaf
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())
+    assert "version" not in project["project"] and "version" in project["project"]["dynamic"]
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {
+        "attr": "quantcheck._version.__version__"}
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    assert capsys.readouterr().out == f"quantcheck {leaf}\n"
+    assert USER_AGENT.startswith(f"quantcheck/{leaf} ")
+
+
+def test_io_http_does_not_import_the_package_root() -> None:
+    import ast
+
+    import quantcheck.io.http as http
+
+    tree = ast.parse(Path(http.__file__).read_text())
+    froms = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert "quantcheck" not in froms and "quantcheck._version" in froms

@@ -5,7 +5,7 @@ Importing this package loads the standard library only; numerics load on first u
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from quantcheck._version import __version__
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 

@@ -7,12 +7,14 @@ import sys
 from collections.abc import Sequence
 
 EPILOG = """\
-exit codes: 0 clean, 1 problems found, 2 could not run (bad usage, unreadable input).
+exit codes: 0 clean, 1 problems found, 2 could not run (bad usage, unreadable input),
+  141 stdout closed before the report was printed (e.g. `| head`).
 
 examples:
   quantcheck check model.safetensors                  every problem, for every runtime
   quantcheck check --target sglang shards/            one runtime; a folder of shards
-  quantcheck check --format json model.safetensors    machine-readable
+  quantcheck check --output-format json model.safetensors
+                                                      machine-readable
   quantcheck inspect model.safetensors.index.json     what is in a sharded checkpoint
   quantcheck explain QC301                            what a code means and how to fix it
   quantcheck explain "Comfy INT8 layer 'x' needs I8 weights and F32 scales, got BF16 and F16"
@@ -32,6 +34,15 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         super().__init__(prog, width=max(40, min(width, 118)))
 
 
+def add_output_format(p: argparse.ArgumentParser, choices: tuple[str, ...]) -> None:
+    """`--output-format` (dest `output_format`): how the report is printed. `--format` is a
+    hidden alias kept for scripts written before 0.2 (see CHANGELOG.md)."""
+    p.add_argument("--output-format", choices=choices, default="text", dest="output_format",
+                   help="report format (default: text)")
+    p.add_argument("--format", choices=choices, dest="output_format",
+                   default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+
+
 def _add_inputs(p: argparse.ArgumentParser) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH",
                    help="safetensors files, folders of shards, or *.safetensors.index.json")
@@ -41,8 +52,7 @@ def _check_args(p: argparse.ArgumentParser) -> None:
     _add_inputs(p)
     p.add_argument("--target", choices=("all", "sglang", "comfyui"), default="all",
                    help="runtime to judge the file for (default: all)")
-    p.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text",
-                   dest="output", help="output format (default: text)")
+    add_output_format(p, ("text", "json", "sarif", "github"))
     p.add_argument("--select", action="append", default=[], metavar="CODE",
                    help="only these codes (QC301, QC3, QC3*, or a rule name); repeatable, "
                         "comma-separated")
@@ -60,19 +70,18 @@ def _check_args(p: argparse.ArgumentParser) -> None:
 
 def _inspect_args(p: argparse.ArgumentParser) -> None:
     _add_inputs(p)
-    p.add_argument("--format", choices=("text", "json"), default="text", dest="output")
+    add_output_format(p, ("text", "json"))
     p.add_argument("--layers", metavar="GLOB", help="only layers whose prefix matches GLOB")
     p.add_argument("--summary", action="store_true", help="totals and metadata only")
 
 
 def _rules_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--format", choices=("text", "json", "markdown"), default="text",
-                   dest="output")
+    add_output_format(p, ("text", "json", "markdown"))
 
 
 def _explain_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("what", nargs="+", help="a code (QC301), a rule name, or an error message")
-    p.add_argument("--format", choices=("text", "json"), default="text", dest="output")
+    add_output_format(p, ("text", "json"))
 
 
 #: name -> (one-line help, description, argument builder)
@@ -87,7 +96,7 @@ CORE_COMMANDS = {
                 "format; file metadata.", _inspect_args),
     "rules": ("list every diagnostic code",
               "List every diagnostic code with its name, severity, per-runtime effect and "
-              "whether a fix exists. --format markdown writes the full documentation "
+              "whether a fix exists. --output-format markdown writes the full documentation "
               "(docs/rules.md).", _rules_args),
     "explain": ("explain a code, or a runtime's error message",
                 "Print a rule's documentation (what it checks, why it matters, an example, "
@@ -98,7 +107,7 @@ CORE_COMMANDS = {
 
 def build_parser(wanted: str | None = None) -> argparse.ArgumentParser:
     """The parser; only the command being run (`wanted`) gets its full argument set."""
-    from quantcheck import __version__
+    from quantcheck._version import __version__
 
     parser = argparse.ArgumentParser(
         prog="quantcheck",
@@ -139,7 +148,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     report = check_paths(args.paths, target=args.target, select=_split(args.select),
                          ignore=_split(args.ignore), deep=args.deep,
                          read_weights=args.read_weights)
-    if args.output == "text":
+    if args.output_format == "text":
         from quantcheck.render.text import render, statistics
 
         text = render(report, color=False if args.no_color else None)
@@ -147,7 +156,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             text = statistics(report) + "\n\n" + text
         print(text)
     else:
-        print(get_renderer(args.output)(report))
+        print(get_renderer(args.output_format)(report))
     return report.exit_code(Severity(args.fail_on))
 
 
@@ -162,7 +171,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
         doc["layers"] = [r for r in doc["layers"] if fnmatch.fnmatchcase(r["prefix"],
                                                                          args.layers)]
-    if args.output == "json":
+    if args.output_format == "json":
         import json
 
         print(json.dumps(doc, indent=2, ensure_ascii=False))
@@ -177,18 +186,19 @@ def cmd_rules(args: argparse.Namespace) -> int:
     from quantcheck.rules.registry import all_rules
 
     rules = all_rules()
-    if args.output == "markdown":
+    if args.output_format == "markdown":
         from quantcheck.rules.docs import rules_markdown
 
         print(rules_markdown(), end="")
         return 0
-    if args.output == "json":
-        import json
+    if args.output_format == "json":
+        from quantcheck.render.json_out import dumps
 
-        print(json.dumps([{"code": r.code, "name": r.name, "severity": r.severity.value,
-                           "title": r.title, "fix": r.fix.value if r.fix else None,
-                           "effects": {t: e.value for t, e in r.effects.items()}}
-                          for r in rules.values()], indent=2))
+        print(dumps("rules", {"rules": [
+            {"code": r.code, "name": r.name, "severity": r.severity.value, "title": r.title,
+             "fix": r.fix.value if r.fix else None,
+             "effects": {t: e.value for t, e in r.effects.items()}}
+            for r in rules.values()]}))
         return 0
     for r in rules.values():
         eff = " ".join(f"{t}:{e.value}" for t, e in r.effects.items())
@@ -201,7 +211,7 @@ def cmd_rules(args: argparse.Namespace) -> int:
 def cmd_explain(args: argparse.Namespace) -> int:
     from quantcheck.explain import explain
 
-    text, ok = explain(" ".join(args.what), as_json=args.output == "json")
+    text, ok = explain(" ".join(args.what), as_json=args.output_format == "json")
     print(text)
     return 0 if ok else 2
 
@@ -210,7 +220,42 @@ COMMANDS = {"check": cmd_check, "inspect": cmd_inspect, "rules": cmd_rules,
             "explain": cmd_explain}
 
 
+#: Exit status when the reader of stdout goes away (`quantcheck inspect ... | head`): what a
+#: shell reports for a program killed by SIGPIPE (128 + 13), as `cat` or `grep` would give.
+#: Not 0: a `check` whose report was cut short must not pass for a clean one under pipefail.
+EXIT_BROKEN_PIPE = 141
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; its exit code (0 clean, 1 problems, 2 could not run, 141 stdout
+    closed early)."""
+    try:
+        try:
+            code = _main(argv)
+        except SystemExit:  # argparse: --help, --version, usage errors
+            sys.stdout.flush()
+            raise
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit flush
+        return code
+    except BrokenPipeError:
+        return _stdout_closed()
+
+
+def _stdout_closed() -> int:
+    """The reader closed stdout: stop quietly. stdout is pointed at devnull so that the
+    interpreter's final flush of what is still buffered cannot fail again."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # no real file descriptor (stdout replaced in-process)
+        pass
+    return EXIT_BROKEN_PIPE
+
+
+def _main(argv: Sequence[str] | None) -> int:
     for stream in (sys.stdout, sys.stderr):
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:  # names may hold lone surrogates: never crash printing them
@@ -227,6 +272,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         return int(handler(args))
+    except BrokenPipeError:
+        raise  # an OSError, but not an error of the run: main() ends quietly
     except InputError as exc:
         print(f"quantcheck: error: {exc}", file=sys.stderr)
         return 2
@@ -236,5 +283,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("quantcheck: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        return 0

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from quantcheck.rules.registry import find_rule
@@ -13,7 +12,7 @@ def explain(text: str, as_json: bool = False) -> tuple[str, bool]:
     rule = find_rule(text)
     if rule is not None:
         if as_json:
-            return json.dumps(_rule_json(rule), indent=2), True
+            return _dumps(_rule_json(rule)), True
         return rule.doc(), True
     from quantcheck.messages import match_message
 
@@ -21,10 +20,17 @@ def explain(text: str, as_json: bool = False) -> tuple[str, bool]:
     if match is None:
         msg = (f"no rule or known runtime message matches {text.strip()[:200]!r}; "
                "`quantcheck rules` lists every code")
-        return (json.dumps({"matched": False, "message": msg}) if as_json else msg), False
+        return (_dumps({"matched": False, "message": msg}) if as_json else msg), False
     if as_json:
-        return json.dumps(match.to_json(), indent=2), True
+        return _dumps(match.to_json()), True
     return match.render(), True
+
+
+def _dumps(doc: dict[str, Any]) -> str:
+    """`explain --output-format json`: the document behind schema_version, tool and kind."""
+    from quantcheck.render.json_out import dumps
+
+    return dumps("explain", doc)
 
 
 def _rule_json(rule: Any) -> dict[str, Any]:

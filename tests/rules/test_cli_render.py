@@ -165,7 +165,8 @@ def test_rules_lists_every_code(capsys: pytest.CaptureFixture) -> None:
     assert [m.group(0) for m in listed] == list(all_rules())
     for code, rule in all_rules().items():
         assert rule.name in out and rule.title in out, code
-    rc, out = run(["rules", "--format", "json"], capsys)
+    rc, out = run(["rules", "--output-format", "json"], capsys)
     doc = json.loads(out)
-    assert [r["code"] for r in doc] == list(all_rules())
-    assert all(set(r["effects"]) == {"sglang", "comfyui"} for r in doc)
+    assert (doc["schema_version"], doc["kind"]) == (1, "rules")
+    assert [r["code"] for r in doc["rules"]] == list(all_rules())
+    assert all(set(r["effects"]) == {"sglang", "comfyui"} for r in doc["rules"])

@@ -16,7 +16,9 @@ DESCRIPTIONS = {"compare": (
 def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
     p.add_argument("quantized", help="quantized checkpoint (file, folder, index or URL)")
     p.add_argument("original", help="the unquantized original it was made from")
-    p.add_argument("--format", choices=("text", "json"), default="text", dest="output")
+    from quantcheck.cli import add_output_format
+
+    add_output_format(p, ("text", "json"))
     p.add_argument("--top", type=int, default=30, help="rows in the text table (default 30)")
     p.add_argument("--all", action="store_true", help="every layer in the text table")
 
@@ -25,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     from quantcheck.compare import compare_checkpoints, render_table
 
     result = compare_checkpoints([args.quantized], [args.original])
-    if args.output == "json":
+    if args.output_format == "json":
         print(json.dumps(result.to_json(), indent=2))
     else:
         print(render_table(result, None if args.all else args.top))

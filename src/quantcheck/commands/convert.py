@@ -25,6 +25,16 @@ DESCRIPTIONS = {
 }
 
 
+class DeprecatedTo(argparse.Action):
+    """`quantize --format F`: the pre-0.2 spelling of `--to F`; works, with a warning."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        print(f"quantcheck: warning: quantize --format is deprecated and will be removed; "
+              f"use --to {values}", file=sys.stderr)
+        setattr(namespace, self.dest, values)
+
+
 def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
     p.add_argument("paths", nargs="+", metavar="IN", help="checkpoint file, folder or index")
     p.add_argument("-o", "--output", metavar="OUT", required=True,
@@ -32,7 +42,11 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
     if name == "dequantize":
         p.add_argument("--dtype", choices=("bf16", "f16", "f32"), default="bf16")
         return
-    p.add_argument("--format", required=True, choices=QUANT_FORMATS, dest="fmt")
+    to = p.add_mutually_exclusive_group(required=True)
+    to.add_argument("--to", choices=QUANT_FORMATS, dest="fmt", metavar="FORMAT",
+                    help=f"target format: {', '.join(QUANT_FORMATS)}")
+    to.add_argument("--format", choices=QUANT_FORMATS, dest="fmt", action=DeprecatedTo,
+                    help=argparse.SUPPRESS)
     p.add_argument("--include", action="append", default=[], metavar="GLOB",
                    help="only layers whose prefix (or weight name) matches; repeatable. "
                         "Overrides the default skip of norm/embedding names")

@@ -18,7 +18,7 @@ from email.message import Message
 from typing import NoReturn
 from urllib.parse import quote, urljoin, urlsplit
 
-from quantcheck import __version__
+from quantcheck._version import __version__
 from quantcheck.io.source import SourceError
 
 DEFAULT_TIMEOUT = 20.0
