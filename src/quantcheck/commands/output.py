@@ -1,7 +1,8 @@
 """Where a rewrite goes: one file or a folder of shards plus index; never onto an input.
 
-Shards keep their base names; when two share one (`s1/model.safetensors`, `s2/model.safetensors`)
-the output keeps their layout relative to the index's folder (or the shards' common folder).
+Sharded output keeps the layout the input index describes (`s1/model.safetensors`,
+`s2/model.safetensors` stay in their subfolders); shards given without an index keep their base
+names, or their paths relative to their common folder when base names repeat.
 """
 
 from __future__ import annotations
@@ -42,20 +43,23 @@ def output_layout(ck: Checkpoint, out: str) -> tuple[str, str | None]:
 
 
 def output_names(ck: Checkpoint) -> list[str]:
-    """The output name of each shard: its base name, or, when base names repeat, its path
-    relative to the index's folder (or the shards' common folder), `/`-separated."""
-    names = [os.path.basename(s.name) for s in ck.shards]
-    if len(set(names)) == len(names):
-        return names
+    """The output name of each shard, `/`-separated: with an index, its path relative to the
+    index's folder (the layout the index describes); otherwise its base name, or, when base
+    names repeat, its path relative to the shards' common folder."""
     paths = [os.path.abspath(s.name) for s in ck.shards]
-    root = (os.path.dirname(os.path.abspath(ck.index)) if ck.index
-            else os.path.commonpath([os.path.dirname(p) for p in paths]))
+    if ck.index:
+        root = os.path.dirname(os.path.abspath(ck.index))
+    else:
+        names = [os.path.basename(p) for p in paths]
+        if len(set(names)) == len(names):
+            return names
+        root = os.path.commonpath([os.path.dirname(p) for p in paths])
     return [os.path.relpath(p, root).replace(os.sep, "/") for p in paths]
 
 
 def name_files(ck: Checkpoint, files: list[OutFile]) -> list[OutFile]:
     """Give each output file (one per input shard, in order) its output name."""
-    if len(files) == len(ck.shards) > 1:
+    if len(files) == len(ck.shards) and (ck.index or len(files) > 1):
         for f, name in zip(files, output_names(ck), strict=True):
             f.name = name
     return files
