@@ -63,6 +63,7 @@ def write_atomic(path: Path, text: str) -> None:
                 f.write(text)
                 f.flush()
                 os.fsync(f.fileno())
+            outpath.check_destination(dest, sharded=False)  # still not a device/FIFO
             os.replace(tmp, dest)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)

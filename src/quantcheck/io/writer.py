@@ -88,7 +88,8 @@ class OutTensor:
 
 @dataclass
 class OutFile:
-    """One output file: its base name, `__metadata__` and tensors in order."""
+    """One output file: its name (`/`-separated relative path in a sharded output),
+    `__metadata__` and tensors in order."""
 
     name: str
     tensors: list[OutTensor] = field(default_factory=list)
@@ -351,6 +352,7 @@ def _write_file(out: OutFile, parent: str, base: str,
         tmp = outpath.make_temp_file(parent, base)
         _write_one(out, tmp, fds, on_bytes)
         _verify_written([tmp], [out], verify)
+        outpath.check_destination(dest, sharded=False)  # still not a device/FIFO/folder
         os.replace(tmp, dest)
         tmp = None
         _fsync_dir(parent)
