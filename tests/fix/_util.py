@@ -7,7 +7,7 @@ from pathlib import Path
 
 from quantcheck.check import run_rules, select_diagnostics
 from quantcheck.checkpoint import load_checkpoint
-from quantcheck.commands.output import index_metadata, output_layout
+from quantcheck.commands.output import index_metadata, name_files, output_layout
 from quantcheck.fix import FixPlan, fixable, plan_fixes
 from quantcheck.io.writer import write_checkpoint
 
@@ -21,7 +21,8 @@ def fix_to(paths: list[Path], out: Path, target: str = "all", unsafe: bool = Fal
     with load_checkpoint([str(p) for p in paths]) as ck:
         dest, index = output_layout(ck, str(out))
         plan = plan_fixes(ck, target=target, unsafe=unsafe)
-        write_checkpoint(plan.files, dest, index_name=index, index_meta=index_metadata(ck))
+        write_checkpoint(name_files(ck, plan.files), dest, index_name=index,
+                         index_meta=index_metadata(ck))
     return plan
 
 

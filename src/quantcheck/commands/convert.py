@@ -241,12 +241,12 @@ def _write(ck: Any, draft: Any, out: str, index: str | None, target: str, label:
            retry: bool = False) -> Any:
     """Write the draft. With `retry`, returns (exit code, (layer, reason) or None) so that a
     layer the quantizer refuses can be left out and the write repeated."""
-    from quantcheck.commands.output import index_metadata
+    from quantcheck.commands.output import index_metadata, name_files
     from quantcheck.io.writer import write_checkpoint
     from quantcheck.numeric import NumericError
     from quantcheck.progress import Progress
 
-    files = draft.files_out()
+    files = name_files(ck, draft.files_out())
     bar = Progress(sum(f.data_size for f in files), label, unit="bytes")
     try:
         write_checkpoint(files, out, index_name=index, index_meta=index_metadata(ck),

@@ -71,7 +71,7 @@ def _exit(plan: object, unsafe: bool) -> int:
 
 def _write(ck: object, plan: object, out: str, index: str | None) -> None:
     from quantcheck.check import run_rules, select_diagnostics
-    from quantcheck.commands.output import index_metadata
+    from quantcheck.commands.output import index_metadata, name_files
     from quantcheck.fix import FixPlan, diagnostic_key
     from quantcheck.io.writer import WriteError, write_checkpoint
     from quantcheck.progress import Progress
@@ -88,7 +88,7 @@ def _write(ck: object, plan: object, out: str, index: str | None) -> None:
 
     bar = Progress(sum(f.data_size for f in plan.files), "fix", unit="bytes")
     try:
-        write_checkpoint(plan.files, out, index_name=index,
+        write_checkpoint(name_files(ck, plan.files), out, index_name=index,  # type: ignore[arg-type]
                          index_meta=index_metadata(ck),  # type: ignore[arg-type]
                          verify=verify, on_bytes=bar)
     finally:

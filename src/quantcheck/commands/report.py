@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -50,20 +49,32 @@ class CompareUnavailable(RuntimeError):
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write via a temporary file in the same folder, so a failed run leaves no half file."""
-    fd, tmp = tempfile.mkstemp(prefix=".qc-report-", suffix=".html", dir=path.parent or ".")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write via a temp file beside `path` (the writer's checks, names, modes and SIGTERM
+    handling), so a failed or interrupted run leaves no half file and no device replaced."""
+    from quantcheck.io import outpath
+
+    dest = outpath.check_destination(os.fspath(path), sharded=False)
+    parent, base = os.path.split(dest)
+    with outpath.terminate_cleanly():
+        outpath.clean_stale(parent)
+        tmp = outpath.make_temp_file(parent, base)
+        try:
+            with open(tmp, "w", encoding="utf-8", errors="backslashreplace") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+            outpath.check_destination(dest, sharded=False)  # still not a device/FIFO
+            os.replace(tmp, dest)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
 
 
 def run(args: argparse.Namespace) -> int:
     from quantcheck.htmlreport import build_report
+    from quantcheck.io.outpath import check_destination
 
+    check_destination(args.output, sharded=False)  # refuse a device or FIFO before the work
     try:
         compare = _compare(args.paths, args.compare) if args.compare else None
     except CompareUnavailable as exc:

@@ -9,11 +9,12 @@ A write is described by `OutFile`s: per output file its metadata and an ordered 
 - `Chunks(nbytes, produce)`: a generator of chunks made on demand (quantized layers).
 
 The header (8-byte aligned, space padded) is written first, then every tensor in order. Nothing
-is ever held whole in memory. Output goes to a temp file next to the destination
-(`.<name>.<pid>.<random>.quantcheck-tmp`; a sharded output is staged in a temp folder named the
-same way), is fsynced, re-read and re-checked with quantcheck itself, and only then moved into
-place with `os.replace`. On any failure the temp file is removed; after a hard kill it stays and
-the next write to the same destination removes it (its pid is no longer alive).
+is ever held whole in memory. Output goes to a temp file next to the destination (a sharded
+output is staged in a temp folder), is fsynced, re-read and re-checked with quantcheck itself,
+and only then moved into place: one file with `os.replace`, a sharded output by exchanging the
+whole folder in one rename, so a reader sees the old set or the new set, never a mix (other
+files in that folder are kept). Destinations, temp names, modes (umask), stale temp removal and
+SIGTERM are handled by `quantcheck.io.outpath`. On any failure the destination is untouched.
 """
 
 from __future__ import annotations
@@ -22,22 +23,22 @@ import contextlib
 import errno
 import json
 import os
-import re
 import shutil
+import stat
 import struct
-import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from quantcheck.io import outpath
+from quantcheck.io.outpath import TMP_SUFFIX, clean_stale
 from quantcheck.io.source import ByteSource, LocalFile
 
 if TYPE_CHECKING:
     from quantcheck.checkpoint import Checkpoint
 
 CHUNK = 8 * 1024 * 1024
-TMP_SUFFIX = ".quantcheck-tmp"
-_TMP_RE = re.compile(r"^\.(?P<base>.+)\.(?P<pid>\d+)\.[^.]+" + re.escape(TMP_SUFFIX) + "$")
+__all__ = ["TMP_SUFFIX", "WriteError", "clean_stale", "write_checkpoint"]
 
 
 class WriteError(OSError):
@@ -87,7 +88,8 @@ class OutTensor:
 
 @dataclass
 class OutFile:
-    """One output file: its base name, `__metadata__` and tensors in order."""
+    """One output file: its name (`/`-separated relative path in a sharded output),
+    `__metadata__` and tensors in order."""
 
     name: str
     tensors: list[OutTensor] = field(default_factory=list)
@@ -269,39 +271,6 @@ def _write_one(out: OutFile, path: str, fds: dict[str, int],
         os.close(fd)
 
 
-def _alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def clean_stale(folder: str, base: str) -> list[str]:
-    """Remove temp files/folders a killed writer left for destination `base` in `folder`."""
-    removed = []
-    try:
-        names = os.listdir(folder or ".")
-    except OSError:
-        return removed
-    for name in names:
-        m = _TMP_RE.match(name)
-        if not m or m.group("base") != base or _alive(int(m.group("pid"))):
-            continue
-        path = os.path.join(folder, name)
-        with contextlib.suppress(OSError):
-            if os.path.isdir(path) and not os.path.islink(path):
-                shutil.rmtree(path)
-            else:
-                os.unlink(path)
-            removed.append(path)
-    return removed
-
-
 def _fsync_dir(folder: str) -> None:
     with contextlib.suppress(OSError):
         fd = os.open(folder or ".", os.O_RDONLY)
@@ -346,40 +315,68 @@ def write_checkpoint(files: list[OutFile], out: str, *, index_name: str | None =
     """Write `files` to `out` atomically; return the paths written.
 
     One file and no `index_name`: `out` is the file path. Otherwise `out` is a folder that
-    receives every file plus `index_name` (an index.json with a fresh weight_map).
-    `verify(ck)` runs on the re-read output before it replaces anything; raise to refuse it.
+    receives every file (names may hold subfolders, `s1/model.safetensors`) plus `index_name`
+    (an index.json with a fresh weight_map). `verify(ck)` runs on the re-read output before it
+    replaces anything; raise to refuse it.
     """
-    out = os.fspath(out)
     sharded = index_name is not None or len(files) != 1
     if sharded and index_name is None:
         index_name = "model.safetensors.index.json"
-    parent, base = os.path.split(os.path.abspath(out.rstrip("/")))
-    if not os.path.isdir(parent):
-        raise WriteError(f"{parent}: the output folder does not exist")
-    clean_stale(parent, base)
-    prefix = f".{base}.{os.getpid()}."
+    try:
+        dest = outpath.check_destination(os.fspath(out), sharded)
+        if sharded:
+            assert index_name is not None
+            outpath.check_names([f.name for f in files] + [index_name])
+            outpath.check_shard_places(dest, [f.name for f in files] + [index_name])
+    except outpath.DestinationError as exc:
+        raise WriteError(str(exc)) from exc
+    parent, base = os.path.split(dest)
+    with outpath.terminate_cleanly():
+        clean_stale(parent)
+        if not sharded:
+            _write_file(files[0], parent, base, verify, on_bytes)
+            return [os.fspath(out)]
+        assert index_name is not None
+        _write_sharded(files, dest, index_name, index_meta, verify, on_bytes)
+    shown = os.fspath(out)
+    return [os.path.join(shown, f.name) for f in files] + [os.path.join(shown, index_name)]
+
+
+def _write_file(out: OutFile, parent: str, base: str,
+                verify: Callable[[Checkpoint], None] | None,
+                on_bytes: Callable[[int], None] | None) -> None:
+    dest = os.path.join(parent, base)
     fds: dict[str, int] = {}
     tmp: str | None = None
     try:
-        if not sharded:
-            if os.path.isdir(out):
-                raise WriteError(f"{out} is a folder; give a file name for a one-file output")
-            fd, tmp = tempfile.mkstemp(dir=parent, prefix=prefix, suffix=TMP_SUFFIX)
-            os.close(fd)
-            _write_one(files[0], tmp, fds, on_bytes)
-            _verify_written([tmp], files, verify)
-            os.replace(tmp, out)
-            tmp = None
-            _fsync_dir(parent)
-            return [out]
-        assert index_name is not None
-        if os.path.exists(out) and not os.path.isdir(out):
-            raise WriteError(f"{out} is a file; a sharded output needs a folder")
-        tmp = tempfile.mkdtemp(dir=parent, prefix=prefix, suffix=TMP_SUFFIX)
+        tmp = outpath.make_temp_file(parent, base)
+        _write_one(out, tmp, fds, on_bytes)
+        _verify_written([tmp], [out], verify)
+        outpath.check_destination(dest, sharded=False)  # still not a device/FIFO/folder
+        os.replace(tmp, dest)
+        tmp = None
+        _fsync_dir(parent)
+    except OSError as exc:
+        raise _failed(exc, dest) from exc
+    finally:
+        _close_all(fds)
+        _discard(tmp)
+
+
+def _write_sharded(files: list[OutFile], dest: str, index_name: str,
+                   index_meta: dict[str, Any] | None,
+                   verify: Callable[[Checkpoint], None] | None,
+                   on_bytes: Callable[[int], None] | None) -> None:
+    parent, base = os.path.split(dest)
+    fds: dict[str, int] = {}
+    tmp: str | None = None
+    try:
+        tmp = outpath.make_temp_dir(parent, base)
         paths = []
         for f in files:
-            p = os.path.join(tmp, f.name)
-            os.close(os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+            p = os.path.join(tmp, *f.name.split("/"))
+            os.makedirs(os.path.dirname(p), mode=0o777, exist_ok=True)
+            os.close(os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
             _write_one(f, p, fds, on_bytes)
             paths.append(p)
         index_path = os.path.join(tmp, index_name)
@@ -389,32 +386,44 @@ def write_checkpoint(files: list[OutFile], out: str, *, index_name: str | None =
             os.fsync(fh.fileno())
         _verify_written(paths, files, verify)
         _check_index(index_path)
+        if os.path.isdir(dest):
+            replaced = {f.name for f in files} | {index_name}
+            replaced |= outpath.old_index_files(os.path.join(dest, index_name))
+            outpath.carry_over(dest, tmp, replaced)
+            st = os.stat(dest)
+            os.chmod(tmp, stat.S_IMODE(st.st_mode))
         _fsync_dir(tmp)
-        if not os.path.exists(out):
-            os.rename(tmp, out)
-            tmp = None
-        else:
-            for name in [f.name for f in files] + [index_name]:
-                os.replace(os.path.join(tmp, name), os.path.join(out, name))
-            os.rmdir(tmp)
-            tmp = None
-            _fsync_dir(out)
+        old = outpath.switch_folder(tmp, dest)
+        tmp = old  # from here on only the old folder (or nothing) is left to remove
         _fsync_dir(parent)
-        return [os.path.join(out, f.name) for f in files] + [os.path.join(out, index_name)]
     except OSError as exc:
-        if isinstance(exc, WriteError):
-            raise
-        raise WriteError(f"could not write {out}: {_why(exc)}; nothing was written there") from exc
+        raise _failed(exc, dest) from exc
     finally:
-        for fd in fds.values():
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                if os.path.isdir(tmp):
-                    shutil.rmtree(tmp)
-                else:
-                    os.unlink(tmp)
+        _close_all(fds)
+        _discard(tmp)
+
+
+def _failed(exc: OSError, dest: str) -> WriteError:
+    if isinstance(exc, WriteError):
+        return exc
+    if isinstance(exc, outpath.DestinationError):
+        return WriteError(str(exc))
+    return WriteError(f"could not write {dest}: {_why(exc)}; nothing was written there")
+
+
+def _close_all(fds: dict[str, int]) -> None:
+    for fd in fds.values():
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+def _discard(tmp: str | None) -> None:
+    if tmp is not None:
+        with contextlib.suppress(OSError):
+            if os.path.isdir(tmp) and not os.path.islink(tmp):
+                shutil.rmtree(tmp)
+            else:
+                os.unlink(tmp)
 
 
 def _check_index(index_path: str) -> None:

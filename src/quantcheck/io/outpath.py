@@ -1,0 +1,360 @@
+"""Where an output may go, its temp names, and how it is switched into place (stdlib only).
+
+- Destinations: an existing one-file destination must be a regular file and a sharded one a
+  folder; devices, FIFOs, sockets (and folders in a shard's place) are refused before anything
+  is written. A symbolic link is followed: the file or folder it points to is replaced and the
+  link stays; a dangling link is refused.
+- Temp names: `.<dest>.<pid>.<tag>.<random>.quantcheck-tmp` beside the destination, where `tag`
+  names this host and pid namespace. A temp entry whose tag is ours and whose pid is no longer
+  alive is stale and removed when the next write into that folder starts; anything else (a live
+  pid, another host or container) is left alone.
+- Modes follow the umask like any other tool: files 0666 & ~umask, folders 0777 & ~umask.
+- A sharded output is a folder switched as a whole: the new set is staged in a temp folder
+  beside it and exchanged with the old folder in one atomic rename (`renameat2`
+  RENAME_EXCHANGE on Linux; elsewhere two renames, and a kill between them is undone by the
+  next write). A reader sees the old set or the new set, never a mix.
+- SIGTERM during a write is handled like Ctrl-C: temp files are removed, exit status 143.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import os
+import re
+import shutil
+import signal
+import socket
+import stat
+import sys
+import tempfile
+from collections.abc import Iterator
+
+TMP_SUFFIX = ".quantcheck-tmp"
+OLD_SUFFIX = ".quantcheck-old"
+_TMP_RE = re.compile(r"^\.(?P<base>.+)\.(?P<pid>\d+)\.(?P<tag>[0-9a-f]{8})\.[^.]+"
+                     r"\.quantcheck-(?P<kind>tmp|old)$")
+
+
+class DestinationError(OSError):
+    """The destination cannot take the output; nothing was written."""
+
+
+# ------------------------------------------------------------------------------ modes
+
+
+def _umask() -> int:
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    old = os.umask(0o022)
+    os.umask(old)
+    return old
+
+
+def file_mode() -> int:
+    """The mode a new output file gets: 0666 & ~umask."""
+    return 0o666 & ~_umask()
+
+
+def dir_mode() -> int:
+    """The mode a new output folder gets: 0777 & ~umask."""
+    return 0o777 & ~_umask()
+
+
+# ------------------------------------------------------------------------- temp names
+
+
+def _tag() -> str:
+    """8 hex digits naming this host and pid namespace (pids are only comparable within)."""
+    ns = ""
+    with contextlib.suppress(OSError):
+        ns = os.readlink("/proc/self/ns/pid")
+    return hashlib.sha1(f"{socket.gethostname()}|{ns}".encode()).hexdigest()[:8]
+
+
+def temp_prefix(base: str) -> str:
+    return f".{base}.{os.getpid()}.{_tag()}."
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True
+    return True
+
+
+def _remove(path: str) -> None:
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path)
+    else:
+        os.unlink(path)
+
+
+def clean_stale(folder: str, base: str | None = None) -> list[str]:
+    """Remove temp entries in `folder` left by writers of ours that are no longer running.
+
+    A staged-aside old sharded folder (`.quantcheck-old`) whose destination is missing (a kill
+    between the two renames of the fallback switch) is renamed back instead.
+    """
+    removed: list[str] = []
+    try:
+        names = os.listdir(folder or ".")
+    except OSError:
+        return removed
+    tag = _tag()
+    for name in names:
+        m = _TMP_RE.match(name)
+        if (not m or (base is not None and m.group("base") != base) or m.group("tag") != tag
+                or _alive(int(m.group("pid")))):
+            continue
+        path = os.path.join(folder, name)
+        with contextlib.suppress(OSError):
+            dest = os.path.join(folder, m.group("base"))
+            if m.group("kind") == "old" and not os.path.lexists(dest):
+                os.rename(path, dest)
+                continue
+            _remove(path)
+            removed.append(path)
+    return removed
+
+
+def make_temp_file(folder: str, base: str) -> str:
+    """A new empty temp file for destination `base` in `folder`, mode 0666 & ~umask."""
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=temp_prefix(base), suffix=TMP_SUFFIX)
+    try:
+        os.fchmod(fd, file_mode())
+    finally:
+        os.close(fd)
+    return tmp
+
+
+def make_temp_dir(folder: str, base: str) -> str:
+    """A new empty temp folder for destination `base` in `folder`, mode 0777 & ~umask."""
+    tmp = tempfile.mkdtemp(dir=folder, prefix=temp_prefix(base), suffix=TMP_SUFFIX)
+    os.chmod(tmp, dir_mode())
+    return tmp
+
+
+# ----------------------------------------------------------------------- destinations
+
+
+def _kind(mode: int) -> str:
+    for test, what in ((stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"),
+                       (stat.S_ISFIFO, "FIFO (named pipe)"), (stat.S_ISSOCK, "socket"),
+                       (stat.S_ISDIR, "folder"), (stat.S_ISREG, "regular file")):
+        if test(mode):
+            return what
+    return "special file"
+
+
+def check_destination(out: str, sharded: bool) -> str:
+    """The path to replace for `out` (symlinks followed); refuse anything else.
+
+    One-file output: `out` must not exist or be a regular file. Sharded output: `out` must
+    not exist or be a folder (not a mount point: it is replaced by a rename).
+    """
+    out = os.path.abspath(os.fspath(out).rstrip("/") or "/")
+    try:
+        st = os.lstat(out)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise DestinationError(f"{out}: {exc.strerror}; nothing was written") from exc
+    if st is not None and stat.S_ISLNK(st.st_mode):
+        real = os.path.realpath(out)
+        try:
+            st = os.stat(real)
+        except OSError as exc:
+            raise DestinationError(f"{out} is a symbolic link to {real}, which cannot be "
+                                   f"reached ({exc.strerror}); nothing was written") from exc
+        out = real
+    if not os.path.isdir(os.path.dirname(out)):
+        raise DestinationError(f"{os.path.dirname(out)}: the output folder does not exist")
+    if st is None:
+        return out
+    if sharded:
+        if not stat.S_ISDIR(st.st_mode):
+            raise DestinationError(f"{out} is a {_kind(st.st_mode)}; a sharded output needs a "
+                                   "folder (nothing was written)")
+        if os.path.ismount(out):
+            raise DestinationError(f"{out} is a mount point; a sharded output replaces its "
+                                   "folder with one rename, so write it to a folder inside "
+                                   "(nothing was written)")
+    elif stat.S_ISDIR(st.st_mode):
+        raise DestinationError(f"{out} is a folder; give a file name for a one-file output")
+    elif not stat.S_ISREG(st.st_mode):
+        raise DestinationError(f"{out} is a {_kind(st.st_mode)}, not a regular file; quantcheck "
+                               "only writes regular files (nothing was written)")
+    return out
+
+
+def check_shard_places(out: str, names: list[str]) -> None:
+    """In an existing output folder, every shard's place must be free or a regular file."""
+    if not os.path.isdir(out):
+        return
+    for name in names:
+        parts = name.split("/")
+        path = out
+        for i, part in enumerate(parts):
+            path = os.path.join(path, part)
+            try:
+                st = os.stat(path)
+            except FileNotFoundError:
+                break
+            except OSError as exc:
+                raise DestinationError(f"{path}: {exc.strerror}; nothing was written") from exc
+            last = i == len(parts) - 1
+            if (last and not stat.S_ISREG(st.st_mode)) or (not last
+                                                           and not stat.S_ISDIR(st.st_mode)):
+                want = "a regular file" if last else "a folder"
+                raise DestinationError(f"{path} is a {_kind(st.st_mode)} where the output "
+                                       f"needs {want}; nothing was written")
+
+
+def check_names(names: list[str]) -> None:
+    """Shard names are relative paths inside the output folder, distinct, without `..`."""
+    seen: set[str] = set()
+    for name in names:
+        parts = name.split("/")
+        if (not name or name.startswith("/") or "\\" in name or "\0" in name
+                or any(p in ("", ".", "..") for p in parts)):
+            raise DestinationError(f"shard name {name!r} is not a plain relative path; "
+                                   "nothing was written")
+        if name in seen:
+            raise DestinationError(f"two output shards are named {name!r}; nothing was written")
+        seen.add(name)
+
+
+# ------------------------------------------------------------- keeping other files
+
+
+def carry_over(old: str, new: str, replaced: set[str], rel: str = "") -> None:
+    """Make every entry of folder `old` not in `replaced` appear in `new` too (hard links,
+    copied symlinks, recreated folders), so the switch keeps what the output does not own."""
+    with os.scandir(old) as it:
+        entries = sorted(it, key=lambda e: e.name)
+    for e in entries:
+        r = f"{rel}{e.name}"
+        if r in replaced:
+            continue
+        dst = os.path.join(new, e.name)
+        if e.is_symlink():
+            os.symlink(os.readlink(e.path), dst)
+        elif e.is_dir():
+            if not os.path.isdir(dst):
+                os.mkdir(dst)
+                shutil.copymode(e.path, dst)
+            carry_over(e.path, dst, replaced, r + "/")
+        elif e.is_file():
+            try:
+                os.link(e.path, dst, follow_symlinks=False)
+            except OSError as exc:
+                raise DestinationError(
+                    f"{e.path} is in the output folder and cannot be kept by a hard link "
+                    f"({exc.strerror}); write the sharded output to a new or empty folder "
+                    "(nothing was written)") from exc
+        else:
+            raise DestinationError(f"{e.path} is a {_kind(e.stat(follow_symlinks=False).st_mode)}"
+                                   " in the output folder; write the sharded output to a new or "
+                                   "empty folder (nothing was written)")
+
+
+def old_index_files(index_path: str) -> set[str]:
+    """Shard paths named by the index being replaced (they are the old output's own)."""
+    import json
+
+    try:
+        with open(index_path, "rb") as f:
+            doc = json.loads(f.read(64 * 1024 * 1024))
+    except (OSError, ValueError, RecursionError):
+        return set()
+    wmap = doc.get("weight_map") if isinstance(doc, dict) else None
+    if not isinstance(wmap, dict):
+        return set()
+    return {os.path.normpath(v).replace(os.sep, "/") for v in wmap.values()
+            if isinstance(v, str) and "\0" not in v}
+
+
+# ------------------------------------------------------------------------- switching
+
+
+def _exchange(a: str, b: str) -> bool:
+    """Swap two paths atomically (Linux renameat2 RENAME_EXCHANGE); False if unsupported."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        fn = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    if fn(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+        return False
+    raise OSError(err, os.strerror(err), b)
+
+
+def switch_folder(staged: str, out: str) -> str | None:
+    """Put folder `staged` at `out`; an existing `out` is swapped out whole. Returns the path
+    now holding the old folder (to remove), or None."""
+    if not os.path.lexists(out):
+        os.rename(staged, out)
+        return None
+    if _exchange(staged, out):
+        return staged
+    aside = staged[: -len(TMP_SUFFIX)] + OLD_SUFFIX
+    os.rename(out, aside)
+    try:
+        os.rename(staged, out)
+    except BaseException:
+        os.rename(aside, out)
+        raise
+    return aside
+
+
+# --------------------------------------------------------------------------- signals
+
+
+class _Terminated(SystemExit):
+    pass
+
+
+@contextlib.contextmanager
+def terminate_cleanly() -> Iterator[None]:
+    """Within the block SIGTERM unwinds like Ctrl-C (cleanup runs) and exits with 143."""
+
+    def handler(signum: int, frame: object) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one must not cut cleanup
+        with contextlib.suppress(OSError):
+            os.write(2, b"\nquantcheck: terminated\n")
+        raise _Terminated(128 + signal.SIGTERM)
+
+    installed = False
+    old = signal.getsignal(signal.SIGTERM)
+    if old == signal.SIG_DFL:  # otherwise someone else handles (or ignores) it
+        try:
+            signal.signal(signal.SIGTERM, handler)
+            installed = True
+        except ValueError:  # not the main thread: leave signals alone
+            pass
+    try:
+        yield
+    finally:
+        if installed:
+            with contextlib.suppress(ValueError):
+                signal.signal(signal.SIGTERM, old)
