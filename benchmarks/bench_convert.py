@@ -51,7 +51,7 @@ def measured(*a, **kw):
     result.update(base=base, peak=status("VmHWM") - base, seconds=time.perf_counter() - t)
     return rc
 conv._write = measured
-rc = main(["quantize", src, "-o", out, "--format", fmt, "--target", "comfyui", *extra])
+rc = main(["quantize", src, "-o", out, "--to", fmt, "--target", "comfyui", *extra])
 print(json.dumps({"rc": rc, **result}))
 """
 

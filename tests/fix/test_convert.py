@@ -58,7 +58,7 @@ def test_quantize_check_dequantize(tmp_path: Path, plain, fmt: str, opts: list[s
     src, ws = plain
     for target in targets:
         out = tmp_path / f"q-{target}.safetensors"
-        assert main(["quantize", str(src), "-o", str(out), "--format", fmt, "--target", target,
+        assert main(["quantize", str(src), "-o", str(out), "--to", fmt, "--target", target,
                      *opts]) == 0
         report = check_paths([str(out)], target=target)
         assert report.diagnostics == [], [d.message for d in report.diagnostics]
@@ -90,7 +90,7 @@ def test_format_a_target_never_loads_is_refused(tmp_path: Path, plain,
                                                 capsys: pytest.CaptureFixture[str]) -> None:
     src, _ = plain
     out = tmp_path / "o.safetensors"
-    assert main(["quantize", str(src), "-o", str(out), "--format", "float8_e5m2"]) == 2
+    assert main(["quantize", str(src), "-o", str(out), "--to", "float8_e5m2"]) == 2
     assert "sglang" in capsys.readouterr().err
     assert not out.exists()
 
@@ -99,10 +99,10 @@ def test_skipped_layers_are_reported(tmp_path: Path, plain,
                                      capsys: pytest.CaptureFixture[str]) -> None:
     src, _ = plain
     out = tmp_path / "o.safetensors"
-    assert main(["quantize", str(src), "-o", str(out), "--format", "nvfp4"]) == 0
+    assert main(["quantize", str(src), "-o", str(out), "--to", "nvfp4"]) == 0
     text = capsys.readouterr().out
     assert "skipped blocks.1.mlp.fc1: sglang loads NVFP4 only unpadded" in text
-    assert main(["quantize", str(src), "-o", str(out), "--format", "nvfp4",
+    assert main(["quantize", str(src), "-o", str(out), "--to", "nvfp4",
                  "--exclude", "blocks.0.*", "--include", "blocks.*"]) == 0
     with load_checkpoint(str(out)) as ck:
         assert ck.layers["blocks.0.attn.qkv"].format is None
@@ -111,7 +111,7 @@ def test_skipped_layers_are_reported(tmp_path: Path, plain,
 def test_dequantize_dtype(tmp_path: Path, plain) -> None:
     src, _ = plain
     q, d = tmp_path / "q.safetensors", tmp_path / "d.safetensors"
-    assert main(["quantize", str(src), "-o", str(q), "--format", "float8_e4m3fn"]) == 0
+    assert main(["quantize", str(src), "-o", str(q), "--to", "float8_e4m3fn"]) == 0
     assert main(["dequantize", str(q), "-o", str(d), "--dtype", "f32"]) == 0
     with load_checkpoint(str(d)) as ck:
         assert ck.tensors["blocks.0.attn.qkv.weight"].dtype == "F32"

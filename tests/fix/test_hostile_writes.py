@@ -66,7 +66,7 @@ def umask() -> Iterator[None]:
 
 WRITERS = {
     "fix": lambda out: ["fix", str(SEEDS), "-o", out],
-    "quantize": lambda out: ["quantize", str(SEEDS), "-o", out, "--format", "float8_e4m3fn"],
+    "quantize": lambda out: ["quantize", str(SEEDS), "-o", out, "--to", "float8_e4m3fn"],
     "dequantize": lambda out: ["dequantize", str(NVFP4), "-o", out],
     "report": lambda out: ["report", str(SEEDS), "-o", out],
 }

@@ -31,7 +31,7 @@ def _model(tmp: Path) -> Path:
 def test_nan_layer_is_kept_and_reported(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     src = _model(tmp_path)
     out = tmp_path / "fp8.safetensors"
-    rc = main(["quantize", str(src), "-o", str(out), "--format", "float8_e4m3fn",
+    rc = main(["quantize", str(src), "-o", str(out), "--to", "float8_e4m3fn",
                "--target", "comfyui"])
     text = capsys.readouterr()
     assert rc == 1, text
