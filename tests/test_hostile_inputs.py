@@ -159,3 +159,27 @@ def test_same_file_two_spellings_is_read_once(tmp_path: Path, capsys: pytest.Cap
         assert not [d for d in diags if d["code"] == "QC501"], paths
         _rc, out, _ = run(capsys, "check", "--format", "json", *paths)
         assert len(json.loads(out)["inputs"]) == 1
+
+
+# -- 8: quantize options out of range ---------------------------------------------------------
+
+@pytest.mark.parametrize("value", ["0", "-16", "3", "12", "24", "x", "99999999999"])
+def test_quantize_group_size_out_of_range_is_a_usage_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str) -> None:
+    src = write(tmp_path / "in.safetensors", tensors([("l.weight", "F32", [16, 64])]))
+    with pytest.raises(SystemExit) as exc:
+        main(["quantize", str(src), "-o", str(tmp_path / "out.safetensors"),
+              "--format", "asym_w4a8_int8", f"--group-size={value}"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "--group-size" in err and "Traceback" not in err
+    assert not (tmp_path / "out.safetensors").exists()
+
+
+@pytest.mark.parametrize("value", ["4", "8", "16", "32"])
+def test_quantize_group_size_in_range_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                           value: str) -> None:
+    src = write(tmp_path / "in.safetensors", tensors([("l.weight", "F32", [16, 256])]))
+    rc, _, err = run(capsys, "quantize", str(src), "-o", str(tmp_path / "out.safetensors"),
+                     "--format", "asym_w4a8_int8", "--group-size", value)
+    assert rc == 0, err
