@@ -183,3 +183,129 @@ def test_quantize_group_size_in_range_runs(tmp_path: Path, capsys: pytest.Captur
     rc, _, err = run(capsys, "quantize", str(src), "-o", str(tmp_path / "out.safetensors"),
                      "--format", "asym_w4a8_int8", "--group-size", value)
     assert rc == 0, err
+
+
+# -- 6: marker values and tensors the rules report never reach the numeric code --------------
+
+N, K = 32, 64
+FUZZ_VALUES: list[Any] = [None, [], "16", -16, 0, 2**70, 16.5, {"a": 1}, True, 3]
+#: marker keys each format's numeric code reads
+FUZZ_KEYS = {"float8_e4m3fn": ["orig_shape"], "nvfp4": ["orig_shape"], "mxfp8": ["orig_shape"],
+             "int8_tensorwise": ["convrot", "convrot_groupsize"],
+             "asym_w4a8_int8": ["group_size", "convrot_groupsize"],
+             "convrot_w4a4": ["convrot_groupsize"], "awq_w4a16": ["group_size"]}
+STRUCTURAL = ["weight_as_fp8", "weight_fp8_nk", "weight_i8_nk", "weight_1d", "weight_3d",
+              "scale_f16", "scale_shape", "scale_gone"]
+
+
+def _valid_layer(fmt: str) -> tuple[dict[str, tuple[str, Any]], dict[str, Any]]:
+    """(suffix -> (safetensors dtype, array), marker) of a small valid layer of `fmt`."""
+    import numpy as np
+
+    from quantcheck.numeric import quantize
+
+    w = np.random.default_rng(0).standard_normal((N, K)).astype(np.float32)
+    if fmt == "awq_w4a16":
+        g = 32
+        return ({"weight": ("I8", np.full((N, K // 2), 0x21, np.int8)),
+                 "weight_scale": ("F16", np.full((K // g, N), 0.01, np.float16)),
+                 "weight_zeros": ("F16", np.full((K // g, N), 8.0, np.float16))},
+                {"format": fmt, "group_size": g})
+    opts: dict[str, Any] = {}
+    if fmt == "int8_tensorwise":
+        opts = {"per_row": True, "convrot": True, "convrot_groupsize": 16}
+    elif fmt == "asym_w4a8_int8":
+        opts = {"group_size": 16, "convrot_groupsize": 16}
+    elif fmt == "convrot_w4a4":
+        opts = {"convrot_groupsize": 16}
+    q = quantize(w, fmt, **opts)
+    marker = dict(q.marker)
+    if fmt == "asym_w4a8_int8":
+        marker["convrot"] = True
+    return dict(q.tensors.items()), marker
+
+
+def _fuzz_cases() -> list[tuple[str, str, Any]]:
+    out: list[tuple[str, str, Any]] = []
+    for fmt, keys in FUZZ_KEYS.items():
+        out += [(fmt, f"marker:{k}", v) for k in keys for v in FUZZ_VALUES]
+        out += [(fmt, s, None) for s in STRUCTURAL]
+    return out
+
+
+def _write_case(folder: Path, fmt: str, what: str, value: Any) -> tuple[Path, Path]:
+    """The quantized file for one case and the float original beside it."""
+    import numpy as np
+
+    from quantcheck.io.build import RawTensor, marker_tensor, write_safetensors
+
+    tensors_, marker = _valid_layer(fmt)
+    arrays = {s: (dt, np.ascontiguousarray(a)) for s, (dt, a) in tensors_.items()}
+    if what.startswith("marker:"):
+        marker[what.split(":", 1)[1]] = value
+    elif what == "weight_as_fp8":
+        dt, a = arrays["weight"]
+        arrays["weight"] = ("F8_E4M3", a.view(np.uint8) if a.dtype.itemsize == 1
+                            else a.view(np.uint8).reshape(a.shape[0], -1))
+    elif what in ("weight_fp8_nk", "weight_i8_nk"):  # an fp8 / int8 [N, K] under any marker
+        fp8 = what == "weight_fp8_nk"
+        arrays["weight"] = ("F8_E4M3" if fp8 else "I8", np.full((N, K), 0x38, np.uint8 if fp8
+                                                                else np.int8))
+    elif what == "weight_1d":
+        dt, a = arrays["weight"]
+        arrays["weight"] = (dt, a.reshape(-1))
+    elif what == "weight_3d":
+        dt, a = arrays["weight"]
+        arrays["weight"] = (dt, a.reshape(1, *a.shape))
+    elif what in ("scale_f16", "scale_shape", "scale_gone"):
+        scale = next(s for s in ("weight_scale", "weight_s_rel") if s in arrays)
+        dt, a = arrays[scale]
+        if what == "scale_gone":
+            del arrays[scale]
+        elif what == "scale_f16":
+            arrays[scale] = ("F16", a.view(np.uint8).astype(np.float16) if a.dtype.itemsize == 1
+                             else a.astype(np.float16))
+        else:
+            arrays[scale] = (dt, np.concatenate([a.reshape(-1), a.reshape(-1)[:1]]))
+    from quantcheck.numeric.arrays import dtype_name
+
+    def st(dt: str, a: Any) -> RawTensor:
+        name = dt if dt.isupper() else {"float32": "F32", "float16": "F16", "int8": "I8",
+                                        "uint8": "U8", "bfloat16": "BF16",
+                                        "float8_e4m3fn": "F8_E4M3",
+                                        "float8_e5m2": "F8_E5M2"}[dtype_name(a)]
+        return RawTensor("", name, tuple(int(s) for s in a.shape), a.tobytes())
+
+    out = []
+    for s, (dt, a) in arrays.items():
+        t = st(dt, a)
+        out.append(t._replace(name=f"{L}.{s}"))
+    out.append(marker_tensor(L, marker))
+    q = folder / "q.safetensors"
+    write_safetensors(q, out)
+    orig = folder / "orig.safetensors"
+    w = np.random.default_rng(0).standard_normal((N, K)).astype(np.float32)
+    write_safetensors(orig, [RawTensor(f"{L}.weight", "F32", (N, K), w.tobytes())])
+    return q, orig
+
+
+@pytest.mark.parametrize(("fmt", "what", "value"), _fuzz_cases(),
+                         ids=lambda v: json.dumps(v) if not isinstance(v, str) else v)
+def test_numeric_paths_take_only_layers_the_rules_pass(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str, what: str,
+        value: Any) -> None:
+    """dequantize, compare, check --deep and fix --unsafe-fixes on hostile marker values and
+    tensors: no traceback, exit 0/1/2, and a layer left alone is named with a reason."""
+    q, orig = _write_case(tmp_path, fmt, what, value)
+    rc, out, err = run(capsys, "dequantize", str(q), "-o", str(tmp_path / "d.safetensors"))
+    assert rc in (0, 1, 2), err
+    if rc == 1:
+        assert f"left quantized {L}: " in out
+    rc, out, err = run(capsys, "compare", str(q), str(orig))
+    assert rc in (0, 1, 2), err
+    if L not in out.split("\n", 1)[-1] and rc != 2:
+        pytest.fail(f"compare neither compared nor named {L}:\n{out}")
+    for argv in (["check", "--deep", "--read-weights", str(q)],
+                 ["fix", "--unsafe-fixes", str(q), "-o", str(tmp_path / "f.safetensors")]):
+        rc, out, err = run(capsys, *argv)
+        assert rc in (0, 1, 2), (argv, err)
