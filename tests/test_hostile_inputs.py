@@ -309,3 +309,24 @@ def test_numeric_paths_take_only_layers_the_rules_pass(
                  ["fix", "--unsafe-fixes", str(q), "-o", str(tmp_path / "f.safetensors")]):
         rc, out, err = run(capsys, *argv)
         assert rc in (0, 1, 2), (argv, err)
+
+
+@pytest.mark.parametrize("key", ["group_size", "convrot_groupsize"])
+@pytest.mark.parametrize("value", [None, [], "16", 0, -16, True, 2**70])
+def test_numeric_api_refuses_bad_marker_options(key: str, value: Any) -> None:
+    """The public `dequantize` checks the marker options it reads: NumericError, not a
+    TypeError/ZeroDivisionError deep inside a kernel."""
+    from quantcheck.numeric import NumericError, dequantize
+
+    tensors_, marker = _valid_layer("asym_w4a8_int8")
+    with pytest.raises(NumericError, match=key):
+        dequantize("asym_w4a8_int8", tensors_, marker={**marker, key: value})
+
+
+@pytest.mark.parametrize("shape", [[1], "16", {"a": 1}, [32, "x"], [0, 64], [True, 64]])
+def test_numeric_api_refuses_bad_orig_shape(shape: Any) -> None:
+    from quantcheck.numeric import NumericError, dequantize
+
+    tensors_, marker = _valid_layer("nvfp4")
+    with pytest.raises(NumericError, match="shape"):
+        dequantize("nvfp4", tensors_, marker={**marker, "orig_shape": shape})
