@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
-import json
 import os
 
 from quantcheck._record import factory, record
 from quantcheck.diagnostics import Diagnostic, json_pointer
 from quantcheck.io.header import Header, TensorInfo, read_header
-from quantcheck.io.source import ByteSource, LocalFile, base_name
+from quantcheck.io.source import (
+    ByteSource,
+    LocalFile,
+    NotRegularFileError,
+    base_name,
+    file_kind,
+    read_regular,
+)
+from quantcheck.json_depth import loads_bounded
 from quantcheck.layers import Layer, group_layers
 from quantcheck.markers import (
     Marker,
@@ -128,9 +135,27 @@ def expand_inputs(paths: list[str]) -> tuple[list[str], str | None, list[Diagnos
             if not os.path.exists(p):
                 raise InputError(f"{p}: no such file or folder")
             files.append(p)
-    seen: set[str] = set()
-    unique = [f for f in files if not (f in seen or seen.add(f))]  # type: ignore[func-returns-value]
-    return unique, index, diags
+    return _unique_files(files), index, diags
+
+
+def _unique_files(files: list[str]) -> list[str]:
+    """`files` without repeats: the same spelling, or the same file under another spelling
+    (`a.safetensors` and `./a.safetensors`, a symlink and its target: same st_dev/st_ino).
+    The first spelling is kept; a file that cannot be stat'ed stays (opening it reports why)."""
+    seen: set[object] = set()
+    out = []
+    for f in files:
+        key: object = f
+        if "://" not in f:
+            try:
+                st = os.stat(f)
+                key = (st.st_dev, st.st_ino)
+            except (OSError, ValueError):
+                pass
+        if key not in seen:
+            seen.add(key)
+            out.append(f)
+    return out
 
 
 _INDEX_DOCS: dict[tuple[str, int, int], Any] = {}
@@ -142,12 +167,11 @@ def _index_doc(path: str) -> Any:
     st = os.stat(path)
     key = (os.path.realpath(path), st.st_size, st.st_mtime_ns)
     if key not in _INDEX_DOCS:
-        with open(path, "rb") as f:
-            raw = f.read(64 * 1024 * 1024 + 1)
+        raw = read_regular(path, 64 * 1024 * 1024 + 1)  # never a FIFO: it would block
         if len(raw) > 64 * 1024 * 1024:
             raise ValueError("index file is over 64 MiB")
         _INDEX_DOCS.clear()  # keep one: a process rarely checks several indexes
-        _INDEX_DOCS[key] = json.loads(raw)
+        _INDEX_DOCS[key] = loads_bounded(raw)
     return _INDEX_DOCS[key]
 
 
@@ -168,18 +192,38 @@ def shards_from_index(index_path: str) -> tuple[list[str], list[Diagnostic]]:
     folder = os.path.realpath(os.path.dirname(os.path.abspath(index_path)))
     out: list[str] = []
     for shard in dict.fromkeys(wmap.values()):
-        full = os.path.realpath(os.path.join(folder, shard))
-        if os.path.isabs(shard) or os.path.commonpath([folder, full]) != folder:
-            diags.append(Diagnostic("QC502", f"shard path {shard!r} leaves the index's folder; "
-                                             "it was not opened", file=index_path,
-                                    pointer=json_pointer("weight_map")))
-            continue
-        if not os.path.isfile(full):
-            diags.append(Diagnostic("QC504", f"shard {shard!r} named by the index does not "
-                                             "exist", file=index_path))
+        problem = _shard_problem(folder, shard)
+        if problem is not None:
+            code, text = problem
+            diags.append(Diagnostic(code, text, file=index_path,
+                                    pointer=json_pointer("weight_map") if code == "QC502"
+                                    else None))
             continue
         out.append(os.path.join(os.path.dirname(index_path), shard))
     return out, diags
+
+
+def _shard_problem(folder: str, shard: str) -> tuple[str, str] | None:
+    """Why the shard file `shard` named by an index in `folder` is not opened, or None."""
+    if "\x00" in shard:
+        return "QC504", f"shard {shard!r} named by the index holds a NUL byte; no file has it"
+    try:
+        full = os.path.realpath(os.path.join(folder, shard))
+        leaves = os.path.isabs(shard) or os.path.commonpath([folder, full]) != folder
+    except (ValueError, UnicodeError):
+        return "QC504", f"shard {shard!r} named by the index is not a usable file name"
+    if leaves:
+        return "QC502", f"shard path {shard!r} leaves the index's folder; it was not opened"
+    try:
+        st = os.stat(full)
+    except (OSError, ValueError, UnicodeError):
+        return "QC504", f"shard {shard!r} named by the index does not exist"
+    import stat
+
+    if not stat.S_ISREG(st.st_mode):
+        return "QC504", (f"shard {shard!r} named by the index is {file_kind(st.st_mode)}, not "
+                         "a regular file; it was not opened")
+    return None
 
 
 def load_checkpoint(paths: list[str] | str, *, read_markers: bool = True) -> Checkpoint:
@@ -199,6 +243,8 @@ def load_checkpoint(paths: list[str] | str, *, read_markers: bool = True) -> Che
             raise InputError(f"{f}: no such file") from exc
         except IsADirectoryError as exc:
             raise InputError(f"{f}: is a folder") from exc
+        except NotRegularFileError as exc:
+            raise InputError(str(exc)) from exc
         shards.append(Shard(src, read_header(src)))
     assemble(ck, shards, read_markers=read_markers)
     if index is not None:

@@ -37,6 +37,7 @@ def _eff(sglang: Effect, comfyui: Effect) -> dict[str, Effect]:
 
 def deep_check(ck: Checkpoint, read_weights: bool = False) -> list[Diagnostic]:
     """Value checks for every layer with a known format."""
+    from quantcheck.layer_gate import numeric_refusal
     from quantcheck.numeric.arrays import from_bytes
 
     plans: list[tuple[Layer, FormatSpec, Dims]] = []
@@ -47,6 +48,8 @@ def deep_check(ck: Checkpoint, read_weights: bool = False) -> list[Diagnostic]:
         spec = FORMATS.get(fmt) if isinstance(fmt, str) else None
         if spec is None or spec.third_party or layer.weight is None:
             continue
+        if numeric_refusal(layer):
+            continue  # the rules report why; its values cannot be read as its marker says
         dims = derive_dims(spec, layer)
         if dims is None:
             continue

@@ -319,6 +319,7 @@ def logical_shape(draft: Draft, prefix: str
     layer = draft.ck.layers.get(prefix)
     if layer is None or layer.marker is None or layer.weight is None:
         raise Refused("the layer has no marker or weight")
+    _gate(layer)
     fmt = layer.marker.format
     spec = FORMATS.get(fmt) if isinstance(fmt, str) else None
     from quantcheck.numeric.api import FORMATS as NUMERIC
@@ -330,6 +331,15 @@ def logical_shape(draft: Draft, prefix: str
         raise Refused("the weight is not 2-D")
     return (fmt, dict(layer.marker.fields), (dims.N, dims.K),
             (not dims.n_exact, not dims.k_exact))
+
+
+def _gate(layer: Any, marker_only: bool = False) -> None:
+    """Refuse a numeric conversion of a layer the rules reject (the reason names the finding)."""
+    from quantcheck.layer_gate import numeric_refusal
+
+    why = numeric_refusal(layer, marker_only=marker_only)
+    if why:
+        raise Refused(f"not converted: {why}")
 
 
 def _tried(lazy: Any) -> Any:
@@ -401,6 +411,8 @@ def _requantize_to(draft: Draft, prefix: str, fmt_to: str, options: dict[str, An
 def _requantize(draft: Draft, d: Diagnostic, p: dict[str, Any], target: str) -> str:
     prefix = d.layer or ""
     layer = draft.ck.layers.get(prefix)
+    if layer is not None:
+        _gate(layer)
     fmt = layer.marker.format if layer and layer.marker else None
     fields = dict(layer.marker.fields) if layer and layer.marker else {}
     if d.code == "QC601" and fmt == "float8_e5m2":
@@ -422,6 +434,7 @@ def _requantize(draft: Draft, d: Diagnostic, p: dict[str, Any], target: str) -> 
 def _requantize_symmetric(draft: Draft, d: Diagnostic, p: dict[str, Any], target: str) -> str:
     prefix = d.layer or ""
     layer = draft.ck.layers[prefix]
+    _gate(layer)
     fields = dict(layer.marker.fields) if layer.marker else {}
     return _requantize_to(draft, prefix, "asym_w4a8_int8",
                           {"group_size": int(fields.get("group_size", 16)),
@@ -434,6 +447,7 @@ def _quantize_marked(draft: Draft, d: Diagnostic, p: dict[str, Any], target: str
 
     prefix = d.layer or ""
     layer = draft.ck.layers[prefix]
+    _gate(layer, marker_only=True)
     fields = dict(layer.marker.fields) if layer.marker else {}
     fmt = fields.get("format")
     w = draft.get(f"{prefix}.weight")

@@ -72,8 +72,12 @@ class LayerData:
         Where they cannot be known the padded shape is returned with its (exactly zero) padding
         and a `PaddedShapeWarning` says so.
         """
-        from quantcheck.numeric import dequantize
+        from quantcheck.layer_gate import numeric_refusal
+        from quantcheck.numeric import NumericError, dequantize
 
+        why = numeric_refusal(self.layer)
+        if why:
+            raise NumericError(f"{self.prefix} is skipped: {why}")
         fmt = self.format
         if fmt is None:
             w = self.read("weight")

@@ -12,6 +12,7 @@ from quantcheck._record import factory, record
 from quantcheck.diagnostics import Diagnostic, json_pointer
 from quantcheck.io.header import Header, TensorInfo
 from quantcheck.io.source import ByteSource, base_name
+from quantcheck.json_depth import MAX_DEPTH, too_deep
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
@@ -65,7 +66,7 @@ def decode_marker_bytes(raw: bytes) -> tuple[Any, str | None, str | None]:
     if not raw.strip(b"\x00"):
         return None, "QC203", f"all {len(raw)} marker bytes are zero"
     try:
-        return json.loads(raw), None, None
+        value = json.loads(raw)
     except RecursionError:
         return None, "QC201", "marker JSON is nested too deeply"
     except UnicodeDecodeError as exc:
@@ -74,6 +75,10 @@ def decode_marker_bytes(raw: bytes) -> tuple[Any, str | None, str | None]:
         detail = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
         pos = f" at byte {exc.pos}" if isinstance(exc, json.JSONDecodeError) else ""
         return None, "QC201", f"marker is not valid JSON{pos}: {detail}"
+    deep = too_deep(value)
+    if deep:
+        return None, "QC201", f"marker {deep}; quantcheck does not read it"
+    return value, None, None
 
 
 def _preview(raw: bytes) -> str:
@@ -151,6 +156,11 @@ def read_header_markers(header: Header) -> tuple[list[MarkerSource], list[Diagno
         diags.append(Diagnostic("QC208", f"_quantization_metadata is not valid JSON: {detail}",
                                 file=file, pointer=ptr))
         return [], diags
+    deep = too_deep(doc, MAX_DEPTH + 2)  # the document, its layers object, then the markers
+    if deep:
+        diags.append(Diagnostic("QC208", f"_quantization_metadata {deep}; quantcheck does not "
+                                         "read it", file=file, pointer=ptr))
+        return [], diags
     if not isinstance(doc, dict):
         diags.append(Diagnostic("QC208", f"_quantization_metadata is {type(doc).__name__}; it "
                                          "must be an object with a layers object", file=file,
@@ -174,14 +184,24 @@ def read_header_markers(header: Header) -> tuple[list[MarkerSource], list[Diagno
 
 
 def _strict_equal(a: Any, b: Any) -> bool:
-    """Equal as JSON values: `true` differs from `1`, and `16` from `16.0`."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(_strict_equal(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(_strict_equal(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a == b)
+    """Equal as JSON values: `true` differs from `1`, and `16` from `16.0`. Iterative: the
+    depth of the values never reaches Python's recursion limit."""
+    stack = [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        if type(x) is not type(y):
+            return False
+        if isinstance(x, dict):
+            if x.keys() != y.keys():
+                return False
+            stack.extend((x[k], y[k]) for k in x)
+        elif isinstance(x, list):
+            if len(x) != len(y):
+                return False
+            stack.extend(zip(x, y, strict=True))
+        elif x != y:
+            return False
+    return True
 
 
 def merge_markers(sources: list[MarkerSource]) -> tuple[dict[str, Marker], list[Diagnostic]]:

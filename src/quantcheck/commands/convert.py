@@ -60,7 +60,8 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
     p.add_argument("--per-tensor", action="store_true",
                    help="int8_tensorwise: one scalar scale (implies --no-convrot)")
     p.add_argument("--convrot-groupsize", type=int, default=256, choices=(16, 64, 256))
-    p.add_argument("--group-size", type=int, default=16, help="asym_w4a8_int8 group (16)")
+    p.add_argument("--group-size", type=w4a8_group_size, default=16, metavar="N",
+                   help="asym_w4a8_int8 group: 4, 8, 16 or a multiple of 16 (default 16)")
     p.add_argument("--bits", type=int, default=4, choices=(4, 6), help="asym_w4a8_int8 bits")
     p.add_argument("--no-codebook", action="store_true", help="asym_w4a8_int8: uniform levels")
     p.add_argument("--asymmetric", action="store_true",
@@ -69,6 +70,19 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
                    default="float8_e4m3fn", help="asym_w4a8_int8 s_rel dtype")
     p.add_argument("--linear-dtype", choices=("int4", "int8"), help="convrot_w4a4 GEMM")
     p.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
+
+
+def w4a8_group_size(text: str) -> int:
+    """`--group-size`: what W4A8 groups can be (>= 4 dividing 16, or a multiple of 16); any
+    other value is a usage error (exit 2) before anything is read."""
+    try:
+        g = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if g not in (4, 8, 16) and (g <= 0 or g % 16 or g > 2**20):
+        raise argparse.ArgumentTypeError(
+            f"{g} is not a W4A8 group size (4, 8, 16 or a multiple of 16)")
+    return g
 
 
 def options_of(args: argparse.Namespace) -> dict[str, Any]:

@@ -69,11 +69,10 @@ def index_metadata(ck: Checkpoint) -> dict[str, object]:
     """The input index's `metadata` object (total_size is recomputed by the writer)."""
     if not ck.index:
         return {}
-    import json
+    from quantcheck.checkpoint import _index_doc
 
     try:
-        with open(ck.index, "rb") as f:
-            doc = json.loads(f.read(64 * 1024 * 1024))
+        doc = _index_doc(ck.index)
     except (OSError, ValueError):
         return {}
     meta = doc.get("metadata") if isinstance(doc, dict) else None

@@ -16,6 +16,64 @@ class SourceError(OSError):
     """A byte source could not deliver the bytes asked for."""
 
 
+class NotRegularFileError(OSError):
+    """A local input is not a regular file (a FIFO, socket, device or folder): never read."""
+
+
+def file_kind(mode: int) -> str:
+    """What a non-regular file is, for messages: "a FIFO (named pipe)", "a socket", ..."""
+    import stat
+
+    for test, what in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return what
+    return "not a regular file"
+
+
+def open_regular(path: str) -> tuple[int, os.stat_result]:
+    """A read-only descriptor of the regular file `path` and its stat.
+
+    Opened with O_NONBLOCK, so a FIFO cannot block the open (O_NONBLOCK does not change reads
+    of regular files), then checked with fstat: anything but a regular file is refused with
+    `NotRegularFileError` (a folder with `IsADirectoryError`). A name holding a NUL byte is
+    `FileNotFoundError`: no file can have it.
+    """
+    if "\x00" in path:
+        raise FileNotFoundError(f"{path!r}: a file name cannot hold a NUL byte")
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0))
+    try:
+        st = os.fstat(fd)
+        import stat
+
+        if stat.S_ISDIR(st.st_mode):
+            raise IsADirectoryError(f"{path} is a folder")
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegularFileError(f"{path}: is {file_kind(st.st_mode)}, not a regular file; "
+                                      "only regular files are read")
+        return fd, st
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular(path: str, limit: int) -> bytes:
+    """Up to `limit` bytes of the regular file `path` (see `open_regular`)."""
+    fd, _ = open_regular(path)
+    try:
+        chunks, n = [], 0
+        while n < limit:
+            b = os.read(fd, min(limit - n, 1 << 24))
+            if not b:
+                break
+            chunks.append(b)
+            n += len(b)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 if TYPE_CHECKING:
     from typing import Protocol
 
@@ -44,17 +102,9 @@ class LocalFile:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = os.fspath(path)
         self.name = self.path
-        self._fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
-        try:
-            st = os.fstat(self._fd)
-            import stat
-
-            if stat.S_ISDIR(st.st_mode):
-                raise IsADirectoryError(f"{self.path} is a directory")
-            self._size = st.st_size
-        except BaseException:
-            os.close(self._fd)
-            raise
+        self._fd = -1
+        self._fd, st = open_regular(self.path)
+        self._size = st.st_size
 
     @property
     def size(self) -> int:

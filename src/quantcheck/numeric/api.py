@@ -131,6 +131,16 @@ def _opt(marker: Mapping[str, Any], key: str, default: Any) -> Any:
     return marker.get(key, params.get(key, default))
 
 
+def _int_opt(marker: Mapping[str, Any], key: str, default: int, fmt: str) -> int:
+    """A positive integer marker option (a JSON integer, not a bool); NumericError otherwise."""
+    v = _opt(marker, key, default)
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 < v <= 2**20:
+        raise NumericError(f"{fmt}: marker {key} is {v!r}; it must be a positive integer")
+    return v
+
+
 def _need(tensors: Mapping[str, np.ndarray], fmt: str, *keys: str) -> list[np.ndarray]:
     missing = [k for k in keys if k not in tensors]
     if missing:
@@ -153,6 +163,9 @@ def dequantize(
     if out_dtype not in OUT_DTYPES:
         raise NumericError(f"out_dtype must be one of {OUT_DTYPES}, got {out_dtype!r}")
     tensors = {k: (v[1] if isinstance(v, tuple) else v) for k, v in tensors.items()}
+    w = tensors.get("weight")
+    if w is not None and np.ndim(w) != 2:
+        raise NumericError(f"{fmt}: the weight must be 2-D, got shape {np.shape(w)}")
     padded = False
     if fmt in fp8.FORMATS:
         q, s = _need(tensors, fmt, "weight", "weight_scale")
@@ -160,7 +173,7 @@ def dequantize(
     elif fmt == "int8_tensorwise":
         q, s = _need(tensors, fmt, "weight", "weight_scale")
         convrot = bool(_opt(marker, "convrot", False))
-        cg = int(_opt(marker, "convrot_groupsize", 256))
+        cg = _int_opt(marker, "convrot_groupsize", 256, fmt) if convrot else 256
         out = int8.dequantize(q.view(np.int8), s, convrot, cg, out_dtype)
     elif fmt == "nvfp4":
         q, bs, s2 = _need(tensors, fmt, "weight", "weight_scale", "weight_scale_2")
@@ -171,19 +184,25 @@ def dequantize(
     elif fmt == "asym_w4a8_int8":
         q, sr, sc = _need(tensors, fmt, "weight", "weight_s_rel", "weight_s_channel")
         out = w4a8.dequantize(q.view(np.int8), sr, sc, tensors.get("weight_codebook"),
-                              tensors.get("weight_correction"), int(_opt(marker, "group_size", 16)),
-                              int(_opt(marker, "convrot_groupsize", 256)), out_dtype)
+                              tensors.get("weight_correction"),
+                              _int_opt(marker, "group_size", 16, fmt),
+                              _int_opt(marker, "convrot_groupsize", 256, fmt), out_dtype)
     elif fmt == "convrot_w4a4":
         q, s = _need(tensors, fmt, "weight", "weight_scale")
-        cg = int(_opt(marker, "convrot_groupsize", 256))
+        cg = _int_opt(marker, "convrot_groupsize", 256, fmt)
         out = w4a4.dequantize(q.view(np.int8), s, cg, out_dtype)
     elif fmt == "awq_w4a16":
         q, s, z = _need(tensors, fmt, "weight", "weight_scale", "weight_zeros")
-        out = awq.dequantize(q.view(np.int8), s, z, int(_opt(marker, "group_size", 64)), out_dtype)
+        out = awq.dequantize(q.view(np.int8), s, z, _int_opt(marker, "group_size", 64, fmt),
+                             out_dtype)
     else:
         raise NumericError(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
     want = shape if shape is not None else (marker.get("orig_shape") if padded else None)
     if want is not None:
+        if (not isinstance(want, list | tuple) or len(want) != 2
+                or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0
+                           for v in want)):
+            raise NumericError(f"{fmt}: shape {want!r} is not two positive integers [N, K]")
         n, k = (int(v) for v in want)
         m = 16 if fmt == "nvfp4" else 32
         if padded and (-(-n // m) * m, -(-k // m) * m) == out.shape:
