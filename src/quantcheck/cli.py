@@ -224,14 +224,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     handler = COMMANDS.get(args.command) or getattr(args, "handler", None)
     from quantcheck.checkpoint import InputError
+    from quantcheck.textsafe import clean
 
     try:
         return int(handler(args))
     except InputError as exc:
-        print(f"quantcheck: error: {exc}", file=sys.stderr)
+        print(f"quantcheck: error: {clean(exc)}", file=sys.stderr)
         return 2
     except OSError as exc:
-        print(f"quantcheck: error: {exc}", file=sys.stderr)
+        print(f"quantcheck: error: {clean(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("quantcheck: interrupted", file=sys.stderr)

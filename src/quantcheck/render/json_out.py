@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 from quantcheck.report import Report
+from quantcheck.textsafe import json_safe
 
 
 def render(report: Report) -> str:
-    return json.dumps(report.to_json(), indent=2, ensure_ascii=False)
+    return json_safe(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
