@@ -51,3 +51,22 @@ def json_safe(doc: str) -> str:
     if _JSON_UNSAFE.search(doc) is None:
         return doc
     return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", doc)
+
+
+_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#]*@")
+
+
+def redact_url(location: str) -> str:
+    """`location` as it may be printed or stored: a URL loses its credentials and secrets.
+
+    `scheme://user:pass@host/...` keeps only `***@`; the whole query and fragment become `?…`
+    and `#…`. The whole query goes, not just parameters that look like secrets: signed CDN
+    and object-store URLs carry them under any name (`X-Amz-Signature`, `Signature`, `Policy`,
+    `sig`, `token`, ...), and no name list can be complete. Local paths come back unchanged.
+    """
+    if "://" not in location:
+        return location
+    head = _USERINFO.sub(r"\1***@", location)
+    path, hash_, _ = head.partition("#")
+    path, query, _ = path.partition("?")
+    return path + ("?…" if query else "") + ("#…" if hash_ else "")

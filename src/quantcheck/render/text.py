@@ -33,8 +33,9 @@ def render(report: Report, color: bool | None = None) -> str:
     for r in report.inputs:
         if "bytes_fetched" in r:
             rev = r.get("revision") or r.get("etag")
-            out.append(f"fetched {r['bytes_fetched']:,} of {r['size']:,} bytes in "
-                       f"{r.get('requests', '?')} requests from {clean(r['path'])}"
+            n = r.get("requests", "?")
+            out.append(f"fetched {r['bytes_fetched']:,} of {r['size']:,} bytes in {n} "
+                       f"request{'' if n == 1 else 's'} from {clean(r['path'])}"
                        + (f" at revision {clean(rev)}" if rev else ""))
     out.append(verdict_lines(report, c))
     return "\n".join(out)
