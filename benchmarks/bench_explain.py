@@ -2,9 +2,9 @@
 
     python benchmarks/bench_explain.py [--sizes 40000,80000,1000000] [--timeout 120]
 
-Three pastes per size: a realistic log (INFO lines, a traceback, the sglang message at the
-end), the same bytes as one line with no newline, and a hostile line repeating the start of
-a W4A8 shapes message so every position is a candidate. Each is timed in a child process
+Four pastes per size: a log with the sglang message at the end, the same bytes as one line,
+a W4A8 shapes message whose list of shapes never ends (no match), and lines each holding the
+first half of an INT8 message (no match). Each is timed in a child process
 with a timeout (the quadratic matcher this replaced took hours on 1 MB). Not a test.
 """
 
@@ -30,9 +30,12 @@ print(f"{time.perf_counter() - t:.3f} {m.code if m else None}")
 def pastes(size: int) -> dict[str, str]:
     line = "2025-01-01 12:00:00 INFO loading shard model-00001-of-00004.safetensors\n"
     log = line * (size // len(line)) + MESSAGE + "\n"
-    hostile = "Comfy W4A8 layer 'x' has incompatible weight/scale shapes: (8, 1), "
-    return {"log": log, "one line": log.replace("\n", " "),
-            "hostile": hostile * (size // len(hostile)) + MESSAGE}
+    start = "Comfy W4A8 layer 'x' has incompatible weight/scale shapes: "
+    shapes = start + "(8, 1), " * ((size - len(start)) // 8)  # never ", and ": no match
+    half = "Comfy INT8 layer 'x' needs I8 weights and F32 scales, got BF16\n"
+    return {"log, message last": log, "log as one line": log.replace("\n", " "),
+            "unfinished shapes message": shapes,
+            "repeated half messages": half * (size // len(half))}
 
 
 def main() -> None:
