@@ -111,6 +111,37 @@ def test_fix_plan_escapes_names(evil_file: Path, capsys: pytest.CaptureFixture[s
     assert "blocks.0\\x1b]0;pwned" in out
 
 
+def test_fix_diff_escapes_names_metadata_and_markers(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    marker = marker_bytes({"format": "int8_tensorwise", "note": EVIL})
+    path = tmp_path / "evil.safetensors"
+    path.write_bytes(tensors([(f"{LAYER}.weight", "I8", [4, 4]),
+                              (f"{LAYER}.weight_scale", "F16", [4, 1]),
+                              (f"{LAYER}.comfy_quant", "U8", [len(marker)], marker)],
+                             metadata={"title" + EVIL: "v" + EVIL}))
+    main(["fix", "--target", "sglang", "--diff", str(path)])
+    out, err = capsys.readouterr()
+    _lines_ok(out)
+    _lines_ok(err)
+    assert "+input" not in out and "@@" in out and "weight_scale F32" in out
+
+
+def test_html_report_escapes_names(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    layer = "blocks.0.<script>alert(1)</script>" + EVIL
+    marker = marker_bytes({"format": "float8_e4m3fn"})
+    path = tmp_path / "evil.safetensors"
+    path.write_bytes(tensors([(f"{layer}.weight", "F8_E4M3", [4, 4]),
+                              (f"{layer}.weight_scale", "F16", []),
+                              (f"{layer}.comfy_quant", "U8", [len(marker)], marker)],
+                             metadata={"<b>k</b>": "<img src=x onerror=alert(1)>"}))
+    out = tmp_path / "r.html"
+    assert main(["report", str(path), "-o", str(out)]) == 0
+    html = out.read_text()
+    assert "<script>alert" not in html and "<img src=x" not in html and "<b>k" not in html
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    _lines_ok(capsys.readouterr().err)
+
+
 def test_error_line_escapes_the_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / ("missing" + EVIL.replace("/", "") + ".safetensors")
     assert main(["check", str(bad)]) == 2

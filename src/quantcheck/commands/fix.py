@@ -120,8 +120,9 @@ def print_plan(plan: object, unsafe: bool) -> None:
 
 def _lines(name: str, tensors: list[tuple[str, str, tuple[int, ...], str]],
            meta: dict[str, str]) -> list[str]:
-    out = [f"{name}: __metadata__.{k} = {v[:200]}\n" for k, v in meta.items()]
-    out += [f"{name}: {n} {d} {list(s)}{x}\n" for n, d, s, x in tensors]
+    name = clean(name)  # one diff line per entry: nothing from the file may break a line
+    out = [f"{name}: __metadata__.{clean(k)} = {clean(v[:200])}\n" for k, v in meta.items()]
+    out += [f"{name}: {clean(n)} {clean(d)} {list(s)}{clean(x)}\n" for n, d, s, x in tensors]
     return out
 
 
