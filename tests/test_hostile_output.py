@@ -103,6 +103,14 @@ def test_inspect_text_escapes_names_and_metadata(evil_file: Path,
     assert "metadata title\\x1b]0;pwned" in out and "blocks.0\\x1b]0;pwned" in out
 
 
+def test_inspect_json_keeps_exact_names_escaped(evil_file: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["inspect", "--format", "json", str(evil_file)]) == 0
+    out = capsys.readouterr().out
+    assert not re.search("[\x00-\x1f\x7f-\x9f\u2028\u202e]", out.replace("\n", ""))
+    assert any(LAYER in s for s in _strings(json.loads(out)))
+
+
 def test_fix_plan_escapes_names(evil_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
     main(["fix", "--dry-run", str(evil_file)])
     out, err = capsys.readouterr()

@@ -165,7 +165,9 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     if args.output == "json":
         import json
 
-        print(json.dumps(doc, indent=2, ensure_ascii=False))
+        from quantcheck.textsafe import json_safe
+
+        print(json_safe(json.dumps(doc, indent=2, ensure_ascii=False)))
     else:
         from quantcheck.render.inspect_text import render_inspect
 
