@@ -174,7 +174,9 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     if args.output_format == "json":
         import json
 
-        print(json.dumps(doc, indent=2, ensure_ascii=False))
+        from quantcheck.textsafe import json_safe
+
+        print(json_safe(json.dumps(doc, indent=2, ensure_ascii=False)))
     else:
         from quantcheck.render.inspect_text import render_inspect
 
@@ -269,16 +271,17 @@ def _main(argv: Sequence[str] | None) -> int:
         return 2
     handler = COMMANDS.get(args.command) or getattr(args, "handler", None)
     from quantcheck.checkpoint import InputError
+    from quantcheck.textsafe import clean
 
     try:
         return int(handler(args))
     except BrokenPipeError:
         raise  # an OSError, but not an error of the run: main() ends quietly
     except InputError as exc:
-        print(f"quantcheck: error: {exc}", file=sys.stderr)
+        print(f"quantcheck: error: {clean(exc)}", file=sys.stderr)
         return 2
     except OSError as exc:
-        print(f"quantcheck: error: {exc}", file=sys.stderr)
+        print(f"quantcheck: error: {clean(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("quantcheck: interrupted", file=sys.stderr)

@@ -105,9 +105,12 @@ def render_table(result: CompareResult, limit: int | None = None) -> str:
     rows = result.layers[:limit] if limit else result.layers
     out = [f"{'LAYER':<60} {'FORMAT':<18} {'MAX ABS':>10} {'REL L2':>9} {'COSINE':>9} "
            f"{'SNR dB':>7}"]
+    from quantcheck.textsafe import clean
+
     for r in rows:
-        out.append(f"{r['prefix'][-60:]:<60} {str(r['format'])[:18]:<18} {r['max_abs']:>10.3g} "
-                   f"{r['rel_l2']:>9.4f} {r['cosine']:>9.6f} {r['snr_db']:>7.1f}")
+        out.append(f"{clean(r['prefix'])[-60:]:<60} {clean(r['format'])[:18]:<18} "
+                   f"{r['max_abs']:>10.3g} {r['rel_l2']:>9.4f} {r['cosine']:>9.6f} "
+                   f"{r['snr_db']:>7.1f}")
     if limit and len(result.layers) > limit:
         out.append(f"… {len(result.layers) - limit} more layers (--all shows every layer)")
     changed = [b for b in result.biases if b["max_abs"] > 0]
@@ -115,5 +118,5 @@ def render_table(result: CompareResult, limit: int | None = None) -> str:
         out.append(f"\nbiases: {len(result.biases)} compared, {len(changed)} differ from the "
                    "original (reported, not a failure: some producers correct biases)")
     for p in result.problems:
-        out.append(f"not compared: {p['prefix']}: {p['problem']}")
+        out.append(f"not compared: {clean(p['prefix'])}: {clean(p['problem'])}")
     return "\n".join(out)

@@ -6,6 +6,7 @@ from quantcheck.checkpoint import Checkpoint
 from quantcheck.dtypes import HIGH_PRECISION
 from quantcheck.formats.dims import derive_dims
 from quantcheck.formats.table import FORMATS
+from quantcheck.textsafe import redact_url
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
@@ -81,7 +82,7 @@ def summarize(ck: Checkpoint) -> dict[str, Any]:
         "schema_version": SCHEMA_VERSION,
         "tool": "quantcheck",
         "kind": "inspect",
-        "inputs": ck.inputs,
+        "inputs": [redact_url(p) for p in ck.inputs],
         "files": files,
         "index": ck.index,
         "layers": layers,

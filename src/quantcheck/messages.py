@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable
 from typing import Any
 
 from quantcheck._record import factory, record
+from quantcheck.textsafe import clean
 
 
 @record
@@ -53,7 +55,7 @@ class MessageMatch:
         rule = get_rule(self.code)
         lines = [f"This is {self.pattern.runtime}'s message:", f"  {self.pattern.template}", ""]
         for k, v in self.values.items():
-            lines.append(f"  {k}: {v}")
+            lines.append(f"  {k}: {clean(v)}")
         lines += ["", f"Rule: {rule.code} {rule.name} — {rule.title}", "", "Common causes:"]
         lines += [f"  - {c}" for c in self.pattern.causes]
         lines += ["", f"Fix: {rule.remedy}", f"  {self.pattern.fix_command}", "",
@@ -64,26 +66,36 @@ class MessageMatch:
 
 
 _FIELD = re.compile(r"\{(\w+)(!r)?\}")
+#: a shape as sglang prints it, `(8, 32)`, `[8, 32]` or `torch.Size([8, 32])`: brackets
+#: delimit it, so `, ` inside a shape is not taken for the `, ` that follows it.
+_SHAPE = r"(?:torch\.Size\()?[(\[][^()\[\]\n]*[)\]]\)?"
 
 
 def _compile(template: str) -> tuple[re.Pattern[str], tuple[str, ...]]:
-    """A regex for a `str.format` template: `{x!r}` matches a quoted repr, `{x}` any text."""
+    """A regex for a `str.format` template that cannot backtrack (see `match_message`).
+
+    `{x!r}` matches a quoted repr, `{x_shape}` a bracketed shape; any other `{x}` followed by
+    text matches up to the first occurrence of that text, inside an atomic group (no retrying
+    a later occurrence), and a `{x}` ending the template takes the rest of the line.
+    """
     parts: list[str] = []
     names: list[str] = []
-    pos = 0
-    for m in _FIELD.finditer(template):
-        parts.append(re.escape(template[pos:m.start()]))
-        name = m.group(1)
+    pieces = _FIELD.split(template)  # literal, name, !r, literal, name, !r, ..., literal
+    parts.append(re.escape(pieces[0]))
+    for i in range(1, len(pieces), 3):
+        name, is_repr, after = pieces[i], pieces[i + 1], pieces[i + 2]
         group = name if name not in names else f"{name}_{len(names)}"
         names.append(group)
-        if m.group(2):
-            parts.append(f"(?:'(?P<{group}>[^']*)'|\"(?P<{group}_dq>[^\"]*)\")")
+        if is_repr:
+            parts.append(f"(?:'(?P<{group}>[^'\\n]*)'|\"(?P<{group}_dq>[^\"\\n]*)\")"
+                         + re.escape(after))
+        elif name.endswith("_shape"):
+            parts.append(f"(?P<{group}>{_SHAPE})" + re.escape(after))
+        elif after:
+            parts.append(f"(?>(?P<{group}>[^\\n]+?){re.escape(after)})")
         else:
-            parts.append(f"(?P<{group}>.+?)")
-        pos = m.end()
-    parts.append(re.escape(template[pos:]))
-    return re.compile("".join(parts) + "$" if template.endswith("}") else "".join(parts)), \
-        tuple(names)
+            parts.append(f"(?P<{group}>[^\\n]+)")
+    return re.compile("".join(parts)), tuple(names)
 
 
 def _p(template: str, code: str, *causes: str, runtime: str = "sglang 0.5.23",
@@ -233,13 +245,44 @@ PATTERNS: list[MessagePattern] = [
 ]
 
 
+#: longest line the matcher sees whole; a longer line is searched in overlapping windows of
+#: twice this, so any message up to MAX_LINE characters is still found wherever it sits.
+MAX_LINE = 2000
+_LEADS = re.compile("|".join(sorted({re.escape(p.template.split("{", 1)[0]) for p in PATTERNS},
+                                    key=len, reverse=True)))
+
+
+def _units(text: str) -> tuple[list[str], list[str]]:
+    """(lines, adjacent line pairs) of `text`, whitespace collapsed, none over 2*MAX_LINE."""
+    lines: list[str] = []
+    for raw in text.splitlines():
+        line = " ".join(raw.split())
+        if len(line) <= 2 * MAX_LINE:
+            lines.append(line)
+        else:  # windows [k*MAX_LINE, (k+2)*MAX_LINE): every MAX_LINE-long stretch is in one
+            lines.extend(line[k:k + 2 * MAX_LINE] for k in range(0, len(line) - MAX_LINE,
+                                                                   MAX_LINE))
+    pairs = [f"{a} {b}" for a, b in itertools.pairwise(lines)
+             if a and b and len(a) + len(b) < 2 * MAX_LINE]
+    return lines, pairs
+
+
 def match_message(text: str) -> MessageMatch | None:
-    """The first known message pattern matching `text` (searched anywhere in it)."""
-    t = " ".join(text.split())
-    for p in PATTERNS:
-        m = p.regex.search(t)
-        if m:
-            values = {k.removesuffix("_dq"): v for k, v in m.groupdict().items()
-                      if v is not None}
-            return MessageMatch(p, values)
+    """The first known message pattern found in `text` (a message, a traceback or a log).
+
+    Work is linear in the text: it is cut into lines (long ones into windows) of at most
+    2*MAX_LINE characters; only lines holding the literal start of some template are tried
+    against the patterns, and no pattern can backtrack (literal start, bounded or atomic
+    fields). A message wrapped over two lines is found in the joined pair.
+    """
+    lines, pairs = _units(text)
+    for units in (lines, pairs):
+        candidates = [u for u in units if _LEADS.search(u)]
+        for p in PATTERNS:
+            for unit in candidates:
+                m = p.regex.search(unit)
+                if m:
+                    values = {k.removesuffix("_dq"): v for k, v in m.groupdict().items()
+                              if v is not None}
+                    return MessageMatch(p, values)
     return None

@@ -11,6 +11,8 @@ import sys
 import time
 from typing import TextIO
 
+from quantcheck.textsafe import clean
+
 
 class Progress:
     """Counts towards `total`; redraws at most 10 times a second."""
@@ -19,7 +21,7 @@ class Progress:
                  enabled: bool | None = None, unit: str = "items") -> None:
         self.stream = stream or sys.stderr
         self.total = max(total, 1)
-        self.label = label
+        self.label = clean(label)
         self.unit = unit
         self.done = 0
         self.item = ""
@@ -39,7 +41,7 @@ class Progress:
 
     def advance(self, item: str = "", n: int = 1) -> None:
         """One more item done; `item` names it on the bar."""
-        self.item = item
+        self.item = clean(item)
         self(n)
 
     def _draw(self) -> None:

@@ -229,6 +229,21 @@ class _Handler(socketserver.StreamRequestHandler):
     def mode_gzip(self, req: Request) -> bool:
         return self.ranged(req, {"Content-Encoding": "gzip"})
 
+    def mode_norange_gzip(self, req: Request) -> bool:
+        """Ignores Range and answers 200 with the whole file gzip-compressed."""
+        import gzip
+
+        body = gzip.compress(self.data)
+        self.send("200 OK", {"Content-Length": str(len(body)), "Content-Encoding": "gzip"},
+                  body)
+        return False
+
+    def mode_secretlog(self, req: Request) -> bool:
+        """Ignores Range (a warning names the URL); 404 for paths ending in `missing`."""
+        if req.path.split("?", 1)[0].endswith("missing"):
+            return self.send("404 Not Found", {"Content-Length": "0"})
+        return self.mode_norange(req)
+
     def mode_html(self, req: Request) -> bool:
         return self.ranged(req, {"Content-Type": "text/html; charset=utf-8"})
 

@@ -22,7 +22,8 @@ from .test_sglang_verdict import MAPPER_ONLY, sglang_failed
 
 LAYER = "model.diffusion_model.transformer_blocks.1.attn.to_q"
 SAMPLE = {"weight_dtype": "BF16", "scale_dtype": "F16", "channel_dtype": "BF16",
-          "weight_shape": "(8, 32)", "scale_shape": "(8,)", "missing": "['a.weight']",
+          "weight_shape": "(8, 32)", "scale_shape": "(8,)", "s_rel_shape": "(8, 2)",
+          "s_channel_shape": "(8,)", "missing": "['a.weight']",
           "first5": "['blocks.0.attn.qkv']", "path": "model.safetensors", "K": "96",
           "group_size": "2", "convrot_groupsize": "32", "formats": "float8_e4m3fn, nvfp4"}
 

@@ -10,6 +10,8 @@ import argparse
 import sys
 from typing import Any
 
+from quantcheck.textsafe import clean
+
 QUANT_FORMATS = ("float8_e4m3fn", "float8_e5m2", "int8_tensorwise", "nvfp4", "mxfp8",
                  "asym_w4a8_int8", "convrot_w4a4")
 DESCRIPTIONS = {
@@ -112,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
 
         bad = unrepairable(ck)
         if bad:
-            print(f"quantcheck: error: cannot convert: {bad[0].code} {bad[0].message}",
+            print(f"quantcheck: error: cannot convert: {bad[0].code} {clean(bad[0].message)}",
                   file=sys.stderr)
             return 2
         from quantcheck.commands.output import output_layout
@@ -185,13 +187,13 @@ def _quantize(ck: Any, args: argparse.Namespace, out: str, index: str | None) ->
         if bad is None or bad[0] in refused or len(refused) >= MAX_REFUSED:
             break
         refused[bad[0]] = f"left as it is: the quantizer refused it ({bad[1]})"
-        print(f"  {bad[0]}: {bad[1]} -> keeping this layer as it is and writing again",
-              file=sys.stderr)
+        print(f"  {clean(bad[0])}: {clean(bad[1])} -> keeping this layer as it is and writing "
+              "again", file=sys.stderr)
     print(f"quantize: {len(done)} layer{'s' if len(done) != 1 else ''} -> {args.fmt}")
     shape_skips = {p: r for p, r in skipped.items()
                    if "K=" in r or "sglang" in r or p in refused}
     for p, r in shape_skips.items():
-        print(f"  skipped {p}: {r}")
+        print(f"  skipped {clean(p)}: {clean(r)}")
     other = len(skipped) - len(shape_skips)
     if other:
         print(f"  {other} other layer{'s' if other != 1 else ''} left as they are (norms, "
@@ -234,7 +236,7 @@ def _dequantize(ck: Any, args: argparse.Namespace, out: str, index: str | None) 
             f.metadata.pop(QMETA, None)
     print(f"dequantize: {n} layer{'s' if n != 1 else ''} -> {args.dtype}")
     for p, r in failed.items():
-        print(f"  left quantized {p}: {r}")
+        print(f"  left quantized {clean(p)}: {clean(r)}")
     rc = _write(ck, draft, out, index, "all", "dequantize")
     return rc or (1 if failed else 0)
 
@@ -270,7 +272,7 @@ def _write(ck: Any, draft: Any, out: str, index: str | None, target: str, label:
         layer = getattr(exc, "layer", "")
         if retry and layer:
             return 2, (layer, str(exc).removeprefix(f"{layer}: "))
-        print(f"\nquantcheck: error: {exc}; nothing was written", file=sys.stderr)
+        print(f"\nquantcheck: error: {clean(exc)}; nothing was written", file=sys.stderr)
         return (2, None) if retry else 2
     bar.close()
     if retry:

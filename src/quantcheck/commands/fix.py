@@ -6,6 +6,8 @@ import argparse
 import difflib
 import sys
 
+from quantcheck.textsafe import clean
+
 DESCRIPTIONS = {"fix": (
     "Apply every diagnostic's fix and write the result to OUT (never in place). Safe fixes keep "
     "every value (exact casts to F32, relabels of 1-byte scales, reshapes, marker rewrites); "
@@ -42,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     with load_checkpoint(args.paths) as ck:
         bad = unrepairable(ck)
         if bad:
-            print(f"quantcheck: error: cannot repair: {bad[0].code} {bad[0].message}; a "
+            print(f"quantcheck: error: cannot repair: {bad[0].code} {clean(bad[0].message)}; a "
                   "rewrite would lose data", file=sys.stderr)
             return 2
         out, index = (None, None)
@@ -58,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
             return _exit(plan, args.unsafe_fixes)
         assert out is not None
         _write(ck, plan, out, index)
-        print(f"wrote {out}")
+        print(f"wrote {clean(out)}")
     return _exit(plan, args.unsafe_fixes)
 
 
@@ -102,7 +104,7 @@ def print_plan(plan: object, unsafe: bool) -> None:
     real = [e for e in plan.edits if e.safety != "rewrite"]
     print(f"fix ({plan.target}): {len(real)} fix{'es' if len(real) != 1 else ''}")
     for e in plan.edits:
-        print(f"  {e.code}  [{e.safety}] {e.description}")
+        print(f"  {e.code}  [{e.safety}] {clean(e.description)}")
     left = plan.unapplied(unsafe)
     if left:
         print(f"not fixed ({len(left)}):")
@@ -110,15 +112,17 @@ def print_plan(plan: object, unsafe: bool) -> None:
         d = o.diagnostic
         why = {"refused": f"refused: {o.detail}", "unsafe": "needs --unsafe-fixes",
                "no-fix": "no automatic fix"}[o.status]
-        print(f"  {d.code}  {d.layer or d.tensor or d.file or ''}: {d.message} ({why})")
+        where = d.layer or d.tensor or d.file or ""
+        print(f"  {d.code}  {clean(where)}: {clean(d.message)} ({clean(why)})")
     if not plan.converged:
         print("  (fixes did not settle after 8 rounds; the rest is left as it is)")
 
 
 def _lines(name: str, tensors: list[tuple[str, str, tuple[int, ...], str]],
            meta: dict[str, str]) -> list[str]:
-    out = [f"{name}: __metadata__.{k} = {v[:200]}\n" for k, v in meta.items()]
-    out += [f"{name}: {n} {d} {list(s)}{x}\n" for n, d, s, x in tensors]
+    name = clean(name)  # one diff line per entry: nothing from the file may break a line
+    out = [f"{name}: __metadata__.{clean(k)} = {clean(v[:200])}\n" for k, v in meta.items()]
+    out += [f"{name}: {clean(n)} {clean(d)} {list(s)}{clean(x)}\n" for n, d, s, x in tensors]
     return out
 
 

@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from quantcheck.textsafe import clean
+
 DESCRIPTIONS = {"report": """\
 Write one self-contained HTML file (inline CSS and SVG; no scripts, no network):
 a format map of blocks x layer kinds coloured by format with diagnostics outlined,
@@ -78,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         compare = _compare(args.paths, args.compare) if args.compare else None
     except CompareUnavailable as exc:
-        print(f"quantcheck: error: {exc}", file=sys.stderr)
+        print(f"quantcheck: error: {clean(exc)}", file=sys.stderr)
         return 2
     html = build_report(args.paths, compare=compare, target=args.target, deep=args.deep)
     out = Path(args.output)

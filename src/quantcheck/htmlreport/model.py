@@ -11,6 +11,7 @@ from quantcheck.checkpoint import Checkpoint
 from quantcheck.diagnostics import Diagnostic
 from quantcheck.inspect import summarize
 from quantcheck.report import Report
+from quantcheck.textsafe import redact_url
 
 _RANK = {"error": 2, "warning": 1, "info": 0}
 
@@ -61,7 +62,7 @@ def collect(ck: Checkpoint, report: Report, compare: Any = None, *, target: str 
     """Join the inspect summary, the diagnostics and compare rows by layer prefix."""
     summary = summarize(ck)
     layers = [LayerView(i, r["prefix"], format_key(r), r) for i, r in enumerate(summary["layers"])]
-    data = ReportData(list(ck.inputs), summary, layers, report, target, deep)
+    data = ReportData([redact_url(p) for p in ck.inputs], summary, layers, report, target, deep)
     index = data.by_prefix()
     for d in report.diagnostics:
         view = index.get(d.layer or "") or index.get(_tensor_layer(d.tensor))

@@ -20,6 +20,7 @@ from urllib.parse import quote, urljoin, urlsplit
 
 from quantcheck._version import __version__
 from quantcheck.io.source import SourceError
+from quantcheck.textsafe import redact_url
 
 DEFAULT_TIMEOUT = 20.0
 MAX_REDIRECTS = 10
@@ -54,11 +55,11 @@ def origin_of(url: str) -> Origin:
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https") or not parts.hostname:
-        raise RemoteError(f"{url}: only http:// and https:// URLs can be read")
+        raise RemoteError(f"{redact(url)}: only http:// and https:// URLs can be read")
     try:
         port = parts.port or (443 if scheme == "https" else 80)
     except ValueError as exc:
-        raise RemoteError(f"{url}: bad port ({exc})") from None
+        raise RemoteError(f"{redact(url)}: bad port ({exc})") from None
     return scheme, parts.hostname.lower(), port
 
 
@@ -68,9 +69,8 @@ def safe_url(url: str) -> str:
 
 
 def redact(url: str) -> str:
-    """A URL for messages and reports: no query string (signed CDN URLs carry credentials)."""
-    parts = urlsplit(url)
-    return parts._replace(query="", fragment="").geturl() + ("?…" if parts.query else "")
+    """A URL for messages and reports: no credentials, query or fragment (`redact_url`)."""
+    return redact_url(url)
 
 
 @dataclass(slots=True)
@@ -196,6 +196,12 @@ class Response:
         cut = min(len(self._buf), limit) if cut < 0 else cut + 1
         line, self._buf = self._buf[:cut], self._buf[cut:]
         return line
+
+    def rearm(self, expect_bytes: int) -> None:
+        """A fresh deadline for reading `expect_bytes` more of a body kept open for later."""
+        self._dog.cancel()
+        self._dog = _Watchdog(3 * self._client.settings.timeout + expect_bytes / MIN_RATE)
+        self._dog.watch(self._conn.sock)
 
     def release(self, drain: int = 4096) -> None:
         """Finish with this answer; keep the connection only if the body was read to its end."""

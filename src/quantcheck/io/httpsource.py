@@ -29,6 +29,7 @@ from quantcheck.io.multipart import (
     unsatisfied_total,
 )
 from quantcheck.io.spans import SpanCache, batches, coalesce, range_header
+from quantcheck.textsafe import clean
 
 FIRST_READ = 100_000
 #: spans closer than this are fetched as one (a multipart part costs ~100 bytes of headers).
@@ -58,7 +59,7 @@ class HttpSource:
                  stream_limit: int = STREAM_LIMIT) -> None:
         origin_of(url)
         self.url = url
-        self.name = name or url
+        self.name = name or redact(url)
         self.stream_limit = stream_limit
         self.warnings: list[str] = []
         self.revision: str | None = None
@@ -72,6 +73,9 @@ class HttpSource:
         self._ranges = True
         self._multi: bool | None = None
         self._redirected: str | None = None
+        #: a whole-file (200) answer kept open, and the offset its body has been read to
+        self._body: Response | None = None
+        self._body_pos = 0
         try:
             self._open(max(FIRST_READ if first_read is None else first_read, 16))
         except BaseException:
@@ -100,7 +104,13 @@ class HttpSource:
         return out
 
     def close(self) -> None:
+        self._drop_body()
         self._client.close()
+
+    def _drop_body(self) -> None:
+        if self._body is not None:
+            body, self._body = self._body, None
+            body.release()
 
     def describe(self) -> dict[str, object]:
         """What reading this file cost and which revision was read (for report `inputs`)."""
@@ -120,7 +130,7 @@ class HttpSource:
 
     def _warn(self, message: str) -> None:
         self.warnings.append(message)
-        print(f"quantcheck: warning: {self.name}: {message}", file=sys.stderr)
+        print(f"quantcheck: warning: {clean(self.name)}: {clean(message)}", file=sys.stderr)
 
     def _get(self, headers: dict[str, str], expect: int) -> Response:
         resp = self._client.get(self._fetch_url, headers, expect)
@@ -155,7 +165,8 @@ class HttpSource:
                 self._fetch_url = resp.url
                 self._redirected = origin_of(resp.url)[1]
         finally:
-            resp.release()
+            if resp is not self._body:
+                resp.release()
 
     def _open_unranged(self, resp: Response, first: int) -> None:
         length = resp.header("Content-Length")
@@ -163,17 +174,23 @@ class HttpSource:
             raise RemoteError(f"{self._where}: server ignored the Range header and did not say "
                               "how long the file is (no Content-Length); refusing to download "
                               "the whole file")
+        self._check_encoding(resp, "a whole-file answer")
         self._ranges = False
         self._size = size = int(length)
-        got = self._take(resp, 0, min(size, first))
+        # A later read from such a server starts again at byte 0, so a small file is read
+        # whole now: one request, and never more bytes fetched than the file holds.
+        got = self._take(resp, 0, size if size <= 2 * first else min(size, first))
         want = len(got)
         if len(got) >= 8:
             (n,) = struct.unpack("<Q", got[:8])
             if n <= MAX_HEADER and len(got) < 8 + n <= size:
                 want = 8 + n
                 self._take(resp, len(got), want - len(got))
+        if want < size:  # later reads go on from here: no second download from byte 0
+            self._body, self._body_pos = resp, want
         self._warn(f"server ignored the Range header (HTTP 200 with the whole file, "
-                   f"{size:,} bytes); read the first {want:,} bytes and closed the connection")
+                   f"{size:,} bytes); read the first {want:,} bytes, and more of the same "
+                   "answer only as far as needed")
 
     def _fetch(self, gaps: list[Span]) -> None:
         spans = coalesce(gaps, MERGE_GAP)
@@ -250,6 +267,20 @@ class HttpSource:
             resp.release()
 
     def _stream(self, spans: list[Span]) -> None:
+        body = self._body
+        if body is not None and spans[0][0] >= self._body_pos:
+            end = max(e for _, e in spans)
+            try:
+                body.rearm(end - self._body_pos)
+                self._consume(body, spans, "ignores Range requests", self._body_pos)
+            except BaseException:
+                self._drop_body()
+                raise
+            self._body_pos = end
+            if end >= self._size:
+                self._drop_body()
+            return
+        self._drop_body()
         resp = self._get({}, max(e for _, e in spans))
         try:
             self._note(resp)
@@ -259,15 +290,17 @@ class HttpSource:
         finally:
             resp.release()
 
-    def _consume(self, resp: Response, spans: list[Span], what: str) -> None:
-        """Read a whole-file (200) answer up to the last byte needed, keeping only `spans`."""
+    def _consume(self, resp: Response, spans: list[Span], what: str, pos: int = 0) -> None:
+        """Read a whole-file (200) answer, whose body is at `pos`, up to the last byte needed,
+        keeping only `spans` (a fresh answer is at 0; a kept one where it was left)."""
+        self._check_encoding(resp, "a whole-file answer")
         spans = coalesce(spans, 0)
         end = spans[-1][1]
         if end > self.stream_limit:
             raise RemoteError(f"{self._where}: server {what}; the bytes needed end at byte "
                               f"{end:,}, so reading them means downloading {end:,} of "
                               f"{self._size:,} bytes (limit {self.stream_limit:,})")
-        pos = 0
+        fresh = pos == 0
         for s, e in spans:
             while pos < s:
                 skip = resp.read(min(CHUNK, s - pos))
@@ -276,8 +309,9 @@ class HttpSource:
                 pos += len(skip)
             self._take(resp, s, e - s)
             pos = e
-        self._warn(f"server {what} (HTTP 200 with the whole file); read its first {end:,} "
-                   "bytes and closed the connection")
+        if fresh:
+            self._warn(f"server {what} (HTTP 200 with the whole file); read its first "
+                       f"{end:,} bytes and closed the connection")
 
     # -- checks -------------------------------------------------------------------------
 
@@ -308,11 +342,15 @@ class HttpSource:
         return RemoteError(f"{self._where}: Content-Range says bytes {a}-{b - 1}/{total} but "
                            f"{asked} was asked")
 
-    def _check_length(self, resp: Response, n: int) -> None:
-        enc = (resp.header("Content-Encoding") or "identity").lower()
+    def _check_encoding(self, resp: Response, what: str) -> None:
+        """Refuse a compressed body: its bytes are not the file's (we ask for identity)."""
+        enc = (resp.header("Content-Encoding") or "identity").strip().lower()
         if enc != "identity":
-            raise RemoteError(f"{self._where}: server sent a {enc}-encoded body for a range "
-                              "request; byte ranges need the raw file")
+            raise RemoteError(f"{self._where}: server sent a {clean(enc[:40])}-encoded body "
+                              f"for {what}; byte ranges need the raw file")
+
+    def _check_length(self, resp: Response, n: int) -> None:
+        self._check_encoding(resp, "a range request")
         length = resp.header("Content-Length")
         if length is not None and length != str(n):
             raise RemoteError(f"{self._where}: Content-Length {length[:20]} does not match the "

@@ -14,7 +14,14 @@ import re
 from dataclasses import dataclass
 from urllib.parse import quote, urljoin
 
-from quantcheck.io.http import HttpClient, HttpSettings, RemoteError, env_timeout, origin_of
+from quantcheck.io.http import (
+    HttpClient,
+    HttpSettings,
+    RemoteError,
+    env_timeout,
+    origin_of,
+    redact,
+)
 from quantcheck.io.http import status_error as _status_error
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
@@ -87,7 +94,8 @@ def parse(url: str) -> HubPath:
         rest, _, revision = rest.partition("@")
     if not (_SEGMENT.match(org) and _SEGMENT.match(repo)) or revision == "" \
             or any(p in ("..", ".") for p in rest.split("/")):
-        raise RemoteError(f"{url}: not a hub address; expected hf://ORG/REPO[/PATH][@REVISION]")
+        raise RemoteError(f"{redact(url)}: not a hub address; expected "
+                          "hf://ORG/REPO[/PATH][@REVISION]")
     return HubPath(repo_type, f"{org}/{repo}", rest.strip("/"), revision)
 
 
@@ -119,15 +127,15 @@ def list_folder(hp: HubPath) -> list[str]:
                 return files
             doc, link = fetch_json(client, url, what="listing")
             if not isinstance(doc, list):
-                raise RemoteError(f"{url}: the hub's listing is not a JSON array; give a file "
-                                  f"path ({hp.name('FILE.safetensors')})")
+                raise RemoteError(f"{redact(url)}: the hub's listing is not a JSON array; give "
+                                  f"a file path ({hp.name('FILE.safetensors')})")
             for entry in doc:
                 if isinstance(entry, dict) and entry.get("type") == "file" \
                         and isinstance(entry.get("path"), str):
                     files.append(entry["path"])
             m = _NEXT.search(link or "")
             url = urljoin(url, m.group(1)) if m else None
-        raise RemoteError(f"{tree_url(hp)}: listing has more than {MAX_PAGES} pages")
+        raise RemoteError(f"{redact(tree_url(hp))}: listing has more than {MAX_PAGES} pages")
     finally:
         client.close()
 
@@ -144,7 +152,7 @@ def fetch_bytes(client: HttpClient, url: str, what: str = "file") -> tuple[bytes
             raise err
         raw = resp.read(MAX_JSON + 1)
         if len(raw) > MAX_JSON:
-            raise RemoteError(f"{url}: {what} is over {MAX_JSON // 2**20} MiB")
+            raise RemoteError(f"{redact(url)}: {what} is over {MAX_JSON // 2**20} MiB")
         return raw, resp.header("Link")
     finally:
         resp.release()
@@ -156,4 +164,4 @@ def fetch_json(client: HttpClient, url: str, what: str = "file") -> tuple[object
     try:
         return json.loads(raw), link
     except (ValueError, RecursionError) as exc:
-        raise RemoteError(f"{url}: {what} is not valid JSON ({exc})") from None
+        raise RemoteError(f"{redact(url)}: {what} is not valid JSON ({exc})") from None

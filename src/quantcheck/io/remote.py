@@ -23,6 +23,8 @@ __all__ = ["HttpSource", "RemoteError", "expand_remote", "is_remote", "open_remo
 
 INDEX_SUFFIX = ".index.json"
 _INDEX_DOCS: dict[str, object] = {}
+#: display name (credentials and query redacted) -> URL to fetch, for remote index files.
+_INDEX_URLS: dict[str, str] = {}
 _INDEX_KEEP = 8
 
 
@@ -33,21 +35,21 @@ def is_remote(path: str) -> bool:
 
 def _refuse_offline(url: str) -> None:
     if hub.offline():
-        raise RemoteError(f"{url}: HF_HUB_OFFLINE is set, so nothing is fetched from the "
+        raise RemoteError(f"{redact(url)}: HF_HUB_OFFLINE is set, so nothing is fetched from the "
                           "network; unset it to check a remote checkpoint")
 
 
 def _locate(url: str) -> tuple[str, str]:
-    """(URL to fetch, display name) for one remote file."""
+    """(URL to fetch, display name) for one remote file; the name never carries secrets."""
     scheme = url.split("://", 1)[0].lower()
     if scheme == "hf":
         hp = hub.parse(url)
         if not hp.path:
-            raise RemoteError(f"{url}: names a repository, not a file")
+            raise RemoteError(f"{redact(url)}: names a repository, not a file")
         return hub.resolve_url(hp), hp.name()
     if scheme in ("http", "https"):
-        return url, url
-    raise RemoteError(f"{url}: unsupported address; use hf://ORG/REPO/FILE, https:// or "
+        return url, redact(url)
+    raise RemoteError(f"{redact(url)}: unsupported address; use hf://ORG/REPO/FILE, https:// or "
                       "http:// URLs")
 
 
@@ -72,9 +74,9 @@ def expand_remote(url: str) -> tuple[list[str], str | None, list[Diagnostic]]:
     _locate(url)
     path = urlsplit(url).path
     if path.endswith(INDEX_SUFFIX):
-        return _expand_index(url, url, None)
+        return _expand_index(redact(url), url, None)
     if path.endswith("/"):
-        raise RemoteError(f"{url}: an HTTP folder cannot be listed; give the URL of a "
+        raise RemoteError(f"{redact(url)}: an HTTP folder cannot be listed; give the URL of a "
                           ".safetensors file or of its .index.json")
     return [url], None, []
 
@@ -92,7 +94,7 @@ def _expand_folder(url: str, hp: hub.HubPath) -> tuple[list[str], str | None,
     if not found:
         from quantcheck.checkpoint import InputError
 
-        raise InputError(f"{url}: folder holds no .safetensors files")
+        raise InputError(f"{redact(url)}: folder holds no .safetensors files")
     return found, None, []
 
 
@@ -116,13 +118,14 @@ def _expand_index(name: str, fetch: str, listing: set[str] | None) -> tuple[
     except (ValueError, RecursionError) as exc:
         diags.append(Diagnostic("QC503", f"index is not valid JSON: {exc}", file=name))
         return [], name, diags
-    _remember(name, doc)
+    _remember(name, fetch, doc)
     wmap = doc.get("weight_map") if isinstance(doc, dict) else None
     if not isinstance(wmap, dict) or not all(isinstance(v, str) for v in wmap.values()):
         diags.append(Diagnostic("QC503", "index has no weight_map object of tensor name -> "
                                          "shard file", file=name, pointer="/weight_map"))
         return [], name, diags
-    base = name.split("?", 1)[0].rsplit("/", 1)[0]
+    # shards are fetched under the index's real URL (credentials kept, query dropped)
+    base = (name if name.startswith("hf://") else fetch).split("?", 1)[0].rsplit("/", 1)[0]
     folder = posixpath.dirname(hub.parse(name).path) if name.startswith("hf://") else ""
     out: list[str] = []
     for shard in dict.fromkeys(wmap.values()):
@@ -140,10 +143,13 @@ def _expand_index(name: str, fetch: str, listing: set[str] | None) -> tuple[
     return out, name, diags
 
 
-def _remember(name: str, doc: object) -> None:
+def _remember(name: str, fetch: str, doc: object) -> None:
     while len(_INDEX_DOCS) >= _INDEX_KEEP:
         _INDEX_DOCS.pop(next(iter(_INDEX_DOCS)))
+    while len(_INDEX_URLS) >= _INDEX_KEEP:
+        _INDEX_URLS.pop(next(iter(_INDEX_URLS)))
     _INDEX_DOCS[name] = doc
+    _INDEX_URLS[name] = fetch
 
 
 def read_remote_json(url: str) -> object:
@@ -151,7 +157,8 @@ def read_remote_json(url: str) -> object:
     if url in _INDEX_DOCS:
         return _INDEX_DOCS.pop(url)
     _refuse_offline(url)
-    fetch = hub.resolve_url(hub.parse(url)) if url.startswith("hf://") else url
+    fetch = hub.resolve_url(hub.parse(url)) if url.startswith("hf://") else \
+        _INDEX_URLS.get(url, url)
     client = HttpClient(hub.settings())
     try:
         raw, _ = hub.fetch_bytes(client, fetch, what="index")

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from quantcheck.report import Report
+from quantcheck.textsafe import clean
 
 LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
 
 
 def _esc(s: str, prop: bool = False) -> str:
-    s = s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """Control characters escaped (`clean`), then GitHub's own %-encoding of the rest."""
+    s = clean(s).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
     return s.replace(":", "%3A").replace(",", "%2C") if prop else s
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 
+from quantcheck.textsafe import json_safe
+
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
     from typing import Any
@@ -24,7 +26,7 @@ def envelope(kind: str, doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def dumps(kind: str, doc: dict[str, Any]) -> str:
-    return json.dumps(envelope(kind, doc), indent=2, ensure_ascii=False)
+    return json_safe(json.dumps(envelope(kind, doc), indent=2, ensure_ascii=False))
 
 
 def render(report: Report) -> str:

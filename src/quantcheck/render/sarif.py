@@ -7,6 +7,7 @@ import json
 from quantcheck import __version__
 from quantcheck.report import Report
 from quantcheck.rules.registry import all_rules
+from quantcheck.textsafe import json_safe
 
 LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 
@@ -47,4 +48,4 @@ def render(report: Report) -> str:
             "results": results,
         }],
     }
-    return json.dumps(doc, indent=2, ensure_ascii=False)
+    return json_safe(json.dumps(doc, indent=2, ensure_ascii=False))

@@ -6,6 +6,7 @@ from itertools import groupby
 
 from quantcheck.render.style import SEVERITY_STYLE, STATUS_STYLE, paint, use_color
 from quantcheck.report import Report
+from quantcheck.textsafe import clean
 
 
 def render(report: Report, color: bool | None = None) -> str:
@@ -13,9 +14,9 @@ def render(report: Report, color: bool | None = None) -> str:
     out: list[str] = []
     diags = report.diagnostics
     for file, in_file in groupby(diags, key=lambda d: d.file or ""):
-        out.append(paint(file or "(inputs)", "bold", c))
+        out.append(paint(clean(file or "(inputs)"), "bold", c))
         for where, group in groupby(in_file, key=lambda d: d.layer or d.tensor or ""):
-            out.append("  " + paint(where or "(file)", "cyan", c))
+            out.append("  " + paint(clean(where or "(file)"), "cyan", c))
             for d in group:
                 sev = d.effective_severity.value
                 tag = paint(f"{sev:<7}", SEVERITY_STYLE[sev], c)
@@ -23,18 +24,19 @@ def render(report: Report, color: bool | None = None) -> str:
                 # tensors inside the layer are named by their suffix in the message already
                 inside = d.tensor and (d.tensor == where or d.tensor.startswith(where + "."))
                 tensor = f"{d.tensor}: " if d.tensor and not inside else ""
-                out.append(f"    {tag} {d.code} {d.name}: {tensor}{d.message}"
-                           + paint(targets, "dim", c))
+                out.append(f"    {tag} {d.code} {d.name}: {clean(tensor + d.message)}"
+                           + paint(clean(targets), "dim", c))
                 if d.fix:
-                    out.append(f"            help: {d.fix.description} "
+                    out.append(f"            help: {clean(d.fix.description)} "
                                f"({d.fix.safety.value} fix)")
         out.append("")
     for r in report.inputs:
         if "bytes_fetched" in r:
             rev = r.get("revision") or r.get("etag")
-            out.append(f"fetched {r['bytes_fetched']:,} of {r['size']:,} bytes in "
-                       f"{r.get('requests', '?')} requests from {r['path']}"
-                       + (f" at revision {rev}" if rev else ""))
+            n = r.get("requests", "?")
+            out.append(f"fetched {r['bytes_fetched']:,} of {r['size']:,} bytes in {n} "
+                       f"request{'' if n == 1 else 's'} from {clean(r['path'])}"
+                       + (f" at revision {clean(rev)}" if rev else ""))
     out.append(verdict_lines(report, c))
     return "\n".join(out)
 
@@ -53,7 +55,7 @@ def verdict_lines(report: Report, c: bool) -> str:
             if st["degraded"]:
                 bits.append(f"{st['degraded']} degrading")
             extra = f" ({', '.join(bits)})"
-        parts.append(f"{t}: {label}{extra}")
+        parts.append(f"{clean(t)}: {label}{extra}")
     s = report.summary()
     files = s.get("files", 0)
     totals = (f"{s['errors']} errors, {s['warnings']} warnings, {s['infos']} notes in "

@@ -1,0 +1,72 @@
+"""Escaping text that came from a file, a server or a paste before a terminal or CI log sees it.
+
+Tensor names, metadata, URLs and runtime messages are untrusted: raw ESC/BEL would let a
+hostile checkpoint retitle the terminal or clear the screen, a raw newline would forge a
+`0 errors` line or a `::error` workflow command, and bidi overrides or line separators would
+make a name display as something else. `clean(s)` spells every such character as a Python-style
+escape (`\\x1b`, `\\n`, `\\u202e`), so the text stays on one line and reads the same everywhere.
+`json_safe(doc)` does the same inside JSON text, where `json.dumps(ensure_ascii=False)` escapes
+C0 controls but passes DEL, C1 controls, line separators and bidi controls through raw.
+
+Escaped: C0 controls (U+0000-U+001F, tab and newline included), DEL, C1 controls
+(U+0080-U+009F), U+2028/U+2029, the bidi embeddings, overrides, isolates and marks (U+061C,
+U+200E, U+200F, U+202A-U+202E, U+2066-U+2069), and lone surrogates.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: characters never written raw to a human-readable output.
+UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e"
+                    "\u2066-\u2069\ud800-\udfff]")
+#: the same without C0 controls: what `json.dumps` leaves raw (its indentation newlines are C0).
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e"
+                          "\u2066-\u2069\ud800-\udfff]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _spell(ch: str) -> str:
+    named = _NAMED.get(ch)
+    if named:
+        return named
+    n = ord(ch)
+    return f"\\x{n:02x}" if n < 0x100 else f"\\u{n:04x}"
+
+
+def clean(text: object) -> str:
+    """`text` as one line with every control, separator and bidi character escaped."""
+    s = text if isinstance(text, str) else str(text)
+    if UNSAFE.search(s) is None:
+        return s
+    return UNSAFE.sub(lambda m: _spell(m.group()), s)
+
+
+def json_safe(doc: str) -> str:
+    """JSON text with the characters above written as `\\uXXXX` escapes (same JSON value).
+
+    Only valid for JSON produced by `json.dumps`: outside strings it is pure ASCII, and inside
+    strings C0 controls are already escaped, so only the others can appear raw.
+    """
+    if _JSON_UNSAFE.search(doc) is None:
+        return doc
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", doc)
+
+
+_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/?#]*@")
+
+
+def redact_url(location: str) -> str:
+    """`location` as it may be printed or stored: a URL loses its credentials and secrets.
+
+    `scheme://user:pass@host/...` keeps only `***@`; the whole query and fragment become `?…`
+    and `#…`. The whole query goes, not just parameters that look like secrets: signed CDN
+    and object-store URLs carry them under any name (`X-Amz-Signature`, `Signature`, `Policy`,
+    `sig`, `token`, ...), and no name list can be complete. Local paths come back unchanged.
+    """
+    if "://" not in location:
+        return location
+    head = _USERINFO.sub(r"\1***@", location)
+    path, hash_, _ = head.partition("#")
+    path, query, _ = path.partition("?")
+    return path + ("?…" if query else "") + ("#…" if hash_ else "")
