@@ -72,7 +72,7 @@ def quantize(
             scales[rows] = s = _scale(amax)
             q[rows] = _codes(x, _scale_for_math(s, kind), kind, inplace=True)
 
-        for_each(work_rot, n, row_step(k), blas=True)
+        for_each(work_rot, n, row_step(k))
         return q, scales
     if per_row:
         amax = abs_max(w, axis=1).reshape(n, 1)
@@ -131,7 +131,7 @@ def dequantize(
         x *= s if s.ndim == 0 else s[rows]
         out[rows] = rotate(x, g, "f32")
 
-    for_each(work, n, row_step(q.shape[1]), blas=True)
+    for_each(work, n, row_step(q.shape[1]))
     return _cast_out(out, out_dtype)
 
 

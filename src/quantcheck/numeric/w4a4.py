@@ -51,7 +51,7 @@ def quantize(w: np.ndarray, convrot_groupsize: int = 256) -> tuple[np.ndarray, n
         packed[rows] = pack_lo_first(y.astype(np.int8))
         scales[rows] = s[:, 0]
 
-    for_each(work, n, row_step(k), blas=True)
+    for_each(work, n, row_step(k))
     return packed, scales
 
 
@@ -76,7 +76,7 @@ def dequantize(
         q *= s[rows, None]
         out[rows] = rotate(q, cg, "f32")
 
-    for_each(work, n, row_step(k), blas=True)
+    for_each(work, n, row_step(k))
     if out_dtype == "float32":
         return out
     return round_to(out, {"bfloat16": "bf16", "float16": "f16"}[out_dtype])

@@ -17,10 +17,10 @@ import numpy as np
 
 from .errors import NumericError
 from .hadamard import check_group, rotate
-from .lowp import F32, abs_max, kind_of, last_axis_reduce, round_to, to_f32
+from .lowp import F32, abs_max, fixed_sum, kind_of, last_axis_reduce, round_to, to_f32
 from .nibbles import pack6, pack_lo_first, unpack6, unpack_lo_first
 from .parallel import for_each
-from .torch_order import linspace_f32, torch_quantile, torch_randint, torch_sum_last
+from .torch_order import linspace_f32, torch_quantile, torch_randint
 
 FP8 = np.dtype(ml_dtypes.float8_e4m3fn)
 FIXED_LUT = np.array(
@@ -110,24 +110,24 @@ def _excess_kurtosis(fill: Callable[[np.ndarray], object], size: int) -> float:
     """``mean(((x - mean) / (std(ddof=1) + 1e-9))**4) - 3`` in float64 for the ``size``
     values that ``fill(out)`` writes into a float64 array.
 
-    numpy's own reductions on the same array in the same order give the same bits as
-    ``x.std(ddof=1)`` / ``np.mean`` (numpy's ``_var``: ``sum((x - mean)**2) / (n - 1)``, then
-    sqrt), but with one float64 array: ``x`` is filled a second time instead of copied."""
+    Every sum is :func:`fixed_sum` (a pairwise order our code fixes), the fourth power is
+    ``(y·y)·(y·y)`` and the square root is IEEE ``sqrt``: no numpy reduction or transcendental
+    ufunc whose result could depend on the CPU. One float64 array: ``x`` is filled a second
+    time instead of copied."""
     x = np.empty(size, np.float64)
     fill(x)
-    mean = x.mean()
+    mean = fixed_sum(x) / size
     std = 0.0
     if size > 1:
         np.subtract(x, mean, out=x)
-        np.square(x, out=x)
-        var = np.add.reduce(x)
-        var = var.dtype.type(var / np.maximum(np.intp(size) - 1, 0))
-        std = var.dtype.type(np.sqrt(var))
+        np.multiply(x, x, out=x)
+        std = float(np.sqrt(fixed_sum(x) / (size - 1)))
         fill(x)
     np.subtract(x, mean, out=x)
     np.divide(x, std + 1e-9, out=x)
-    np.power(x, 4, out=x)
-    return float(np.mean(x) - 3.0)
+    np.multiply(x, x, out=x)
+    np.multiply(x, x, out=x)
+    return fixed_sum(x) / size - 3.0
 
 
 def excess_kurtosis(values: np.ndarray) -> float:
@@ -167,7 +167,7 @@ def _gate_values(
         sel = np.flatnonzero(chunk_of == sl.start // step)
         out[sel] = flat[picks[sel] - first]
 
-    for_each(work, m, step, blas=True)
+    for_each(work, m, step)
     return out
 
 
@@ -370,7 +370,7 @@ def _search_group_scale(
             d = d.reshape(target.shape)
             d -= target
             np.multiply(d, d, out=d)
-            err = torch_sum_last(d)
+            err = _sum_groups(d)
             del d
         if best_err is None:
             best_scale, best_err, best_idx = cand.copy(), err, idx
@@ -385,6 +385,11 @@ def _search_group_scale(
 
 
 # --------------------------------------------------------------------------- quantize
+
+
+def _sum_groups(a: np.ndarray) -> np.ndarray:
+    """F32 sum over the last axis in the fixed pairwise order of :func:`last_axis_reduce`."""
+    return last_axis_reduce(a, np.add)[..., 0]
 
 
 def _quantize_rotated(
@@ -427,9 +432,9 @@ def _quantize_rotated(
         for _ in range(_ALS_ITERS):
             lv = np.take(table, q)
             np.multiply(w, lv, out=v)
-            num = torch_sum_last(v)
+            num = _sum_groups(v)
             np.multiply(lv, lv, out=lv)
-            den = np.maximum(torch_sum_last(lv), _EPS)
+            den = np.maximum(_sum_groups(lv), _EPS)
             del lv
             gs = np.maximum(num / den, _EPS)[:, :, None]
             q = assign(np.divide(w, gs, out=v))
@@ -513,7 +518,7 @@ def quantize(
         if correction is not None:
             correction[sl] = corr
 
-    for_each(work, n, rows, blas=True)
+    for_each(work, n, rows)
     out = {"weight": packed, "weight_s_rel": s_rel, "weight_s_channel": s_channel}
     if table is not None:
         out["weight_codebook"] = table.astype(np.float32)
@@ -599,5 +604,5 @@ def dequantize(
             round_to(wrot, kind, out=wrot)
         out[rows] = rotate(wrot, convrot_groupsize, kind)
 
-    for_each(work, n, max(1, (1 << 17) // k), blas=True)
+    for_each(work, n, max(1, (1 << 17) // k))
     return out
