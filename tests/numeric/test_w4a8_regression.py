@@ -5,8 +5,8 @@ The digests were re-recorded for issue 10, when the rotation became our own fixe
 Walsh-Hadamard transform and the ALS / 6-bit error sums and the gate's kurtosis became
 fixed-order pairwise sums (before, they imitated torch's and OpenBLAS's summation orders):
 cases whose codes or scales moved by those last-bit differences changed digest; the uniform,
-asymmetric, 6-bit (fp8 scales) and F16 asymmetric cases kept theirs. The input uses numpy's Generator (PCG64,
-a stable stream); golden.py's inputs do not depend on numpy's RNG at all."""
+asymmetric, 6-bit (fp8 scales) and F16 asymmetric cases kept theirs. The input uses numpy's
+Generator (PCG64, a stable stream); golden.py's inputs do not depend on numpy's RNG at all."""
 
 from __future__ import annotations
 
