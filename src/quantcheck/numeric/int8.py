@@ -1,7 +1,9 @@
 """int8_tensorwise: scalar, row-wise ([N,1]) and ConvRot (rotated, row-wise) variants.
 
 Quantize: stored scale ``max(F32(amax)/127, 1e-30)``; the division uses that scale rounded to
-the input dtype and the quotient is rounded to it before round-half-even (spec §6.1).
+the input dtype and the quotient is rounded to it before round-half-even (spec §6.1). ConvRot
+rotates first with our fixed-order :func:`.hadamard.rotate` (comfy-kitchen: within the
+any-order bound, see the package docstring); scalar and row-wise are bit-exact.
 """
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
 """convrot_w4a4: ConvRot-rotated weight, signed int4 (-7..7, low nibble first), F32 scale [N].
 
 Quantize in the input dtype: ``a = max(rowamax|W_rot|, dtype(1e-10))``, ``s = dtype(a/7)``,
-``q = clip(rint(dtype(W_rot/s)), -7, 7)``. Dequantize: ``(q * s) @ H^T`` per group, exact in F32.
+``q = clip(rint(dtype(W_rot/s)), -7, 7)``. Dequantize: ``(q * s)`` rotated back per group in
+F32. Rotations are our fixed-order :func:`.hadamard.rotate` (comfy-kitchen: within the
+any-order bound, see the package docstring).
 """
 
 from __future__ import annotations

@@ -1,11 +1,13 @@
 """asym_w4a8_int8: grouped 4-bit (codebook / uniform / asymmetric) or 6-bit codes on a
 ConvRot-rotated weight, decoded in two stages through an int8 grid (spec §3.6, §6.4-6.5).
 
-Quantize (bit-exact emulation of comfy-kitchen's eager quantizer): rotate in the input dtype,
-then F32; codebook choice by a kurtosis gate (fixed Lloyd-Max LUT or a fitted 16-level table);
-2 ALS passes; ``s_channel``/``s_rel``; codes re-assigned against the decoded int8 grid; 6-bit
-searches the fp8 neighbours of ``s_rel``. Fitted-codebook cluster means use float64 sums, so
-they can differ from torch by one F32 ulp.
+Quantize (comfy-kitchen's eager algorithm, every sum in our fixed order): rotate in the input
+dtype (:func:`.hadamard.rotate`), then F32; codebook choice by a kurtosis gate (fixed
+Lloyd-Max LUT or a fitted 16-level table); 2 ALS passes; ``s_channel``/``s_rel``; codes
+re-assigned against the decoded int8 grid; 6-bit searches the fp8 neighbours of ``s_rel``.
+ALS and 6-bit error sums are pairwise (:func:`_sum_groups`), the gate's moments use
+:func:`.lowp.fixed_sum`, cluster means float64 sums in sample order. Against comfy-kitchen
+(which sums in its machine's order): see the numeric contract in the package docstring.
 """
 
 from __future__ import annotations
