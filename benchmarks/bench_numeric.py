@@ -3,9 +3,10 @@
 Throughput is MB/s of BF16 input (N*K*2 bytes) for quantize and for dequantize (F32 output,
 both sides), best of ``--repeat`` runs, in one process with torch.set_num_threads(--threads)
 and our thread pool (QUANTCHECK_THREADS) set to the same count (our codecs call no BLAS).
-Peak memory is measured per operation in a fresh child process: after warm-up and building the inputs, the kernel's peak-RSS counter is
-reset (/proc/self/clear_refs = 5), and peak memory = VmHWM - VmRSS before the call (falls back
-to tracemalloc's peak when clear_refs is not writable). The result includes the output arrays.
+Peak memory is measured per operation in a fresh child process: after warm-up and building the
+inputs, the kernel's peak-RSS counter is reset (/proc/self/clear_refs = 5), and peak memory =
+VmHWM - VmRSS before the call (falls back to tracemalloc's peak when clear_refs is not
+writable). The result includes the output arrays.
 
     .venv/bin/python benchmarks/bench_numeric.py [--shape 3072x3072] [--threads 2] [--markdown]
         [--agreement]
