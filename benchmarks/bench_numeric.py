@@ -187,7 +187,8 @@ def run_agreement(n: int, k: int) -> dict[str, str]:
         ref_deq = ckref.ck_dequantize(fmt, theirs, layer.marker, (n, k))
         rotated = fmt in ("convrot_w4a4", "asym_w4a8_int8") or opts.get("convrot")
         if not rotated:
-            diff = sum(int(np.count_nonzero(a.view(np.uint8) != theirs[key].view(np.uint8)))
+            diff = sum(int(np.count_nonzero(a.reshape(-1).view(np.uint8)
+                                            != theirs[key].reshape(-1).view(np.uint8)))
                        for key, (_, a) in layer.tensors.items())
             dd = int(np.count_nonzero(ours_deq.view(np.uint32) != ref_deq.view(np.uint32)))
             out[_label(fmt, opts)] = ("bit-exact" if diff == dd == 0

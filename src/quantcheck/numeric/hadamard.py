@@ -88,12 +88,13 @@ def _stages(cur: np.ndarray, nxt: np.ndarray, shape: tuple[int, ...], axes: rang
     return cur
 
 
-def fwht(x: np.ndarray, g: int) -> np.ndarray:
+def fwht(x: np.ndarray, g: int, out: np.ndarray | None = None) -> np.ndarray:
     """Per-group ``H_g·x`` of F32 rows [M, K] (K % g == 0) into a new F32 array, F32 adds in
     the order described in the module docstring (the terms ``x·2^-j`` formed first).
 
     Works on a transposed [g, M·K/g] copy so that every butterfly slice is long and
-    contiguous; the layout does not change any result."""
+    contiguous; the layout does not change any result. ``out``: a C-contiguous F32 [M, K]
+    array to write into (may be ``x`` itself)."""
     check_group(g)
     j = (g.bit_length() - 1) // 2
     m, k = x.shape
@@ -101,31 +102,32 @@ def fwht(x: np.ndarray, g: int) -> np.ndarray:
     t = np.empty((g, p), np.float32)
     np.multiply(x.reshape(p, g).T, np.float32(2.0**-j), out=t, dtype=np.float32)
     res = _stages(t, np.empty_like(t), (1,) + (4,) * j + (p,), range(1, j + 1))
-    out = np.empty((m, k), np.float32)
+    if out is None:
+        out = np.empty((m, k), np.float32)
     out.reshape(p, g)[...] = res.T
     return out
 
 
-def rotate(x: np.ndarray, g: int, kind: str = "f32", block: int = 1 << 17) -> np.ndarray:
+def rotate(
+    x: np.ndarray, g: int, kind: str = "f32", block: int = 1 << 17, out: np.ndarray | None = None
+) -> np.ndarray:
     """Per-group ``x[:, grp] @ H_g^T`` (= ``H_g·x[:, grp]``) of an [N, K] array, as F32.
 
     ``x`` is F32 or the BF16/F16 input itself; for ``kind`` "bf16"/"f16" the F32 result is
     rounded once to that dtype (values returned as F32). Rows are processed in blocks of about
-    ``block`` elements; the result does not depend on the block size."""
+    ``block`` elements; the result does not depend on the block size. ``out``: a C-contiguous
+    F32 [N, K] array for the result (may be ``x`` itself when ``x`` is F32)."""
     n, k = x.shape
     check_group(g)
     if k % g:
         raise NumericError(f"K={k} is not divisible by convrot_groupsize {g}")
     rows = max(1, block // max(k, 1))
-    out = np.empty((n, k), np.float32) if n > rows else None
+    if out is None:
+        out = np.empty((n, k), np.float32)
     for r in range(0, n, rows):
-        part = fwht(to_f32(x[r : r + rows]), g)
+        part = fwht(to_f32(x[r : r + rows]), g, out=out[r : r + rows])
         if kind != "f32":
             round_to(part, kind, out=part)
-        if out is None:
-            return part
-        out[r : r + rows] = part
-    assert out is not None
     return out
 
 

@@ -129,9 +129,8 @@ def dequantize(
     out = np.empty(q.shape, np.float32)
 
     def work(rows: slice) -> None:
-        x = q[rows].astype(np.float32)
-        x *= s if s.ndim == 0 else s[rows]
-        out[rows] = rotate(x, g, "f32")
+        x = np.multiply(q[rows], s if s.ndim == 0 else s[rows], dtype=np.float32)
+        rotate(x, g, "f32", out=out[rows])
 
     for_each(work, n, row_step(q.shape[1]))
     return _cast_out(out, out_dtype)

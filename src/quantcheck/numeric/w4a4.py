@@ -76,7 +76,7 @@ def dequantize(
     def work(rows: slice) -> None:
         q = unpack_signed_lo_first(packed[rows]).astype(np.float32)
         q *= s[rows, None]
-        out[rows] = rotate(q, cg, "f32")
+        rotate(q, cg, "f32", out=out[rows])
 
     for_each(work, n, row_step(k))
     if out_dtype == "float32":

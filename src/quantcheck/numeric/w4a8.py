@@ -604,7 +604,7 @@ def dequantize(
         wrot = wrot.reshape(-1, k)
         if kind != "f32":
             round_to(wrot, kind, out=wrot)
-        out[rows] = rotate(wrot, convrot_groupsize, kind)
+        rotate(wrot, convrot_groupsize, kind, out=out[rows])
 
     for_each(work, n, max(1, (1 << 17) // k))
     return out
