@@ -81,7 +81,8 @@ def _fit(samples: np.ndarray, levels: int, iterations: int) -> np.ndarray:
     Samples are assigned in slices; cluster sums accumulate in float64 in sample order
     (``np.add.at``, the same sequence of additions as ``np.bincount(weights=...)``)."""
     samples = samples.astype(np.float32, copy=False)
-    cb = torch_quantile(np.sort(samples), linspace_f32(0.0, 1.0, levels))
+    # stable: -0.0 and +0.0 keep their sample order (a SIMD sort may order equal keys freely)
+    cb = torch_quantile(np.sort(samples, kind="stable"), linspace_f32(0.0, 1.0, levels))
     step = (1 << 17) // levels  # [step, levels] distances at a time (512 KiB)
     for _ in range(iterations):
         counts = np.zeros(levels, np.int64)
@@ -550,21 +551,32 @@ def _as_f32_scale(s_rel: np.ndarray) -> np.ndarray:
     return s_rel.astype(np.float32)
 
 
-def int8_grid(
-    packed: np.ndarray, s_rel: np.ndarray, codebook: np.ndarray | None = None, group_size: int = 16
+def _grid_f32(
+    packed: np.ndarray, s_rel: np.ndarray, codebook: np.ndarray | None, group_size: int
 ) -> np.ndarray:
-    """The int8 weight the runtime GEMM consumes: clip(rint(level * s_rel), ±127)."""
+    """:func:`int8_grid` as F32 values [n, K/g, g] (exact integers)."""
     n, k, bits = geometry(packed, s_rel, group_size)
     g = int(group_size)
     codes = unpack6(packed, k) if bits == 6 else unpack_lo_first(packed)
     if codebook is not None:
         if bits == 6:
             raise NumericError("asym_w4a8_int8: 6-bit storage has no codebook")
-        values = np.asarray(codebook, dtype=np.float32).reshape(-1)[codes]
+        values = np.take(np.asarray(codebook, dtype=np.float32).reshape(-1), codes)
     else:
-        values = codes.astype(np.float32) - F32(1 << (bits - 1))
-    v = values.reshape(n, k // g, g) * _as_f32_scale(s_rel)[:, :, None]
-    return np.clip(np.rint(v), -127, 127).astype(np.int8).reshape(n, k)
+        values = codes.astype(np.float32)
+        values -= F32(1 << (bits - 1))
+    v = values.reshape(n, k // g, g)
+    v *= _as_f32_scale(s_rel)[:, :, None]
+    np.rint(v, out=v)
+    return np.clip(v, -127, 127, out=v)
+
+
+def int8_grid(
+    packed: np.ndarray, s_rel: np.ndarray, codebook: np.ndarray | None = None, group_size: int = 16
+) -> np.ndarray:
+    """The int8 weight the runtime GEMM consumes: clip(rint(level * s_rel), ±127)."""
+    n, k, _ = geometry(packed, s_rel, group_size)
+    return _grid_f32(packed, s_rel, codebook, group_size).astype(np.int8).reshape(n, k)
 
 
 def dequantize(
@@ -597,8 +609,8 @@ def dequantize(
     out = np.empty((n, k), np.float32)
 
     def work(rows: slice) -> None:
-        i8 = int8_grid(packed[rows], s_rel[rows], cb, g)
-        wrot = i8.reshape(-1, k // g, g).astype(np.float32) * sc[rows, None, None]
+        wrot = _grid_f32(packed[rows], s_rel[rows], cb, g)
+        wrot *= sc[rows, None, None]
         if corr is not None:
             wrot += corr[rows, :, None]
         wrot = wrot.reshape(-1, k)
