@@ -197,8 +197,10 @@ def run_agreement(n: int, k: int) -> dict[str, str]:
         st = check_quantize(fmt, opts, w, layer.arrays(), theirs)
         dd = contract.check_rotated_dequantize(fmt, theirs, layer.marker, (n, k), "float32",
                                                ours_deq, ref_deq)
-        scales = [key for key in theirs if key != "weight"
-                  and not np.array_equal(layer.arrays()[key], theirs[key])]
+        mine = layer.arrays()
+        scales = [f"{key} {np.count_nonzero(mine[key] != theirs[key])} of {theirs[key].size}"
+                  for key in theirs if key != "weight"
+                  and not np.array_equal(mine[key], theirs[key])]
         out[_label(fmt, opts)] = (
             f"{st['codes']} of {st['of']} codes differ ({st['near_boundary']} within the bound "
             f"of a rounding boundary){'; differs: ' + ', '.join(scales) if scales else ''}; "
