@@ -100,8 +100,9 @@ def fwht(x: np.ndarray, g: int, out: np.ndarray | None = None) -> np.ndarray:
     m, k = x.shape
     p = m * k // g
     t = np.empty((g, p), np.float32)
-    np.multiply(x.reshape(p, g).T, np.float32(2.0**-j), out=t, dtype=np.float32)
-    res = _stages(t, np.empty_like(t), (1,) + (4,) * j + (p,), range(1, j + 1))
+    with np.errstate(over="ignore", invalid="ignore"):  # Inf/NaN in stored data propagate
+        np.multiply(x.reshape(p, g).T, np.float32(2.0**-j), out=t, dtype=np.float32)
+        res = _stages(t, np.empty_like(t), (1,) + (4,) * j + (p,), range(1, j + 1))
     if out is None:
         out = np.empty((m, k), np.float32)
     out.reshape(p, g)[...] = res.T
