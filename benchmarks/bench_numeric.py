@@ -2,13 +2,14 @@
 
 Throughput is MB/s of BF16 input (N*K*2 bytes) for quantize and for dequantize (F32 output,
 both sides), best of ``--repeat`` runs, in one process with torch.set_num_threads(--threads)
-and our thread pool (QUANTCHECK_THREADS) set to the same count; numpy's OpenBLAS (used for the
-Hadamard matmuls) is limited to that count too. Peak memory is measured per operation in a
-fresh child process: after warm-up and building the inputs, the kernel's peak-RSS counter is
-reset (/proc/self/clear_refs = 5), and peak memory = VmHWM - VmRSS before the call (falls back
-to tracemalloc's peak when clear_refs is not writable). The result includes the output arrays.
+and our thread pool (QUANTCHECK_THREADS) set to the same count (our codecs call no BLAS).
+Peak memory is measured per operation in a fresh child process: after warm-up and building the
+inputs, the kernel's peak-RSS counter is reset (/proc/self/clear_refs = 5), and peak memory =
+VmHWM - VmRSS before the call (falls back to tracemalloc's peak when clear_refs is not
+writable). The result includes the output arrays.
 
     .venv/bin/python benchmarks/bench_numeric.py [--shape 3072x3072] [--threads 2] [--markdown]
+        [--agreement]
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ CASES = [
     ("awq_w4a16", {}),
 ]
 TARGET_1X = {"float8_e4m3fn", "float8_e5m2", "int8_tensorwise", "nvfp4", "mxfp8"}
+ROTATED = {"convrot_w4a4", "asym_w4a8_int8"}  # plus int8 ConvRot (issue 10: q ≥ 1.5x)
 
 
 def _label(fmt: str, opts: dict) -> str:
@@ -158,6 +160,55 @@ def run_speed(n: int, k: int, repeat: int) -> list[dict]:
     return rows
 
 
+def run_agreement(n: int, k: int) -> dict[str, str]:
+    """Per case: how our quantize and dequantize agree with comfy-kitchen on this machine (the
+    rotated formats through tests/numeric/contract.py, which asserts the any-order bound)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "numeric"))
+    import ckref
+    import contract
+    import numpy as np
+    from test_parity import check_quantize
+
+    from quantcheck.numeric import dequantize, quantize
+
+    w = _weights(n, k)
+    out = {}
+    for fmt, opts in CASES:
+        if fmt == "awq_w4a16":
+            t = _awq_tensors(n, k)
+            m = {"format": fmt, "group_size": 64}
+            same = np.array_equal(dequantize(fmt, t, m, (n, k)),
+                                  ckref.ck_dequantize(fmt, t, m, (n, k)))
+            out[_label(fmt, opts)] = "dequantize bit-exact" if same else "DIFFERS"
+            continue
+        layer = quantize(w, fmt, **opts)
+        theirs = ckref.ck_quantize(w, fmt, **opts)
+        ours_deq = dequantize(fmt, theirs, layer.marker, (n, k))
+        ref_deq = ckref.ck_dequantize(fmt, theirs, layer.marker, (n, k))
+        rotated = fmt in ("convrot_w4a4", "asym_w4a8_int8") or opts.get("convrot")
+        if not rotated:
+            diff = sum(int(np.count_nonzero(a.reshape(-1).view(np.uint8)
+                                            != theirs[key].reshape(-1).view(np.uint8)))
+                       for key, (_, a) in layer.tensors.items())
+            dd = int(np.count_nonzero(ours_deq.view(np.uint32) != ref_deq.view(np.uint32)))
+            out[_label(fmt, opts)] = ("bit-exact" if diff == dd == 0
+                                      else f"{diff} bytes / {dd} values DIFFER")
+            continue
+        st = check_quantize(fmt, opts, w, layer.arrays(), theirs)
+        dd = contract.check_rotated_dequantize(fmt, theirs, layer.marker, (n, k), "float32",
+                                               ours_deq, ref_deq)
+        mine = layer.arrays()
+        scales = [f"{key} {np.count_nonzero(mine[key] != theirs[key])} of {theirs[key].size}"
+                  for key in theirs if key != "weight"
+                  and not np.array_equal(mine[key], theirs[key])]
+        out[_label(fmt, opts)] = (
+            f"{st['codes']} of {st['of']} codes differ ({st['near_boundary']} within the bound "
+            f"of a rounding boundary){'; differs: ' + ', '.join(scales) if scales else ''}; "
+            f"dequantize {dd} of {n * k} F32 values differ; all within bound")
+        print(out[_label(fmt, opts)], file=sys.stderr)
+    return out
+
+
 def _status(field: str) -> int:
     with open("/proc/self/status") as fh:
         for line in fh:
@@ -181,7 +232,7 @@ def child_memory(fmt: str, opts: dict, op: str, n: int, k: int) -> None:
         del layer
     small = _weights(64, 256)
     if fmt != "awq_w4a16":
-        quantize(small, fmt, **opts)  # warm-up: imports, caches, BLAS buffers
+        quantize(small, fmt, **opts)  # warm-up: imports, caches
     call = (lambda: quantize(w, fmt, **opts)) if op == "q" else (
         lambda: dequantize(fmt, tensors, marker, (n, k)))
     try:
@@ -200,7 +251,7 @@ def child_memory(fmt: str, opts: dict, op: str, n: int, k: int) -> None:
 
 def run_memory(n: int, k: int, threads: int) -> dict[str, dict]:
     res = {}
-    env = dict(os.environ, QUANTCHECK_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads))
+    env = dict(os.environ, QUANTCHECK_THREADS=str(threads))
     for fmt, opts in CASES:
         for op in ("q", "dq"):
             if fmt == "awq_w4a16" and op == "q":
@@ -212,15 +263,16 @@ def run_memory(n: int, k: int, threads: int) -> dict[str, dict]:
     return res
 
 
-def markdown(rows: list[dict], mem: dict, n: int, k: int, threads: int) -> str:
+def markdown(rows: list[dict], mem: dict, n: int, k: int, threads: int,
+             agree: dict[str, str] | None = None) -> str:
     f32 = n * k * 4
     lines = [
-        "## Numerics (issue 4)",
+        "## Numerics (issues 4 and 10)",
         "",
         f"`benchmarks/bench_numeric.py --shape {n}x{k} --threads {threads}`: BF16 weight "
         f"0.02·randn, {os.cpu_count()} cores. Throughput in MB/s of BF16 input; ratio = "
         "ours / comfy-kitchen 0.2.40 CPU eager (torch.set_num_threads"
-        f"({threads}); our row-chunk thread pool and OpenBLAS also use {threads} threads). "
+        f"({threads}); our row-chunk thread pool also uses {threads} threads). "
         "Dequantize writes F32 on both sides. Peak memory: extra RSS of one call in a fresh "
         "process (inputs already built), in multiples of the layer's F32 size "
         f"({f32 / 1e6:.1f} MB).",
@@ -231,7 +283,11 @@ def markdown(rows: list[dict], mem: dict, n: int, k: int, threads: int) -> str:
     ]
     for r in rows:
         m = mem.get(r["case"], {})
-        target = "≥1x" if r["case"].split()[0] in TARGET_1X else "≥0.5x"
+        fmt = r["case"].split()[0]
+        if fmt in ROTATED or "convrot=True" in r["case"]:
+            target = "q ≥1.5x, dq ≥1x"
+        else:
+            target = "≥1x" if fmt in TARGET_1X else "q ≥0.5x, dq ≥1x"
         q = (f"{r['q_ours']:.0f} | {r['q_ck']:.0f} | {r['q_ours'] / r['q_ck']:.2f}"
              if "q_ours" in r else "— | — | —")
         pq = f"{m['q']['peak'] / f32:.2f}" if "q" in m else "—"
@@ -239,6 +295,10 @@ def markdown(rows: list[dict], mem: dict, n: int, k: int, threads: int) -> str:
         lines.append(
             f"| {r['case']} | {q} | {r['dq_ours']:.0f} | {r['dq_ck']:.0f} | "
             f"{r['dq_ours'] / r['dq_ck']:.2f} | {pq} / {pd} | {target} |")
+    if agree:
+        lines += ["", "| format | agreement with comfy-kitchen (this input, this machine) |",
+                  "|---|---|"]
+        lines += [f"| {case} | {text} |" for case, text in agree.items()]
     return "\n".join(lines) + "\n"
 
 
@@ -249,6 +309,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--markdown", action="store_true", help="print the BENCHMARKS.md section")
     ap.add_argument("--no-memory", action="store_true")
+    ap.add_argument("--agreement", action="store_true",
+                    help="also report per-format agreement with comfy-kitchen")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
@@ -256,14 +318,14 @@ def main() -> None:
         child_memory(fmt, opts, op, n, k)
         return
     os.environ["QUANTCHECK_THREADS"] = str(a.threads)
-    os.environ["OPENBLAS_NUM_THREADS"] = str(a.threads)
     import torch
 
     torch.set_num_threads(a.threads)
     n, k = (int(v) for v in a.shape.lower().split("x"))
     rows = run_speed(n, k, a.repeat)
     mem = {} if a.no_memory else run_memory(n, k, a.threads)
-    print(markdown(rows, mem, n, k, a.threads))
+    agree = run_agreement(n, k) if a.agreement else None
+    print(markdown(rows, mem, n, k, a.threads, agree))
 
 
 if __name__ == "__main__":

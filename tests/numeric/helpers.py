@@ -44,32 +44,3 @@ def codes_of(fmt: str, tensors: dict, k: int) -> np.ndarray:
     if w.shape[1] * 8 == k * 6:
         return nibbles.unpack6(w, k).astype(np.int32)
     return nibbles.unpack_lo_first(w).astype(np.int32)
-
-
-def assert_close_codes(fmt: str, ours: dict, theirs: dict, k: int) -> dict:
-    """The rotated-format criteria: >= 99.99% identical codes, the rest within one level;
-    scales within 1 bf16 ulp (int8, w4a4), 1 fp8 step (s_rel) or 1e-5 relative (s_channel)."""
-    a, b = codes_of(fmt, ours, k), codes_of(fmt, theirs, k)
-    assert a.shape == b.shape
-    diff = np.abs(a - b)
-    n_bad = int(np.count_nonzero(diff))
-    assert n_bad <= 1e-4 * a.size, f"{n_bad} of {a.size} codes differ"
-    assert diff.max(initial=0) <= 1
-    stats = {"codes": n_bad}
-    for key in ours:
-        if key == "weight":
-            continue
-        x, y = ours[key], theirs[key]
-        assert x.shape == y.shape and x.dtype == y.dtype, key
-        stats[key] = mismatches(x, y)
-        if key == "weight_s_rel" and x.dtype.itemsize == 1:
-            assert np.abs(raw(x).astype(int) - raw(y).astype(int)).max(initial=0) <= 1
-        elif key in ("weight_s_channel", "weight_codebook", "weight_correction") or (
-            key == "weight_s_rel"
-        ):
-            xf, yf = x.astype(np.float32), y.astype(np.float32)
-            np.testing.assert_allclose(xf, yf, rtol=1e-5, atol=0)
-        else:  # int8 / w4a4 scales: bf16-valued for bf16 input
-            xf, yf = x.astype(np.float32), y.astype(np.float32)
-            np.testing.assert_allclose(xf, yf, rtol=2.0**-7, atol=0)
-    return stats

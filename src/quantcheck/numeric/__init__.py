@@ -3,14 +3,24 @@
 Public API: :func:`quantize`, :func:`dequantize`, :class:`QuantizedLayer`, :class:`NumericError`,
 and the modules :mod:`.arrays` (safetensors bytes <-> arrays) and :mod:`.metrics`.
 
-Exactness target: comfy-kitchen 0.2.40's CPU eager backend (spec §6). Dequantize (F32) is
-bit-exact for every format; int8 ConvRot and W4A8 depend on the F32 Hadamard sum order, which
-follows torch's sequential order via numpy's sgemm (checked at first use). Quantize is
-byte-identical for fp8, int8 scalar/row-wise, nvfp4 and mxfp8, and the rotated formats use the
-rotation order of torch's AVX-512 BF16 kernel; on CPUs whose BF16 matmul differs (e.g. AMX) a
-rotated element can differ by one BF16 ulp, rarely enough to move a code. W4A8 fitted
-codebooks (g >= 128 or heavy-tailed weights) use float64 cluster sums: the table and
-``s_channel`` can differ from torch by ~1 F32 ulp.
+Numeric contract (README "Numeric contract"; tested in tests/numeric):
+
+1. Our output is the same on every CPU and at every thread count. Every sum and rotation runs
+   in an order this package fixes (:func:`.hadamard.fwht`; pairwise halving sums in
+   :func:`.lowp.last_axis_reduce`); the codecs use only IEEE + - * / sqrt, comparisons,
+   max/min/abs, rint, frexp/ldexp and bit operations -- no BLAS, no numpy transcendental
+   ufunc, no numpy float sum. Row chunks never share a reduction. SHA-256 digests of quantize
+   and dequantize output are committed (tests/numeric/golden_digests.json).
+2. Against comfy-kitchen 0.2.40's CPU eager backend: bit-exact where the computation is
+   elementwise (fp8, int8 scalar/row-wise, nvfp4, mxfp8 quantize; their dequantize and awq;
+   the W4A8 int8 grid). Where comfy-kitchen sums (the Hadamard rotation of int8 ConvRot,
+   convrot_w4a4 and asym_w4a8_int8, both ways), each of its rotated values lies within
+   ``B = 2·γ_g·Σ_k|x_k|·2^-j`` of ours (γ_n = n·u/(1 - n·u), u = 2^-24) before rounding to
+   the storage/output dtype, for any summation order; scales, codes and W4A8 corrections lie in
+   the interval that this gives through their formulas, so a code differs only where that
+   interval straddles a rounding boundary. W4A8 codebook / 6-bit group scales are fits
+   (ALS, k-means): their codes follow the rule above given comfy-kitchen's stored scales, and
+   the scales agree within stated tolerances, not a bound.
 
 Refusals (:class:`NumericError`, a ``ValueError``) instead of the NaN / garbage comfy-kitchen
 would store -- nothing is ever silently written:
@@ -24,7 +34,7 @@ All-zero tensors are accepted where comfy-kitchen writes finite values: int8 (sc
 mxfp8 (exponent 0), convrot_w4a4 and W4A8. The input array is never modified.
 
 Speed: work runs in row chunks on a small thread pool (``QUANTCHECK_THREADS``, default the
-CPU count); see :mod:`.parallel` for how BLAS threads are kept from oversubscribing.
+CPU count); rotations are O(g log g) butterflies per group of g.
 ``NumericError`` is importable without numpy; the rest loads numpy on first use.
 """
 

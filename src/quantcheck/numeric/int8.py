@@ -1,7 +1,9 @@
 """int8_tensorwise: scalar, row-wise ([N,1]) and ConvRot (rotated, row-wise) variants.
 
 Quantize: stored scale ``max(F32(amax)/127, 1e-30)``; the division uses that scale rounded to
-the input dtype and the quotient is rounded to it before round-half-even (spec §6.1).
+the input dtype and the quotient is rounded to it before round-half-even (spec §6.1). ConvRot
+rotates first with our fixed-order :func:`.hadamard.rotate` (comfy-kitchen: within the
+any-order bound, see the package docstring); scalar and row-wise are bit-exact.
 """
 
 from __future__ import annotations
@@ -72,7 +74,7 @@ def quantize(
             scales[rows] = s = _scale(amax)
             q[rows] = _codes(x, _scale_for_math(s, kind), kind, inplace=True)
 
-        for_each(work_rot, n, row_step(k), blas=True)
+        for_each(work_rot, n, row_step(k))
         return q, scales
     if per_row:
         amax = abs_max(w, axis=1).reshape(n, 1)
@@ -127,11 +129,10 @@ def dequantize(
     out = np.empty(q.shape, np.float32)
 
     def work(rows: slice) -> None:
-        x = q[rows].astype(np.float32)
-        x *= s if s.ndim == 0 else s[rows]
-        out[rows] = rotate(x, g, "f32")
+        x = np.multiply(q[rows], s if s.ndim == 0 else s[rows], dtype=np.float32)
+        rotate(x, g, "f32", out=out[rows])
 
-    for_each(work, n, row_step(q.shape[1]), blas=True)
+    for_each(work, n, row_step(q.shape[1]))
     return _cast_out(out, out_dtype)
 
 

@@ -161,8 +161,11 @@ def abs_max(w: np.ndarray, axis: int | None = None) -> np.ndarray:
 
 
 def last_axis_reduce(x: np.ndarray, op: np.ufunc = np.maximum) -> np.ndarray:
-    """``op.reduce(x, axis=-1, keepdims=True)`` for max/min by pairwise halving, which is much
-    faster than numpy's reduction along a short last axis; any length works."""
+    """``op.reduce(x, axis=-1, keepdims=True)`` by pairwise halving (element i meets element
+    i + h, h = half the length; an odd last element joins element 0), any length.
+
+    For max/min it equals numpy's reduction and is faster along a short last axis; for
+    ``np.add`` it is a sum in an order this code fixes (never numpy's or BLAS's)."""
     while x.shape[-1] > 1:
         h = x.shape[-1] // 2
         odd = x.shape[-1] % 2
@@ -171,3 +174,11 @@ def last_axis_reduce(x: np.ndarray, op: np.ufunc = np.maximum) -> np.ndarray:
             y[..., :1] = op(y[..., :1], x[..., 2 * h :])
         x = y
     return x
+
+
+def fixed_sum(x: np.ndarray) -> float:
+    """Sum of a 1-D array in the fixed pairwise order of :func:`last_axis_reduce` (in the
+    array's dtype; float64 arrays give a float64 sum)."""
+    if x.size == 0:
+        return 0.0
+    return float(last_axis_reduce(np.asarray(x).reshape(-1), np.add)[0])

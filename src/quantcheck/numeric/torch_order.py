@@ -1,50 +1,13 @@
-"""numpy emulations of torch CPU details the W4A8 quantizer depends on (spec §6.5)."""
+"""numpy emulations of torch CPU semantics the W4A8 quantizer depends on (spec §6.5).
+
+Only deterministic, elementwise definitions live here (linspace with one rounding, the legacy
+generator's randint stream, linear quantile); no kernel summation order is imitated."""
 
 from __future__ import annotations
 
 import numpy as np
 
 F32 = np.float32
-
-
-def torch_sum_last(a: np.ndarray) -> np.ndarray:
-    """torch's F32 ``.sum(-1)`` over a contiguous last dim (4, 8, 16, ... < 512), same order.
-
-    Eight-lane partial sums in four accumulators (a lane that never receives a vector stays
-    +0.0 and is added as a scalar 0), combined ``((P0 + P1) + P2) + P3``, then the eight lanes
-    in order. Accumulates in place: temporaries are the accumulators only."""
-    a = np.asarray(a, dtype=F32)
-    g = a.shape[-1]
-    r = np.zeros(a.shape[:-1], F32)
-    if g < 8:
-        for i in range(g):
-            np.add(r, a[..., i], out=r)
-        return r
-    nv = g // 8
-    if g % 8:
-        raise ValueError(f"torch_sum_last: unsupported length {g}")
-    n4 = nv // 4 * 4
-    parts: list[np.ndarray | None] = [None] * 4
-
-    def acc(j: int, i: int) -> None:
-        v = a[..., 8 * i : 8 * i + 8]
-        p = parts[j]
-        if p is None:
-            parts[j] = np.add(v, F32(0))  # +0.0 + v, as torch's zero-initialised accumulator
-        else:
-            np.add(p, v, out=p)
-
-    for i in range(n4):
-        acc(i % 4, i)
-    for i in range(n4, nv):
-        acc(0, i)
-    lanes = parts[0]
-    assert lanes is not None
-    for p in parts[1:]:
-        np.add(lanes, F32(0) if p is None else p, out=lanes)
-    for j in range(8):
-        np.add(r, lanes[..., j], out=r)
-    return r
 
 
 def linspace_f32(start: float, end: float, steps: int) -> np.ndarray:

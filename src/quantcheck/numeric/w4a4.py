@@ -1,7 +1,9 @@
 """convrot_w4a4: ConvRot-rotated weight, signed int4 (-7..7, low nibble first), F32 scale [N].
 
 Quantize in the input dtype: ``a = max(rowamax|W_rot|, dtype(1e-10))``, ``s = dtype(a/7)``,
-``q = clip(rint(dtype(W_rot/s)), -7, 7)``. Dequantize: ``(q * s) @ H^T`` per group, exact in F32.
+``q = clip(rint(dtype(W_rot/s)), -7, 7)``. Dequantize: ``(q * s)`` rotated back per group in
+F32. Rotations are our fixed-order :func:`.hadamard.rotate` (comfy-kitchen: within the
+any-order bound, see the package docstring).
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ def quantize(w: np.ndarray, convrot_groupsize: int = 256) -> tuple[np.ndarray, n
         packed[rows] = pack_lo_first(y.astype(np.int8))
         scales[rows] = s[:, 0]
 
-    for_each(work, n, row_step(k), blas=True)
+    for_each(work, n, row_step(k))
     return packed, scales
 
 
@@ -74,9 +76,9 @@ def dequantize(
     def work(rows: slice) -> None:
         q = unpack_signed_lo_first(packed[rows]).astype(np.float32)
         q *= s[rows, None]
-        out[rows] = rotate(q, cg, "f32")
+        rotate(q, cg, "f32", out=out[rows])
 
-    for_each(work, n, row_step(k), blas=True)
+    for_each(work, n, row_step(k))
     if out_dtype == "float32":
         return out
     return round_to(out, {"bfloat16": "bf16", "float16": "f16"}[out_dtype])

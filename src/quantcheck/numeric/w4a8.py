@@ -1,11 +1,13 @@
 """asym_w4a8_int8: grouped 4-bit (codebook / uniform / asymmetric) or 6-bit codes on a
 ConvRot-rotated weight, decoded in two stages through an int8 grid (spec §3.6, §6.4-6.5).
 
-Quantize (bit-exact emulation of comfy-kitchen's eager quantizer): rotate in the input dtype,
-then F32; codebook choice by a kurtosis gate (fixed Lloyd-Max LUT or a fitted 16-level table);
-2 ALS passes; ``s_channel``/``s_rel``; codes re-assigned against the decoded int8 grid; 6-bit
-searches the fp8 neighbours of ``s_rel``. Fitted-codebook cluster means use float64 sums, so
-they can differ from torch by one F32 ulp.
+Quantize (comfy-kitchen's eager algorithm, every sum in our fixed order): rotate in the input
+dtype (:func:`.hadamard.rotate`), then F32; codebook choice by a kurtosis gate (fixed
+Lloyd-Max LUT or a fitted 16-level table); 2 ALS passes; ``s_channel``/``s_rel``; codes
+re-assigned against the decoded int8 grid; 6-bit searches the fp8 neighbours of ``s_rel``.
+ALS and 6-bit error sums are pairwise (:func:`_sum_groups`), the gate's moments use
+:func:`.lowp.fixed_sum`, cluster means float64 sums in sample order. Against comfy-kitchen
+(which sums in its machine's order): see the numeric contract in the package docstring.
 """
 
 from __future__ import annotations
@@ -17,10 +19,10 @@ import numpy as np
 
 from .errors import NumericError
 from .hadamard import check_group, rotate
-from .lowp import F32, abs_max, kind_of, last_axis_reduce, round_to, to_f32
+from .lowp import F32, abs_max, fixed_sum, kind_of, last_axis_reduce, round_to, to_f32
 from .nibbles import pack6, pack_lo_first, unpack6, unpack_lo_first
 from .parallel import for_each
-from .torch_order import linspace_f32, torch_quantile, torch_randint, torch_sum_last
+from .torch_order import linspace_f32, torch_quantile, torch_randint
 
 FP8 = np.dtype(ml_dtypes.float8_e4m3fn)
 FIXED_LUT = np.array(
@@ -79,7 +81,8 @@ def _fit(samples: np.ndarray, levels: int, iterations: int) -> np.ndarray:
     Samples are assigned in slices; cluster sums accumulate in float64 in sample order
     (``np.add.at``, the same sequence of additions as ``np.bincount(weights=...)``)."""
     samples = samples.astype(np.float32, copy=False)
-    cb = torch_quantile(np.sort(samples), linspace_f32(0.0, 1.0, levels))
+    # stable: -0.0 and +0.0 keep their sample order (a SIMD sort may order equal keys freely)
+    cb = torch_quantile(np.sort(samples, kind="stable"), linspace_f32(0.0, 1.0, levels))
     step = (1 << 17) // levels  # [step, levels] distances at a time (512 KiB)
     for _ in range(iterations):
         counts = np.zeros(levels, np.int64)
@@ -110,24 +113,24 @@ def _excess_kurtosis(fill: Callable[[np.ndarray], object], size: int) -> float:
     """``mean(((x - mean) / (std(ddof=1) + 1e-9))**4) - 3`` in float64 for the ``size``
     values that ``fill(out)`` writes into a float64 array.
 
-    numpy's own reductions on the same array in the same order give the same bits as
-    ``x.std(ddof=1)`` / ``np.mean`` (numpy's ``_var``: ``sum((x - mean)**2) / (n - 1)``, then
-    sqrt), but with one float64 array: ``x`` is filled a second time instead of copied."""
+    Every sum is :func:`fixed_sum` (a pairwise order our code fixes), the fourth power is
+    ``(y·y)·(y·y)`` and the square root is IEEE ``sqrt``: no numpy reduction or transcendental
+    ufunc whose result could depend on the CPU. One float64 array: ``x`` is filled a second
+    time instead of copied."""
     x = np.empty(size, np.float64)
     fill(x)
-    mean = x.mean()
+    mean = fixed_sum(x) / size
     std = 0.0
     if size > 1:
         np.subtract(x, mean, out=x)
-        np.square(x, out=x)
-        var = np.add.reduce(x)
-        var = var.dtype.type(var / np.maximum(np.intp(size) - 1, 0))
-        std = var.dtype.type(np.sqrt(var))
+        np.multiply(x, x, out=x)
+        std = float(np.sqrt(fixed_sum(x) / (size - 1)))
         fill(x)
     np.subtract(x, mean, out=x)
     np.divide(x, std + 1e-9, out=x)
-    np.power(x, 4, out=x)
-    return float(np.mean(x) - 3.0)
+    np.multiply(x, x, out=x)
+    np.multiply(x, x, out=x)
+    return fixed_sum(x) / size - 3.0
 
 
 def excess_kurtosis(values: np.ndarray) -> float:
@@ -167,7 +170,7 @@ def _gate_values(
         sel = np.flatnonzero(chunk_of == sl.start // step)
         out[sel] = flat[picks[sel] - first]
 
-    for_each(work, m, step, blas=True)
+    for_each(work, m, step)
     return out
 
 
@@ -370,7 +373,7 @@ def _search_group_scale(
             d = d.reshape(target.shape)
             d -= target
             np.multiply(d, d, out=d)
-            err = torch_sum_last(d)
+            err = _sum_groups(d)
             del d
         if best_err is None:
             best_scale, best_err, best_idx = cand.copy(), err, idx
@@ -385,6 +388,11 @@ def _search_group_scale(
 
 
 # --------------------------------------------------------------------------- quantize
+
+
+def _sum_groups(a: np.ndarray) -> np.ndarray:
+    """F32 sum over the last axis in the fixed pairwise order of :func:`last_axis_reduce`."""
+    return last_axis_reduce(a, np.add)[..., 0]
 
 
 def _quantize_rotated(
@@ -427,9 +435,9 @@ def _quantize_rotated(
         for _ in range(_ALS_ITERS):
             lv = np.take(table, q)
             np.multiply(w, lv, out=v)
-            num = torch_sum_last(v)
+            num = _sum_groups(v)
             np.multiply(lv, lv, out=lv)
-            den = np.maximum(torch_sum_last(lv), _EPS)
+            den = np.maximum(_sum_groups(lv), _EPS)
             del lv
             gs = np.maximum(num / den, _EPS)[:, :, None]
             q = assign(np.divide(w, gs, out=v))
@@ -513,7 +521,7 @@ def quantize(
         if correction is not None:
             correction[sl] = corr
 
-    for_each(work, n, rows, blas=True)
+    for_each(work, n, rows)
     out = {"weight": packed, "weight_s_rel": s_rel, "weight_s_channel": s_channel}
     if table is not None:
         out["weight_codebook"] = table.astype(np.float32)
@@ -543,21 +551,32 @@ def _as_f32_scale(s_rel: np.ndarray) -> np.ndarray:
     return s_rel.astype(np.float32)
 
 
-def int8_grid(
-    packed: np.ndarray, s_rel: np.ndarray, codebook: np.ndarray | None = None, group_size: int = 16
+def _grid_f32(
+    packed: np.ndarray, s_rel: np.ndarray, codebook: np.ndarray | None, group_size: int
 ) -> np.ndarray:
-    """The int8 weight the runtime GEMM consumes: clip(rint(level * s_rel), ±127)."""
+    """:func:`int8_grid` as F32 values [n, K/g, g] (exact integers)."""
     n, k, bits = geometry(packed, s_rel, group_size)
     g = int(group_size)
     codes = unpack6(packed, k) if bits == 6 else unpack_lo_first(packed)
     if codebook is not None:
         if bits == 6:
             raise NumericError("asym_w4a8_int8: 6-bit storage has no codebook")
-        values = np.asarray(codebook, dtype=np.float32).reshape(-1)[codes]
+        values = np.take(np.asarray(codebook, dtype=np.float32).reshape(-1), codes)
     else:
-        values = codes.astype(np.float32) - F32(1 << (bits - 1))
-    v = values.reshape(n, k // g, g) * _as_f32_scale(s_rel)[:, :, None]
-    return np.clip(np.rint(v), -127, 127).astype(np.int8).reshape(n, k)
+        values = codes.astype(np.float32)
+        values -= F32(1 << (bits - 1))
+    v = values.reshape(n, k // g, g)
+    v *= _as_f32_scale(s_rel)[:, :, None]
+    np.rint(v, out=v)
+    return np.clip(v, -127, 127, out=v)
+
+
+def int8_grid(
+    packed: np.ndarray, s_rel: np.ndarray, codebook: np.ndarray | None = None, group_size: int = 16
+) -> np.ndarray:
+    """The int8 weight the runtime GEMM consumes: clip(rint(level * s_rel), ±127)."""
+    n, k, _ = geometry(packed, s_rel, group_size)
+    return _grid_f32(packed, s_rel, codebook, group_size).astype(np.int8).reshape(n, k)
 
 
 def dequantize(
@@ -590,14 +609,14 @@ def dequantize(
     out = np.empty((n, k), np.float32)
 
     def work(rows: slice) -> None:
-        i8 = int8_grid(packed[rows], s_rel[rows], cb, g)
-        wrot = i8.reshape(-1, k // g, g).astype(np.float32) * sc[rows, None, None]
+        wrot = _grid_f32(packed[rows], s_rel[rows], cb, g)
+        wrot *= sc[rows, None, None]
         if corr is not None:
             wrot += corr[rows, :, None]
         wrot = wrot.reshape(-1, k)
         if kind != "f32":
             round_to(wrot, kind, out=wrot)
-        out[rows] = rotate(wrot, convrot_groupsize, kind)
+        rotate(wrot, convrot_groupsize, kind, out=out[rows])
 
-    for_each(work, n, max(1, (1 << 17) // k), blas=True)
+    for_each(work, n, max(1, (1 << 17) // k))
     return out
