@@ -17,6 +17,7 @@ from quantcheck.markers import (
     read_header_markers,
     read_tensor_markers,
 )
+from quantcheck.rules import codes as R
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
@@ -157,12 +158,12 @@ def shards_from_index(index_path: str) -> tuple[list[str], list[Diagnostic]]:
     try:
         doc = _index_doc(index_path)
     except (ValueError, RecursionError) as exc:
-        diags.append(Diagnostic("QC503", f"index is not valid JSON: {exc}", file=index_path))
+        diags.append(Diagnostic(R.QC503, f"index is not valid JSON: {exc}", file=index_path))
         return [], diags
     wmap = doc.get("weight_map") if isinstance(doc, dict) else None
     if (not isinstance(wmap, dict) or not wmap
             or not all(isinstance(v, str) for v in wmap.values())):
-        diags.append(Diagnostic("QC503", "index has no weight_map object of tensor name -> "
+        diags.append(Diagnostic(R.QC503, "index has no weight_map object of tensor name -> "
                                          "shard file", file=index_path, pointer="/weight_map"))
         return [], diags
     folder = os.path.realpath(os.path.dirname(os.path.abspath(index_path)))
@@ -170,12 +171,12 @@ def shards_from_index(index_path: str) -> tuple[list[str], list[Diagnostic]]:
     for shard in dict.fromkeys(wmap.values()):
         full = os.path.realpath(os.path.join(folder, shard))
         if os.path.isabs(shard) or os.path.commonpath([folder, full]) != folder:
-            diags.append(Diagnostic("QC502", f"shard path {shard!r} leaves the index's folder; "
+            diags.append(Diagnostic(R.QC502, f"shard path {shard!r} leaves the index's folder; "
                                              "it was not opened", file=index_path,
                                     pointer=json_pointer("weight_map")))
             continue
         if not os.path.isfile(full):
-            diags.append(Diagnostic("QC504", f"shard {shard!r} named by the index does not "
+            diags.append(Diagnostic(R.QC504, f"shard {shard!r} named by the index does not "
                                              "exist", file=index_path))
             continue
         out.append(os.path.join(os.path.dirname(index_path), shard))
@@ -225,7 +226,7 @@ def assemble(ck: Checkpoint, shards: list[Shard], *, read_markers: bool = True) 
         for name, t in header.tensors.items():
             if name in seen_in:
                 ck.diagnostics.append(Diagnostic(
-                    "QC501", f"tensor is in both {base_name(seen_in[name])} and "
+                    R.QC501, f"tensor is in both {base_name(seen_in[name])} and "
                              f"{base_name(f)}; loaders keep one silently", file=f,
                     tensor=name))
             seen_in[name] = f
@@ -267,10 +268,10 @@ def _check_weight_map(index: str, ck: Checkpoint) -> list[Diagnostic]:
         path = os.path.join(folder, shard) if isinstance(shard, str) else None
         t = ck.tensors.get(name)
         if path in loaded and (t is None or t.file != path):
-            out.append(Diagnostic("QC505", f"the index places {name!r} in {shard!r}, which does "
+            out.append(Diagnostic(R.QC505, f"the index places {name!r} in {shard!r}, which does "
                                            "not hold it", file=index, tensor=name))
     for name, t in ck.tensors.items():
         if name not in wmap:
-            out.append(Diagnostic("QC505", f"tensor is in {base_name(t.file)} but missing from the "
+            out.append(Diagnostic(R.QC505, f"tensor is in {base_name(t.file)} but missing from the "
                                            "index's weight_map", file=index, tensor=name))
     return out

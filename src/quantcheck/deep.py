@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from quantcheck.diagnostics import Diagnostic, Effect, Fix, Safety, Severity
 from quantcheck.formats.dims import derive_dims
 from quantcheck.formats.table import FORMATS, Dims, FormatSpec
+from quantcheck.rules import codes as R
 
 if TYPE_CHECKING:
     import numpy as np
@@ -89,20 +90,20 @@ def _layer_values(layer: Layer, spec: FormatSpec, dims: Dims,
             raw = arr.view(np.uint8)
             n255 = int(np.count_nonzero(raw == 255))
             if n255:
-                yield Diagnostic("QC404", f"{n255} of {raw.size} E8M0 block scales are byte 255 "
+                yield Diagnostic(R.QC404, f"{n255} of {raw.size} E8M0 block scales are byte 255 "
                                           "(NaN): those blocks dequantize to NaN", tensor=name,
                                  **where)
             continue
         vals = arr.astype(np.float64)
         bad = int(np.count_nonzero(~np.isfinite(vals)))
         if bad:
-            code = "QC409" if suffix == "weight_codebook" else "QC401"
+            code = R.QC409 if suffix == "weight_codebook" else R.QC401
             yield Diagnostic(code, f"{bad} of {vals.size} values of {suffix} are NaN or Inf: the "
                                    "layer computes NaN", tensor=name, **where)
             continue
         if suffix == "weight_codebook":
             if vals.size > 1 and np.any(np.diff(vals.ravel()) < 0):
-                yield Diagnostic("QC409", "weight_codebook is not sorted ascending; W4A8 "
+                yield Diagnostic(R.QC409, "weight_codebook is not sorted ascending; W4A8 "
                                           "quantizers assume sorted levels", tensor=name,
                                  severity=Severity.WARNING, effects=_eff(NONE, NONE), **where)
             continue
@@ -110,14 +111,14 @@ def _layer_values(layer: Layer, spec: FormatSpec, dims: Dims,
             continue
         neg = int(np.count_nonzero(vals < 0))
         if neg:
-            yield Diagnostic("QC402", f"{neg} of {vals.size} values of {suffix} are negative; "
+            yield Diagnostic(R.QC402, f"{neg} of {vals.size} values of {suffix} are negative; "
                                       "scales multiply, so the signs of those weights flip",
                              tensor=name, **where)
         zero = int(np.count_nonzero(vals == 0))
         if zero and suffix in STRICT and suffix not in BLOCK.get(spec.name, ()):
             whole = zero == vals.size
             yield Diagnostic(
-                "QC403", f"{'every' if whole else f'{zero} of {vals.size}'} value"
+                R.QC403, f"{'every' if whole else f'{zero} of {vals.size}'} value"
                          f"{'' if zero == 1 and not whole else 's'} of {suffix} "
                          f"{'is' if zero == 1 and not whole else 'are'} zero: "
                          f"{'the whole layer' if whole else 'those rows/blocks'} compute zero",
@@ -151,13 +152,13 @@ def _swizzle_padding(layer: Layer, spec: FormatSpec, dims: Dims, arr: np.ndarray
     name = f"{layer.prefix}.weight_scale"
     if swz_pad and not lin_pad:
         yield Diagnostic(
-            "QC406", f"weight_scale looks stored row-major, not in the 128x4 swizzled layout: "
+            R.QC406, f"weight_scale looks stored row-major, not in the 128x4 swizzled layout: "
                      f"read swizzled, {swz_pad} padding entries are non-zero; read row-major "
                      "all padding is zero. Runtimes unswizzle it and get scrambled scales",
             tensor=name, **where)
     elif swz_pad:
         yield Diagnostic(
-            "QC405", f"{swz_pad} padding entries of the swizzled weight_scale are non-zero "
+            R.QC405, f"{swz_pad} padding entries of the swizzled weight_scale are non-zero "
                      f"(logical [{r}, {c}] in a [{pr}, {pc}] tile layout); writers zero them",
             tensor=name, **where)
 
@@ -170,7 +171,7 @@ def _codes(layer: Layer, spec: FormatSpec, w: np.ndarray,
     raw = w.view(np.uint8)
     name = f"{layer.prefix}.weight"
     if not np.any(raw):
-        yield Diagnostic("QC408", "every byte of the weight is zero: the layer computes zero",
+        yield Diagnostic(R.QC408, "every byte of the weight is zero: the layer computes zero",
                          tensor=name, **where)
         return
     if spec.name in ("float8_e4m3fn", "mxfp8"):
@@ -185,6 +186,6 @@ def _codes(layer: Layer, spec: FormatSpec, w: np.ndarray,
     else:
         return
     if nan:
-        yield Diagnostic("QC407", f"{nan} weight codes are {what}", tensor=name,
+        yield Diagnostic(R.QC407, f"{nan} weight codes are {what}", tensor=name,
                          fix=Fix("requantize the layer from its original weights",
                                  Safety.DISPLAY), **where)

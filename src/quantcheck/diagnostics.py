@@ -61,7 +61,10 @@ class Fix:
 
 @record
 class Diagnostic:
-    """One finding. Severity, name and per-target effects default to the rule's registry entry."""
+    """One finding. Severity, name and per-target effects default to the rule's registry entry.
+
+    `code` is given as the rule itself (`quantcheck.rules.codes.QC301`) and stored as its code.
+    """
 
     code: str
     message: str
@@ -73,6 +76,10 @@ class Diagnostic:
     effects: dict[str, Effect] | None = None
     severity: Severity | None = None
     data: dict[str, Any] = factory(dict)
+
+    def __post_init__(self) -> None:
+        if type(self.code) is not str:
+            self.code = self.code.code
 
     @property
     def rule(self) -> Any:

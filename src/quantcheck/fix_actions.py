@@ -20,6 +20,7 @@ from quantcheck.formats.table import FORMATS
 from quantcheck.io.writer import CHUNK, Chunks, OutTensor
 from quantcheck.marker_infer import infer_marker
 from quantcheck.markers import MARKER_SUFFIX
+from quantcheck.rules import codes as R
 from quantcheck.select import targets_of
 
 
@@ -403,13 +404,13 @@ def _requantize(draft: Draft, d: Diagnostic, p: dict[str, Any], target: str) -> 
     layer = draft.ck.layers.get(prefix)
     fmt = layer.marker.format if layer and layer.marker else None
     fields = dict(layer.marker.fields) if layer and layer.marker else {}
-    if d.code == "QC601" and fmt == "float8_e5m2":
+    if d.code == R.QC601.code and fmt == "float8_e5m2":
         return _requantize_to(draft, prefix, "float8_e4m3fn", {})
-    if d.code == "QC312":
+    if d.code == R.QC312.code:
         return _requantize_to(draft, prefix, "asym_w4a8_int8",
                               {"group_size": int(fields.get("group_size", 16)),
                                "convrot_groupsize": int(fields.get("convrot_groupsize", 256))})
-    if d.code == "QC316":
+    if d.code == R.QC316.code:
         _, _, (_, k), _ = logical_shape(draft, prefix)
         cg = next((g for g in (256, 64, 16) if k % g == 0), None)
         if cg is None:

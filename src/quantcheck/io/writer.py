@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from quantcheck.io.source import ByteSource, LocalFile
+from quantcheck.rules import codes as R
 
 if TYPE_CHECKING:
     from quantcheck.checkpoint import Checkpoint
@@ -319,7 +320,7 @@ def _verify_written(paths: list[str], files: list[OutFile],
     with load_checkpoint(paths) as ck:
         for shard, out in zip(ck.shards, files, strict=True):
             h = shard.header
-            bad = [d for d in h.diagnostics if d.code < "QC2" and d.code != "QC119"]
+            bad = [d for d in h.diagnostics if d.code < "QC2" and d.code != R.QC119.code]
             if not h.usable or bad:
                 what = bad[0].message if bad else "header unreadable"
                 raise WriteError(f"the written file {out.name} does not re-read: {what}")

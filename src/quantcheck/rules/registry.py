@@ -10,7 +10,13 @@ from quantcheck.diagnostics import Effect, Safety, Severity
 
 @record
 class Rule:
-    """A diagnostic code with its meaning, per-target effect and documentation."""
+    """A diagnostic code with its meaning, per-target effect and documentation.
+
+    What `quantcheck fix` does for the rule is said here only: `fix` is the safety of the fix
+    its diagnostics carry; `action` the fix action run for diagnostics that carry none of their
+    own (markers that could not be read); `repair` is "rewrite" when any rewrite of the file
+    repairs it, "refuse" when the input cannot be rewritten faithfully.
+    """
 
     code: str
     name: str
@@ -24,6 +30,8 @@ class Rule:
     remedy: str
     evidence: str
     retired: bool = False
+    action: str | None = None
+    repair: str = ""
 
     @property
     def family(self) -> str:
