@@ -6,6 +6,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from quantcheck.runtimes import target_choices
+
 EPILOG = """\
 exit codes: 0 clean, 1 problems found, 2 could not run (bad usage, unreadable input).
 
@@ -39,7 +41,7 @@ def _add_inputs(p: argparse.ArgumentParser) -> None:
 
 def _check_args(p: argparse.ArgumentParser) -> None:
     _add_inputs(p)
-    p.add_argument("--target", choices=("all", "sglang", "comfyui"), default="all",
+    p.add_argument("--target", choices=target_choices(), default="all",
                    help="runtime to judge the file for (default: all)")
     p.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text",
                    dest="output", help="output format (default: text)")

@@ -14,6 +14,7 @@ from quantcheck.diagnostics import Diagnostic, Effect, Fix, Safety, Severity
 from quantcheck.formats.dims import derive_dims
 from quantcheck.formats.table import FORMATS, Dims, FormatSpec
 from quantcheck.rules import codes as R
+from quantcheck.runtimes import effects as _eff
 
 if TYPE_CHECKING:
     import numpy as np
@@ -30,10 +31,6 @@ STRICT = {"weight_scale", "weight_scale_2", "input_scale", "weight_s_channel"}
 BLOCK = {"nvfp4": {"weight_scale"}, "mxfp8": {"weight_scale"}, "asym_w4a8_int8": {"weight_s_rel"}}
 #: Tensors whose values may take any sign.
 ANY_SIGN = {"weight_zeros", "weight_correction", "weight_codebook", "pre_quant_scale"}
-
-
-def _eff(sglang: Effect, comfyui: Effect) -> dict[str, Effect]:
-    return {"sglang": sglang, "comfyui": comfyui}
 
 
 def deep_check(ck: Checkpoint, read_weights: bool = False) -> list[Diagnostic]:

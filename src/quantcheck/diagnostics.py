@@ -10,7 +10,15 @@ TYPE_CHECKING = False  # typing is not imported on the check path (start-up time
 if TYPE_CHECKING:
     from typing import Any
 
-TARGETS: tuple[str, ...] = ("sglang", "comfyui")
+
+
+def __getattr__(name: str) -> Any:
+    """`TARGETS`: the registered runtimes' names (quantcheck.runtimes), looked up on use."""
+    if name == "TARGETS":
+        from quantcheck.runtimes import runtime_names
+
+        return runtime_names()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class Severity(StrEnum):
@@ -95,13 +103,16 @@ class Diagnostic:
 
     @property
     def effective_effects(self) -> dict[str, Effect]:
-        return self.effects if self.effects is not None else self.rule.effects
+        """The effect on every registered runtime (`quantcheck.runtimes.effect_on`)."""
+        from quantcheck.runtimes import effect_on, runtimes
+
+        declared = self.rule.effects
+        return {rt.name: effect_on(rt, self.code, self.effects, declared) for rt in runtimes()}
 
     @property
     def targets(self) -> list[str]:
         """The runtimes this problem breaks or degrades."""
-        eff = self.effective_effects
-        return [t for t in TARGETS if eff.get(t, Effect.NONE) is not Effect.NONE]
+        return [t for t, e in self.effective_effects.items() if e is not Effect.NONE]
 
     def sort_key(self) -> tuple[str, str, str, str]:
         return (self.file or "", self.layer or self.tensor or "", self.code, self.message)

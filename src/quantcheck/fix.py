@@ -35,7 +35,7 @@ from quantcheck.io.header import read_header
 from quantcheck.io.writer import OutFile, PlannedSource
 from quantcheck.rules import codes as R
 from quantcheck.rules.registry import all_rules
-from quantcheck.select import targets_of
+from quantcheck.runtimes import targets_of
 
 #: Container findings a rewrite cannot repair without losing data: `fix` refuses the input.
 UNREPAIRABLE = frozenset(c for c, r in all_rules().items() if r.repair == "refuse")

@@ -21,7 +21,7 @@ from quantcheck.io.writer import CHUNK, Chunks, OutTensor
 from quantcheck.marker_infer import infer_marker
 from quantcheck.markers import MARKER_SUFFIX
 from quantcheck.rules import codes as R
-from quantcheck.select import targets_of
+from quantcheck.runtimes import targets_of
 
 
 class Refused(Exception):

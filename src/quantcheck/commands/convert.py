@@ -10,6 +10,8 @@ import argparse
 import sys
 from typing import Any
 
+from quantcheck.runtimes import target_choices
+
 QUANT_FORMATS = ("float8_e4m3fn", "float8_e5m2", "int8_tensorwise", "nvfp4", "mxfp8",
                  "asym_w4a8_int8", "convrot_w4a4")
 DESCRIPTIONS = {
@@ -38,7 +40,7 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
                         "Overrides the default skip of norm/embedding names")
     p.add_argument("--exclude", action="append", default=[], metavar="GLOB",
                    help="leave out matching layers; repeatable")
-    p.add_argument("--target", choices=("all", "sglang", "comfyui"), default="all",
+    p.add_argument("--target", choices=target_choices(), default="all",
                    help="runtime(s) the result must load on; layers the format cannot take "
                         "there stay unquantized (default: all)")
     p.add_argument("--no-convrot", action="store_true",
@@ -104,7 +106,8 @@ def plan_quantize(ck: Any, fmt: str, options: dict[str, Any], target: str,
     from quantcheck.fix_actions import replace_layer
     from quantcheck.fix_draft import Draft
     from quantcheck.layer_convert import quantize_layer
-    from quantcheck.select import shape_refusal, skip_reason, targets_of
+    from quantcheck.runtimes import targets_of
+    from quantcheck.select import shape_refusal, skip_reason
 
     draft = Draft.of(ck)
     done: list[str] = []
@@ -138,7 +141,8 @@ def plan_quantize(ck: Any, fmt: str, options: dict[str, Any], target: str,
 
 
 def _quantize(ck: Any, args: argparse.Namespace, out: str, index: str | None) -> int:
-    from quantcheck.select import format_refusal, targets_of
+    from quantcheck.runtimes import targets_of
+    from quantcheck.select import format_refusal
 
     options = options_of(args)
     for t in targets_of(args.target):

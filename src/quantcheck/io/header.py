@@ -11,10 +11,11 @@ import struct
 from operator import itemgetter
 
 from quantcheck._record import factory, record
-from quantcheck.diagnostics import Diagnostic, Effect, Severity, json_pointer
+from quantcheck.diagnostics import Diagnostic, Severity, json_pointer
 from quantcheck.dtypes import DTYPES
 from quantcheck.io.source import ByteSource
 from quantcheck.rules import codes as R
+from quantcheck.runtimes import unaffected
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
@@ -325,7 +326,7 @@ def _extra_fields(name: str, e: dict[str, Any], diag: Any) -> None:
     diag(R.QC121, f"entry has unexpected field{'s' if len(extra) > 1 else ''} "
                   f"{', '.join(extra)}; readers ignore them", tensor=name,
          pointer=json_pointer(name), severity=Severity.WARNING,
-         effects={"sglang": Effect.NONE, "comfyui": Effect.NONE})
+         effects=unaffected())
 
 
 def _malformed_entry(name: str, e: Any, diag: Any) -> None:

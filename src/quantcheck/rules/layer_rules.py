@@ -16,6 +16,7 @@ from quantcheck.formats.dims import derive_dims
 from quantcheck.formats.table import FORMATS, Companion, Dims, FormatSpec
 from quantcheck.layers import Layer
 from quantcheck.rules import codes as R
+from quantcheck.runtimes import effects as _eff
 
 FAILS, DEGRADED, NONE = Effect.FAILS, Effect.DEGRADED, Effect.NONE
 UNMARKED_QUANTIZED = {"F8_E4M3", "F8_E5M2", "I8", "U8"}
@@ -23,10 +24,6 @@ UNMARKED_QUANTIZED = {"F8_E4M3", "F8_E5M2", "I8", "U8"}
 SGLANG_NOTED = {"F8_E4M3", "I8", "U8"}
 #: Lossless casts a safe fix may do on scale tensors.
 WIDENS_TO_F32 = {"F16", "BF16"}
-
-
-def _eff(sglang: Effect, comfyui: Effect) -> dict[str, Effect]:
-    return {"sglang": sglang, "comfyui": comfyui}
 
 
 def _sglang_checks(spec: FormatSpec) -> bool:

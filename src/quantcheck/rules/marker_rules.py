@@ -10,6 +10,7 @@ from quantcheck.diagnostics import Diagnostic, Effect, Fix, Safety
 from quantcheck.formats.table import FORMATS, FormatSpec, marker_int
 from quantcheck.markers import Marker
 from quantcheck.rules import codes as R
+from quantcheck.runtimes import effects as _eff
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
@@ -23,10 +24,6 @@ MODEL_PREFIXES = ("model.diffusion_model.", "diffusion_model.")
 #: Values sglang derives itself; a producer writing them can contradict the derived ones.
 DERIVED = frozenset({"_activation_scheme", "_is_rowwise", "_is_tensorwise_scalar",
                      "_has_codebook", "_has_correction", "_has_pre_quant_scale"})
-
-
-def _eff(sglang: Effect, comfyui: Effect) -> dict[str, Effect]:
-    return {"sglang": sglang, "comfyui": comfyui}
 
 
 def _file(m: Marker) -> str:

@@ -69,9 +69,14 @@ FAMILIES = {
 }
 
 
-def effects(sglang: str = "none", comfyui: str = "none") -> dict[str, Effect]:
-    """Per-target effects, written compactly in the catalogs."""
-    return {"sglang": Effect(sglang), "comfyui": Effect(comfyui)}
+def effects(*by_position: str, **by_name: str) -> dict[str, Effect]:
+    """Declared per-runtime effects, written compactly in the catalogs (built-in runtimes in
+    order, then any runtime by name); every built-in runtime is named, "none" by default."""
+    from quantcheck.runtimes import BUILTIN
+    from quantcheck.runtimes import effects as runtime_effects
+
+    return runtime_effects(*by_position, *("none",) * (len(BUILTIN) - len(by_position)),
+                           **by_name)
 
 
 @cache

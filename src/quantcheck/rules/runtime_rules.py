@@ -15,6 +15,7 @@ from quantcheck.diagnostics import Diagnostic, Effect, Fix, Safety
 from quantcheck.formats.table import FORMATS
 from quantcheck.layers import Layer
 from quantcheck.rules import codes as R
+from quantcheck.runtimes import effects as _eff
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
@@ -23,10 +24,6 @@ if TYPE_CHECKING:
 FAILS, DEGRADED, NONE = Effect.FAILS, Effect.DEGRADED, Effect.NONE
 EMBEDDING_WORDS = ("embed", "wte", "tok_emb", "token_emb")
 _EMBEDDING = re.compile("|".join(EMBEDDING_WORDS))
-
-
-def _eff(sglang: Effect, comfyui: Effect) -> dict[str, Effect]:
-    return {"sglang": sglang, "comfyui": comfyui}
 
 
 def _marked_layers(ck: Checkpoint) -> list[Layer]:
@@ -104,6 +101,44 @@ def check_layer_runtime(layer: Layer, config_class: str | None) -> Iterator[Diag
         yield Diagnostic(
             code, f"sglang's {config_class} refuses this layer: \"{msg}\"", file=file,
             layer=layer.prefix, effects=_eff(FAILS, NONE), data={"config_class": config_class})
+
+
+class SglangChecks:
+    """sglang's own rules for one checkpoint (the `checks` hook of its runtime record)."""
+
+    def __init__(self, ck: Checkpoint) -> None:
+        self.ck = ck
+        self.config_class, self.formats, self.refusal = sglang_config_class(ck)
+
+    def file_findings(self) -> Iterator[Diagnostic]:
+        return check_file_runtime(self.ck, self.formats, self.refusal)
+
+    def layer_findings(self, layer: Layer) -> Iterator[Diagnostic]:
+        return check_layer_runtime(layer, self.config_class)
+
+
+#: Formats sglang 0.5.23 cannot load at all.
+SGLANG_NEVER = {"float8_e5m2": "sglang has no float8_e5m2 support",
+                "awq_w4a16": "sglang has no awq_w4a16 support"}
+
+
+def sglang_quantize_refusal(fmt: str, options: dict[str, Any], n: int, k: int) -> str | None:
+    """Why sglang cannot load `fmt` with `options` (n = k = 0), or an [n, k] layer of it."""
+    if not n:
+        if fmt in SGLANG_NEVER:
+            return SGLANG_NEVER[fmt]
+        if fmt == "asym_w4a8_int8" and int(options.get("bits", 4)) == 6:
+            return "sglang reads W4A8 only as 4-bit"
+        if fmt == "int8_tensorwise" and not options.get("convrot"):
+            return "sglang builds INT8 linears without ConvRot unquantized (use --convrot)"
+        return None
+    if fmt == "nvfp4" and (n % 128 or k % 64):
+        return (f"sglang loads NVFP4 only unpadded (N % 128 == 0 and K % 64 == 0); "
+                f"this layer is [{n}, {k}]")
+    if fmt == "mxfp8" and (n % 128 or k % 128):
+        return (f"sglang loads MXFP8 only unpadded (N % 128 == 0 and K % 128 == 0); "
+                f"this layer is [{n}, {k}]")
+    return None
 
 
 def is_embedding_name(layer: Layer) -> bool:
