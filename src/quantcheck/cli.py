@@ -6,8 +6,6 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from quantcheck.runtimes import target_choices
-
 EPILOG = """\
 exit codes: 0 clean, 1 problems found, 2 could not run (bad usage, unreadable input).
 
@@ -40,10 +38,13 @@ def _add_inputs(p: argparse.ArgumentParser) -> None:
 
 
 def _check_args(p: argparse.ArgumentParser) -> None:
+    from quantcheck.render import RENDERERS
+    from quantcheck.runtimes import target_choices
+
     _add_inputs(p)
     p.add_argument("--target", choices=target_choices(), default="all",
                    help="runtime to judge the file for (default: all)")
-    p.add_argument("--format", choices=("text", "json", "sarif", "github"), default="text",
+    p.add_argument("--format", choices=RENDERERS, default="text",
                    dest="output", help="output format (default: text)")
     p.add_argument("--select", action="append", default=[], metavar="CODE",
                    help="only these codes (QC301, QC3, QC3*, or a rule name); repeatable, "

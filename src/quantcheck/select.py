@@ -10,6 +10,7 @@ from __future__ import annotations
 import fnmatch
 from typing import Any
 
+from quantcheck.formats.table import quantize_refusal
 from quantcheck.runtimes import get_runtime, load
 
 FLOAT_WEIGHTS = frozenset({"F32", "F16", "BF16"})
@@ -46,17 +47,11 @@ def format_refusal(fmt: str, options: dict[str, Any], target: str) -> str | None
 
 
 def shape_refusal(fmt: str, n: int, k: int, options: dict[str, Any], target: str) -> str | None:
-    """Why `fmt` cannot take an [n, k] weight on `target`; None if it can."""
-    cg = int(options.get("convrot_groupsize", 256))
-    g = int(options.get("group_size", 16))
-    if fmt == "int8_tensorwise" and options.get("convrot") and k % cg:
-        return f"K={k} is not a multiple of convrot_groupsize {cg}"
-    if fmt == "asym_w4a8_int8":
-        bits = int(options.get("bits", 4))
-        if k % 16 or k % g or k % cg or (bits == 6 and (k % 32 or g % 16)):
-            return f"K={k} must be a multiple of 16, group_size {g} and convrot_groupsize {cg}"
-    if fmt == "convrot_w4a4" and (k % 64 or k % cg):
-        return f"K={k} must be a multiple of 64 and of convrot_groupsize {cg}"
+    """Why `fmt` cannot take an [n, k] weight on `target`; None if it can: the format table's
+    constraints first, then the runtime's own limits."""
+    why = quantize_refusal(fmt, n, k, options)
+    if why:
+        return why
     return _runtime_refusal(fmt, options, n, k, target)
 
 

@@ -10,10 +10,11 @@ import argparse
 import sys
 from typing import Any
 
+from quantcheck.formats.table import FORMATS
 from quantcheck.runtimes import target_choices
 
-QUANT_FORMATS = ("float8_e4m3fn", "float8_e5m2", "int8_tensorwise", "nvfp4", "mxfp8",
-                 "asym_w4a8_int8", "convrot_w4a4")
+_W4A8 = {o.name: o for o in FORMATS["asym_w4a8_int8"].options}
+_W4A4 = {o.name: o for o in FORMATS["convrot_w4a4"].options}
 DESCRIPTIONS = {
     "quantize": (
         "Quantize the Linear weights of a BF16/F16/F32 checkpoint to one Comfy format and write "
@@ -34,7 +35,8 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
     if name == "dequantize":
         p.add_argument("--dtype", choices=("bf16", "f16", "f32"), default="bf16")
         return
-    p.add_argument("--format", required=True, choices=QUANT_FORMATS, dest="fmt")
+    p.add_argument("--format", required=True, dest="fmt",
+                   choices=[n for n, f in FORMATS.items() if f.quantizable])
     p.add_argument("--include", action="append", default=[], metavar="GLOB",
                    help="only layers whose prefix (or weight name) matches; repeatable. "
                         "Overrides the default skip of norm/embedding names")
@@ -47,15 +49,20 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
                    help="int8_tensorwise: plain row-wise scales instead of ConvRot")
     p.add_argument("--per-tensor", action="store_true",
                    help="int8_tensorwise: one scalar scale (implies --no-convrot)")
-    p.add_argument("--convrot-groupsize", type=int, default=256, choices=(16, 64, 256))
-    p.add_argument("--group-size", type=int, default=16, help="asym_w4a8_int8 group (16)")
-    p.add_argument("--bits", type=int, default=4, choices=(4, 6), help="asym_w4a8_int8 bits")
+    cg, g, bits = _W4A8["convrot_groupsize"], _W4A8["group_size"], _W4A8["bits"]
+    p.add_argument("--convrot-groupsize", type=int, default=cg.default, choices=cg.allowed)
+    p.add_argument("--group-size", type=int, default=g.default,
+                   help=f"asym_w4a8_int8 group ({g.default})")
+    p.add_argument("--bits", type=int, default=bits.default, choices=bits.allowed,
+                   help="asym_w4a8_int8 bits")
     p.add_argument("--no-codebook", action="store_true", help="asym_w4a8_int8: uniform levels")
     p.add_argument("--asymmetric", action="store_true",
                    help="asym_w4a8_int8: min/max groups with a correction tensor")
-    p.add_argument("--scale-dtype", choices=("float8_e4m3fn", "float32"),
-                   default="float8_e4m3fn", help="asym_w4a8_int8 s_rel dtype")
-    p.add_argument("--linear-dtype", choices=("int4", "int8"), help="convrot_w4a4 GEMM")
+    sd = _W4A8["scale_dtype"]
+    p.add_argument("--scale-dtype", choices=sd.allowed, default=sd.default,
+                   help="asym_w4a8_int8 s_rel dtype")
+    p.add_argument("--linear-dtype", choices=[v for v in _W4A4["linear_dtype"].allowed or ()
+                                              if v is not None], help="convrot_w4a4 GEMM")
     p.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
 
 

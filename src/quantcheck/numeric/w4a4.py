@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from quantcheck.formats.codecs import register_codec
+
 from .errors import NumericError
 from .hadamard import check_group, rotate
 from .lowp import F32, kind_of, round_scalar, round_to, row_step
@@ -80,3 +82,20 @@ def dequantize(
     if out_dtype == "float32":
         return out
     return round_to(out, {"bfloat16": "bf16", "float16": "f16"}[out_dtype])
+
+
+def _quantize_layer(w: np.ndarray, fmt: str, o: dict) -> dict[str, np.ndarray]:
+    if o["linear_dtype"] not in (None, "int4", "int8"):
+        raise NumericError(
+            f"convrot_w4a4: linear_dtype must be 'int4' or 'int8', got {o['linear_dtype']!r}"
+        )
+    q, s = quantize(w, int(o["convrot_groupsize"]))
+    return {"weight": q, "weight_scale": s}
+
+
+def _dequantize_layer(t: dict[str, np.ndarray], fmt: str, o: dict, out_dtype: str) -> np.ndarray:
+    return dequantize(t["weight"].view(np.int8), t["weight_scale"], int(o["convrot_groupsize"]),
+                      out_dtype)
+
+
+register_codec("convrot_w4a4", quantize=_quantize_layer, dequantize=_dequantize_layer)

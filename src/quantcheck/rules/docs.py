@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from quantcheck.formats.docs import formats_markdown
 from quantcheck.rules.registry import FAMILIES, all_rules
 from quantcheck.runtimes import runtimes
 
@@ -34,4 +35,5 @@ def rules_markdown() -> str:
                     f"- **Checks:** {r.checks}", f"- **Why it matters:** {r.why}",
                     f"- **Fix ({r.fix.value if r.fix else 'none'}):** {r.remedy}",
                     f"- **Evidence:** {r.evidence}", "", "Example:", "", example, ""]
+    out += formats_markdown()
     return "\n".join(out)

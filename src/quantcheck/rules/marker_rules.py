@@ -215,10 +215,10 @@ def _size_key(m: Marker, spec: FormatSpec, name: str, raw: Any, present: bool, d
         if spec.name == "int8_tensorwise" and not present:
             yield Diagnostic(
                 R.QC219, "rotated int8_tensorwise marker has no convrot_groupsize; ComfyUI "
-                         "assumes 256 but sglang requires the key",
+                         f"assumes {default} but sglang requires the key",
                 file=_file(m), tensor=_tensor(m), layer=m.prefix, effects=_eff(FAILS, NONE),
-                fix=Fix("add \"convrot_groupsize\": 256 (ComfyUI's default)", Safety.SAFE,
-                        "set-key", (("key", "convrot_groupsize"), ("value", 256))))
+                fix=Fix(f"add \"convrot_groupsize\": {default} (ComfyUI's default)", Safety.SAFE,
+                        "set-key", (("key", "convrot_groupsize"), ("value", default))))
             return
         power_of_4 = value >= 4 and (value & (value - 1)) == 0 and (value.bit_length() - 1) % 2 == 0
         if allowed and value not in allowed:
@@ -226,7 +226,8 @@ def _size_key(m: Marker, spec: FormatSpec, name: str, raw: Any, present: bool, d
             # rotation) need a power of 4: the layer fails when it is built.
             sg = FAILS if spec.name != "asym_w4a8_int8" or not power_of_4 else NONE
             yield Diagnostic(
-                R.QC219, f"convrot_groupsize is {value}; rotation groups are 16, 64 or 256",
+                R.QC219, f"convrot_groupsize is {value}; rotation groups are "
+                         f"{', '.join(map(str, allowed[:-1]))} or {allowed[-1]}",
                 file=_file(m), tensor=_tensor(m), layer=m.prefix,
                 effects=_eff(sg, NONE if power_of_4 else FAILS))
         elif isinstance(raw, float | str) and spec.name == "int8_tensorwise":
