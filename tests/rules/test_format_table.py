@@ -137,3 +137,30 @@ def test_options_and_defaults_come_from_the_table() -> None:
     w4a8 = FORMATS["asym_w4a8_int8"]
     assert w4a8.options_from_marker({"format": "asym_w4a8_int8", "params": {"group_size": 32}}) \
         == {"group_size": 32, "convrot_groupsize": 256}
+
+
+# ----------------------------------------------------------------------------- marker inference
+
+INFERRED = {"float8_e4m3fn", "float8_e5m2", "nvfp4", "mxfp8"}
+
+
+@pytest.mark.parametrize("name", [n for n, f in FORMATS.items() if f.quantizable])
+@pytest.mark.parametrize("options", [{}, {"per_row": True, "convrot": True}], ids=str)
+def test_inference_agrees_with_the_written_layout(name: str, options: dict) -> None:
+    """What `quantize` writes (the table's layout) is inferred back as that format, or not at
+    all (rotation groups and W4A8 sizes are not in the tensors); never as another format."""
+    from quantcheck.io.header import TensorInfo
+    from quantcheck.layers import Layer
+    from quantcheck.marker_infer import infer_marker
+
+    spec = FORMATS[name]
+    opts = {k: v for k, v in options.items() if k in {o.name for o in spec.options}}
+    layout, fields = spec.written(256, 512, spec.with_defaults(opts), "BF16")
+    layer = Layer("blocks.0.fc", {s: TensorInfo(f"blocks.0.fc.{s}", d, sh, 0, 0, "f")
+                                  for s, (d, sh) in layout.items()})
+    got, why = infer_marker(layer)
+    scalar_int8 = name == "int8_tensorwise" and not options  # the table's default: scalar
+    if name in INFERRED or scalar_int8:
+        assert got == {"format": name, **fields}, why
+    else:
+        assert got is None and why

@@ -116,6 +116,9 @@ class FormatSpec:
     written: Callable[[int, int, dict[str, Any], str], tuple[Layout, dict[str, Any]]] | None = None
     #: Extra conditions on what `quantize` writes (beside `constraints`), on the options' Dims.
     quantize_constraints: tuple[tuple[str, Callable[[Dims], bool], str], ...] = ()
+    #: Code widths the packed weight may hold; with several, the width is read from the count
+    #: of group scales (`weight_s_rel` columns x group_size = K).
+    code_bits: tuple[int, ...] = (4,)
 
     def companion(self, suffix: str) -> Companion | None:
         for c in self.companions:
@@ -329,7 +332,7 @@ FORMATS: dict[str, FormatSpec] = {f.name: f for f in (
                  Option("bits", 4, (4, 6), "code width"),
                  Option("scale_dtype", "float8_e4m3fn", ("float8_e4m3fn", "float32"),
                         "weight_s_rel dtype")),
-        written=_w4a8_written,
+        written=_w4a8_written, code_bits=(4, 6),
         quantize_constraints=(("six-bit", lambda d: d.bits != 6 or (d.K % 32 == 0
                                                                     and d.g % 16 == 0),
                                "6-bit codes need K a multiple of 32 and group_size of 16"),)),

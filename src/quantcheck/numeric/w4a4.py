@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from quantcheck.formats.codecs import register_codec
+from quantcheck.formats.table import CONVROT_GS
 
 from .errors import NumericError
 from .hadamard import check_group, rotate
@@ -26,7 +27,9 @@ def _check_k(k: int, cg: int) -> None:
         )
 
 
-def quantize(w: np.ndarray, convrot_groupsize: int = 256) -> tuple[np.ndarray, np.ndarray]:
+def quantize(
+    w: np.ndarray, convrot_groupsize: int = CONVROT_GS.default
+) -> tuple[np.ndarray, np.ndarray]:
     """Weight [N, K] -> (I8 [N, K/2] packed signed int4, F32 scale [N])."""
     kind = kind_of(w)
     if w.ndim != 2:
@@ -60,7 +63,7 @@ def quantize(w: np.ndarray, convrot_groupsize: int = 256) -> tuple[np.ndarray, n
 def dequantize(
     packed: np.ndarray,
     scale: np.ndarray,
-    convrot_groupsize: int = 256,
+    convrot_groupsize: int = CONVROT_GS.default,
     out_dtype: str = "float32",
 ) -> np.ndarray:
     """[N, K] weight: unpack, multiply by the row scale, rotate back in F32, then cast."""

@@ -12,7 +12,7 @@ from quantcheck.compat._sglang_configs import (
     resolve_comfy_checkpoint_quantization,
 )
 from quantcheck.diagnostics import Diagnostic, Effect, Fix, Safety
-from quantcheck.formats.table import FORMATS
+from quantcheck.formats.table import FORMATS, ROTATION_GROUPS
 from quantcheck.layers import Layer
 from quantcheck.rules import codes as R
 from quantcheck.runtimes import effects as _eff
@@ -84,8 +84,9 @@ def check_layer_runtime(layer: Layer, config_class: str | None) -> Iterator[Diag
             R.QC316, "int8_tensorwise marker without convrot on a linear layer: sglang "
                      "treats it as an embedding marker and builds this linear unquantized",
             file=file, layer=layer.prefix, effects=_eff(DEGRADED, NONE),
-            fix=Fix("requantize with ConvRot (convrot: true, convrot_groupsize 16/64/256) "
-                    "for sglang", Safety.UNSAFE, "requantize"))
+            fix=Fix("requantize with ConvRot (convrot: true, convrot_groupsize "
+                    f"{'/'.join(map(str, ROTATION_GROUPS))}) for sglang", Safety.UNSAFE,
+                    "requantize"))
     if config_class is None:
         return
     try:
@@ -127,9 +128,10 @@ def sglang_quantize_refusal(fmt: str, options: dict[str, Any], n: int, k: int) -
     if not n:
         if fmt in SGLANG_NEVER:
             return SGLANG_NEVER[fmt]
-        if fmt == "asym_w4a8_int8" and int(options.get("bits", 4)) == 6:
+        o = {x.name: options.get(x.name, x.default) for x in FORMATS[fmt].options}
+        if fmt == "asym_w4a8_int8" and int(o["bits"]) == 6:
             return "sglang reads W4A8 only as 4-bit"
-        if fmt == "int8_tensorwise" and not options.get("convrot"):
+        if fmt == "int8_tensorwise" and not o["convrot"]:
             return "sglang builds INT8 linears without ConvRot unquantized (use --convrot)"
         return None
     if fmt == "nvfp4" and (n % 128 or k % 64):
