@@ -135,7 +135,7 @@ def _swizzle_padding(layer: Layer, spec: FormatSpec, dims: Dims, arr: np.ndarray
     from quantcheck.numeric.swizzle import swizzled_shape, unswizzle
 
     rows, cols = dims.weight_shape
-    block = 16 if spec.name == "nvfp4" else 32
+    block = spec.pad  # the scale block along K is the padding unit
     k = cols * 2 if spec.packing == "e2m1_hi" else cols
     r, c = rows, -(-k // block)
     pr, pc = swizzled_shape(r, c)

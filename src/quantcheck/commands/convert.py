@@ -67,22 +67,14 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
 
 
 def options_of(args: argparse.Namespace) -> dict[str, Any]:
-    """Quantizer options for the chosen format."""
-    fmt = args.fmt
-    if fmt == "int8_tensorwise":
-        convrot = not (args.no_convrot or args.per_tensor)
-        return {"per_row": not args.per_tensor, "convrot": convrot,
-                "convrot_groupsize": args.convrot_groupsize}
-    if fmt == "asym_w4a8_int8":
-        return {"group_size": args.group_size, "convrot_groupsize": args.convrot_groupsize,
-                "codebook": not args.no_codebook, "symmetric": not args.asymmetric,
-                "bits": args.bits, "scale_dtype": args.scale_dtype}
-    if fmt == "convrot_w4a4":
-        opts: dict[str, Any] = {"convrot_groupsize": args.convrot_groupsize}
-        if args.linear_dtype:
-            opts["linear_dtype"] = args.linear_dtype
-        return opts
-    return {}
+    """Quantizer options for the chosen format: the flags of the options its table entry takes."""
+    given = {"per_row": not args.per_tensor,
+             "convrot": not (args.no_convrot or args.per_tensor),
+             "convrot_groupsize": args.convrot_groupsize, "group_size": args.group_size,
+             "codebook": not args.no_codebook, "symmetric": not args.asymmetric,
+             "bits": args.bits, "scale_dtype": args.scale_dtype,
+             "linear_dtype": args.linear_dtype}
+    return {o.name: given[o.name] for o in FORMATS[args.fmt].options}
 
 
 def run(args: argparse.Namespace) -> int:
