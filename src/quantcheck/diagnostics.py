@@ -104,10 +104,11 @@ class Diagnostic:
     @property
     def effective_effects(self) -> dict[str, Effect]:
         """The effect on every registered runtime (`quantcheck.runtimes.effect_on`)."""
-        from quantcheck.runtimes import effect_on, runtimes
-
-        declared = self.rule.effects
-        return {rt.name: effect_on(rt, self.code, self.effects, declared) for rt in runtimes()}
+        given = self.effects
+        runtimes = _runtimes()
+        if given is not None and runtimes.resolved(given):
+            return given
+        return runtimes.resolve_effects(self.code, given, self.rule.effects)
 
     @property
     def targets(self) -> list[str]:
@@ -144,6 +145,19 @@ def _rules() -> dict[str, Any]:
 
 
 _RULES: dict[str, Any] | None = None
+
+
+def _runtimes() -> Any:
+    """The `quantcheck.runtimes` module (imported on first use: it imports this module)."""
+    global _RUNTIMES
+    if _RUNTIMES is None:
+        import quantcheck.runtimes
+
+        _RUNTIMES = quantcheck.runtimes
+    return _RUNTIMES
+
+
+_RUNTIMES: Any = None
 
 
 def json_pointer(*parts: str | int) -> str:

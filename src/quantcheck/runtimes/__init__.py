@@ -69,6 +69,14 @@ class Runtime:
 
 _RUNTIMES: dict[str, Runtime] = {}
 _LOADED: dict[str, Any] = {}
+#: True while no runtime has an effects table or a base: effects dicts naming every runtime
+#: are then already resolved (the fast path of `resolve_effects`).
+_plain = True
+
+
+def _update() -> None:
+    global _plain
+    _plain = all(rt.based_on is None and not rt.effects for rt in _RUNTIMES.values())
 
 
 def register_runtime(runtime: Runtime) -> Runtime:
@@ -78,12 +86,14 @@ def register_runtime(runtime: Runtime) -> Runtime:
     if runtime.based_on is not None and runtime.based_on not in _RUNTIMES:
         raise ValueError(f"runtime {runtime.name!r} is based on unknown {runtime.based_on!r}")
     _RUNTIMES[runtime.name] = runtime
+    _update()
     return runtime
 
 
 def unregister_runtime(name: str) -> None:
     """Remove a runtime (tests that register a fake one)."""
     del _RUNTIMES[name]
+    _update()
 
 
 def runtimes() -> tuple[Runtime, ...]:
@@ -141,6 +151,20 @@ def unaffected() -> dict[str, Effect]:
     return dict.fromkeys(_RUNTIMES, Effect.NONE)
 
 
+def resolved(effects: dict[str, Effect]) -> bool:
+    """Whether `effects` already says the final effect on every runtime (the common case)."""
+    return _plain and effects.keys() == _RUNTIMES.keys()
+
+
+def resolve_effects(code: str, given: dict[str, Effect] | None,
+                    declared: dict[str, Effect]) -> dict[str, Effect]:
+    """The effect of a finding on every registered runtime (`effect_on` for each)."""
+    src = given if given is not None else declared
+    if resolved(src):
+        return src
+    return {rt.name: effect_on(rt, code, given, declared) for rt in _RUNTIMES.values()}
+
+
 def effect_on(runtime: Runtime, code: str, given: dict[str, Effect] | None,
               declared: dict[str, Effect]) -> Effect:
     """What a finding of rule `code` does to `runtime` (the lookup order in the module doc)."""
@@ -160,5 +184,5 @@ def effect_on(runtime: Runtime, code: str, given: dict[str, Effect] | None,
 from quantcheck.runtimes.builtin import BUILTIN  # noqa: E402  (registers sglang and ComfyUI)
 
 __all__ = ["BUILTIN", "Release", "Runtime", "effect_on", "effects", "get_runtime", "load",
-           "register_runtime", "runtime_names", "runtimes", "target_choices", "targets_of",
-           "unaffected", "unregister_runtime"]
+           "register_runtime", "resolve_effects", "resolved", "runtime_names", "runtimes",
+           "target_choices", "targets_of", "unaffected", "unregister_runtime"]
