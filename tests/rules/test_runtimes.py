@@ -51,8 +51,10 @@ class FakeChecks:
 
 @pytest.fixture
 def fake_runtimes() -> Iterator[None]:
-    register_runtime(Runtime(FAKE, "FakeRT", (Release("1.0"),), checks=f"{__name__}:FakeChecks",
-                             effects={"QC314": Effect.DEGRADED}, doc="a test runtime"))
+    register_runtime(Runtime(FAKE, "FakeRT",
+                             (Release("1.0"), Release("1.1", {"QC601": Effect.DEGRADED})),
+                             checks=f"{__name__}:FakeChecks", effects={"QC314": Effect.DEGRADED},
+                             doc="a test runtime"))
     register_runtime(Runtime(FORK, "FakeFork", (Release("2.0"),), based_on="comfyui"))
     try:
         yield
@@ -84,7 +86,7 @@ def test_registered_runtime_reaches_targets_summary_and_effects(
     main(["check", "--format", "json", *paths])
     doc = json.loads(capsys.readouterr().out)
     assert set(doc["targets"]) == {"sglang", "comfyui", FAKE, FORK}
-    assert "- `fakert`: FakeRT 1.0 — a test runtime" in rules_markdown()
+    assert "- `fakert`: FakeRT 1.1 — a test runtime" in rules_markdown()
 
 
 def test_runtime_checks_report_for_that_runtime_only(fake_runtimes: None,
@@ -93,7 +95,9 @@ def test_runtime_checks_report_for_that_runtime_only(fake_runtimes: None,
     report = check_paths(paths)
     ours = [d for d in report.diagnostics if d.message == "fakert has no nvfp4 support"]
     assert ours and ours[0].targets == [FAKE]
-    assert report.target_status(FAKE)["status"] == "fails"
+    # release 1.1 (the newest, what a bare name means) changed QC601 to degraded
+    assert ours[0].effective_effects[FAKE] is Effect.DEGRADED
+    assert report.target_status(FAKE)["status"] == "degraded"
     assert report.target_status("sglang")["status"] == "ok"
     assert check_paths(paths, target="sglang").diagnostics == []
 

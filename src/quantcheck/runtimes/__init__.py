@@ -5,7 +5,8 @@ choices, the per-target summary, the per-runtime effects of every diagnostic and
 adding a runtime is `register_runtime(Runtime(...))`, never an edit of the rule engine.
 
 How a diagnostic's effect on runtime R is found (`effect_on`), first hit wins:
-1. R's own table `Runtime.effects` (code -> effect: what R's code does with that finding);
+1. R's own table `Runtime.effects` (code -> effect: what R's code does with that finding),
+   updated by its releases' changes up to the newest;
 2. the effects the check gave the diagnostic, for R by name;
 3. the rule's declared effects (the catalogs), for R by name;
 4. the runtime R is `based_on` (a fork loading files through its code), by the same steps;
@@ -61,6 +62,14 @@ class Runtime:
     def newest(self) -> Release:
         return self.releases[-1]
 
+    def effect_table(self) -> dict[str, Effect]:
+        """Effects by rule code for the newest release: the runtime's table, then each
+        release's changes in order (a later release overrides an earlier one)."""
+        out = dict(self.effects)
+        for release in self.releases:
+            out.update(release.effects)
+        return out
+
     @property
     def label(self) -> str:
         """`title newest-release`, as docs and messages name what is modelled."""
@@ -76,7 +85,7 @@ _plain = True
 
 def _update() -> None:
     global _plain
-    _plain = all(rt.based_on is None and not rt.effects for rt in _RUNTIMES.values())
+    _plain = all(rt.based_on is None and not rt.effect_table() for rt in _RUNTIMES.values())
 
 
 def register_runtime(runtime: Runtime) -> Runtime:
@@ -170,7 +179,7 @@ def effect_on(runtime: Runtime, code: str, given: dict[str, Effect] | None,
     """What a finding of rule `code` does to `runtime` (the lookup order in the module doc)."""
     rt: Runtime | None = runtime
     while rt is not None:
-        hit = rt.effects.get(code)
+        hit = rt.effect_table().get(code)
         if hit is None and given is not None:
             hit = given.get(rt.name)
         if hit is None:
