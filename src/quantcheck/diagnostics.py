@@ -10,6 +10,7 @@ TYPE_CHECKING = False  # typing is not imported on the check path (start-up time
 if TYPE_CHECKING:
     from typing import Any
 
+    from quantcheck.rules.registry import Rule
 
 
 def __getattr__(name: str) -> Any:
@@ -84,6 +85,14 @@ class Diagnostic:
     effects: dict[str, Effect] | None = None
     severity: Severity | None = None
     data: dict[str, Any] = factory(dict)
+
+    if TYPE_CHECKING:  # what `@record` generates, with `code` also taking the rule itself
+        def __init__(self, code: str | Rule, message: str, file: str | None = None,
+                     tensor: str | None = None, layer: str | None = None,
+                     pointer: str | None = None, fix: Fix | None = None,
+                     effects: dict[str, Effect] | None = None,
+                     severity: Severity | None = None,
+                     data: dict[str, Any] | None = None) -> None: ...
 
     def __post_init__(self) -> None:
         if type(self.code) is not str:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from quantcheck.formats.table import FLOATS, FORMATS, SCALAR, Dims, FormatSpec
+from quantcheck.formats.table import FLOATS, FORMATS, ROTATION_GROUPS, SCALAR, Dims, FormatSpec
 from quantcheck.layers import Layer
 
 FLOAT_SCALES = FLOATS
@@ -78,7 +78,7 @@ def infer_marker(layer: Layer) -> tuple[dict[str, Any] | None, str]:
         return {"format": int8.name}, ""
     if w.dtype in int8.weight_dtypes and have == {"weight_scale"} and ts["weight_scale"].shape in (
             (rows, 1), (rows,)):
-        groups = ", ".join(map(str, int8.key("convrot_groupsize").allowed or ()))
+        groups = ", ".join(map(str, ROTATION_GROUPS))
         return None, (f"I8 with a per-row scale is row-wise INT8, ConvRot INT8 (group {groups}) "
                       "or W4A4; the tensors do not record which")
     nv = FORMATS["nvfp4"]

@@ -149,14 +149,15 @@ class FormatSpec:
 
     def options_from_marker(self, fields: dict[str, Any]) -> dict[str, Any]:
         """Quantizer options a marker implies (to re-quantize a layer its marker describes)."""
-        params = fields.get("params") if isinstance(fields.get("params"), dict) else {}
+        raw = fields.get("params")
+        params: dict[str, Any] = raw if isinstance(raw, dict) else {}
         out: dict[str, Any] = {}
         for o in self.options:
             if self.key(o.name) is None:
                 if o.requantize is not None:
                     out[o.name] = o.requantize
                 continue
-            value = fields.get(o.name, params.get(o.name, o.default))
+            value: Any = fields.get(o.name, params.get(o.name, o.default))
             if isinstance(o.default, bool):
                 value = value is True
             elif isinstance(o.default, int):

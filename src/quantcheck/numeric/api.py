@@ -101,6 +101,7 @@ def dequantize(
         raise NumericError(f"out_dtype must be one of {OUT_DTYPES}, got {out_dtype!r}")
     tensors = {k: (v[1] if isinstance(v, tuple) else v) for k, v in tensors.items()}
     spec = _spec(fmt)
+    fmt = spec.name
     _need(tensors, fmt, *spec.required)
     options = {key.name: _opt(marker, key.name, key.default) for key in spec.keys}
     out = codec(fmt).dequantize({k: np.asarray(v) for k, v in tensors.items()}, fmt, options,
