@@ -113,11 +113,15 @@ class Diagnostic:
     @property
     def effective_effects(self) -> dict[str, Effect]:
         """The effect on every registered runtime (`quantcheck.runtimes.effect_on`)."""
+        runtimes = _RUNTIMES or _runtimes()
+        hit = self.__dict__.get("_resolved")  # (registry generation, effects): renderers ask often
+        if hit is not None and hit[0] == runtimes.generation:
+            return hit[1]  # type: ignore[no-any-return]
         given = self.effects
-        runtimes = _runtimes()
-        if given is not None and runtimes.resolved(given):
-            return given
-        return runtimes.resolve_effects(self.code, given, self.rule.effects)
+        out = given if given is not None and runtimes.resolved(given) else \
+            runtimes.resolve_effects(self.code, given, self.rule.effects)
+        self.__dict__["_resolved"] = (runtimes.generation, out)
+        return out  # type: ignore[no-any-return]
 
     @property
     def targets(self) -> list[str]:

@@ -81,11 +81,14 @@ _LOADED: dict[str, Any] = {}
 #: True while no runtime has an effects table or a base: effects dicts naming every runtime
 #: are then already resolved (the fast path of `resolve_effects`).
 _plain = True
+#: Changes whenever a runtime is registered or removed (diagnostics cache their effects on it).
+generation = 0
 
 
 def _update() -> None:
-    global _plain
+    global _plain, generation
     _plain = all(rt.based_on is None and not rt.effect_table() for rt in _RUNTIMES.values())
+    generation += 1
 
 
 def register_runtime(runtime: Runtime) -> Runtime:
