@@ -3,7 +3,7 @@
 `dataclasses` imports `inspect` (and `ast`, `dis`, ...), about a quarter of a CLI run's start-up;
 this generates the same `__init__`, `__repr__` and `__eq__` from the class annotations with
 nothing but builtins. Defaults are class attributes; `factory(list)` gives a fresh value per
-instance.
+instance; a `__post_init__` method, if defined, runs last.
 """
 
 from __future__ import annotations
@@ -46,6 +46,8 @@ def record(cls: T) -> T:
         else:
             params.append(n)
             body.append(f"    self.{n} = {n}")
+    if "__post_init__" in cls.__dict__:
+        body.append("    self.__post_init__()")
     src = f"def __init__(self, {', '.join(params)}):\n" + ("\n".join(body) or "    pass")
     exec(src, env)
     fields = tuple(names)

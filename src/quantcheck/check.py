@@ -6,9 +6,10 @@ import fnmatch
 from collections.abc import Iterable
 
 from quantcheck.checkpoint import Checkpoint, load_checkpoint
-from quantcheck.diagnostics import TARGETS, Diagnostic
+from quantcheck.diagnostics import Diagnostic
 from quantcheck.io.source import base_name
 from quantcheck.report import Report
+from quantcheck.runtimes import targets_of
 
 
 def select_diagnostics(diags: Iterable[Diagnostic], *, target: str = "all",
@@ -59,7 +60,7 @@ def check_checkpoint(ck: Checkpoint, *, target: str = "all", select: list[str] |
         if d.file is not None:
             d.file = labels.get(d.file, d.file)
     diags.sort(key=Diagnostic.sort_key)
-    targets = TARGETS if target == "all" else (target,)
+    targets = targets_of(target)
     inputs = [input_record(ck, s) for s in range(len(ck.shards))]
     stats = {"files": len(ck.shards), "tensors": len(ck.tensors),
              "layers": sum(1 for la in ck.layers.values() if la.weight is not None),

@@ -24,10 +24,13 @@ from quantcheck.markers import (
     read_header_markers,
     read_tensor_markers,
 )
+from quantcheck.rules import codes as R
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
     from typing import Any
+
+    from quantcheck.rules.registry import Rule
 
 INDEX_SUFFIX = ".index.json"
 
@@ -181,12 +184,12 @@ def shards_from_index(index_path: str) -> tuple[list[str], list[Diagnostic]]:
     try:
         doc = _index_doc(index_path)
     except (ValueError, RecursionError) as exc:
-        diags.append(Diagnostic("QC503", f"index is not valid JSON: {exc}", file=index_path))
+        diags.append(Diagnostic(R.QC503, f"index is not valid JSON: {exc}", file=index_path))
         return [], diags
     wmap = doc.get("weight_map") if isinstance(doc, dict) else None
     if (not isinstance(wmap, dict) or not wmap
             or not all(isinstance(v, str) for v in wmap.values())):
-        diags.append(Diagnostic("QC503", "index has no weight_map object of tensor name -> "
+        diags.append(Diagnostic(R.QC503, "index has no weight_map object of tensor name -> "
                                          "shard file", file=index_path, pointer="/weight_map"))
         return [], diags
     folder = os.path.realpath(os.path.dirname(os.path.abspath(index_path)))
@@ -196,32 +199,32 @@ def shards_from_index(index_path: str) -> tuple[list[str], list[Diagnostic]]:
         if problem is not None:
             code, text = problem
             diags.append(Diagnostic(code, text, file=index_path,
-                                    pointer=json_pointer("weight_map") if code == "QC502"
+                                    pointer=json_pointer("weight_map") if code is R.QC502
                                     else None))
             continue
         out.append(os.path.join(os.path.dirname(index_path), shard))
     return out, diags
 
 
-def _shard_problem(folder: str, shard: str) -> tuple[str, str] | None:
+def _shard_problem(folder: str, shard: str) -> tuple[Rule, str] | None:
     """Why the shard file `shard` named by an index in `folder` is not opened, or None."""
     if "\x00" in shard:
-        return "QC504", f"shard {shard!r} named by the index holds a NUL byte; no file has it"
+        return R.QC504, f"shard {shard!r} named by the index holds a NUL byte; no file has it"
     try:
         full = os.path.realpath(os.path.join(folder, shard))
         leaves = os.path.isabs(shard) or os.path.commonpath([folder, full]) != folder
     except (ValueError, UnicodeError):
-        return "QC504", f"shard {shard!r} named by the index is not a usable file name"
+        return R.QC504, f"shard {shard!r} named by the index is not a usable file name"
     if leaves:
-        return "QC502", f"shard path {shard!r} leaves the index's folder; it was not opened"
+        return R.QC502, f"shard path {shard!r} leaves the index's folder; it was not opened"
     try:
         st = os.stat(full)
     except (OSError, ValueError, UnicodeError):
-        return "QC504", f"shard {shard!r} named by the index does not exist"
+        return R.QC504, f"shard {shard!r} named by the index does not exist"
     import stat
 
     if not stat.S_ISREG(st.st_mode):
-        return "QC504", (f"shard {shard!r} named by the index is {file_kind(st.st_mode)}, not "
+        return R.QC504, (f"shard {shard!r} named by the index is {file_kind(st.st_mode)}, not "
                          "a regular file; it was not opened")
     return None
 
@@ -271,7 +274,7 @@ def assemble(ck: Checkpoint, shards: list[Shard], *, read_markers: bool = True) 
         for name, t in header.tensors.items():
             if name in seen_in:
                 ck.diagnostics.append(Diagnostic(
-                    "QC501", f"tensor is in both {base_name(seen_in[name])} and "
+                    R.QC501, f"tensor is in both {base_name(seen_in[name])} and "
                              f"{base_name(f)}; loaders keep one silently", file=f,
                     tensor=name))
             seen_in[name] = f
@@ -313,10 +316,10 @@ def _check_weight_map(index: str, ck: Checkpoint) -> list[Diagnostic]:
         path = os.path.join(folder, shard) if isinstance(shard, str) else None
         t = ck.tensors.get(name)
         if path in loaded and (t is None or t.file != path):
-            out.append(Diagnostic("QC505", f"the index places {name!r} in {shard!r}, which does "
+            out.append(Diagnostic(R.QC505, f"the index places {name!r} in {shard!r}, which does "
                                            "not hold it", file=index, tensor=name))
     for name, t in ck.tensors.items():
         if name not in wmap:
-            out.append(Diagnostic("QC505", f"tensor is in {base_name(t.file)} but missing from the "
+            out.append(Diagnostic(R.QC505, f"tensor is in {base_name(t.file)} but missing from the "
                                            "index's weight_map", file=index, tensor=name))
     return out

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 from quantcheck.diagnostics import Diagnostic, Effect, Fix, Safety, Severity
 from quantcheck.formats.dims import derive_dims
 from quantcheck.formats.table import FORMATS, Dims, FormatSpec
+from quantcheck.rules import codes as R
+from quantcheck.runtimes import effects as _eff
 
 if TYPE_CHECKING:
     import numpy as np
@@ -29,10 +31,6 @@ STRICT = {"weight_scale", "weight_scale_2", "input_scale", "weight_s_channel"}
 BLOCK = {"nvfp4": {"weight_scale"}, "mxfp8": {"weight_scale"}, "asym_w4a8_int8": {"weight_s_rel"}}
 #: Tensors whose values may take any sign.
 ANY_SIGN = {"weight_zeros", "weight_correction", "weight_codebook", "pre_quant_scale"}
-
-
-def _eff(sglang: Effect, comfyui: Effect) -> dict[str, Effect]:
-    return {"sglang": sglang, "comfyui": comfyui}
 
 
 def deep_check(ck: Checkpoint, read_weights: bool = False) -> list[Diagnostic]:
@@ -92,20 +90,20 @@ def _layer_values(layer: Layer, spec: FormatSpec, dims: Dims,
             raw = arr.view(np.uint8)
             n255 = int(np.count_nonzero(raw == 255))
             if n255:
-                yield Diagnostic("QC404", f"{n255} of {raw.size} E8M0 block scales are byte 255 "
+                yield Diagnostic(R.QC404, f"{n255} of {raw.size} E8M0 block scales are byte 255 "
                                           "(NaN): those blocks dequantize to NaN", tensor=name,
                                  **where)
             continue
         vals = arr.astype(np.float64)
         bad = int(np.count_nonzero(~np.isfinite(vals)))
         if bad:
-            code = "QC409" if suffix == "weight_codebook" else "QC401"
+            code = R.QC409 if suffix == "weight_codebook" else R.QC401
             yield Diagnostic(code, f"{bad} of {vals.size} values of {suffix} are NaN or Inf: the "
                                    "layer computes NaN", tensor=name, **where)
             continue
         if suffix == "weight_codebook":
             if vals.size > 1 and np.any(np.diff(vals.ravel()) < 0):
-                yield Diagnostic("QC409", "weight_codebook is not sorted ascending; W4A8 "
+                yield Diagnostic(R.QC409, "weight_codebook is not sorted ascending; W4A8 "
                                           "quantizers assume sorted levels", tensor=name,
                                  severity=Severity.WARNING, effects=_eff(NONE, NONE), **where)
             continue
@@ -113,14 +111,14 @@ def _layer_values(layer: Layer, spec: FormatSpec, dims: Dims,
             continue
         neg = int(np.count_nonzero(vals < 0))
         if neg:
-            yield Diagnostic("QC402", f"{neg} of {vals.size} values of {suffix} are negative; "
+            yield Diagnostic(R.QC402, f"{neg} of {vals.size} values of {suffix} are negative; "
                                       "scales multiply, so the signs of those weights flip",
                              tensor=name, **where)
         zero = int(np.count_nonzero(vals == 0))
         if zero and suffix in STRICT and suffix not in BLOCK.get(spec.name, ()):
             whole = zero == vals.size
             yield Diagnostic(
-                "QC403", f"{'every' if whole else f'{zero} of {vals.size}'} value"
+                R.QC403, f"{'every' if whole else f'{zero} of {vals.size}'} value"
                          f"{'' if zero == 1 and not whole else 's'} of {suffix} "
                          f"{'is' if zero == 1 and not whole else 'are'} zero: "
                          f"{'the whole layer' if whole else 'those rows/blocks'} compute zero",
@@ -140,7 +138,7 @@ def _swizzle_padding(layer: Layer, spec: FormatSpec, dims: Dims, arr: np.ndarray
     from quantcheck.numeric.swizzle import swizzled_shape, unswizzle
 
     rows, cols = dims.weight_shape
-    block = 16 if spec.name == "nvfp4" else 32
+    block = spec.pad  # the scale block along K is the padding unit
     k = cols * 2 if spec.packing == "e2m1_hi" else cols
     r, c = rows, -(-k // block)
     pr, pc = swizzled_shape(r, c)
@@ -154,13 +152,13 @@ def _swizzle_padding(layer: Layer, spec: FormatSpec, dims: Dims, arr: np.ndarray
     name = f"{layer.prefix}.weight_scale"
     if swz_pad and not lin_pad:
         yield Diagnostic(
-            "QC406", f"weight_scale looks stored row-major, not in the 128x4 swizzled layout: "
+            R.QC406, f"weight_scale looks stored row-major, not in the 128x4 swizzled layout: "
                      f"read swizzled, {swz_pad} padding entries are non-zero; read row-major "
                      "all padding is zero. Runtimes unswizzle it and get scrambled scales",
             tensor=name, **where)
     elif swz_pad:
         yield Diagnostic(
-            "QC405", f"{swz_pad} padding entries of the swizzled weight_scale are non-zero "
+            R.QC405, f"{swz_pad} padding entries of the swizzled weight_scale are non-zero "
                      f"(logical [{r}, {c}] in a [{pr}, {pc}] tile layout); writers zero them",
             tensor=name, **where)
 
@@ -173,7 +171,7 @@ def _codes(layer: Layer, spec: FormatSpec, w: np.ndarray,
     raw = w.view(np.uint8)
     name = f"{layer.prefix}.weight"
     if not np.any(raw):
-        yield Diagnostic("QC408", "every byte of the weight is zero: the layer computes zero",
+        yield Diagnostic(R.QC408, "every byte of the weight is zero: the layer computes zero",
                          tensor=name, **where)
         return
     if spec.name in ("float8_e4m3fn", "mxfp8"):
@@ -188,6 +186,6 @@ def _codes(layer: Layer, spec: FormatSpec, w: np.ndarray,
     else:
         return
     if nan:
-        yield Diagnostic("QC407", f"{nan} weight codes are {what}", tensor=name,
+        yield Diagnostic(R.QC407, f"{nan} weight codes are {what}", tensor=name,
                          fix=Fix("requantize the layer from its original weights",
                                  Safety.DISPLAY), **where)

@@ -10,7 +10,16 @@ TYPE_CHECKING = False  # typing is not imported on the check path (start-up time
 if TYPE_CHECKING:
     from typing import Any
 
-TARGETS: tuple[str, ...] = ("sglang", "comfyui")
+    from quantcheck.rules.registry import Rule
+
+
+def __getattr__(name: str) -> Any:
+    """`TARGETS`: the registered runtimes' names (quantcheck.runtimes), looked up on use."""
+    if name == "TARGETS":
+        from quantcheck.runtimes import runtime_names
+
+        return runtime_names()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class Severity(StrEnum):
@@ -61,7 +70,10 @@ class Fix:
 
 @record
 class Diagnostic:
-    """One finding. Severity, name and per-target effects default to the rule's registry entry."""
+    """One finding. Severity, name and per-target effects default to the rule's registry entry.
+
+    `code` is given as the rule itself (`quantcheck.rules.codes.QC301`) and stored as its code.
+    """
 
     code: str
     message: str
@@ -73,6 +85,18 @@ class Diagnostic:
     effects: dict[str, Effect] | None = None
     severity: Severity | None = None
     data: dict[str, Any] = factory(dict)
+
+    if TYPE_CHECKING:  # what `@record` generates, with `code` also taking the rule itself
+        def __init__(self, code: str | Rule, message: str, file: str | None = None,
+                     tensor: str | None = None, layer: str | None = None,
+                     pointer: str | None = None, fix: Fix | None = None,
+                     effects: dict[str, Effect] | None = None,
+                     severity: Severity | None = None,
+                     data: dict[str, Any] | None = None) -> None: ...
+
+    def __post_init__(self) -> None:
+        if type(self.code) is not str:
+            self.code = self.code.code
 
     @property
     def rule(self) -> Any:
@@ -88,13 +112,21 @@ class Diagnostic:
 
     @property
     def effective_effects(self) -> dict[str, Effect]:
-        return self.effects if self.effects is not None else self.rule.effects
+        """The effect on every registered runtime (`quantcheck.runtimes.effect_on`)."""
+        runtimes = _RUNTIMES or _runtimes()
+        hit = self.__dict__.get("_resolved")  # (registry generation, effects): renderers ask often
+        if hit is not None and hit[0] == runtimes.generation:
+            return hit[1]  # type: ignore[no-any-return]
+        given = self.effects
+        out = given if given is not None and runtimes.resolved(given) else \
+            runtimes.resolve_effects(self.code, given, self.rule.effects)
+        self.__dict__["_resolved"] = (runtimes.generation, out)
+        return out  # type: ignore[no-any-return]
 
     @property
     def targets(self) -> list[str]:
         """The runtimes this problem breaks or degrades."""
-        eff = self.effective_effects
-        return [t for t in TARGETS if eff.get(t, Effect.NONE) is not Effect.NONE]
+        return [t for t, e in self.effective_effects.items() if e is not Effect.NONE]
 
     def sort_key(self) -> tuple[str, str, str, str]:
         return (self.file or "", self.layer or self.tensor or "", self.code, self.message)
@@ -126,6 +158,19 @@ def _rules() -> dict[str, Any]:
 
 
 _RULES: dict[str, Any] | None = None
+
+
+def _runtimes() -> Any:
+    """The `quantcheck.runtimes` module (imported on first use: it imports this module)."""
+    global _RUNTIMES
+    if _RUNTIMES is None:
+        import quantcheck.runtimes
+
+        _RUNTIMES = quantcheck.runtimes
+    return _RUNTIMES
+
+
+_RUNTIMES: Any = None
 
 
 def json_pointer(*parts: str | int) -> str:

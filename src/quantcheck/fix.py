@@ -33,30 +33,14 @@ from quantcheck.fix_actions import ACTIONS, UNSAFE_ACTIONS, Refused
 from quantcheck.fix_draft import Draft, Edit
 from quantcheck.io.header import read_header
 from quantcheck.io.writer import OutFile, PlannedSource
-from quantcheck.select import targets_of
+from quantcheck.rules import codes as R
+from quantcheck.rules.registry import all_rules
+from quantcheck.runtimes import targets_of
 
 #: Container findings a rewrite cannot repair without losing data: `fix` refuses the input.
-UNREPAIRABLE = frozenset({"QC101", "QC102", "QC103", "QC104", "QC105", "QC106", "QC107",
-                          "QC109", "QC110", "QC111", "QC112", "QC113", "QC114", "QC117",
-                          "QC120", "QC121", "QC501", "QC502", "QC503", "QC504"})
+UNREPAIRABLE = frozenset(c for c, r in all_rules().items() if r.repair == "refuse")
 #: Findings every rewrite repairs (fresh aligned header, exact tiling, fresh index).
-BY_REWRITE = frozenset({"QC115", "QC116", "QC118", "QC122", "QC505"})
-#: Fixes for findings made while reading markers (they carry no Fix object).
-CODE_FIXES: dict[str, Fix] = {
-    "QC201": Fix("rebuild the marker from the layer's tensors", Safety.SAFE, "rebuild-marker"),
-    "QC202": Fix("rebuild the marker from the layer's tensors", Safety.SAFE, "rebuild-marker"),
-    "QC203": Fix("rebuild the marker from the layer's tensors", Safety.SAFE, "rebuild-marker"),
-    "QC204": Fix("relabel the marker bytes as U8", Safety.SAFE, "relabel-marker"),
-    "QC205": Fix("relabel the marker bytes as U8", Safety.SAFE, "relabel-marker"),
-    "QC207": Fix("re-encode the marker as UTF-8 JSON", Safety.SAFE, "rewrite-marker"),
-    "QC208": Fix("drop the invalid _quantization_metadata", Safety.SAFE, "drop-header-metadata"),
-    "QC209": Fix("rewrite the header entry as a per-tensor marker", Safety.SAFE,
-                 "header-entry-to-marker"),
-    "QC210": Fix("keep the marker that matches the tensors, as one per-tensor marker",
-                 Safety.SAFE, "resolve-conflict"),
-    "QC211": Fix("write one per-tensor marker with the exact JSON values", Safety.SAFE,
-                 "rewrite-marker"),
-}
+BY_REWRITE = frozenset(c for c, r in all_rules().items() if r.repair == "rewrite")
 #: Structural actions first: a layer they change gets no other edit in the same round.
 ORDER = ("convert-scaled-fp8", "drop-header-metadata", "relabel-marker", "rebuild-marker",
          "header-entry-to-marker", "header-to-tensor-markers", "resolve-conflict",
@@ -108,9 +92,13 @@ class FixPlan:
 
 
 def fix_of(d: Diagnostic) -> Fix | None:
+    """The diagnostic's own fix, else its rule's fix action (findings made reading markers)."""
     if d.fix is not None and d.fix.action is not None:
         return d.fix
-    return CODE_FIXES.get(d.code, d.fix)
+    rule = d.rule
+    if rule.action is not None and rule.fix is not None:
+        return Fix(rule.remedy, rule.fix, rule.action)
+    return d.fix
 
 
 def where_of(d: Diagnostic) -> str:
@@ -219,7 +207,7 @@ def _apply_all(draft: Draft, diags: list[Diagnostic], target: str, unsafe: bool,
         if key in refused:
             continue
         action = fix.action
-        if d.code == "QC304" and unsafe:
+        if d.code == R.QC304.code and unsafe:
             action = "quantize-layer"
         elif fix.safety is Safety.UNSAFE and not unsafe:
             continue

@@ -16,11 +16,12 @@ from typing import Any
 from quantcheck.diagnostics import Diagnostic
 from quantcheck.fix_draft import QMETA, Draft
 from quantcheck.formats.dims import derive_dims
-from quantcheck.formats.table import FORMATS
+from quantcheck.formats.table import FORMATS, ROTATION_GROUPS
 from quantcheck.io.writer import CHUNK, Chunks, OutTensor
 from quantcheck.marker_infer import infer_marker
 from quantcheck.markers import MARKER_SUFFIX
-from quantcheck.select import targets_of
+from quantcheck.rules import codes as R
+from quantcheck.runtimes import targets_of
 
 
 class Refused(Exception):
@@ -322,9 +323,7 @@ def logical_shape(draft: Draft, prefix: str
     _gate(layer)
     fmt = layer.marker.format
     spec = FORMATS.get(fmt) if isinstance(fmt, str) else None
-    from quantcheck.numeric.api import FORMATS as NUMERIC
-
-    if spec is None or fmt not in NUMERIC:
+    if spec is None or not spec.codec:
         raise Refused(f"no decoder for format {fmt!r}")
     dims = derive_dims(spec, layer)
     if dims is None:
@@ -415,17 +414,16 @@ def _requantize(draft: Draft, d: Diagnostic, p: dict[str, Any], target: str) -> 
         _gate(layer)
     fmt = layer.marker.format if layer and layer.marker else None
     fields = dict(layer.marker.fields) if layer and layer.marker else {}
-    if d.code == "QC601" and fmt == "float8_e5m2":
+    if d.code == R.QC601.code and fmt == "float8_e5m2":
         return _requantize_to(draft, prefix, "float8_e4m3fn", {})
-    if d.code == "QC312":
-        return _requantize_to(draft, prefix, "asym_w4a8_int8",
-                              {"group_size": int(fields.get("group_size", 16)),
-                               "convrot_groupsize": int(fields.get("convrot_groupsize", 256))})
-    if d.code == "QC316":
+    if d.code == R.QC312.code:
+        return _requantize_to(draft, prefix, "asym_w4a8_int8", _w4a8_sizes(fields))
+    if d.code == R.QC316.code:
         _, _, (_, k), _ = logical_shape(draft, prefix)
-        cg = next((g for g in (256, 64, 16) if k % g == 0), None)
+        cg = next((g for g in reversed(ROTATION_GROUPS) if k % g == 0), None)
         if cg is None:
-            raise Refused(f"K={k} is not a multiple of any rotation group (16, 64, 256)")
+            raise Refused(f"K={k} is not a multiple of any rotation group "
+                          f"({', '.join(map(str, ROTATION_GROUPS))})")
         return _requantize_to(draft, prefix, "int8_tensorwise",
                               {"per_row": True, "convrot": True, "convrot_groupsize": cg})
     return _dequantize(draft, d, p, target)
@@ -436,9 +434,13 @@ def _requantize_symmetric(draft: Draft, d: Diagnostic, p: dict[str, Any], target
     layer = draft.ck.layers[prefix]
     _gate(layer)
     fields = dict(layer.marker.fields) if layer.marker else {}
-    return _requantize_to(draft, prefix, "asym_w4a8_int8",
-                          {"group_size": int(fields.get("group_size", 16)),
-                           "convrot_groupsize": int(fields.get("convrot_groupsize", 256))})
+    return _requantize_to(draft, prefix, "asym_w4a8_int8", _w4a8_sizes(fields))
+
+
+def _w4a8_sizes(fields: dict[str, Any]) -> dict[str, Any]:
+    """group_size and convrot_groupsize of a W4A8 marker (the table's defaults if absent)."""
+    opts = FORMATS["asym_w4a8_int8"].options_from_marker(fields)
+    return {"group_size": opts["group_size"], "convrot_groupsize": opts["convrot_groupsize"]}
 
 
 def _quantize_marked(draft: Draft, d: Diagnostic, p: dict[str, Any], target: str) -> str:
@@ -453,9 +455,8 @@ def _quantize_marked(draft: Draft, d: Diagnostic, p: dict[str, Any], target: str
     w = draft.get(f"{prefix}.weight")
     if not isinstance(fmt, str) or w is None or len(w.shape) != 2:
         raise Refused("not a 2-D layer with a known format")
-    from quantcheck.numeric.api import FORMATS as NUMERIC
-
-    if fmt not in NUMERIC or fmt == "awq_w4a16":
+    spec = FORMATS.get(fmt)
+    if spec is None or not spec.quantizable:
         raise Refused(f"{fmt} has no quantizer")
     options = marker_options(fmt, fields)
     n, k = w.shape

@@ -9,82 +9,26 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from quantcheck.formats.table import ceil_to, swizzled
+from quantcheck.formats.table import FORMATS, Layout
 from quantcheck.io.writer import CHUNK, Chunks, Copy, Data, Payload
 
 Shape = tuple[int, ...]
-Layout = dict[str, tuple[str, Shape]]
-KIND = {"F32": "F32", "F16": "F16", "BF16": "BF16"}
 OUT_DTYPES = {"bf16": ("bfloat16", "BF16"), "f16": ("float16", "F16"), "f32": ("float32", "F32")}
 
 
 def quantized_layout(fmt: str, n: int, k: int, options: dict[str, Any],
                      in_dtype: str) -> tuple[Layout, dict[str, Any]]:
     """The tensors (suffix -> dtype, shape) and marker `numeric.quantize` makes for [n, k]."""
-    marker: dict[str, Any] = {"format": fmt}
-    if fmt in ("float8_e4m3fn", "float8_e5m2"):
-        wd = "F8_E4M3" if fmt == "float8_e4m3fn" else "F8_E5M2"
-        return {"weight": (wd, (n, k)), "weight_scale": ("F32", ())}, marker
-    if fmt == "int8_tensorwise":
-        row = bool(options.get("per_row")) or bool(options.get("convrot"))
-        if options.get("convrot"):
-            marker.update(convrot=True, convrot_groupsize=int(options.get("convrot_groupsize",
-                                                                          256)))
-        return {"weight": ("I8", (n, k)), "weight_scale": ("F32", (n, 1) if row else ())}, marker
-    if fmt == "nvfp4":
-        n16, k16 = ceil_to(n, 16), ceil_to(k, 16)
-        if (n16, k16) != (n, k):
-            marker["orig_shape"] = [n, k]
-        return {"weight": ("U8", (n16, k16 // 2)),
-                "weight_scale": ("F8_E4M3", swizzled(n16, k16 // 16)),
-                "weight_scale_2": ("F32", ())}, marker
-    if fmt == "mxfp8":
-        n32, k32 = ceil_to(n, 32), ceil_to(k, 32)
-        if (n32, k32) != (n, k):
-            marker["orig_shape"] = [n, k]
-        return {"weight": ("F8_E4M3", (n32, k32)),
-                "weight_scale": ("U8", swizzled(n32, k32 // 32))}, marker
-    if fmt == "asym_w4a8_int8":
-        g, cg = int(options.get("group_size", 16)), int(options.get("convrot_groupsize", 256))
-        bits = int(options.get("bits", 4))
-        sym = bool(options.get("symmetric", True))
-        sd = "F32" if str(options.get("scale_dtype", "")).lower() in ("float32", "f32") \
-            else "F8_E4M3"
-        out: Layout = {"weight": ("I8", (n, k // 2 if bits == 4 else 3 * k // 4)),
-                       "weight_s_rel": (sd, (n, k // g)), "weight_s_channel": ("F32", (n,))}
-        if sym and bits == 4 and options.get("codebook", True):
-            out["weight_codebook"] = ("F32", (16,))
-        if not sym:
-            out["weight_correction"] = (KIND.get(in_dtype, "F32"), (k // g, n))
-        marker.update(group_size=g, convrot_groupsize=cg, convrot=True)
-        return out, marker
-    if fmt == "convrot_w4a4":
-        marker["convrot_groupsize"] = int(options.get("convrot_groupsize", 256))
-        if options.get("linear_dtype") is not None:
-            marker["linear_dtype"] = options["linear_dtype"]
-        return {"weight": ("I8", (n, k // 2)), "weight_scale": ("F32", (n,))}, marker
-    raise ValueError(f"{fmt} has no quantizer")
+    spec = FORMATS[fmt]
+    if spec.written is None:
+        raise ValueError(f"{fmt} has no quantizer")
+    layout, fields = spec.written(n, k, spec.with_defaults(options), in_dtype)
+    return layout, {"format": fmt, **fields}
 
 
 def marker_options(fmt: str, fields: dict[str, Any]) -> dict[str, Any]:
     """Quantizer options a marker implies (for re-quantizing a layer its marker describes)."""
-    def get(key: str, default: Any) -> Any:
-        params = fields.get("params") if isinstance(fields.get("params"), dict) else {}
-        return fields.get(key, params.get(key, default))
-
-    if fmt == "int8_tensorwise":
-        convrot = get("convrot", False) is True
-        return {"per_row": True, "convrot": convrot,
-                "convrot_groupsize": int(get("convrot_groupsize", 256))}
-    if fmt == "asym_w4a8_int8":
-        return {"group_size": int(get("group_size", 16)),
-                "convrot_groupsize": int(get("convrot_groupsize", 256))}
-    if fmt == "convrot_w4a4":
-        opts: dict[str, Any] = {"convrot_groupsize": int(get("convrot_groupsize", 256))}
-        if get("linear_dtype", None) in ("int4", "int8"):
-            opts["linear_dtype"] = get("linear_dtype", None)
-        return opts
-    return {}
+    return FORMATS[fmt].options_from_marker(fields)
 
 
 def read_payload(p: Payload) -> bytes:

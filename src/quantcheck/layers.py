@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from quantcheck._record import factory, record
+from quantcheck.formats.table import COMPANION_SUFFIXES
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 
@@ -10,12 +11,10 @@ if TYPE_CHECKING:
     from quantcheck.io.header import TensorInfo
     from quantcheck.markers import Marker
 
-#: Suffixes that belong to a layer: weight, its quantization companions, bias, marker, legacy.
-KNOWN_SUFFIXES: frozenset[str] = frozenset({
-    "weight", "weight_scale", "weight_scale_2", "input_scale", "weight_s_rel",
-    "weight_s_channel", "weight_codebook", "weight_correction", "pre_quant_scale",
-    "weight_zeros", "bias", "comfy_quant", "scale_weight", "scale_input", "scaled_fp8",
-})
+#: Suffixes that belong to a layer: weight, its quantization companions (the format table),
+#: bias, marker, and the legacy scaled_fp8 keys.
+KNOWN_SUFFIXES: frozenset[str] = COMPANION_SUFFIXES | {
+    "weight", "bias", "comfy_quant", "scale_weight", "scale_input", "scaled_fp8"}
 
 
 @record

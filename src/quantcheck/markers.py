@@ -13,6 +13,7 @@ from quantcheck.diagnostics import Diagnostic, json_pointer
 from quantcheck.io.header import Header, TensorInfo
 from quantcheck.io.source import ByteSource, base_name
 from quantcheck.json_depth import MAX_DEPTH, too_deep
+from quantcheck.rules import codes as R
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
@@ -62,22 +63,22 @@ class Marker:
 def decode_marker_bytes(raw: bytes) -> tuple[Any, str | None, str | None]:
     """Decode marker bytes like the runtimes: (value, error code, detail)."""
     if not raw:
-        return None, "QC201", "the marker tensor is empty"
+        return None, R.QC201.code, "the marker tensor is empty"
     if not raw.strip(b"\x00"):
-        return None, "QC203", f"all {len(raw)} marker bytes are zero"
+        return None, R.QC203.code, f"all {len(raw)} marker bytes are zero"
     try:
         value = json.loads(raw)
     except RecursionError:
-        return None, "QC201", "marker JSON is nested too deeply"
+        return None, R.QC201.code, "marker JSON is nested too deeply"
     except UnicodeDecodeError as exc:
-        return None, "QC201", f"marker byte {exc.start} is not valid text ({exc.reason})"
+        return None, R.QC201.code, f"marker byte {exc.start} is not valid text ({exc.reason})"
     except ValueError as exc:
         detail = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
         pos = f" at byte {exc.pos}" if isinstance(exc, json.JSONDecodeError) else ""
-        return None, "QC201", f"marker is not valid JSON{pos}: {detail}"
+        return None, R.QC201.code, f"marker is not valid JSON{pos}: {detail}"
     deep = too_deep(value)
     if deep:
-        return None, "QC201", f"marker {deep}; quantcheck does not read it"
+        return None, R.QC201.code, f"marker {deep}; quantcheck does not read it"
     return value, None, None
 
 
@@ -97,19 +98,19 @@ def read_tensor_markers(source: ByteSource, header: Header) -> tuple[list[Marker
             continue
         if t.dtype in UNREADABLE_MARKER_DTYPES:
             diags.append(Diagnostic(
-                "QC204", f"marker is stored as {t.dtype}; neither runtime can read its bytes "
+                R.QC204, f"marker is stored as {t.dtype}; neither runtime can read its bytes "
                          "(markers are U8)", file=file, tensor=t.name,
                 layer=t.name[: -len(MARKER_SUFFIX)], pointer=json_pointer(t.name, "dtype")))
             continue
         if t.nbytes > MAX_MARKER_BYTES:
             diags.append(Diagnostic(
-                "QC206", f"marker is {t.nbytes:,} bytes, over the {MAX_MARKER_BYTES:,}-byte "
+                R.QC206, f"marker is {t.nbytes:,} bytes, over the {MAX_MARKER_BYTES:,}-byte "
                          "limit; it was not read", file=file, tensor=t.name,
                 layer=t.name[: -len(MARKER_SUFFIX)]))
             continue
         if t.dtype != "U8":
             diags.append(Diagnostic(
-                "QC205", f"marker is stored as {t.dtype}; runtimes read its raw bytes, but "
+                R.QC205, f"marker is stored as {t.dtype}; runtimes read its raw bytes, but "
                          "markers are U8", file=file, tensor=t.name,
                 layer=t.name[: -len(MARKER_SUFFIX)], pointer=json_pointer(t.name, "dtype")))
         if t.end > header.file_size:
@@ -130,12 +131,12 @@ def read_tensor_markers(source: ByteSource, header: Header) -> tuple[list[Marker
             continue
         if not isinstance(value, dict):
             diags.append(Diagnostic(
-                "QC202", f"marker decodes to {type(value).__name__} {_preview(raw)}; it must be "
+                R.QC202, f"marker decodes to {type(value).__name__} {_preview(raw)}; it must be "
                          "a JSON object", file=file, tensor=t.name, layer=prefix))
             continue
         if raw.startswith(BOMS) or b"\x00" in raw[:4]:
             diags.append(Diagnostic(
-                "QC207", "marker text has a byte-order mark or is UTF-16/32; runtimes accept it "
+                R.QC207, "marker text has a byte-order mark or is UTF-16/32; runtimes accept it "
                          "but other tools may not", file=file, tensor=t.name, layer=prefix))
         out.append(MarkerSource("tensor", file, value, t.name))
     return out, diags
@@ -153,7 +154,7 @@ def read_header_markers(header: Header) -> tuple[list[MarkerSource], list[Diagno
         doc = json.loads(text)
     except (ValueError, RecursionError) as exc:
         detail = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
-        diags.append(Diagnostic("QC208", f"_quantization_metadata is not valid JSON: {detail}",
+        diags.append(Diagnostic(R.QC208, f"_quantization_metadata is not valid JSON: {detail}",
                                 file=file, pointer=ptr))
         return [], diags
     deep = too_deep(doc, MAX_DEPTH + 2)  # the document, its layers object, then the markers
@@ -162,20 +163,20 @@ def read_header_markers(header: Header) -> tuple[list[MarkerSource], list[Diagno
                                          "read it", file=file, pointer=ptr))
         return [], diags
     if not isinstance(doc, dict):
-        diags.append(Diagnostic("QC208", f"_quantization_metadata is {type(doc).__name__}; it "
+        diags.append(Diagnostic(R.QC208, f"_quantization_metadata is {type(doc).__name__}; it "
                                          "must be an object with a layers object", file=file,
                                 pointer=ptr))
         return [], diags
     layers = doc.get("layers")
     if not isinstance(layers, dict):
         what = "missing" if layers is None and "layers" not in doc else type(layers).__name__
-        diags.append(Diagnostic("QC208", f"_quantization_metadata has no layers object "
+        diags.append(Diagnostic(R.QC208, f"_quantization_metadata has no layers object "
                                          f"(layers is {what})", file=file, pointer=ptr))
         return [], diags
     out: list[MarkerSource] = []
     for key, value in layers.items():
         if not isinstance(value, dict):
-            diags.append(Diagnostic("QC209", f"header marker for {key!r} is "
+            diags.append(Diagnostic(R.QC209, f"header marker for {key!r} is "
                                              f"{type(value).__name__}; it must be an object",
                                     file=file, layer=key, pointer=ptr))
             continue
@@ -216,13 +217,13 @@ def merge_markers(sources: list[MarkerSource]) -> tuple[dict[str, Marker], list[
         for k, v in src.fields.items():
             if k in m.fields and m.fields[k] != v:
                 diags.append(Diagnostic(
-                    "QC210", f"field {k!r} is {json.dumps(m.fields[k])} in "
+                    R.QC210, f"field {k!r} is {json.dumps(m.fields[k])} in "
                              f"{_where(m.sources, k)} but {json.dumps(v)} in {_label(src)}",
                     file=src.file, layer=prefix, tensor=src.key if src.origin == "tensor"
                     else None, data={"field": k}))
             elif k in m.fields and not _strict_equal(m.fields[k], v):
                 diags.append(Diagnostic(
-                    "QC211", f"field {k!r} is {json.dumps(m.fields[k])} in "
+                    R.QC211, f"field {k!r} is {json.dumps(m.fields[k])} in "
                              f"{_where(m.sources, k)} and {json.dumps(v)} in {_label(src)}: "
                              "equal in Python, but some runtimes check the exact type",
                     file=src.file, layer=prefix, data={"field": k}))

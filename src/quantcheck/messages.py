@@ -8,6 +8,9 @@ from collections.abc import Callable
 from typing import Any
 
 from quantcheck._record import factory, record
+from quantcheck.rules import codes as R
+from quantcheck.rules.registry import Rule
+from quantcheck.runtimes.builtin import COMFYUI, SGLANG
 from quantcheck.textsafe import clean
 
 
@@ -98,10 +101,10 @@ def _compile(template: str) -> tuple[re.Pattern[str], tuple[str, ...]]:
     return re.compile("".join(parts)), tuple(names)
 
 
-def _p(template: str, code: str, *causes: str, runtime: str = "sglang 0.5.23",
+def _p(template: str, rule: Rule, *causes: str, runtime: str = SGLANG.label,
        refine: Callable[[dict[str, str]], str] | None = None) -> MessagePattern:
     regex, names = _compile(template)
-    return MessagePattern(runtime, template, regex, names, code, causes, refine=refine)
+    return MessagePattern(runtime, template, regex, names, rule.code, causes, refine=refine)
 
 
 HIGH = ("BF16", "F16", "F32", "F64")
@@ -113,8 +116,8 @@ def _by_weight(storage: str) -> Callable[[dict[str, str]], str]:
     def pick(v: dict[str, str]) -> str:
         w = v.get("weight_dtype", "")
         if w in HIGH:
-            return "QC304"
-        return "QC303" if w != storage else "QC305"
+            return R.QC304.code
+        return R.QC303.code if w != storage else R.QC305.code
     return pick
 
 
@@ -122,7 +125,7 @@ def _dtype_or_shape(ok_dtypes: tuple[str, ...], field: str) -> Callable[[dict[st
     """A value printed as dtype+shape: a wrong dtype is QC305, else the shape is (QC307)."""
     def pick(v: dict[str, str]) -> str:
         dtype = v.get(field, "").split("(", 1)[0]
-        return "QC307" if dtype in ok_dtypes else "QC305"
+        return R.QC307.code if dtype in ok_dtypes else R.QC305.code
     return pick
 
 
@@ -131,117 +134,117 @@ def _formats(v: dict[str, str]) -> str:
 
     names = [f.strip() for f in v.get("formats", "").split(",")]
     if "None" in names:
-        return "QC212"
+        return R.QC212.code
     if any(n not in FORMATS or FORMATS[n].third_party for n in names):
-        return "QC213"
-    return "QC601" if len(names) == 1 else "QC602"
+        return R.QC213.code
+    return R.QC601.code if len(names) == 1 else R.QC602.code
 
 
 FALLBACK = "a layer kept its marker after falling back to 16-bit during export"
 DOWNCAST = "a conversion script re-saved every tensor in half precision, scales included"
 PATTERNS: list[MessagePattern] = [
     _p("Comfy INT8 layer {prefix!r} needs I8 weights and F32 scales, got {weight_dtype} and "
-       "{scale_dtype}", "QC305", DOWNCAST, FALLBACK,
+       "{scale_dtype}", R.QC305, DOWNCAST, FALLBACK,
        "the marker names int8_tensorwise but the layer is stored in another format",
        refine=_by_weight("I8")),
-    _p("Comfy W4A8 layer {prefix!r} needs F32 channel scales, got {channel_dtype}", "QC305",
+    _p("Comfy W4A8 layer {prefix!r} needs F32 channel scales, got {channel_dtype}", R.QC305,
        DOWNCAST, "an exporter wrote channel scales in the weight's dtype"),
     _p("Comfy W4A8 layer {prefix!r} needs I8 weights and FP8 group scales, got {weight_dtype} "
-       "and {scale_dtype}", "QC305", DOWNCAST, "scales quantized with scale_dtype=float32",
+       "and {scale_dtype}", R.QC305, DOWNCAST, "scales quantized with scale_dtype=float32",
        FALLBACK, refine=_by_weight("I8")),
     _p("Comfy W4A4 layer {prefix!r} needs I8 packed weights and F32 scales, got {weight_dtype} "
-       "and {scale_dtype}", "QC305", DOWNCAST, FALLBACK, refine=_by_weight("I8")),
+       "and {scale_dtype}", R.QC305, DOWNCAST, FALLBACK, refine=_by_weight("I8")),
     _p("Comfy NVFP4 layer {prefix!r} needs U8 packed weights and FP8 block scales, got "
-       "{weight_dtype} and {scale_dtype}", "QC305",
+       "{weight_dtype} and {scale_dtype}", R.QC305,
        "block scales saved as U8 (ComfyUI accepts them; sglang wants F8_E4M3)", FALLBACK,
        refine=_by_weight("U8")),
     _p("Comfy NVFP4 layer {prefix!r} needs a scalar F32 weight_scale_2, got {scale_2}",
-       "QC305", DOWNCAST, "a [2] or [N] global scale (QC307)",
+       R.QC305, DOWNCAST, "a [2] or [N] global scale (QC307)",
        refine=_dtype_or_shape(("F32",), "scale_2")),
     _p("Comfy NVFP4 layer {prefix!r} has incompatible weight/scale shapes: {weight_shape} and "
-       "{scale_shape}", "QC308",
+       "{scale_shape}", R.QC308,
        "comfy-kitchen padded the layer (N % 128 != 0 or K % 64 != 0): ComfyUI loads it, "
        "sglang cannot", "the block scales were stored unswizzled or re-laid"),
-    _p("Comfy NVFP4 layer {prefix!r} has an incompatible pre_quant_scale: {pqs}", "QC307",
+    _p("Comfy NVFP4 layer {prefix!r} has an incompatible pre_quant_scale: {pqs}", R.QC307,
        "pre_quant_scale of the wrong length or dtype",
        refine=_dtype_or_shape(("BF16", "F16", "F32"), "pqs")),
-    _p("Comfy NVFP4 layer {prefix!r} needs a 2D packed weight, got {weight_shape}", "QC306",
+    _p("Comfy NVFP4 layer {prefix!r} needs a 2D packed weight, got {weight_shape}", R.QC306,
        "an expert bank or a conv weight was quantized as a linear"),
-    _p("Comfy W4A8 layer {prefix!r} needs a 2D packed weight, got {weight_shape}", "QC306",
+    _p("Comfy W4A8 layer {prefix!r} needs a 2D packed weight, got {weight_shape}", R.QC306,
        "an expert bank or a conv weight was quantized as a linear"),
-    _p("Comfy tensorwise INT8 layer {prefix!r} needs a 2D weight, got {weight_shape}", "QC306",
+    _p("Comfy tensorwise INT8 layer {prefix!r} needs a 2D weight, got {weight_shape}", R.QC306,
        "an expert bank or a conv weight was quantized as a linear"),
     _p("Comfy W4A8 layer {prefix!r} has incompatible weight/scale shapes: {weight_shape}, "
-       "{s_rel_shape}, and {s_channel_shape}", "QC307",
+       "{s_rel_shape}, and {s_channel_shape}", R.QC307,
        "a 6-bit W4A8 layer (sglang reads W4A8 as 4-bit only: see QC312)",
        "group_size in the marker differs from the one used to quantize",
        "group_size written as a float or string (QC220)"),
-    _p("Comfy W4A8 layer {prefix!r} needs an F32[16] codebook", "QC305",
+    _p("Comfy W4A8 layer {prefix!r} needs an F32[16] codebook", R.QC305,
        "codebook saved in half precision", "a codebook that is not 16 entries (QC307)"),
-    _p("Comfy W4A8 layer {prefix!r} has an incompatible correction tensor", "QC305",
+    _p("Comfy W4A8 layer {prefix!r} has an incompatible correction tensor", R.QC305,
        "comfy-kitchen writes weight_correction in the weight's dtype (BF16); sglang wants F32",
        "correction stored [N, K/g] instead of [K/g, N] (QC307)"),
-    _p("Comfy W4A8 layer {prefix!r} has invalid group_size={group_size}", "QC220",
+    _p("Comfy W4A8 layer {prefix!r} has invalid group_size={group_size}", R.QC220,
        "group_size below 4 in the marker"),
     _p("Comfy W4A4 layer {prefix!r} has incompatible weight/scale shapes: {weight_shape} and "
-       "{scale_shape}", "QC307", "per-group scales written instead of one scale per row"),
+       "{scale_shape}", R.QC307, "per-group scales written instead of one scale per row"),
     _p("Comfy W4A4 layer {prefix!r} has unsupported convrot_groupsize={convrot_groupsize}",
-       "QC219", "a rotation group other than 16, 64 or 256"),
+       R.QC219, "a rotation group other than 16, 64 or 256"),
     _p("Comfy W4A4 layer {prefix!r} has input size {K}, incompatible with quant_group_size=64 "
-       "and convrot_groupsize={convrot_groupsize}", "QC311",
+       "and convrot_groupsize={convrot_groupsize}", R.QC311,
        "K not a multiple of 64 or of the rotation group"),
     _p("Comfy INT8 layer {prefix!r} has incompatible weight/scale shapes: {weight_shape} and "
-       "{scale_shape}", "QC307", "row scales saved as [N] instead of [N, 1]"),
-    _p("Comfy layer {prefix!r} is missing checkpoint tensors: {missing}", "QC301",
+       "{scale_shape}", R.QC307, "row scales saved as [N] instead of [N, 1]"),
+    _p("Comfy layer {prefix!r} is missing checkpoint tensors: {missing}", R.QC301,
        "scales dropped by a filter that kept only .weight tensors",
        "a marker left for a layer that was removed (QC223)"),
-    _p("Quantized weights are missing comfy_quant metadata: {first5}", "QC314",
+    _p("Quantized weights are missing comfy_quant metadata: {first5}", R.QC314,
        "a plain FP8 cast or a legacy scaled_fp8 file (QC315)",
        "header marker names without the model.diffusion_model. prefix (QC222)"),
-    _p("Invalid Comfy quantization marker {key!r} in {path}", "QC201",
+    _p("Invalid Comfy quantization marker {key!r} in {path}", R.QC201,
        "marker bytes zeroed or truncated by a broken exporter (QC203)"),
-    _p("Comfy quantization marker {key!r} must contain a JSON object", "QC202",
+    _p("Comfy quantization marker {key!r} must contain a JSON object", R.QC202,
        "the marker holds a bare string or list"),
-    _p("Conflicting Comfy quantization markers for {prefix!r}", "QC210",
+    _p("Conflicting Comfy quantization markers for {prefix!r}", R.QC210,
        "header _quantization_metadata and the tensor marker disagree",
        "two shards carry different markers for one layer"),
-    _p("Invalid _quantization_metadata in {path}", "QC208", "the header string is not JSON"),
-    _p("_quantization_metadata in {path} must contain an object", "QC208",
+    _p("Invalid _quantization_metadata in {path}", R.QC208, "the header string is not JSON"),
+    _p("_quantization_metadata in {path} must contain an object", R.QC208,
        "the header string is JSON but not an object"),
-    _p("_quantization_metadata in {path} must contain a layers object", "QC208",
+    _p("_quantization_metadata in {path} must contain a layers object", R.QC208,
        "ModelOpt-style {\"quant_algo\": …} metadata instead of ComfyUI's layers map"),
-    _p("Comfy quantization metadata for {prefix!r} must be an object", "QC209",
+    _p("Comfy quantization metadata for {prefix!r} must be an object", R.QC209,
        "a layers entry written as a bare format string"),
     _p("MXFP8 layer {prefix!r} has incompatible weight/scale metadata: {weight_meta} and "
-       "{scale_meta}", "QC604",
+       "{scale_meta}", R.QC604,
        "quant_format=mxfp8 beside layers of another format",
        "comfy-kitchen's padded swizzled scale, or an F8_E8M0-typed scale"),
-    _p("Unsupported Comfy quantization format(s): {formats}", "QC602",
+    _p("Unsupported Comfy quantization format(s): {formats}", R.QC602,
        "a mix of formats sglang cannot resolve (e.g. FP8 + INT8)",
        "float8_e5m2 or awq_w4a16 layers (QC601)", "a marker without format (QC212)",
        "a misspelt or non-string format (QC213)", refine=_formats),
-    _p("Serialized convrot_int8 layer {prefix!r} must set convrot=true", "QC218",
+    _p("Serialized convrot_int8 layer {prefix!r} must set convrot=true", R.QC218,
        "convrot written as 1 or a string"),
     _p("Serialized convrot_int8 layer {prefix!r} must declare convrot_groupsize in "
-       "(16, 64, 256), got {value}", "QC219", "the key is missing or a string"),
-    _p("Serialized W4A8 layer {prefix!r} must set convrot=true", "QC225",
+       "(16, 64, 256), got {value}", R.QC219, "the key is missing or a string"),
+    _p("Serialized W4A8 layer {prefix!r} must set convrot=true", R.QC225,
        "ComfyUI's saver never writes convrot for W4A8"),
     _p("Serialized W4A8 layer {prefix!r} has input size {K}, incompatible with "
-       "group_size={gs} and convrot_groupsize={cg}", "QC311",
+       "group_size={gs} and convrot_groupsize={cg}", R.QC311,
        "group sizes that do not divide K"),
     _p("Serialized W4A4 layer {prefix!r} has unsupported linear_dtype={text!r}; expected one "
-       "of ('int4', 'int8')", "QC221", "a typo in linear_dtype"),
-    _p("Unsupported Comfy W4A8 format for {prefix!r}: {format}", "QC603",
+       "of ('int4', 'int8')", R.QC221, "a typo in linear_dtype"),
+    _p("Unsupported Comfy W4A8 format for {prefix!r}: {format}", R.QC603,
        "an INT8 ConvRot linear beside W4A8 layers"),
-    _p("Unsupported Comfy NVFP4 companion for {prefix!r}: {format}", "QC603",
+    _p("Unsupported Comfy NVFP4 companion for {prefix!r}: {format}", R.QC603,
        "an INT8 ConvRot linear beside NVFP4 layers"),
-    _p("Rotated NVFP4 weights are not supported: {prefix!r}", "QC318",
+    _p("Rotated NVFP4 weights are not supported: {prefix!r}", R.QC318,
        "convrot copied into an NVFP4 marker"),
-    _p("Got unsupported ScalarType {scalar}", "QC204", "the marker tensor was saved as BF16/FP8"),
-    _p("Dtype not understood: {dtype}", "QC204", "the marker tensor was saved as F6",
-       runtime="safetensors (via sglang 0.5.23)"),
-    _p("Unsupported quantization format", "QC213", "a misspelt or fork-only format",
-       runtime="ComfyUI"),
+    _p("Got unsupported ScalarType {scalar}", R.QC204, "the marker tensor was saved as BF16/FP8"),
+    _p("Dtype not understood: {dtype}", R.QC204, "the marker tensor was saved as F6",
+       runtime=f"safetensors (via {SGLANG.label})"),
+    _p("Unsupported quantization format", R.QC213, "a misspelt or fork-only format",
+       runtime=COMFYUI.title),
 ]
 
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from quantcheck._record import factory, record
-from quantcheck.diagnostics import TARGETS, Diagnostic, Effect, Severity
+from quantcheck.diagnostics import Diagnostic, Effect, Severity
+from quantcheck.runtimes import runtime_names
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
@@ -18,7 +19,7 @@ class Report:
 
     inputs: list[dict[str, Any]]
     diagnostics: list[Diagnostic]
-    targets: tuple[str, ...] = TARGETS
+    targets: tuple[str, ...] = factory(runtime_names)
     stats: dict[str, int] = factory(dict)
 
     def target_status(self, target: str) -> dict[str, Any]:

@@ -10,11 +10,11 @@ from __future__ import annotations
 import fnmatch
 from typing import Any
 
+from quantcheck.formats.table import quantize_refusal
+from quantcheck.runtimes import get_runtime, load
+
 FLOAT_WEIGHTS = frozenset({"F32", "F16", "BF16"})
 SKIP_WORDS = ("norm", "embed", "wte", "tok_emb", "token_emb", "pos_emb", "ln_")
-#: Formats sglang 0.5.23 cannot load at all.
-SGLANG_NEVER = {"float8_e5m2": "sglang has no float8_e5m2 support",
-                "awq_w4a16": "sglang has no awq_w4a16 support"}
 
 
 def matches(prefix: str, patterns: list[str]) -> bool:
@@ -43,37 +43,21 @@ def skip_reason(prefix: str, dtype: str, shape: tuple[int, ...], include: list[s
 
 def format_refusal(fmt: str, options: dict[str, Any], target: str) -> str | None:
     """Why `fmt` with `options` can never load on `target` (any shape); None if it can."""
-    if target == "sglang":
-        if fmt in SGLANG_NEVER:
-            return SGLANG_NEVER[fmt]
-        if fmt == "asym_w4a8_int8" and int(options.get("bits", 4)) == 6:
-            return "sglang reads W4A8 only as 4-bit"
-        if fmt == "int8_tensorwise" and not options.get("convrot"):
-            return "sglang builds INT8 linears without ConvRot unquantized (use --convrot)"
-    return None
+    return _runtime_refusal(fmt, options, 0, 0, target)
 
 
 def shape_refusal(fmt: str, n: int, k: int, options: dict[str, Any], target: str) -> str | None:
-    """Why `fmt` cannot take an [n, k] weight on `target`; None if it can."""
-    cg = int(options.get("convrot_groupsize", 256))
-    g = int(options.get("group_size", 16))
-    if fmt == "int8_tensorwise" and options.get("convrot") and k % cg:
-        return f"K={k} is not a multiple of convrot_groupsize {cg}"
-    if fmt == "asym_w4a8_int8":
-        bits = int(options.get("bits", 4))
-        if k % 16 or k % g or k % cg or (bits == 6 and (k % 32 or g % 16)):
-            return f"K={k} must be a multiple of 16, group_size {g} and convrot_groupsize {cg}"
-    if fmt == "convrot_w4a4" and (k % 64 or k % cg):
-        return f"K={k} must be a multiple of 64 and of convrot_groupsize {cg}"
-    if target == "sglang":
-        if fmt == "nvfp4" and (n % 128 or k % 64):
-            return (f"sglang loads NVFP4 only unpadded (N % 128 == 0 and K % 64 == 0); "
-                    f"this layer is [{n}, {k}]")
-        if fmt == "mxfp8" and (n % 128 or k % 128):
-            return (f"sglang loads MXFP8 only unpadded (N % 128 == 0 and K % 128 == 0); "
-                    f"this layer is [{n}, {k}]")
-    return None
+    """Why `fmt` cannot take an [n, k] weight on `target`; None if it can: the format table's
+    constraints first, then the runtime's own limits."""
+    why = quantize_refusal(fmt, n, k, options)
+    if why:
+        return why
+    return _runtime_refusal(fmt, options, n, k, target)
 
 
-def targets_of(target: str) -> tuple[str, ...]:
-    return ("sglang", "comfyui") if target == "all" else (target,)
+def _runtime_refusal(fmt: str, options: dict[str, Any], n: int, k: int,
+                     target: str) -> str | None:
+    """The runtime's own refusal (its record's `quantize_refusal` hook); n = k = 0: any shape."""
+    ref = get_runtime(target).quantize_refusal
+    return load(ref)(fmt, options, n, k) if ref else None
+

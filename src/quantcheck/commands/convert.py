@@ -10,10 +10,13 @@ import argparse
 import sys
 from typing import Any
 
+from quantcheck.formats.table import FORMATS
+from quantcheck.runtimes import target_choices
 from quantcheck.textsafe import clean
 
-QUANT_FORMATS = ("float8_e4m3fn", "float8_e5m2", "int8_tensorwise", "nvfp4", "mxfp8",
-                 "asym_w4a8_int8", "convrot_w4a4")
+QUANT_FORMATS = tuple(n for n, f in FORMATS.items() if f.quantizable)
+_W4A8 = {o.name: o for o in FORMATS["asym_w4a8_int8"].options}
+_W4A4 = {o.name: o for o in FORMATS["convrot_w4a4"].options}
 DESCRIPTIONS = {
     "quantize": (
         "Quantize the Linear weights of a BF16/F16/F32 checkpoint to one Comfy format and write "
@@ -54,23 +57,27 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
                         "Overrides the default skip of norm/embedding names")
     p.add_argument("--exclude", action="append", default=[], metavar="GLOB",
                    help="leave out matching layers; repeatable")
-    p.add_argument("--target", choices=("all", "sglang", "comfyui"), default="all",
+    p.add_argument("--target", choices=target_choices(), default="all",
                    help="runtime(s) the result must load on; layers the format cannot take "
                         "there stay unquantized (default: all)")
     p.add_argument("--no-convrot", action="store_true",
                    help="int8_tensorwise: plain row-wise scales instead of ConvRot")
     p.add_argument("--per-tensor", action="store_true",
                    help="int8_tensorwise: one scalar scale (implies --no-convrot)")
-    p.add_argument("--convrot-groupsize", type=int, default=256, choices=(16, 64, 256))
-    p.add_argument("--group-size", type=w4a8_group_size, default=16, metavar="N",
-                   help="asym_w4a8_int8 group: 4, 8, 16 or a multiple of 16 (default 16)")
-    p.add_argument("--bits", type=int, default=4, choices=(4, 6), help="asym_w4a8_int8 bits")
+    cg, g, bits = _W4A8["convrot_groupsize"], _W4A8["group_size"], _W4A8["bits"]
+    p.add_argument("--convrot-groupsize", type=int, default=cg.default, choices=cg.allowed)
+    p.add_argument("--group-size", type=w4a8_group_size, default=g.default, metavar="N",
+                   help=f"asym_w4a8_int8 group: 4, 8, 16 or a multiple of 16 (default {g.default})")
+    p.add_argument("--bits", type=int, default=bits.default, choices=bits.allowed,
+                   help="asym_w4a8_int8 bits")
     p.add_argument("--no-codebook", action="store_true", help="asym_w4a8_int8: uniform levels")
     p.add_argument("--asymmetric", action="store_true",
                    help="asym_w4a8_int8: min/max groups with a correction tensor")
-    p.add_argument("--scale-dtype", choices=("float8_e4m3fn", "float32"),
-                   default="float8_e4m3fn", help="asym_w4a8_int8 s_rel dtype")
-    p.add_argument("--linear-dtype", choices=("int4", "int8"), help="convrot_w4a4 GEMM")
+    sd = _W4A8["scale_dtype"]
+    p.add_argument("--scale-dtype", choices=sd.allowed, default=sd.default,
+                   help="asym_w4a8_int8 s_rel dtype")
+    p.add_argument("--linear-dtype", choices=[v for v in _W4A4["linear_dtype"].allowed or ()
+                                              if v is not None], help="convrot_w4a4 GEMM")
     p.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
 
 
@@ -88,22 +95,14 @@ def w4a8_group_size(text: str) -> int:
 
 
 def options_of(args: argparse.Namespace) -> dict[str, Any]:
-    """Quantizer options for the chosen format."""
-    fmt = args.fmt
-    if fmt == "int8_tensorwise":
-        convrot = not (args.no_convrot or args.per_tensor)
-        return {"per_row": not args.per_tensor, "convrot": convrot,
-                "convrot_groupsize": args.convrot_groupsize}
-    if fmt == "asym_w4a8_int8":
-        return {"group_size": args.group_size, "convrot_groupsize": args.convrot_groupsize,
-                "codebook": not args.no_codebook, "symmetric": not args.asymmetric,
-                "bits": args.bits, "scale_dtype": args.scale_dtype}
-    if fmt == "convrot_w4a4":
-        opts: dict[str, Any] = {"convrot_groupsize": args.convrot_groupsize}
-        if args.linear_dtype:
-            opts["linear_dtype"] = args.linear_dtype
-        return opts
-    return {}
+    """Quantizer options for the chosen format: the flags of the options its table entry takes."""
+    given = {"per_row": not args.per_tensor,
+             "convrot": not (args.no_convrot or args.per_tensor),
+             "convrot_groupsize": args.convrot_groupsize, "group_size": args.group_size,
+             "codebook": not args.no_codebook, "symmetric": not args.asymmetric,
+             "bits": args.bits, "scale_dtype": args.scale_dtype,
+             "linear_dtype": args.linear_dtype}
+    return {o.name: given[o.name] for o in FORMATS[args.fmt].options}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -134,7 +133,8 @@ def plan_quantize(ck: Any, fmt: str, options: dict[str, Any], target: str,
     from quantcheck.fix_actions import replace_layer
     from quantcheck.fix_draft import Draft
     from quantcheck.layer_convert import quantize_layer
-    from quantcheck.select import shape_refusal, skip_reason, targets_of
+    from quantcheck.runtimes import targets_of
+    from quantcheck.select import shape_refusal, skip_reason
 
     draft = Draft.of(ck)
     done: list[str] = []
@@ -168,7 +168,8 @@ def plan_quantize(ck: Any, fmt: str, options: dict[str, Any], target: str,
 
 
 def _quantize(ck: Any, args: argparse.Namespace, out: str, index: str | None) -> int:
-    from quantcheck.select import format_refusal, targets_of
+    from quantcheck.runtimes import targets_of
+    from quantcheck.select import format_refusal
 
     options = options_of(args)
     for t in targets_of(args.target):

@@ -6,6 +6,7 @@ import argparse
 import difflib
 import sys
 
+from quantcheck.runtimes import target_choices
 from quantcheck.textsafe import clean
 
 DESCRIPTIONS = {"fix": (
@@ -24,7 +25,7 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
     p.add_argument("-o", "--output", metavar="OUT",
                    help="output file (a folder for sharded input); required unless --dry-run "
                         "or --diff")
-    p.add_argument("--target", choices=("all", "sglang", "comfyui"), default="all",
+    p.add_argument("--target", choices=target_choices(), default="all",
                    help="runtime to repair for (default: all)")
     p.add_argument("--unsafe-fixes", action="store_true",
                    help="also apply fixes that change numbers")

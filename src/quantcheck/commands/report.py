@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from quantcheck.runtimes import target_choices
 from quantcheck.textsafe import clean
 
 DESCRIPTIONS = {"report": """\
@@ -28,7 +29,7 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
     p.add_argument("--compare", action="append", default=[], metavar="ORIGINAL",
                    help="the unquantized original: adds a per-layer error heat map "
                         "(repeatable for shards)")
-    p.add_argument("--target", choices=("all", "sglang", "comfyui"), default="all",
+    p.add_argument("--target", choices=target_choices(), default="all",
                    help="runtime to judge the file for (default: all)")
     p.add_argument("--deep", action="store_true",
                    help="also read scale tensors and check their values (needs numpy)")

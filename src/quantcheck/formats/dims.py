@@ -47,12 +47,12 @@ def derive_dims(spec: FormatSpec, layer: Layer) -> Dims | None:
     bits = 4
     if spec.packing == "none":
         k = cols
-    elif spec.name == "asym_w4a8_int8":
+    elif len(spec.code_bits) > 1:
         k = 2 * cols
         s_rel = layer.tensors.get("weight_s_rel")
         if s_rel is not None and len(s_rel.shape) == 2 and g > 0 and s_rel.shape[1] * g:
             k_groups = s_rel.shape[1] * g
-            if (cols * 8) % k_groups == 0 and (cols * 8) // k_groups in (4, 6):
+            if (cols * 8) % k_groups == 0 and (cols * 8) // k_groups in spec.code_bits:
                 k = k_groups
                 bits = (cols * 8) // k
     else:

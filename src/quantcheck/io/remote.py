@@ -17,6 +17,7 @@ from quantcheck.diagnostics import Diagnostic, json_pointer
 from quantcheck.io import hub
 from quantcheck.io.http import HttpClient, RemoteError, redact
 from quantcheck.io.httpsource import HttpSource
+from quantcheck.rules import codes as R
 
 __all__ = ["HttpSource", "RemoteError", "expand_remote", "is_remote", "open_remote_source",
            "read_remote_json"]
@@ -116,12 +117,12 @@ def _expand_index(name: str, fetch: str, listing: set[str] | None) -> tuple[
     try:
         doc = json.loads(raw)
     except (ValueError, RecursionError) as exc:
-        diags.append(Diagnostic("QC503", f"index is not valid JSON: {exc}", file=name))
+        diags.append(Diagnostic(R.QC503, f"index is not valid JSON: {exc}", file=name))
         return [], name, diags
     _remember(name, fetch, doc)
     wmap = doc.get("weight_map") if isinstance(doc, dict) else None
     if not isinstance(wmap, dict) or not all(isinstance(v, str) for v in wmap.values()):
-        diags.append(Diagnostic("QC503", "index has no weight_map object of tensor name -> "
+        diags.append(Diagnostic(R.QC503, "index has no weight_map object of tensor name -> "
                                          "shard file", file=name, pointer="/weight_map"))
         return [], name, diags
     # shards are fetched under the index's real URL (credentials kept, query dropped)
@@ -130,13 +131,13 @@ def _expand_index(name: str, fetch: str, listing: set[str] | None) -> tuple[
     out: list[str] = []
     for shard in dict.fromkeys(wmap.values()):
         if not _shard_ok(shard):
-            diags.append(Diagnostic("QC502", f"shard path {shard!r} leaves the index's folder; "
+            diags.append(Diagnostic(R.QC502, f"shard path {shard!r} leaves the index's folder; "
                                              "it was not opened", file=name,
                                     pointer=json_pointer("weight_map")))
             continue
         if listing is not None and posixpath.normpath(posixpath.join(folder, shard)) \
                 not in listing:
-            diags.append(Diagnostic("QC504", f"shard {shard!r} named by the index does not "
+            diags.append(Diagnostic(R.QC504, f"shard {shard!r} named by the index does not "
                                              "exist", file=name))
             continue
         out.append(f"{base}/{shard}")

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from quantcheck.io import outpath
 from quantcheck.io.outpath import TMP_SUFFIX, clean_stale
 from quantcheck.io.source import ByteSource, LocalFile
+from quantcheck.rules import codes as R
 
 if TYPE_CHECKING:
     from quantcheck.checkpoint import Checkpoint
@@ -288,7 +289,7 @@ def _verify_written(paths: list[str], files: list[OutFile],
     with load_checkpoint(paths) as ck:
         for shard, out in zip(ck.shards, files, strict=True):
             h = shard.header
-            bad = [d for d in h.diagnostics if d.code < "QC2" and d.code != "QC119"]
+            bad = [d for d in h.diagnostics if d.code < "QC2" and d.code != R.QC119.code]
             if not h.usable or bad:
                 what = bad[0].message if bad else "header unreadable"
                 raise WriteError(f"the written file {out.name} does not re-read: {what}")

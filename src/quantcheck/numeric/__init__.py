@@ -45,13 +45,13 @@ from typing import TYPE_CHECKING, Any
 from .errors import NumericError
 
 if TYPE_CHECKING:
-    from .api import FORMATS, QuantizedLayer, dequantize, quantize
+    from .api import CODEC_FORMATS, QuantizedLayer, dequantize, quantize
 
-__all__ = ["FORMATS", "NumericError", "QuantizedLayer", "dequantize", "quantize"]
+__all__ = ["CODEC_FORMATS", "NumericError", "QuantizedLayer", "dequantize", "quantize"]
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("FORMATS", "QuantizedLayer", "dequantize", "quantize"):
+    if name in ("CODEC_FORMATS", "QuantizedLayer", "dequantize", "quantize"):
         from . import api
 
         return getattr(api, name)

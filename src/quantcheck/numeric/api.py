@@ -8,21 +8,16 @@ from typing import Any
 
 import numpy as np
 
-from . import awq, fp8, int8, mxfp8, nvfp4, w4a4, w4a8
+from quantcheck.formats.codecs import codec
+from quantcheck.formats.table import FORMATS, FormatSpec
+
+from . import awq, fp8, int8, mxfp8, nvfp4, w4a4, w4a8  # noqa: F401  (they register codecs)
 from .arrays import dtype_name
 from .errors import NumericError
 from .lowp import from_f32, kind_of
 
-FORMATS: tuple[str, ...] = (
-    "float8_e4m3fn",
-    "float8_e5m2",
-    "int8_tensorwise",
-    "nvfp4",
-    "mxfp8",
-    "asym_w4a8_int8",
-    "convrot_w4a4",
-    "awq_w4a16",
-)
+#: Formats with a codec (dequantize; `quantize` too where the table says so), in table order.
+CODEC_FORMATS: tuple[str, ...] = tuple(n for n, f in FORMATS.items() if f.codec)
 OUT_DTYPES = ("float32", "bfloat16", "float16")
 
 
@@ -47,13 +42,11 @@ def _entry(array: np.ndarray) -> tuple[str, np.ndarray]:
     return dtype_name(array), array
 
 
-def _take(options: dict[str, Any], allowed: dict[str, Any], fmt: str) -> dict[str, Any]:
-    unknown = set(options) - set(allowed)
-    if unknown:
-        raise NumericError(
-            f"{fmt}: unknown option(s) {sorted(unknown)}; allowed: {sorted(allowed)}"
-        )
-    return {**allowed, **options}
+def _spec(fmt: Any) -> FormatSpec:
+    spec = FORMATS.get(fmt) if isinstance(fmt, str) else None
+    if spec is None or not spec.codec:
+        raise NumericError(f"unknown format {fmt!r}; known: {', '.join(CODEC_FORMATS)}")
+    return spec
 
 
 def quantize(array: np.ndarray, format: str, **options: Any) -> QuantizedLayer:
@@ -65,64 +58,18 @@ def quantize(array: np.ndarray, format: str, **options: Any) -> QuantizedLayer:
     n, k = (int(s) for s in w.shape)
     if n == 0 or k == 0:
         raise NumericError(f"{format}: empty weight {w.shape}")
-    layer = QuantizedLayer(format=format, shape=(n, k), marker={"format": format})
-    t = layer.tensors
-    if format in fp8.FORMATS:
-        _take(options, {}, format)
-        q, s = fp8.quantize(w, format)
-        t["weight"] = _entry(q)
-        t["weight_scale"] = _entry(np.asarray(s, np.float32).reshape(()))
-    elif format == "int8_tensorwise":
-        o = _take(options, {"per_row": False, "convrot": False, "convrot_groupsize": 256}, format)
-        q, s = int8.quantize(w, bool(o["per_row"]), bool(o["convrot"]), int(o["convrot_groupsize"]))
-        t["weight"], t["weight_scale"] = _entry(q), _entry(s)
-        if o["convrot"]:
-            layer.marker.update(convrot=True, convrot_groupsize=int(o["convrot_groupsize"]))
-    elif format == "nvfp4":
-        _take(options, {}, format)
-        q, bs, s2 = nvfp4.quantize(w)
-        t["weight"], t["weight_scale"] = _entry(q), _entry(bs)
-        t["weight_scale_2"] = _entry(np.asarray(s2, np.float32).reshape(()))
-        if n % 16 or k % 16:
-            layer.marker["orig_shape"] = [n, k]
-    elif format == "mxfp8":
-        _take(options, {}, format)
-        q, e = mxfp8.quantize(w)
-        t["weight"], t["weight_scale"] = _entry(q), _entry(e)
-        if n % 32 or k % 32:
-            layer.marker["orig_shape"] = [n, k]
-    elif format == "asym_w4a8_int8":
-        o = _take(
-            options,
-            {"group_size": 16, "convrot_groupsize": 256, "codebook": True, "symmetric": True,
-             "bits": 4, "scale_dtype": "float8_e4m3fn"},
-            format,
-        )
-        sd = o["scale_dtype"]
-        sd = {"F32": "float32", "F8_E4M3": "float8_e4m3fn"}.get(sd, str(sd).replace("torch.", ""))
-        out = w4a8.quantize(w, int(o["group_size"]), int(o["convrot_groupsize"]),
-                            bool(o["codebook"]), bool(o["symmetric"]), int(o["bits"]), sd)
-        if "weight_correction" in out:
-            out["weight_correction"] = from_f32(out["weight_correction"], kind)
-        for key, arr in out.items():
-            t[key] = _entry(arr)
-        layer.marker.update(group_size=int(o["group_size"]),
-                            convrot_groupsize=int(o["convrot_groupsize"]), convrot=True)
-    elif format == "convrot_w4a4":
-        o = _take(options, {"convrot_groupsize": 256, "linear_dtype": None}, format)
-        if o["linear_dtype"] not in (None, "int4", "int8"):
-            raise NumericError(
-                f"convrot_w4a4: linear_dtype must be 'int4' or 'int8', got {o['linear_dtype']!r}"
-            )
-        q, s = w4a4.quantize(w, int(o["convrot_groupsize"]))
-        t["weight"], t["weight_scale"] = _entry(q), _entry(s)
-        layer.marker["convrot_groupsize"] = int(o["convrot_groupsize"])
-        if o["linear_dtype"] is not None:
-            layer.marker["linear_dtype"] = o["linear_dtype"]
-    elif format == "awq_w4a16":
-        raise NumericError("awq_w4a16 has no quantizer (offline AWQ only); dequantize is supported")
-    else:
-        raise NumericError(f"unknown format {format!r}; known: {', '.join(FORMATS)}")
+    spec = _spec(format)
+    quantizer = codec(format).quantize
+    if quantizer is None or spec.written is None:
+        raise NumericError(f"{format} has no quantizer (offline only); dequantize is supported")
+    try:
+        opts = spec.with_defaults(options)
+    except ValueError as exc:
+        raise NumericError(str(exc)) from None
+    _, fields = spec.written(n, k, opts, {"f32": "F32", "f16": "F16", "bf16": "BF16"}[kind])
+    layer = QuantizedLayer(format=format, shape=(n, k), marker={"format": format, **fields})
+    for suffix, arr in quantizer(w, format, opts).items():
+        layer.tensors[suffix] = _entry(arr)
     return layer
 
 
@@ -139,6 +86,21 @@ def _int_opt(marker: Mapping[str, Any], key: str, default: int, fmt: str) -> int
     if isinstance(v, bool) or not isinstance(v, int) or not 0 < v <= 2**20:
         raise NumericError(f"{fmt}: marker {key} is {v!r}; it must be a positive integer")
     return v
+
+
+def _options(marker: Mapping[str, Any], spec: FormatSpec) -> dict[str, Any]:
+    """The marker's options with the table's defaults; integer options must be positive integers
+    (a rotation group is checked only where a rotation is on)."""
+    options = {key.name: _opt(marker, key.name, key.default) for key in spec.keys}
+    optional_rotation = any(k.name == "convrot" and k.default is False for k in spec.keys)
+    for key in spec.keys:
+        if not isinstance(key.default, int) or isinstance(key.default, bool):
+            continue
+        if key.name == "convrot_groupsize" and optional_rotation and not options["convrot"]:
+            options[key.name] = key.default
+            continue
+        options[key.name] = _int_opt(marker, key.name, key.default, spec.name)
+    return options
 
 
 def _need(tensors: Mapping[str, np.ndarray], fmt: str, *keys: str) -> list[np.ndarray]:
@@ -166,37 +128,13 @@ def dequantize(
     w = tensors.get("weight")
     if w is not None and np.ndim(w) != 2:
         raise NumericError(f"{fmt}: the weight must be 2-D, got shape {np.shape(w)}")
-    padded = False
-    if fmt in fp8.FORMATS:
-        q, s = _need(tensors, fmt, "weight", "weight_scale")
-        out = fp8.dequantize(q.view(fp8.FORMATS[fmt][0]), s, out_dtype)
-    elif fmt == "int8_tensorwise":
-        q, s = _need(tensors, fmt, "weight", "weight_scale")
-        convrot = bool(_opt(marker, "convrot", False))
-        cg = _int_opt(marker, "convrot_groupsize", 256, fmt) if convrot else 256
-        out = int8.dequantize(q.view(np.int8), s, convrot, cg, out_dtype)
-    elif fmt == "nvfp4":
-        q, bs, s2 = _need(tensors, fmt, "weight", "weight_scale", "weight_scale_2")
-        out, padded = nvfp4.dequantize(q, bs, s2, out_dtype), True
-    elif fmt == "mxfp8":
-        q, e = _need(tensors, fmt, "weight", "weight_scale")
-        out, padded = mxfp8.dequantize(q.view(mxfp8.FP8), e, out_dtype), True
-    elif fmt == "asym_w4a8_int8":
-        q, sr, sc = _need(tensors, fmt, "weight", "weight_s_rel", "weight_s_channel")
-        out = w4a8.dequantize(q.view(np.int8), sr, sc, tensors.get("weight_codebook"),
-                              tensors.get("weight_correction"),
-                              _int_opt(marker, "group_size", 16, fmt),
-                              _int_opt(marker, "convrot_groupsize", 256, fmt), out_dtype)
-    elif fmt == "convrot_w4a4":
-        q, s = _need(tensors, fmt, "weight", "weight_scale")
-        cg = _int_opt(marker, "convrot_groupsize", 256, fmt)
-        out = w4a4.dequantize(q.view(np.int8), s, cg, out_dtype)
-    elif fmt == "awq_w4a16":
-        q, s, z = _need(tensors, fmt, "weight", "weight_scale", "weight_zeros")
-        out = awq.dequantize(q.view(np.int8), s, z, _int_opt(marker, "group_size", 64, fmt),
-                             out_dtype)
-    else:
-        raise NumericError(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
+    spec = _spec(fmt)
+    fmt = spec.name
+    _need(tensors, fmt, *spec.required)
+    options = _options(marker, spec)
+    out = codec(fmt).dequantize({k: np.asarray(v) for k, v in tensors.items()}, fmt, options,
+                                out_dtype)
+    padded = spec.pad > 0
     want = shape if shape is not None else (marker.get("orig_shape") if padded else None)
     if want is not None:
         if (not isinstance(want, list | tuple) or len(want) != 2
@@ -204,7 +142,7 @@ def dequantize(
                            for v in want)):
             raise NumericError(f"{fmt}: shape {want!r} is not two positive integers [N, K]")
         n, k = (int(v) for v in want)
-        m = 16 if fmt == "nvfp4" else 32
+        m = spec.pad
         if padded and (-(-n // m) * m, -(-k // m) * m) == out.shape:
             out = out[:n, :k]
         elif (n, k) != out.shape:

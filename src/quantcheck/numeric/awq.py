@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from quantcheck.formats.codecs import register_codec
+
 from .errors import NumericError
 from .lowp import round_to, row_step, to_f32
 from .nibbles import unpack_lo_first
@@ -54,3 +56,11 @@ def dequantize(
 
     for_each(work, n, row_step(k))
     return out
+
+
+def _dequantize_layer(t: dict[str, np.ndarray], fmt: str, o: dict, out_dtype: str) -> np.ndarray:
+    return dequantize(t["weight"].view(np.int8), t["weight_scale"], t["weight_zeros"],
+                      int(o["group_size"]), out_dtype)
+
+
+register_codec("awq_w4a16", dequantize=_dequantize_layer)  # offline AWQ only: no quantizer

@@ -10,6 +10,8 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
+from quantcheck.formats.codecs import register_codec
+
 from .errors import NumericError
 from .lowp import (
     F32,
@@ -23,7 +25,8 @@ from .lowp import (
     row_step,
 )
 
-FORMATS = {
+#: The FP8 formats: numpy dtype, largest finite value, safetensors dtype.
+FP8_DTYPES = {
     "float8_e4m3fn": (np.dtype(ml_dtypes.float8_e4m3fn), 448.0, "F8_E4M3"),
     "float8_e5m2": (np.dtype(ml_dtypes.float8_e5m2), 57344.0, "F8_E5M2"),
 }
@@ -31,7 +34,7 @@ FORMATS = {
 
 def quantize(w: np.ndarray, fmt: str = "float8_e4m3fn") -> tuple[np.ndarray, np.float32]:
     """Weight (F32/F16/BF16) -> (fp8 codes, F32 scale)."""
-    dt, lpmax, _ = FORMATS[fmt]
+    dt, lpmax, _ = FP8_DTYPES[fmt]
     kind = kind_of(w)
     amax = F32(abs_max(w)) if w.size else F32(0)
     if not np.isfinite(amax):
@@ -72,3 +75,16 @@ def dequantize(q: np.ndarray, scale: np.ndarray | float, out_dtype: str = "float
         return lut_map(table, q.view(np.uint8)) if q.ndim == 2 else table[q.view(np.uint8)]
     kind = {"bfloat16": "bf16", "float16": "f16"}[out_dtype]
     return round_to(round_to(q.astype(np.float32), kind) * round_scalar(s[0], kind), kind)
+
+
+def _quantize_layer(w: np.ndarray, fmt: str, o: dict) -> dict[str, np.ndarray]:
+    q, s = quantize(w, fmt)
+    return {"weight": q, "weight_scale": np.asarray(s, np.float32).reshape(())}
+
+
+def _dequantize_layer(t: dict[str, np.ndarray], fmt: str, o: dict, out_dtype: str) -> np.ndarray:
+    return dequantize(t["weight"].view(FP8_DTYPES[fmt][0]), t["weight_scale"], out_dtype)
+
+
+for _fmt in FP8_DTYPES:
+    register_codec(_fmt, quantize=_quantize_layer, dequantize=_dequantize_layer)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from quantcheck.formats.codecs import register_codec
+
 from .errors import NumericError
 from .hadamard import check_group, rotate
 from .lowp import (
@@ -140,3 +142,16 @@ def _cast_out(x: np.ndarray, out_dtype: str) -> np.ndarray:
     if out_dtype == "float32":
         return x
     return round_to(x, {"bfloat16": "bf16", "float16": "f16"}[out_dtype])
+
+
+def _quantize_layer(w: np.ndarray, fmt: str, o: dict) -> dict[str, np.ndarray]:
+    q, s = quantize(w, bool(o["per_row"]), bool(o["convrot"]), int(o["convrot_groupsize"]))
+    return {"weight": q, "weight_scale": s}
+
+
+def _dequantize_layer(t: dict[str, np.ndarray], fmt: str, o: dict, out_dtype: str) -> np.ndarray:
+    return dequantize(t["weight"].view(np.int8), t["weight_scale"], bool(o["convrot"]),
+                      int(o["convrot_groupsize"]), out_dtype)
+
+
+register_codec("int8_tensorwise", quantize=_quantize_layer, dequantize=_dequantize_layer)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
+from quantcheck.formats.codecs import register_codec
+
 from . import e8m0
 from .errors import NumericError
 from .lowp import kind_of, last_axis_reduce, round_to, row_step, to_f32
@@ -81,3 +83,15 @@ def dequantize(q: np.ndarray, scales: np.ndarray, out_dtype: str = "float32") ->
     if out_dtype == "float32":
         return out
     return round_to(out, {"bfloat16": "bf16", "float16": "f16"}[out_dtype])
+
+
+def _quantize_layer(w: np.ndarray, fmt: str, o: dict) -> dict[str, np.ndarray]:
+    q, e = quantize(w)
+    return {"weight": q, "weight_scale": e}
+
+
+def _dequantize_layer(t: dict[str, np.ndarray], fmt: str, o: dict, out_dtype: str) -> np.ndarray:
+    return dequantize(t["weight"].view(FP8), t["weight_scale"], out_dtype)
+
+
+register_codec("mxfp8", quantize=_quantize_layer, dequantize=_dequantize_layer)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
+from quantcheck.formats.codecs import register_codec
+
 from . import e2m1
 from .errors import NumericError
 from .lowp import F32, abs_max, kind_of, last_axis_reduce, round_scalar, round_to, row_step, to_f32
@@ -88,3 +90,16 @@ def dequantize(
 
     for_each(work, n16, row_step(k16))
     return out
+
+
+def _quantize_layer(w: np.ndarray, fmt: str, o: dict) -> dict[str, np.ndarray]:
+    q, bs, s2 = quantize(w)
+    return {"weight": q, "weight_scale": bs,
+            "weight_scale_2": np.asarray(s2, np.float32).reshape(())}
+
+
+def _dequantize_layer(t: dict[str, np.ndarray], fmt: str, o: dict, out_dtype: str) -> np.ndarray:
+    return dequantize(t["weight"], t["weight_scale"], t["weight_scale_2"], out_dtype)
+
+
+register_codec("nvfp4", quantize=_quantize_layer, dequantize=_dequantize_layer)

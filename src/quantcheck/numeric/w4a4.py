@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from quantcheck.formats.codecs import register_codec
+from quantcheck.formats.table import CONVROT_GS
+
 from .errors import NumericError
 from .hadamard import check_group, rotate
 from .lowp import F32, kind_of, round_scalar, round_to, row_step
@@ -26,7 +29,9 @@ def _check_k(k: int, cg: int) -> None:
         )
 
 
-def quantize(w: np.ndarray, convrot_groupsize: int = 256) -> tuple[np.ndarray, np.ndarray]:
+def quantize(
+    w: np.ndarray, convrot_groupsize: int = CONVROT_GS.default
+) -> tuple[np.ndarray, np.ndarray]:
     """Weight [N, K] -> (I8 [N, K/2] packed signed int4, F32 scale [N])."""
     kind = kind_of(w)
     if w.ndim != 2:
@@ -60,7 +65,7 @@ def quantize(w: np.ndarray, convrot_groupsize: int = 256) -> tuple[np.ndarray, n
 def dequantize(
     packed: np.ndarray,
     scale: np.ndarray,
-    convrot_groupsize: int = 256,
+    convrot_groupsize: int = CONVROT_GS.default,
     out_dtype: str = "float32",
 ) -> np.ndarray:
     """[N, K] weight: unpack, multiply by the row scale, rotate back in F32, then cast."""
@@ -82,3 +87,20 @@ def dequantize(
     if out_dtype == "float32":
         return out
     return round_to(out, {"bfloat16": "bf16", "float16": "f16"}[out_dtype])
+
+
+def _quantize_layer(w: np.ndarray, fmt: str, o: dict) -> dict[str, np.ndarray]:
+    if o["linear_dtype"] not in (None, "int4", "int8"):
+        raise NumericError(
+            f"convrot_w4a4: linear_dtype must be 'int4' or 'int8', got {o['linear_dtype']!r}"
+        )
+    q, s = quantize(w, int(o["convrot_groupsize"]))
+    return {"weight": q, "weight_scale": s}
+
+
+def _dequantize_layer(t: dict[str, np.ndarray], fmt: str, o: dict, out_dtype: str) -> np.ndarray:
+    return dequantize(t["weight"].view(np.int8), t["weight_scale"], int(o["convrot_groupsize"]),
+                      out_dtype)
+
+
+register_codec("convrot_w4a4", quantize=_quantize_layer, dequantize=_dequantize_layer)

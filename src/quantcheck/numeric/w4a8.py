@@ -17,6 +17,8 @@ from collections.abc import Callable
 import ml_dtypes
 import numpy as np
 
+from quantcheck.formats.codecs import register_codec
+
 from .errors import NumericError
 from .hadamard import check_group, rotate
 from .lowp import F32, abs_max, fixed_sum, kind_of, last_axis_reduce, round_to, to_f32
@@ -620,3 +622,24 @@ def dequantize(
 
     for_each(work, n, max(1, (1 << 17) // k))
     return out
+
+
+def _quantize_layer(w: np.ndarray, fmt: str, o: dict) -> dict[str, np.ndarray]:
+    sd = o["scale_dtype"]
+    sd = {"F32": "float32", "F8_E4M3": "float8_e4m3fn"}.get(sd, str(sd).replace("torch.", ""))
+    out = quantize(w, int(o["group_size"]), int(o["convrot_groupsize"]), bool(o["codebook"]),
+                   bool(o["symmetric"]), int(o["bits"]), sd)
+    if "weight_correction" in out:
+        from .lowp import from_f32
+
+        out["weight_correction"] = from_f32(out["weight_correction"], kind_of(w))
+    return out
+
+
+def _dequantize_layer(t: dict[str, np.ndarray], fmt: str, o: dict, out_dtype: str) -> np.ndarray:
+    return dequantize(t["weight"].view(np.int8), t["weight_s_rel"], t["weight_s_channel"],
+                      t.get("weight_codebook"), t.get("weight_correction"), int(o["group_size"]),
+                      int(o["convrot_groupsize"]), out_dtype)
+
+
+register_codec("asym_w4a8_int8", quantize=_quantize_layer, dequantize=_dequantize_layer)

@@ -22,4 +22,5 @@ def get_renderer(name: str) -> Renderer:
     return render
 
 
-FORMATS = ("text", "json", "sarif", "github")
+#: Report renderers by `--format` name.
+RENDERERS = ("text", "json", "sarif", "github")

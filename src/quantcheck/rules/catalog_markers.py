@@ -14,8 +14,9 @@ CUI_MARKER = ("ComfyUI reads markers with json.loads(tensor.numpy().tobytes()) "
 
 
 def _r(code: str, name: str, sev: Severity, title: str, checks: str, why: str, example: str,
-       remedy: str, eff: dict, fix: Safety | None, evidence: str) -> Rule:
-    return Rule(code, name, sev, title, eff, fix, checks, why, example, remedy, evidence)
+       remedy: str, eff: dict, fix: Safety | None, evidence: str, **fix_by: str) -> Rule:
+    return Rule(code, name, sev, title, eff, fix, checks, why, example, remedy, evidence,
+                **fix_by)
 
 
 RULES = [
@@ -28,7 +29,7 @@ RULES = [
        "Rewrite the marker from the layer's tensors (`quantcheck fix` adds markers where the "
        "format is unambiguous) or re-export.",
        effects("fails", "fails"), Safety.SAFE,
-       f"{SG_MARKER}; {CUI_MARKER}; ComfyUI effect inferred."),
+       f"{SG_MARKER}; {CUI_MARKER}; ComfyUI effect inferred.", action="rebuild-marker"),
     _r("QC202", "marker-not-object", E, "marker JSON is not an object",
        "The decoded marker is a JSON object such as {\"format\": \"nvfp4\"}.",
        "sglang: \"Comfy quantization marker … must contain a JSON object\"; ComfyUI calls "
@@ -36,7 +37,7 @@ RULES = [
        '["nvfp4"] or "nvfp4"',
        "Write the marker as an object: {\"format\": \"nvfp4\"}.",
        effects("fails", "fails"), Safety.SAFE,
-       f"{SG_MARKER} (case marker_json_array); ComfyUI effect inferred."),
+       f"{SG_MARKER} (case marker_json_array); ComfyUI effect inferred.", action="rebuild-marker"),
     _r("QC203", "marker-all-zero", E, "marker bytes are all zero",
        "The marker tensor holds text, not zero bytes.",
        "Zeroed markers come from broken exporters (42 of 200 markers in one official ComfyUI "
@@ -44,7 +45,7 @@ RULES = [
        "tensor blocks.3.attn.to_q.comfy_quant = 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00",
        "Recreate the marker from the layer's tensors with `quantcheck fix`.",
        effects("fails", "fails"), Safety.SAFE,
-       f"{SG_MARKER} (case marker_zero_bytes); ComfyUI issue #15567."),
+       f"{SG_MARKER} (case marker_zero_bytes); ComfyUI issue #15567.", action="rebuild-marker"),
     _r("QC204", "marker-dtype-unreadable", E, "marker stored in a dtype numpy cannot read",
        "Marker tensors are U8 (any 8/16/32/64-bit integer or IEEE float dtype still yields its "
        "raw bytes; BF16, FP8, F4 and F6 do not).",
@@ -53,7 +54,8 @@ RULES = [
        "blocks.0.attn.qkv.comfy_quant: BF16 [10]",
        "Store the marker bytes as U8 (`quantcheck fix` relabels the same bytes).",
        effects("fails", "fails"), Safety.SAFE,
-       f"{SG_MARKER} (case marker_bf16_tensor); ComfyUI effect inferred from the same call."),
+       f"{SG_MARKER} (case marker_bf16_tensor); ComfyUI effect inferred from the same call.",
+       action="relabel-marker"),
     _r("QC205", "marker-dtype-not-u8", W, "marker stored in a dtype other than U8",
        "Marker tensors are U8 [len(bytes)].",
        "Both runtimes read the raw bytes and accept it, but other tools decode values, not "
@@ -62,7 +64,7 @@ RULES = [
        "Relabel the tensor as U8; the bytes stay the same.",
        effects("none", "none"), Safety.SAFE,
        f"{SG_MARKER}: integer and IEEE float dtypes yield raw bytes (case "
-       "msg_marker_i8_dtype)."),
+       "msg_marker_i8_dtype).", action="relabel-marker"),
     _r("QC206", "marker-too-large", W, "marker tensor over 64 KiB",
        "A marker is small JSON (under 200 bytes in practice); quantcheck reads at most 64 KiB.",
        "A huge marker is a corrupt or hostile file; the layer's format cannot be trusted.",
@@ -77,7 +79,7 @@ RULES = [
        "bytes ef bb bf 7b 22 66 6f ... (UTF-8 BOM)",
        "Rewrite the marker as UTF-8 without BOM.",
        effects("none", "none"), Safety.SAFE,
-       f"{SG_MARKER} (cases msg_marker_utf8_bom, msg_marker_utf16_bom)."),
+       f"{SG_MARKER} (cases msg_marker_utf8_bom, msg_marker_utf16_bom).", action="rewrite-marker"),
     _r("QC208", "quantization-metadata-invalid", E,
        "__metadata__._quantization_metadata is not {\"layers\": {...}}",
        "The header's _quantization_metadata string is JSON of the form "
@@ -89,7 +91,8 @@ RULES = [
        effects("fails", "fails"), Safety.SAFE,
        f"{SG_MARKER} (case quantization_metadata_invalid_json); "
        "ComfyUI "
-       "effect inferred (ComfyUI @09708eae comfy/utils.py convert_old_quants, read)."),
+       "effect inferred (ComfyUI @09708eae comfy/utils.py convert_old_quants, read).",
+       action="drop-header-metadata"),
     _r("QC209", "header-marker-not-object", E,
        "a _quantization_metadata layer entry is not an object",
        "Each value of _quantization_metadata.layers is a marker object.",
@@ -97,7 +100,7 @@ RULES = [
        '"layers": {"blocks.0.attn.qkv": "nvfp4"}',
        "Write the entry as {\"format\": \"nvfp4\"}.",
        effects("fails", "fails"), Safety.SAFE,
-       f"{SG_MARKER}; ComfyUI effect inferred."),
+       f"{SG_MARKER}; ComfyUI effect inferred.", action="header-entry-to-marker"),
     _r("QC210", "marker-conflict", E, "two marker sources disagree on a field",
        "For one layer, the header entry, the marker tensor and other shards agree on every "
        "field they both set.",
@@ -108,7 +111,8 @@ RULES = [
        "rewrites header entries as tensor markers).",
        effects("fails", "degraded"), Safety.SAFE,
        f"{SG_MARKER} (cases conflicting_markers_two_shards, msg_merge_nan_conflict); "
-       "ComfyUI overwrite read in comfy/utils.py @09708eae convert_old_quants."),
+       "ComfyUI overwrite read in comfy/utils.py @09708eae convert_old_quants.",
+       action="resolve-conflict"),
     _r("QC211", "marker-loose-equality", W, "two marker sources agree only loosely (true vs 1)",
        "Fields set in several sources have the same JSON type as well as value.",
        "sglang's merge treats true == 1 and 16 == 16.0 as equal and keeps the later one; its "
@@ -116,7 +120,8 @@ RULES = [
        'header: {"convrot": true}, tensor: {"convrot": 1}',
        "Write the same JSON value in every source.",
        effects("none", "none"), Safety.SAFE,
-       f"{SG_MARKER}, its _merge_comfy_quant_marker (case msg_merge_true_then_1)."),
+       f"{SG_MARKER}, its _merge_comfy_quant_marker (case msg_merge_true_then_1).",
+       action="rewrite-marker"),
     _r("QC212", "marker-format-missing", E, "marker has no format",
        "Every marker names its format: {\"format\": \"<one of the eight formats>\"}.",
        "ComfyUI raises on the missing key; sglang's resolver reports \"Unsupported Comfy "

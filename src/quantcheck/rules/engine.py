@@ -16,21 +16,22 @@ from quantcheck.diagnostics import Diagnostic
 from quantcheck.layers import Layer
 from quantcheck.rules.layer_rules import check_layer
 from quantcheck.rules.marker_rules import check_marker_fields, check_orphans
-from quantcheck.rules.runtime_rules import (
-    check_file_runtime,
-    check_layer_runtime,
-    is_embedding_name,
-    sglang_config_class,
-)
+from quantcheck.rules.runtime_rules import is_embedding_name
+from quantcheck.runtimes import load, runtimes
+
+TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def layer_findings(layer: Layer, legacy: bool, mxfp8_meta: bool,
-                   config_class: str | None) -> Iterator[Diagnostic]:
-    """Every per-layer rule for one layer."""
+                   runtime_checks: list[Any]) -> Iterator[Diagnostic]:
+    """Every per-layer rule for one layer: the format rules, then each runtime's own."""
     if layer.marker is not None:
         yield from check_marker_fields(layer.marker)
     yield from check_layer(layer, legacy, mxfp8_meta)
-    yield from check_layer_runtime(layer, config_class)
+    for checks in runtime_checks:
+        yield from checks.layer_findings(layer)
 
 
 _DTYPE_SHAPE_FILE = itemgetter(1, 2, 5)
@@ -58,8 +59,9 @@ def run_all_rules(ck: Checkpoint) -> list[Diagnostic]:
     out.extend(check_orphans(ck))
     legacy = "scaled_fp8" in ck.tensors or any(la.has("scaled_fp8") for la in ck.layers.values())
     mxfp8_meta = {v.lower() for v in ck.quant_formats.values()} == {"mxfp8"}
-    config_class, formats, refusal = sglang_config_class(ck)
-    out.extend(check_file_runtime(ck, formats, refusal))
+    runtime_checks = [load(rt.checks)(ck) for rt in runtimes() if rt.checks]
+    for checks in runtime_checks:
+        out.extend(checks.file_findings())
     cache: dict[tuple[object, ...], tuple[str, list[Diagnostic]]] = {}
     for layer in ck.layers.values():
         if layer.weight is None:
@@ -69,7 +71,7 @@ def run_all_rules(ck: Checkpoint) -> list[Diagnostic]:
         if hit is not None and not any(hit[0] in d.message for d in hit[1]):
             out.extend(_renamed(d, hit[0], layer.prefix) for d in hit[1])
             continue
-        found = list(layer_findings(layer, legacy, mxfp8_meta, config_class))
+        found = list(layer_findings(layer, legacy, mxfp8_meta, runtime_checks))
         cache[sig] = (layer.prefix, found)
         out.extend(found)
     return out

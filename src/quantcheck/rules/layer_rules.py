@@ -15,6 +15,8 @@ from quantcheck.dtypes import HIGH_PRECISION
 from quantcheck.formats.dims import derive_dims
 from quantcheck.formats.table import FORMATS, Companion, Dims, FormatSpec
 from quantcheck.layers import Layer
+from quantcheck.rules import codes as R
+from quantcheck.runtimes import effects as _eff
 
 FAILS, DEGRADED, NONE = Effect.FAILS, Effect.DEGRADED, Effect.NONE
 UNMARKED_QUANTIZED = {"F8_E4M3", "F8_E5M2", "I8", "U8"}
@@ -22,10 +24,6 @@ UNMARKED_QUANTIZED = {"F8_E4M3", "F8_E5M2", "I8", "U8"}
 SGLANG_NOTED = {"F8_E4M3", "I8", "U8"}
 #: Lossless casts a safe fix may do on scale tensors.
 WIDENS_TO_F32 = {"F16", "BF16"}
-
-
-def _eff(sglang: Effect, comfyui: Effect) -> dict[str, Effect]:
-    return {"sglang": sglang, "comfyui": comfyui}
 
 
 def _sglang_checks(spec: FormatSpec) -> bool:
@@ -61,23 +59,24 @@ def _unmarked(layer: Layer, mxfp8_meta: bool) -> Iterator[Diagnostic]:
     else:
         eff = _eff(FAILS if noted else NONE, DEGRADED)
         hint = "quantized storage without a marker (ComfyUI loads the raw codes as weights)"
+    fix, why = _marker_fix(layer)
     yield Diagnostic(
-        "QC314", f"weight is {w.dtype} {list(w.shape)} but the layer has no comfy_quant marker: "
-                 f"{hint}", file=w.file, tensor=w.name, layer=layer.prefix, effects=eff,
-        fix=_marker_fix(layer))
+        R.QC314, f"weight is {w.dtype} {list(w.shape)} but the layer has no comfy_quant marker: "
+                 f"{hint}{why}", file=w.file, tensor=w.name, layer=layer.prefix, effects=eff,
+        fix=fix)
 
 
-def _marker_fix(layer: Layer) -> Fix:
-    """A safe add-marker fix where the tensors name one format; display-only otherwise."""
+def _marker_fix(layer: Layer) -> tuple[Fix | None, str]:
+    """A safe add-marker fix where the tensors name one format; else no fix, and why not."""
     from quantcheck.marker_infer import infer_marker
 
     fields, why = infer_marker(layer)
     if "comfy_quant" in layer.tensors:
         fields, why = None, "its marker tensor could not be read (see the marker finding)"
     if fields is None:
-        return Fix(f"add a marker by hand: {why}", Safety.DISPLAY)
+        return None, f"; no marker can be added automatically: {why}"
     return Fix(f"add the marker {json.dumps(fields)} (the tensors imply it)", Safety.SAFE,
-               "add-marker", (("format", fields["format"]),))
+               "add-marker", (("format", fields["format"]),)), ""
 
 
 def _check_marked(layer: Layer, spec: FormatSpec) -> Iterator[Diagnostic]:
@@ -87,7 +86,7 @@ def _check_marked(layer: Layer, spec: FormatSpec) -> Iterator[Diagnostic]:
     sg = _sglang_checks(spec)
     if w.dtype in HIGH_PRECISION:
         yield Diagnostic(
-            "QC304", f"marker says {spec.name} but the weight is {w.dtype} {list(w.shape)}: the "
+            R.QC304, f"marker says {spec.name} but the weight is {w.dtype} {list(w.shape)}: the "
                      "layer was left unquantized", file=marker_file, tensor=w.name,
             layer=layer.prefix, effects=_eff(FAILS if spec.sglang == "validated" and
                                              spec.name != "float8_e4m3fn" else DEGRADED if sg
@@ -98,7 +97,7 @@ def _check_marked(layer: Layer, spec: FormatSpec) -> Iterator[Diagnostic]:
     if w.dtype not in spec.weight_dtypes:
         want = "/".join(sorted(spec.weight_dtypes))
         yield Diagnostic(
-            "QC303", f"weight is {w.dtype}; {spec.name} stores {want}", file=w.file,
+            R.QC303, f"weight is {w.dtype}; {spec.name} stores {want}", file=w.file,
             tensor=w.name, layer=layer.prefix, pointer=json_pointer(w.name, "dtype"),
             effects=_eff(FAILS if spec.sglang == "validated" else NONE, DEGRADED),
             fix=Fix("the marker names the wrong format, or the weight was re-cast; correct "
@@ -106,7 +105,7 @@ def _check_marked(layer: Layer, spec: FormatSpec) -> Iterator[Diagnostic]:
         return
     if len(w.shape) != 2:
         yield Diagnostic(
-            "QC306", f"weight has shape {list(w.shape)}; {spec.name} layers are 2-D [N, K]",
+            R.QC306, f"weight has shape {list(w.shape)}; {spec.name} layers are 2-D [N, K]",
             file=w.file, tensor=w.name, layer=layer.prefix, pointer=json_pointer(w.name, "shape"),
             effects=_eff(FAILS if sg else NONE, NONE if layer.marker and
                          layer.marker.get("num_experts") is not None else DEGRADED))
@@ -125,7 +124,7 @@ def _companions(layer: Layer, spec: FormatSpec, dims: Dims, sg: bool) -> Iterato
             need_c, need_s = c.required_comfyui, c.required_sglang and sg
             if need_c or need_s:
                 yield Diagnostic(
-                    "QC301", f"{spec.name} needs {layer.prefix}.{c.suffix}; it is missing",
+                    R.QC301, f"{spec.name} needs {layer.prefix}.{c.suffix}; it is missing",
                     file=layer.weight.file if layer.weight else None, layer=layer.prefix,
                     tensor=f"{layer.prefix}.{c.suffix}",
                     effects=_eff(FAILS if need_s else NONE, FAILS if need_c else NONE))
@@ -134,7 +133,7 @@ def _companions(layer: Layer, spec: FormatSpec, dims: Dims, sg: bool) -> Iterato
         yield from _companion_shape(layer, spec, c, dims, sg)
         if not c.comfyui_loads:
             yield Diagnostic(
-                "QC313", f"{c.suffix} is present; ComfyUI never loads it, so the layer "
+                R.QC313, f"{c.suffix} is present; ComfyUI never loads it, so the layer "
                          "computes without it", file=t.file, tensor=t.name, layer=layer.prefix,
                 effects=_eff(NONE, DEGRADED),
                 fix=Fix("requantize without it (symmetric mode) for ComfyUI", Safety.UNSAFE,
@@ -153,7 +152,7 @@ def _companion_dtype(layer: Layer, spec: FormatSpec, c: Companion, dtype: str, s
     who = " and ".join(x for x, bad in (("sglang", not ok_s), ("ComfyUI", not ok_c)) if bad)
     fix = _dtype_fix(dtype, wanted)
     yield Diagnostic(
-        "QC305", f"{c.suffix} is {dtype}; {who} need{'s' if ' and ' not in who else ''} {want}",
+        R.QC305, f"{c.suffix} is {dtype}; {who} need{'s' if ' and ' not in who else ''} {want}",
         file=file, tensor=name, layer=layer.prefix, pointer=json_pointer(name, "dtype"),
         effects=_eff(NONE if ok_s else FAILS, NONE if ok_c else FAILS), fix=fix,
         data={"suffix": c.suffix, "dtype": dtype, "wanted": sorted(wanted)})
@@ -188,7 +187,7 @@ def _companion_shape(layer: Layer, spec: FormatSpec, c: Companion, dims: Dims,
         return
     if spec.pad and c.sglang_shapes is not None and comfy_ok:
         yield Diagnostic(
-            "QC308", f"{c.suffix} is stored in ComfyUI's padded, swizzled layout "
+            R.QC308, f"{c.suffix} is stored in ComfyUI's padded, swizzled layout "
                      f"{list(shape)} for a weight of {list(dims.weight_shape)}; sglang loads "
                      f"{spec.name} only unpadded {_sg_need(spec)} and expects "
                      f"{list(sg_shapes[0])}",
@@ -204,7 +203,7 @@ def _companion_shape(layer: Layer, spec: FormatSpec, c: Companion, dims: Dims,
         fix = Fix(f"reshape [{dims.N}] -> [{dims.N}, 1] (same bytes)", Safety.SAFE, "reshape",
                   (("shape", (dims.N, 1)),))
     yield Diagnostic(
-        "QC307", f"{c.suffix} has shape {list(shape)}; for a weight of {list(dims.weight_shape)} "
+        R.QC307, f"{c.suffix} has shape {list(shape)}; for a weight of {list(dims.weight_shape)} "
                  f"{spec.name} needs {want}",
         file=t.file, tensor=t.name, layer=layer.prefix, pointer=json_pointer(t.name, "shape"),
         effects=_eff(NONE if sg_ok else FAILS, NONE if comfy_ok else FAILS), fix=fix)
@@ -230,7 +229,7 @@ def _extras(layer: Layer, spec: FormatSpec) -> Iterator[Diagnostic]:
     for suffix, t in layer.tensors.items():
         if suffix not in known:
             yield Diagnostic(
-                "QC302", f"{suffix} is not part of {spec.name}; runtimes ignore it",
+                R.QC302, f"{suffix} is not part of {spec.name}; runtimes ignore it",
                 file=t.file, tensor=t.name, layer=layer.prefix,
                 fix=Fix(f"remove {t.name}", Safety.SAFE, "drop-tensor"))
 
@@ -241,7 +240,7 @@ def _sizes(layer: Layer, spec: FormatSpec, dims: Dims, sg: bool) -> Iterator[Dia
     file = layer.marker.sources[-1].file if layer.marker else w.file
     if spec.name == "asym_w4a8_int8" and dims.bits == 6:
         yield Diagnostic(
-            "QC312", f"6-bit W4A8 layer (weight {list(w.shape)} holds {dims.K} columns of 6-bit "
+            R.QC312, f"6-bit W4A8 layer (weight {list(w.shape)} holds {dims.K} columns of 6-bit "
                      "codes); sglang always reads W4A8 as 4-bit and cannot load it",
             file=w.file, tensor=w.name, layer=layer.prefix, effects=_eff(FAILS, NONE),
             fix=Fix("dequantize this layer, or requantize it as 4-bit, for sglang",
@@ -249,7 +248,7 @@ def _sizes(layer: Layer, spec: FormatSpec, dims: Dims, sg: bool) -> Iterator[Dia
     for name, ok, text in spec.constraints:
         if not ok(dims):
             yield Diagnostic(
-                "QC311", f"{spec.name} needs {text}; this layer has K={dims.K}, "
+                R.QC311, f"{spec.name} needs {text}; this layer has K={dims.K}, "
                          f"group_size={dims.g or '-'}, convrot_groupsize={dims.cg or '-'}",
                 file=file, tensor=f"{layer.prefix}.comfy_quant", layer=layer.prefix,
                 effects=_eff(FAILS if sg else NONE, FAILS), data={"constraint": name})

@@ -9,6 +9,8 @@ from quantcheck.checkpoint import Checkpoint
 from quantcheck.diagnostics import Diagnostic, Effect, Fix, Safety
 from quantcheck.formats.table import FORMATS, FormatSpec, marker_int
 from quantcheck.markers import Marker
+from quantcheck.rules import codes as R
+from quantcheck.runtimes import effects as _eff
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
@@ -22,10 +24,6 @@ MODEL_PREFIXES = ("model.diffusion_model.", "diffusion_model.")
 #: Values sglang derives itself; a producer writing them can contradict the derived ones.
 DERIVED = frozenset({"_activation_scheme", "_is_rowwise", "_is_tensorwise_scalar",
                      "_has_codebook", "_has_correction", "_has_pre_quant_scale"})
-
-
-def _eff(sglang: Effect, comfyui: Effect) -> dict[str, Effect]:
-    return {"sglang": sglang, "comfyui": comfyui}
 
 
 def _file(m: Marker) -> str:
@@ -62,7 +60,7 @@ def _orphan(ck: Checkpoint, m: Marker) -> Iterator[Diagnostic]:
     match = _renamed_prefix(ck, m.prefix)
     if header_only and match:
         yield Diagnostic(
-            "QC222", f"_quantization_metadata names layer {m.prefix!r}, but the tensors are "
+            R.QC222, f"_quantization_metadata names layer {m.prefix!r}, but the tensors are "
                      f"under {match!r}; runtimes match names exactly, so that layer is treated "
                      "as unmarked", file=_file(m), layer=m.prefix,
             pointer="/__metadata__/_quantization_metadata",
@@ -75,7 +73,7 @@ def _orphan(ck: Checkpoint, m: Marker) -> Iterator[Diagnostic]:
     validated = isinstance(fmt, str) and FORMATS.get(fmt) is not None and \
         FORMATS[fmt].sglang == "validated"
     yield Diagnostic(
-        "QC223", f"marker for {m.prefix!r} has no {m.prefix}.weight in the checkpoint",
+        R.QC223, f"marker for {m.prefix!r} has no {m.prefix}.weight in the checkpoint",
         file=_file(m), tensor=_tensor(m), layer=m.prefix,
         effects=_eff(FAILS if validated else NONE, NONE),
         fix=Fix("remove the stale marker", Safety.SAFE, "drop-marker"))
@@ -96,7 +94,7 @@ def _format_name(m: Marker) -> Iterator[Diagnostic]:
     fmt = m.format
     if "format" not in m.fields and m.get("format") is None:
         yield Diagnostic(
-            "QC212", f"marker has no \"format\" key: {json.dumps(m.fields)[:120]}",
+            R.QC212, f"marker has no \"format\" key: {json.dumps(m.fields)[:120]}",
             file=_file(m), tensor=_tensor(m), layer=m.prefix, effects=_eff(FAILS, FAILS))
         return
     if not isinstance(fmt, str) or fmt not in FORMATS:
@@ -105,14 +103,14 @@ def _format_name(m: Marker) -> Iterator[Diagnostic]:
         fix = Fix(f"set \"format\": {json.dumps(near)}", Safety.SAFE, "set-format",
                   (("format", near),)) if near else None
         yield Diagnostic(
-            "QC213", f"format {json.dumps(fmt)} is not a known format{hint}",
+            R.QC213, f"format {json.dumps(fmt)} is not a known format{hint}",
             file=_file(m), tensor=_tensor(m), layer=m.prefix, effects=_eff(FAILS, FAILS),
             fix=fix)
         return
     spec = FORMATS[fmt]
     if spec.third_party:
         yield Diagnostic(
-            "QC214", f"format {fmt!r} is a third-party format ({spec.title}): {spec.note}; "
+            R.QC214, f"format {fmt!r} is a third-party format ({spec.title}): {spec.note}; "
                      "neither ComfyUI nor sglang loads it",
             file=_file(m), tensor=_tensor(m), layer=m.prefix, effects=_eff(FAILS, FAILS),
             fix=Fix("dequantize or requantize the layer to a supported format",
@@ -138,7 +136,7 @@ def _underscore_keys(m: Marker) -> Iterator[Diagnostic]:
     derived = [k for k in keys if k in DERIVED]
     eff = _eff(DEGRADED if derived else NONE, NONE)
     yield Diagnostic(
-        "QC215", f"marker carries producer-written underscore keys {keys}; "
+        R.QC215, f"marker carries producer-written underscore keys {keys}; "
                  + ("sglang derives these itself and a stale value can contradict the file"
                     if derived else "runtimes reserve _ keys for derived values"),
         file=_file(m), tensor=_tensor(m), layer=m.prefix, effects=eff,
@@ -150,7 +148,7 @@ def _keys(m: Marker, spec: FormatSpec) -> Iterator[Diagnostic]:
     for k in m.fields:
         if k not in known and k not in TOLERATED and not k.startswith("_"):
             yield Diagnostic(
-                "QC216", f"key {k!r} is not read by {spec.name} layers; it is ignored",
+                R.QC216, f"key {k!r} is not read by {spec.name} layers; it is ignored",
                 file=_file(m), tensor=_tensor(m), layer=m.prefix)
     for key in spec.keys:
         raw = m.get(key.name)
@@ -162,12 +160,12 @@ def _keys(m: Marker, spec: FormatSpec) -> Iterator[Diagnostic]:
             yield from _size_key(m, spec, key.name, raw, present, key.default, key.allowed)
         elif key.allowed is not None and present and raw not in key.allowed:
             yield Diagnostic(
-                "QC221", f"{key.name} is {json.dumps(raw)}; {spec.name} accepts "
+                R.QC221, f"{key.name} is {json.dumps(raw)}; {spec.name} accepts "
                          f"{', '.join(json.dumps(a) for a in key.allowed)}",
                 file=_file(m), tensor=_tensor(m), layer=m.prefix, effects=_eff(FAILS, FAILS))
         elif present and not isinstance(raw, key.types):
             yield Diagnostic(
-                "QC221", f"{key.name} is {json.dumps(raw)}; it must be a JSON "
+                R.QC221, f"{key.name} is {json.dumps(raw)}; it must be a JSON "
                          f"{'boolean' if key.types == (bool,) else key.types[0].__name__}",
                 file=_file(m), tensor=_tensor(m), layer=m.prefix, effects=_eff(NONE, FAILS))
 
@@ -175,7 +173,7 @@ def _keys(m: Marker, spec: FormatSpec) -> Iterator[Diagnostic]:
 def _convrot(m: Marker, spec: FormatSpec, raw: Any, present: bool) -> Iterator[Diagnostic]:
     if spec.name == "asym_w4a8_int8" and not present:
         yield Diagnostic(
-            "QC225", "asym_w4a8_int8 marker has no \"convrot\": true; ComfyUI always "
+            R.QC225, "asym_w4a8_int8 marker has no \"convrot\": true; ComfyUI always "
                      "rotates W4A8 (its saver never writes the key) but sglang refuses the "
                      "layer without it", file=_file(m), tensor=_tensor(m), layer=m.prefix,
             effects=_eff(FAILS, NONE),
@@ -185,7 +183,7 @@ def _convrot(m: Marker, spec: FormatSpec, raw: Any, present: bool) -> Iterator[D
     if present and raw is not True and raw is not False and raw is not None:
         truthy = bool(raw)
         yield Diagnostic(
-            "QC218", f"convrot is {json.dumps(raw)}, not a JSON boolean; sglang requires "
+            R.QC218, f"convrot is {json.dumps(raw)}, not a JSON boolean; sglang requires "
                      "exactly true for rotated layers" if truthy else
                      f"convrot is {json.dumps(raw)}, not a JSON boolean",
             file=_file(m), tensor=_tensor(m), layer=m.prefix,
@@ -194,7 +192,7 @@ def _convrot(m: Marker, spec: FormatSpec, raw: Any, present: bool) -> Iterator[D
                     (("key", "convrot"), ("value", truthy))))
     elif spec.name == "asym_w4a8_int8" and raw is False:
         yield Diagnostic(
-            "QC225", "asym_w4a8_int8 marker sets \"convrot\": false; ComfyUI rotates W4A8 "
+            R.QC225, "asym_w4a8_int8 marker sets \"convrot\": false; ComfyUI rotates W4A8 "
                      "anyway and sglang refuses the layer", file=_file(m), tensor=_tensor(m),
             layer=m.prefix, effects=_eff(FAILS, NONE),
             fix=Fix("write \"convrot\": true", Safety.SAFE, "set-key",
@@ -207,7 +205,7 @@ def _size_key(m: Marker, spec: FormatSpec, name: str, raw: Any, present: bool, d
     if name == "convrot_groupsize" and not rotated:
         return
     value = marker_int(raw, default, present)
-    code = "QC219" if name == "convrot_groupsize" else "QC220"
+    code = R.QC219 if name == "convrot_groupsize" else R.QC220
     if value is None:
         yield Diagnostic(
             code, f"{name} is {json.dumps(raw)}; it must be a JSON integer", file=_file(m),
@@ -216,11 +214,11 @@ def _size_key(m: Marker, spec: FormatSpec, name: str, raw: Any, present: bool, d
     if name == "convrot_groupsize":
         if spec.name == "int8_tensorwise" and not present:
             yield Diagnostic(
-                "QC219", "rotated int8_tensorwise marker has no convrot_groupsize; ComfyUI "
-                         "assumes 256 but sglang requires the key",
+                R.QC219, "rotated int8_tensorwise marker has no convrot_groupsize; ComfyUI "
+                         f"assumes {default} but sglang requires the key",
                 file=_file(m), tensor=_tensor(m), layer=m.prefix, effects=_eff(FAILS, NONE),
-                fix=Fix("add \"convrot_groupsize\": 256 (ComfyUI's default)", Safety.SAFE,
-                        "set-key", (("key", "convrot_groupsize"), ("value", 256))))
+                fix=Fix(f"add \"convrot_groupsize\": {default} (ComfyUI's default)", Safety.SAFE,
+                        "set-key", (("key", "convrot_groupsize"), ("value", default))))
             return
         power_of_4 = value >= 4 and (value & (value - 1)) == 0 and (value.bit_length() - 1) % 2 == 0
         if allowed and value not in allowed:
@@ -228,12 +226,13 @@ def _size_key(m: Marker, spec: FormatSpec, name: str, raw: Any, present: bool, d
             # rotation) need a power of 4: the layer fails when it is built.
             sg = FAILS if spec.name != "asym_w4a8_int8" or not power_of_4 else NONE
             yield Diagnostic(
-                "QC219", f"convrot_groupsize is {value}; rotation groups are 16, 64 or 256",
+                R.QC219, f"convrot_groupsize is {value}; rotation groups are "
+                         f"{', '.join(map(str, allowed[:-1]))} or {allowed[-1]}",
                 file=_file(m), tensor=_tensor(m), layer=m.prefix,
                 effects=_eff(sg, NONE if power_of_4 else FAILS))
         elif isinstance(raw, float | str) and spec.name == "int8_tensorwise":
             yield Diagnostic(
-                "QC219", f"convrot_groupsize is {json.dumps(raw)}, not a JSON integer; sglang "
+                R.QC219, f"convrot_groupsize is {json.dumps(raw)}, not a JSON integer; sglang "
                          "compares it by value and type", file=_file(m), tensor=_tensor(m),
                 layer=m.prefix, effects=_eff(FAILS if isinstance(raw, str) else NONE, NONE),
                 fix=Fix(f"write \"convrot_groupsize\": {value}", Safety.SAFE, "set-key",
@@ -241,10 +240,10 @@ def _size_key(m: Marker, spec: FormatSpec, name: str, raw: Any, present: bool, d
         return
     if spec.name == "asym_w4a8_int8" and not (value >= 4 and (16 % value == 0 or value % 16 == 0)):
         yield Diagnostic(
-            "QC220", f"group_size is {value}; W4A8 needs group_size >= 4 that divides 16 or is "
+            R.QC220, f"group_size is {value}; W4A8 needs group_size >= 4 that divides 16 or is "
                      "a multiple of 16", file=_file(m), tensor=_tensor(m), layer=m.prefix,
             effects=_eff(FAILS, FAILS))
     elif value <= 0:
         yield Diagnostic(
-            "QC220", f"group_size is {value}; it must be positive", file=_file(m),
+            R.QC220, f"group_size is {value}; it must be positive", file=_file(m),
             tensor=_tensor(m), layer=m.prefix, effects=_eff(FAILS, FAILS))

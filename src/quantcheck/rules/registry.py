@@ -10,7 +10,13 @@ from quantcheck.diagnostics import Effect, Safety, Severity
 
 @record
 class Rule:
-    """A diagnostic code with its meaning, per-target effect and documentation."""
+    """A diagnostic code with its meaning, per-target effect and documentation.
+
+    What `quantcheck fix` does for the rule is said here only: `fix` is the safety of the fix
+    its diagnostics carry; `action` the fix action run for diagnostics that carry none of their
+    own (markers that could not be read); `repair` is "rewrite" when any rewrite of the file
+    repairs it, "refuse" when the input cannot be rewritten faithfully.
+    """
 
     code: str
     name: str
@@ -24,6 +30,8 @@ class Rule:
     remedy: str
     evidence: str
     retired: bool = False
+    action: str | None = None
+    repair: str = ""
 
     @property
     def family(self) -> str:
@@ -61,9 +69,14 @@ FAMILIES = {
 }
 
 
-def effects(sglang: str = "none", comfyui: str = "none") -> dict[str, Effect]:
-    """Per-target effects, written compactly in the catalogs."""
-    return {"sglang": Effect(sglang), "comfyui": Effect(comfyui)}
+def effects(*by_position: str, **by_name: str) -> dict[str, Effect]:
+    """Declared per-runtime effects, written compactly in the catalogs (built-in runtimes in
+    order, then any runtime by name); every built-in runtime is named, "none" by default."""
+    from quantcheck.runtimes import BUILTIN
+    from quantcheck.runtimes import effects as runtime_effects
+
+    return runtime_effects(*by_position, *("none",) * (len(BUILTIN) - len(by_position)),
+                           **by_name)
 
 
 @cache

@@ -12,8 +12,10 @@ from quantcheck.compat._sglang_configs import (
     resolve_comfy_checkpoint_quantization,
 )
 from quantcheck.diagnostics import Diagnostic, Effect, Fix, Safety
-from quantcheck.formats.table import FORMATS
+from quantcheck.formats.table import FORMATS, ROTATION_GROUPS
 from quantcheck.layers import Layer
+from quantcheck.rules import codes as R
+from quantcheck.runtimes import effects as _eff
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
@@ -22,10 +24,6 @@ if TYPE_CHECKING:
 FAILS, DEGRADED, NONE = Effect.FAILS, Effect.DEGRADED, Effect.NONE
 EMBEDDING_WORDS = ("embed", "wte", "tok_emb", "token_emb")
 _EMBEDDING = re.compile("|".join(EMBEDDING_WORDS))
-
-
-def _eff(sglang: Effect, comfyui: Effect) -> dict[str, Effect]:
-    return {"sglang": sglang, "comfyui": comfyui}
 
 
 def _marked_layers(ck: Checkpoint) -> list[Layer]:
@@ -62,7 +60,7 @@ def check_file_runtime(ck: Checkpoint, formats: list[str], refusal: str | None
     known = all(f in FORMATS for f in formats)
     if known and len(formats) > 1:
         yield Diagnostic(
-            "QC602", f"sglang cannot load this mix of formats ({', '.join(formats)}): "
+            R.QC602, f"sglang cannot load this mix of formats ({', '.join(formats)}): "
                      f"\"{refusal}\"", file=_first_file(ck), effects=_eff(FAILS, NONE),
             data={"formats": formats})
 
@@ -76,18 +74,19 @@ def check_layer_runtime(layer: Layer, config_class: str | None) -> Iterator[Diag
     spec = FORMATS.get(fmt) if isinstance(fmt, str) else None
     if spec is not None and spec.sglang == "unsupported" and not spec.third_party:
         yield Diagnostic(
-            "QC601", f"sglang 0.5.23 has no {spec.name} support: its resolver refuses the "
+            R.QC601, f"sglang 0.5.23 has no {spec.name} support: its resolver refuses the "
                      "checkpoint", file=file, layer=layer.prefix, effects=_eff(FAILS, NONE),
             fix=Fix("requantize the layer to a format sglang loads (or dequantize it)",
                     Safety.UNSAFE, "requantize"))
     if (fmt == "int8_tensorwise" and not layer.marker.get("convrot")
             and layer.weight.dtype == "I8" and not is_embedding_name(layer)):
         yield Diagnostic(
-            "QC316", "int8_tensorwise marker without convrot on a linear layer: sglang "
+            R.QC316, "int8_tensorwise marker without convrot on a linear layer: sglang "
                      "treats it as an embedding marker and builds this linear unquantized",
             file=file, layer=layer.prefix, effects=_eff(DEGRADED, NONE),
-            fix=Fix("requantize with ConvRot (convrot: true, convrot_groupsize 16/64/256) "
-                    "for sglang", Safety.UNSAFE, "requantize"))
+            fix=Fix("requantize with ConvRot (convrot: true, convrot_groupsize "
+                    f"{'/'.join(map(str, ROTATION_GROUPS))}) for sglang", Safety.UNSAFE,
+                    "requantize"))
     if config_class is None:
         return
     try:
@@ -99,10 +98,49 @@ def check_layer_runtime(layer: Layer, config_class: str | None) -> Iterator[Diag
         if ("must set convrot=true" in msg or "convrot_groupsize" in msg
                 or "linear_dtype" in msg):
             return  # QC218/QC219/QC221/QC225 report these
-        code = "QC318" if msg.startswith("Rotated NVFP4") else "QC603"
+        code = R.QC318 if msg.startswith("Rotated NVFP4") else R.QC603
         yield Diagnostic(
             code, f"sglang's {config_class} refuses this layer: \"{msg}\"", file=file,
             layer=layer.prefix, effects=_eff(FAILS, NONE), data={"config_class": config_class})
+
+
+class SglangChecks:
+    """sglang's own rules for one checkpoint (the `checks` hook of its runtime record)."""
+
+    def __init__(self, ck: Checkpoint) -> None:
+        self.ck = ck
+        self.config_class, self.formats, self.refusal = sglang_config_class(ck)
+
+    def file_findings(self) -> Iterator[Diagnostic]:
+        return check_file_runtime(self.ck, self.formats, self.refusal)
+
+    def layer_findings(self, layer: Layer) -> Iterator[Diagnostic]:
+        return check_layer_runtime(layer, self.config_class)
+
+
+#: Formats sglang 0.5.23 cannot load at all.
+SGLANG_NEVER = {"float8_e5m2": "sglang has no float8_e5m2 support",
+                "awq_w4a16": "sglang has no awq_w4a16 support"}
+
+
+def sglang_quantize_refusal(fmt: str, options: dict[str, Any], n: int, k: int) -> str | None:
+    """Why sglang cannot load `fmt` with `options` (n = k = 0), or an [n, k] layer of it."""
+    if not n:
+        if fmt in SGLANG_NEVER:
+            return SGLANG_NEVER[fmt]
+        o = {x.name: options.get(x.name, x.default) for x in FORMATS[fmt].options}
+        if fmt == "asym_w4a8_int8" and int(o["bits"]) == 6:
+            return "sglang reads W4A8 only as 4-bit"
+        if fmt == "int8_tensorwise" and not o["convrot"]:
+            return "sglang builds INT8 linears without ConvRot unquantized (use --convrot)"
+        return None
+    if fmt == "nvfp4" and (n % 128 or k % 64):
+        return (f"sglang loads NVFP4 only unpadded (N % 128 == 0 and K % 64 == 0); "
+                f"this layer is [{n}, {k}]")
+    if fmt == "mxfp8" and (n % 128 or k % 128):
+        return (f"sglang loads MXFP8 only unpadded (N % 128 == 0 and K % 128 == 0); "
+                f"this layer is [{n}, {k}]")
+    return None
 
 
 def is_embedding_name(layer: Layer) -> bool:
@@ -120,7 +158,7 @@ def _legacy_scaled_fp8(ck: Checkpoint) -> Iterator[Diagnostic]:
         return
     n = sum(1 for la in ck.layers.values() if la.has("scale_weight"))
     yield Diagnostic(
-        "QC315", f"legacy ComfyUI 'scaled_fp8' checkpoint ({n} layers with scale_weight, no "
+        R.QC315, f"legacy ComfyUI 'scaled_fp8' checkpoint ({n} layers with scale_weight, no "
                  "comfy_quant markers): ComfyUI converts it on load, sglang refuses it",
         file=ck.tensors[keys[0]].file, tensor=keys[0], effects=_eff(FAILS, NONE),
         fix=Fix("convert to per-layer markers (scale_weight -> weight_scale, "
@@ -133,7 +171,7 @@ def _quant_format(ck: Checkpoint) -> Iterator[Diagnostic]:
     if values != {"mxfp8"}:
         if "mxfp8" in values:
             yield Diagnostic(
-                "QC604", f"shards disagree on __metadata__.quant_format ({sorted(values)}); "
+                R.QC604, f"shards disagree on __metadata__.quant_format ({sorted(values)}); "
                          "sglang then ignores it and needs explicit markers",
                 file=_first_file(ck), effects=_eff(DEGRADED, NONE))
         return
@@ -148,7 +186,7 @@ def _quant_format(ck: Checkpoint) -> Iterator[Diagnostic]:
                   and scale.shape == (w.shape[0], w.shape[1] // 32))
         if fmt != "mxfp8" or not shaped:
             yield Diagnostic(
-                "QC604", f"__metadata__.quant_format is mxfp8, so sglang requires every "
+                R.QC604, f"__metadata__.quant_format is mxfp8, so sglang requires every "
                          f"F8/I8/U8 weight to be MXFP8 [N, K] with a U8 [N, K/32] scale; this "
                          f"{fmt} layer is not", file=w.file, tensor=w.name, layer=la.prefix,
                 effects=_eff(FAILS, NONE))

@@ -1,0 +1,75 @@
+"""The format table as Markdown: one section per format (part of docs/rules.md)."""
+
+from __future__ import annotations
+
+import json
+
+from quantcheck.formats.table import FORMATS, FormatSpec
+
+TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
+
+PACKING = {"none": "one code per element", "e2m1_hi": "two E2M1 codes per byte, high first",
+           "int4_lo": "two 4-bit codes per byte, low first (6-bit: four codes in three bytes)"}
+
+
+def _v(value: Any) -> str:
+    return f"`{json.dumps(value)}`"
+
+
+def _dtypes(d: frozenset[str] | None) -> str:
+    return "any" if d is None else "/".join(sorted(d))
+
+
+def format_section(spec: FormatSpec) -> list[str]:
+    """The Markdown section of one format."""
+    support = "third-party (loaded by neither runtime)" if spec.third_party else (
+        f"ComfyUI: {'yes' if spec.comfyui else 'no'}; sglang: {spec.sglang}")
+    out = [f"### {spec.name}", "", f"**{spec.title}**", "",
+           f"- **Weight:** {_dtypes(spec.weight_dtypes)}, {PACKING[spec.packing]}"
+           + (f"; zero-padded to multiples of {spec.pad}" if spec.pad else ""),
+           f"- **Runtimes:** {support}",
+           f"- **Codec:** {f'`{spec.codec}`' if spec.codec else 'none (recognised only)'}"
+           + ("; `quantize` writes it" if spec.quantizable else ""), ""]
+    if spec.note:
+        out[-1:] = [f"- **Note:** {spec.note}", ""]
+    if spec.companions:
+        out += ["| tensor | ComfyUI dtypes | sglang dtypes | required |", "|---|---|---|---|"]
+        for c in spec.companions:
+            req = ", ".join(t for t, r in (("ComfyUI", c.required_comfyui),
+                                          ("sglang", c.required_sglang)) if r) or "no"
+            ignored = " (ComfyUI never reads it)" if not c.comfyui_loads else ""
+            out.append(f"| `{c.suffix}` | {_dtypes(c.comfyui_dtypes)} | "
+                       f"{_dtypes(c.sglang_dtypes)} | {req}{ignored} |")
+        out.append("")
+    if spec.keys:
+        out += ["| marker key | default | allowed | meaning |", "|---|---|---|---|"]
+        for k in spec.keys:
+            allowed = ", ".join(_v(a) for a in k.allowed) if k.allowed else "any"
+            out.append(f"| `{k.name}` | {_v(k.default)} | {allowed} | {k.doc} |")
+        out.append("")
+    if spec.options:
+        out += ["| quantize option | default | allowed | meaning |", "|---|---|---|---|"]
+        for o in spec.options:
+            allowed = ", ".join(_v(a) for a in o.allowed) if o.allowed else "any"
+            out.append(f"| `{o.name}` | {_v(o.default)} | {allowed} | {o.doc} |")
+        out.append("")
+    for _, _, text in spec.constraints:
+        out.append(f"- **Requires:** {text}")
+    for _, _, text in spec.quantize_constraints:
+        out.append(f"- **`quantize` requires:** {text}")
+    if spec.constraints or spec.quantize_constraints:
+        out.append("")
+    return out
+
+
+def formats_markdown() -> list[str]:
+    """Every format of the table, in table order."""
+    out = ["## Formats", "",
+           "Generated from the format table (`quantcheck.formats.table`): what each "
+           "`comfy_quant` format stores, which marker keys and `quantize` options it takes, and "
+           "which codec implements it.", ""]
+    for spec in FORMATS.values():
+        out += format_section(spec)
+    return out

@@ -1,0 +1,18 @@
+"""The runtimes quantcheck models today: sglang and ComfyUI (one release each)."""
+
+from __future__ import annotations
+
+from quantcheck.runtimes import Release, Runtime, register_runtime
+
+SGLANG = register_runtime(Runtime(
+    "sglang", "sglang", (Release("0.5.23"),),
+    checks="quantcheck.rules.runtime_rules:SglangChecks",
+    quantize_refusal="quantcheck.rules.runtime_rules:sglang_quantize_refusal",
+    doc="sglang's ComfyUI-checkpoint loader: marker inspector, format resolver and the "
+        "config classes' constructors (format support, format mixes, quant_format)."))
+COMFYUI = register_runtime(Runtime(
+    "comfyui", "ComfyUI", (Release("0271a469"),),
+    doc="ComfyUI's quantized-op loader (comfy/ops.py, QUANT_ALGOS) with comfy-kitchen."))
+
+#: The built-in runtimes in the order the catalogs write their effects.
+BUILTIN: tuple[str, ...] = (SGLANG.name, COMFYUI.name)

@@ -1,0 +1,113 @@
+"""Runtimes are data: a third runtime registered by a fixture reaches every surface.
+
+Nothing here edits the rule engine, the CLI or the renderers: the fake runtime is one record
+(its effects table and its own checks), exactly what adding sglang's or ComfyUI's next release
+or a new runtime (Forge Neo, SD.Next, ...) takes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from quantcheck.check import check_paths
+from quantcheck.cli import main
+from quantcheck.diagnostics import Diagnostic, Effect
+from quantcheck.rules import codes as R
+from quantcheck.rules.docs import rules_markdown
+from quantcheck.runtimes import (
+    Release,
+    Runtime,
+    effects,
+    register_runtime,
+    runtime_names,
+    target_choices,
+    unregister_runtime,
+)
+
+from ._build import file, fp8, nvfp4
+
+FAKE = "fakert"
+FORK = "fakefork"
+
+
+class FakeChecks:
+    """The fake runtime's own rule: it has no NVFP4 support."""
+
+    def __init__(self, ck) -> None:
+        self.ck = ck
+
+    def file_findings(self) -> Iterator[Diagnostic]:
+        return iter(())
+
+    def layer_findings(self, layer) -> Iterator[Diagnostic]:
+        if layer.format == "nvfp4":
+            yield Diagnostic(R.QC601, "fakert has no nvfp4 support", layer=layer.prefix,
+                             effects=effects(**{FAKE: "fails"}))
+
+
+@pytest.fixture
+def fake_runtimes() -> Iterator[None]:
+    register_runtime(Runtime(FAKE, "FakeRT",
+                             (Release("1.0"), Release("1.1", {"QC601": Effect.DEGRADED})),
+                             checks=f"{__name__}:FakeChecks", effects={"QC314": Effect.DEGRADED},
+                             doc="a test runtime"))
+    register_runtime(Runtime(FORK, "FakeFork", (Release("2.0"),), based_on="comfyui"))
+    try:
+        yield
+    finally:
+        unregister_runtime(FORK)
+        unregister_runtime(FAKE)
+
+
+def _plain_fp8_cast(tmp: Path) -> list[Path]:
+    return file(lambda: fp8()[:1])(tmp)  # F8 weight, no scale, no marker: QC314
+
+
+def test_registered_runtime_reaches_targets_summary_and_effects(
+        fake_runtimes: None, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    assert FAKE in runtime_names() and FAKE in target_choices()
+    paths = [str(p) for p in _plain_fp8_cast(tmp_path)]
+    report = check_paths(paths)
+    assert report.targets == ("sglang", "comfyui", FAKE, FORK)
+    d = next(d for d in report.diagnostics if d.code == "QC314")
+    eff = d.effective_effects
+    assert eff[FAKE] is Effect.DEGRADED  # the runtime's own effects table
+    assert eff[FORK] is eff["comfyui"]  # a fork follows the runtime it is based on
+    assert FAKE in d.targets
+    assert report.target_status(FAKE)["status"] == "degraded"
+
+    assert main(["check", "--target", FAKE, *paths]) == 1  # QC314 is an error
+    out = capsys.readouterr().out
+    assert f"{FAKE}: degraded" in out and "sglang:" not in out
+    main(["check", "--format", "json", *paths])
+    doc = json.loads(capsys.readouterr().out)
+    assert set(doc["targets"]) == {"sglang", "comfyui", FAKE, FORK}
+    assert "- `fakert`: FakeRT 1.1 — a test runtime" in rules_markdown()
+
+
+def test_runtime_checks_report_for_that_runtime_only(fake_runtimes: None,
+                                                    tmp_path: Path) -> None:
+    paths = [str(p) for p in file(nvfp4)(tmp_path)]
+    report = check_paths(paths)
+    ours = [d for d in report.diagnostics if d.message == "fakert has no nvfp4 support"]
+    assert ours and ours[0].targets == [FAKE]
+    # release 1.1 (the newest, what a bare name means) changed QC601 to degraded
+    assert ours[0].effective_effects[FAKE] is Effect.DEGRADED
+    assert report.target_status(FAKE)["status"] == "degraded"
+    assert report.target_status("sglang")["status"] == "ok"
+    assert check_paths(paths, target="sglang").diagnostics == []
+
+
+def test_without_the_fixture_nothing_is_left_behind() -> None:
+    assert runtime_names() == ("sglang", "comfyui")
+
+
+def test_double_registration_is_refused(fake_runtimes: None) -> None:
+    with pytest.raises(ValueError, match="already registered"):
+        register_runtime(Runtime(FAKE, "again", (Release("1"),)))
+    with pytest.raises(ValueError, match="unknown"):
+        register_runtime(Runtime("orphan", "Orphan", (Release("1"),), based_on="nope"))
