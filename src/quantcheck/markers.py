@@ -159,7 +159,7 @@ def read_header_markers(header: Header) -> tuple[list[MarkerSource], list[Diagno
         return [], diags
     deep = too_deep(doc, MAX_DEPTH + 2)  # the document, its layers object, then the markers
     if deep:
-        diags.append(Diagnostic("QC208", f"_quantization_metadata {deep}; quantcheck does not "
+        diags.append(Diagnostic(R.QC208, f"_quantization_metadata {deep}; quantcheck does not "
                                          "read it", file=file, pointer=ptr))
         return [], diags
     if not isinstance(doc, dict):

@@ -14,7 +14,11 @@ from quantcheck.formats.table import FORMATS
 from quantcheck.runtimes import target_choices
 from quantcheck.textsafe import clean
 
-QUANT_FORMATS = tuple(n for n, f in FORMATS.items() if f.quantizable)
+
+def quant_formats() -> tuple[str, ...]:
+    """Formats `quantize --to` offers: every table entry that declares a quantizer."""
+    return tuple(n for n, f in FORMATS.items() if f.quantizable)
+
 _W4A8 = {o.name: o for o in FORMATS["asym_w4a8_int8"].options}
 _W4A4 = {o.name: o for o in FORMATS["convrot_w4a4"].options}
 DESCRIPTIONS = {
@@ -48,9 +52,10 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
         p.add_argument("--dtype", choices=("bf16", "f16", "f32"), default="bf16")
         return
     to = p.add_mutually_exclusive_group(required=True)
-    to.add_argument("--to", choices=QUANT_FORMATS, dest="fmt", metavar="FORMAT",
-                    help=f"target format: {', '.join(QUANT_FORMATS)}")
-    to.add_argument("--format", choices=QUANT_FORMATS, dest="fmt", action=DeprecatedTo,
+    formats = quant_formats()
+    to.add_argument("--to", choices=formats, dest="fmt", metavar="FORMAT",
+                    help=f"target format: {', '.join(formats)}")
+    to.add_argument("--format", choices=formats, dest="fmt", action=DeprecatedTo,
                     help=argparse.SUPPRESS)
     p.add_argument("--include", action="append", default=[], metavar="GLOB",
                    help="only layers whose prefix (or weight name) matches; repeatable. "
