@@ -112,3 +112,59 @@ def test_unknown_layer_is_a_key_error(tmp_path: Path) -> None:
     q, _, _ = _pair(tmp_path)
     with pytest.raises(KeyError, match="no layer"):
         load(q).layer("blocks.9.nothing")
+
+
+# --------------------------------------------------------------- row chunks and thread pool
+
+def _rows(result) -> dict[str, tuple]:
+    return {r["prefix"]: (r["max_abs"], r["rel_l2"], r["cosine"], r["snr_db"], r["count"])
+            for r in result.layers}
+
+
+def _many_chunks(monkeypatch) -> None:
+    """Small row chunks, so every layer of `_pair` is cut into several."""
+    from quantcheck import compare_rows
+
+    monkeypatch.setattr(compare_rows, "CHUNK_ELEMS", 2048)
+
+
+def test_results_do_not_depend_on_the_thread_count(tmp_path: Path, monkeypatch) -> None:
+    _many_chunks(monkeypatch)
+    q, o, _ = _pair(tmp_path, shape=(300, 520))
+    seen = []
+    for threads in ("1", "2", "3"):
+        monkeypatch.setenv("QUANTCHECK_THREADS", threads)
+        seen.append(_rows(compare_checkpoints([str(q)], [str(o)], progress=False)))
+    assert seen[0] == seen[1] == seen[2]
+
+
+def test_row_chunks_agree_with_the_whole_layer(tmp_path: Path, monkeypatch) -> None:
+    """Row-chunked layers (padded NVFP4/MXFP8 included) give the metrics of the whole-layer
+    dequantize to well below the printed precision, and every format here takes the row path."""
+    from quantcheck import compare_rows
+    from quantcheck.checkpoint import load_checkpoint
+
+    _many_chunks(monkeypatch)
+    q, o, _ = _pair(tmp_path, shape=(300, 520))
+    with load_checkpoint([str(q)]) as qc, load_checkpoint([str(o)]) as oc:
+        plans = {p: compare_rows.plan(qc, oc, p) for p in FORMATS}
+    assert all(p is not None and len(p.chunks) > 1 for p in plans.values()), plans
+    chunked = _rows(compare_checkpoints([str(q)], [str(o)], progress=False))
+    monkeypatch.setattr(compare_rows, "plan", lambda *a: None)
+    whole = _rows(compare_checkpoints([str(q)], [str(o)], progress=False))
+    assert chunked.keys() == whole.keys()
+    for prefix, (mx, rel, cos, snr, count) in chunked.items():
+        wmx, wrel, wcos, wsnr, wcount = whole[prefix]
+        assert (mx, count) == (wmx, wcount)
+        assert rel == pytest.approx(wrel, rel=1e-7) and cos == pytest.approx(wcos, abs=1e-7)
+        assert snr == pytest.approx(wsnr, abs=1e-5)
+
+
+def test_a_truncated_original_is_a_problem_not_a_crash(tmp_path: Path, monkeypatch) -> None:
+    _many_chunks(monkeypatch)
+    q, o, _ = _pair(tmp_path, shape=(300, 520))
+    data = o.read_bytes()
+    o.write_bytes(data[:len(data) - 300 * 520])
+    result = compare_checkpoints([str(q)], [str(o)], progress=False)
+    assert result.problems and all("file ends" in p["problem"] for p in result.problems)
+    assert [p["prefix"] for p in result.problems] == sorted(p["prefix"] for p in result.problems)

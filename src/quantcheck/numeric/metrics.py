@@ -90,12 +90,13 @@ def chunk_sums(reference: np.ndarray, test: np.ndarray) -> ChunkSums:
             part = _block64(x, y)
         else:
             dm, tm = d[:m], t[:m]
-            np.subtract(x, y, out=dm)
-            mx = max(float(dm.max()), -float(dm.min()))
-            sums = []
-            for u, v in ((x, x), (y, y), (x, y), (dm, dm)):
-                np.multiply(u, v, out=tm)
-                sums.append(float(np.add.reduce(tm, dtype=np.float64)))
+            with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+                np.subtract(x, y, out=dm)
+                mx = max(float(dm.max()), -float(dm.min()))
+                sums = []
+                for u, v in ((x, x), (y, y), (x, y), (dm, dm)):
+                    np.multiply(u, v, out=tm)
+                    sums.append(float(np.add.reduce(tm, dtype=np.float64)))
             r, q, p, e = sums
             tiny = TINY_PER_ELEMENT * m
             if (not math.isfinite(mx + r + q + p + e) or r < tiny or q < tiny
