@@ -10,8 +10,9 @@ Then, with the files in the page cache, it times
     (``checkpoint.layer(p).dequantize()``) plus reading every original weight, and
 (b) ``compare_checkpoints`` (what ``quantcheck compare`` runs),
 
-best of ``--repeat`` runs each, and prints b/a. Only public APIs that exist on main are used,
-so the same script times the baseline: ``PYTHONPATH=/work/main/src python
+best of ``--repeat`` interleaved rounds each, and prints b/a (the machine's load changes
+between rounds: interleaving keeps the two figures comparable). Only public APIs that exist
+on main are used, so the same script times the baseline: ``PYTHONPATH=/work/main/src python
 benchmarks/bench_compare.py --dir D`` (reusing the files built in D).
 
     .venv/bin/python benchmarks/bench_compare.py [--blocks 8] [--dir D] [--repeat 2]
@@ -128,8 +129,10 @@ def main() -> None:
     folder.mkdir(parents=True, exist_ok=True)
     quant, orig = build(folder, args.blocks)
     floor(quant, orig)  # warm the page cache
-    a = min(floor(quant, orig) for _ in range(args.repeat))
-    b = min(compare(quant, orig) for _ in range(args.repeat))
+    runs = [(floor(quant, orig), compare(quant, orig)) for _ in range(args.repeat)]  # interleaved
+    a = min(r[0] for r in runs)
+    b = min(r[1] for r in runs)
+    pairs = sorted(r[1] / r[0] for r in runs)
     import quantcheck
 
     print(f"quantcheck from {Path(quantcheck.__file__).parent}")
@@ -137,7 +140,8 @@ def main() -> None:
           f"{os.environ.get('QUANTCHECK_THREADS', '(default)')}")
     print(f"(a) dequantize every layer + read the original: {a:7.2f} s")
     print(f"(b) compare:                                    {b:7.2f} s")
-    print(f"ratio b/a: {b / a:.2f}x")
+    print(f"ratio b/a: {b / a:.2f}x (best of {args.repeat} each; per-round ratios "
+          f"{', '.join(f'{p:.2f}' for p in pairs)})")
 
 
 if __name__ == "__main__":

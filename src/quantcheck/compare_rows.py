@@ -11,6 +11,7 @@ not fit) has no row plan and `compare` dequantizes it whole.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -46,8 +47,21 @@ def read_rows(ck: Checkpoint, t: TensorInfo, r0: int, r1: int) -> np.ndarray:
     rest = tuple(int(s) for s in t.shape[1:])
     row_bytes = t.nbytes // max(int(t.shape[0]), 1)
     want = (r1 - r0) * row_bytes
-    raw = ck.shard_of(t).source.read(t.begin + r0 * row_bytes, want)
-    if len(raw) != want:
+    offset = t.begin + r0 * row_bytes
+    source = ck.shard_of(t).source
+    fd = getattr(source, "_fd", -1)
+    if isinstance(source, LocalFile) and isinstance(fd, int) and fd >= 0:
+        raw: Any = np.empty(want, np.uint8)  # read straight into the array: no bytes copy
+        got = 0
+        while got < want:
+            n = os.preadv(fd, [memoryview(raw)[got:]], offset + got)
+            if n <= 0:
+                break
+            got += n
+    else:
+        raw = source.read(offset, want)
+        got = len(raw)
+    if got != want:
         raise OSError(f"{t.name}: file ends inside rows {r0}..{r1}")
     return from_bytes(t.dtype, (r1 - r0, *rest), raw)
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 #: Elements per block of the float32 pass (a block's temporaries stay in the CPU cache).
-BLOCK = 1 << 15
+BLOCK = 1 << 16
 #: A block whose float32 sum of squares is below this per element is redone in float64
 #: (float32 products of values below ~1e-19 lose digits to underflow).
 TINY_PER_ELEMENT = 2.0**-100
