@@ -25,17 +25,18 @@ FORMATS = {"blocks.0.fp8": "float8_e4m3fn", "blocks.1.int8": "int8_tensorwise",
 BOUNDS = {"float8_e4m3fn": 0.04, "int8_tensorwise": 0.02, "nvfp4": 0.12, "mxfp8": 0.04}
 
 
-def _pair(tmp: Path, shape: tuple[int, int] = (100, 200), bias_shift: float = 0.0
+def _pair(tmp: Path, shape: tuple[int, int] = (100, 200), bias_shift: float = 0.0,
+          formats: dict[str, str] | None = None, **options: object
           ) -> tuple[Path, Path, dict[str, np.ndarray]]:
     rng = np.random.default_rng(7)
     orig, quant, weights = [], [], {}
-    for prefix, fmt in FORMATS.items():
+    for prefix, fmt in (formats or FORMATS).items():
         w = (rng.standard_normal(shape) * 0.05).astype(ml_dtypes.bfloat16)
         b = (rng.standard_normal(shape[0]) * 0.01).astype(ml_dtypes.bfloat16)
         weights[prefix] = w.astype(np.float32)
         orig += [RawTensor(f"{prefix}.weight", "BF16", shape, to_bytes(w)),
                  RawTensor(f"{prefix}.bias", "BF16", (shape[0],), to_bytes(b))]
-        q = quantize(w, fmt)
+        q = quantize(w, fmt, **options.get(prefix, {}))  # type: ignore[attr-defined]
         quant += [RawTensor(f"{prefix}.{s}", dt, a.shape, to_bytes(a))
                   for s, (dt, a) in q.tensors.items()]
         qb = (b.astype(np.float32) + bias_shift).astype(ml_dtypes.bfloat16)
@@ -138,16 +139,24 @@ def test_results_do_not_depend_on_the_thread_count(tmp_path: Path, monkeypatch) 
     assert seen[0] == seen[1] == seen[2]
 
 
-def test_row_chunks_agree_with_the_whole_layer(tmp_path: Path, monkeypatch) -> None:
-    """Row-chunked layers (padded NVFP4/MXFP8 included) give the metrics of the whole-layer
-    dequantize to well below the printed precision, and every format here takes the row path."""
+ROTATED = {"r.w4a4": "convrot_w4a4", "r.int8cr": "int8_tensorwise",
+           "r.int8row": "int8_tensorwise", "r.e5m2": "float8_e5m2"}
+ROTATED_OPTIONS = {"r.int8cr": {"convrot": True, "convrot_groupsize": 64},
+                   "r.int8row": {"per_row": True}, "r.w4a4": {"convrot_groupsize": 64}}
+
+
+@pytest.mark.parametrize("formats", [FORMATS, ROTATED], ids=["padded", "rotated"])
+def test_row_chunks_agree_with_the_whole_layer(tmp_path: Path, monkeypatch, formats) -> None:
+    """Row-chunked layers (padded NVFP4/MXFP8, ConvRot, per-row int8) give the metrics of the
+    whole-layer dequantize to well below the printed precision; each takes the row path."""
     from quantcheck import compare_rows
     from quantcheck.checkpoint import load_checkpoint
 
     _many_chunks(monkeypatch)
-    q, o, _ = _pair(tmp_path, shape=(300, 520))
+    q, o, _ = _pair(tmp_path, shape=(300, 512 if formats is ROTATED else 520), formats=formats,
+                    **ROTATED_OPTIONS)
     with load_checkpoint([str(q)]) as qc, load_checkpoint([str(o)]) as oc:
-        plans = {p: compare_rows.plan(qc, oc, p) for p in FORMATS}
+        plans = {p: compare_rows.plan(qc, oc, p) for p in formats}
     assert all(p is not None and len(p.chunks) > 1 for p in plans.values()), plans
     chunked = _rows(compare_checkpoints([str(q)], [str(o)], progress=False))
     monkeypatch.setattr(compare_rows, "plan", lambda *a: None)

@@ -2,10 +2,10 @@
 the quantized copy dequantized a row chunk at a time, so memory holds one chunk per thread.
 
 Built on the codec API (`quantcheck.numeric.dequantize`): a row chunk of an elementwise format
-is itself a valid smaller layer (fp8, int8 with a scalar or per-row scale, int8 ConvRot, whose
-rotation runs along K; NVFP4 and MXFP8 in chunks of 128 rows, whose swizzled block scales are
-then one contiguous byte range). Any other layer (other formats, remote files, shapes that do
-not fit) has no row plan and `compare` dequantizes it whole.
+is itself a valid smaller layer (fp8; int8 with a scalar or per-row scale; int8 ConvRot and
+convrot_w4a4, whose rotations run along K; NVFP4 and MXFP8 in chunks of 128 rows, whose
+swizzled block scales are then one contiguous byte range). Any other layer (W4A8, AWQ, remote
+files, shapes that do not fit) has no row plan and `compare` dequantizes it whole.
 """
 
 from __future__ import annotations
@@ -137,9 +137,11 @@ def _test_rows(q: Checkpoint, layer: Any, fmt: str | None, n: int, k: int
     data = LayerData(q, layer)
     marker = dict(layer.marker.fields) if layer.marker else {"format": fmt}
     marker.pop("orig_shape", None)
-    if fmt in _FP8 or fmt == "int8_tensorwise":
+    if fmt in _FP8 or fmt in ("int8_tensorwise", "convrot_w4a4"):
         s = ts.get("weight_scale")
-        if tuple(w.shape) != (n, k) or _size(s) not in ((1,) if fmt in _FP8 else (1, n)):
+        stored = (n, k // 2) if fmt == "convrot_w4a4" else (n, k)
+        sizes = (1,) if fmt in _FP8 else (n,) if fmt == "convrot_w4a4" else (1, n)
+        if tuple(w.shape) != stored or (k % 2 and fmt == "convrot_w4a4") or _size(s) not in sizes:
             return None
         scale = data.read("weight_scale")
 
