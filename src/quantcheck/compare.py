@@ -1,7 +1,9 @@
 """Per-layer numeric error of a quantized checkpoint against its original (numpy, streamed).
 
-One layer at a time: dequantize the quantized weight to float32, read the original weight,
-accumulate max-abs error, relative L2, cosine similarity and SNR. Biases are compared and
+Row chunks of one layer at a time (`compare_rows`), on a small thread pool: read the original's
+rows, dequantize the same rows of the quantized weight to float32, and accumulate max-abs
+error, relative L2, cosine similarity and SNR (`numeric.metrics`: float32 blocks, float64 sums,
+combined in chunk order). Biases are compared and
 reported too (some producers correct them) but never count as failures.
 """
 
