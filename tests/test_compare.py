@@ -25,17 +25,18 @@ FORMATS = {"blocks.0.fp8": "float8_e4m3fn", "blocks.1.int8": "int8_tensorwise",
 BOUNDS = {"float8_e4m3fn": 0.04, "int8_tensorwise": 0.02, "nvfp4": 0.12, "mxfp8": 0.04}
 
 
-def _pair(tmp: Path, shape: tuple[int, int] = (100, 200), bias_shift: float = 0.0
+def _pair(tmp: Path, shape: tuple[int, int] = (100, 200), bias_shift: float = 0.0,
+          formats: dict[str, str] | None = None, **options: object
           ) -> tuple[Path, Path, dict[str, np.ndarray]]:
     rng = np.random.default_rng(7)
     orig, quant, weights = [], [], {}
-    for prefix, fmt in FORMATS.items():
+    for prefix, fmt in (formats or FORMATS).items():
         w = (rng.standard_normal(shape) * 0.05).astype(ml_dtypes.bfloat16)
         b = (rng.standard_normal(shape[0]) * 0.01).astype(ml_dtypes.bfloat16)
         weights[prefix] = w.astype(np.float32)
         orig += [RawTensor(f"{prefix}.weight", "BF16", shape, to_bytes(w)),
                  RawTensor(f"{prefix}.bias", "BF16", (shape[0],), to_bytes(b))]
-        q = quantize(w, fmt)
+        q = quantize(w, fmt, **options.get(prefix, {}))  # type: ignore[attr-defined]
         quant += [RawTensor(f"{prefix}.{s}", dt, a.shape, to_bytes(a))
                   for s, (dt, a) in q.tensors.items()]
         qb = (b.astype(np.float32) + bias_shift).astype(ml_dtypes.bfloat16)
@@ -112,3 +113,67 @@ def test_unknown_layer_is_a_key_error(tmp_path: Path) -> None:
     q, _, _ = _pair(tmp_path)
     with pytest.raises(KeyError, match="no layer"):
         load(q).layer("blocks.9.nothing")
+
+
+# --------------------------------------------------------------- row chunks and thread pool
+
+def _rows(result) -> dict[str, tuple]:
+    return {r["prefix"]: (r["max_abs"], r["rel_l2"], r["cosine"], r["snr_db"], r["count"])
+            for r in result.layers}
+
+
+def _many_chunks(monkeypatch) -> None:
+    """Small row chunks, so every layer of `_pair` is cut into several."""
+    from quantcheck import compare_rows
+
+    monkeypatch.setattr(compare_rows, "CHUNK_ELEMS", 2048)
+
+
+def test_results_do_not_depend_on_the_thread_count(tmp_path: Path, monkeypatch) -> None:
+    _many_chunks(monkeypatch)
+    q, o, _ = _pair(tmp_path, shape=(300, 520))
+    seen = []
+    for threads in ("1", "2", "3"):
+        monkeypatch.setenv("QUANTCHECK_THREADS", threads)
+        seen.append(_rows(compare_checkpoints([str(q)], [str(o)], progress=False)))
+    assert seen[0] == seen[1] == seen[2]
+
+
+ROTATED = {"r.w4a4": "convrot_w4a4", "r.int8cr": "int8_tensorwise",
+           "r.int8row": "int8_tensorwise", "r.e5m2": "float8_e5m2"}
+ROTATED_OPTIONS = {"r.int8cr": {"convrot": True, "convrot_groupsize": 64},
+                   "r.int8row": {"per_row": True}, "r.w4a4": {"convrot_groupsize": 64}}
+
+
+@pytest.mark.parametrize("formats", [FORMATS, ROTATED], ids=["padded", "rotated"])
+def test_row_chunks_agree_with_the_whole_layer(tmp_path: Path, monkeypatch, formats) -> None:
+    """Row-chunked layers (padded NVFP4/MXFP8, ConvRot, per-row int8) give the metrics of the
+    whole-layer dequantize to well below the printed precision; each takes the row path."""
+    from quantcheck import compare_rows
+    from quantcheck.checkpoint import load_checkpoint
+
+    _many_chunks(monkeypatch)
+    q, o, _ = _pair(tmp_path, shape=(300, 512 if formats is ROTATED else 520), formats=formats,
+                    **ROTATED_OPTIONS)
+    with load_checkpoint([str(q)]) as qc, load_checkpoint([str(o)]) as oc:
+        plans = {p: compare_rows.plan(qc, oc, p) for p in formats}
+    assert all(p is not None and len(p.chunks) > 1 for p in plans.values()), plans
+    chunked = _rows(compare_checkpoints([str(q)], [str(o)], progress=False))
+    monkeypatch.setattr(compare_rows, "plan", lambda *a: None)
+    whole = _rows(compare_checkpoints([str(q)], [str(o)], progress=False))
+    assert chunked.keys() == whole.keys()
+    for prefix, (mx, rel, cos, snr, count) in chunked.items():
+        wmx, wrel, wcos, wsnr, wcount = whole[prefix]
+        assert (mx, count) == (wmx, wcount)
+        assert rel == pytest.approx(wrel, rel=1e-7) and cos == pytest.approx(wcos, abs=1e-7)
+        assert snr == pytest.approx(wsnr, abs=1e-5)
+
+
+def test_a_truncated_original_is_a_problem_not_a_crash(tmp_path: Path, monkeypatch) -> None:
+    _many_chunks(monkeypatch)
+    q, o, _ = _pair(tmp_path, shape=(300, 520))
+    data = o.read_bytes()
+    o.write_bytes(data[:len(data) - 300 * 520])
+    result = compare_checkpoints([str(q)], [str(o)], progress=False)
+    assert result.problems and all("file ends" in p["problem"] for p in result.problems)
+    assert [p["prefix"] for p in result.problems] == sorted(p["prefix"] for p in result.problems)
