@@ -223,6 +223,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     handler = COMMANDS.get(args.command) or getattr(args, "handler", None)
+    assert handler is not None  # every subparser is a core command or sets `handler`
     from quantcheck.checkpoint import InputError
 
     try:

@@ -84,6 +84,7 @@ def compare_loaded(q: Checkpoint, o: Checkpoint, progress: bool | None = None) -
             acc = ErrorAccumulator()
             acc.update(ref.reshape(-1), test.reshape(-1))
             fmt = layer.format if isinstance(layer.format, str) else None
+            assert layer.weight is not None  # `todo` holds layers with a weight
             result.layers.append(_row(layer.prefix, fmt or f"{layer.weight.dtype} (unquantized)",
                                       acc.result()))
             if "bias" in layer.tensors and "bias" in ref_layer.tensors:

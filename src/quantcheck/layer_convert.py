@@ -69,7 +69,7 @@ def quantized_layout(fmt: str, n: int, k: int, options: dict[str, Any],
 def marker_options(fmt: str, fields: dict[str, Any]) -> dict[str, Any]:
     """Quantizer options a marker implies (for re-quantizing a layer its marker describes)."""
     def get(key: str, default: Any) -> Any:
-        params = fields.get("params") if isinstance(fields.get("params"), dict) else {}
+        params = fields["params"] if isinstance(fields.get("params"), dict) else {}
         return fields.get(key, params.get(key, default))
 
     if fmt == "int8_tensorwise":
@@ -128,7 +128,7 @@ class LazyLayer:
             self._arrays = None
         import numpy as np
 
-        view = memoryview(np.ascontiguousarray(arr).reshape(-1).view(np.uint8))
+        view = np.ascontiguousarray(arr).reshape(-1).view(np.uint8).data
         for i in range(0, len(view), CHUNK):
             yield view[i : i + CHUNK]
 

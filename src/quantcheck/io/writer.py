@@ -283,7 +283,7 @@ def _alive(pid: int) -> bool:
 
 def clean_stale(folder: str, base: str) -> list[str]:
     """Remove temp files/folders a killed writer left for destination `base` in `folder`."""
-    removed = []
+    removed: list[str] = []
     try:
         names = os.listdir(folder or ".")
     except OSError:
