@@ -69,9 +69,9 @@ def quantize(array: np.ndarray, format: str, **options: Any) -> QuantizedLayer:
     t = layer.tensors
     if format in fp8.FORMATS:
         _take(options, {}, format)
-        q, s = fp8.quantize(w, format)
+        q, scale = fp8.quantize(w, format)
         t["weight"] = _entry(q)
-        t["weight_scale"] = _entry(np.asarray(s, np.float32).reshape(()))
+        t["weight_scale"] = _entry(np.asarray(scale, np.float32).reshape(()))
     elif format == "int8_tensorwise":
         o = _take(options, {"per_row": False, "convrot": False, "convrot_groupsize": 256}, format)
         q, s = int8.quantize(w, bool(o["per_row"]), bool(o["convrot"]), int(o["convrot_groupsize"]))
@@ -127,7 +127,7 @@ def quantize(array: np.ndarray, format: str, **options: Any) -> QuantizedLayer:
 
 
 def _opt(marker: Mapping[str, Any], key: str, default: Any) -> Any:
-    params = marker.get("params") if isinstance(marker.get("params"), Mapping) else {}
+    params = marker["params"] if isinstance(marker.get("params"), Mapping) else {}
     return marker.get(key, params.get(key, default))
 
 
