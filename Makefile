@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP_DEV := $(VENV)/.stamp-dev
 STAMP_BASE := $(VENV)/.stamp-base
 
-.PHONY: demo test lint bench examples clean
+.PHONY: demo test lint typecheck bench examples clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -22,12 +22,15 @@ $(STAMP_DEV): pyproject.toml | $(BIN)/python
 demo: $(STAMP_BASE)
 	@$(BIN)/python examples/demo.py
 
-test: $(STAMP_DEV)
+test: $(STAMP_DEV) typecheck
 	$(BIN)/ruff check src tests benchmarks examples
 	$(BIN)/python -m pytest -q
 
-lint: $(STAMP_DEV)
+lint: $(STAMP_DEV) typecheck
 	$(BIN)/ruff check src tests benchmarks examples
+
+typecheck: $(STAMP_DEV)
+	$(BIN)/mypy src
 
 examples: $(STAMP_DEV)
 	$(BIN)/python examples/make_examples.py examples

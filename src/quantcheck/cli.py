@@ -273,6 +273,7 @@ def _main(argv: Sequence[str] | None) -> int:
         parser.print_help()
         return 2
     handler = COMMANDS.get(args.command) or getattr(args, "handler", None)
+    assert handler is not None  # every subparser is a core command or sets `handler`
     from quantcheck.checkpoint import InputError
     from quantcheck.textsafe import clean
 

@@ -81,7 +81,7 @@ def _layer_values(layer: Layer, spec: FormatSpec, dims: Dims,
     import numpy as np
 
     file = layer.weight.file if layer.weight else None
-    where = {"file": file, "layer": layer.prefix}
+    where: dict[str, Any] = {"file": file, "layer": layer.prefix}
     for suffix, arr in got.items():
         if suffix == "weight":
             continue

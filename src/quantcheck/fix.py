@@ -192,7 +192,7 @@ def _apply_all(draft: Draft, diags: list[Diagnostic], target: str, unsafe: bool,
     locked: set[str] = set()
     rank = {a: i for i, a in enumerate(ORDER)}
     todo = [(d, fix_of(d)) for d in diags]
-    todo.sort(key=lambda p: rank.get(p[1].action if p[1] else "", len(ORDER)))
+    todo.sort(key=lambda p: rank.get(p[1].action if p[1] and p[1].action else "", len(ORDER)))
     rewrite_logged = False
     for d, fix in todo:
         if d.code in BY_REWRITE:

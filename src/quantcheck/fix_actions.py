@@ -357,9 +357,9 @@ def replace_layer(draft: Draft, prefix: str, lazy: Any, marker: dict[str, Any] |
     """Swap a layer's weight and companions for `lazy`'s tensors (bias kept)."""
     layer = draft.ck.layers[prefix]
     anchor = f"{prefix}.weight"
-    for s, t in layer.tensors.items():
+    for s, info in layer.tensors.items():
         if s not in ("weight", "bias", "comfy_quant"):
-            draft.drop(t.name)
+            draft.drop(info.name)
     prev = anchor
     for s, (dtype, shape) in lazy.layout.items():
         name = f"{prefix}.{s}"

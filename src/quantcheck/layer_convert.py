@@ -72,7 +72,7 @@ class LazyLayer:
             self._arrays = None
         import numpy as np
 
-        view = memoryview(np.ascontiguousarray(arr).reshape(-1).view(np.uint8))
+        view = np.ascontiguousarray(arr).reshape(-1).view(np.uint8).data
         for i in range(0, len(view), CHUNK):
             yield view[i : i + CHUNK]
 

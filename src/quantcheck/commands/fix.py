@@ -9,6 +9,10 @@ import sys
 from quantcheck.runtimes import target_choices
 from quantcheck.textsafe import clean
 
+TYPE_CHECKING = False  # `typing` costs start-up time
+if TYPE_CHECKING:
+    from quantcheck.io.writer import OutFile
+
 DESCRIPTIONS = {"fix": (
     "Apply every diagnostic's fix and write the result to OUT (never in place). Safe fixes keep "
     "every value (exact casts to F32, relabels of 1-byte scales, reshapes, marker rewrites); "
@@ -127,7 +131,7 @@ def _lines(name: str, tensors: list[tuple[str, str, tuple[int, ...], str]],
     return out
 
 
-def header_diff(ck: object, files: list[object]) -> str:
+def header_diff(ck: object, files: list[OutFile]) -> str:
     """A unified diff of the tensor entries and metadata, input vs planned output."""
     from quantcheck.checkpoint import Checkpoint
     from quantcheck.io.writer import Copy, OutFile
@@ -150,13 +154,13 @@ def header_diff(ck: object, files: list[object]) -> str:
     for f in files:
         assert isinstance(f, OutFile)
         rows = []
-        for t in f.tensors:
+        for o in f.tensors:
             extra = ""
-            if t.name.endswith(".comfy_quant") and t.data.nbytes <= 4096:
-                extra = " " + read_payload(t.data).decode("utf-8", "replace")
-            elif not isinstance(t.data, Copy):
+            if o.name.endswith(".comfy_quant") and o.data.nbytes <= 4096:
+                extra = " " + read_payload(o.data).decode("utf-8", "replace")
+            elif not isinstance(o.data, Copy):
                 extra = " (new data)"
-            rows.append((t.name, t.dtype, t.shape, extra))
+            rows.append((o.name, o.dtype, o.shape, extra))
         after += _lines(f.name, rows, f.metadata)
     return "".join(difflib.unified_diff(before, after, "input", "output"))
 

@@ -128,7 +128,7 @@ def _dtype(value: Any) -> str:
         raise _SchemaError(f"invalid type: {_unexpected(value)}, expected string or map")
     if value not in DTYPE_BITS:
         raise _SchemaError(f"unknown variant `{value}`, expected one of {_EXPECTED_VARIANTS}")
-    return value
+    return str(value)  # a str by now; `value` is typed Any
 
 
 def _shape(value: Any) -> tuple[int, ...]:

@@ -28,7 +28,7 @@ U64_MAX = 2**64 - 1
 ENTRY_KEYS = frozenset({"dtype", "shape", "data_offsets"})
 
 
-class TensorInfo(tuple):  # type: ignore[type-arg]
+class TensorInfo(tuple[str, str, tuple[int, ...], int, int, str]):
     """One tensor's header entry: (name, dtype, shape, begin, end, file); offsets absolute.
 
     A tuple subclass: a header holds thousands, and tuples are the cheapest to build.

@@ -199,7 +199,8 @@ class HttpSource:
             return
         if len(spans) > 1 and self._multi is not False:
             for batch in batches(spans, MAX_RANGE_HEADER):
-                if self._multi is False:
+                # _multi_request may set _multi: mypy keeps the narrowing from the `if` above
+                if self._multi is False:  # type: ignore[comparison-overlap]
                     break
                 self._multi_request(batch)
             spans = [g for s, e in spans for g in self._cache.missing(s, e)]

@@ -74,7 +74,7 @@ def quantize(array: np.ndarray, format: str, **options: Any) -> QuantizedLayer:
 
 
 def _opt(marker: Mapping[str, Any], key: str, default: Any) -> Any:
-    params = marker.get("params") if isinstance(marker.get("params"), Mapping) else {}
+    params = marker["params"] if isinstance(marker.get("params"), Mapping) else {}
     return marker.get(key, params.get(key, default))
 
 

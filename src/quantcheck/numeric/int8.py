@@ -35,7 +35,8 @@ def _scale_for_math(s: np.ndarray, kind: str) -> np.ndarray:
     return sm
 
 
-def _codes(x: np.ndarray, sm: np.ndarray | np.float32, kind: str, inplace: bool = False):
+def _codes(x: np.ndarray, sm: np.ndarray | np.float32, kind: str,
+           inplace: bool = False) -> np.ndarray:
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         y = np.divide(x, sm, out=x if inplace else None)
         round_to(y, kind, out=y)

@@ -74,7 +74,7 @@ def round_to(x: np.ndarray, kind: str, out: np.ndarray | None = None) -> np.ndar
     return out
 
 
-def round_scalar(value: float, kind: str) -> np.float32:
+def round_scalar(value: float | np.float32, kind: str) -> np.float32:
     """Round one F32 value to ``kind``, returned as F32."""
     return F32(round_to(np.array([value], F32), kind)[0])
 
@@ -151,7 +151,7 @@ def abs_max(w: np.ndarray, axis: int | None = None) -> np.ndarray:
         m = 0
         for r in range(0, n, step):
             m = max(m, int(np.max(u[r : r + step] & 0x7FFF)))
-        return np.float32(np.nan) if m >= limit else all_patterns(kind)[m]
+        return np.asarray(np.nan if m >= limit else all_patterns(kind)[m], np.float32)  # 0-d
     mags = np.empty(n, np.uint16)
     for r in range(0, n, step):
         np.max(u[r : r + step] & 0x7FFF, axis=1, out=mags[r : r + step])

@@ -28,7 +28,7 @@ def torch_randint(n: int, size: int, seed: int = 0, dtype: type = np.int64) -> n
 
     Drawn in blocks (the legacy generator takes one 32-bit output per value, so blocks give the
     same stream) straight into ``dtype`` (int32 is enough for n <= 2**31)."""
-    out = np.empty(size, dtype)
+    out: np.ndarray = np.empty(size, dtype)
     rs = np.random.RandomState(seed)
     step = 1 << 16
     for r in range(0, size, step):

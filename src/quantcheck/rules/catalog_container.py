@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from quantcheck.diagnostics import Safety, Severity
+from quantcheck.diagnostics import Effect, Safety, Severity
 from quantcheck.rules.registry import Rule, effects
 
 E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
@@ -16,7 +16,7 @@ READER = (
 
 
 def _r(code: str, name: str, sev: Severity, title: str, checks: str, why: str, example: str,
-       remedy: str, eff: dict | None = None, fix: Safety | None = None,
+       remedy: str, eff: dict[str, Effect] | None = None, fix: Safety | None = None,
        evidence: str = READER, **fix_by: str) -> Rule:
     return Rule(code, name, sev, title, eff or BOTH_FAIL, fix, checks, why, example, remedy,
                 evidence, **fix_by)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from quantcheck.diagnostics import Safety, Severity
+from quantcheck.diagnostics import Effect, Safety, Severity
 from quantcheck.rules.registry import Rule, effects
 from quantcheck.rules.upstream import SGQ, SGQC
 
@@ -14,7 +14,8 @@ CUI_MARKER = ("ComfyUI reads markers with json.loads(tensor.numpy().tobytes()) "
 
 
 def _r(code: str, name: str, sev: Severity, title: str, checks: str, why: str, example: str,
-       remedy: str, eff: dict, fix: Safety | None, evidence: str, **fix_by: str) -> Rule:
+       remedy: str, eff: dict[str, Effect], fix: Safety | None, evidence: str,
+       **fix_by: str) -> Rule:
     return Rule(code, name, sev, title, eff, fix, checks, why, example, remedy, evidence,
                 **fix_by)
 
