@@ -26,8 +26,6 @@ INDEX_SUFFIX = ".safetensors.index.json"
 SAFETENSORS = ".safetensors"
 #: `model-00001-of-00003.safetensors`: the Hugging Face shard naming convention.
 SHARD_NAME = re.compile(r"^(?P<stem>.+)-(?P<part>\d{5})-of-(?P<total>\d{5})\.safetensors$")
-#: A hub repository listing descends at most this many folders.
-MAX_REMOTE_FOLDERS = 1000
 
 
 @record
@@ -195,7 +193,9 @@ def _discover_hub(arg: str, include: list[str] | None,
 
 
 def _list_hub_tree(hp: object) -> list[str]:
-    """Every file path under `hp.path` in the repo, one tree request per folder."""
+    """Every file path under `hp.path` in the repo: the tree API asked for a recursive
+    listing (`?recursive=true`, all pages). A server that ignores the parameter gives one
+    level: the files directly in the folder."""
     from urllib.parse import urljoin
 
     from quantcheck.io import hub
@@ -204,32 +204,19 @@ def _list_hub_tree(hp: object) -> list[str]:
     assert isinstance(hp, hub.HubPath)
     client = HttpClient(hub.settings())
     files: list[str] = []
-    todo = [hp]
-    seen = 0
+    url: str | None = hub.tree_url(hp) + "?recursive=true"
     try:
-        while todo:
-            here = todo.pop(0)
-            seen += 1
-            if seen > MAX_REMOTE_FOLDERS:
-                raise RemoteError(f"{hp.name()}: more than {MAX_REMOTE_FOLDERS} folders; "
-                                  "name a subfolder")
-            url: str | None = hub.tree_url(here)
-            for _ in range(hub.MAX_PAGES):
-                if url is None:
-                    break
-                doc, link = hub.fetch_json(client, url, what="listing")
-                if not isinstance(doc, list):
-                    raise RemoteError(f"{url}: the hub's listing is not a JSON array")
-                for entry in doc:
-                    path = entry.get("path") if isinstance(entry, dict) else None
-                    if not isinstance(path, str):
-                        continue
-                    if entry.get("type") == "file":
-                        files.append(path)
-                    elif entry.get("type") == "directory":
-                        todo.append(here.with_path(path))
-                m = hub._NEXT.search(link or "")
-                url = urljoin(url, m.group(1)) if m else None
+        for _ in range(hub.MAX_PAGES):
+            if url is None:
+                return sorted(set(files))
+            doc, link = hub.fetch_json(client, url, what="listing")
+            if not isinstance(doc, list):
+                raise RemoteError(f"{url}: the hub's listing is not a JSON array; give a file "
+                                  f"path ({hp.name('FILE.safetensors')})")
+            files += [e["path"] for e in doc if isinstance(e, dict) and e.get("type") == "file"
+                      and isinstance(e.get("path"), str)]
+            m = hub._NEXT.search(link or "")
+            url = urljoin(url, m.group(1)) if m else None
+        raise RemoteError(f"{hub.tree_url(hp)}: listing has more than {hub.MAX_PAGES} pages")
     finally:
         client.close()
-    return sorted(set(files))
