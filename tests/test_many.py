@@ -73,10 +73,21 @@ def test_include_exclude_and_as_one(models: Path) -> None:
     assert len(same) == 1  # one file under two spellings is checked once
 
 
-def test_missing_shards_are_named() -> None:
-    assert missing_shards(["d/m-00001-of-00003.safetensors", "d/m-00003-of-00003.safetensors",
-                           "e/x.safetensors"]) == [("d/m-00001-of-00003.safetensors",
-                                                     "m-00002-of-00003.safetensors")]
+def test_missing_shards_are_named(tmp_path: Path) -> None:
+    d = tmp_path.as_posix()
+    assert missing_shards([f"{d}/m-00001-of-00003.safetensors",
+                           f"{d}/m-00003-of-00003.safetensors", f"{d}/x.safetensors"]) == [
+        (f"{d}/m-00001-of-00003.safetensors", "m-00002-of-00003.safetensors")]
+    (tmp_path / "m-00002-of-00003.safetensors").write_bytes(b"")
+    assert missing_shards([f"{d}/m-00001-of-00003.safetensors"]) == [
+        (f"{d}/m-00001-of-00003.safetensors", "m-00003-of-00003.safetensors")]
+
+
+def test_index_argument_claims_its_shards(models: Path) -> None:
+    sharded = models / "sharded"
+    specs = discover([str(sharded / "part1.safetensors"), str(sharded / "part2.safetensors"),
+                      str(sharded / "model.safetensors.index.json")])
+    assert [Path(s.name).name for s in specs] == ["model.safetensors.index.json"]
 
 
 def test_text_report_table_and_exit_code(models: Path, capsys: pytest.CaptureFixture[str]

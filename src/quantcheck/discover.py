@@ -60,7 +60,23 @@ def discover(args: list[str], *, include: list[str] | None = None,
             raise InputError(f"{arg}: folder holds no .safetensors files"
                              + (" matching --include/--exclude" if include or exclude else ""))
         out += found
-    return _unique(out)
+    return _unclaimed(_unique(out))
+
+
+def _unclaimed(specs: list[CheckpointSpec]) -> list[CheckpointSpec]:
+    """Without the single local files that an index among `specs` names (pre-commit passes
+    an index and its staged shards: the shards are checked with their index)."""
+    from quantcheck.checkpoint import shards_from_index
+
+    claimed: set[str] = set()
+    for spec in specs:
+        p = spec.paths[0]
+        if len(spec.paths) == 1 and p.endswith(INDEX_SUFFIX) and "://" not in p:
+            claimed.update(os.path.realpath(s) for s in shards_from_index(p)[0])
+    if not claimed:
+        return specs
+    return [s for s in specs if len(s.paths) != 1 or "://" in s.paths[0]
+            or os.path.realpath(s.paths[0]) not in claimed]
 
 
 def _unique(specs: list[CheckpointSpec]) -> list[CheckpointSpec]:
@@ -148,8 +164,10 @@ def group(rels: list[str], shards_of: object, name: object) -> list[CheckpointSp
 
 
 def missing_shards(files: list[str]) -> list[tuple[str, str]]:
-    """(a file of the set, missing base name) for each member absent from `files` of every
-    `NAME-0000k-of-0000n.safetensors` set among them (sets keyed by folder, NAME and n)."""
+    """(a file of the set, missing base name) for each member of every
+    `NAME-0000k-of-0000n.safetensors` set among `files` (sets keyed by folder, NAME and n)
+    that is neither in `files` nor (local files) beside them: a shard checked alone whose
+    siblings exist is not an incomplete set."""
     sets: dict[tuple[str, str, str], tuple[str, set[int]]] = {}
     for f in files:
         folder, _, base = f.replace("\\", "/").rpartition("/")
@@ -159,8 +177,11 @@ def missing_shards(files: list[str]) -> list[tuple[str, str]]:
             sets.setdefault(key, (f, set()))[1].add(int(m["part"]))
     out = []
     for (_, stem, total), (first, parts) in sets.items():
-        out += [(first, f"{stem}-{i:05d}-of-{total}{SAFETENSORS}")
-                for i in range(1, int(total) + 1) if i not in parts]
+        folder = first[:-len(first.rsplit("/", 1)[-1])] if "/" in first else ""
+        names = [f"{stem}-{i:05d}-of-{total}{SAFETENSORS}" for i in range(1, int(total) + 1)
+                 if i not in parts]
+        out += [(first, n) for n in names
+                if "://" in first or not os.path.exists(os.path.join(folder, n))]
     return out
 
 
