@@ -3,11 +3,11 @@
 Each argument is read on its own:
 
 - a file (`.safetensors`, `*.safetensors.index.json`, a URL) is one checkpoint;
-- a folder (searched recursively) or an `hf://ORG/REPO[/FOLDER]` listing holds many:
-  an index and the shards it names form one checkpoint; files named
-  `NAME-00001-of-00003.safetensors` with no index naming them form one checkpoint per
-  (folder, NAME, total) (the loader reports missing members as QC506); every other `.safetensors`
-  file is a checkpoint of its own.
+- a folder (searched recursively; hidden folders such as `.git` are skipped) or an
+  `hf://ORG/REPO[/FOLDER]` listing holds many: an index and the shards it names form one
+  checkpoint; files named `NAME-00001-of-00003.safetensors` with no index naming them form
+  one checkpoint per (folder, NAME, total) (the loader reports missing members as QC506);
+  every other `.safetensors` file is a checkpoint of its own.
 
 `--include` / `--exclude` globs are matched against each file's path relative to the folder
 argument (`/`-separated) and against its base name. `as_one=True` keeps the pre-0.3 reading:
@@ -114,7 +114,7 @@ def _discover_folder(root: str, include: list[str] | None,
                      exclude: list[str] | None) -> list[CheckpointSpec]:
     rels: list[str] = []
     for folder, dirs, files in os.walk(root):
-        dirs.sort()
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))  # .git, .cache, ...
         sub = os.path.relpath(folder, root)
         for f in files:
             rel = f if sub == "." else f"{sub.replace(os.sep, '/')}/{f}"
