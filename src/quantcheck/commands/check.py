@@ -69,7 +69,8 @@ def run(args: argparse.Namespace) -> int:
                                                     and r.kind == "checked"
                                                     for d in r.report.diagnostics])
             text = statistics(merged) + "\n\n" + text
-        print(text)
+        if text:
+            print(text)
     elif args.output_format == "json":
         print(many.render_json(results, targets))
     else:

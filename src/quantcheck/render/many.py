@@ -32,10 +32,12 @@ def exit_code(results: list[CheckpointResult], fail_on: Severity = Severity.ERRO
 def render_text(results: list[CheckpointResult], targets: tuple[str, ...] = TARGETS, *,
                 color: bool | None = None, quiet: bool = False) -> str:
     """Sections for checkpoints with problems, then the table and the total line."""
-    from quantcheck.many import CHECKED
+    from quantcheck.many import CHECKED, UNREADABLE
     from quantcheck.render.text import render
 
     c = use_color() if color is None else color
+    if not quiet and len(results) == 1 and results[0].kind == UNREADABLE:
+        return ""  # the error line on stderr says it all
     if not quiet and len(results) == 1 and results[0].kind == CHECKED:
         r = results[0]
         assert r.report is not None
