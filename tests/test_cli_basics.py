@@ -146,8 +146,10 @@ def test_no_command_and_bad_usage_exit_2(capsys: pytest.CaptureFixture[str]) -> 
 def test_check_json_keys(capsys: pytest.CaptureFixture[str], mixed: Path) -> None:
     rc, doc = check_json(capsys, str(mixed))
     assert rc == 1
-    assert {"schema_version", "inputs", "targets", "diagnostics", "summary"} <= set(doc)
-    assert doc["schema_version"] == 1
+    assert {"schema_version", "checkpoints", "inputs", "targets", "diagnostics",
+            "summary"} <= set(doc)
+    assert doc["schema_version"] == 2
+    assert [c["name"] for c in doc["checkpoints"]] == [str(mixed)]
     assert [Path(i["path"]).name for i in doc["inputs"]] == ["mixed.safetensors"]
     assert doc["inputs"][0]["size"] == mixed.stat().st_size
     assert set(doc["targets"]) == {"sglang", "comfyui"}
@@ -400,7 +402,8 @@ def test_every_json_output_has_schema_version_and_tool(
     doc = json.loads(out)
     assert isinstance(doc, dict)
     assert list(doc)[:3] == ["schema_version", "tool", "kind"]
-    assert (doc["schema_version"], doc["tool"], doc["kind"]) == (1, "quantcheck", argv[0])
+    version = 2 if argv[0] == "check" else 1  # check: 2 since it lists checkpoints
+    assert (doc["schema_version"], doc["tool"], doc["kind"]) == (version, "quantcheck", argv[0])
 
 
 def test_json_outputs_cover_every_report_command() -> None:

@@ -252,6 +252,12 @@ def load_checkpoint(paths: list[str] | str, *, read_markers: bool = True) -> Che
     assemble(ck, shards, read_markers=read_markers)
     if index is not None:
         ck.diagnostics += _check_weight_map(index, ck)
+    else:
+        from quantcheck.discover import missing_shards
+
+        ck.diagnostics += [Diagnostic(R.QC506, f"{name} of this shard set is missing (no index "
+                                      "names the set)", file=first)
+                           for first, name in missing_shards(files)]
     return ck
 
 

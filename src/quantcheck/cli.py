@@ -12,7 +12,10 @@ exit codes: 0 clean, 1 problems found, 2 could not run (bad usage, unreadable in
 
 examples:
   quantcheck check model.safetensors                  every problem, for every runtime
-  quantcheck check --target sglang shards/            one runtime; a folder of shards
+  quantcheck check --target sglang model.safetensors  one runtime
+  quantcheck check ~/ComfyUI/models/diffusion_models/ every checkpoint in a folder, and a table
+  quantcheck check --as-one part1.safetensors part2.safetensors
+                                                      shards of one checkpoint, without an index
   quantcheck check --output-format json model.safetensors
                                                       machine-readable
   quantcheck inspect model.safetensors.index.json     what is in a sharded checkpoint
@@ -69,6 +72,9 @@ def _check_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--read-weights", action="store_true",
                    help="with --deep: read whole weights too (slow on large files)")
     p.add_argument("--no-color", action="store_true", help="plain text output")
+    from quantcheck.commands.check import add_many_arguments
+
+    add_many_arguments(p)
 
 
 def _inspect_args(p: argparse.ArgumentParser) -> None:
@@ -144,23 +150,9 @@ def _split(values: list[str]) -> list[str]:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from quantcheck.check import check_paths
-    from quantcheck.diagnostics import Severity
-    from quantcheck.render import get_renderer
+    from quantcheck.commands.check import run
 
-    report = check_paths(args.paths, target=args.target, select=_split(args.select),
-                         ignore=_split(args.ignore), deep=args.deep,
-                         read_weights=args.read_weights)
-    if args.output_format == "text":
-        from quantcheck.render.text import render, statistics
-
-        text = render(report, color=False if args.no_color else None)
-        if args.statistics:
-            text = statistics(report) + "\n\n" + text
-        print(text)
-    else:
-        print(get_renderer(args.output_format)(report))
-    return report.exit_code(Severity(args.fail_on))
+    return run(args)
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:

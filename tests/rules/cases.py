@@ -31,10 +31,24 @@ from ._build import (
     t,
     w4a4,
     w4a8,
+    write_safetensors,
 )
 from ._case import RuleCase, eff
 
 FAIL2 = eff("fails", "fails")
+
+
+def shard_set(parts: tuple[int, ...], total: int):
+    """Members `parts` of a `model-0000k-of-0000n.safetensors` set, without an index."""
+    def build(tmp):
+        out = []
+        for i in parts:
+            path = tmp / f"model-{i:05d}-of-{total:05d}.safetensors"
+            write_safetensors(path, bf16(f"l{i}"))
+            out.append(path)
+        return out
+    return build
+
 NONE2 = eff("none", "none")
 SG_ONLY = eff("fails", "none")
 FP8_MARK = {"format": "float8_e4m3fn"}
@@ -237,6 +251,8 @@ SHARDS = [
              index({"a.weight": "part1.safetensors", "b.weight": "part2.safetensors"},
                    {"part1.safetensors": lambda: bf16("a"),
                     "part2.safetensors": lambda: bf16("b")})),
+    RuleCase("QC506", "shard-set-part-missing", shard_set((1, 3), 3), FAIL2,
+             shard_set((1, 2, 3), 3), message="model-00002-of-00003.safetensors"),
 ]
 
 RUNTIME = [

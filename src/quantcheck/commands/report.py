@@ -18,6 +18,11 @@ size and bits per weight per format and the saving against BF16, per-runtime
 verdicts and the diagnostics by code. With --compare, a heat map of each layer's
 relative error against the original and the 20 worst layers (needs numpy).
 
+Several checkpoints (a folder, a hub repository, several arguments; read as
+`quantcheck check` reads them) give a folder: -o DIR (a name ending in .html
+loses it) holds index.html, a table of every checkpoint linked to one page per
+quantized checkpoint.
+
 exit codes: 0 report written, 2 could not run."""}
 
 
@@ -33,6 +38,12 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
                    help="runtime to judge the file for (default: all)")
     p.add_argument("--deep", action="store_true",
                    help="also read scale tensors and check their values (needs numpy)")
+    p.add_argument("--include", action="append", default=[], metavar="GLOB",
+                   help="in folders and repos: only files matching GLOB; repeatable")
+    p.add_argument("--exclude", action="append", default=[], metavar="GLOB",
+                   help="in folders and repos: leave out files matching GLOB; repeatable")
+    p.add_argument("--as-one", action="store_true",
+                   help="read all PATHs as the shards of one checkpoint")
 
 
 def _compare(paths: list[str], original: list[str]) -> Any:
@@ -73,10 +84,34 @@ def write_atomic(path: Path, text: str) -> None:
             raise
 
 
+def _write_many(args: argparse.Namespace, specs: list[Any]) -> int:
+    """An index page and one page per checkpoint, in the folder -o names."""
+    from quantcheck.htmlreport.index import INDEX, build_pages
+    from quantcheck.io.outpath import check_destination
+
+    out = args.output[:-5] if args.output.endswith(".html") else args.output
+    check_destination(out, sharded=True)  # a folder, or nothing yet
+    os.makedirs(out, exist_ok=True)
+    pages = build_pages(specs, target=args.target, deep=args.deep)
+    for name, html in pages.items():
+        write_atomic(Path(out) / name, html)
+    print(f"wrote {Path(out) / INDEX} and {len(pages) - 1} checkpoint pages "
+          f"({len(specs)} checkpoints)", file=sys.stderr)
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from quantcheck.htmlreport import build_report
     from quantcheck.io.outpath import check_destination
 
+    if not args.compare:
+        from quantcheck.discover import discover
+
+        specs = discover(args.paths, include=args.include, exclude=args.exclude,
+                         as_one=args.as_one)
+        if len(specs) > 1:
+            return _write_many(args, specs)
+        args.paths = specs[0].paths
     check_destination(args.output, sharded=False)  # refuse a device or FIFO before the work
     try:
         compare = _compare(args.paths, args.compare) if args.compare else None

@@ -48,4 +48,13 @@ RULES = [
          '"weight_map": {"a.weight": "part1.safetensors"} but a.weight is in part2',
          "Regenerate the index from the shards (`quantcheck fix` writes a correct index).",
          "Hugging Face sharded-checkpoint convention (read); effect inferred.", repair="rewrite"),
+    Rule("QC506", "shard-set-incomplete", E, "a NAME-0000k-of-0000n shard set lacks a member",
+         effects("fails", "fails"), None,
+         "Files named NAME-00001-of-0000N.safetensors with no index naming them are one "
+         "checkpoint; all N of them are present.",
+         "The tensors of the missing shard are missing; the model cannot load (or loads "
+         "with layers left at their initial values).",
+         "model-00001-of-00003.safetensors and model-00003-of-00003.safetensors, no part 2",
+         "Download the missing shard.",
+         "Hugging Face sharded-checkpoint naming convention (read); effect inferred."),
 ]

@@ -84,6 +84,7 @@ QC502: Rule = _RULES["QC502"]  # index-path-escapes
 QC503: Rule = _RULES["QC503"]  # index-invalid
 QC504: Rule = _RULES["QC504"]  # index-shard-missing
 QC505: Rule = _RULES["QC505"]  # index-weight-map-mismatch
+QC506: Rule = _RULES["QC506"]  # shard-set-incomplete
 QC601: Rule = _RULES["QC601"]  # format-unsupported-by-sglang
 QC602: Rule = _RULES["QC602"]  # format-mix-unsupported
 QC603: Rule = _RULES["QC603"]  # sglang-constructor-refuses
@@ -164,6 +165,7 @@ __all__ = [
     "QC503",
     "QC504",
     "QC505",
+    "QC506",
     "QC601",
     "QC602",
     "QC603",

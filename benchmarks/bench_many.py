@@ -1,0 +1,129 @@
+"""Many-checkpoints benchmark (issue 15): `quantcheck check FOLDER` on 1,000 small checkpoints
+against reading every header once.
+
+    python benchmarks/bench_many.py [--count 1000] [--layers 16] [--runs 5] [--keep]
+
+Writes COUNT small FP8 checkpoints (LAYERS linear layers each: F8_E4M3 weight, F32 scale and a
+`comfy_quant` marker tensor; quantcheck.io.build) into a temporary folder, then measures in one
+run, warm page cache, medians of --runs:
+  headers   open each file, read the 8-byte length and the header, json.loads it
+  floor     benchmarks/floor_read.py per file: headers plus one read + json.loads per marker
+  ours      `quantcheck check --quiet FOLDER` in process (discovery, every rule, the table)
+  cli       the same as a whole process (`python -m quantcheck`)
+Prints a Markdown table for BENCHMARKS.md. Not a test: nothing here asserts on time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import shutil
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "src"))
+# sibling script, not a package
+from floor_read import floor_read  # noqa: E402
+
+from quantcheck.io.build import RawTensor, marker_tensor, write_safetensors  # noqa: E402
+
+
+def make_folder(folder: Path, count: int, layers: int) -> int:
+    """COUNT checkpoints of LAYERS FP8 layers each (a few per subfolder); total header bytes."""
+    total = 0
+    for i in range(count):
+        sub = folder / f"group{i // 100:02d}"
+        sub.mkdir(exist_ok=True)
+        tensors = []
+        for j in range(layers):
+            p = f"model.diffusion_model.blocks.{j}.attn.qkv"
+            tensors += [RawTensor(f"{p}.weight", "F8_E4M3", (64, 64), bytes(4096)),
+                        RawTensor(f"{p}.weight_scale", "F32", (), struct.pack("<f", 0.01)),
+                        marker_tensor(p, {"format": "float8_e4m3fn"})]
+        path = sub / f"model_{i:04d}.safetensors"
+        write_safetensors(path, tensors, {"producer": "bench_many"})
+        with open(path, "rb") as f:
+            total += 8 + struct.unpack("<Q", f.read(8))[0]
+    return total
+
+
+def read_headers(paths: list[str]) -> int:
+    n = 0
+    for p in paths:
+        with open(p, "rb") as f:
+            size = struct.unpack("<Q", f.read(8))[0]
+            n += len(json.loads(f.read(size)))
+    return n
+
+
+def ours(folder: str) -> int:
+    from quantcheck.cli import main
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        return main(["check", "--quiet", "--no-color", folder])
+
+
+def timed(fn: object, runs: int) -> float:
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        fn()  # type: ignore[operator]
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1000
+
+
+def main(argv: list[str]) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--count", type=int, default=1000)
+    ap.add_argument("--layers", type=int, default=16)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--keep", action="store_true", help="keep the generated folder")
+    args = ap.parse_args(argv)
+    folder = Path(tempfile.mkdtemp(prefix="bench_many_"))
+    try:
+        header_total = make_folder(folder, args.count, args.layers)
+        paths = sorted(str(p) for p in folder.rglob("*.safetensors"))
+        rc = ours(str(folder))
+        assert rc == 0, f"the generated checkpoints should be clean (exit {rc})"
+        ours(str(folder))  # warm: imports, page cache
+        read_headers(paths)
+        t_headers = timed(lambda: read_headers(paths), args.runs)
+        t_floor = timed(lambda: [floor_read([p]) for p in paths], args.runs)
+        t_ours = timed(lambda: ours(str(folder)), args.runs)
+        env = {**os.environ, "PYTHONPATH": str(HERE.parent / "src")}
+        cmd = [sys.executable, "-m", "quantcheck", "check", "--quiet", str(folder)]
+        t_cli = timed(lambda: subprocess.run(cmd, env=env, capture_output=True, check=True),
+                      args.runs)
+        n = len(paths)
+        print(f"{n} checkpoints, {args.layers} FP8 layers each, headers {header_total:,} bytes "
+              f"in all; medians of {args.runs} warm runs\n")
+        print("| measurement | ms | per checkpoint µs | ratio |")
+        print("|---|---:|---:|---|")
+        rows = [("headers: open + read + `json.loads` of every header", t_headers, "1.00x"),
+                ("floor: headers + one read + `json.loads` per marker (`floor_read.py`)",
+                 t_floor, f"{t_floor / t_headers:.2f}x headers"),
+                ("`quantcheck check --quiet FOLDER` in process (discovery, all rules, table)",
+                 t_ours, f"{t_ours / t_headers:.2f}x headers, {t_ours / t_floor:.2f}x floor"),
+                ("`quantcheck check --quiet FOLDER` as a process", t_cli,
+                 f"{t_cli / t_headers:.2f}x headers")]
+        for name, ms, ratio in rows:
+            print(f"| {name} | {ms:.1f} | {ms * 1000 / n:.0f} | {ratio} |")
+    finally:
+        if args.keep:
+            print(f"\nkept {folder}")
+        else:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,152 @@
+"""Check many checkpoints: one result per checkpoint. Standard library only.
+
+The unit of work is one checkpoint (a `CheckpointSpec` from `quantcheck.discover`, or a path):
+
+    from quantcheck.many import check_one
+    result = check_one("model.safetensors")        # a plain dict, picklable and JSON-ready
+
+`check_one` needs no shared state, so any executor can map it over many files::
+
+    from concurrent.futures import ProcessPoolExecutor
+    with ProcessPoolExecutor() as pool:
+        results = list(pool.map(check_one, paths, chunksize=64))
+
+`check_spec` is the same check returning a `CheckpointResult` (the `Report` with its
+`Diagnostic` objects, for the renderers); `check_many` maps it over specs in order.
+
+A checkpoint is *not a quantized checkpoint* (a LoRA, VAE, text encoder, plain BF16 model) when
+every header was read without an error and it has no `comfy_quant` marker (tensor or
+`_quantization_metadata` entry), no `quant_format` / `_quantization_metadata` metadata key and
+no tensor of a low-precision storage dtype (`QUANTIZED_DTYPES`). Such a checkpoint is listed,
+its diagnostics are dropped, and it never changes the exit code.
+"""
+
+from __future__ import annotations
+
+from quantcheck._record import factory, record
+from quantcheck.discover import CheckpointSpec
+from quantcheck.report import Report
+
+TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
+
+#: Storage dtypes only quantized (or packed) weights use; F8_E8M0 is a block-scale dtype.
+QUANTIZED_DTYPES = frozenset({"I8", "U8", "I4", "U4", "F4", "F6_E2M3", "F6_E3M2", "F8_E4M3",
+                              "F8_E5M2", "F8_E8M0", "F8_E4M3FNUZ", "F8_E5M2FNUZ"})
+QUANT_METADATA = ("quant_format", "_quantization_metadata")
+
+#: Per-checkpoint `kind`: checked, not a quantized checkpoint, could not be opened.
+CHECKED, NOT_QUANTIZED, UNREADABLE = "checked", "not-quantized", "unreadable"
+
+
+@record
+class CheckpointResult:
+    """What checking one checkpoint gave."""
+
+    spec: CheckpointSpec
+    kind: str
+    report: Report | None = None
+    size: int = 0
+    formats: list[str] = factory(list)
+    files: dict[str, str] = factory(dict)  # diagnostic file label -> path or address
+    error: str | None = None
+    suppressed: list[Any] = factory(list)  # diagnostics matched by a baseline
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def status(self, target: str) -> str:
+        """ok / degraded / fails for one runtime; `not quantized` or `unreadable` otherwise."""
+        if self.kind == NOT_QUANTIZED:
+            return "not quantized"
+        if self.report is None:
+            return "unreadable"
+        return str(self.report.target_status(target)["status"])
+
+    def exit_code(self, fail_on: Any) -> int:
+        if self.kind == UNREADABLE:
+            return 2
+        if self.report is None or self.kind == NOT_QUANTIZED:
+            return 0
+        return self.report.exit_code(fail_on)
+
+    def to_json(self) -> dict[str, Any]:
+        """The plain per-checkpoint entry of the check JSON document (schema_version 2)."""
+        doc: dict[str, Any] = {"name": self.name, "kind": self.kind, "paths": self.spec.paths,
+                               "size": self.size, "formats": self.formats, "error": self.error}
+        if self.report is not None and self.kind == CHECKED:
+            doc.update({k: v for k, v in self.report.to_json().items()
+                        if k not in ("schema_version", "tool")})
+        else:
+            doc.update({"inputs": self.report.inputs if self.report else [],
+                        "targets": {}, "diagnostics": [], "summary": {}})
+        doc["suppressed"] = [d.to_json() for d in self.suppressed]
+        return doc
+
+
+def check_spec(spec: CheckpointSpec | str | list[str], *, target: str = "all",
+               select: list[str] | None = None, ignore: list[str] | None = None,
+               deep: bool = False, read_weights: bool = False) -> CheckpointResult:
+    """Open and check one checkpoint. Never raises for input that cannot be read: the result
+    then has kind `unreadable` and `error` says why."""
+    from quantcheck.check import check_checkpoint, file_labels
+    from quantcheck.checkpoint import InputError, load_checkpoint
+
+    spec = as_spec(spec)
+    try:
+        with load_checkpoint(spec.paths) as ck:
+            report = check_checkpoint(ck, target=target, select=select, ignore=ignore,
+                                      deep=deep, read_weights=read_weights)
+            paths = [s.name for s in ck.shards] + ([ck.index] if ck.index else [])
+            files = {label: path for path, label in file_labels(paths).items()}
+            size = sum(s.header.file_size for s in ck.shards)
+            kind = CHECKED if is_quantized(ck) else NOT_QUANTIZED
+            formats = checkpoint_formats(ck)
+    except (InputError, OSError) as exc:
+        return CheckpointResult(spec, UNREADABLE, error=str(exc) or type(exc).__name__)
+    return CheckpointResult(spec, kind, report, size, formats, files)
+
+
+def check_one(spec: CheckpointSpec | str | list[str], **options: Any) -> dict[str, Any]:
+    """Check one checkpoint (a path, a list of its shard paths, or a `CheckpointSpec`) and
+    return its plain, picklable JSON entry (see docs/json-schema.md, `checkpoints[]`)."""
+    return check_spec(spec, **options).to_json()
+
+
+def check_many(specs: list[CheckpointSpec], **options: Any) -> list[CheckpointResult]:
+    """`check_spec` over `specs`, in order, one at a time (local files: the disk is the
+    limit). A concurrent driver maps `check_spec` the same way."""
+    return [check_spec(s, **options) for s in specs]
+
+
+def as_spec(spec: CheckpointSpec | str | list[str]) -> CheckpointSpec:
+    if isinstance(spec, CheckpointSpec):
+        return spec
+    if isinstance(spec, str):
+        return CheckpointSpec(spec, [spec])
+    paths = [str(p) for p in spec]
+    return CheckpointSpec(paths[0] if len(paths) == 1 else " + ".join(paths), paths)
+
+
+def is_quantized(ck: Any) -> bool:
+    """Any evidence of quantization, or a header that could not be read (then the
+    checkpoint is checked and its errors count)."""
+    from quantcheck.diagnostics import Severity
+
+    if ck.markers or any(k in ck.metadata for k in QUANT_METADATA):
+        return True
+    if any(not s.header.usable for s in ck.shards) or any(
+            d.effective_severity is Severity.ERROR for d in ck.diagnostics):
+        return True
+    return any(name.endswith(".comfy_quant") or t.dtype in QUANTIZED_DTYPES
+               for name, t in ck.tensors.items())
+
+
+def checkpoint_formats(ck: Any) -> list[str]:
+    """The marker formats in use, sorted; else the `quant_format` metadata values."""
+    found = {m.format for m in ck.markers.values() if isinstance(m.format, str)}
+    if not found:
+        found = {v for v in ck.quant_formats.values() if isinstance(v, str)}
+    return sorted(found)

@@ -1,0 +1,58 @@
+"""Many checkpoints in a hub repository: the recursive tree listing, grouped like a folder."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ._files import EXAMPLES, split_example
+from ._nginx import Nginx
+from ._run import run_cli
+
+BROKEN = "broken_seeds.safetensors"
+
+
+def _recursive_listing(folder: Path) -> list[dict[str, object]]:
+    """What the hub's tree API answers with `?recursive=true`: every file and folder."""
+    out: list[dict[str, object]] = []
+    for p in sorted(folder.rglob("*")):
+        rel = p.relative_to(folder).as_posix()
+        out.append({"type": "directory", "oid": "0" * 40, "size": 0, "path": rel} if p.is_dir()
+                   else {"type": "file", "oid": "0" * 40, "size": p.stat().st_size,
+                         "path": rel})
+    return out
+
+
+@pytest.fixture
+def many_repo(hub: Nginx) -> str:
+    files = hub.root / "acme" / "many" / "resolve" / "main"
+    if not files.exists():
+        (files / "sub").mkdir(parents=True)
+        (files / "sharded").mkdir()
+        shutil.copy(EXAMPLES / "nvfp4.safetensors", files / "nvfp4.safetensors")
+        shutil.copy(EXAMPLES / BROKEN, files / "sub" / BROKEN)
+        split_example(EXAMPLES / "fp8_e4m3fn.safetensors", files / "sharded")
+        api = hub.root / "api" / "models" / "acme" / "many" / "tree"
+        api.mkdir(parents=True)
+        (api / "main").write_text(json.dumps(_recursive_listing(files)))
+    return "hf://acme/many"
+
+
+def test_repo_listing_is_many_checkpoints(many_repo: str,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    rc, doc, err = run_cli(capsys, "check", "--output-format", "json", many_repo)
+    assert isinstance(doc, dict), err
+    assert [c["name"] for c in doc["checkpoints"]] == [
+        f"{many_repo}/nvfp4.safetensors", f"{many_repo}/sharded/model.safetensors.index.json",
+        f"{many_repo}/sub/{BROKEN}"]
+    sharded = doc["checkpoints"][1]
+    assert [i["path"].rsplit("/", 1)[-1] for i in sharded["inputs"]] == [
+        "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"]
+    assert rc == 1 and {d["checkpoint"] for d in doc["diagnostics"]} == {
+        f"{many_repo}/sub/{BROKEN}"}
+    rc, doc, _ = run_cli(capsys, "check", "--output-format", "json", "--exclude", "sub/*",
+                         many_repo)
+    assert rc == 0 and len(doc["checkpoints"]) == 2

@@ -1,0 +1,43 @@
+"""`quantcheck report` on many checkpoints: a folder with index.html linking one page each."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from example_files import BROKEN_EXAMPLE
+from quantcheck.cli import main
+from quantcheck.io.build import RawTensor, write_safetensors
+from report._html import parse
+
+
+def test_folder_gives_an_index_and_a_page_per_checkpoint(
+        examples_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    models = tmp_path / "models"
+    models.mkdir()
+    shutil.copy(examples_dir / BROKEN_EXAMPLE, models / BROKEN_EXAMPLE)
+    shutil.copy(examples_dir / "nvfp4.safetensors", models / "nvfp4.safetensors")
+    write_safetensors(models / "lora.safetensors",
+                      [RawTensor("lora.down.weight", "BF16", (4, 4), bytes(32))])
+    out = tmp_path / "report.html"
+    assert main(["report", str(models), "-o", str(out)]) == 0
+    folder = tmp_path / "report"  # a folder: the .html suffix is dropped
+    assert "wrote" in capsys.readouterr().err and not out.exists()
+    names = sorted(p.name for p in folder.iterdir())
+    assert names == ["0001-broken_seeds.safetensors.html", "0003-nvfp4.safetensors.html",
+                     "index.html"]  # the LoRA is listed, without a page
+    index = (folder / "index.html").read_text(encoding="utf-8")
+    doc = parse(index)
+    assert not doc.errors
+    assert 'href="0001-broken_seeds.safetensors.html"' in index
+    assert "not a quantized checkpoint" in doc.text and "fails" in doc.text
+    page = (folder / "0001-broken_seeds.safetensors.html").read_text(encoding="utf-8")
+    assert not parse(page).errors and "QC305" in page and 'href="index.html"' in page
+
+
+def test_one_checkpoint_keeps_one_file(examples_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "r.html"
+    assert main(["report", str(examples_dir / BROKEN_EXAMPLE), "-o", str(out)]) == 0
+    assert out.is_file() and "All checkpoints" not in out.read_text(encoding="utf-8")
