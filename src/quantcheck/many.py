@@ -26,6 +26,7 @@ from __future__ import annotations
 from quantcheck._record import factory, record
 from quantcheck.discover import CheckpointSpec
 from quantcheck.report import Report
+from quantcheck.textsafe import redact_url
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
@@ -55,7 +56,8 @@ class CheckpointResult:
 
     @property
     def name(self) -> str:
-        return self.spec.name
+        """The checkpoint's name as it may be printed (a URL without credentials or query)."""
+        return redact_url(self.spec.name)
 
     def status(self, target: str) -> str:
         """ok / degraded / fails for one runtime; `not quantized` or `unreadable` otherwise."""
@@ -74,7 +76,8 @@ class CheckpointResult:
 
     def to_json(self) -> dict[str, Any]:
         """The plain per-checkpoint entry of the check JSON document (schema_version 2)."""
-        doc: dict[str, Any] = {"name": self.name, "kind": self.kind, "paths": self.spec.paths,
+        paths = [redact_url(p) for p in self.spec.paths]
+        doc: dict[str, Any] = {"name": self.name, "kind": self.kind, "paths": paths,
                                "size": self.size, "formats": self.formats, "error": self.error}
         if self.report is not None and self.kind == CHECKED:
             doc.update({k: v for k, v in self.report.to_json().items()

@@ -11,6 +11,7 @@ from __future__ import annotations
 from quantcheck.diagnostics import TARGETS, Severity
 from quantcheck.render.style import STATUS_STYLE, paint, use_color
 from quantcheck.report import Report
+from quantcheck.textsafe import clean, json_safe, redact_url
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
@@ -46,9 +47,10 @@ def render_text(results: list[CheckpointResult], targets: tuple[str, ...] = TARG
     if not quiet:
         for r in results:
             if r.error is not None:
-                out += [paint(f"== {r.name}", "bold", c), f"  could not read: {r.error}", ""]
+                out += [paint(f"== {clean(r.name)}", "bold", c),
+                        f"  could not read: {clean(r.error)}", ""]
             elif r.kind == CHECKED and r.report is not None and r.report.diagnostics:
-                out += [paint(f"== {r.name}", "bold", c), render(r.report, color=c), ""]
+                out += [paint(f"== {clean(r.name)}", "bold", c), render(r.report, color=c), ""]
     out.append(table(results, targets, c))
     if not quiet:
         out.append(total_line(results) + suppressed_line(results))
@@ -64,7 +66,7 @@ def table(results: list[CheckpointResult], targets: tuple[str, ...], c: bool) ->
     for r in results:
         formats = ("not a quantized checkpoint" if r.kind == NOT_QUANTIZED
                    else ",".join(r.formats) or "-")
-        rows.append([r.name, human_bytes(r.size) if r.report else "-", formats,
+        rows.append([clean(r.name), human_bytes(r.size) if r.report else "-", formats,
                      *(r.status(t) for t in targets)])
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = []
@@ -140,7 +142,7 @@ def check_document(results: list[CheckpointResult],
 def render_json(results: list[CheckpointResult], targets: tuple[str, ...] = TARGETS) -> str:
     import json
 
-    return json.dumps(check_document(results, targets), indent=2, ensure_ascii=False)
+    return json_safe(json.dumps(check_document(results, targets), indent=2, ensure_ascii=False))
 
 
 def located_report(results: list[CheckpointResult], targets: tuple[str, ...]) -> Report:
@@ -156,8 +158,8 @@ def located_report(results: list[CheckpointResult], targets: tuple[str, ...]) ->
         inputs += r.report.inputs
         for d in r.report.diagnostics:
             d2 = copy.copy(d)
-            d2.file = display_path(r.files.get(d.file or "", d.file) if d.file
-                                   else r.spec.paths[0])
+            where = r.files.get(d.file, d.file) if d.file else r.spec.paths[0]
+            d2.file = display_path(redact_url(where))
             diags.append(d2)
     return Report(inputs=inputs, diagnostics=diags, targets=targets)
 
