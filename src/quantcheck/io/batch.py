@@ -1,0 +1,94 @@
+"""Run one function over many inputs on a bounded thread pool (standard library only).
+
+`map_bounded(fn, items, jobs)` yields `(item, result)` in input order, where `result` is what
+`fn(item)` returned or the `Exception` it raised: one bad input never stops the others.
+At most `2 × jobs` calls are submitted ahead of the one being yielded, so an iterable of
+millions of inputs is never materialised. Ctrl-C (or the caller leaving the loop) cancels
+every call not yet started; calls already running finish on their own, bounded by their I/O
+timeouts (threads cannot be killed).
+
+Threads, not processes: remote checks are latency-bound (a few small HTTP requests each), so
+they overlap well under the GIL, and a result need not be picklable.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+#: most concurrent checks by default: as many as a browser opens to one host (6-8) — polite to
+#: a hub that rate-limits — and enough to hide 50-100 ms of latency per request.
+MAX_DEFAULT_JOBS = 8
+#: a hard ceiling for `--jobs`: more threads than this only add contention and server load.
+MAX_JOBS = 64
+
+
+def default_jobs() -> int:
+    """min(8, 4 × CPUs): latency-bound work wants more threads than CPUs, but not many more
+    than one host should be asked to serve at once."""
+    return max(1, min(MAX_DEFAULT_JOBS, 4 * (os.cpu_count() or 1)))
+
+
+def map_bounded(fn: Callable[[T], R], items: Iterable[T], jobs: int | None = None,
+                progress: Callable[[T], None] | None = None
+                ) -> Iterator[tuple[T, R | Exception]]:
+    """`(item, fn(item) or the Exception it raised)` for each item, in input order.
+
+    `jobs` threads at most (default `default_jobs()`); `jobs=1` runs in the calling thread.
+    `progress(item)` is called in the calling thread as each item's result is yielded.
+    """
+    jobs = default_jobs() if jobs is None else jobs
+    if not 1 <= jobs <= MAX_JOBS:
+        raise ValueError(f"jobs must be between 1 and {MAX_JOBS}, got {jobs}")
+    if jobs == 1:
+        return _inline(fn, items, progress)
+    return _threaded(fn, items, jobs, progress)
+
+
+def _inline(fn: Callable[[T], R], items: Iterable[T],
+            progress: Callable[[T], None] | None) -> Iterator[tuple[T, R | Exception]]:
+    for item in items:
+        result: R | Exception
+        try:
+            result = fn(item)
+        except Exception as exc:  # handed to the caller with its item
+            result = exc
+        if progress is not None:
+            progress(item)
+        yield item, result
+
+
+def _threaded(fn: Callable[[T], R], items: Iterable[T], jobs: int,
+              progress: Callable[[T], None] | None) -> Iterator[tuple[T, R | Exception]]:
+    it = iter(items)
+    pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="quantcheck-job")
+    pending: deque[tuple[T, Future[R]]] = deque()
+    finished = False
+    try:
+        while True:
+            while len(pending) < 2 * jobs:
+                try:
+                    item = next(it)
+                except StopIteration:
+                    break
+                pending.append((item, pool.submit(fn, item)))
+            if not pending:
+                finished = True
+                return
+            item, fut = pending.popleft()
+            exc = fut.exception()  # waits; Ctrl-C interrupts the wait
+            if exc is not None and not isinstance(exc, Exception):
+                raise exc  # SystemExit or the like inside fn: not an input's failure
+            if progress is not None:
+                progress(item)
+            yield item, (exc if exc is not None else fut.result())
+    finally:
+        for _, fut in pending:
+            fut.cancel()
+        pool.shutdown(wait=finished, cancel_futures=True)
