@@ -66,6 +66,10 @@ def _check_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--read-weights", action="store_true",
                    help="with --deep: read whole weights too (slow on large files)")
     p.add_argument("--no-color", action="store_true", help="plain text output")
+    p.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="remote files read at once (default: min(8, 4 x CPUs))")
+    p.add_argument("--max-bytes", default="64M", metavar="SIZE",
+                   help="most bytes read per remote file, e.g. 500K, 64M (default: 64M)")
 
 
 def _inspect_args(p: argparse.ArgumentParser) -> None:
@@ -143,11 +147,13 @@ def _split(values: list[str]) -> list[str]:
 def cmd_check(args: argparse.Namespace) -> int:
     from quantcheck.check import check_paths
     from quantcheck.diagnostics import Severity
+    from quantcheck.io.limits import remote_limits
     from quantcheck.render import get_renderer
 
-    report = check_paths(args.paths, target=args.target, select=_split(args.select),
-                         ignore=_split(args.ignore), deep=args.deep,
-                         read_weights=args.read_weights)
+    with remote_limits(args.max_bytes, args.jobs) as jobs:
+        report = check_paths(args.paths, target=args.target, select=_split(args.select),
+                             ignore=_split(args.ignore), deep=args.deep,
+                             read_weights=args.read_weights, jobs=jobs)
     if args.output_format == "text":
         from quantcheck.render.text import render, statistics
 

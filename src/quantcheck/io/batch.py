@@ -13,26 +13,16 @@ they overlap well under the GIL, and a result need not be picklable.
 
 from __future__ import annotations
 
-import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
+from quantcheck.io.limits import MAX_DEFAULT_JOBS, MAX_JOBS, default_jobs
+
+__all__ = ["MAX_DEFAULT_JOBS", "MAX_JOBS", "default_jobs", "map_bounded"]
 T = TypeVar("T")
 R = TypeVar("R")
-
-#: most concurrent checks by default: as many as a browser opens to one host (6-8) — polite to
-#: a hub that rate-limits — and enough to hide 50-100 ms of latency per request.
-MAX_DEFAULT_JOBS = 8
-#: a hard ceiling for `--jobs`: more threads than this only add contention and server load.
-MAX_JOBS = 64
-
-
-def default_jobs() -> int:
-    """min(8, 4 × CPUs): latency-bound work wants more threads than CPUs, but not many more
-    than one host should be asked to serve at once."""
-    return max(1, min(MAX_DEFAULT_JOBS, 4 * (os.cpu_count() or 1)))
 
 
 def map_bounded(fn: Callable[[T], R], items: Iterable[T], jobs: int | None = None,

@@ -184,8 +184,9 @@ class Response:
         stats.bytes += len(data)
         if stats.limit is not None and stats.bytes > stats.limit:
             self._dog.cancel()
-            raise RemoteError(f"{redact(self.url)}: reading it needs more than the "
-                              f"{stats.limit:,}-byte cap per checkpoint (--max-bytes)")
+            raise RemoteError(f"{redact(self.url)}: checking it needs more than the "
+                              f"{stats.limit:,}-byte cap per checkpoint; raise --max-bytes "
+                              "to read it")
         if not data and self._dog.fired:
             self._client.fail(self.url, TimeoutError(), self._dog)
         return data
