@@ -128,3 +128,23 @@ def test_jobs_bounds() -> None:
         map_bounded(str, [], jobs=0)
     with pytest.raises(ValueError):
         map_bounded(str, [], jobs=10_000)
+
+
+def test_workers_never_hold_up_the_exit_of_an_interrupted_program() -> None:
+    """Workers still blocked in I/O after Ctrl-C must not keep the interpreter alive."""
+    gate = threading.Event()
+    seen: list[threading.Thread] = []
+
+    def fn(i: int) -> int:
+        seen.append(threading.current_thread())
+        if i > 0:
+            gate.wait(WAIT)
+        return i
+
+    gen = map_bounded(fn, range(4), jobs=2)
+    with pytest.raises(KeyboardInterrupt):
+        for _ in gen:
+            raise KeyboardInterrupt
+    gate.set()
+    assert seen and all(t.daemon for t in seen)
+    assert len({id(t) for t in seen}) <= 2

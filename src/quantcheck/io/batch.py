@@ -5,7 +5,8 @@
 At most `2 × jobs` calls are submitted ahead of the one being yielded, so an iterable of
 millions of inputs is never materialised. Ctrl-C (or the caller leaving the loop) cancels
 every call not yet started; calls already running finish on their own, bounded by their I/O
-timeouts (threads cannot be killed).
+timeouts (threads cannot be killed). The workers are daemon threads, so an interrupted
+program exits at once instead of waiting for them.
 
 Threads, not processes: remote checks are latency-bound (a few small HTTP requests each), so
 they overlap well under the GIL, and a result need not be picklable.
@@ -13,9 +14,11 @@ they overlap well under the GIL, and a result need not be picklable.
 
 from __future__ import annotations
 
+import queue
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import TypeVar
 
 from quantcheck.io.limits import MAX_DEFAULT_JOBS, MAX_JOBS, default_jobs
@@ -57,9 +60,20 @@ def _inline(fn: Callable[[T], R], items: Iterable[T],
 def _threaded(fn: Callable[[T], R], items: Iterable[T], jobs: int,
               progress: Callable[[T], None] | None) -> Iterator[tuple[T, R | Exception]]:
     it = iter(items)
-    pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="quantcheck-job")
+    work: queue.SimpleQueue[tuple[T, Future[R]] | None] = queue.SimpleQueue()
+    threads: list[threading.Thread] = []
     pending: deque[tuple[T, Future[R]]] = deque()
-    finished = False
+
+    def worker() -> None:
+        while (job := work.get()) is not None:
+            item, fut = job
+            if not fut.set_running_or_notify_cancel():
+                continue  # cancelled before it started
+            try:
+                fut.set_result(fn(item))
+            except BaseException as exc:  # handed to the caller with its item
+                fut.set_exception(exc)
+
     try:
         while True:
             while len(pending) < 2 * jobs:
@@ -67,9 +81,14 @@ def _threaded(fn: Callable[[T], R], items: Iterable[T], jobs: int,
                     item = next(it)
                 except StopIteration:
                     break
-                pending.append((item, pool.submit(fn, item)))
+                fut: Future[R] = Future()
+                pending.append((item, fut))
+                work.put((item, fut))
+                if len(threads) < min(jobs, len(pending)):
+                    t = threading.Thread(target=worker, name="quantcheck-job", daemon=True)
+                    t.start()
+                    threads.append(t)
             if not pending:
-                finished = True
                 return
             item, fut = pending.popleft()
             exc = fut.exception()  # waits; Ctrl-C interrupts the wait
@@ -81,4 +100,5 @@ def _threaded(fn: Callable[[T], R], items: Iterable[T], jobs: int,
     finally:
         for _, fut in pending:
             fut.cancel()
-        pool.shutdown(wait=finished, cancel_futures=True)
+        for _ in threads:
+            work.put(None)  # each worker stops after its current call
