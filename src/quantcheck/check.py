@@ -89,5 +89,6 @@ def input_record(ck: Checkpoint, i: int) -> dict[str, object]:
 
 def check_paths(paths: list[str], **kw: object) -> Report:
     """Open `paths` (files, folders, index files) and check them."""
-    with load_checkpoint(paths) as ck:
+    jobs = int(kw.pop("jobs", 1))  # type: ignore[call-overload]
+    with load_checkpoint(paths, jobs=jobs) as ck:
         return check_checkpoint(ck, **kw)  # type: ignore[arg-type]

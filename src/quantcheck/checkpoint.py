@@ -229,8 +229,11 @@ def _shard_problem(folder: str, shard: str) -> tuple[Rule, str] | None:
     return None
 
 
-def load_checkpoint(paths: list[str] | str, *, read_markers: bool = True) -> Checkpoint:
-    """Open every shard, read headers and marker bytes, group layers and merge markers."""
+def load_checkpoint(paths: list[str] | str, *, read_markers: bool = True,
+                    jobs: int = 1) -> Checkpoint:
+    """Open every shard, read headers and marker bytes, group layers and merge markers.
+
+    `jobs` > 1 opens remote shards concurrently (same result, fewer waits on latency)."""
     if isinstance(paths, str | os.PathLike):
         paths = [os.fspath(paths)]
     files, index, diags = expand_inputs(list(paths))
@@ -238,17 +241,12 @@ def load_checkpoint(paths: list[str] | str, *, read_markers: bool = True) -> Che
         raise InputError("no input files")
     ck = Checkpoint(inputs=list(paths), index=index)
     ck.diagnostics += diags
-    shards = []
-    for f in files:
-        try:
-            src = open_source(f)
-        except FileNotFoundError as exc:
-            raise InputError(f"{f}: no such file") from exc
-        except IsADirectoryError as exc:
-            raise InputError(f"{f}: is a folder") from exc
-        except NotRegularFileError as exc:
-            raise InputError(str(exc)) from exc
-        shards.append(Shard(src, read_header(src)))
+    if jobs > 1 and sum("://" in f for f in files) > 1:
+        from quantcheck.io.prefetch import open_shards
+
+        shards = open_shards(files, jobs, _open_shard, read_markers=read_markers)
+    else:
+        shards = [_open_shard(f) for f in files]
     assemble(ck, shards, read_markers=read_markers)
     if index is not None:
         ck.diagnostics += _check_weight_map(index, ck)
@@ -259,6 +257,22 @@ def load_checkpoint(paths: list[str] | str, *, read_markers: bool = True) -> Che
                                       "names the set)", file=first)
                            for first, name in missing_shards(files)]
     return ck
+
+
+def _open_shard(f: str) -> Shard:
+    try:
+        src = open_source(f)
+    except FileNotFoundError as exc:
+        raise InputError(f"{f}: no such file") from exc
+    except IsADirectoryError as exc:
+        raise InputError(f"{f}: is a folder") from exc
+    except NotRegularFileError as exc:
+        raise InputError(str(exc)) from exc
+    try:
+        return Shard(src, read_header(src))
+    except BaseException:
+        src.close()
+        raise
 
 
 def assemble(ck: Checkpoint, shards: list[Shard], *, read_markers: bool = True) -> Checkpoint:

@@ -75,6 +75,10 @@ def _check_args(p: argparse.ArgumentParser) -> None:
     from quantcheck.commands.check import add_many_arguments
 
     add_many_arguments(p)
+    p.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="remote files read at once (default: min(8, 4 x CPUs))")
+    p.add_argument("--max-bytes", default="64M", metavar="SIZE",
+                   help="most bytes read per remote file, e.g. 500K, 64M (default: 64M)")
 
 
 def _inspect_args(p: argparse.ArgumentParser) -> None:

@@ -118,10 +118,31 @@ def check_one(spec: CheckpointSpec | str | list[str], **options: Any) -> dict[st
     return check_spec(spec, **options).to_json()
 
 
-def check_many(specs: list[CheckpointSpec], **options: Any) -> list[CheckpointResult]:
-    """`check_spec` over `specs`, in order, one at a time (local files: the disk is the
-    limit). A concurrent driver maps `check_spec` the same way."""
-    return [check_spec(s, **options) for s in specs]
+def check_many(specs: list[CheckpointSpec], *, jobs: int = 1,
+               **options: Any) -> list[CheckpointResult]:
+    """`check_spec` over `specs`, results in input order. Local checkpoints are checked one at
+    a time (the disk and the GIL are the limit); when any is remote and `jobs` > 1, up to
+    `jobs` are checked at once (remote checks wait on the network). A progress bar on a
+    terminal counts checkpoints when there are several."""
+    from quantcheck.io.batch import map_bounded
+    from quantcheck.io.remote import is_remote
+    from quantcheck.progress import Progress
+
+    remote = any(is_remote(p) for s in specs for p in s.paths)
+    bar = Progress(len(specs), "checking", unit="checkpoints",
+                   enabled=None if len(specs) > 1 else False)
+    try:
+        return [r if isinstance(r, CheckpointResult) else _failed(s, r)
+                for s, r in map_bounded(lambda s: check_spec(s, **options), specs,
+                                        jobs if remote else 1,
+                                        progress=lambda s: bar.advance(redact_url(s.name)))]
+    finally:
+        bar.close()
+
+
+def _failed(spec: CheckpointSpec, exc: Exception) -> CheckpointResult:
+    """A checkpoint whose check raised unexpectedly (a defect): reported, never lost."""
+    return CheckpointResult(spec, UNREADABLE, error=f"{type(exc).__name__}: {exc}")
 
 
 def as_spec(spec: CheckpointSpec | str | list[str]) -> CheckpointSpec:

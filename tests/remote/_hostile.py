@@ -269,6 +269,18 @@ class _Handler(socketserver.StreamRequestHandler):
     def mode_cdn(self, req: Request) -> bool:
         return self.ranged(req, {"ETag": '"cdn-etag"'})
 
+    def mode_script(self, req: Request) -> bool:
+        """The next canned answer of `set_script` (a status and headers, or "reset": close
+        without answering), then correct Range answers once the script is used up."""
+        with self.server.served.lock:
+            step = self.server.script.pop(0) if self.server.script else None
+        if step is None:
+            return self.ranged(req)
+        if step == "reset":
+            return False
+        status, headers = step
+        return self.send(status, {"Content-Length": "4", **headers}, b"nope")
+
 
 class _Server(socketserver.ThreadingTCPServer):
     daemon_threads = True
@@ -280,6 +292,7 @@ class _Server(socketserver.ThreadingTCPServer):
         self.served = Served()
         self.stop_event = threading.Event()
         self.counter = 0
+        self.script: list[object] = []
 
 
 class HostileServer:
@@ -300,6 +313,11 @@ class HostileServer:
 
     def set_data(self, data: bytes) -> None:
         self._server.data = data
+
+    def set_script(self, steps: list[object]) -> None:
+        """Canned answers for `/script/…` requests, in order: ("503 Busy", {headers}) or
+        "reset"."""
+        self._server.script = list(steps)
 
     def url(self, mode: str, name: str = "model.safetensors", host: str = "127.0.0.1") -> str:
         return f"http://{host}:{self.port}/{mode}/{name}"

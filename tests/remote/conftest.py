@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from quantcheck.io.httpsource import FIRST_READ
+
 from ._files import (
     big_file,
     copy_examples,
@@ -19,7 +21,8 @@ from ._files import (
 from ._hostile import HostileServer
 from ._nginx import Nginx
 
-BOUNDARY_SIZES = list(range(99_985, 100_002))
+#: header lengths whose end falls just before, at and just after the first read
+BOUNDARY_SIZES = list(range(FIRST_READ - 15, FIRST_READ + 2))
 
 
 def _repo(root: Path, org_repo: str, rev: str = "main") -> Path:

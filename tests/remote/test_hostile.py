@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from quantcheck.io.httpsource import HttpSource
+from quantcheck.io.httpsource import FIRST_READ, HttpSource
 
 from ._files import EXAMPLES, big_file, example_files
 from ._hostile import HostileServer
@@ -39,8 +39,11 @@ def served(hostile: HostileServer) -> HostileServer:
     return hostile
 
 
-def test_ok_server_equals_local(served: HostileServer,
+def test_ok_server_equals_local(served: HostileServer, monkeypatch: pytest.MonkeyPatch,
                                 capsys: pytest.CaptureFixture[str]) -> None:
+    import quantcheck.io.httpsource as hs
+
+    monkeypatch.setattr(hs, "FIRST_READ", 100_000)  # markers past the first read: 2 requests
     _, local, _ = check(capsys, str(EXAMPLE))
     _, remote, err = check(capsys, served.url("ok", EXAMPLE.name))
     assert isinstance(remote, dict), err
@@ -77,7 +80,7 @@ def test_server_ignoring_range_is_read_only_as_far_as_needed(
     rec = remote["inputs"][0]
     assert "server ignored the Range header" in err
     assert any("ignored the Range header" in w for w in rec["warnings"])
-    assert (rec["requests"], rec["bytes_fetched"]) == (1, 100_000)  # markers are in there
+    assert (rec["requests"], rec["bytes_fetched"]) == (1, FIRST_READ)  # markers are in there
     deadline = time.monotonic() + 5
     while len(hostile.served.sent) < rec["requests"] and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -94,7 +97,7 @@ def test_server_ignoring_range_example_result(
 
 def test_stream_limit(served: HostileServer) -> None:
     with pytest.raises(OSError, match="ignores Range requests; the bytes needed end"):
-        src = HttpSource(served.url("norange"), stream_limit=150_000)
+        src = HttpSource(served.url("norange"), stream_limit=150_000, first_read=100_000)
         try:
             src.read(EXAMPLE.stat().st_size - 10, 10)
         finally:
@@ -115,8 +118,11 @@ def test_stream_limit(served: HostileServer) -> None:
     ("unasked", ["server sent bytes 0-9, which were not asked"]),
     ("etag", ["file changed on the server while it was read (ETag v1 → v2)"]),
 ])
-def test_broken_server(served: HostileServer, capsys: pytest.CaptureFixture[str], mode: str,
-                       needles: list[str]) -> None:
+def test_broken_server(served: HostileServer, monkeypatch: pytest.MonkeyPatch,
+                       capsys: pytest.CaptureFixture[str], mode: str, needles: list[str]) -> None:
+    import quantcheck.io.httpsource as hs
+
+    monkeypatch.setattr(hs, "FIRST_READ", 100_000)  # the needles name the first read's size
     fails(capsys, served.url(mode, EXAMPLE.name), *needles)
 
 

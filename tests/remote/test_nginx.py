@@ -176,8 +176,11 @@ def test_plain_https_style_url(hub: Nginx, capsys: pytest.CaptureFixture[str]) -
     assert remote["inputs"][0]["path"] == url
 
 
-def test_scale_tensors_read_remotely(hub: Nginx) -> None:
+def test_scale_tensors_read_remotely(hub: Nginx, monkeypatch: pytest.MonkeyPatch) -> None:
     """What --deep reads (scale tensors) comes through one multi-range request per batch."""
+    import quantcheck.io.httpsource as hs
+
+    monkeypatch.setattr(hs, "FIRST_READ", 16384)  # scales past the first read
     from quantcheck.checkpoint import load_checkpoint
 
     name = "mxfp8.safetensors"

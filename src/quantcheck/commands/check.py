@@ -29,6 +29,7 @@ def run(args: argparse.Namespace) -> int:
     from quantcheck.baseline import BaselineError, apply_baseline, read_baseline, write_baseline
     from quantcheck.diagnostics import TARGETS, Severity
     from quantcheck.discover import discover
+    from quantcheck.io.limits import remote_limits
     from quantcheck.many import check_many
     from quantcheck.render import many
 
@@ -42,11 +43,12 @@ def run(args: argparse.Namespace) -> int:
         except BaselineError as exc:
             print(f"quantcheck: error: {exc}", file=sys.stderr)
             return 2
-    specs = discover(args.paths, include=split(args.include), exclude=split(args.exclude),
-                     as_one=args.as_one)
-    results = check_many(specs, target=args.target, select=split(args.select),
-                         ignore=split(args.ignore), deep=args.deep,
-                         read_weights=args.read_weights)
+    with remote_limits(args.max_bytes, args.jobs) as jobs:
+        specs = discover(args.paths, include=split(args.include), exclude=split(args.exclude),
+                         as_one=args.as_one)
+        results = check_many(specs, jobs=jobs, target=args.target, select=split(args.select),
+                             ignore=split(args.ignore), deep=args.deep,
+                             read_weights=args.read_weights)
     for r in results:
         if r.error is not None:
             print(f"quantcheck: error: {r.error}", file=sys.stderr)

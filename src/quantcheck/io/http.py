@@ -13,12 +13,13 @@ import os
 import socket
 import ssl
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from email.message import Message
 from typing import NoReturn
 from urllib.parse import quote, urljoin, urlsplit
 
 from quantcheck._version import __version__
+from quantcheck.io.retry import RETRY_STATUSES, RetryPolicy
 from quantcheck.io.source import SourceError
 from quantcheck.textsafe import redact_url
 
@@ -34,6 +35,10 @@ Origin = tuple[str, str, int]
 
 class RemoteError(SourceError):
     """A remote file could not be read; the message says what the server did wrong."""
+
+
+class TransientError(RemoteError):
+    """The connection was reset or closed before an answer: worth one more try later."""
 
 
 def env_timeout() -> float:
@@ -81,6 +86,7 @@ class HttpSettings:
     token: str | None = None
     token_origin: Origin | None = None
     max_redirects: int = MAX_REDIRECTS
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
 
 
 @dataclass(slots=True)
@@ -89,6 +95,9 @@ class Stats:
 
     bytes: int = 0
     requests: int = 0
+    retries: int = 0
+    #: most body bytes this source may read (None: no cap); a server cannot push it past.
+    limit: int | None = None
 
 
 @dataclass(slots=True)
@@ -150,6 +159,8 @@ class Response:
         self.status = resp.status
         self.reason = resp.reason or ""
         self.headers: Message = resp.headers
+        #: how many times the request was sent (more than 1 after 429/5xx/resets)
+        self.attempts = 1
 
     def header(self, name: str) -> str | None:
         """A header of the final answer."""
@@ -169,7 +180,13 @@ class Response:
             data = self._resp.read1(min(n, CHUNK))
         except (OSError, http.client.HTTPException, ValueError) as exc:
             self._client.fail(self.url, exc, self._dog)
-        self._client.stats.bytes += len(data)
+        stats = self._client.stats
+        stats.bytes += len(data)
+        if stats.limit is not None and stats.bytes > stats.limit:
+            self._dog.cancel()
+            raise RemoteError(f"{redact(self.url)}: checking it needs more than the "
+                              f"{stats.limit:,}-byte cap per checkpoint; raise --max-bytes "
+                              "to read it")
         if not data and self._dog.fired:
             self._client.fail(self.url, TimeoutError(), self._dog)
         return data
@@ -231,7 +248,39 @@ class HttpClient:
 
     def get(self, url: str, headers: dict[str, str] | None = None,
             expect_bytes: int = 0) -> Response:
-        """Send GET, following redirects; the answer's status is never a redirect."""
+        """Send GET, following redirects; the answer's status is never a redirect.
+
+        429 and 5xx answers and reset connections are tried again (`HttpSettings.retry`);
+        the last answer is returned as it is, with `attempts` set, for the caller to judge.
+        """
+        policy = self.settings.retry
+        attempts = max(1, policy.attempts)
+        for attempt in range(1, attempts + 1):
+            try:
+                resp = self._get_once(url, headers, expect_bytes)
+            except TransientError as exc:
+                if attempt == attempts:
+                    raise TransientError(f"{exc} (gave up after {attempts} attempts)") from None
+                wait = policy.backoff(attempt)
+            else:
+                resp.attempts = attempt
+                if resp.status not in RETRY_STATUSES or attempt == attempts:
+                    return resp
+                asked = policy.retry_after(resp.header("Retry-After"))
+                status = resp.status
+                resp.release()
+                if asked is not None and asked > policy.max_wait:
+                    raise RemoteError(
+                        f"{redact(url)}: server answered {status} and asks to wait "
+                        f"{_secs(asked)} s (Retry-After), more than the {_secs(policy.max_wait)}"
+                        " s quantcheck waits; try again later")
+                wait = policy.backoff(attempt) if asked is None else asked
+            self.stats.retries += 1
+            policy.wait(wait)
+        raise AssertionError("unreachable")
+
+    def _get_once(self, url: str, headers: dict[str, str] | None,
+                  expect_bytes: int) -> Response:
         deadline = 3 * self.settings.timeout + expect_bytes / MIN_RATE
         dog = _Watchdog(deadline)
         hops: list[Hop] = []
@@ -283,8 +332,13 @@ class HttpClient:
                 return conn, resp
             except (ConnectionResetError, BrokenPipeError, http.client.RemoteDisconnected) as exc:
                 self.drop(conn)
-                if not (reused and attempt == 0 and not dog.fired):
+                if dog.fired:
                     self.fail(url, exc, dog)
+                if not (reused and attempt == 0):  # a stale keep-alive is re-opened at once
+                    dog.cancel()
+                    detail = str(exc) or type(exc).__name__
+                    raise TransientError(f"{redact(url)}: connection closed before an answer "
+                                         f"({detail})") from None
             except (OSError, http.client.HTTPException, ValueError) as exc:
                 self.drop(conn)
                 self.fail(url, exc, dog)
@@ -372,5 +426,7 @@ def status_error(resp: Response, asked: str = "") -> RemoteError:
              "Range Not Satisfiable",
         429: "rate limited by the server; try again later",
     }.get(code, f"server answered {code} {reason}".strip())
-    return RemoteError(f"{where}: {hint} (HTTP {code})" if code != 416 else f"{where}: {hint}")
+    tries = f", {resp.attempts} attempts" if resp.attempts > 1 else ""
+    return RemoteError(f"{where}: {hint} (HTTP {code}{tries})" if code != 416
+                       else f"{where}: {hint}")
 

@@ -17,6 +17,7 @@ from quantcheck.diagnostics import Diagnostic, json_pointer
 from quantcheck.io import hub
 from quantcheck.io.http import HttpClient, RemoteError, redact
 from quantcheck.io.httpsource import HttpSource
+from quantcheck.io.limits import byte_cap
 from quantcheck.rules import codes as R
 
 __all__ = ["HttpSource", "RemoteError", "expand_remote", "is_remote", "open_remote_source",
@@ -27,8 +28,6 @@ _INDEX_DOCS: dict[str, object] = {}
 #: display name (credentials and query redacted) -> URL to fetch, for remote index files.
 _INDEX_URLS: dict[str, str] = {}
 _INDEX_KEEP = 8
-
-
 def is_remote(path: str) -> bool:
     """True for `hf://`, `http://` and `https://` addresses."""
     return path.split("://", 1)[0].lower() in ("hf", "http", "https") and "://" in path
@@ -58,7 +57,7 @@ def open_remote_source(url: str) -> HttpSource:
     """A ByteSource for one remote safetensors file (fetches its first ~100 KB now)."""
     _refuse_offline(url)
     fetch, name = _locate(url)
-    return HttpSource(fetch, name, settings=hub.settings())
+    return HttpSource(fetch, name, settings=hub.settings(), max_bytes=byte_cap())
 
 
 def expand_remote(url: str) -> tuple[list[str], str | None, list[Diagnostic]]:
