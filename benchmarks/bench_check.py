@@ -148,7 +148,7 @@ def main() -> None:
         print(f"| {name} | {ms:.1f} | {ratio} |")
     print(f"\nCLI peak RSS: {cli_peak:.1f} MiB")
     if args.report:
-        from quantcheck.htmlreport import build_report
+        from quantcheck.render.html import build_report
 
         ms = median_ms(lambda: build_report([path]), runs)
         print(f"HTML report of the checkpoint (load + check + render): {ms:.1f} ms")

@@ -89,7 +89,7 @@ def build(folder: Path, blocks: int) -> tuple[Path, Path]:
 
 def floor(quant: Path, orig: Path) -> float:
     """(a) dequantize every layer + read every original weight, in process."""
-    from quantcheck.checkpoint import load_checkpoint
+    from quantcheck.model.checkpoint import load_checkpoint
 
     t = time.perf_counter()
     with load_checkpoint([str(quant)]) as q, load_checkpoint([str(orig)]) as o:
@@ -101,7 +101,7 @@ def floor(quant: Path, orig: Path) -> float:
 
 def compare(quant: Path, orig: Path) -> float:
     """(b) compare_checkpoints, in process."""
-    from quantcheck.compare import compare_checkpoints
+    from quantcheck.numeric.compare import compare_checkpoints
 
     t = time.perf_counter()
     compare_checkpoints([str(quant)], [str(orig)], progress=False)

@@ -25,7 +25,7 @@ FORMATS = [("float8_e4m3fn", []), ("int8_tensorwise", []), ("nvfp4", []), ("mxfp
 CHILD = r"""
 import json, os, sys, time
 import numpy as np
-from quantcheck.cli import main
+from quantcheck.cli.main import main
 
 def status(key):
     with open("/proc/self/status") as f:
@@ -39,7 +39,7 @@ extra = sys.argv[4:]
 from quantcheck.numeric import quantize
 warm = {"convrot": True} if fmt.startswith("int8") else {}
 quantize(np.ones((256, 256), np.float32), fmt, **warm)
-import quantcheck.commands.convert as conv
+import quantcheck.cli.convert as conv
 orig = conv._write
 result = {}
 def measured(*a, **kw):

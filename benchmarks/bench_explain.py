@@ -19,7 +19,7 @@ MESSAGE = ("ValueError: Comfy INT8 layer 'blocks.0.attn.qkv' needs I8 weights an
            "got BF16 and F32")
 CHILD = """
 import sys, time
-from quantcheck.messages import match_message
+from quantcheck.explain.messages import match_message
 text = sys.stdin.read()
 t = time.perf_counter()
 m = match_message(text)

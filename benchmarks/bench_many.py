@@ -67,7 +67,7 @@ def read_headers(paths: list[str]) -> int:
 
 
 def ours(folder: str) -> int:
-    from quantcheck.cli import main
+    from quantcheck.cli.main import main
 
     with contextlib.redirect_stdout(io.StringIO()):
         return main(["check", "--quiet", "--no-color", folder])

@@ -16,8 +16,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
-from quantcheck.htmlreport import build_report  # noqa: E402
-from quantcheck.htmlreport.chromium import screenshot  # noqa: E402
+from quantcheck.render.html import build_report  # noqa: E402
+from quantcheck.render.html.chromium import screenshot  # noqa: E402
 
 STAMP = "2026-12-02 00:00 UTC"
 
@@ -39,7 +39,7 @@ def main() -> None:
         big = make_big(tmp / "flux-like-60-blocks.safetensors")
         shoot(build_report([str(big)], generated=STAMP), "report-60-blocks", tmp)
         try:
-            from quantcheck.compare import compare_checkpoints
+            from quantcheck.numeric.compare import compare_checkpoints
             from report._original import make_original
         except ImportError as exc:
             print(f"skipping the compare picture: {exc}")

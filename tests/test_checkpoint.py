@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from hostile import marker_bytes, raw, tensors
-from quantcheck.checkpoint import InputError, expand_inputs, load_checkpoint
 from quantcheck.diagnostics import Severity
-from quantcheck.layers import group_layers
+from quantcheck.model.checkpoint import InputError, expand_inputs, load_checkpoint
+from quantcheck.model.layers import group_layers
 
 A, B = "blocks.0.attn.to_q", "blocks.0.attn.to_k"
 

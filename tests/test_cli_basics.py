@@ -14,7 +14,7 @@ import pytest
 
 from example_files import BROKEN_EXAMPLE, CLEAN_EXAMPLES
 from hostile import marker_bytes, raw, tensors
-from quantcheck.cli import main
+from quantcheck.cli.main import main
 
 L = "blocks.0.attn.to_q"
 DIAG_KEYS = {"code", "name", "severity", "message", "file", "tensor", "layer", "pointer",
@@ -360,7 +360,7 @@ def test_lone_surrogate_in_marker_does_not_crash_inspect(tmp_path: Path) -> None
 
 
 def test_docs_rules_md_is_generated_from_the_registry(capsys: pytest.CaptureFixture) -> None:
-    from quantcheck.cli import main
+    from quantcheck.cli.main import main
 
     assert main(["rules", "--format", "markdown"]) == 0
     generated = capsys.readouterr().out
@@ -417,8 +417,8 @@ def test_json_outputs_cover_every_report_command() -> None:
 
 
 def _parsers() -> dict[str, argparse.ArgumentParser]:
-    from quantcheck.cli import build_parser
-    from quantcheck.cli_extra import EXTRA_COMMANDS
+    from quantcheck.cli.commands import EXTRA_COMMANDS
+    from quantcheck.cli.main import build_parser
 
     out = {}
     for command in ["check", "inspect", "rules", "explain", *EXTRA_COMMANDS]:

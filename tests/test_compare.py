@@ -12,12 +12,12 @@ np = pytest.importorskip("numpy")
 ml_dtypes = pytest.importorskip("ml_dtypes")
 
 from quantcheck import load  # noqa: E402
-from quantcheck.cli import main  # noqa: E402
-from quantcheck.compare import compare_checkpoints  # noqa: E402
+from quantcheck.cli.main import main  # noqa: E402
 from quantcheck.io.build import RawTensor, marker_tensor, write_safetensors  # noqa: E402
-from quantcheck.layer_data import PaddedShapeWarning  # noqa: E402
+from quantcheck.model.layer_data import PaddedShapeWarning  # noqa: E402
 from quantcheck.numeric import quantize  # noqa: E402
 from quantcheck.numeric.arrays import to_bytes  # noqa: E402
+from quantcheck.numeric.compare import compare_checkpoints  # noqa: E402
 
 FORMATS = {"blocks.0.fp8": "float8_e4m3fn", "blocks.1.int8": "int8_tensorwise",
            "blocks.2.nvfp4": "nvfp4", "blocks.3.mxfp8": "mxfp8"}
@@ -124,7 +124,7 @@ def _rows(result) -> dict[str, tuple]:
 
 def _many_chunks(monkeypatch) -> None:
     """Small row chunks, so every layer of `_pair` is cut into several."""
-    from quantcheck import compare_rows
+    from quantcheck.numeric import compare_rows
 
     monkeypatch.setattr(compare_rows, "CHUNK_ELEMS", 2048)
 
@@ -149,8 +149,8 @@ ROTATED_OPTIONS = {"r.int8cr": {"convrot": True, "convrot_groupsize": 64},
 def test_row_chunks_agree_with_the_whole_layer(tmp_path: Path, monkeypatch, formats) -> None:
     """Row-chunked layers (padded NVFP4/MXFP8, ConvRot, per-row int8) give the metrics of the
     whole-layer dequantize to well below the printed precision; each takes the row path."""
-    from quantcheck import compare_rows
-    from quantcheck.checkpoint import load_checkpoint
+    from quantcheck.model.checkpoint import load_checkpoint
+    from quantcheck.numeric import compare_rows
 
     _many_chunks(monkeypatch)
     q, o, _ = _pair(tmp_path, shape=(300, 512 if formats is ROTATED else 520), formats=formats,

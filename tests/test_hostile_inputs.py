@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from hostile import marker_bytes, tensors, write
-from quantcheck.cli import main
+from quantcheck.cli.main import main
 
 L = "blocks.0.attn.to_q"
 
@@ -72,7 +72,7 @@ def test_shallow_nested_marker_value_is_read(tmp_path: Path,
 
 
 def test_strict_equal_is_iterative() -> None:
-    from quantcheck.markers import _strict_equal
+    from quantcheck.model.markers import _strict_equal
 
     assert _strict_equal(_nested(5000), _nested(5000))
     assert not _strict_equal(_nested(5000), _nested(4999))

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from hostile import marker_bytes, tensors
-from quantcheck.cli import main
+from quantcheck.cli.main import main
 from quantcheck.textsafe import UNSAFE, clean, json_safe
 
 #: what a hostile name carries: OSC retitle + BEL, clear screen, a forged summary line and
@@ -227,7 +227,7 @@ def test_hazard_finder_finds_the_old_shape() -> None:
 
 
 def test_message_patterns_cannot_backtrack() -> None:
-    from quantcheck.messages import PATTERNS
+    from quantcheck.explain.messages import PATTERNS
 
     for p in PATTERNS:
         assert not _hazards(p.regex.pattern), (p.template, _hazards(p.regex.pattern))
@@ -254,7 +254,7 @@ class _Spy:
 
 
 def test_matcher_only_sees_bounded_text(monkeypatch: pytest.MonkeyPatch) -> None:
-    from quantcheck import messages
+    from quantcheck.explain import messages
 
     seen: list[int] = []
     for p in messages.PATTERNS:
@@ -270,7 +270,7 @@ def test_matcher_only_sees_bounded_text(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_message_at_the_end_of_a_long_log_line_is_found() -> None:
-    from quantcheck.messages import MAX_LINE, match_message
+    from quantcheck.explain.messages import MAX_LINE, match_message
 
     text = ("x" * (3 * MAX_LINE + 17) + " ValueError: Comfy W4A8 layer 'b' has incompatible "
             "weight/scale shapes: (8, 16), (8, 2), and (8,)")
@@ -281,7 +281,7 @@ def test_message_at_the_end_of_a_long_log_line_is_found() -> None:
 
 
 def test_message_wrapped_over_two_lines_is_found() -> None:
-    from quantcheck.messages import match_message
+    from quantcheck.explain.messages import match_message
 
     match = match_message("ValueError: Comfy INT8 layer 'blocks.0' needs I8 weights and\n"
                           "    F32 scales, got BF16 and F32\nnext line")

@@ -17,7 +17,7 @@ import contextlib, io, json, sys
 before = set(sys.modules)
 import quantcheck
 after_import = set(sys.modules)
-from quantcheck.cli import main
+from quantcheck.cli.main import main
 rcs = []
 for argv in ARGVS:
     with contextlib.redirect_stdout(io.StringIO()):

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from quantcheck.cli import main
-from quantcheck.discover import CheckpointSpec, discover, missing_shards
+from quantcheck.cli.main import main
 from quantcheck.io.build import RawTensor, write_safetensors
 from quantcheck.many import check_one, check_spec
+from quantcheck.model.discover import CheckpointSpec, discover
+from quantcheck.model.shard_sets import missing_shards
 
 BROKEN, CLEAN = "broken_seeds.safetensors", "nvfp4.safetensors"
 

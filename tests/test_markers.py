@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 from hostile import marker_bytes, tensors
-from quantcheck.checkpoint import Checkpoint, load_checkpoint
 from quantcheck.diagnostics import Diagnostic, Severity
 from quantcheck.io.header import read_header
 from quantcheck.io.source import MemorySource
-from quantcheck.markers import (
+from quantcheck.model.checkpoint import Checkpoint, load_checkpoint
+from quantcheck.model.markers import (
     MAX_MARKER_BYTES,
     decode_marker_bytes,
     merge_markers,
@@ -293,7 +293,7 @@ def test_different_fields_merge_without_conflict(tmp_path: Path) -> None:
 
 
 def test_nan_vs_nan_is_a_conflict() -> None:
-    from quantcheck.markers import MarkerSource
+    from quantcheck.model.markers import MarkerSource
 
     srcs = [MarkerSource("header", "f", {"x": float("nan")}, L),
             MarkerSource("tensor", "f", {"x": float("nan")}, MK)]
@@ -302,7 +302,7 @@ def test_nan_vs_nan_is_a_conflict() -> None:
 
 
 def test_marker_get_looks_in_params() -> None:
-    from quantcheck.markers import MarkerSource
+    from quantcheck.model.markers import MarkerSource
 
     markers, _ = merge_markers([MarkerSource("tensor", "f", {
         "format": "asym_w4a8_int8", "params": {"group_size": 32, "convrot": True},

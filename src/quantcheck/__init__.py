@@ -12,15 +12,15 @@ TYPE_CHECKING = False  # typing is not imported on the check path (start-up time
 if TYPE_CHECKING:
     import os
 
-    from quantcheck.checkpoint import Checkpoint
-    from quantcheck.report import Report
+    from quantcheck.model.checkpoint import Checkpoint
+    from quantcheck.results import Report
 
 __all__ = ["__version__", "check", "load"]
 
 
 def load(path: str | os.PathLike[str] | list[str]) -> Checkpoint:
     """Open a checkpoint (file, shards, folder, index.json or URL): headers and markers only."""
-    from quantcheck.checkpoint import load_checkpoint
+    from quantcheck.model.checkpoint import load_checkpoint
 
     return load_checkpoint(path if isinstance(path, list) else [str(path)])
 

@@ -1,3 +1,3 @@
-from quantcheck.cli import main
+from quantcheck.cli.main import main
 
 raise SystemExit(main())

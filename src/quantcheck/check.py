@@ -5,10 +5,10 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Iterable
 
-from quantcheck.checkpoint import Checkpoint, load_checkpoint
 from quantcheck.diagnostics import Diagnostic
 from quantcheck.io.source import base_name
-from quantcheck.report import Report
+from quantcheck.model.checkpoint import Checkpoint, load_checkpoint
+from quantcheck.results import Report
 from quantcheck.runtimes import targets_of
 
 
@@ -51,7 +51,7 @@ def check_checkpoint(ck: Checkpoint, *, target: str = "all", select: list[str] |
     """Check an opened checkpoint."""
     diags = run_rules(ck)
     if deep:
-        from quantcheck.deep import deep_check
+        from quantcheck.rules.deep import deep_check
 
         diags.extend(deep_check(ck, read_weights=read_weights))
     diags = select_diagnostics(diags, target=target, select=select, ignore=ignore)

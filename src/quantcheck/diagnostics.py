@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from enum import StrEnum
-
 from quantcheck._record import factory, record
+from quantcheck.rules.levels import Effect, Safety, Severity
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
@@ -20,34 +19,6 @@ def __getattr__(name: str) -> Any:
 
         return runtime_names()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-class Severity(StrEnum):
-    """How bad a finding is; only `error` changes the exit code by default."""
-
-    ERROR = "error"
-    WARNING = "warning"
-    INFO = "info"
-
-    @property
-    def rank(self) -> int:
-        return {"error": 2, "warning": 1, "info": 0}[self.value]
-
-
-class Safety(StrEnum):
-    """How a fix may be applied: safe keeps every value, unsafe changes numbers."""
-
-    SAFE = "safe"
-    UNSAFE = "unsafe"
-    DISPLAY = "display-only"
-
-
-class Effect(StrEnum):
-    """What a problem does to one runtime."""
-
-    FAILS = "fails"
-    DEGRADED = "degraded"
-    NONE = "none"
 
 
 @record
@@ -148,7 +119,7 @@ class Diagnostic:
 
 
 def _rules() -> dict[str, Any]:
-    """The rule registry (imported on first use: the registry imports this module)."""
+    """The rule registry (imported on first use: the catalogs are only needed then)."""
     global _RULES
     if _RULES is None:
         from quantcheck.rules.registry import all_rules
@@ -161,12 +132,14 @@ _RULES: dict[str, Any] | None = None
 
 
 def _runtimes() -> Any:
-    """The `quantcheck.runtimes` module (imported on first use: it imports this module)."""
+    """The runtime registry module (imported on first use: importing it registers the built-in
+    runtimes, which is start-up work a diagnostic should not cost before it is needed)."""
     global _RUNTIMES
     if _RUNTIMES is None:
         import quantcheck.runtimes
+        import quantcheck.runtimes.registry
 
-        _RUNTIMES = quantcheck.runtimes
+        _RUNTIMES = quantcheck.runtimes.registry
     return _RUNTIMES
 
 

@@ -1,6 +1,6 @@
 """Check many checkpoints: one result per checkpoint. Standard library only.
 
-The unit of work is one checkpoint (a `CheckpointSpec` from `quantcheck.discover`, or a path):
+The unit of work is one checkpoint (a `CheckpointSpec` from `quantcheck.model.discover`, or a path):
 
     from quantcheck.many import check_one
     result = check_one("model.safetensors")        # a plain dict, picklable and JSON-ready
@@ -24,8 +24,8 @@ its diagnostics are dropped, and it never changes the exit code.
 from __future__ import annotations
 
 from quantcheck._record import factory, record
-from quantcheck.discover import CheckpointSpec
-from quantcheck.report import Report
+from quantcheck.model.discover import CheckpointSpec
+from quantcheck.results import Report
 from quantcheck.textsafe import redact_url
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
@@ -95,7 +95,7 @@ def check_spec(spec: CheckpointSpec | str | list[str], *, target: str = "all",
     """Open and check one checkpoint. Never raises for input that cannot be read: the result
     then has kind `unreadable` and `error` says why."""
     from quantcheck.check import check_checkpoint, file_labels
-    from quantcheck.checkpoint import InputError, load_checkpoint
+    from quantcheck.model.checkpoint import InputError, load_checkpoint
 
     spec = as_spec(spec)
     try:
@@ -124,17 +124,23 @@ def check_many(specs: list[CheckpointSpec], *, jobs: int = 1,
     a time (the disk and the GIL are the limit); when any is remote and `jobs` > 1, up to
     `jobs` are checked at once (remote checks wait on the network). A progress bar on a
     terminal counts checkpoints when there are several."""
-    from quantcheck.io.batch import map_bounded
     from quantcheck.io.remote import is_remote
     from quantcheck.progress import Progress
 
-    remote = any(is_remote(p) for s in specs for p in s.paths)
+    jobs = jobs if any(is_remote(p) for s in specs for p in s.paths) else 1
     bar = Progress(len(specs), "checking", unit="checkpoints",
                    enabled=None if len(specs) > 1 else False)
     try:
+        if jobs == 1:  # no threads (nor their imports) for local checkpoints
+            out = []
+            for s in specs:
+                out.append(check_spec(s, **options))
+                bar.advance(redact_url(s.name))
+            return out
+        from quantcheck.io.batch import map_bounded
+
         return [r if isinstance(r, CheckpointResult) else _failed(s, r)
-                for s, r in map_bounded(lambda s: check_spec(s, **options), specs,
-                                        jobs if remote else 1,
+                for s, r in map_bounded(lambda s: check_spec(s, **options), specs, jobs,
                                         progress=lambda s: bar.advance(redact_url(s.name)))]
     finally:
         bar.close()

@@ -6,10 +6,10 @@ import hashlib
 from pathlib import Path
 
 from quantcheck.check import run_rules, select_diagnostics
-from quantcheck.checkpoint import load_checkpoint
-from quantcheck.commands.output import index_metadata, name_files, output_layout
-from quantcheck.fix import FixPlan, fixable, plan_fixes
+from quantcheck.cli.output import index_metadata, name_files, output_layout
+from quantcheck.fix.planner import FixPlan, fixable, plan_fixes
 from quantcheck.io.writer import write_checkpoint
+from quantcheck.model.checkpoint import load_checkpoint
 
 
 def sha(path: Path) -> str:

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from quantcheck.check import check_paths
-from quantcheck.checkpoint import load_checkpoint
-from quantcheck.cli import main
+from quantcheck.cli.main import main
+from quantcheck.model.checkpoint import load_checkpoint
 
 from ._real import raw, weight, write
 from ._util import tensor_bytes
@@ -45,7 +45,7 @@ def plain(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, np.
 
 
 def _fits(fmt: str, opts: list[str], target: str, n: int, k: int) -> bool:
-    from quantcheck.select import shape_refusal
+    from quantcheck.convert.eligible import shape_refusal
 
     o = {"convrot": "--no-convrot" not in opts, "convrot_groupsize": 64 if opts else 256,
          "bits": 6 if "6" in opts else 4}

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from quantcheck.checkpoint import load_checkpoint
-from quantcheck.cli import main
-from quantcheck.fix import unrepairable
+from quantcheck.cli.main import main
+from quantcheck.fix.planner import unrepairable
+from quantcheck.model.checkpoint import load_checkpoint
 from rules.cases import CASES
 
 from ._util import fix_to, leftovers, sha, tensor_bytes

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from quantcheck.checkpoint import load_checkpoint
-from quantcheck.cli import main
+from quantcheck.cli.main import main
 from quantcheck.io import outpath
 from quantcheck.io.build import RawTensor, write_safetensors
 from quantcheck.io.outpath import OLD_SUFFIX, TMP_SUFFIX, clean_stale, temp_prefix
+from quantcheck.model.checkpoint import load_checkpoint
 
 from ._util import sha, tensor_bytes
 from .test_writer import CHILD_SLOW, _big, _child

@@ -10,7 +10,7 @@ np = pytest.importorskip("numpy")
 ml_dtypes = pytest.importorskip("ml_dtypes")
 
 from quantcheck import load  # noqa: E402
-from quantcheck.cli import main  # noqa: E402
+from quantcheck.cli.main import main  # noqa: E402
 from quantcheck.io.build import RawTensor, write_safetensors  # noqa: E402
 from quantcheck.numeric.arrays import to_bytes  # noqa: E402
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from quantcheck.checkpoint import load_checkpoint
-from quantcheck.cli import main
+from quantcheck.cli.main import main
 from quantcheck.io.build import marker_tensor
+from quantcheck.model.checkpoint import load_checkpoint
 
 from ._real import plain, quantized, weight, write
 from ._util import leftovers, sha
@@ -129,7 +129,7 @@ def test_safe_fix_never_loads_numpy(tmp_path: Path) -> None:
         RawTensor(f"{P}.comfy_quant", "U8", (1,), b"{"),
         RawTensor("x.weight_scale", "F64", (1,), b"\0" * 7 + b"\x40"),
     ])
-    code = ("import sys; from quantcheck.cli import main; rc = main(sys.argv[1:]); "
+    code = ("import sys; from quantcheck.cli.main import main; rc = main(sys.argv[1:]); "
             "assert 'numpy' not in sys.modules, 'numpy was imported'; sys.exit(rc)")
     proc = subprocess.run([sys.executable, "-c", code, "fix", str(src), "-o",
                            str(tmp_path / "out.safetensors")], capture_output=True, text=True,

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from quantcheck.checkpoint import load_checkpoint
 from quantcheck.io.build import RawTensor, write_safetensors
 from quantcheck.io.source import LocalFile
 from quantcheck.io.writer import (
@@ -26,6 +25,7 @@ from quantcheck.io.writer import (
     WriteError,
     write_checkpoint,
 )
+from quantcheck.model.checkpoint import load_checkpoint
 
 from ._util import sha, tensor_bytes
 
@@ -90,7 +90,7 @@ def test_sharded_in_sharded_out(tmp_path: Path) -> None:
     index = src / "model.safetensors.index.json"
     index.write_text(json.dumps({"metadata": {"format": "pt"}, "weight_map": {
         "a.weight": "p1.safetensors", "b.weight": "p2.safetensors"}}))
-    from quantcheck.cli import main
+    from quantcheck.cli.main import main
 
     assert main(["fix", str(index), "-o", str(tmp_path / "out")]) == 0
     doc = json.loads((tmp_path / "out" / "model.safetensors.index.json").read_text())
@@ -105,7 +105,7 @@ def test_refuses_to_overwrite_input(tmp_path: Path, capsys: pytest.CaptureFixtur
     src = tmp_path / "in.safetensors"
     _big(src, 1)
     before = sha(src)
-    from quantcheck.cli import main
+    from quantcheck.cli.main import main
 
     assert main(["fix", str(src), "-o", str(src)]) == 2
     assert "overwrite an input" in capsys.readouterr().err
@@ -122,7 +122,7 @@ def slow(self, data):
     orig(self, data)
     time.sleep(0.02)
 writer._Sink.write = slow
-from quantcheck.cli import main
+from quantcheck.cli.main import main
 sys.exit(main(sys.argv[1:]))
 """
 
@@ -152,7 +152,7 @@ def test_killed_writer_leaves_input_and_no_output(tmp_path: Path) -> None:
     # The temp file is named for its destination and the writer's pid ...
     assert [p.name.startswith(f".out.safetensors.{proc.pid}.") for p in temps] == [True]
     # ... and the next write to the same destination removes it.
-    from quantcheck.cli import main
+    from quantcheck.cli.main import main
 
     assert main(["fix", str(src), "-o", str(out)]) == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.safetensors", "out.safetensors"]
@@ -163,7 +163,7 @@ CHILD_FULL = """
 import resource, signal, sys
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 resource.setrlimit(resource.RLIMIT_FSIZE, (256 * 1024, 256 * 1024))
-from quantcheck.cli import main
+from quantcheck.cli.main import main
 sys.exit(main(sys.argv[1:]))
 """
 

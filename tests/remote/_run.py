@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from quantcheck.cli import main
+from quantcheck.cli.main import main
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any, str]:

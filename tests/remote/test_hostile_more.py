@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from quantcheck.cli import main
+from quantcheck.cli.main import main
 from quantcheck.textsafe import redact_url
 
 from ._files import example_files

@@ -181,7 +181,7 @@ def test_scale_tensors_read_remotely(hub: Nginx, monkeypatch: pytest.MonkeyPatch
     import quantcheck.io.httpsource as hs
 
     monkeypatch.setattr(hs, "FIRST_READ", 16384)  # scales past the first read
-    from quantcheck.checkpoint import load_checkpoint
+    from quantcheck.model.checkpoint import load_checkpoint
 
     name = "mxfp8.safetensors"
     with load_checkpoint(str(EXAMPLES / name)) as local, \

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from quantcheck.checkpoint import Checkpoint, Shard, assemble
 from quantcheck.io.build import RawTensor, build_safetensors, marker_tensor
 from quantcheck.io.header import read_header
 from quantcheck.io.httpsource import FIRST_READ, HttpSource
 from quantcheck.io.limits import MAX_BYTES, byte_cap, parse_byte_count
+from quantcheck.model.checkpoint import Checkpoint, Shard, assemble
 
 from ._files import EXAMPLES, big_file, example_files
 from ._hostile import HostileServer

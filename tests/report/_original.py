@@ -11,8 +11,8 @@ def make_original(quantized: Path, out: Path, seed: int = 7) -> Path:
     """Write the original of `quantized` to `out` (needs numpy)."""
     import numpy as np
 
-    from quantcheck.checkpoint import load_checkpoint
     from quantcheck.io.build import RawTensor, write_safetensors
+    from quantcheck.model.checkpoint import load_checkpoint
 
     rng = np.random.default_rng(seed)
     tensors = []

@@ -6,8 +6,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from example_files import BROKEN_EXAMPLE
-from quantcheck.htmlreport import build_report
-from quantcheck.htmlreport.chromium import screenshot
+from quantcheck.render.html import build_report
+from quantcheck.render.html.chromium import screenshot
 from report._png import decode, non_background
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from example_files import BROKEN_EXAMPLE
-from quantcheck.cli import main
+from quantcheck.cli.main import main
 from remote._hostile import HostileServer
 from report._html import parse
 
@@ -62,7 +62,7 @@ def test_compare_against_an_original(examples_dir: Path, tmp_path: Path) -> None
 def test_compare_unavailable_is_a_clear_exit_2(examples_dir: Path, tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch,
                                                capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setitem(sys.modules, "quantcheck.compare", None)
+    monkeypatch.setitem(sys.modules, "quantcheck.numeric.compare", None)
     out = tmp_path / "r.html"
     path = str(examples_dir / "nvfp4.safetensors")
     assert main(["report", path, "--compare", path, "-o", str(out)]) == 2

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from example_files import BROKEN_EXAMPLE
-from quantcheck.cli import main
+from quantcheck.cli.main import main
 from quantcheck.io.build import RawTensor, write_safetensors
 from report._html import parse
 

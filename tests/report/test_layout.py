@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from quantcheck.htmlreport.layout import build_layout, kind_key, split_prefix
+from quantcheck.render.html.layout import build_layout, kind_key, split_prefix
 
 
 def test_split_prefix_takes_the_first_numbered_segment() -> None:

@@ -11,9 +11,9 @@ import pytest
 
 from example_files import BROKEN_EXAMPLE, CLEAN_EXAMPLES
 from hostile import marker_bytes, tensors
-from quantcheck.checkpoint import load_checkpoint
-from quantcheck.htmlreport import build_report
-from quantcheck.inspect import summarize
+from quantcheck.model.checkpoint import load_checkpoint
+from quantcheck.model.inventory import summarize
+from quantcheck.render.html import build_report
 from report._html import Parsed, parse
 
 ALL_EXAMPLES = (*CLEAN_EXAMPLES, BROKEN_EXAMPLE)

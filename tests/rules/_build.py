@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from quantcheck.dtypes import DTYPES
 from quantcheck.io.build import RawTensor, marker_tensor, write_safetensors
+from quantcheck.io.dtypes import DTYPES
 
 Build = Callable[[Path], list[Path]]
 P = "blocks.0.attn.qkv"  # a linear layer name (not an embedding)

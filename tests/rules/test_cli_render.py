@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from quantcheck.cli import main
+from quantcheck.cli.main import main
 from quantcheck.rules.registry import all_rules
 
 from ._build import file, int8, nvfp4, w4a8

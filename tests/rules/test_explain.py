@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from quantcheck.check import check_paths
-from quantcheck.cli import main
-from quantcheck.explain import explain
-from quantcheck.messages import PATTERNS, MessagePattern, match_message
+from quantcheck.cli.main import main
+from quantcheck.explain.lookup import explain
+from quantcheck.explain.messages import PATTERNS, MessagePattern, match_message
 from quantcheck.rules.registry import all_rules
 
 from .conftest import SEEDS as SEED_DIR

@@ -12,10 +12,10 @@ import pytest
 
 import quantcheck.numeric.api  # noqa: F401  (imports every codec module: they register)
 from quantcheck.check import check_paths
-from quantcheck.checkpoint import load_checkpoint
-from quantcheck.cli import build_parser, main
+from quantcheck.cli.main import build_parser, main
 from quantcheck.formats import codecs
 from quantcheck.formats.table import F32, FORMATS, Companion, FormatSpec, Option, option
+from quantcheck.model.checkpoint import load_checkpoint
 from quantcheck.numeric import dequantize, quantize
 from quantcheck.rules.docs import rules_markdown
 
@@ -149,9 +149,9 @@ INFERRED = {"float8_e4m3fn", "float8_e5m2", "nvfp4", "mxfp8"}
 def test_inference_agrees_with_the_written_layout(name: str, options: dict) -> None:
     """What `quantize` writes (the table's layout) is inferred back as that format, or not at
     all (rotation groups and W4A8 sizes are not in the tensors); never as another format."""
+    from quantcheck.fix.marker_infer import infer_marker
     from quantcheck.io.header import TensorInfo
-    from quantcheck.layers import Layer
-    from quantcheck.marker_infer import infer_marker
+    from quantcheck.model.layers import Layer
 
     spec = FORMATS[name]
     opts = {k: v for k, v in options.items() if k in {o.name for o in spec.options}}

@@ -9,7 +9,7 @@ import pytest
 
 from quantcheck.check import check_paths
 from quantcheck.diagnostics import Diagnostic, Safety
-from quantcheck.fix import BY_REWRITE, fix_of
+from quantcheck.fix.planner import BY_REWRITE, fix_of
 from quantcheck.rules import codes
 from quantcheck.rules.registry import all_rules
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from quantcheck.check import check_paths
-from quantcheck.cli import main
+from quantcheck.cli.main import main
 from quantcheck.diagnostics import Diagnostic, Effect
 from quantcheck.rules import codes as R
 from quantcheck.rules.docs import rules_markdown

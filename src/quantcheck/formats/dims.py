@@ -9,7 +9,7 @@ _ABSENT = object()
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 
 if TYPE_CHECKING:
-    from quantcheck.layers import Layer
+    from quantcheck.model.layers import Layer
 
 
 def marker_sizes(spec: FormatSpec, layer: Layer) -> tuple[int, int]:

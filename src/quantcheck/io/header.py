@@ -12,7 +12,7 @@ from operator import itemgetter
 
 from quantcheck._record import factory, record
 from quantcheck.diagnostics import Diagnostic, Severity, json_pointer
-from quantcheck.dtypes import DTYPES
+from quantcheck.io.dtypes import DTYPES
 from quantcheck.io.source import ByteSource
 from quantcheck.rules import codes as R
 from quantcheck.runtimes import unaffected

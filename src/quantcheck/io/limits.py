@@ -54,7 +54,7 @@ def remote_limits(max_bytes: str, jobs: int | None) -> Iterator[int]:
     """The CLI's `--max-bytes SIZE` and `--jobs N` for one run: the byte cap holds while the
     block runs (the old one is restored after); yields the number of jobs. Bad values are
     usage errors (`InputError`, exit 2)."""
-    from quantcheck.checkpoint import InputError
+    from quantcheck.errors import InputError
 
     try:
         cap = parse_byte_count(max_bytes)

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 from quantcheck.io.batch import map_bounded
 from quantcheck.io.source import base_name
-from quantcheck.markers import MARKER_SUFFIX, MAX_MARKER_BYTES
+from quantcheck.model.markers import MARKER_SUFFIX, MAX_MARKER_BYTES
 from quantcheck.progress import Progress
 
 S = TypeVar("S")

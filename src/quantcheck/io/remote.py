@@ -1,6 +1,6 @@
 """Remote checkpoints: `hf://` addresses and http(s) URLs, read through Range requests.
 
-Entry points used by `quantcheck.checkpoint`:
+Entry points used by `quantcheck.model.checkpoint`:
 - `open_remote_source(url)` → an `HttpSource` (a ByteSource) for one file;
 - `expand_remote(url)` → (shard names, index name or None, diagnostics) for a file, an
   `*.index.json`, or (hf:// only) a repository folder, listed through the hub API;
@@ -92,7 +92,7 @@ def _expand_folder(url: str, hp: hub.HubPath) -> tuple[list[str], str | None,
         return _expand_index(idx.name(), hub.resolve_url(idx), set(here))
     found = [hp.name(f) for f in here if f.endswith(".safetensors")]
     if not found:
-        from quantcheck.checkpoint import InputError
+        from quantcheck.errors import InputError
 
         raise InputError(f"{redact(url)}: folder holds no .safetensors files")
     return found, None, []

@@ -36,7 +36,7 @@ from quantcheck.io.source import ByteSource, LocalFile
 from quantcheck.rules import codes as R
 
 if TYPE_CHECKING:
-    from quantcheck.checkpoint import Checkpoint
+    from quantcheck.model.checkpoint import Checkpoint
 
 CHUNK = 8 * 1024 * 1024
 __all__ = ["TMP_SUFFIX", "WriteError", "clean_stale", "write_checkpoint"]
@@ -284,7 +284,7 @@ def _fsync_dir(folder: str) -> None:
 def _verify_written(paths: list[str], files: list[OutFile],
                     verify: Callable[[Checkpoint], None] | None) -> None:
     """Re-read what was written: headers parse, tensors are exactly the planned ones."""
-    from quantcheck.checkpoint import load_checkpoint
+    from quantcheck.model.checkpoint import load_checkpoint
 
     with load_checkpoint(paths) as ck:
         for shard, out in zip(ck.shards, files, strict=True):
@@ -428,7 +428,7 @@ def _discard(tmp: str | None) -> None:
 
 
 def _check_index(index_path: str) -> None:
-    from quantcheck.checkpoint import load_checkpoint
+    from quantcheck.model.checkpoint import load_checkpoint
 
     with load_checkpoint([index_path]) as ck:
         bad = [d for d in ck.diagnostics if d.code.startswith("QC5")]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from quantcheck.report import Report
+from quantcheck.results import Report
 
 Renderer = Callable[[Report], str]
 

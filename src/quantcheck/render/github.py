@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from quantcheck.report import Report
+from quantcheck.results import Report
 from quantcheck.textsafe import clean
 
 LEVEL = {"error": "error", "warning": "warning", "info": "notice"}

@@ -14,7 +14,7 @@ TYPE_CHECKING = False  # typing is not imported on the check path (start-up time
 if TYPE_CHECKING:
     from typing import Any
 
-    from quantcheck.report import Report
+    from quantcheck.results import Report
 
 #: Bumped only when a field is removed or changes meaning; adding fields keeps it.
 SCHEMA_VERSION = 1

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from quantcheck.diagnostics import TARGETS, Severity
 from quantcheck.render.style import STATUS_STYLE, paint, use_color
-from quantcheck.report import Report
+from quantcheck.results import Report
 from quantcheck.textsafe import clean, json_safe, redact_url
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)

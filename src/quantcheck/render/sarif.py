@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from quantcheck import __version__
-from quantcheck.report import Report
+from quantcheck.results import Report
 from quantcheck.rules.registry import all_rules
 from quantcheck.textsafe import json_safe
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from itertools import groupby
 
 from quantcheck.render.style import SEVERITY_STYLE, STATUS_STYLE, paint, use_color
-from quantcheck.report import Report
+from quantcheck.results import Report
 from quantcheck.textsafe import clean
 
 

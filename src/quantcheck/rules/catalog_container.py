@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from quantcheck.diagnostics import Effect, Safety, Severity
-from quantcheck.rules.registry import Rule, effects
+from quantcheck.rules.levels import Effect, Safety, Severity
+from quantcheck.rules.rule import Rule, effects
 
 E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 BOTH_FAIL = effects("fails", "fails")

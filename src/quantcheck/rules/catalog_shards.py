@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from quantcheck.diagnostics import Safety, Severity
-from quantcheck.rules.registry import Rule, effects
+from quantcheck.rules.levels import Safety, Severity
+from quantcheck.rules.rule import Rule, effects
 
 E, W = Severity.ERROR, Severity.WARNING
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from operator import itemgetter
 
-from quantcheck.checkpoint import Checkpoint
 from quantcheck.diagnostics import Diagnostic
-from quantcheck.layers import Layer
+from quantcheck.model.checkpoint import Checkpoint
+from quantcheck.model.layers import Layer
 from quantcheck.rules.layer_rules import check_layer
 from quantcheck.rules.marker_rules import check_marker_fields, check_orphans
 from quantcheck.rules.runtime_rules import is_embedding_name

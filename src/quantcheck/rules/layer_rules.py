@@ -11,10 +11,10 @@ import json
 from collections.abc import Iterator
 
 from quantcheck.diagnostics import Diagnostic, Effect, Fix, Safety, json_pointer
-from quantcheck.dtypes import HIGH_PRECISION
 from quantcheck.formats.dims import derive_dims
 from quantcheck.formats.table import FORMATS, Companion, Dims, FormatSpec
-from quantcheck.layers import Layer
+from quantcheck.io.dtypes import HIGH_PRECISION
+from quantcheck.model.layers import Layer
 from quantcheck.rules import codes as R
 from quantcheck.runtimes import effects as _eff
 
@@ -68,7 +68,7 @@ def _unmarked(layer: Layer, mxfp8_meta: bool) -> Iterator[Diagnostic]:
 
 def _marker_fix(layer: Layer) -> tuple[Fix | None, str]:
     """A safe add-marker fix where the tensors name one format; else no fix, and why not."""
-    from quantcheck.marker_infer import infer_marker
+    from quantcheck.fix.marker_infer import infer_marker
 
     fields, why = infer_marker(layer)
     if "comfy_quant" in layer.tensors:

@@ -5,16 +5,17 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
-from quantcheck.checkpoint import Checkpoint
 from quantcheck.diagnostics import Diagnostic, Effect, Fix, Safety
 from quantcheck.formats.table import FORMATS, FormatSpec, marker_int
-from quantcheck.markers import Marker
+from quantcheck.model.markers import Marker
 from quantcheck.rules import codes as R
 from quantcheck.runtimes import effects as _eff
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
     from typing import Any
+
+    from quantcheck.model.checkpoint import Checkpoint
 
 FAILS, DEGRADED, NONE = Effect.FAILS, Effect.DEGRADED, Effect.NONE
 #: Keys real producers write that no runtime reads: tolerated silently.

@@ -4,60 +4,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from quantcheck._record import record
-from quantcheck.diagnostics import Effect, Safety, Severity
-
-
-@record
-class Rule:
-    """A diagnostic code with its meaning, per-target effect and documentation.
-
-    What `quantcheck fix` does for the rule is said here only: `fix` is the safety of the fix
-    its diagnostics carry; `action` the fix action run for diagnostics that carry none of their
-    own (markers that could not be read); `repair` is "rewrite" when any rewrite of the file
-    repairs it, "refuse" when the input cannot be rewritten faithfully.
-    """
-
-    code: str
-    name: str
-    severity: Severity
-    title: str
-    effects: dict[str, Effect]
-    fix: Safety | None
-    checks: str
-    why: str
-    example: str
-    remedy: str
-    evidence: str
-    retired: bool = False
-    action: str | None = None
-    repair: str = ""
-
-    @property
-    def family(self) -> str:
-        return self.code[:3] + "xx"
-
-    def doc(self) -> str:
-        """The rule's documentation as plain text (what `quantcheck explain CODE` prints)."""
-        fix = self.fix.value if self.fix else "none"
-        effects = ", ".join(f"{t}: {e.value}" for t, e in self.effects.items())
-        parts = [
-            f"{self.code} {self.name} ({self.severity.value}) — {self.title}",
-            "",
-            f"What it checks: {self.checks}",
-            "",
-            f"Why it matters: {self.why}",
-            "",
-            f"Effect per runtime: {effects}",
-            f"Evidence: {self.evidence}",
-            "",
-            "Example:",
-            *("  " + line for line in self.example.splitlines()),
-            "",
-            f"Fix ({fix}): {self.remedy}",
-        ]
-        return "\n".join(parts)
-
+from quantcheck.rules.rule import Rule, effects
 
 FAMILIES = {
     "QC1": "container (safetensors structure)",
@@ -67,16 +14,6 @@ FAMILIES = {
     "QC5": "shards and indexes",
     "QC6": "runtime compatibility (format support and mixes)",
 }
-
-
-def effects(*by_position: str, **by_name: str) -> dict[str, Effect]:
-    """Declared per-runtime effects, written compactly in the catalogs (built-in runtimes in
-    order, then any runtime by name); every built-in runtime is named, "none" by default."""
-    from quantcheck.runtimes import BUILTIN
-    from quantcheck.runtimes import effects as runtime_effects
-
-    return runtime_effects(*by_position, *("none",) * (len(BUILTIN) - len(by_position)),
-                           **by_name)
 
 
 @cache
@@ -124,3 +61,5 @@ def find_rule(text: str) -> Rule | None:
         if rule.name == key.lower():
             return rule
     return None
+
+__all__ = ["FAMILIES", "Rule", "all_rules", "effects", "find_rule", "get_rule"]

@@ -6,14 +6,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from quantcheck.checkpoint import Checkpoint
 from quantcheck.compat._sglang_configs import (
     check_config_constructor,
     resolve_comfy_checkpoint_quantization,
 )
 from quantcheck.diagnostics import Diagnostic, Effect, Fix, Safety
 from quantcheck.formats.table import FORMATS, ROTATION_GROUPS
-from quantcheck.layers import Layer
+from quantcheck.model.checkpoint import Checkpoint
+from quantcheck.model.layers import Layer
 from quantcheck.rules import codes as R
 from quantcheck.runtimes import effects as _eff
 

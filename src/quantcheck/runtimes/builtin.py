@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from quantcheck.runtimes import Release, Runtime, register_runtime
+from quantcheck.runtimes.registry import Release, Runtime, register_runtime
 
 SGLANG = register_runtime(Runtime(
     "sglang", "sglang", (Release("0.5.23"),),

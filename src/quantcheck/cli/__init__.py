@@ -1,0 +1,1 @@
+"""Subcommands loaded on demand by `quantcheck.cli.commands`."""

@@ -1,0 +1,268 @@
+"""Command line: `quantcheck inspect|check|rules|explain ...`. Imports stay lazy and stdlib-only."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from quantcheck.cli.options import HelpFormatter, add_output_format
+
+EPILOG = """\
+exit codes: 0 clean, 1 problems found, 2 could not run (bad usage, unreadable input),
+  141 stdout closed before the report was printed (e.g. `| head`).
+
+examples:
+  quantcheck check model.safetensors                  every problem, for every runtime
+  quantcheck check --target sglang model.safetensors  one runtime
+  quantcheck check ~/ComfyUI/models/diffusion_models/ every checkpoint in a folder, and a table
+  quantcheck check --as-one part1.safetensors part2.safetensors
+                                                      shards of one checkpoint, without an index
+  quantcheck check --output-format json model.safetensors
+                                                      machine-readable
+  quantcheck inspect model.safetensors.index.json     what is in a sharded checkpoint
+  quantcheck explain QC301                            what a code means and how to fix it
+  quantcheck explain "Comfy INT8 layer 'x' needs I8 weights and F32 scales, got BF16 and F16"
+"""
+
+
+def _add_inputs(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="safetensors files, folders of shards, or *.safetensors.index.json")
+
+
+def _check_args(p: argparse.ArgumentParser) -> None:
+    from quantcheck.render import RENDERERS
+    from quantcheck.runtimes import target_choices
+
+    _add_inputs(p)
+    p.add_argument("--target", choices=target_choices(), default="all",
+                   help="runtime to judge the file for (default: all)")
+    add_output_format(p, tuple(RENDERERS))
+    p.add_argument("--select", action="append", default=[], metavar="CODE",
+                   help="only these codes (QC301, QC3, QC3*, or a rule name); repeatable, "
+                        "comma-separated")
+    p.add_argument("--ignore", action="append", default=[], metavar="CODE",
+                   help="leave out these codes; repeatable, comma-separated")
+    p.add_argument("--statistics", action="store_true", help="print counts per code")
+    p.add_argument("--fail-on", choices=("error", "warning", "info"), default="error",
+                   help="lowest severity that makes the exit code 1 (default: error)")
+    p.add_argument("--deep", action="store_true",
+                   help="also read scale tensors and check their values (needs numpy)")
+    p.add_argument("--read-weights", action="store_true",
+                   help="with --deep: read whole weights too (slow on large files)")
+    p.add_argument("--no-color", action="store_true", help="plain text output")
+    from quantcheck.cli.check import add_many_arguments
+
+    add_many_arguments(p)
+    p.add_argument("--jobs", type=int, default=None, metavar="N",
+                   help="remote files read at once (default: min(8, 4 x CPUs))")
+    p.add_argument("--max-bytes", default="64M", metavar="SIZE",
+                   help="most bytes read per remote file, e.g. 500K, 64M (default: 64M)")
+
+
+def _inspect_args(p: argparse.ArgumentParser) -> None:
+    _add_inputs(p)
+    add_output_format(p, ("text", "json"))
+    p.add_argument("--layers", metavar="GLOB", help="only layers whose prefix matches GLOB")
+    p.add_argument("--summary", action="store_true", help="totals and metadata only")
+
+
+def _rules_args(p: argparse.ArgumentParser) -> None:
+    add_output_format(p, ("text", "json", "markdown"))
+
+
+def _explain_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("what", nargs="+", help="a code (QC301), a rule name, or an error message")
+    add_output_format(p, ("text", "json"))
+
+
+#: name -> (one-line help, description, argument builder)
+CORE_COMMANDS = {
+    "check": ("report every problem, per runtime",
+              "Check every layer against each runtime's rules and report all problems in one "
+              "pass. Reads only the header and the marker bytes unless --deep is given.",
+              _check_args),
+    "inspect": ("show layers, formats, shapes and sizes",
+                "Show what a checkpoint holds: per layer the format, weight dtype and shape, "
+                "logical [N, K], companion tensors, bytes and bits per weight; totals per "
+                "format; file metadata.", _inspect_args),
+    "rules": ("list every diagnostic code",
+              "List every diagnostic code with its name, severity, per-runtime effect and "
+              "whether a fix exists. --output-format markdown writes the full documentation "
+              "(docs/rules.md).", _rules_args),
+    "explain": ("explain a code, or a runtime's error message",
+                "Print a rule's documentation (what it checks, why it matters, an example, "
+                "the fix), or match a pasted sglang / ComfyUI error message to the rule, layer "
+                "and fix.", _explain_args),
+}
+
+
+def build_parser(wanted: str | None = None) -> argparse.ArgumentParser:
+    """The parser; only the command being run (`wanted`) gets its full argument set."""
+    from quantcheck._version import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="quantcheck",
+        description="Validate, inspect and repair ComfyUI per-layer quantized safetensors "
+                    "checkpoints (comfy_quant markers) for ComfyUI and sglang — from the header "
+                    "alone, in milliseconds.",
+        epilog=EPILOG, formatter_class=HelpFormatter)
+    parser.add_argument("--version", action="version", version=f"quantcheck {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    from quantcheck.cli.commands import EXTRA_COMMANDS
+
+    known = wanted in CORE_COMMANDS or wanted in EXTRA_COMMANDS
+    for name, (help_text, description, add_args) in CORE_COMMANDS.items():
+        if known and name != wanted:
+            continue  # running one command: the others need not exist (start-up time)
+        if name != wanted:
+            sub.add_parser(name, help=help_text, add_help=False)
+            continue
+        p = sub.add_parser(name, help=help_text, description=description, epilog=EPILOG,
+                           formatter_class=HelpFormatter)
+        add_args(p)
+
+    from quantcheck.cli.commands import add_extra_commands
+
+    add_extra_commands(sub, wanted, only=known)
+    return parser
+
+
+def _split(values: list[str]) -> list[str]:
+    return [v for item in values for v in item.split(",") if v.strip()]
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from quantcheck.cli.check import run
+
+    return run(args)
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    from quantcheck.model.checkpoint import load_checkpoint
+    from quantcheck.model.inventory import summarize
+
+    with load_checkpoint(args.paths) as ck:
+        doc = summarize(ck)
+    if args.layers:
+        import fnmatch
+
+        doc["layers"] = [r for r in doc["layers"] if fnmatch.fnmatchcase(r["prefix"],
+                                                                         args.layers)]
+    if args.output_format == "json":
+        import json
+
+        from quantcheck.textsafe import json_safe
+
+        print(json_safe(json.dumps(doc, indent=2, ensure_ascii=False)))
+    else:
+        from quantcheck.render.inspect_text import render_inspect
+
+        print(render_inspect(doc, summary_only=args.summary))
+    return 0
+
+
+def cmd_rules(args: argparse.Namespace) -> int:
+    from quantcheck.rules.registry import all_rules
+
+    rules = all_rules()
+    if args.output_format == "markdown":
+        from quantcheck.rules.docs import rules_markdown
+
+        print(rules_markdown(), end="")
+        return 0
+    if args.output_format == "json":
+        from quantcheck.render.json_out import dumps
+
+        print(dumps("rules", {"rules": [
+            {"code": r.code, "name": r.name, "severity": r.severity.value, "title": r.title,
+             "fix": r.fix.value if r.fix else None,
+             "effects": {t: e.value for t, e in r.effects.items()}}
+            for r in rules.values()]}))
+        return 0
+    for r in rules.values():
+        eff = " ".join(f"{t}:{e.value}" for t, e in r.effects.items())
+        fix = f"fix:{r.fix.value}" if r.fix else "no fix"
+        print(f"{r.code}  {r.name:<34} {r.severity.value:<8} {fix:<18} {eff}")
+        print(f"       {r.title}")
+    return 0
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from quantcheck.explain.lookup import explain
+
+    text, ok = explain(" ".join(args.what), as_json=args.output_format == "json")
+    print(text)
+    return 0 if ok else 2
+
+
+COMMANDS = {"check": cmd_check, "inspect": cmd_inspect, "rules": cmd_rules,
+            "explain": cmd_explain}
+
+
+#: Exit status when the reader of stdout goes away (`quantcheck inspect ... | head`): what a
+#: shell reports for a program killed by SIGPIPE (128 + 13), as `cat` or `grep` would give.
+#: Not 0: a `check` whose report was cut short must not pass for a clean one under pipefail.
+EXIT_BROKEN_PIPE = 141
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; its exit code (0 clean, 1 problems, 2 could not run, 141 stdout
+    closed early)."""
+    try:
+        try:
+            code = _main(argv)
+        except SystemExit:  # argparse: --help, --version, usage errors
+            sys.stdout.flush()
+            raise
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit flush
+        return code
+    except BrokenPipeError:
+        return _stdout_closed()
+
+
+def _stdout_closed() -> int:
+    """The reader closed stdout: stop quietly. stdout is pointed at devnull so that the
+    interpreter's final flush of what is still buffered cannot fail again."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # no real file descriptor (stdout replaced in-process)
+        pass
+    return EXIT_BROKEN_PIPE
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:  # names may hold lone surrogates: never crash printing them
+            reconfigure(errors="backslashreplace")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    wanted = next((a for a in argv if not a.startswith("-")), None)
+    parser = build_parser(wanted)
+    args = parser.parse_args(argv)
+    if not args.command:
+        parser.print_help()
+        return 2
+    handler = COMMANDS.get(args.command) or getattr(args, "handler", None)
+    assert handler is not None  # every subparser is a core command or sets `handler`
+    from quantcheck.model.checkpoint import InputError
+    from quantcheck.textsafe import clean
+
+    try:
+        return int(handler(args))
+    except BrokenPipeError:
+        raise  # an OSError, but not an error of the run: main() ends quietly
+    except InputError as exc:
+        print(f"quantcheck: error: {clean(exc)}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"quantcheck: error: {clean(exc)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("quantcheck: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,126 @@
+"""`quantcheck report PATH... -o report.html`: a self-contained HTML picture of a checkpoint."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from quantcheck.runtimes import target_choices
+from quantcheck.textsafe import clean
+
+DESCRIPTIONS = {"report": """\
+Write one self-contained HTML file (inline CSS and SVG; no scripts, no network):
+a format map of blocks x layer kinds coloured by format with diagnostics outlined,
+size and bits per weight per format and the saving against BF16, per-runtime
+verdicts and the diagnostics by code. With --compare, a heat map of each layer's
+relative error against the original and the 20 worst layers (needs numpy).
+
+Several checkpoints (a folder, a hub repository, several arguments; read as
+`quantcheck check` reads them) give a folder: -o DIR (a name ending in .html
+loses it) holds index.html, a table of every checkpoint linked to one page per
+quantized checkpoint.
+
+exit codes: 0 report written, 2 could not run."""}
+
+
+def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="safetensors files, folders of shards, *.safetensors.index.json or URLs")
+    p.add_argument("-o", "--output", default="report.html", metavar="FILE",
+                   help="HTML file to write (default: report.html)")
+    p.add_argument("--compare", action="append", default=[], metavar="ORIGINAL",
+                   help="the unquantized original: adds a per-layer error heat map "
+                        "(repeatable for shards)")
+    p.add_argument("--target", choices=target_choices(), default="all",
+                   help="runtime to judge the file for (default: all)")
+    p.add_argument("--deep", action="store_true",
+                   help="also read scale tensors and check their values (needs numpy)")
+    p.add_argument("--include", action="append", default=[], metavar="GLOB",
+                   help="in folders and repos: only files matching GLOB; repeatable")
+    p.add_argument("--exclude", action="append", default=[], metavar="GLOB",
+                   help="in folders and repos: leave out files matching GLOB; repeatable")
+    p.add_argument("--as-one", action="store_true",
+                   help="read all PATHs as the shards of one checkpoint")
+
+
+def _compare(paths: list[str], original: list[str]) -> Any:
+    try:
+        from quantcheck.numeric.compare import compare_checkpoints
+    except ImportError as exc:
+        raise CompareUnavailable(f"--compare is not available: {exc}") from exc
+    try:
+        return compare_checkpoints(paths, original)
+    except ImportError as exc:
+        raise CompareUnavailable(f"--compare needs the numeric extra "
+                                 f"(pip install 'quantcheck[numeric]'): {exc}") from exc
+
+
+class CompareUnavailable(RuntimeError):
+    """--compare cannot run here (module or numeric extra missing)."""
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write via a temp file beside `path` (the writer's checks, names, modes and SIGTERM
+    handling), so a failed or interrupted run leaves no half file and no device replaced."""
+    from quantcheck.io import outpath
+
+    dest = outpath.check_destination(os.fspath(path), sharded=False)
+    parent, base = os.path.split(dest)
+    with outpath.terminate_cleanly():
+        outpath.clean_stale(parent)
+        tmp = outpath.make_temp_file(parent, base)
+        try:
+            with open(tmp, "w", encoding="utf-8", errors="backslashreplace") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+            outpath.check_destination(dest, sharded=False)  # still not a device/FIFO
+            os.replace(tmp, dest)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+
+def _write_many(args: argparse.Namespace, specs: list[Any]) -> int:
+    """An index page and one page per checkpoint, in the folder -o names."""
+    from quantcheck.io.outpath import check_destination
+    from quantcheck.render.html.index import INDEX, build_pages
+
+    out = args.output[:-5] if args.output.endswith(".html") else args.output
+    check_destination(out, sharded=True)  # a folder, or nothing yet
+    os.makedirs(out, exist_ok=True)
+    pages = build_pages(specs, target=args.target, deep=args.deep)
+    for name, html in pages.items():
+        write_atomic(Path(out) / name, html)
+    print(f"wrote {Path(out) / INDEX} and {len(pages) - 1} checkpoint pages "
+          f"({len(specs)} checkpoints)", file=sys.stderr)
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    from quantcheck.io.outpath import check_destination
+    from quantcheck.render.html import build_report
+
+    if not args.compare:
+        from quantcheck.model.discover import discover
+
+        specs = discover(args.paths, include=args.include, exclude=args.exclude,
+                         as_one=args.as_one)
+        if len(specs) > 1:
+            return _write_many(args, specs)
+        args.paths = specs[0].paths
+    check_destination(args.output, sharded=False)  # refuse a device or FIFO before the work
+    try:
+        compare = _compare(args.paths, args.compare) if args.compare else None
+    except CompareUnavailable as exc:
+        print(f"quantcheck: error: {clean(exc)}", file=sys.stderr)
+        return 2
+    html = build_report(args.paths, compare=compare, target=args.target, deep=args.deep)
+    out = Path(args.output)
+    write_atomic(out, html)
+    print(f"wrote {out} ({len(html.encode('utf-8', 'backslashreplace')) / 1024:.0f} KiB)",
+          file=sys.stderr)
+    return 0

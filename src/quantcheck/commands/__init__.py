@@ -1,1 +1,0 @@
-"""Subcommands loaded on demand by `quantcheck.cli_extra`."""

@@ -1,0 +1,1 @@
+"""convert: see the modules of this package."""

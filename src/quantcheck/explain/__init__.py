@@ -1,0 +1,1 @@
+"""explain: see the modules of this package."""

@@ -1,0 +1,1 @@
+"""fix: see the modules of this package."""

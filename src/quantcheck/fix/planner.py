@@ -1,0 +1,254 @@
+"""Plan repairs: diagnostics -> edits on a draft -> output files for the streaming writer.
+
+Each round checks the (planned) checkpoint, applies every applicable fix to a fresh draft and
+re-checks the planned result from its header bytes alone (nothing is written); rounds repeat
+until no fix applies, so `fix` converges and a second run changes nothing.
+
+Safety: `safe` fixes keep every value (casts to F32 that are exact, relabels of 1-byte scales,
+reshapes, marker rewrites); `unsafe` ones change numbers and need `unsafe=True`; `display-only`
+ones are never applied. Conflicts: with target "all", an unsafe fix for a problem only some
+runtimes have is refused (it would change numbers for a runtime that loads the layer fine), and
+a safe fix whose result shows a new problem for another runtime is refused; both name the two
+runtimes. Missing markers are added only for the unambiguous layouts of `marker_infer`:
+
+- F8_E4M3 / F8_E5M2 [N, K] + float scalar weight_scale -> float8_e4m3fn / float8_e5m2
+- I8 [N, K] + float scalar weight_scale -> int8_tensorwise
+- U8 [N16, K16/2] + swizzled F8_E4M3/U8 weight_scale + scalar weight_scale_2 -> nvfp4
+- F8_E4M3 [N32, K32] + swizzled U8/F8_E8M0 weight_scale -> mxfp8
+- I8 [N, K/2] + BF16/F16 weight_scale and weight_zeros [K/G, N] -> awq_w4a16 (group_size G)
+
+Never guessed: I8 [N, K] with an [N, 1] / [N] scale (row-wise vs ConvRot), W4A8, W4A4, FP8
+without a scale.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from quantcheck.check import run_rules, select_diagnostics
+from quantcheck.diagnostics import Diagnostic, Fix, Safety
+from quantcheck.fix.actions import ACTIONS, UNSAFE_ACTIONS, Refused
+from quantcheck.fix.draft import Draft, Edit
+from quantcheck.io.header import read_header
+from quantcheck.io.writer import OutFile, PlannedSource
+from quantcheck.model.checkpoint import Checkpoint, Shard, assemble
+from quantcheck.rules import codes as R
+from quantcheck.rules.registry import all_rules
+from quantcheck.runtimes import targets_of
+
+#: Container findings a rewrite cannot repair without losing data: `fix` refuses the input.
+UNREPAIRABLE = frozenset(c for c, r in all_rules().items() if r.repair == "refuse")
+#: Findings every rewrite repairs (fresh aligned header, exact tiling, fresh index).
+BY_REWRITE = frozenset(c for c, r in all_rules().items() if r.repair == "rewrite")
+#: Structural actions first: a layer they change gets no other edit in the same round.
+ORDER = ("convert-scaled-fp8", "drop-header-metadata", "relabel-marker", "rebuild-marker",
+         "header-entry-to-marker", "header-to-tensor-markers", "resolve-conflict",
+         "drop-marker", "dequantize-layer", "requantize", "requantize-symmetric", "quantize-layer",
+         "add-marker", "set-format")
+STRUCTURAL = frozenset(ORDER[:12])
+
+
+@dataclass
+class Outcome:
+    """What a diagnostic's fix did: applied, refused (why), or left (needs --unsafe-fixes...)."""
+
+    diagnostic: Diagnostic
+    status: str  # "applied", "refused", "unsafe", "no-fix"
+    detail: str = ""
+
+
+@dataclass
+class FixPlan:
+    """The planned repair: edits, refusals, the output files and the predicted result."""
+
+    target: str
+    edits: list[Edit] = field(default_factory=list)
+    refused: dict[tuple[str, str], str] = field(default_factory=dict)
+    files: list[OutFile] = field(default_factory=list)
+    final: Checkpoint | None = None
+    remaining: list[Diagnostic] = field(default_factory=list)
+    converged: bool = True
+
+    @property
+    def changed(self) -> bool:
+        return any(e.safety != "rewrite" for e in self.edits)
+
+    def unapplied(self, unsafe: bool) -> list[Outcome]:
+        """Remaining diagnostics with why each was not fixed."""
+        out = []
+        for d in self.remaining:
+            fix = fix_of(d)
+            key = (d.code, where_of(d))
+            if key in self.refused:
+                out.append(Outcome(d, "refused", self.refused[key]))
+            elif fix is None or fix.safety is Safety.DISPLAY or fix.action is None:
+                out.append(Outcome(d, "no-fix", fix.description if fix else ""))
+            elif fix.safety is Safety.UNSAFE and not unsafe:
+                out.append(Outcome(d, "unsafe", fix.description))
+            else:
+                out.append(Outcome(d, "refused", "the fix did not remove the problem"))
+        return out
+
+
+def fix_of(d: Diagnostic) -> Fix | None:
+    """The diagnostic's own fix, else its rule's fix action (findings made reading markers)."""
+    if d.fix is not None and d.fix.action is not None:
+        return d.fix
+    rule = d.rule
+    if rule.action is not None and rule.fix is not None:
+        return Fix(rule.remedy, rule.fix, rule.action)
+    return d.fix
+
+
+def where_of(d: Diagnostic) -> str:
+    return d.tensor or d.layer or d.file or ""
+
+
+def fixable(d: Diagnostic, unsafe: bool) -> bool:
+    """Whether `fix` would try to apply this diagnostic's fix."""
+    if d.code in BY_REWRITE:
+        return True
+    f = fix_of(d)
+    return (f is not None and f.action is not None
+            and (f.safety is Safety.SAFE or (unsafe and f.safety is Safety.UNSAFE)))
+
+
+# ----------------------------------------------------------------------------- planning
+
+
+def unrepairable(ck: Checkpoint) -> list[Diagnostic]:
+    """Container problems that make a faithful rewrite impossible."""
+    bad = [d for d in ck.diagnostics if d.code in UNREPAIRABLE]
+    bad += [d for s in ck.shards for d in s.header.diagnostics if d.code in UNREPAIRABLE
+            and d not in bad]
+    return bad
+
+
+def plan_fixes(ck: Checkpoint, *, target: str = "all", unsafe: bool = False,
+               max_rounds: int = 8) -> FixPlan:
+    """Plan every applicable fix for `target`; nothing is written."""
+    plan = FixPlan(target)
+    names = [os.path.basename(s.name) for s in ck.shards]
+    cur = ck
+    diags = select_diagnostics(run_rules(cur), target=target)
+    for _ in range(max_rounds):
+        draft, files, nxt, after = _round(cur, diags, target, unsafe, plan, names)
+        plan.files = files
+        if not draft.edits:
+            plan.final, plan.remaining = cur, diags
+            return plan
+        plan.edits += draft.edits
+        cur, diags = nxt, after
+    plan.final, plan.remaining, plan.converged = cur, diags, False
+    return plan
+
+
+def _round(cur: Checkpoint, diags: list[Diagnostic], target: str, unsafe: bool, plan: FixPlan,
+           names: list[str]) -> tuple[Draft, list[OutFile], Checkpoint, list[Diagnostic]]:
+    """One round; edits whose result breaks another runtime are refused and the round redone."""
+    while True:
+        draft = Draft.of(cur)
+        _apply_all(draft, diags, target, unsafe, plan.refused)
+        files = draft.files_out()
+        if not draft.edits:
+            return draft, files, cur, diags
+        nxt = load_planned(files, names)
+        after = select_diagnostics(run_rules(nxt), target=target)
+        harm = _harm(diags, after, draft.edits, target)
+        if not harm:
+            return draft, files, nxt, after
+        plan.refused.update(harm)
+
+
+def diagnostic_key(d: Diagnostic) -> tuple[str, str]:
+    return d.code, d.layer or d.tensor or ""
+
+
+def _harm(before: list[Diagnostic], after: list[Diagnostic], edits: list[Edit],
+          target: str) -> dict[tuple[str, str], str]:
+    """Edits whose result shows a new problem for a runtime the fixed problem did not affect."""
+    old = {diagnostic_key(d) for d in before}
+    scope = set(targets_of(target))
+    out: dict[tuple[str, str], str] = {}
+    for d in after:
+        if diagnostic_key(d) in old or not d.targets:
+            continue
+        layer = d.layer or (d.tensor or "").rsplit(".", 1)[0]
+        for e in edits:
+            if e.safety == "rewrite" or not (e.where == layer or e.where.startswith(layer + ".")):
+                continue
+            hurt = (set(d.targets) & scope) - set(e.targets)
+            if hurt and e.targets:
+                out[(e.code, e.where)] = (
+                    f"the fix helps {', '.join(e.targets)} but would break "
+                    f"{', '.join(sorted(hurt))} ({d.code}: {d.message}); run it with --target "
+                    f"{e.targets[0]} to apply it for that runtime only")
+    return out
+
+
+def _apply_all(draft: Draft, diags: list[Diagnostic], target: str, unsafe: bool,
+               refused: dict[tuple[str, str], str]) -> None:
+    locked: set[str] = set()
+    rank = {a: i for i, a in enumerate(ORDER)}
+    todo = [(d, fix_of(d)) for d in diags]
+    todo.sort(key=lambda p: rank.get(p[1].action if p[1] and p[1].action else "", len(ORDER)))
+    rewrite_logged = False
+    for d, fix in todo:
+        if d.code in BY_REWRITE:
+            if not rewrite_logged:
+                draft.log(d.code, where_of(d), "rewrite the file (aligned header, exact "
+                          "offsets, fresh index)", "rewrite")
+                rewrite_logged = True
+            continue
+        if fix is None or fix.action is None or fix.safety is Safety.DISPLAY:
+            continue
+        key = (d.code, where_of(d))
+        if key in refused:
+            continue
+        action = fix.action
+        if d.code == R.QC304.code and unsafe:
+            action = "quantize-layer"
+        elif fix.safety is Safety.UNSAFE and not unsafe:
+            continue
+        layer = d.layer or ""
+        if layer in locked:
+            continue
+        scope = set(targets_of(target))
+        if (fix.safety is Safety.UNSAFE or action == "quantize-layer") and d.targets and \
+                scope - set(d.targets):
+            hurt = sorted(scope - set(d.targets))
+            refused[key] = (f"changing the numbers helps {', '.join(d.targets)} but hurts "
+                            f"{', '.join(hurt)}, which loads the layer as it is; run with "
+                            f"--target {d.targets[0]} to apply it for that runtime only")
+            continue
+        try:
+            text = ACTIONS[action](draft, d, dict(fix.params), target)
+        except Refused as exc:
+            if action == "quantize-layer":  # fall back to the safe fix: drop the marker
+                text = f"{exc}; " + ACTIONS["drop-marker"](draft, d, {}, target)
+            else:
+                refused[key] = str(exc)
+                continue
+        safety = "unsafe" if action in UNSAFE_ACTIONS else "safe"
+        draft.log(d.code, where_of(d), text, safety, tuple(d.targets), layer)
+        if action in STRUCTURAL and layer:
+            locked.add(layer)
+
+
+# ----------------------------------------------------------------------------- actions
+
+
+
+
+# ----------------------------------------------------------------------------- planned files
+
+
+def load_planned(files: list[OutFile], names: list[str] | None = None) -> Checkpoint:
+    """A Checkpoint read from planned (unwritten) files, exactly as it would load once written."""
+    names = names or [f.name for f in files]
+    shards = []
+    for f, name in zip(files, names, strict=True):
+        src = PlannedSource(f, name)
+        shards.append(Shard(src, read_header(src)))
+    return assemble(Checkpoint(inputs=list(names)), shards)

@@ -1,0 +1,37 @@
+"""`quantcheck report`: a self-contained HTML picture of a checkpoint (inline CSS and SVG, no
+scripts, no network). Standard library only; `--compare` needs the numeric extra.
+
+    from quantcheck.render.html import build_report
+    html = build_report(["model.safetensors"])
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from quantcheck.render.html.model import ReportData, collect
+from quantcheck.render.html.page import render_page
+
+__all__ = ["ReportData", "build_report", "collect", "render_html"]
+
+
+def render_html(data: ReportData, generated: str | None = None) -> str:
+    """The document for already-collected data."""
+    from quantcheck import __version__
+
+    stamp = generated or datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return render_page(data, stamp, __version__)
+
+
+def build_report(paths: list[str], *, compare: Any = None, target: str = "all",
+                 deep: bool = False, generated: str | None = None) -> str:
+    """Open `paths`, check them, and render the report. `compare` is a CompareResult-like
+    object (`.layers` rows with prefix and rel_l2, optional `.problems`) or None."""
+    from quantcheck.check import check_checkpoint
+    from quantcheck.model.checkpoint import load_checkpoint
+
+    with load_checkpoint(paths) as ck:
+        report = check_checkpoint(ck, target=target, deep=deep)
+        data = collect(ck, report, compare, target=target, deep=deep)
+    return render_html(data, generated)

@@ -1,0 +1,107 @@
+"""`quantcheck report` for many checkpoints: a folder with `index.html` (one table row per
+checkpoint: size, formats, one verdict per runtime, linked to its page) and one self-contained
+page per quantized checkpoint (the single-checkpoint report, plus a link back to the index).
+
+A folder rather than one long file: each page stays the size of a single report and a browser
+opens only the checkpoint looked at; element ids of the pages cannot collide.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from html import escape
+from typing import Any
+
+from quantcheck.render.html.colors import STATUS_COLORS
+from quantcheck.render.html.page import CSS
+from quantcheck.render.inspect_text import human_bytes
+
+INDEX = "index.html"
+BACK = '<a href="index.html">&larr; All checkpoints</a>'
+
+
+def page_name(i: int, name: str) -> str:
+    """`0001-model.safetensors.html`: numbered (names may repeat), safe characters only."""
+    base = re.split(r"[/\\]", name.rstrip("/"))[-1] or "checkpoint"
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", base)[:80]
+    return f"{i + 1:04d}-{slug}.html"
+
+
+def build_pages(specs: list[Any], *, target: str = "all", deep: bool = False,
+                generated: str | None = None) -> dict[str, str]:
+    """File name -> HTML for the index and each quantized checkpoint's page."""
+    from quantcheck import __version__
+    from quantcheck.check import check_checkpoint
+    from quantcheck.many import checkpoint_formats, is_quantized
+    from quantcheck.model.checkpoint import InputError, load_checkpoint
+    from quantcheck.render.html import collect, render_html
+
+    stamp = generated or datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    pages: dict[str, str] = {}
+    rows: list[dict[str, Any]] = []
+    targets: tuple[str, ...] = ()
+    for i, spec in enumerate(specs):
+        row: dict[str, Any] = {"name": spec.name, "page": None, "size": None, "formats": "",
+                               "status": {}, "note": ""}
+        try:
+            with load_checkpoint(spec.paths) as ck:
+                report = check_checkpoint(ck, target=target, deep=deep)
+                targets = report.targets
+                row["size"] = sum(s.header.file_size for s in ck.shards)
+                if not is_quantized(ck):
+                    row["note"] = "not a quantized checkpoint"
+                else:
+                    row["formats"] = ", ".join(checkpoint_formats(ck)) or "–"
+                    row["status"] = {t: report.target_status(t) for t in report.targets}
+                    html = render_html(collect(ck, report, None, target=target, deep=deep),
+                                       stamp)
+                    row["page"] = page_name(i, spec.name)
+                    pages[row["page"]] = html.replace("<nav>", f"<nav>{BACK}", 1)
+        except (InputError, OSError) as exc:
+            row["note"] = f"could not read: {exc}"
+        rows.append(row)
+    pages[INDEX] = index_html(rows, targets or ("sglang", "comfyui"), stamp, __version__)
+    return pages
+
+
+def index_html(rows: list[dict[str, Any]], targets: tuple[str, ...], generated: str,
+               version: str) -> str:
+    """The table of checkpoints."""
+    head = "".join(f"<th>{escape(t)}</th>" for t in targets)
+    body = []
+    counts: dict[str, int] = {}
+    for r in rows:
+        name = escape(r["name"])
+        link = f'<a href="{escape(r["page"])}"><code>{name}</code></a>' if r["page"] \
+            else f"<code>{name}</code>"
+        size = human_bytes(r["size"]) if r["size"] is not None else "–"
+        if r["status"]:
+            cells = "".join(_status_cell(r["status"][t]) for t in targets)
+            worst = max((r["status"][t]["status"] for t in targets),
+                        key=("ok", "degraded", "fails").index)
+        else:
+            cells = f'<td colspan="{len(targets)}" class="caption">{escape(r["note"])}</td>'
+            worst = "not quantized" if r["note"].startswith("not") else "unreadable"
+        counts[worst] = counts.get(worst, 0) + 1
+        body.append(f"<tr><td>{link}</td><td class=\"num\">{size}</td>"
+                    f"<td>{escape(r['formats'])}</td>{cells}</tr>")
+    total = " · ".join(f"{n} {k}" for k, n in counts.items())
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"<title>quantcheck report · {len(rows)} checkpoints</title><style>{CSS}</style>"
+            "</head><body><main><header><h1>quantcheck report "
+            f"<span>{len(rows)} checkpoints</span></h1><p class=\"caption\">{escape(total)} · "
+            f"generated {escape(generated)} by quantcheck {escape(version)}</p></header>"
+            '<section id="checkpoints"><h2>Checkpoints</h2><div class="scroll">'
+            f'<table class="data"><thead><tr><th>checkpoint</th><th>size</th><th>formats</th>'
+            f"{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div></section>"
+            "</main></body></html>\n")
+
+
+def _status_cell(st: dict[str, Any]) -> str:
+    color = STATUS_COLORS[st["status"]]
+    detail = f" ({st['errors']} blocking, {st['degraded']} degrading)" \
+        if st["errors"] or st["degraded"] else ""
+    return (f'<td><span class="pill" style="background:{color}">{escape(st["status"])}</span>'
+            f"<small>{escape(detail)}</small></td>")

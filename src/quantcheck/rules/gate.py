@@ -1,0 +1,41 @@
+"""The one gate in front of every numeric path: numbers are read only from layers the rules pass.
+
+Dequantize (the `Checkpoint.layer(...).dequantize()` API and the command), compare,
+`check --deep` and the unsafe fixes ask `numeric_refusal(layer)` first. A layer whose marker,
+weight dtype or tensor shapes draw an error that affects ComfyUI (whose numerics the numeric
+code follows) is skipped, and the reason names that finding. Standard library only.
+"""
+
+from __future__ import annotations
+
+from quantcheck.diagnostics import Diagnostic, Effect, Severity
+from quantcheck.model.layers import Layer
+
+
+def blocking_findings(layer: Layer, *, marker_only: bool = False) -> list[Diagnostic]:
+    """Error-level findings of the marker and layer rules that make this layer's numbers
+    unreadable: errors about its marker fields, weight dtype, companion shapes or sizes that
+    ComfyUI does not load as they are (sglang-only findings do not block). `marker_only`
+    looks at the marker fields alone (quantizing a float weight its marker describes)."""
+    from quantcheck.rules.layer_rules import check_layer
+    from quantcheck.rules.marker_rules import check_marker_fields
+
+    if layer.marker is None:
+        return []
+    found = list(check_marker_fields(layer.marker))
+    if not marker_only:
+        found += check_layer(layer, False, False)
+    return [d for d in found if d.effective_severity is Severity.ERROR
+            and d.effective_effects.get("comfyui", Effect.NONE) is not Effect.NONE]
+
+
+def numeric_refusal(layer: Layer, *, marker_only: bool = False) -> str | None:
+    """Why the numeric code must not touch `layer` (None: it may). Names the finding."""
+    if layer.marker is None and "comfy_quant" in layer.tensors:
+        return "its comfy_quant marker could not be read (see the marker finding)"
+    found = blocking_findings(layer, marker_only=marker_only)
+    if not found:
+        return None
+    d = found[0]
+    more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+    return f"the rules reject it: {d.code} {d.name}: {d.message}{more}"

@@ -1,0 +1,67 @@
+"""The `Rule` record: one diagnostic code with its meaning, effects, fix and documentation."""
+
+from __future__ import annotations
+
+from quantcheck._record import record
+from quantcheck.rules.levels import Effect, Safety, Severity
+
+
+@record
+class Rule:
+    """A diagnostic code with its meaning, per-target effect and documentation.
+
+    What `quantcheck fix` does for the rule is said here only: `fix` is the safety of the fix
+    its diagnostics carry; `action` the fix action run for diagnostics that carry none of their
+    own (markers that could not be read); `repair` is "rewrite" when any rewrite of the file
+    repairs it, "refuse" when the input cannot be rewritten faithfully.
+    """
+
+    code: str
+    name: str
+    severity: Severity
+    title: str
+    effects: dict[str, Effect]
+    fix: Safety | None
+    checks: str
+    why: str
+    example: str
+    remedy: str
+    evidence: str
+    retired: bool = False
+    action: str | None = None
+    repair: str = ""
+
+    @property
+    def family(self) -> str:
+        return self.code[:3] + "xx"
+
+    def doc(self) -> str:
+        """The rule's documentation as plain text (what `quantcheck explain CODE` prints)."""
+        fix = self.fix.value if self.fix else "none"
+        effects = ", ".join(f"{t}: {e.value}" for t, e in self.effects.items())
+        parts = [
+            f"{self.code} {self.name} ({self.severity.value}) — {self.title}",
+            "",
+            f"What it checks: {self.checks}",
+            "",
+            f"Why it matters: {self.why}",
+            "",
+            f"Effect per runtime: {effects}",
+            f"Evidence: {self.evidence}",
+            "",
+            "Example:",
+            *("  " + line for line in self.example.splitlines()),
+            "",
+            f"Fix ({fix}): {self.remedy}",
+        ]
+        return "\n".join(parts)
+
+
+def effects(*by_position: str, **by_name: str) -> dict[str, Effect]:
+    """Declared per-runtime effects, written compactly in the catalogs (built-in runtimes in
+    order, then any runtime by name); every built-in runtime is named, "none" by default."""
+    from quantcheck.runtimes import BUILTIN
+    from quantcheck.runtimes import effects as runtime_effects
+
+    return runtime_effects(*by_position, *("none",) * (len(BUILTIN) - len(by_position)),
+                           **by_name)

@@ -1,0 +1,176 @@
+"""The runtime registry: `Runtime` and `Release` records, registration and effect lookup.
+Standard library only (the check path imports it)."""
+
+from __future__ import annotations
+
+from quantcheck._record import factory, record
+from quantcheck.rules.levels import Effect
+
+TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
+
+
+@record
+class Release:
+    """One modelled release: its name and what changes from it on (effects by rule code)."""
+
+    name: str
+    effects: dict[str, Effect] = factory(dict)
+    note: str = ""
+
+
+@record
+class Runtime:
+    """One target: name (the `--target` value and effects key), title, releases and rules.
+
+    `checks`: "module:callable" (imported on first use) taking a Checkpoint and returning an
+    object with `file_findings()` and `layer_findings(layer)`: the runtime's own rules.
+    `quantize_refusal`: "module:callable" (fmt, options, n, k) -> why the runtime cannot load
+    what `quantize` would write (None: it can): with n = k = 0 the format and options at all,
+    else an [n, k] layer of a format it loads.
+    """
+
+    name: str
+    title: str
+    releases: tuple[Release, ...]
+    checks: str = ""
+    quantize_refusal: str = ""
+    based_on: str | None = None
+    effects: dict[str, Effect] = factory(dict)
+    doc: str = ""
+
+    @property
+    def newest(self) -> Release:
+        return self.releases[-1]
+
+    def effect_table(self) -> dict[str, Effect]:
+        """Effects by rule code for the newest release: the runtime's table, then each
+        release's changes in order (a later release overrides an earlier one)."""
+        out = dict(self.effects)
+        for release in self.releases:
+            out.update(release.effects)
+        return out
+
+    @property
+    def label(self) -> str:
+        """`title newest-release`, as docs and messages name what is modelled."""
+        return f"{self.title} {self.newest.name}"
+
+
+_RUNTIMES: dict[str, Runtime] = {}
+_LOADED: dict[str, Any] = {}
+#: True while no runtime has an effects table or a base: effects dicts naming every runtime
+#: are then already resolved (the fast path of `resolve_effects`).
+_plain = True
+#: Changes whenever a runtime is registered or removed (diagnostics cache their effects on it).
+generation = 0
+
+
+def _update() -> None:
+    global _plain, generation
+    _plain = all(rt.based_on is None and not rt.effect_table() for rt in _RUNTIMES.values())
+    generation += 1
+
+
+def register_runtime(runtime: Runtime) -> Runtime:
+    """Add a runtime; registering a name twice is an error."""
+    if runtime.name in _RUNTIMES or runtime.name == "all":
+        raise ValueError(f"runtime {runtime.name!r} is already registered")
+    if runtime.based_on is not None and runtime.based_on not in _RUNTIMES:
+        raise ValueError(f"runtime {runtime.name!r} is based on unknown {runtime.based_on!r}")
+    _RUNTIMES[runtime.name] = runtime
+    _update()
+    return runtime
+
+
+def unregister_runtime(name: str) -> None:
+    """Remove a runtime (tests that register a fake one)."""
+    del _RUNTIMES[name]
+    _update()
+
+
+def runtimes() -> tuple[Runtime, ...]:
+    """Every registered runtime, in registration order (the built-in ones first)."""
+    return tuple(_RUNTIMES.values())
+
+
+def runtime_names() -> tuple[str, ...]:
+    return tuple(_RUNTIMES)
+
+
+def get_runtime(name: str) -> Runtime:
+    return _RUNTIMES[name]
+
+
+def target_choices() -> tuple[str, ...]:
+    """`--target` values: every runtime, and "all"."""
+    return ("all", *_RUNTIMES)
+
+
+def targets_of(target: str) -> tuple[str, ...]:
+    """The runtimes a `--target` value means."""
+    return runtime_names() if target == "all" else (target,)
+
+
+def load(ref: str) -> Any:
+    """The object a "module:attribute" reference names (imported once, on first use)."""
+    hit = _LOADED.get(ref)
+    if hit is None:
+        import importlib
+
+        module, _, attr = ref.partition(":")
+        hit = _LOADED[ref] = getattr(importlib.import_module(module), attr)
+    return hit
+
+
+def effects(*by_position: Effect | str, **by_name: Effect | str) -> dict[str, Effect]:
+    """Per-runtime effects as the checks and catalogs write them.
+
+    Positional values follow the registration order, whose first entries are the built-in
+    runtimes (sglang, comfyui: `quantcheck.runtimes.builtin` registers them when the package is
+    imported); keywords name any runtime. A registered runtime not named is unaffected unless it
+    is `based_on` another (then it follows that one, as `effect_on` describes).
+    """
+    out = {name: Effect(v) for name, v in zip(_RUNTIMES, by_position, strict=False)}
+    for name, v in by_name.items():
+        out[name] = Effect(v)
+    for name, rt in _RUNTIMES.items():
+        if name not in out and rt.based_on is None:
+            out[name] = Effect.NONE
+    return out
+
+
+def unaffected() -> dict[str, Effect]:
+    """Effects of a finding that changes nothing on any runtime."""
+    return dict.fromkeys(_RUNTIMES, Effect.NONE)
+
+
+def resolved(effects: dict[str, Effect]) -> bool:
+    """Whether `effects` already says the final effect on every runtime (the common case)."""
+    return _plain and effects.keys() == _RUNTIMES.keys()
+
+
+def resolve_effects(code: str, given: dict[str, Effect] | None,
+                    declared: dict[str, Effect]) -> dict[str, Effect]:
+    """The effect of a finding on every registered runtime (`effect_on` for each)."""
+    src = given if given is not None else declared
+    if resolved(src):
+        return src
+    return {rt.name: effect_on(rt, code, given, declared) for rt in _RUNTIMES.values()}
+
+
+def effect_on(runtime: Runtime, code: str, given: dict[str, Effect] | None,
+              declared: dict[str, Effect]) -> Effect:
+    """What a finding of rule `code` does to `runtime` (the lookup order in the module doc)."""
+    rt: Runtime | None = runtime
+    while rt is not None:
+        hit = rt.effect_table().get(code)
+        if hit is None and given is not None:
+            hit = given.get(rt.name)
+        if hit is None:
+            hit = declared.get(rt.name)
+        if hit is not None:
+            return hit
+        rt = _RUNTIMES.get(rt.based_on) if rt.based_on else None
+    return Effect.NONE
