@@ -11,6 +11,10 @@ from pathlib import Path
 import pytest
 
 HEAVY = ("numpy", "torch", "safetensors", "huggingface_hub", "ml_dtypes", "comfy_kitchen")
+#: Standard-library modules a local check must not pay for at start-up (each costs milliseconds:
+#: the remote machinery pulls in http.client, ssl and email; typing and dataclasses pull in
+#: more). A remote check imports them when it needs them.
+COSTLY = ("typing", "dataclasses", "http.client", "ssl", "email", "concurrent.futures", "ast")
 
 SCRIPT = r"""
 import contextlib, io, json, sys
@@ -25,14 +29,14 @@ for argv in ARGVS:
 new = sorted(set(sys.modules) - before)
 third_party = sorted({m.split(".")[0] for m in new} - set(sys.stdlib_module_names)
                      - {"quantcheck"})
-print(json.dumps({"rcs": rcs, "heavy": sorted(m for m in HEAVY if m in sys.modules),
+print(json.dumps({"rcs": rcs, "costly": sorted(m for m in COSTLY if m in sys.modules), "heavy": sorted(m for m in HEAVY if m in sys.modules),
                   "third_party": third_party,
                   "on_import": sorted(after_import - before)}))
 """
 
 
 def run_fresh(argvs: list[list[str]]) -> dict[str, object]:
-    code = f"ARGVS = {argvs!r}\nHEAVY = {HEAVY!r}\n" + SCRIPT
+    code = f"ARGVS = {argvs!r}\nHEAVY = {HEAVY!r}\nCOSTLY = {COSTLY!r}\n" + SCRIPT
     proc = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True,
                           timeout=60, check=False)
     assert proc.returncode == 0, proc.stderr
@@ -57,6 +61,13 @@ def test_check_and_inspect_load_no_heavy_modules(examples_dir: Path) -> None:
     assert result["third_party"] == []
 
 
+def test_local_check_skips_costly_standard_modules(examples_dir: Path) -> None:
+    ex = str(examples_dir / "nvfp4.safetensors")
+    result = run_fresh([["check", ex], ["check", str(examples_dir)], ["inspect", ex]])
+    assert result["rcs"][0] == 0 and result["rcs"][2] == 0
+    assert result["costly"] == []
+
+
 def test_plain_import_is_light() -> None:
     result = run_fresh([])
     assert result["heavy"] == [] and result["third_party"] == []
@@ -66,7 +77,7 @@ def test_plain_import_is_light() -> None:
 def test_heavy_modules_would_be_detected(examples_dir: Path) -> None:
     """The probe itself works: a module that is imported does show up."""
     pytest.importorskip("numpy")
-    code = f"ARGVS = []\nHEAVY = {HEAVY!r}\nimport numpy\n" + SCRIPT
+    code = f"ARGVS = []\nHEAVY = {HEAVY!r}\nCOSTLY = {COSTLY!r}\nimport numpy\n" + SCRIPT
     proc = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True,
                           timeout=60, check=True)
     assert json.loads(proc.stdout.strip().splitlines()[-1])["heavy"] == ["numpy"]

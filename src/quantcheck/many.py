@@ -124,7 +124,7 @@ def check_many(specs: list[CheckpointSpec], *, jobs: int = 1,
     a time (the disk and the GIL are the limit); when any is remote and `jobs` > 1, up to
     `jobs` are checked at once (remote checks wait on the network). A progress bar on a
     terminal counts checkpoints when there are several."""
-    from quantcheck.io.remote import is_remote
+    from quantcheck.io.source import is_remote
     from quantcheck.progress import Progress
 
     jobs = jobs if any(is_remote(p) for s in specs for p in s.paths) else 1

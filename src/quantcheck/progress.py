@@ -9,9 +9,12 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import TextIO
 
 from quantcheck.textsafe import clean
+
+TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
+if TYPE_CHECKING:
+    from typing import TextIO
 
 
 class Progress:

@@ -18,6 +18,7 @@ from quantcheck.io import hub
 from quantcheck.io.http import HttpClient, RemoteError, redact
 from quantcheck.io.httpsource import HttpSource
 from quantcheck.io.limits import byte_cap
+from quantcheck.io.source import is_remote
 from quantcheck.rules import codes as R
 
 __all__ = ["HttpSource", "RemoteError", "expand_remote", "is_remote", "open_remote_source",
@@ -28,11 +29,6 @@ _INDEX_DOCS: dict[str, object] = {}
 #: display name (credentials and query redacted) -> URL to fetch, for remote index files.
 _INDEX_URLS: dict[str, str] = {}
 _INDEX_KEEP = 8
-def is_remote(path: str) -> bool:
-    """True for `hf://`, `http://` and `https://` addresses."""
-    return path.split("://", 1)[0].lower() in ("hf", "http", "https") and "://" in path
-
-
 def _refuse_offline(url: str) -> None:
     if hub.offline():
         raise RemoteError(f"{redact(url)}: HF_HUB_OFFLINE is set, so nothing is fetched from the "

@@ -168,3 +168,9 @@ class MemorySource:
 
     def close(self) -> None:
         pass
+
+
+def is_remote(path: str) -> bool:
+    """True for `hf://`, `http://` and `https://` addresses (a string test: importing the
+    remote machinery costs ~50 ms of start-up, which a local check never pays)."""
+    return path.split("://", 1)[0].lower() in ("hf", "http", "https") and "://" in path
