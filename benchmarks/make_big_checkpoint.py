@@ -79,7 +79,7 @@ def write(path: str, blocks: int = 60, hidden: int = 3072) -> tuple[int, int, in
 
 
 def main(argv: list[str]) -> None:
-    if not argv or len(argv) > 3:
+    if not argv or len(argv) > 3 or argv[0].startswith("-"):
         sys.exit(__doc__)
     blocks = int(argv[1]) if len(argv) > 1 else 60
     hidden = int(argv[2]) if len(argv) > 2 else 3072
