@@ -286,3 +286,9 @@ def test_message_wrapped_over_two_lines_is_found() -> None:
     match = match_message("ValueError: Comfy INT8 layer 'blocks.0' needs I8 weights and\n"
                           "    F32 scales, got BF16 and F32\nnext line")
     assert match is not None and match.values["scale_dtype"] == "F32"
+
+
+def test_every_escaped_character_is_unprintable() -> None:
+    """`clean` skips the regex for printable text: sound only if no escaped character is
+    printable (checked over every code point)."""
+    assert not [c for c in map(chr, range(0x110000)) if UNSAFE.match(c) and c.isprintable()]
