@@ -24,6 +24,9 @@ demo: $(STAMP_BASE)
 
 test: $(STAMP_DEV) typecheck
 	$(BIN)/ruff check src tests benchmarks examples
+	@echo "numeric contract with torch's baseline kernels, one thread everywhere:"
+	ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1 QUANTCHECK_THREADS=1 \
+	  $(BIN)/python -m pytest -q -p no:cacheprovider tests/numeric
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP_DEV) typecheck
