@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from quantcheck._record import factory, record
-from quantcheck.rules.levels import Effect, Safety, Severity
+from quantcheck.rules.levels import Effect as Effect  # re-exported with Safety and Severity:
+from quantcheck.rules.levels import Safety as Safety  # diagnostics speak these words
+from quantcheck.rules.levels import Severity as Severity
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
@@ -66,16 +68,16 @@ class Diagnostic:
                      data: dict[str, Any] | None = None) -> None: ...
 
     def __post_init__(self) -> None:
-        if type(self.code) is not str:
-            self.code = self.code.code
+        if type(self.code) is not str:  # given as the rule itself (see `__init__` above)
+            self.code = self.code.code  # type: ignore[attr-defined]  # `code` holds a Rule here
 
     @property
-    def rule(self) -> Any:
+    def rule(self) -> Rule:
         return _rules()[self.code]
 
     @property
     def name(self) -> str:
-        return str(self.rule.name)
+        return self.rule.name
 
     @property
     def effective_severity(self) -> Severity:
@@ -92,7 +94,7 @@ class Diagnostic:
         out = given if given is not None and runtimes.resolved(given) else \
             runtimes.resolve_effects(self.code, given, self.rule.effects)
         self.__dict__["_resolved"] = (runtimes.generation, out)
-        return out  # type: ignore[no-any-return]
+        return out
 
     @property
     def targets(self) -> list[str]:
@@ -118,7 +120,7 @@ class Diagnostic:
         }
 
 
-def _rules() -> dict[str, Any]:
+def _rules() -> dict[str, Rule]:
     """The rule registry (imported on first use: the catalogs are only needed then)."""
     global _RULES
     if _RULES is None:
@@ -128,7 +130,7 @@ def _rules() -> dict[str, Any]:
     return _RULES
 
 
-_RULES: dict[str, Any] | None = None
+_RULES: dict[str, Rule] | None = None
 
 
 def _runtimes() -> Any:

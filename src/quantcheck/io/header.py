@@ -21,6 +21,8 @@ TYPE_CHECKING = False  # typing is not imported on the check path (start-up time
 if TYPE_CHECKING:
     from typing import Any
 
+    from quantcheck.rules.rule import Rule
+
 MAX_HEADER = 100_000_000
 _NO_META: Any = object()
 _BY_OFFSETS = itemgetter(3, 4)
@@ -110,7 +112,7 @@ def read_header(source: ByteSource, prefetch: bytes | None = None) -> Header:
     h = Header(file=name, file_size=size)
     diags = h.diagnostics
 
-    def diag(code: str, message: str, **kw: Any) -> None:
+    def diag(code: Rule, message: str, **kw: Any) -> None:
         diags.append(Diagnostic(code, message, file=name, **kw))
 
     if size < 8:

@@ -41,7 +41,7 @@ class RetryPolicy:
     def backoff(self, attempt: int) -> float:
         """Seconds to wait after failed attempt `attempt` (1-based) when the server gave no
         Retry-After."""
-        full = min(self.base * 2 ** (attempt - 1), self.max_wait)
+        full = min(self.base * 2.0 ** (attempt - 1), self.max_wait)
         return full * (0.5 + 0.5 * self.rand())
 
     def retry_after(self, value: str | None) -> float | None:

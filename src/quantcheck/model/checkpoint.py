@@ -6,7 +6,7 @@ import os
 
 from quantcheck._record import factory, record
 from quantcheck.diagnostics import Diagnostic, json_pointer
-from quantcheck.errors import InputError
+from quantcheck.errors import InputError as InputError  # re-exported: callers catch it here
 from quantcheck.io.header import Header, TensorInfo, read_header
 from quantcheck.io.json_depth import loads_bounded
 from quantcheck.io.source import (

@@ -6,6 +6,8 @@ output dtype, as comfy-kitchen computes it in ``orig_dtype``.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from quantcheck.formats.codecs import register_codec
@@ -58,7 +60,8 @@ def dequantize(
     return out
 
 
-def _dequantize_layer(t: dict[str, np.ndarray], fmt: str, o: dict, out_dtype: str) -> np.ndarray:
+def _dequantize_layer(t: dict[str, np.ndarray], fmt: str, o: dict[str, Any],
+                      out_dtype: str) -> np.ndarray:
     return dequantize(t["weight"].view(np.int8), t["weight_scale"], t["weight_zeros"],
                       int(o["group_size"]), out_dtype)
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from quantcheck._record import factory, record
 from quantcheck.model.checkpoint import Checkpoint, load_checkpoint
+from quantcheck.numeric.errors import NumericError
 from quantcheck.progress import Progress
 
 
@@ -100,12 +101,11 @@ class _LayerRun:
         self.failed = False
 
 
-_ERRORS: tuple[type[BaseException], ...] = (_Problem, ValueError, KeyError, OSError)
+_ERRORS: tuple[type[BaseException], ...] = (NumericError, _Problem, ValueError, KeyError, OSError)
 
 
 def _jobs(q: Checkpoint, o: Checkpoint, layer: Any, run: _LayerRun) -> list[Callable[[], Any]]:
     """The layer's work as callables returning ChunkSums (or raising a compare problem)."""
-    from quantcheck.numeric import NumericError
     from quantcheck.numeric.compare_rows import plan
     from quantcheck.numeric.metrics import chunk_sums
 
@@ -115,7 +115,7 @@ def _jobs(q: Checkpoint, o: Checkpoint, layer: Any, run: _LayerRun) -> list[Call
     else:
         try:
             p = plan(q, o, layer.prefix)
-        except (NumericError, *_ERRORS) as exc:
+        except _ERRORS as exc:
             p, jobs = None, [_raiser(str(exc))]
         else:
             jobs = [lambda: _whole(q, o, layer.prefix)]
@@ -137,7 +137,6 @@ def _whole(q: Checkpoint, o: Checkpoint, prefix: str) -> list[Any]:
     """A layer without a row plan: dequantize it whole, then sum it in fixed row chunks."""
     import numpy as np
 
-    from quantcheck.numeric import NumericError
     from quantcheck.numeric.compare_rows import chunk_rows
     from quantcheck.numeric.metrics import chunk_sums
 
@@ -159,12 +158,10 @@ def _whole(q: Checkpoint, o: Checkpoint, prefix: str) -> list[Any]:
 def _finish(run: _LayerRun, future: Any, q: Checkpoint, o: Checkpoint,
             result: CompareResult) -> None:
     """Take one job's result (in submission order); close the layer after its last job."""
-    from quantcheck.numeric import NumericError
-
     layer = run.layer
     try:
         sums = future.result()
-    except (NumericError, *_ERRORS) as exc:
+    except _ERRORS as exc:
         if not run.failed:
             result.problems.append({"prefix": layer.prefix, "problem": str(exc)})
         run.failed = True

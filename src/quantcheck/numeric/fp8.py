@@ -7,6 +7,8 @@ are refused: comfy-kitchen writes NaN codes for them.
 
 from __future__ import annotations
 
+from typing import Any
+
 import ml_dtypes
 import numpy as np
 
@@ -77,12 +79,13 @@ def dequantize(q: np.ndarray, scale: np.ndarray | float, out_dtype: str = "float
     return round_to(round_to(q.astype(np.float32), kind) * round_scalar(s[0], kind), kind)
 
 
-def _quantize_layer(w: np.ndarray, fmt: str, o: dict) -> dict[str, np.ndarray]:
+def _quantize_layer(w: np.ndarray, fmt: str, o: dict[str, Any]) -> dict[str, np.ndarray]:
     q, s = quantize(w, fmt)
     return {"weight": q, "weight_scale": np.asarray(s, np.float32).reshape(())}
 
 
-def _dequantize_layer(t: dict[str, np.ndarray], fmt: str, o: dict, out_dtype: str) -> np.ndarray:
+def _dequantize_layer(t: dict[str, np.ndarray], fmt: str, o: dict[str, Any],
+                      out_dtype: str) -> np.ndarray:
     return dequantize(t["weight"].view(FP8_DTYPES[fmt][0]), t["weight_scale"], out_dtype)
 
 

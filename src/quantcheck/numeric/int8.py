@@ -8,6 +8,8 @@ any-order bound, see the package docstring); scalar and row-wise are bit-exact.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from quantcheck.formats.codecs import register_codec
@@ -145,12 +147,13 @@ def _cast_out(x: np.ndarray, out_dtype: str) -> np.ndarray:
     return round_to(x, {"bfloat16": "bf16", "float16": "f16"}[out_dtype])
 
 
-def _quantize_layer(w: np.ndarray, fmt: str, o: dict) -> dict[str, np.ndarray]:
+def _quantize_layer(w: np.ndarray, fmt: str, o: dict[str, Any]) -> dict[str, np.ndarray]:
     q, s = quantize(w, bool(o["per_row"]), bool(o["convrot"]), int(o["convrot_groupsize"]))
     return {"weight": q, "weight_scale": s}
 
 
-def _dequantize_layer(t: dict[str, np.ndarray], fmt: str, o: dict, out_dtype: str) -> np.ndarray:
+def _dequantize_layer(t: dict[str, np.ndarray], fmt: str, o: dict[str, Any],
+                      out_dtype: str) -> np.ndarray:
     return dequantize(t["weight"].view(np.int8), t["weight_scale"], bool(o["convrot"]),
                       int(o["convrot_groupsize"]), out_dtype)
 

@@ -7,6 +7,8 @@ comfy-kitchen gives them e = 0 and divides by zero.
 
 from __future__ import annotations
 
+from typing import Any
+
 import ml_dtypes
 import numpy as np
 
@@ -85,12 +87,13 @@ def dequantize(q: np.ndarray, scales: np.ndarray, out_dtype: str = "float32") ->
     return round_to(out, {"bfloat16": "bf16", "float16": "f16"}[out_dtype])
 
 
-def _quantize_layer(w: np.ndarray, fmt: str, o: dict) -> dict[str, np.ndarray]:
+def _quantize_layer(w: np.ndarray, fmt: str, o: dict[str, Any]) -> dict[str, np.ndarray]:
     q, e = quantize(w)
     return {"weight": q, "weight_scale": e}
 
 
-def _dequantize_layer(t: dict[str, np.ndarray], fmt: str, o: dict, out_dtype: str) -> np.ndarray:
+def _dequantize_layer(t: dict[str, np.ndarray], fmt: str, o: dict[str, Any],
+                      out_dtype: str) -> np.ndarray:
     return dequantize(t["weight"].view(FP8), t["weight_scale"], out_dtype)
 
 

@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import ml_dtypes
 import numpy as np
 
@@ -92,13 +94,14 @@ def dequantize(
     return out
 
 
-def _quantize_layer(w: np.ndarray, fmt: str, o: dict) -> dict[str, np.ndarray]:
+def _quantize_layer(w: np.ndarray, fmt: str, o: dict[str, Any]) -> dict[str, np.ndarray]:
     q, bs, s2 = quantize(w)
     return {"weight": q, "weight_scale": bs,
             "weight_scale_2": np.asarray(s2, np.float32).reshape(())}
 
 
-def _dequantize_layer(t: dict[str, np.ndarray], fmt: str, o: dict, out_dtype: str) -> np.ndarray:
+def _dequantize_layer(t: dict[str, np.ndarray], fmt: str, o: dict[str, Any],
+                      out_dtype: str) -> np.ndarray:
     return dequantize(t["weight"], t["weight_scale"], t["weight_scale_2"], out_dtype)
 
 

@@ -8,6 +8,8 @@ any-order bound, see the package docstring).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from quantcheck.formats.codecs import register_codec
@@ -89,7 +91,7 @@ def dequantize(
     return round_to(out, {"bfloat16": "bf16", "float16": "f16"}[out_dtype])
 
 
-def _quantize_layer(w: np.ndarray, fmt: str, o: dict) -> dict[str, np.ndarray]:
+def _quantize_layer(w: np.ndarray, fmt: str, o: dict[str, Any]) -> dict[str, np.ndarray]:
     if o["linear_dtype"] not in (None, "int4", "int8"):
         raise NumericError(
             f"convrot_w4a4: linear_dtype must be 'int4' or 'int8', got {o['linear_dtype']!r}"
@@ -98,7 +100,8 @@ def _quantize_layer(w: np.ndarray, fmt: str, o: dict) -> dict[str, np.ndarray]:
     return {"weight": q, "weight_scale": s}
 
 
-def _dequantize_layer(t: dict[str, np.ndarray], fmt: str, o: dict, out_dtype: str) -> np.ndarray:
+def _dequantize_layer(t: dict[str, np.ndarray], fmt: str, o: dict[str, Any],
+                      out_dtype: str) -> np.ndarray:
     return dequantize(t["weight"].view(np.int8), t["weight_scale"], int(o["convrot_groupsize"]),
                       out_dtype)
 

@@ -13,6 +13,7 @@ ALS and 6-bit error sums are pairwise (:func:`_sum_groups`), the gate's moments 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import ml_dtypes
 import numpy as np
@@ -166,7 +167,7 @@ def _gate_values(
         src = x[sl] if rows is None else x[rows[sl]]
         flat = _normalized_groups(rotate(src, cg, kind), g).reshape(-1)
         first = sl.start * k
-        if chunk_of is None:
+        if chunk_of is None or picks is None:  # both or neither
             out[first : first + flat.size] = flat
             return
         sel = np.flatnonzero(chunk_of == sl.start // step)
@@ -233,7 +234,7 @@ def searchsorted_rows(
     _b, n_lv = table.shape
     dt = _index_dtype(n_lv + 1)
     if guess is None:
-        pos = np.zeros(t.shape, dt)
+        pos: np.ndarray = np.zeros(t.shape, dt)
         with np.errstate(invalid="ignore"):
             for j in range(n_lv):
                 pos += t > table[:, j : j + 1]
@@ -365,21 +366,10 @@ def _search_group_scale(
     else:
         base = s_rel.astype(np.float32)
         cands = [base, base * F32(0.97), base * F32(1.03)]
-    best_scale = best_err = best_idx = None
-    for cand in cands:
-        levels = grid_levels(table, cand)
-        idx = assign_grid(target, levels, cand)
-        with np.errstate(invalid="ignore"):
-            d = _gather(levels.reshape(-1, levels.shape[2]), idx.reshape(-1, idx.shape[2]))
-            del levels
-            d = d.reshape(target.shape)
-            d -= target
-            np.multiply(d, d, out=d)
-            err = _sum_groups(d)
-            del d
-        if best_err is None:
-            best_scale, best_err, best_idx = cand.copy(), err, idx
-            continue
+    best_err, best_idx = _grid_error(target, table, cands[0])
+    best_scale = cands[0].copy()
+    for cand in cands[1:]:
+        err, idx = _grid_error(target, table, cand)
         with np.errstate(invalid="ignore"):
             better = err < best_err
         best_err = np.where(better, err, best_err)
@@ -387,6 +377,23 @@ def _search_group_scale(
         np.copyto(best_idx, idx, where=better[:, :, None])
     scale = best_scale.astype(FP8) if s_rel.dtype == FP8 else best_scale.astype(np.float32)
     return scale, best_idx
+
+
+def _grid_error(
+    target: np.ndarray, table: np.ndarray, cand: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(per-group squared grid error, level indices) of `target` on the grid scaled by `cand`."""
+    levels = grid_levels(table, cand)
+    idx = assign_grid(target, levels, cand)
+    with np.errstate(invalid="ignore"):
+        d = _gather(levels.reshape(-1, levels.shape[2]), idx.reshape(-1, idx.shape[2]))
+        del levels
+        d = d.reshape(target.shape)
+        d -= target
+        np.multiply(d, d, out=d)
+        err = _sum_groups(d)
+        del d
+    return err, idx
 
 
 # --------------------------------------------------------------------------- quantize
@@ -411,13 +418,11 @@ def _quantize_rotated(
     n, k = rot.shape
     w = rot.reshape(n, k // g, g)
     correction = None
-    table = None
-    if bits == 6 or codebook is not None:
+    table = W6_TABLE if bits == 6 else codebook  # the levels the codes index, if any
+    if table is not None:
         v = np.abs(w)
         amax = last_axis_reduce(v)
         if bits == 6:
-            table = W6_TABLE
-
             def assign(v: np.ndarray) -> np.ndarray:  # overwrites v
                 np.rint(v, out=v)
                 np.clip(v, -31, 31, out=v)
@@ -426,8 +431,6 @@ def _quantize_rotated(
 
             gs = np.maximum(amax / F32(31), _EPS)
         else:
-            table = codebook
-
             def assign(v: np.ndarray) -> np.ndarray:
                 return assign_codebook(v, table)
 
@@ -624,7 +627,7 @@ def dequantize(
     return out
 
 
-def _quantize_layer(w: np.ndarray, fmt: str, o: dict) -> dict[str, np.ndarray]:
+def _quantize_layer(w: np.ndarray, fmt: str, o: dict[str, Any]) -> dict[str, np.ndarray]:
     sd = o["scale_dtype"]
     sd = {"F32": "float32", "F8_E4M3": "float8_e4m3fn"}.get(sd, str(sd).replace("torch.", ""))
     out = quantize(w, int(o["group_size"]), int(o["convrot_groupsize"]), bool(o["codebook"]),
@@ -636,7 +639,8 @@ def _quantize_layer(w: np.ndarray, fmt: str, o: dict) -> dict[str, np.ndarray]:
     return out
 
 
-def _dequantize_layer(t: dict[str, np.ndarray], fmt: str, o: dict, out_dtype: str) -> np.ndarray:
+def _dequantize_layer(t: dict[str, np.ndarray], fmt: str, o: dict[str, Any],
+                      out_dtype: str) -> np.ndarray:
     return dequantize(t["weight"].view(np.int8), t["weight_s_rel"], t["weight_s_channel"],
                       t.get("weight_codebook"), t.get("weight_correction"), int(o["group_size"]),
                       int(o["convrot_groupsize"]), out_dtype)

@@ -110,7 +110,9 @@ def check_document(results: list[CheckpointResult],
     """The `check --output-format json` document, schema_version 2: `checkpoints` (one entry
     each, without its diagnostics), then the diagnostics of all of them (each naming its
     `checkpoint`), per-runtime verdicts and totals over all of them."""
-    checkpoints, diagnostics, suppressed, inputs = [], [], [], []
+    checkpoints, inputs = [], []
+    diagnostics: list[dict[str, Any]] = []
+    suppressed: list[dict[str, Any]] = []
     for r in results:
         entry = r.to_json()
         for key, out in (("diagnostics", diagnostics), ("suppressed", suppressed)):

@@ -17,9 +17,9 @@ READER = (
 
 def _r(code: str, name: str, sev: Severity, title: str, checks: str, why: str, example: str,
        remedy: str, eff: dict[str, Effect] | None = None, fix: Safety | None = None,
-       evidence: str = READER, **fix_by: str) -> Rule:
+       evidence: str = READER, *, action: str | None = None, repair: str = "") -> Rule:
     return Rule(code, name, sev, title, eff or BOTH_FAIL, fix, checks, why, example, remedy,
-                evidence, **fix_by)
+                evidence, action=action, repair=repair)
 
 
 RULES = [

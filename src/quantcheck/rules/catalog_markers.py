@@ -15,9 +15,9 @@ CUI_MARKER = ("ComfyUI reads markers with json.loads(tensor.numpy().tobytes()) "
 
 def _r(code: str, name: str, sev: Severity, title: str, checks: str, why: str, example: str,
        remedy: str, eff: dict[str, Effect], fix: Safety | None, evidence: str,
-       **fix_by: str) -> Rule:
+       *, action: str | None = None, repair: str = "") -> Rule:
     return Rule(code, name, sev, title, eff, fix, checks, why, example, remedy, evidence,
-                **fix_by)
+                action=action, repair=repair)
 
 
 RULES = [
