@@ -70,6 +70,8 @@ QC314: Rule = _RULES["QC314"]  # quantized-weight-unmarked
 QC315: Rule = _RULES["QC315"]  # legacy-scaled-fp8
 QC316: Rule = _RULES["QC316"]  # int8-linear-without-convrot
 QC318: Rule = _RULES["QC318"]  # nvfp4-rotated
+QC319: Rule = _RULES["QC319"]  # comfyui-dequantize-fails
+QC320: Rule = _RULES["QC320"]  # convrot-groupsize-defaulted-by-comfyui
 QC401: Rule = _RULES["QC401"]  # scale-not-finite
 QC402: Rule = _RULES["QC402"]  # scale-negative
 QC403: Rule = _RULES["QC403"]  # scale-zero
@@ -89,6 +91,11 @@ QC601: Rule = _RULES["QC601"]  # format-unsupported-by-sglang
 QC602: Rule = _RULES["QC602"]  # format-mix-unsupported
 QC603: Rule = _RULES["QC603"]  # sglang-constructor-refuses
 QC604: Rule = _RULES["QC604"]  # quant-format-mxfp8-conflict
+QC605: Rule = _RULES["QC605"]  # dtype-stops-comfyui-default-loader
+QC606: Rule = _RULES["QC606"]  # format-needs-comfyui-v0.27
+QC607: Rule = _RULES["QC607"]  # format-needs-comfyui-cd9452e
+QC608: Rule = _RULES["QC608"]  # format-needs-comfyui-0271a469
+QC609: Rule = _RULES["QC609"]  # format-needs-comfyui-pr16483
 
 __all__ = [
     "QC101",
@@ -151,6 +158,8 @@ __all__ = [
     "QC315",
     "QC316",
     "QC318",
+    "QC319",
+    "QC320",
     "QC401",
     "QC402",
     "QC403",
@@ -170,4 +179,9 @@ __all__ = [
     "QC602",
     "QC603",
     "QC604",
+    "QC605",
+    "QC606",
+    "QC607",
+    "QC608",
+    "QC609",
 ]
