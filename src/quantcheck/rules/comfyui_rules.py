@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from quantcheck.diagnostics import Diagnostic, Effect, Fix, Safety
+from quantcheck.diagnostics import Diagnostic, Fix
 from quantcheck.formats.table import FORMATS
 from quantcheck.model.checkpoint import Checkpoint
 from quantcheck.model.layers import Layer
 from quantcheck.rules import codes as R
+from quantcheck.rules.levels import Effect, Safety
 from quantcheck.runtimes import comfyui_releases
 from quantcheck.runtimes import effects as _eff
 from quantcheck.runtimes.comfyui_releases import FORMAT_SINCE, STEP_CODE
