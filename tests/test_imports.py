@@ -29,7 +29,8 @@ for argv in ARGVS:
 new = sorted(set(sys.modules) - before)
 third_party = sorted({m.split(".")[0] for m in new} - set(sys.stdlib_module_names)
                      - {"quantcheck"})
-print(json.dumps({"rcs": rcs, "costly": sorted(m for m in COSTLY if m in sys.modules), "heavy": sorted(m for m in HEAVY if m in sys.modules),
+print(json.dumps({"rcs": rcs, "costly": sorted(m for m in COSTLY if m in sys.modules),
+                  "heavy": sorted(m for m in HEAVY if m in sys.modules),
                   "third_party": third_party,
                   "on_import": sorted(after_import - before)}))
 """

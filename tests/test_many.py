@@ -102,7 +102,7 @@ def test_text_report_table_and_exit_code(models: Path, capsys: pytest.CaptureFix
             if line.startswith(str(models))}
     assert "not a quantized checkpoint" in rows[str(models / "lora.safetensors")]
     assert rows[str(models / CLEAN)].split()[-2:] == ["ok", "ok"]
-    assert rows[str(models / BROKEN)].split()[-2:] == ["fails", "degraded"]
+    assert rows[str(models / BROKEN)].split()[-2:] == ["fails", "fails"]
     assert out.splitlines()[-1].startswith("6 checkpoints: 1 ok, 2 failing, 3 not quantized")
 
 

@@ -50,6 +50,18 @@ def shard_set(parts: tuple[int, ...], total: int):
     return build
 
 NONE2 = eff("none", "none")
+
+
+def _bad_correction():
+    """A W4A8 layer whose weight_correction is [N, K/g] instead of [K/g, N]."""
+    return [t(x.name, "F32", (32, 4)) if x.name.endswith("weight_correction") else x
+            for x in w4a8(correction="F32")]
+
+
+def _mxfp8_e8m0():
+    """An MXFP8 layer whose block scales are typed F8_E8M0 (ComfyUI's format stores U8)."""
+    return [t(x.name, "F8_E8M0", x.shape) if x.name.endswith("weight_scale") else x
+            for x in mxfp8()]
 SG_ONLY = eff("fails", "none")
 FP8_MARK = {"format": "float8_e4m3fn"}
 FC1 = "blocks.0.mlp.fc1"
@@ -171,6 +183,10 @@ MARKERS = [
     RuleCase("QC219", "convrot-groupsize-missing",
              file(lambda: int8(mark={"format": "int8_tensorwise", "convrot": True})),
              SG_ONLY, file(int8)),
+    # ComfyUI int()s a string convrot_groupsize (ops.py ~L1234); only sglang refuses it.
+    RuleCase("QC219", "convrot-groupsize-string",
+             file(lambda: int8(mark={**INT8_CONVROT, "convrot_groupsize": "16"})), SG_ONLY,
+             file(int8), message="not a JSON integer"),
     RuleCase("QC220", "w4a8-group-24", file(lambda: w4a8(k=48, g=24)), FAIL2,
              file(lambda: w4a8(k=48, g=16))),
     RuleCase("QC221", "linear-dtype-fp4",
@@ -178,11 +194,16 @@ MARKERS = [
                                      "linear_dtype": "fp4"})), FAIL2,
              file(lambda: w4a4(mark={"format": "convrot_w4a4", "convrot_groupsize": 16,
                                      "linear_dtype": "int8"}))),
+    # ComfyUI's second convert_old_quants pass re-attaches entries without the model prefix.
     RuleCase("QC222", "header-without-model-prefix",
              file(lambda: fp8(f"model.diffusion_model.{P}")[:-1], header_meta({P: FP8_MARK})),
+             SG_ONLY, message="ComfyUI re-attaches",
+             twin=file(lambda: fp8(f"model.diffusion_model.{P}")[:-1],
+                       header_meta({f"model.diffusion_model.{P}": FP8_MARK}))),
+    RuleCase("QC222", "header-with-extra-prefix",
+             file(lambda: fp8()[:-1], header_meta({f"model.diffusion_model.{P}": FP8_MARK})),
              eff("fails", "degraded"),
-             file(lambda: fp8(f"model.diffusion_model.{P}")[:-1],
-                  header_meta({f"model.diffusion_model.{P}": FP8_MARK}))),
+             file(lambda: fp8()[:-1], header_meta({P: FP8_MARK}))),
     RuleCase("QC223", "stale-marker", file(lambda: [*fp8(), marker(FC1, FP8_MARK)]), SG_ONLY,
              file(fp8)),
     RuleCase("QC225", "w4a8-as-comfyui-saves",
@@ -202,14 +223,25 @@ LAYERS = [
              file(int8)),
     RuleCase("QC305", "int8-f16-scale", file(lambda: int8(scale=("F16", (64, 1)))), SG_ONLY,
              file(int8), message="F16"),
+    # comfy-kitchen's w4a8_int8_linear takes only F32 channel scales: ComfyUI's forward raises.
+    RuleCase("QC305", "w4a8-bf16-channel-scale", file(lambda: w4a8(channel="BF16")), FAIL2,
+             file(w4a8), message="sglang and ComfyUI need F32"),
     RuleCase("QC306", "int8-3d-weight",
              file(lambda: int8(weight=("I8", (2, 4, 32)), scale=("F32", ()))),
              eff("fails", "degraded"), file(int8)),
-    RuleCase("QC307", "int8-1d-row-scale", file(lambda: int8(scale=("F32", (64,)))), FAIL2,
+    RuleCase("QC307", "int8-1d-row-scale", file(lambda: int8(scale=("F32", (64,)))), SG_ONLY,
              file(int8)),
+    # ComfyUI never reads weight_correction: its shape cannot fail ComfyUI's load.
+    RuleCase("QC307", "w4a8-correction-wrong-shape", file(_bad_correction), SG_ONLY,
+             file(lambda: w4a8(correction="F32")), message="weight_correction",
+             twin_allows=("QC313",)),
     RuleCase("QC308", "nvfp4-padded-100x200", file(lambda: nvfp4(n=100, k=200)), SG_ONLY,
              file(lambda: nvfp4(n=128, k=256)), message="[128, 16]"),
-    RuleCase("QC311", "w4a4-k-96", file(lambda: w4a4(k=96)), FAIL2, file(lambda: w4a4(k=128))),
+    # K=96: the CUDA kernel refuses, comfy-kitchen's eager kernel computes it (ComfyUI: none).
+    RuleCase("QC311", "w4a4-k-96", file(lambda: w4a4(k=96)), SG_ONLY, file(lambda: w4a4(k=128)),
+             message="K a multiple of 64"),
+    RuleCase("QC311", "w4a4-k-72-rotation-group", file(lambda: w4a4(k=72)), FAIL2,
+             file(lambda: w4a4(k=128)), message="K a multiple of convrot_groupsize"),
     RuleCase("QC312", "w4a8-6bit", file(lambda: w4a8(n=8, k=64, bits=6)), SG_ONLY,
              file(lambda: w4a8(n=8, k=64))),
     RuleCase("QC313", "w4a8-correction", file(lambda: w4a8(correction="F32")),
@@ -222,6 +254,15 @@ LAYERS = [
     RuleCase("QC316", "int8-linear-no-convrot",
              file(lambda: int8(mark={"format": "int8_tensorwise"})), eff("degraded", "none"),
              file(int8)),
+    RuleCase("QC319", "int8-1d-row-scale", file(lambda: int8(scale=("F32", (64,)))),
+             eff("none", "degraded"), file(int8), message="LoRA"),
+    RuleCase("QC320", "int8-convrot-default-256-k-64",
+             file(lambda: int8(mark={"format": "int8_tensorwise", "convrot": True})),
+             eff("none", "fails"), file(int8), message="does not divide K=64"),
+    RuleCase("QC320", "int8-convrot-default-256-k-512",
+             file(lambda: int8(k=512, mark={"format": "int8_tensorwise", "convrot": True})),
+             eff("none", "degraded"), file(lambda: int8(k=512)),
+             message="correct only if the weights were rotated with 256"),
     RuleCase("QC318", "nvfp4-convrot", file(lambda: nvfp4(mark={"format": "nvfp4",
                                                                 "convrot": True})),
              SG_ONLY, file(nvfp4)),
@@ -272,4 +313,20 @@ RUNTIME = [
              twin_allows=("QC314",)),  # ComfyUI ignores quant_format: unmarked F8 weights
 ]
 
-CASES: list[RuleCase] = CONTAINER + MARKERS + LAYERS + SHARDS + RUNTIME
+COMFYUI = [
+    # DynamicVRAM's dtype table has no F8_E8M0: the default ComfyUI loader stops outright.
+    RuleCase("QC605", "mxfp8-e8m0-scales", file(_mxfp8_e8m0), eff("none", "fails"),
+             file(lambda: mxfp8()), message="--cpu"),
+    RuleCase("QC606", "int8-needs-v0.27", file(int8), NONE2, file(fp8),
+             message="from v0.27 on"),
+    RuleCase("QC607", "w4a8-needs-cd9452e", file(lambda: [*w4a8(), *w4a4(FC1)]), NONE2,
+             file(fp8), message="asym_w4a8_int8 (1), convrot_w4a4 (1)"),
+    RuleCase("QC608", "awq-needs-0271a469", file(awq), NONE2, file(fp8),
+             message="from 0271a469 on"),
+    # w6a8_int8 is not in the format table yet: QC213 reports it; the release data stays.
+    RuleCase("QC609", "w6a8-needs-pr16483",
+             file(lambda: w4a8(n=8, k=64, bits=6, mark={**W4A8, "format": "w6a8_int8"})),
+             NONE2, file(fp8), message="does not check yet"),
+]
+
+CASES: list[RuleCase] = CONTAINER + MARKERS + LAYERS + SHARDS + RUNTIME + COMFYUI

@@ -148,7 +148,9 @@ def test_mxfp8_e8m0_scale(oracle: Any, tmp_path: Path) -> None:
     assert dtypes(path)["weight_scale"] == ("F8_E8M0", (256, 16))
     status, effects = verdict(path)
     assert status == {"sglang": "fails", "comfyui": "fails"}
-    assert effects == {"QC305": {"sglang": "fails", "comfyui": "fails"}}
+    # QC605: ComfyUI's default (DynamicVRAM) loader stops at any F8_E8M0 tensor.
+    assert effects == {"QC305": {"sglang": "fails", "comfyui": "fails"},
+                       "QC605": {"sglang": "none", "comfyui": "fails"}}
     assert simulate_load([path]).ok  # explicit marker: no layout checks in sglang 0.5.23
 
 

@@ -25,6 +25,7 @@ def _all_cases() -> list[RuleCase]:
 
 
 CASES = _all_cases()
+
 DOC_FIELDS = ("title", "checks", "why", "example", "remedy", "evidence")
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from quantcheck.rules.levels import Safety, Severity
 from quantcheck.rules.rule import Rule, effects
-from quantcheck.rules.upstream import SGQ, SGQC
+from quantcheck.rules.upstream import CUI_OPS, CUI_QOPS, CUI_RUN, SGQ, SGQC
 
 E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 SG = (f"sglang 0.5.23 inspect_comfy_quant_markers ({SGQ}) and config constructors "
@@ -59,7 +59,10 @@ RULES = [
          "weight_s_channel BF16 [3072]",
          "Cast F16/BF16 scales to F32 (exact), or relabel 1-byte scales (same bytes).",
          f"{SG} (seeds 000/001, cases int8_f16_scale, "
-         "w4a8_bf16_channel_scale)."),
+         "w4a8_bf16_channel_scale). ComfyUI: a W4A8 weight_s_channel in BF16/F16 is passed "
+         f"through uncast ({CUI_OPS} ~L1265) and comfy-kitchen 0.2.40's w4a8_int8_linear "
+         "accepts only F32 channel scales in its eager and CUDA constraint tables, so the "
+         f"first forward raises NoCapableBackendError; {CUI_RUN}."),
     Rule("QC306", "weight-not-2d", E, "quantized weight is not 2-D",
          effects("fails", "degraded"), None,
          "Quantized linear weights are [N, K] (MoE banks with num_experts may be 3-D).",
@@ -78,7 +81,9 @@ RULES = [
          "Reshape [N] -> [N, 1] where that is the same bytes; otherwise re-export.",
          f"{SG} (cases int8_scale_1d, w4a8_bad_correction_shape); "
          "comfy-kitchen 0.2.40 tensor/int8.py TensorWiseINT8Layout and tensor/w4a8_int8.py "
-         "dequantize_w4a8_int8_weight (run)."),
+         "dequantize_w4a8_int8_weight (run). ComfyUI: an INT8 [N] scale loads and computes "
+         "(QC319 reports what it breaks); companions ComfyUI never reads (W4A8 "
+         f"weight_correction, {CUI_OPS} ~L1252-1271) cannot make its load fail; {CUI_RUN}."),
     Rule("QC308", "padded-layout-for-sglang", E,
          "NVFP4/MXFP8 layer in ComfyUI's padded layout that sglang cannot load",
          effects("fails", "none"), Safety.UNSAFE,
@@ -95,14 +100,19 @@ RULES = [
          "to_blocked (run)."),
     Rule("QC311", "format-constraint", E, "sizes the format's kernels cannot take",
          effects("fails", "fails"), None,
-         "W4A8: K a multiple of 16, group_size and convrot_groupsize; W4A4: K a multiple of 64 "
-         "and of convrot_groupsize.",
+         "W4A8: K a multiple of 16, group_size and convrot_groupsize; W4A4: K a multiple of "
+         "convrot_groupsize (both runtimes) and of 64 (sglang's CUDA kernel; ComfyUI falls "
+         "back to comfy-kitchen's eager kernel).",
          "The layer fails when it is built (sglang) or quantized/dequantized (comfy-kitchen).",
          "asym_w4a8_int8 K=96 with convrot_groupsize 64",
          "Requantize with group sizes that divide K.",
          f"sglang 0.5.23 inspect_comfy_quant_markers ({SGQ}) and KitchenW4A8Config layer "
          "build (read/recorded); comfy-kitchen 0.2.40 tensor/w4a8_int8.py and "
-         "backends/eager/convrot_w4a4.py validate_w4a4_shape (run)."),
+         "backends/eager/convrot_w4a4.py validate_w4a4_shape (run). ComfyUI: a W4A4 layer "
+         "whose K/2 is not a multiple of 32 is refused by comfy-kitchen's CUDA kernel only; "
+         "comfy-kitchen then falls back to its eager kernel (registered for every device), "
+         "which loads and computes it correctly: no effect on ComfyUI (constraint "
+         f"cuda-k-multiple); {CUI_OPS}, {CUI_RUN}."),
     Rule("QC312", "w4a8-6bit", E, "6-bit W4A8 layer (sglang reads W4A8 as 4-bit only)",
          effects("fails", "none"), Safety.UNSAFE,
          "W4A8 layers for sglang are 4-bit ([N, K/2] weights).",
@@ -120,8 +130,9 @@ RULES = [
          "without their zero point.",
          "weight_correction BF16 [192, 3072]",
          "Requantize symmetric (codebook or uniform) for ComfyUI.",
-         "ComfyUI @0271a469 comfy/ops.py _load_quantized_module does not load it; comfy-kitchen "
-         "0.2.40 tensor/w4a8_int8.py dequantize_w4a8_int8_weight uses it (read)."),
+         f"{CUI_OPS} (~L1252-1271) does not load it and {CUI_QOPS} lists only weight_scale "
+         "as a parameter (~L257): the tensor is left as an unexpected key; comfy-kitchen "
+         f"0.2.40 tensor/w4a8_int8.py dequantize_w4a8_int8_weight uses it (read); {CUI_RUN}."),
     Rule("QC314", "quantized-weight-unmarked", E, "quantized-dtype weight without a marker",
          effects("fails", "degraded"), Safety.SAFE,
          "Weights stored as F8_E4M3, F8_E5M2, I8 or U8 carry a comfy_quant marker.",
@@ -162,4 +173,29 @@ RULES = [
          "Drop convrot only if the weights are not rotated; otherwise requantize.",
          f"sglang 0.5.23 ComfyNvfp4Config constructor ({SGQC}; case nvfp4_convrot_marker, "
          "recorded)."),
+    Rule("QC319", "comfyui-dequantize-fails", W,
+         "inference works in ComfyUI but LoRA / full-precision fallback fails",
+         effects("none", "degraded"), Safety.SAFE,
+         "Scales ComfyUI's kernels accept are also shaped so that ComfyUI's own "
+         "QuantizedTensor.dequantize() can broadcast them (INT8 weight_scale [] or [N, 1]).",
+         "An INT8 weight_scale of shape [N] loads and computes correctly (the int8 kernel "
+         "reads it per row), but ComfyUI's dequantize raises on the broadcast: applying a "
+         "LoRA to the layer, or the full-precision fallback, fails. Plain inference works, so "
+         "the effect is reported as degraded with this distinct rule rather than as a failure.",
+         "int8_tensorwise weight I8 [3072, 3072] with weight_scale F32 [3072]",
+         "Reshape [N] -> [N, 1] (same bytes).",
+         f"{CUI_QOPS} QuantizedTensor.dequantize and the int8 layout of comfy-kitchen 0.2.40 "
+         f"tensor/int8.py; {CUI_OPS} loads the scale as stored; {CUI_RUN}."),
+    Rule("QC320", "convrot-groupsize-defaulted-by-comfyui", W,
+         "rotated INT8 layer without convrot_groupsize: ComfyUI rotates with 256",
+         effects("none", "degraded"), Safety.DISPLAY,
+         "A rotated int8_tensorwise marker (convrot: true) names its convrot_groupsize.",
+         "ComfyUI defaults the rotation group to 256. Where 256 does not divide K the first "
+         "forward raises (\"ConvRot group size 256 does not divide input features K\"): "
+         "fails. Where it divides, the layer runs with a 256 rotation, which is wrong unless "
+         "the weights were rotated with 256 (a file cannot show which): degraded.",
+         '{"format": "int8_tensorwise", "convrot": true} on a layer with K=3072',
+         "Add the group size the weights were rotated with.",
+         f"{CUI_OPS} (~L1232-1235: default 256); comfy-kitchen 0.2.40 ConvRot INT8 forward; "
+         f"{CUI_RUN}."),
 ]

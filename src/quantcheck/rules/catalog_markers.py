@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from quantcheck.rules.levels import Effect, Safety, Severity
 from quantcheck.rules.rule import Rule, effects
-from quantcheck.rules.upstream import SGQ, SGQC
+from quantcheck.rules.upstream import CUI_OPS, CUI_RUN, CUI_SD, SGQ, SGQC
 
 E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 SG_MARKER = ("sglang 0.5.23 inspect_comfy_quant_markers "
@@ -190,7 +190,9 @@ RULES = [
        effects("fails", "fails"), Safety.SAFE,
        f"sglang 0.5.23 ConvRotInt8Config constructor ({SGQC}; case "
        "int8_convrot_missing_groupsize, recorded); power-of-4 rule of comfy-kitchen 0.2.40 "
-       "tensor/int8_utils.py _build_hadamard (run)."),
+       "tensor/int8_utils.py _build_hadamard (run). ComfyUI converts a convrot_groupsize "
+       f"written as a string with int() ({CUI_OPS} ~L1234): not a failure there; a missing "
+       f"one defaults to 256 (QC320); {CUI_RUN}."),
     _r("QC220", "group-size-invalid", E, "group_size is not a usable group length",
        "group_size is a positive JSON integer; for W4A8 >= 4 and dividing 16 or a multiple "
        "of 16.",
@@ -211,13 +213,19 @@ RULES = [
        "inferred."),
     _r("QC222", "header-layer-unmatched", E, "header marker names a layer that is not there",
        "Every _quantization_metadata layer name equals a tensor prefix.",
-       "Runtimes match names exactly: the real layer stays unmarked. sglang fails (\"missing "
-       "comfy_quant metadata\"); ComfyUI silently loads the layer as 16-bit weights.",
+       "sglang matches names exactly: the real layer stays unmarked and it fails (\"missing "
+       "comfy_quant metadata\"). ComfyUI re-attaches entries written without the model "
+       "prefix (its second convert_old_quants pass); other mismatches leave the layer "
+       "unmarked and ComfyUI silently loads it as 16-bit weights.",
        'layers: {"blocks.4.attn.wo": …} but the tensor is model.diffusion_model.blocks.4.attn.wo',
        "Rewrite the entry as a per-tensor marker keyed by the real prefix.",
        effects("fails", "degraded"), Safety.SAFE,
        f"{SG_MARKER} (case header_prefix_mismatch_nvfp4); ComfyUI PR #15085 and Forge "
-       "issue #1465."),
+       f"issue #1465. ComfyUI: {CUI_SD} (~L2284-2292) runs convert_old_quants, strips the "
+       "model prefix found by unet_prefix_from_state_dict, then runs convert_old_quants "
+       "again, so header entries written without the model.diffusion_model. prefix attach to "
+       f"the prefixed tensors (no effect on ComfyUI); {CUI_RUN}. Entries with a prefix the "
+       "tensors lack stay unmatched (degraded)."),
     _r("QC223", "marker-orphan", E, "marker for a layer without a weight",
        "Each marker's prefix has a <prefix>.weight tensor.",
        "sglang validates every marker and fails with \"missing checkpoint tensors\"; "

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from quantcheck.rules.levels import Safety, Severity
 from quantcheck.rules.rule import Rule, effects
-from quantcheck.rules.upstream import SGQ, SGQC
+from quantcheck.rules.upstream import CUI_QOPS, CUI_RUN, CUI_UTILS, SGQ, SGQC
+from quantcheck.runtimes.comfyui_releases import GUESSED, STEPS
 
-E = Severity.ERROR
+E, INFO = Severity.ERROR, Severity.INFO
+#: (code, release, formats, note, guessed) for each ComfyUI step after the oldest.
+_STEPS = [(code, name, fmts, note, name in GUESSED)
+          for name, code, fmts, note in STEPS if code]
 
 RULES = [
     Rule("QC601", "format-unsupported-by-sglang", E, "format sglang 0.5.23 does not load",
@@ -50,4 +54,34 @@ RULES = [
          f"sglang 0.5.23 inspect_comfy_quant_markers ({SGQ}), quant_format=mxfp8 synthesis "
          "(cases mxfp8_quant_format_with_int8_layer, "
          "mxfp8_mixed_quant_format_shards, recorded)."),
+    Rule("QC605", "dtype-stops-comfyui-default-loader", E,
+         "F8_E8M0 tensor: ComfyUI's default (DynamicVRAM) loader cannot read the file",
+         effects("none", "fails"), Safety.SAFE,
+         "No tensor of the checkpoint is stored as F8_E8M0 (MXFP8 block scales are U8).",
+         "With DynamicVRAM (the default on NVIDIA GPUs) ComfyUI parses the safetensors header "
+         "itself and maps dtypes through a table without F8_E8M0: any such tensor, marked "
+         "layer or not, raises KeyError before a layer is built. With --cpu or "
+         "--disable-dynamic-vram safetensors.safe_open reads it (a marked MXFP8 layer is then "
+         "only degraded). The verdict describes the default GPU setup.",
+         "blocks.0.attn.qkv.weight_scale F8_E8M0 [128, 4]",
+         "Relabel the bytes as U8 (the same E8M0 exponents: lossless).",
+         f"{CUI_UTILS} (its _TYPES dtype table, ~L133) and main.py / cli_args.py "
+         f"enables_dynamic_vram; {CUI_RUN}."),
+    *(Rule(code, f"format-needs-comfyui-{release}", INFO,
+           f"format ComfyUI loads only from {release} on",
+           effects("none", "none"), None,
+           f"Layers use formats ComfyUI releases before {release} do not know "
+           f"({', '.join(formats)}).",
+           "ComfyUI's QUANT_ALGOS table grew release by release; an older ComfyUI stops with "
+           "KeyError / \"Unsupported quantization format\" on a format it does not know. The "
+           "newest modelled release loads it, so the finding is informational there; the "
+           "per-release effects say which releases fail."
+           + (" [GUESS]: this step's ComfyUI code was not read; the model follows Forge "
+              "Neo's port and third-party probes." if guess else ""),
+           f'{{"format": "{formats[0]}"}}',
+           f"Use ComfyUI {release} or newer, or requantize the layers to a format the older "
+           "release loads (float8_e4m3fn, nvfp4).",
+           f"{CUI_QOPS} QUANT_ALGOS and its history: {note}"
+           + (" [GUESS]" if guess and "[GUESS]" not in note else ""))
+      for code, release, formats, note, guess in _STEPS),
 ]

@@ -84,6 +84,8 @@ QC314: Rule  # quantized-weight-unmarked
 QC315: Rule  # legacy-scaled-fp8
 QC316: Rule  # int8-linear-without-convrot
 QC318: Rule  # nvfp4-rotated
+QC319: Rule  # comfyui-dequantize-fails
+QC320: Rule  # convrot-groupsize-defaulted-by-comfyui
 QC401: Rule  # scale-not-finite
 QC402: Rule  # scale-negative
 QC403: Rule  # scale-zero
@@ -103,6 +105,11 @@ QC601: Rule  # format-unsupported-by-sglang
 QC602: Rule  # format-mix-unsupported
 QC603: Rule  # sglang-constructor-refuses
 QC604: Rule  # quant-format-mxfp8-conflict
+QC605: Rule  # dtype-stops-comfyui-default-loader
+QC606: Rule  # format-needs-comfyui-v0.27
+QC607: Rule  # format-needs-comfyui-cd9452e
+QC608: Rule  # format-needs-comfyui-0271a469
+QC609: Rule  # format-needs-comfyui-pr16483
 
 __all__ = [
     "QC101",
@@ -165,6 +172,8 @@ __all__ = [
     "QC315",
     "QC316",
     "QC318",
+    "QC319",
+    "QC320",
     "QC401",
     "QC402",
     "QC403",
@@ -184,4 +193,9 @@ __all__ = [
     "QC602",
     "QC603",
     "QC604",
+    "QC605",
+    "QC606",
+    "QC607",
+    "QC608",
+    "QC609",
 ]

@@ -24,6 +24,9 @@ UNMARKED_QUANTIZED = {"F8_E4M3", "F8_E5M2", "I8", "U8"}
 SGLANG_NOTED = {"F8_E4M3", "I8", "U8"}
 #: Lossless casts a safe fix may do on scale tensors.
 WIDENS_TO_F32 = {"F16", "BF16"}
+#: Table constraints ComfyUI survives: comfy-kitchen falls back to its eager kernel, which
+#: computes the layer correctly (comfyui-loader-facts.md, convrot_w4a4).
+COMFYUI_EAGER_FALLBACK = frozenset({"cuda-k-multiple"})
 
 
 def _sglang_checks(spec: FormatSpec) -> bool:
@@ -142,7 +145,7 @@ def _companions(layer: Layer, spec: FormatSpec, dims: Dims, sg: bool) -> Iterato
 
 def _companion_dtype(layer: Layer, spec: FormatSpec, c: Companion, dtype: str, sg: bool,
                      name: str, file: str) -> Iterator[Diagnostic]:
-    ok_c = c.comfyui_dtypes is None or dtype in c.comfyui_dtypes
+    ok_c = c.comfyui_dtypes is None or dtype in c.comfyui_dtypes or not c.comfyui_loads
     ok_s = not sg or c.sglang_dtypes is None or dtype in c.sglang_dtypes
     if ok_c and ok_s:
         return
@@ -178,7 +181,7 @@ def _companion_shape(layer: Layer, spec: FormatSpec, c: Companion, dims: Dims,
     t = layer.tensors[c.suffix]
     shape = t.shape
     d = _stored_dims(spec, dims)
-    comfy_shapes = c.shapes(d) if c.shapes else []
+    comfy_shapes = c.shapes(d) if c.shapes and c.comfyui_loads else []
     sg_rule = c.sglang_shapes or c.shapes
     sg_shapes = sg_rule(d) if sg_rule and sg else []
     comfy_ok = not comfy_shapes or shape in comfy_shapes
@@ -196,12 +199,22 @@ def _companion_shape(layer: Layer, spec: FormatSpec, c: Companion, dims: Dims,
             fix=Fix("dequantize this layer to BF16 for sglang (never re-lay padded data)",
                     Safety.UNSAFE, "dequantize-layer"))
         return
-    expected = comfy_shapes if not comfy_ok else sg_shapes
-    want = " or ".join(str(list(x)) for x in expected)
     fix = None
     if c.suffix == "weight_scale" and spec.name == "int8_tensorwise" and shape == (dims.N,):
         fix = Fix(f"reshape [{dims.N}] -> [{dims.N}, 1] (same bytes)", Safety.SAFE, "reshape",
                   (("shape", (dims.N, 1)),))
+        # ComfyUI's int8 kernel reads [N] per row; only its dequantize (LoRA, fallback) fails.
+        comfy_ok = True
+        yield Diagnostic(
+            R.QC319, f"{c.suffix} has shape [{dims.N}]: ComfyUI loads and runs the layer, but "
+                     "its QuantizedTensor.dequantize() cannot broadcast the scale, so applying "
+                     "a LoRA or the full-precision fallback fails", file=t.file, tensor=t.name,
+            layer=layer.prefix, pointer=json_pointer(t.name, "shape"),
+            effects=_eff(NONE, DEGRADED), fix=fix)
+        if sg_ok:
+            return
+    expected = comfy_shapes if not comfy_ok else sg_shapes
+    want = " or ".join(str(list(x)) for x in expected)
     yield Diagnostic(
         R.QC307, f"{c.suffix} has shape {list(shape)}; for a weight of {list(dims.weight_shape)} "
                  f"{spec.name} needs {want}",
@@ -247,8 +260,11 @@ def _sizes(layer: Layer, spec: FormatSpec, dims: Dims, sg: bool) -> Iterator[Dia
                     Safety.UNSAFE, "requantize"))
     for name, ok, text in spec.constraints:
         if not ok(dims):
+            comfy = NONE if name in COMFYUI_EAGER_FALLBACK else FAILS
+            if not sg and comfy is NONE:
+                continue
             yield Diagnostic(
                 R.QC311, f"{spec.name} needs {text}; this layer has K={dims.K}, "
                          f"group_size={dims.g or '-'}, convrot_groupsize={dims.cg or '-'}",
                 file=file, tensor=f"{layer.prefix}.comfy_quant", layer=layer.prefix,
-                effects=_eff(FAILS if sg else NONE, FAILS), data={"constraint": name})
+                effects=_eff(FAILS if sg else NONE, comfy), data={"constraint": name})

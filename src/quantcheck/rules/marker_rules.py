@@ -22,6 +22,8 @@ FAILS, DEGRADED, NONE = Effect.FAILS, Effect.DEGRADED, Effect.NONE
 TOLERATED = frozenset({"orig_dtype", "per_row", "orig_shape", "params", "num_experts",
                        "group_size", "convrot", "convrot_groupsize", "quant_group_size"})
 MODEL_PREFIXES = ("model.diffusion_model.", "diffusion_model.")
+#: Model prefixes ComfyUI strips before its second convert_old_quants pass (comfy/sd.py).
+COMFYUI_STRIPPED = ("model.diffusion_model.",)
 #: Values sglang derives itself; a producer writing them can contradict the derived ones.
 DERIVED = frozenset({"_activation_scheme", "_is_rowwise", "_is_tensorwise_scalar",
                      "_has_codebook", "_has_correction", "_has_pre_quant_scale"})
@@ -60,12 +62,18 @@ def _orphan(ck: Checkpoint, m: Marker) -> Iterator[Diagnostic]:
     header_only = all(s.origin == "header" for s in m.sources)
     match = _renamed_prefix(ck, m.prefix)
     if header_only and match:
+        # ComfyUI's second convert_old_quants pass (after the model prefix is stripped)
+        # attaches entries written without the prefix to the prefixed tensors.
+        reattached = any(match == p + m.prefix for p in COMFYUI_STRIPPED)
         yield Diagnostic(
             R.QC222, f"_quantization_metadata names layer {m.prefix!r}, but the tensors are "
-                     f"under {match!r}; runtimes match names exactly, so that layer is treated "
-                     "as unmarked", file=_file(m), layer=m.prefix,
+                     f"under {match!r}; "
+                     + ("sglang matches names exactly and treats that layer as unmarked "
+                        "(ComfyUI re-attaches the entry after stripping the model prefix)"
+                        if reattached else "runtimes match names exactly, so that layer is "
+                        "treated as unmarked"), file=_file(m), layer=m.prefix,
             pointer="/__metadata__/_quantization_metadata",
-            effects=_eff(FAILS, DEGRADED),
+            effects=_eff(FAILS, NONE if reattached else DEGRADED),
             fix=Fix(f"write the marker as the tensor {match}.comfy_quant and drop the header "
                     "entry", Safety.SAFE, "header-to-tensor-markers",
                     (("prefix", match),)))
@@ -206,6 +214,8 @@ def _size_key(m: Marker, spec: FormatSpec, name: str, raw: Any, present: bool, d
     if name == "convrot_groupsize" and not rotated:
         return
     value = marker_int(raw, default, present)
+    if value is None and name == "convrot_groupsize" and spec.name == "int8_tensorwise":
+        value = _int_text(raw)  # ComfyUI int()s it (ops.py ~L1234); sglang refuses a string
     code = R.QC219 if name == "convrot_groupsize" else R.QC220
     if value is None:
         yield Diagnostic(
@@ -248,3 +258,13 @@ def _size_key(m: Marker, spec: FormatSpec, name: str, raw: Any, present: bool, d
         yield Diagnostic(
             R.QC220, f"group_size is {value}; it must be positive", file=_file(m),
             tensor=_tensor(m), layer=m.prefix, effects=_eff(FAILS, FAILS))
+
+
+def _int_text(raw: Any) -> int | None:
+    """A size written as decimal text, as Python's int() reads it (None if it does not)."""
+    if not isinstance(raw, str):
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        return None

@@ -6,3 +6,13 @@ SGQ = "python/sglang/multimodal_gen/runtime/utils/quantization_utils.py"
 #: sglang 0.5.23: the Comfy config classes (ConvRotInt8Config, KitchenW4A8Config,
 #: KitchenW4A4Config, ComfyFp8Config, ComfyNvfp4Config) and their layer builds.
 SGQC = "python/sglang/multimodal_gen/runtime/layers/quantization/"
+#: ComfyUI (Comfy-Org/ComfyUI) at quantcheck's reference commit: the quantized-op loader
+#: `_load_quantized_module` (~L1200-1290) and `comfy/quant_ops.py` (QUANT_ALGOS, layouts).
+CUI_OPS = "Comfy-Org/ComfyUI @0271a469 comfy/ops.py _load_quantized_module"
+CUI_QOPS = "Comfy-Org/ComfyUI @0271a469 comfy/quant_ops.py"
+#: ComfyUI's load path at 783545f6: safetensors parsing and key plumbing.
+CUI_UTILS = "Comfy-Org/ComfyUI @783545f6 comfy/utils.py load_safetensors"
+CUI_SD = "Comfy-Org/ComfyUI @783545f6 comfy/sd.py load_diffusion_model_state_dict"
+#: How the ComfyUI facts were established (quoted in every ComfyUI rule's evidence).
+CUI_RUN = ("established by running ComfyUI's unpatched loader layer by layer on CPU with "
+           "comfy-kitchen 0.2.40 (../shared/spec/comfyui-loader-facts.md)")

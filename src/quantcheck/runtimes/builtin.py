@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from quantcheck.runtimes.comfyui_releases import comfyui_runtime
 from quantcheck.runtimes.registry import Release, Runtime, register_runtime
 
 SGLANG = register_runtime(Runtime(
@@ -10,9 +11,7 @@ SGLANG = register_runtime(Runtime(
     quantize_refusal="quantcheck.rules.runtime_rules:sglang_quantize_refusal",
     doc="sglang's ComfyUI-checkpoint loader: marker inspector, format resolver and the "
         "config classes' constructors (format support, format mixes, quant_format)."))
-COMFYUI = register_runtime(Runtime(
-    "comfyui", "ComfyUI", (Release("0271a469"),),
-    doc="ComfyUI's quantized-op loader (comfy/ops.py, QUANT_ALGOS) with comfy-kitchen."))
+COMFYUI = register_runtime(comfyui_runtime())  # releases: comfyui_releases.py
 
 #: The built-in runtimes in the order the catalogs write their effects.
 BUILTIN: tuple[str, ...] = (SGLANG.name, COMFYUI.name)

@@ -1,0 +1,101 @@
+"""ComfyUI's own rules (the `checks` hook of its runtime record): what its loader does that the
+format table cannot say — the default safetensors loader's dtype table, the release that first
+loads each format, and the ConvRot group-size default.
+
+The upstream lines each rule follows are cited in the rule's evidence (catalog_*.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from quantcheck.diagnostics import Diagnostic, Fix
+from quantcheck.formats.table import FORMATS
+from quantcheck.model.checkpoint import Checkpoint
+from quantcheck.model.layers import Layer
+from quantcheck.rules import codes as R
+from quantcheck.rules.levels import Effect, Safety
+from quantcheck.runtimes import comfyui_releases
+from quantcheck.runtimes import effects as _eff
+from quantcheck.runtimes.comfyui_releases import FORMAT_SINCE, STEP_CODE
+
+FAILS, DEGRADED, NONE = Effect.FAILS, Effect.DEGRADED, Effect.NONE
+#: Dtypes ComfyUI's DynamicVRAM loader (comfy/utils.py load_safetensors, `_TYPES`) cannot map.
+DEFAULT_LOADER_UNREADABLE = frozenset({"F8_E8M0"})
+#: ComfyUI's rotation group when a rotated INT8 marker names none (comfy/ops.py ~L1232).
+CONVROT_DEFAULT = 256
+_ABSENT = object()
+_STEP_RULES = {R.QC606.code: R.QC606, R.QC607.code: R.QC607, R.QC608.code: R.QC608,
+               R.QC609.code: R.QC609}
+
+
+class ComfyuiChecks:
+    """ComfyUI's own rules for one checkpoint."""
+
+    def __init__(self, ck: Checkpoint) -> None:
+        self.ck = ck
+
+    def file_findings(self) -> Iterator[Diagnostic]:
+        yield from _unreadable_dtypes(self.ck)
+        if comfyui_releases.REPORT_STEPS:
+            yield from format_steps(self.ck)
+
+    def layer_findings(self, layer: Layer) -> Iterator[Diagnostic]:
+        return _convrot_default(layer)
+
+
+def _unreadable_dtypes(ck: Checkpoint) -> Iterator[Diagnostic]:
+    for t in ck.tensors.values():
+        if t.dtype in DEFAULT_LOADER_UNREADABLE:
+            yield Diagnostic(
+                R.QC605, f"{t.name} is {t.dtype}: ComfyUI's default safetensors loader "
+                         "(DynamicVRAM, the default on NVIDIA GPUs) has no such dtype and "
+                         "raises KeyError before any layer is built; with --cpu or "
+                         "--disable-dynamic-vram it loads",
+                file=t.file, tensor=t.name, effects=_eff(NONE, FAILS),
+                fix=Fix(f"relabel {t.name} as U8 (same bytes)", Safety.SAFE, "relabel",
+                        (("dtype", "U8"),)))
+
+
+def format_steps(ck: Checkpoint) -> Iterator[Diagnostic]:
+    """One finding per ComfyUI step the file needs (formats added after the oldest release)."""
+    by_step: dict[str, dict[str, int]] = {}
+    first: dict[str, str] = {}
+    for la in ck.layers.values():
+        if la.marker is None or la.weight is None:
+            continue
+        fmt = la.marker.format
+        release = FORMAT_SINCE.get(fmt) if isinstance(fmt, str) else None
+        if release is None or not STEP_CODE[release]:
+            continue
+        counts = by_step.setdefault(release, {})
+        counts[fmt] = counts.get(fmt, 0) + 1
+        first.setdefault(release, la.weight.file)
+    for release, counts in by_step.items():
+        n = sum(counts.values())
+        what = ", ".join(f"{f} ({c})" for f, c in sorted(counts.items()))
+        known = all(f in FORMATS for f in counts)
+        yield Diagnostic(
+            _STEP_RULES[STEP_CODE[release]],
+            f"{n} layer{'s' if n != 1 else ''} use{'' if n != 1 else 's'} {what}: ComfyUI "
+            f"loads {'them' if n != 1 else 'it'} from {release} on"
+            + ("" if known else " (a format quantcheck does not check yet)"),
+            file=first[release], data={"release": release, "formats": sorted(counts)})
+
+
+def _convrot_default(layer: Layer) -> Iterator[Diagnostic]:
+    m, w = layer.marker, layer.weight
+    if (m is None or w is None or m.format != "int8_tensorwise" or m.get("convrot") is not True
+            or m.get("convrot_groupsize", _ABSENT) is not _ABSENT or len(w.shape) != 2):
+        return
+    k = w.shape[1]
+    divides = k % CONVROT_DEFAULT == 0
+    yield Diagnostic(
+        R.QC320, f"rotated int8_tensorwise marker has no convrot_groupsize: ComfyUI rotates "
+                 f"with {CONVROT_DEFAULT}, "
+                 + ("which is correct only if the weights were rotated with 256" if divides
+                    else f"which does not divide K={k}: the first forward raises"),
+        file=m.sources[-1].file, layer=layer.prefix,
+        effects=_eff(NONE, DEGRADED if divides else FAILS),
+        fix=Fix(f"add \"convrot_groupsize\": {CONVROT_DEFAULT} if the weights were rotated "
+                "with it", Safety.DISPLAY))
