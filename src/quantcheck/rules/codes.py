@@ -70,6 +70,7 @@ QC314: Rule = _RULES["QC314"]  # quantized-weight-unmarked
 QC315: Rule = _RULES["QC315"]  # legacy-scaled-fp8
 QC316: Rule = _RULES["QC316"]  # int8-linear-without-convrot
 QC318: Rule = _RULES["QC318"]  # nvfp4-rotated
+QC319: Rule = _RULES["QC319"]  # packed-width
 QC401: Rule = _RULES["QC401"]  # scale-not-finite
 QC402: Rule = _RULES["QC402"]  # scale-negative
 QC403: Rule = _RULES["QC403"]  # scale-zero
@@ -89,6 +90,7 @@ QC601: Rule = _RULES["QC601"]  # format-unsupported-by-sglang
 QC602: Rule = _RULES["QC602"]  # format-mix-unsupported
 QC603: Rule = _RULES["QC603"]  # sglang-constructor-refuses
 QC604: Rule = _RULES["QC604"]  # quant-format-mxfp8-conflict
+QC610: Rule = _RULES["QC610"]  # format-unsupported-by-comfyui
 
 __all__ = [
     "QC101",
@@ -151,6 +153,7 @@ __all__ = [
     "QC315",
     "QC316",
     "QC318",
+    "QC319",
     "QC401",
     "QC402",
     "QC403",
@@ -170,4 +173,5 @@ __all__ = [
     "QC602",
     "QC603",
     "QC604",
+    "QC610",
 ]
