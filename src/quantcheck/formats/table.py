@@ -370,7 +370,7 @@ FORMATS: dict[str, FormatSpec] = {f.name: f for f in (
         keys=(W4A8_GROUP, CONVROT_GS,
               MarkerKey("convrot", (bool,), None,
                         doc="producers write true; ComfyUI always rotates W6A8")),
-        comfyui=False, comfyui_since="after PR #16483 (merged 2026-09-29)",
+        comfyui=False, comfyui_since="after PR #16483, merged 2026-09-29",
         loads_as="asym_w4a8_int8",
         sglang="unsupported",
         note="asym_w4a8_int8's 6-bit layout under its own name; ComfyUI @0271a469 loads the "
