@@ -117,6 +117,15 @@ def layer_w4a8(p: str, n: int, k: int, g: int = 16, channel_dtype: str = "F32"
                               "convrot_groupsize": 16, "convrot": True}), *extras(p, n)]
 
 
+def layer_w6a8(p: str, n: int, k: int, g: int = 32) -> list[RawTensor]:
+    """Uniform 6-bit codes, 3K/4 bytes a row (asym_w4a8_int8's 6-bit layout, own name)."""
+    return [RawTensor(f"{p}.weight", "I8", (n, 3 * k // 4), codes(n * 3 * k // 4, 0, 255)),
+            RawTensor(f"{p}.weight_s_rel", "F8_E4M3", (n, k // g), codes(n * k // g, 0x68, 0x78)),
+            RawTensor(f"{p}.weight_s_channel", "F32", (n,), f32(scales(n, 1e-4, 1e-3))),
+            marker_tensor(p, {"format": "w6a8_int8", "group_size": g,
+                              "convrot_groupsize": 16, "convrot": True}), *extras(p, n)]
+
+
 def layer_w4a4(p: str, n: int, k: int) -> list[RawTensor]:
     def nib() -> int:
         return rng.randint(-7, 7) & 0xF
@@ -169,6 +178,7 @@ EXAMPLES = {
     "w4a4_convrot.safetensors": lambda: model(layer_w4a4),
     "awq_w4a16.safetensors": lambda: model(layer_awq),
     "broken_seeds.safetensors": broken,
+    "w6a8_int8.safetensors": lambda: model(layer_w6a8),  # last: earlier files keep their bytes
 }
 
 
@@ -184,6 +194,8 @@ def main(out_dir: str) -> None:
 
 EXPECTED = {
     "awq_w4a16.safetensors": "valid for ComfyUI; sglang has no AWQ support (QC601)",
+    "w6a8_int8.safetensors": "ComfyUI after PR #16483 only: @0271a469 lacks the format (QC610; "
+                             "`fix` relabels it asym_w4a8_int8); sglang has no W6A8 (QC601)",
     "broken_seeds.safetensors": "the seed errors: QC305 ×2, QC304, QC316 (see `quantcheck check`)",
 }
 README = """# Example checkpoints

@@ -27,6 +27,7 @@ LAYOUTS = {
     "nvfp4": "TensorCoreNVFP4Layout",
     "mxfp8": "TensorCoreMXFP8Layout",
     "asym_w4a8_int8": "AsymW4A8Int8Layout",
+    "w6a8_int8": "AsymW4A8Int8Layout",  # the same layout class at bits=6
     "convrot_w4a4": "TensorCoreConvRotW4A4Layout",
 }
 
@@ -61,7 +62,9 @@ def ck_kwargs(fmt: str, options: dict) -> dict:
         if o.get("convrot"):
             kw.update(convrot=True, convrot_groupsize=o.get("convrot_groupsize", 256))
         return kw
-    if fmt == "asym_w4a8_int8":
+    if fmt == "w6a8_int8":
+        o["bits"] = 6
+    if fmt in ("asym_w4a8_int8", "w6a8_int8"):
         if o.get("scale_dtype") == "float32":
             o["scale_dtype"] = torch.float32
         return o
@@ -98,7 +101,7 @@ def ck_dequantize(fmt: str, tensors: dict, marker: dict, shape, out_dtype="float
         elif fmt == "mxfp8":
             out = ck.dequantize_mxfp8(t["weight"], t["weight_scale"].view(torch.float8_e8m0fnu),
                                       od)[:n, :k]
-        elif fmt == "asym_w4a8_int8":
+        elif fmt in ("asym_w4a8_int8", "w6a8_int8"):
             out = ck.dequantize_w4a8_int8_weight(
                 t["weight"], t["weight_s_rel"], t["weight_s_channel"], t.get("weight_codebook"),
                 t.get("weight_correction"), marker.get("group_size", 16),

@@ -267,7 +267,8 @@ def check_rotated_dequantize(fmt: str, tensors: dict, marker: dict, shape, out_d
     n, k = shape
     kind = {"float32": "f32", "bfloat16": "bf16", "float16": "f16"}[out_dtype]
     g = int(marker.get("convrot_groupsize", 256))
-    x = pre_rotation(fmt, tensors, marker, n, k, kind if fmt == "asym_w4a8_int8" else "f32")
+    grouped = fmt in ("asym_w4a8_int8", "w6a8_int8")
+    x = pre_rotation(fmt, tensors, marker, n, k, kind if grouped else "f32")
     _, lo, hi = rotation_interval(x, g)
     a, b = ours.astype(F32), ref.astype(F32)
     _assert_within(f"{fmt} dequantize ck", b, rk(lo, kind), rk(hi, kind))

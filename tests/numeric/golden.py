@@ -90,6 +90,9 @@ CASES: list[tuple[str, str, dict, tuple[int, int], str]] = [
     ("w4a8_g8_cg64", W8, {"group_size": 8, "convrot_groupsize": 64}, (40, 256), "bell"),
     ("w4a8_g32_cg64_f32", W8, {"group_size": 32, "convrot_groupsize": 64,
                                 "scale_dtype": "float32"}, (40, 256), "tails"),
+    ("w6a8", "w6a8_int8", {}, (40, 512), "tails"),
+    ("w6a8_g32_cg64_f32", "w6a8_int8", {"group_size": 32, "convrot_groupsize": 64,
+                                        "scale_dtype": "float32"}, (40, 256), "bell"),
 ]
 DTYPES = ("f32", "bf16")
 

@@ -46,6 +46,9 @@ ROTATED = [
     ("asym_w4a8_int8", {"group_size": 8, "convrot_groupsize": 64}, [(40, 512)]),
     ("asym_w4a8_int8", {"group_size": 32, "convrot_groupsize": 64, "scale_dtype": "float32"},
      [(96, 256)]),
+    ("w6a8_int8", {}, [(96, 256), (77, 512)]),
+    ("w6a8_int8", {"group_size": 32, "convrot_groupsize": 64, "scale_dtype": "float32"},
+     [(96, 256)]),
 ]
 DTYPES = [BF16, np.float32, np.float16]
 
@@ -101,6 +104,8 @@ def check_quantize(fmt: str, opts: dict, w: np.ndarray, ours: dict, theirs: dict
         return contract.check_int8_convrot(w, int(opts["convrot_groupsize"]), ours, theirs)
     if fmt == "convrot_w4a4":
         return contract.check_w4a4(w, int(opts["convrot_groupsize"]), ours, theirs)
+    if fmt == "w6a8_int8":
+        opts = {**opts, "bits": 6}  # asym_w4a8_int8's 6-bit layout under its own name
     return contract.check_w4a8(w, opts, ours, theirs)
 
 

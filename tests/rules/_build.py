@@ -107,6 +107,18 @@ def w4a8(p: str = P, n: int = 32, k: int = 64, *, g: int = 16, mark: dict | None
     return out
 
 
+W6A8 = {"format": "w6a8_int8", "group_size": 32, "convrot_groupsize": 16, "convrot": True}
+
+
+def w6a8(p: str = P, n: int = 32, k: int = 64, *, g: int = 32, mark: dict | None = None,
+         channel: str = "F32", cols: int | None = None) -> list[RawTensor]:
+    """A w6a8_int8 layer: I8 [N, 3K/4] (or `cols`), F8 s_rel [N, K/g], s_channel [N]."""
+    return [t(f"{p}.weight", "I8", (n, 3 * k // 4 if cols is None else cols)),
+            t(f"{p}.weight_s_rel", "F8_E4M3", (n, k // g)),
+            t(f"{p}.weight_s_channel", channel, (n,)),
+            marker(p, mark if mark is not None else {**W6A8, "group_size": g})]
+
+
 def w4a4(p: str = P, n: int = 32, k: int = 64, *, mark: dict | None = None) -> list[RawTensor]:
     return [t(f"{p}.weight", "I8", (n, k // 2)), t(f"{p}.weight_scale", "F32", (n,)),
             marker(p, mark if mark is not None else {"format": "convrot_w4a4",

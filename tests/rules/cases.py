@@ -31,6 +31,7 @@ from ._build import (
     t,
     w4a4,
     w4a8,
+    w6a8,
     write_safetensors,
 )
 from ._case import RuleCase, eff
@@ -64,6 +65,8 @@ def _mxfp8_e8m0():
             for x in mxfp8()]
 SG_ONLY = eff("fails", "none")
 FP8_MARK = {"format": "float8_e4m3fn"}
+#: What every w6a8_int8 file reports today: sglang 0.5.23 and ComfyUI @0271a469 lack it.
+W6A8_ALWAYS = ("QC601", "QC610")
 FC1 = "blocks.0.mlp.fc1"
 
 # A valid one-tensor container: the twin of every QC1xx case.
@@ -244,6 +247,19 @@ LAYERS = [
              file(lambda: w4a4(k=128)), message="K a multiple of convrot_groupsize"),
     RuleCase("QC312", "w4a8-6bit", file(lambda: w4a8(n=8, k=64, bits=6)), SG_ONLY,
              file(lambda: w4a8(n=8, k=64))),
+    RuleCase("QC321", "w6a8-packed-width", file(lambda: w6a8(cols=32)), eff("none", "fails"),
+             file(w6a8), message="says K=64", twin_allows=W6A8_ALWAYS),
+    RuleCase("QC305", "w6a8-bf16-channel-scale", file(lambda: w6a8(channel="BF16")),
+             eff("none", "fails"), file(w6a8), message="ComfyUI needs F32",
+             twin_allows=W6A8_ALWAYS),
+    RuleCase("QC311", "w6a8-group-16-k-48", file(lambda: w6a8(k=48, g=16)), eff("none", "fails"),
+             file(lambda: w6a8(k=64, g=16)), message="K a multiple of 32",
+             twin_allows=W6A8_ALWAYS),
+    RuleCase("QC311", "w6a8-group-8", file(lambda: w6a8(g=8)), eff("none", "fails"),
+             file(w6a8), message="group_size a multiple of 16", twin_allows=W6A8_ALWAYS),
+    RuleCase("QC301", "w6a8-missing-group-scales",
+             file(lambda: [x for x in w6a8() if not x.name.endswith("weight_s_rel")]),
+             eff("none", "fails"), file(w6a8), twin_allows=W6A8_ALWAYS),
     RuleCase("QC313", "w4a8-correction", file(lambda: w4a8(correction="F32")),
              eff("none", "degraded"), file(w4a8)),
     RuleCase("QC314", "plain-fp8-cast", file(lambda: fp8()[:1]), SG_ONLY, file(fp8)),
@@ -301,6 +317,12 @@ RUNTIME = [
              file(lambda: fp8(weight="F8_E5M2", mark={"format": "float8_e5m2"})), SG_ONLY,
              file(fp8)),
     RuleCase("QC601", "awq-w4a16", file(awq), SG_ONLY, file(fp8)),
+    RuleCase("QC601", "w6a8-int8", file(w6a8), SG_ONLY,
+             file(lambda: w4a8(n=32, k=32, g=32, bits=6, codebook=False)),
+             twin_allows=("QC312",), message="no w6a8_int8 support"),
+    RuleCase("QC610", "w6a8-int8-on-comfyui-0271a469", file(w6a8), eff("none", "fails"),
+             file(lambda: w4a8(n=32, k=32, g=32, bits=6, codebook=False)),
+             twin_allows=("QC312",), message="after PR #16483"),
     RuleCase("QC602", "fp8-plus-int8", file(lambda: [*fp8(), *int8(FC1)]), SG_ONLY,
              file(lambda: [*int8(), *int8(FC1)]), message="float8_e4m3fn, int8_tensorwise"),
     RuleCase("QC603", "w4a8-plus-int8-convrot-linear", file(lambda: [*w4a8(), *int8(FC1)]),

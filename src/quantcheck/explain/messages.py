@@ -102,9 +102,11 @@ def _compile(template: str) -> tuple[re.Pattern[str], tuple[str, ...]]:
 
 
 def _p(template: str, rule: Rule, *causes: str, runtime: str = SGLANG.label,
-       refine: Callable[[dict[str, str]], str] | None = None) -> MessagePattern:
+       refine: Callable[[dict[str, str]], str] | None = None,
+       target: str = "sglang") -> MessagePattern:
     regex, names = _compile(template)
-    return MessagePattern(runtime, template, regex, names, rule.code, causes, refine=refine)
+    fix = f"quantcheck fix IN.safetensors -o OUT.safetensors --target {target}"
+    return MessagePattern(runtime, template, regex, names, rule.code, causes, fix, refine)
 
 
 HIGH = ("BF16", "F16", "F32", "F64")
@@ -138,6 +140,13 @@ def _formats(v: dict[str, str]) -> str:
     if any(n not in FORMATS or FORMATS[n].third_party for n in names):
         return R.QC213.code
     return R.QC601.code if len(names) == 1 else R.QC602.code
+
+
+def _unsupported_by_comfyui() -> list[Any]:
+    """Real formats the modelled ComfyUI release lacks (its QUANT_ALGOS lookup: KeyError)."""
+    from quantcheck.formats.table import FORMATS
+
+    return [f for f in FORMATS.values() if not f.comfyui and not f.third_party]
 
 
 FALLBACK = "a layer kept its marker after falling back to 16-bit during export"
@@ -245,6 +254,18 @@ PATTERNS: list[MessagePattern] = [
        runtime=f"safetensors (via {SGLANG.label})"),
     _p("Unsupported quantization format", R.QC213, "a misspelt or fork-only format",
        runtime=COMFYUI.title),
+    _p("packed row width {cols} does not match K={K} at 4 or 6 bits", R.QC321,
+       "weight, weight_s_rel or the marker's group_size from different quantizations",
+       "a 4-bit W4A8 weight marked w6a8_int8", runtime=f"comfy-kitchen (via {COMFYUI.title})",
+       target="comfyui"),
+    _p("6-bit storage needs K divisible by 32 and group_size a multiple of 16, got K={K}, "
+       "group_size={group_size}", R.QC311, "a W6A8 layer quantized with group_size 4 or 8",
+       "K not a multiple of 32", runtime=f"comfy-kitchen (via {COMFYUI.title})",
+       target="comfyui"),
+    *(_p(f"KeyError: '{f.name}'", R.QC610,
+         f"a ComfyUI from before {f.name} was added ({f.comfyui_since})",
+         runtime=COMFYUI.label, target="comfyui")
+      for f in _unsupported_by_comfyui()),
 ]
 
 

@@ -28,6 +28,14 @@ def marker_sizes(spec: FormatSpec, layer: Layer) -> tuple[int, int]:
     return g, cg
 
 
+def _k_from_group_scales(layer: Layer, g: int) -> int:
+    """K = columns of `weight_s_rel` x group_size; 0 when that cannot be read."""
+    s_rel = layer.tensors.get("weight_s_rel")
+    if s_rel is not None and len(s_rel.shape) == 2 and g > 0:
+        return s_rel.shape[1] * g
+    return 0
+
+
 def orig_shape(layer: Layer) -> tuple[int, int] | None:
     """The marker's `orig_shape` [N, K] when it is two positive integers."""
     v = layer.marker.get("orig_shape") if layer.marker else None
@@ -49,12 +57,15 @@ def derive_dims(spec: FormatSpec, layer: Layer) -> Dims | None:
         k = cols
     elif len(spec.code_bits) > 1:
         k = 2 * cols
-        s_rel = layer.tensors.get("weight_s_rel")
-        if s_rel is not None and len(s_rel.shape) == 2 and g > 0 and s_rel.shape[1] * g:
-            k_groups = s_rel.shape[1] * g
-            if (cols * 8) % k_groups == 0 and (cols * 8) // k_groups in spec.code_bits:
-                k = k_groups
-                bits = (cols * 8) // k
+        k_groups = _k_from_group_scales(layer, g)
+        if k_groups and (cols * 8) % k_groups == 0 and (cols * 8) // k_groups in spec.code_bits:
+            k = k_groups
+            bits = (cols * 8) // k
+    elif spec.code_bits != (4,):
+        # One code width other than 4: K is what the group scales say (as comfy-kitchen reads
+        # it); the packed width is checked against it (QC321). Without them, the width's K.
+        bits = spec.code_bits[0]
+        k = _k_from_group_scales(layer, g) or cols * 8 // bits
     else:
         k = 2 * cols
     n = rows

@@ -106,7 +106,11 @@ class FormatSpec:
     pad: int = 0  # NVFP4 16, MXFP8 32: weights zero-padded to this multiple
     companions: tuple[Companion, ...] = ()
     keys: tuple[MarkerKey, ...] = ()
-    comfyui: bool = True  # in ComfyUI's QUANT_ALGOS
+    comfyui: bool = True  # in the modelled ComfyUI release's QUANT_ALGOS
+    #: When `comfyui` is False for a real format: the first ComfyUI change that adds it.
+    comfyui_since: str = ""
+    #: A format the same tensors load as where this one is unknown (a lossless relabel).
+    loads_as: str = ""
     sglang: str = "validated"  # "validated", "unchecked", "unsupported"
     third_party: bool = False
     note: str = ""
@@ -242,6 +246,15 @@ def _w4a8_written(n: int, k: int, o: dict[str, Any], in_dtype: str
     return out, {"group_size": g, "convrot_groupsize": cg, "convrot": True}
 
 
+def _w6a8_written(n: int, k: int, o: dict[str, Any], in_dtype: str
+                  ) -> tuple[Layout, dict[str, Any]]:
+    g, cg = int(o["group_size"]), int(o["convrot_groupsize"])
+    sd = "F32" if str(o["scale_dtype"]).lower() in ("float32", "f32") else "F8_E4M3"
+    return ({"weight": ("I8", (n, 3 * k // 4)), "weight_s_rel": (sd, (n, k // g)),
+             "weight_s_channel": ("F32", (n,))},
+            {"group_size": g, "convrot_groupsize": cg, "convrot": True})
+
+
 def _w4a4_written(n: int, k: int, o: dict[str, Any], in_dtype: str
                   ) -> tuple[Layout, dict[str, Any]]:
     marker: dict[str, Any] = {"convrot_groupsize": int(o["convrot_groupsize"])}
@@ -254,6 +267,19 @@ def _w4a8_ok(d: Dims) -> bool:
     g, cg, k = d.g, d.cg, d.K
     return (g >= 4 and (16 % g == 0 or g % 16 == 0) and k % 16 == 0 and k % g == 0
             and cg > 0 and k % cg == 0)
+
+
+def _six_bit_ok(d: Dims) -> bool:
+    return d.K % 32 == 0 and d.g >= 16 and d.g % 16 == 0
+
+
+W4A8_LAYOUT = ("group-layout", _w4a8_ok,
+               "group_size >= 4 dividing 16 or a multiple of 16; K a multiple of 16, "
+               "group_size and convrot_groupsize")
+SIX_BIT = ("six-bit", lambda d: d.bits != 6 or _six_bit_ok(d),
+           "with 6-bit codes, K a multiple of 32 and group_size a multiple of 16")
+SCALE_DTYPE = Option("scale_dtype", "float8_e4m3fn", ("float8_e4m3fn", "float32"),
+                     "weight_s_rel dtype")
 
 
 FORMATS: dict[str, FormatSpec] = {f.name: f for f in (
@@ -322,21 +348,39 @@ FORMATS: dict[str, FormatSpec] = {f.name: f for f in (
         keys=(W4A8_GROUP, CONVROT_GS,
               MarkerKey("convrot", (bool,), None,
                         doc="sglang requires true; ComfyUI always rotates W4A8")),
-        constraints=(("group-layout", _w4a8_ok,
-                      "group_size >= 4 dividing 16 or a multiple of 16; K a multiple of 16, "
-                      "group_size and convrot_groupsize"),),
+        constraints=(W4A8_LAYOUT,),
         codec="quantcheck.numeric.w4a8",
         options=(option(W4A8_GROUP), option(CONVROT_GS),
                  Option("codebook", True, (True, False), "fitted 16-level codebook (4-bit)"),
                  Option("symmetric", True, (True, False),
                         "symmetric groups (else min/max with a correction tensor)"),
-                 Option("bits", 4, (4, 6), "code width"),
-                 Option("scale_dtype", "float8_e4m3fn", ("float8_e4m3fn", "float32"),
-                        "weight_s_rel dtype")),
-        written=_w4a8_written, code_bits=(4, 6),
-        quantize_constraints=(("six-bit", lambda d: d.bits != 6 or (d.K % 32 == 0
-                                                                    and d.g % 16 == 0),
-                               "6-bit codes need K a multiple of 32 and group_size of 16"),)),
+                 Option("bits", 4, (4, 6), "code width"), SCALE_DTYPE),
+        written=_w4a8_written, code_bits=(4, 6), quantize_constraints=(SIX_BIT,)),
+    FormatSpec(
+        "w6a8_int8", "W6A8: uniform 6-bit codes on an int8 grid, ConvRot",
+        frozenset({"I8"}), "int4_lo",
+        companions=(
+            Companion("weight_s_rel", frozenset({"F8_E4M3", "U8", "F32"}), None,
+                      lambda d: [(d.N, d.K // d.g)] if d.g else [], required_comfyui=True),
+            # comfy-kitchen's w4a8_int8_linear takes only F32 channel scales (it raises on
+            # BF16/F16 at the first forward): the same kernel runs W6A8.
+            Companion("weight_s_channel", F32, None, lambda d: [(d.N,)],
+                      required_comfyui=True),
+        ),
+        keys=(W4A8_GROUP, CONVROT_GS,
+              MarkerKey("convrot", (bool,), None,
+                        doc="producers write true; ComfyUI always rotates W6A8")),
+        comfyui=False, comfyui_since="after PR #16483, merged 2026-09-29",
+        loads_as="asym_w4a8_int8",
+        sglang="unsupported",
+        note="asym_w4a8_int8's 6-bit layout under its own name; ComfyUI @0271a469 loads the "
+             "same tensors marked asym_w4a8_int8. [GUESS] ComfyUI's own table entry (its "
+             "default group_size) was read only through Forge Neo's port and third-party "
+             "probes",
+        constraints=(W4A8_LAYOUT, SIX_BIT),
+        codec="quantcheck.numeric.w6a8",
+        options=(option(W4A8_GROUP), option(CONVROT_GS), SCALE_DTYPE),
+        written=_w6a8_written, code_bits=(6,)),
     FormatSpec(
         "convrot_w4a4", "W4A4: signed int4 codes, per-row scale, ConvRot",
         frozenset({"I8"}), "int4_lo",

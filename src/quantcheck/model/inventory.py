@@ -47,7 +47,7 @@ def layer_record(ck: Checkpoint, prefix: str) -> dict[str, Any] | None:
         "params": params,
         "bits_per_weight": round(8 * quant_bytes / params, 3) if params else None,
     }
-    if dims is not None and spec is not None and len(spec.code_bits) > 1:
+    if dims is not None and spec is not None and spec.code_bits != (4,):
         rec["code_bits"] = dims.bits
     return rec
 

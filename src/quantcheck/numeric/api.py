@@ -11,7 +11,7 @@ import numpy as np
 from quantcheck.formats.codecs import codec
 from quantcheck.formats.table import FORMATS, FormatSpec
 
-from . import awq, fp8, int8, mxfp8, nvfp4, w4a4, w4a8  # noqa: F401  (they register codecs)
+from . import awq, fp8, int8, mxfp8, nvfp4, w4a4, w4a8, w6a8  # noqa: F401  (they register codecs)
 from .arrays import dtype_name
 from .errors import NumericError
 from .lowp import from_f32, kind_of

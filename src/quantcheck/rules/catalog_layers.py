@@ -122,6 +122,18 @@ RULES = [
          "Requantize as 4-bit or dequantize the layer for sglang.",
          f"sglang 0.5.23 inspect_comfy_quant_markers ({SGQ}) and the W4A8 layer build "
          "(cases msg_w4a8_6bit_layout, msg_w4a8_6bit_one_group)."),
+    Rule("QC321", "packed-width", E, "packed weight width does not match K at the code width",
+         effects("none", "fails"), None,
+         "Packed grouped-int8 weights (w6a8_int8) are [N, K*bits/8] with K = weight_s_rel "
+         "columns x group_size: weight.shape[1]*8 == K*6.",
+         "comfy-kitchen reads K from the group scales and the code width from the row; a row "
+         "of any other width stops the layer (\"packed row width ... does not match K\").",
+         "w6a8_int8 weight I8 [8, 32] with weight_s_rel [8, 4], group_size 16 (K=64 needs 48)",
+         "Re-export the layer: the weight, its group scales or the marker's group_size are "
+         "from different quantizations.",
+         "comfy-kitchen 0.2.40 backends/eager/w4a8_int8.py _w4a8_geometry (read); the "
+         "ComfyUI loader's own width check (_GROUPED_INT8_FORMATS in comfy/ops.py after PR "
+         "#16483) is [GUESS]: read only in Forge Neo's port of it."),
     Rule("QC313", "correction-ignored-by-comfyui", W,
          "W4A8 weight_correction present (ComfyUI never loads it)",
          effects("none", "degraded"), Safety.UNSAFE,

@@ -84,4 +84,19 @@ RULES = [
            f"{CUI_QOPS} QUANT_ALGOS and its history: {note}"
            + (" [GUESS]" if guess and "[GUESS]" not in note else ""))
       for code, release, formats, note, guess in _STEPS),
+    Rule("QC610", "format-unsupported-by-comfyui", E,
+         "format the modelled ComfyUI release does not load",
+         effects("none", "fails"), Safety.SAFE,
+         "Layers meant for ComfyUI @0271a469 use a format in its QUANT_ALGOS (w6a8_int8 "
+         "arrived after PR #16483).",
+         "An older ComfyUI looks the format up in QUANT_ALGOS and stops (KeyError / "
+         "\"Unsupported quantization format\"); the newer release that added it loads the "
+         "file.",
+         '{"format": "w6a8_int8", "group_size": 32}',
+         "Relabel the layer to the format the same tensors load as (w6a8_int8 -> "
+         "asym_w4a8_int8: ComfyUI @0271a469 reads its 6-bit layout from the row width), or "
+         "update ComfyUI.",
+         "ComfyUI @0271a469 comfy/quant_ops.py QUANT_ALGOS (read); w6a8_int8 in ComfyUI after "
+         "PR #16483 is [GUESS]: read in Forge Neo's port and third-party probes, not "
+         "upstream."),
 ]

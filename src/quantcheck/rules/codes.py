@@ -86,6 +86,7 @@ QC316: Rule  # int8-linear-without-convrot
 QC318: Rule  # nvfp4-rotated
 QC319: Rule  # comfyui-dequantize-fails
 QC320: Rule  # convrot-groupsize-defaulted-by-comfyui
+QC321: Rule  # packed-width
 QC401: Rule  # scale-not-finite
 QC402: Rule  # scale-negative
 QC403: Rule  # scale-zero
@@ -110,6 +111,7 @@ QC606: Rule  # format-needs-comfyui-v0.27
 QC607: Rule  # format-needs-comfyui-cd9452e
 QC608: Rule  # format-needs-comfyui-0271a469
 QC609: Rule  # format-needs-comfyui-pr16483
+QC610: Rule  # format-unsupported-by-comfyui
 
 __all__ = [
     "QC101",
@@ -174,6 +176,7 @@ __all__ = [
     "QC318",
     "QC319",
     "QC320",
+    "QC321",
     "QC401",
     "QC402",
     "QC403",
@@ -198,4 +201,5 @@ __all__ = [
     "QC607",
     "QC608",
     "QC609",
+    "QC610",
 ]

@@ -11,6 +11,10 @@ from __future__ import annotations
 from quantcheck.diagnostics import Diagnostic, Effect, Severity
 from quantcheck.model.layers import Layer
 
+#: QC6xx say whether a runtime release loads a format at all (QC610: w6a8_int8 on ComfyUI
+#: @0271a469), not that the layer's numbers are unreadable: they never block.
+RUNTIME_SUPPORT = "QC6"
+
 
 def blocking_findings(layer: Layer, *, marker_only: bool = False) -> list[Diagnostic]:
     """Error-level findings of the marker and layer rules that make this layer's numbers
@@ -26,6 +30,7 @@ def blocking_findings(layer: Layer, *, marker_only: bool = False) -> list[Diagno
     if not marker_only:
         found += check_layer(layer, False, False)
     return [d for d in found if d.effective_severity is Severity.ERROR
+            and not d.code.startswith(RUNTIME_SUPPORT)
             and d.effective_effects.get("comfyui", Effect.NONE) is not Effect.NONE]
 
 

@@ -258,6 +258,16 @@ def _sizes(layer: Layer, spec: FormatSpec, dims: Dims, sg: bool) -> Iterator[Dia
             file=w.file, tensor=w.name, layer=layer.prefix, effects=_eff(FAILS, NONE),
             fix=Fix("dequantize this layer, or requantize it as 4-bit, for sglang",
                     Safety.UNSAFE, "requantize"))
+    cols = dims.weight_shape[1]
+    if spec.packing == "int4_lo" and cols * 8 != dims.K * dims.bits:
+        yield Diagnostic(
+            R.QC321, f"weight {list(w.shape)} holds {cols * 8 // dims.bits} columns of "
+                     f"{dims.bits}-bit codes, but weight_s_rel x group_size {dims.g} says "
+                     f"K={dims.K} ({dims.K * dims.bits // 8} bytes a row)",
+            file=w.file, tensor=w.name, layer=layer.prefix,
+            pointer=json_pointer(w.name, "shape"), effects=_eff(FAILS if sg else NONE, FAILS),
+            data={"bits": dims.bits, "K": dims.K})
+        return
     for name, ok, text in spec.constraints:
         if not ok(dims):
             comfy = NONE if name in COMFYUI_EAGER_FALLBACK else FAILS
