@@ -345,10 +345,8 @@ COMFYUI = [
              file(fp8), message="asym_w4a8_int8 (1), convrot_w4a4 (1)"),
     RuleCase("QC608", "awq-needs-0271a469", file(awq), NONE2, file(fp8),
              message="from 0271a469 on"),
-    # w6a8_int8 is not in the format table yet: QC213 reports it; the release data stays.
-    RuleCase("QC609", "w6a8-needs-pr16483",
-             file(lambda: w4a8(n=8, k=64, bits=6, mark={**W4A8, "format": "w6a8_int8"})),
-             NONE2, file(fp8), message="does not check yet"),
+    RuleCase("QC609", "w6a8-needs-pr16483", file(w6a8), NONE2, file(fp8),
+             message="from pr16483 on"),
 ]
 
 CASES: list[RuleCase] = CONTAINER + MARKERS + LAYERS + SHARDS + RUNTIME + COMFYUI
