@@ -589,6 +589,19 @@ def _grid_table(levels: np.ndarray, pairs: bool) -> np.ndarray:
     return table
 
 
+_HIGH_BITS = (
+    ((np.arange(256, dtype=np.uint32)[:, None] >> np.arange(0, 8, 2, dtype=np.uint32)) & 3) << 4
+).astype(np.uint8).reshape(-1).view(np.uint32)  # byte -> its four 2-bit fields << 4
+
+
+def _unpack6_fast(packed: np.ndarray, k: int) -> np.ndarray:
+    """:func:`.nibbles.unpack6` with the high plane expanded by one 256-entry gather."""
+    p = packed.view(np.uint8)
+    codes = unpack_lo_first(p[:, : k // 2])
+    high = np.take(_HIGH_BITS, p[:, k // 2 :]).view(np.uint8)
+    return np.bitwise_or(codes, high, out=codes)
+
+
 def _grid_lookup(
     packed: np.ndarray, s_rel: np.ndarray, levels: np.ndarray, k: int, bits: int, g: int,
     out: np.ndarray | None,
@@ -601,7 +614,7 @@ def _grid_lookup(
         out = np.empty((n, k // g, g), np.float32)
     pairs = bits == 4 and g % 2 == 0
     codes = packed.view(np.uint8) if pairs else (
-        unpack6(packed, k) if bits == 6 else unpack_lo_first(packed))
+        _unpack6_fast(packed, k) if bits == 6 else unpack_lo_first(packed))
     per_group = g // 2 if pairs else g
     idx = np.empty((n, k // g, per_group), np.uint16)
     base = np.multiply(s_rel.view(np.uint8), np.uint16(256 if pairs else levels.size),
