@@ -100,13 +100,26 @@ def fwht(x: np.ndarray, g: int, out: np.ndarray | None = None) -> np.ndarray:
     m, k = x.shape
     p = m * k // g
     t = np.empty((g, p), np.float32)
+    _transpose_into(t, x.reshape(p, g))
     with np.errstate(over="ignore", invalid="ignore"):  # Inf/NaN in stored data propagate
-        np.multiply(x.reshape(p, g).T, np.float32(2.0**-j), out=t, dtype=np.float32)
+        np.multiply(t, np.float32(2.0**-j), out=t)
         res = _stages(t, np.empty_like(t), (1,) + (4,) * j + (p,), range(1, j + 1))
     if out is None:
         out = np.empty((m, k), np.float32)
     out.reshape(p, g)[...] = res.T
     return out
+
+
+_TILE = 32  # rows of the [p, g] side copied per step: their g·32 floats stay in L1
+
+
+def _transpose_into(dst: np.ndarray, src: np.ndarray) -> None:
+    """``dst[...] = src.T`` (cast to ``dst``'s dtype) for src [p, g], in tiles of
+    :data:`_TILE` rows: a plain strided copy reads ``src`` with a power-of-two stride, which
+    thrashes the cache for large g."""
+    p = src.shape[0]
+    for r in range(0, p, _TILE):
+        np.copyto(dst[:, r : r + _TILE], src[r : r + _TILE].T, casting="unsafe")
 
 
 def rotate(

@@ -556,16 +556,98 @@ def _as_f32_scale(s_rel: np.ndarray) -> np.ndarray:
     return s_rel.astype(np.float32)
 
 
-def _grid_f32(
-    packed: np.ndarray, s_rel: np.ndarray, codebook: np.ndarray | None, group_size: int
+def _levels(codebook: np.ndarray | None, bits: int) -> np.ndarray | None:
+    """The F32 level of every code (None if a code could fall outside a short codebook)."""
+    if codebook is None:
+        return np.arange(-(1 << (bits - 1)), 1 << (bits - 1), dtype=np.float32)
+    cb = np.asarray(codebook, dtype=np.float32).reshape(-1)
+    return cb[:16].copy() if cb.size >= 16 else None
+
+
+_GRID_TABLES: dict[tuple[bytes, bool], np.ndarray] = {}
+
+
+def _grid_table(levels: np.ndarray, pairs: bool) -> np.ndarray:
+    """``clip(rint(level * s), ±127)`` (the F32 operations :func:`_grid_f32` applies per
+    element) for every float8_e4m3fn byte ``s`` and level, flattened [256 · L]. ``pairs``
+    (16 levels): one uint64 per (s byte, packed byte) holding the F32 grid values of its low
+    then its high nibble [256 · 256]."""
+    key = (levels.tobytes(), pairs)
+    table = _GRID_TABLES.get(key)
+    if table is None:
+        scales = np.arange(256, dtype=np.uint8).view(FP8).astype(np.float32)
+        with np.errstate(invalid="ignore", over="ignore"):
+            grid = scales[:, None] * levels[None, :]
+            np.rint(grid, out=grid)
+            np.clip(grid, -127, 127, out=grid)
+        if pairs:
+            both = np.empty((256, 256, 2), np.float32)
+            both[:, :, 0] = np.tile(grid, (1, 16))  # byte & 0xF
+            both[:, :, 1] = np.repeat(grid, 16, axis=1)  # byte >> 4
+            grid = both.view(np.uint64)
+        table = grid.reshape(-1)
+        if len(_GRID_TABLES) >= 8:
+            _GRID_TABLES.pop(next(iter(_GRID_TABLES)))
+        _GRID_TABLES[key] = table
+    return table
+
+
+_HIGH_BITS = (
+    ((np.arange(256, dtype=np.uint32)[:, None] >> np.arange(0, 8, 2, dtype=np.uint32)) & 3) << 4
+).astype(np.uint8).reshape(-1).view(np.uint32)  # byte -> its four 2-bit fields << 4
+
+
+def _unpack6_fast(packed: np.ndarray, k: int) -> np.ndarray:
+    """:func:`.nibbles.unpack6` with the high plane expanded by one 256-entry gather."""
+    p = packed.view(np.uint8)
+    codes = unpack_lo_first(p[:, : k // 2])
+    high = np.take(_HIGH_BITS, p[:, k // 2 :]).view(np.uint8)
+    return np.bitwise_or(codes, high, out=codes)
+
+
+def _grid_lookup(
+    packed: np.ndarray, s_rel: np.ndarray, levels: np.ndarray, k: int, bits: int, g: int,
+    out: np.ndarray | None,
 ) -> np.ndarray:
-    """:func:`int8_grid` as F32 values [n, K/g, g] (exact integers)."""
+    """Grid values [n, K/g, g] of an FP8 ``s_rel`` as one gather from :func:`_grid_table`
+    (bit-identical to scaling, rounding and clipping each element). 4-bit gathers two values
+    per packed byte at ``s_byte · 256 + byte``; 6-bit one per code at ``s_byte · 64 + code``."""
+    n = packed.shape[0]
+    if out is None:
+        out = np.empty((n, k // g, g), np.float32)
+    pairs = bits == 4 and g % 2 == 0
+    codes = packed.view(np.uint8) if pairs else (
+        _unpack6_fast(packed, k) if bits == 6 else unpack_lo_first(packed))
+    per_group = g // 2 if pairs else g
+    idx = np.empty((n, k // g, per_group), np.uint16)
+    base = np.multiply(s_rel.view(np.uint8), np.uint16(256 if pairs else levels.size),
+                       dtype=np.uint16)
+    np.add(base[:, :, None], codes.reshape(n, k // g, per_group), out=idx, dtype=np.uint16)
+    table = _grid_table(levels, pairs)
+    if pairs:
+        np.take(table, idx, out=out.reshape(n, k // g, per_group * 2).view(np.uint64))
+    else:
+        np.take(table, idx, out=out)
+    return out
+
+
+def _grid_f32(
+    packed: np.ndarray,
+    s_rel: np.ndarray,
+    codebook: np.ndarray | None,
+    group_size: int,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    """:func:`int8_grid` as F32 values [n, K/g, g] (exact integers); into ``out`` if given."""
     n, k, bits = geometry(packed, s_rel, group_size)
     g = int(group_size)
+    if codebook is not None and bits == 6:
+        raise NumericError("asym_w4a8_int8: 6-bit storage has no codebook")
+    levels = _levels(codebook, bits)
+    if levels is not None and s_rel.dtype in (FP8, np.dtype(np.uint8)):
+        return _grid_lookup(packed, s_rel, levels, k, bits, g, out)
     codes = unpack6(packed, k) if bits == 6 else unpack_lo_first(packed)
     if codebook is not None:
-        if bits == 6:
-            raise NumericError("asym_w4a8_int8: 6-bit storage has no codebook")
         values = np.take(np.asarray(codebook, dtype=np.float32).reshape(-1), codes)
     else:
         values = codes.astype(np.float32)
@@ -573,7 +655,7 @@ def _grid_f32(
     v = values.reshape(n, k // g, g)
     v *= _as_f32_scale(s_rel)[:, :, None]
     np.rint(v, out=v)
-    return np.clip(v, -127, 127, out=v)
+    return np.clip(v, -127, 127, out=v if out is None else out)
 
 
 def int8_grid(
