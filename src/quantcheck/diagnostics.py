@@ -99,6 +99,39 @@ class Diagnostic:
         """The runtimes this problem breaks or degrades."""
         return [t for t, e in self.effective_effects.items() if e is not Effect.NONE]
 
+    def effect_at(self, key: str) -> Effect:
+        """The effect on one target key: `sglang` (its newest release) or `sglang@0.5.19`."""
+        if "@" not in key:
+            return self.effective_effects.get(key, Effect.NONE)
+        runtimes = _RUNTIMES or _runtimes()
+        cache: tuple[int, dict[str, Effect]] | None = self.__dict__.get("_at")
+        if cache is None or cache[0] != runtimes.generation:
+            cache = self.__dict__["_at"] = (runtimes.generation, {})
+        hit = cache[1].get(key)
+        if hit is None:
+            hit = cache[1][key] = runtimes.effect_at(key, self.code, self.effects,
+                                                     self.rule.effects)
+        return hit
+
+    def release_effects(self) -> dict[str, dict[str, Effect]]:
+        """Effects per runtime and modelled release, only for runtimes where they differ
+        between releases (empty for most findings)."""
+        runtimes = _RUNTIMES or _runtimes()
+        out: dict[str, dict[str, Effect]] = {}
+        for rt in runtimes.runtimes():
+            if len(rt.releases) < 2:
+                continue
+            per = {r.name: self.effect_at(f"{rt.name}@{r.name}") for r in rt.releases}
+            if len(set(per.values())) > 1:
+                out[rt.name] = per
+        return out
+
+    def affects_any_release(self) -> bool:
+        """Whether any modelled release of any runtime is broken or degraded by this."""
+        if self.targets:
+            return True
+        return bool(self.release_effects())
+
     def sort_key(self) -> tuple[str, str, str, str]:
         return (self.file or "", self.layer or self.tensor or "", self.code, self.message)
 
@@ -115,6 +148,9 @@ class Diagnostic:
             "targets": self.targets,
             "effects": {t: e.value for t, e in self.effective_effects.items()},
             "fix": self.fix.to_json() if self.fix else None,
+            **({"release_effects": {rt: {r: e.value for r, e in per.items()}
+                                    for rt, per in rel.items()}}
+               if (rel := self.release_effects()) else {}),
         }
 
 
