@@ -53,9 +53,9 @@ RULES = [
     Rule("QC605", "sglang-0518-markers-not-read", E,
          "sglang 0.5.18 does not read comfy_quant markers",
          effects("none", "none"), None,
-         "The file's quantization is one sglang 0.5.18 recognises: only the header "
-         "_quantization_metadata path (format_version + layers) with float8_e4m3fn or nvfp4 "
-         "layers.",
+         "The file's quantization is one sglang 0.5.18 recognises: NVFP4 layers (found from "
+         "their tensors), or float8_e4m3fn layers declared in the header "
+         "_quantization_metadata (format_version + layers).",
          "sglang 0.5.18 has no marker inspector: INT8, W4A8, W4A4 and MXFP8 Comfy files, and "
          "files whose layers are marked only by .comfy_quant tensors, are not recognised as "
          "quantized (fails on 0.5.18 only; from 0.5.19 on the inspector reads them).",
@@ -63,8 +63,9 @@ RULES = [
          "Use sglang >= 0.5.19.",
          "sglang 0.5.18 wheel, " + SGQ + ": no inspect_comfy_quant_markers; "
          "get_quant_config_from_safetensors_metadata / _build_nvfp4_config_from_safetensors_"
-         "files only (consumers.md 1.2, 2.1). [GUESS] that tensor-marker-only FP8/NVFP4 files "
-         "fail there (they are not declared in the header; not run)."),
+         "files only (consumers.md 1.2, 2.1); run by tests/rules/diff_sglang. [GUESS]: that "
+         "0.5.18 computes a rotated NVFP4 layer wrongly (ModelOpt ignores convrot; needs a "
+         "GPU to run)."),
     Rule("QC606", "sglang-0519-markers-not-identical", E,
          "header and tensor markers of a layer differ (sglang 0.5.19)",
          effects("none", "none"), Safety.SAFE,

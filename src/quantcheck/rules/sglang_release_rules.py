@@ -16,7 +16,8 @@ TYPE_CHECKING = False  # typing is not imported on the check path (start-up time
 if TYPE_CHECKING:
     from typing import Any
 
-#: Formats sglang 0.5.18's header path honours (float8 -> Fp8Config, nvfp4 -> ModelOpt).
+#: Formats sglang 0.5.18's header path honours (float8 -> Fp8Config, nvfp4 -> ModelOpt; NVFP4
+#: layers are recognised from their tensors too, FP8 ones only from a header declaration).
 HEADER_PATH_FORMATS = ("float8_e4m3fn", "nvfp4")
 
 
@@ -44,7 +45,10 @@ def file_findings(ck: Checkpoint, marked: list[Layer]) -> Iterator[Diagnostic]:
         declared = _header_declared(ck)
         formats = sorted({str(la.marker.format) for la in marked if la.marker})
         other = [f for f in formats if f not in HEADER_PATH_FORMATS]
-        undeclared = [la.prefix for la in marked if la.prefix not in declared]
+        # NVFP4 layers are also found from their tensors (U8 weight + F8 block scale), so
+        # only the other layers need the header declaration
+        undeclared = [la.prefix for la in marked if la.prefix not in declared
+                      and not (la.marker and la.marker.format == "nvfp4")]
         if mxfp8_meta or other or undeclared:
             why = (f"its {', '.join(other or ['mxfp8'])} layers" if mxfp8_meta or other else
                    f"{len(undeclared)} layers marked only by .comfy_quant tensors "
