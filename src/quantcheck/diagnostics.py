@@ -104,13 +104,13 @@ class Diagnostic:
         if "@" not in key:
             return self.effective_effects.get(key, Effect.NONE)
         runtimes = _RUNTIMES or _runtimes()
-        cache: tuple[int, dict[str, Effect]] | None = self.__dict__.get("_at")
-        if cache is None or cache[0] != runtimes.generation:
-            cache = self.__dict__["_at"] = (runtimes.generation, {})
-        hit = cache[1].get(key)
+        given = self.effects
+        memo = (key, self.code, None if given is None else tuple(given.items()))
+        if _AT[0] != runtimes.generation:
+            _AT[:] = [runtimes.generation, {}]
+        hit: Effect | None = _AT[1].get(memo)
         if hit is None:
-            hit = cache[1][key] = runtimes.effect_at(key, self.code, self.effects,
-                                                     self.rule.effects)
+            hit = _AT[1][memo] = runtimes.effect_at(key, self.code, given, self.rule.effects)
         return hit
 
     def release_effects(self) -> dict[str, dict[str, Effect]]:
@@ -130,7 +130,15 @@ class Diagnostic:
         """Whether any modelled release of any runtime is broken or degraded by this."""
         if self.targets:
             return True
-        return bool(self.release_effects())
+        runtimes = _RUNTIMES or _runtimes()
+        given = self.effects
+        memo = ("*", self.code, None if given is None else tuple(given.items()))
+        if _AT[0] != runtimes.generation:
+            _AT[:] = [runtimes.generation, {}]
+        hit = _AT[1].get(memo)
+        if hit is None:
+            hit = _AT[1][memo] = bool(self.release_effects())
+        return bool(hit)
 
     def sort_key(self) -> tuple[str, str, str, str]:
         return (self.file or "", self.layer or self.tensor or "", self.code, self.message)
@@ -180,6 +188,9 @@ def _runtimes() -> Any:
 
 
 _RUNTIMES: Any = None
+#: [registry generation, {(target key, code, given effects): effect}]: findings of one rule
+#: with the same given effects share their per-release lookups (thousands of layers, few keys)
+_AT: list[Any] = [-1, {}]
 
 
 def json_pointer(*parts: str | int) -> str:
