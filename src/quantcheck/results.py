@@ -84,15 +84,33 @@ def release_matrix(diags: list[Diagnostic], keys: tuple[str, ...]) -> dict[str, 
             effs = {d.effect_at(at) for d in diags}
             per[rel.name] = ("fails" if Effect.FAILS in effs
                              else "degraded" if Effect.DEGRADED in effs else "ok")
-        names = list(per)
-        oldest_ok = next((r for r in names if per[r] == "ok"), None)
-        needs = None
-        for r in reversed(names):
-            if per[r] != "ok":
-                break
-            needs = r
-        out[name] = {"statuses": per, "oldest_ok": oldest_ok, "needs": needs}
+        out[name] = _entry(per)
     return out
+
+
+def _entry(per: dict[str, str]) -> dict[str, Any]:
+    names = list(per)
+    oldest_ok = next((r for r in names if per[r] == "ok"), None)
+    needs = None
+    for r in reversed(names):
+        if per[r] != "ok":
+            break
+        needs = r
+    return {"statuses": per, "oldest_ok": oldest_ok, "needs": needs}
+
+
+def merge_releases(matrices: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """Several checkpoints' release matrices as one: per release the worst status, so `needs`
+    is the release every one of them loads on."""
+    rank = {"ok": 0, "degraded": 1, "fails": 2}
+    worst: dict[str, dict[str, str]] = {}
+    for m in matrices:
+        for name, entry in m.items():
+            per = worst.setdefault(name, {})
+            for rel, st in entry["statuses"].items():
+                if rank[st] >= rank[per.get(rel, "ok")]:
+                    per[rel] = st
+    return {name: _entry(per) for name, per in worst.items()}
 
 
 def release_line(name: str, entry: dict[str, Any]) -> str:

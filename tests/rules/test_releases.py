@@ -193,3 +193,16 @@ def test_explain_says_when_a_release_model_is_a_guess() -> None:
     hit = match_message("Serialized kitchen_int8 layer 'x' must set convrot=true")
     assert hit is not None and hit.to_json()["guess"] is False
     assert "--target sglang@0.5.19" in hit.render()
+
+
+def test_sarif_from_the_cli_has_the_matrix(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    one, two = tmp_path / "a", tmp_path / "b"
+    one.mkdir()
+    two.mkdir()
+    paths = _paths(file(nvfp4), one) + _paths(file(lambda: nvfp4(mark=FPMM)), two)
+    main(["check", "--output-format", "sarif", *paths])
+    run = json.loads(capsys.readouterr().out)["runs"][0]
+    entry = run["properties"]["releases"]["sglang"]
+    assert entry["statuses"]["0.5.19"] == "fails"  # the worst of the two checkpoints
+    assert entry["needs"] == "0.5.20"
