@@ -96,10 +96,10 @@ def test_release_matrix(case: str, tmp_path: Path) -> None:
 def test_release_only_findings_stay_out_of_the_newest_report(tmp_path: Path) -> None:
     paths = _paths(file(nvfp4), tmp_path)
     newest = check_paths(paths)
-    assert R.QC608.code not in {d.code for d in newest.diagnostics}
+    assert R.QC614.code not in {d.code for d in newest.diagnostics}
     assert newest.exit_code() == 0
     old = check_paths(paths, target="sglang@0.5.19")
-    assert R.QC608.code in {d.code for d in old.diagnostics}
+    assert R.QC614.code in {d.code for d in old.diagnostics}
     assert old.exit_code() == 1
 
 
@@ -141,13 +141,13 @@ def _fixed_for(build: Build, tmp_path: Path, target: str) -> list[str]:
 
 
 def test_fix_for_0519_sets_full_precision_matrix_mult(tmp_path: Path) -> None:
-    assert _fixed_for(file(nvfp4), tmp_path, "sglang@0.5.19") == [R.QC608.code]
+    assert _fixed_for(file(nvfp4), tmp_path, "sglang@0.5.19") == [R.QC614.code]
     assert _fixed_for(file(nvfp4), tmp_path, "sglang") == []
 
 
 def test_fix_for_0519_makes_markers_identical(tmp_path: Path) -> None:
     build = file(int8, header_meta({P: {"format": "int8_tensorwise"}}))
-    assert R.QC606.code in _fixed_for(build, tmp_path, "sglang@0.5.19")
+    assert R.QC612.code in _fixed_for(build, tmp_path, "sglang@0.5.19")
     assert _fixed_for(build, tmp_path, "sglang") == []
 
 
@@ -170,18 +170,18 @@ def test_plain_int8_embedding_gets_no_convrot_claim(tmp_path: Path) -> None:
     sub.mkdir()
     with load_checkpoint(_paths(lost, sub)) as ck:
         edits = plan_fixes(ck, target="sglang@0.5.19", unsafe=True).edits
-    assert [e.code for e in edits] == [R.QC607.code]
+    assert [e.code for e in edits] == [R.QC613.code]
 
 
 @pytest.mark.parametrize(("message", "code"), [
-    ("ValueError: Serialized kitchen_int8 layer 'embed_tokens' must set convrot=true", "QC607"),
+    ("ValueError: Serialized kitchen_int8 layer 'embed_tokens' must set convrot=true", "QC613"),
     ("ValueError: Serialized convrot_int8 layer 'x' must set convrot=true", "QC218"),
     ("Serialized kitchen_int8 layer 'x' must declare convrot_groupsize in (16, 64, 256), "
      "got None", "QC219"),
     ("Serialized convrot_int8 layer 'x' must declare convrot_groupsize in (16, 64, 256), "
      "got None", "QC219"),
     ("ValueError: Comfy NVFP4 layer 'blocks.0' must request full_precision_matrix_mult",
-     "QC608"),
+     "QC614"),
 ])
 def test_explain_knows_both_message_generations(message: str, code: str) -> None:
     hit = match_message(message)
@@ -189,7 +189,7 @@ def test_explain_knows_both_message_generations(message: str, code: str) -> None
 
 
 def test_explain_says_when_a_release_model_is_a_guess() -> None:
-    assert "[GUESS]" in R.QC605.evidence
+    assert "[GUESS]" in R.QC611.evidence
     hit = match_message("Serialized kitchen_int8 layer 'x' must set convrot=true")
     assert hit is not None and hit.to_json()["guess"] is False
     assert "--target sglang@0.5.19" in hit.render()

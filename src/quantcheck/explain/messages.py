@@ -239,15 +239,15 @@ PATTERNS: list[MessagePattern] = [
     _p("Serialized convrot_int8 layer {prefix!r} must declare convrot_groupsize in "
        "(16, 64, 256), got {value}", R.QC219, "the key is missing or a string"),
     # sglang 0.5.19-0.5.21 said "kitchen_int8" (KitchenInt8Config; renamed in 0.5.22), and
-    # 0.5.19 had no INT8 embedding exemption: a marker without convrot is QC607 there.
-    _p("Serialized kitchen_int8 layer {prefix!r} must set convrot=true", R.QC607,
+    # 0.5.19 had no INT8 embedding exemption: a marker without convrot is QC613 there.
+    _p("Serialized kitchen_int8 layer {prefix!r} must set convrot=true", R.QC613,
        "sglang 0.5.19: a plain INT8 embedding (or linear) in a ConvRot file",
        "convrot written as 1 or a string (QC218, every release)",
        runtime="sglang 0.5.19-0.5.21", target="sglang@0.5.19"),
     _p("Serialized kitchen_int8 layer {prefix!r} must declare convrot_groupsize in "
        "(16, 64, 256), got {value}", R.QC219, "the key is missing or a string",
        runtime="sglang 0.5.19-0.5.21", target="sglang@0.5.19"),
-    _p("Comfy NVFP4 layer {prefix!r} must request full_precision_matrix_mult", R.QC608,
+    _p("Comfy NVFP4 layer {prefix!r} must request full_precision_matrix_mult", R.QC614,
        "an NVFP4 marker without full_precision_matrix_mult: true (sglang 0.5.19 only)",
        runtime="sglang 0.5.19", target="sglang@0.5.19"),
     _p("Serialized W4A8 layer {prefix!r} must set convrot=true", R.QC225,

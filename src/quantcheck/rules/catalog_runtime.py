@@ -50,7 +50,7 @@ RULES = [
          f"sglang 0.5.23 inspect_comfy_quant_markers ({SGQ}), quant_format=mxfp8 synthesis "
          "(cases mxfp8_quant_format_with_int8_layer, "
          "mxfp8_mixed_quant_format_shards, recorded)."),
-    Rule("QC605", "sglang-0518-markers-not-read", E,
+    Rule("QC611", "sglang-0518-markers-not-read", E,
          "sglang 0.5.18 does not read comfy_quant markers",
          effects("none", "none"), None,
          "The file's quantization is one sglang 0.5.18 recognises: NVFP4 layers (found from "
@@ -66,7 +66,7 @@ RULES = [
          "files only (consumers.md 1.2, 2.1); run by tests/rules/diff_sglang. [GUESS]: that "
          "0.5.18 computes a rotated NVFP4 layer wrongly (ModelOpt ignores convrot; needs a "
          "GPU to run)."),
-    Rule("QC606", "sglang-0519-markers-not-identical", E,
+    Rule("QC612", "sglang-0519-markers-not-identical", E,
          "header and tensor markers of a layer differ (sglang 0.5.19)",
          effects("none", "none"), Safety.SAFE,
          "Every marker source of a layer (header entry, tensor marker, each shard) holds the "
@@ -79,7 +79,7 @@ RULES = [
          "dropped).",
          "sglang 0.5.19 inspect_comfy_quant_markers (" + SGQ + ", whole-object comparison; "
          "0.5.20 _merge_comfy_quant_marker), run by tests/diff_sglang."),
-    Rule("QC607", "sglang-0519-int8-marker-refused", E,
+    Rule("QC613", "sglang-0519-int8-marker-refused", E,
          "INT8 marker sglang 0.5.19's config class refuses",
          effects("none", "none"), Safety.UNSAFE,
          "In an INT8-only or W4A4 file every int8_tensorwise marker sets convrot: true; beside "
@@ -92,7 +92,7 @@ RULES = [
          "already names convrot_groupsize only lost convrot: true, which fix sets).",
          "sglang 0.5.19 configs/kitchen_int8_config.py, configs/kitchen_w4a8_config.py, "
          "comfy_nvfp4.py constructors (" + SGQC + "), run by tests/diff_sglang."),
-    Rule("QC608", "sglang-0519-nvfp4-needs-fpmm", E,
+    Rule("QC614", "sglang-0519-nvfp4-needs-fpmm", E,
          "NVFP4 layer without full_precision_matrix_mult (sglang 0.5.19)",
          effects("none", "none"), Safety.SAFE,
          "Every nvfp4 marker sets full_precision_matrix_mult: true.",
@@ -102,7 +102,7 @@ RULES = [
          "Set full_precision_matrix_mult: true (fix --target sglang@0.5.19 does).",
          "sglang 0.5.19 comfy_nvfp4.py ComfyNvfp4Config (" + SGQC + "), run by "
          "tests/diff_sglang."),
-    Rule("QC609", "sglang-mxfp8-scales-swizzled-twice", Severity.WARNING,
+    Rule("QC615", "sglang-mxfp8-scales-swizzled-twice", Severity.WARNING,
          "MXFP8 layers compute noise on sglang 0.5.19-0.5.21",
          effects("none", "none"), None,
          "No MXFP8 layers when the target is sglang 0.5.19, 0.5.20 or 0.5.21.",

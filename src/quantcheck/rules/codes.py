@@ -89,11 +89,11 @@ QC601: Rule = _RULES["QC601"]  # format-unsupported-by-sglang
 QC602: Rule = _RULES["QC602"]  # format-mix-unsupported
 QC603: Rule = _RULES["QC603"]  # sglang-constructor-refuses
 QC604: Rule = _RULES["QC604"]  # quant-format-mxfp8-conflict
-QC605: Rule = _RULES["QC605"]  # sglang-0518-markers-not-read
-QC606: Rule = _RULES["QC606"]  # sglang-0519-markers-not-identical
-QC607: Rule = _RULES["QC607"]  # sglang-0519-int8-marker-refused
-QC608: Rule = _RULES["QC608"]  # sglang-0519-nvfp4-needs-fpmm
-QC609: Rule = _RULES["QC609"]  # sglang-mxfp8-scales-swizzled-twice
+QC611: Rule = _RULES["QC611"]  # sglang-0518-markers-not-read
+QC612: Rule = _RULES["QC612"]  # sglang-0519-markers-not-identical
+QC613: Rule = _RULES["QC613"]  # sglang-0519-int8-marker-refused
+QC614: Rule = _RULES["QC614"]  # sglang-0519-nvfp4-needs-fpmm
+QC615: Rule = _RULES["QC615"]  # sglang-mxfp8-scales-swizzled-twice
 
 __all__ = [
     "QC101",
@@ -175,9 +175,9 @@ __all__ = [
     "QC602",
     "QC603",
     "QC604",
-    "QC605",
-    "QC606",
-    "QC607",
-    "QC608",
-    "QC609",
+    "QC611",
+    "QC612",
+    "QC613",
+    "QC614",
+    "QC615",
 ]

@@ -1,4 +1,4 @@
-"""QC605-QC609: what older sglang releases require or get wrong (consumers.md §2.1). Emitted
+"""QC611-QC615: what older sglang releases require or get wrong (consumers.md §2.1). Emitted
 whatever the target; `runtimes/sglang_releases.py` says which releases they break."""
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def _header_declared(ck: Checkpoint) -> set[str]:
 
 
 def file_findings(ck: Checkpoint, marked: list[Layer]) -> Iterator[Diagnostic]:
-    """QC605 (0.5.18 reads no markers), QC606 (0.5.19 identical sources), QC609 (MXFP8)."""
+    """QC611 (0.5.18 reads no markers), QC612 (0.5.19 identical sources), QC615 (MXFP8)."""
     first = ck.shards[0].name if ck.shards else None
     mxfp8_meta = {v.lower() for v in ck.quant_formats.values()} == {"mxfp8"}
     if marked or mxfp8_meta:
@@ -54,7 +54,7 @@ def file_findings(ck: Checkpoint, marked: list[Layer]) -> Iterator[Diagnostic]:
                    f"{len(undeclared)} layers marked only by .comfy_quant tensors "
                    f"(e.g. {undeclared[0]})")
             yield Diagnostic(
-                R.QC605, f"sglang 0.5.18 has no marker inspector and does not recognise "
+                R.QC611, f"sglang 0.5.18 has no marker inspector and does not recognise "
                          f"{why} as quantized (from 0.5.19 on it does)", file=first,
                 data={"formats": formats})
     for la in marked:
@@ -65,21 +65,21 @@ def file_findings(ck: Checkpoint, marked: list[Layer]) -> Iterator[Diagnostic]:
         if any(o != objs[0] for o in objs[1:]):
             where = " vs ".join(f"{src.origin} {src.key}" for src in m.sources)
             yield Diagnostic(
-                R.QC606, f"marker sources differ ({where}): sglang 0.5.19 requires them "
+                R.QC612, f"marker sources differ ({where}): sglang 0.5.19 requires them "
                          "identical (\"Conflicting Comfy quantization markers\"); 0.5.20+ "
                          "merges them", file=m.sources[-1].file, layer=la.prefix,
                 fix=_single_marker_fix(m.sources, la.prefix))
     mx = [la.prefix for la in marked if la.marker and la.marker.format == "mxfp8"]
     if mx or mxfp8_meta:
         yield Diagnostic(
-            R.QC609, f"MXFP8 layers ({len(mx) or 'quant_format'}): sglang 0.5.19-0.5.21 load "
+            R.QC615, f"MXFP8 layers ({len(mx) or 'quant_format'}): sglang 0.5.19-0.5.21 load "
                      "them without error but swizzle their scales twice, so they compute "
                      "noise; fixed in 0.5.22", file=first)
 
 
 def layer_findings(layer: Layer, view: dict[str, Any], config_class: str | None
                    ) -> Iterator[Diagnostic]:
-    """QC607 and QC608: the 0.5.19 constructors' marker rules for one marked layer (`view`:
+    """QC613 and QC614: the 0.5.19 constructors' marker rules for one marked layer (`view`:
     the marker with sglang's derived INT8 flags; `config_class`: the 0.5.23 name)."""
     fmt = view.get("format")
     file = layer.marker.sources[-1].file if layer.marker else None
@@ -94,7 +94,7 @@ def layer_findings(layer: Layer, view: dict[str, Any], config_class: str | None
         if why is not None:
             rotated = "convrot_groupsize" in view and config_class != "KitchenW4A8Config"
             yield Diagnostic(
-                R.QC607, f"sglang 0.5.19 refuses this int8_tensorwise marker without convrot: "
+                R.QC613, f"sglang 0.5.19 refuses this int8_tensorwise marker without convrot: "
                          f"{why} (0.5.20+ exempts INT8 embeddings)", file=file,
                 layer=layer.prefix,
                 fix=Fix("set convrot: true (the marker names convrot_groupsize, so the "
@@ -103,7 +103,7 @@ def layer_findings(layer: Layer, view: dict[str, Any], config_class: str | None
     if (config_class == "ComfyNvfp4Config" and fmt == "nvfp4"
             and view.get("full_precision_matrix_mult") is not True):
         yield Diagnostic(
-            R.QC608, "sglang 0.5.19 requires full_precision_matrix_mult: true on every NVFP4 "
+            R.QC614, "sglang 0.5.19 requires full_precision_matrix_mult: true on every NVFP4 "
                      "layer (\"Comfy NVFP4 layer ... must request full_precision_matrix_mult\")",
             file=file, layer=layer.prefix,
             fix=Fix("set full_precision_matrix_mult: true", Safety.SAFE, "set-key",

@@ -4,7 +4,7 @@ wheels, pinned by SHA-256) against quantcheck's verdict for that release (`make 
 Skipped unless QUANTCHECK_DIFF_SGLANG=1 (they download about 180 MB of wheels once).
 A verdict agrees when quantcheck says "fails" exactly where the release's code refuses the file
 (or does not recognise it as quantized); "degraded" counts as loading, since the real code
-passes files whose layers then compute something else (QC316, QC609).
+passes files whose layers then compute something else (QC316, QC615).
 """
 
 from __future__ import annotations
