@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP_DEV := $(VENV)/.stamp-dev
 STAMP_BASE := $(VENV)/.stamp-base
 
-.PHONY: demo test lint typecheck bench examples clean
+.PHONY: demo test lint typecheck bench examples clean diff-sglang
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,12 @@ examples: $(STAMP_DEV)
 
 bench: $(STAMP_DEV)
 	$(BIN)/python benchmarks/bench_check.py
+
+# sglang 0.5.18-0.5.23's own marker code against quantcheck's per-release verdicts. Downloads
+# the six pinned wheels (~180 MB) once into ~/.cache/quantcheck/sglang-wheels (or
+# $QUANTCHECK_SGLANG_WHEELS); needs torch (CPU) and safetensors (the `oracle` extra).
+diff-sglang: $(STAMP_DEV)
+	QUANTCHECK_DIFF_SGLANG=1 $(BIN)/python -m pytest -q tests/rules/diff_sglang
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info

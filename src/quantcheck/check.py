@@ -8,14 +8,16 @@ from collections.abc import Iterable
 from quantcheck.diagnostics import Diagnostic
 from quantcheck.io.source import base_name
 from quantcheck.model.checkpoint import Checkpoint, load_checkpoint
-from quantcheck.results import Report
+from quantcheck.results import Report, release_matrix
+from quantcheck.rules.levels import Effect
 from quantcheck.runtimes import targets_of
 
 
-def select_diagnostics(diags: Iterable[Diagnostic], *, target: str = "all",
+def select_diagnostics(diags: Iterable[Diagnostic], *, target: str | None = "all",
                        select: list[str] | None = None,
                        ignore: list[str] | None = None) -> list[Diagnostic]:
-    """Filter by target and by code patterns (`QC3`, `QC301`, `QC3*`, or a rule name)."""
+    """Filter by target (None: keep every target's findings) and by code patterns (`QC3`,
+    `QC301`, `QC3*`, or a rule name)."""
     def matches(d: Diagnostic, pats: list[str]) -> bool:
         for p in pats:
             p = p.strip()
@@ -26,9 +28,10 @@ def select_diagnostics(diags: Iterable[Diagnostic], *, target: str = "all",
                 return True
         return False
 
+    keys = targets_of(target) if target is not None else None
     out = []
     for d in diags:
-        if target != "all" and d.targets and target not in d.targets:
+        if keys is not None and not _concerns(d, keys):
             continue
         if select and not matches(d, select):
             continue
@@ -36,6 +39,14 @@ def select_diagnostics(diags: Iterable[Diagnostic], *, target: str = "all",
             continue
         out.append(d)
     return out
+
+
+def _concerns(d: Diagnostic, keys: tuple[str, ...]) -> bool:
+    """Whether a finding belongs in a report for target keys `keys`: it breaks or degrades
+    one of them, or no modelled release of any runtime (a general finding)."""
+    if any(d.effect_at(k) is not Effect.NONE for k in keys):
+        return True
+    return not d.affects_any_release()
 
 
 def run_rules(ck: Checkpoint) -> list[Diagnostic]:
@@ -54,7 +65,9 @@ def check_checkpoint(ck: Checkpoint, *, target: str = "all", select: list[str] |
         from quantcheck.rules.deep import deep_check
 
         diags.extend(deep_check(ck, read_weights=read_weights))
-    diags = select_diagnostics(diags, target=target, select=select, ignore=ignore)
+    diags = select_diagnostics(diags, target=None, select=select, ignore=ignore)
+    releases = release_matrix(diags, targets_of(target))
+    diags = select_diagnostics(diags, target=target)
     labels = file_labels([s.name for s in ck.shards] + ([ck.index] if ck.index else []))
     for d in diags:
         if d.file is not None:
@@ -65,7 +78,8 @@ def check_checkpoint(ck: Checkpoint, *, target: str = "all", select: list[str] |
     stats = {"files": len(ck.shards), "tensors": len(ck.tensors),
              "layers": sum(1 for la in ck.layers.values() if la.weight is not None),
              "markers": len(ck.markers)}
-    return Report(inputs=inputs, diagnostics=diags, targets=targets, stats=stats)
+    return Report(inputs=inputs, diagnostics=diags, targets=targets, stats=stats,
+                  releases=releases)
 
 
 def file_labels(paths: list[str]) -> dict[str, str]:

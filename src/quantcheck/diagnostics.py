@@ -101,6 +101,47 @@ class Diagnostic:
         """The runtimes this problem breaks or degrades."""
         return [t for t, e in self.effective_effects.items() if e is not Effect.NONE]
 
+    def effect_at(self, key: str) -> Effect:
+        """The effect on one target key: `sglang` (its newest release) or `sglang@0.5.19`."""
+        if "@" not in key:
+            return self.effective_effects.get(key, Effect.NONE)
+        runtimes = _RUNTIMES or _runtimes()
+        given = self.effects
+        memo = (key, self.code, None if given is None else tuple(given.items()))
+        if _AT[0] != runtimes.generation:
+            _AT[:] = [runtimes.generation, {}]
+        hit: Effect | None = _AT[1].get(memo)
+        if hit is None:
+            hit = _AT[1][memo] = runtimes.effect_at(key, self.code, given, self.rule.effects)
+        return hit
+
+    def release_effects(self) -> dict[str, dict[str, Effect]]:
+        """Effects per runtime and modelled release, only for runtimes where they differ
+        between releases (empty for most findings)."""
+        runtimes = _RUNTIMES or _runtimes()
+        out: dict[str, dict[str, Effect]] = {}
+        for rt in runtimes.runtimes():
+            if len(rt.releases) < 2:
+                continue
+            per = {r.name: self.effect_at(f"{rt.name}@{r.name}") for r in rt.releases}
+            if len(set(per.values())) > 1:
+                out[rt.name] = per
+        return out
+
+    def affects_any_release(self) -> bool:
+        """Whether any modelled release of any runtime is broken or degraded by this."""
+        if self.targets:
+            return True
+        runtimes = _RUNTIMES or _runtimes()
+        given = self.effects
+        memo = ("*", self.code, None if given is None else tuple(given.items()))
+        if _AT[0] != runtimes.generation:
+            _AT[:] = [runtimes.generation, {}]
+        hit = _AT[1].get(memo)
+        if hit is None:
+            hit = _AT[1][memo] = bool(self.release_effects())
+        return bool(hit)
+
     def sort_key(self) -> tuple[str, str, str, str]:
         return (self.file or "", self.layer or self.tensor or "", self.code, self.message)
 
@@ -117,6 +158,9 @@ class Diagnostic:
             "targets": self.targets,
             "effects": {t: e.value for t, e in self.effective_effects.items()},
             "fix": self.fix.to_json() if self.fix else None,
+            **({"release_effects": {rt: {r: e.value for r, e in per.items()}
+                                    for rt, per in rel.items()}}
+               if (rel := self.release_effects()) else {}),
         }
 
 
@@ -146,6 +190,9 @@ def _runtimes() -> Any:
 
 
 _RUNTIMES: Any = None
+#: [registry generation, {(target key, code, given effects): effect}]: findings of one rule
+#: with the same given effects share their per-release lookups (thousands of layers, few keys)
+_AT: list[Any] = [-1, {}]
 
 
 def json_pointer(*parts: str | int) -> str:

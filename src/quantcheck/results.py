@@ -21,12 +21,15 @@ class Report:
     diagnostics: list[Diagnostic]
     targets: tuple[str, ...] = factory(runtime_names)
     stats: dict[str, int] = factory(dict)
+    #: per runtime with several modelled releases: `release_matrix` (computed before the
+    #: target filter, so it covers every release whatever `targets` shows)
+    releases: dict[str, dict[str, Any]] = factory(dict)
 
     def target_status(self, target: str) -> dict[str, Any]:
         """ok / degraded / fails for one runtime, with how many problems affect it."""
         fails = degraded = 0
         for d in self.diagnostics:
-            eff = d.effective_effects.get(target, Effect.NONE)
+            eff = d.effect_at(target)
             if eff is Effect.FAILS:
                 fails += 1
             elif eff is Effect.DEGRADED:
@@ -58,4 +61,69 @@ class Report:
             "targets": {t: self.target_status(t) for t in self.targets},
             "diagnostics": [d.to_json() for d in self.diagnostics],
             "summary": self.summary(),
+            **({"releases": self.releases} if self.releases else {}),
         }
+
+
+def release_matrix(diags: list[Diagnostic], keys: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+    """For each runtime among target keys `keys` that models several releases: the status
+    (ok / degraded / fails) per release, oldest first, the oldest release that loads the file
+    correctly (`oldest_ok`), and `needs`: the release from which every newer modelled release
+    loads it (None when the newest does not)."""
+    from quantcheck.runtimes import get_runtime
+
+    out: dict[str, dict[str, Any]] = {}
+    for key in keys:
+        name = key.partition("@")[0]
+        rt = get_runtime(name)
+        if name in out or len(rt.releases) < 2:
+            continue
+        per: dict[str, str] = {}
+        for rel in rt.releases:
+            at = f"{name}@{rel.name}"
+            effs = {d.effect_at(at) for d in diags}
+            per[rel.name] = ("fails" if Effect.FAILS in effs
+                             else "degraded" if Effect.DEGRADED in effs else "ok")
+        out[name] = _entry(per)
+    return out
+
+
+def _entry(per: dict[str, str]) -> dict[str, Any]:
+    names = list(per)
+    oldest_ok = next((r for r in names if per[r] == "ok"), None)
+    needs = None
+    for r in reversed(names):
+        if per[r] != "ok":
+            break
+        needs = r
+    return {"statuses": per, "oldest_ok": oldest_ok, "needs": needs}
+
+
+def merge_releases(matrices: list[dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """Several checkpoints' release matrices as one: per release the worst status, so `needs`
+    is the release every one of them loads on."""
+    rank = {"ok": 0, "degraded": 1, "fails": 2}
+    worst: dict[str, dict[str, str]] = {}
+    for m in matrices:
+        for name, entry in m.items():
+            per = worst.setdefault(name, {})
+            for rel, st in entry["statuses"].items():
+                if rank[st] >= rank[per.get(rel, "ok")]:
+                    per[rel] = st
+    return {name: _entry(per) for name, per in worst.items()}
+
+
+def release_line(name: str, entry: dict[str, Any]) -> str:
+    """One line of the matrix: `sglang needs >= 0.5.20: 0.5.18 fails · 0.5.19 fails · …`."""
+    needs, oldest = entry["needs"], entry["oldest_ok"]
+    names = list(entry["statuses"])
+    if needs is not None:
+        head = f"{name}: loads on every modelled release" if needs == names[0] else \
+            f"{name} needs >= {needs}"
+    elif oldest is not None:
+        ok = [r for r, s in entry["statuses"].items() if s == "ok"]
+        head = f"{name}: loads correctly only on {', '.join(ok)}"
+    else:
+        head = f"{name}: no modelled release loads it correctly"
+    cells = " · ".join(f"{r} {s}" for r, s in entry["statuses"].items())
+    return f"{head} ({cells})"

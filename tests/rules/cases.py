@@ -64,6 +64,7 @@ def _mxfp8_e8m0():
     return [t(x.name, "F8_E8M0", x.shape) if x.name.endswith("weight_scale") else x
             for x in mxfp8()]
 SG_ONLY = eff("fails", "none")
+ALL_SG = {"target": "sglang@all"}
 FP8_MARK = {"format": "float8_e4m3fn"}
 #: What every w6a8_int8 file reports today: sglang 0.5.23 and ComfyUI @0271a469 lack it.
 W6A8_ALWAYS = ("QC601", "QC610")
@@ -333,6 +334,23 @@ RUNTIME = [
              file(lambda: [*mxfp8()[:-1], *int8(FC1)], {"quant_format": "mxfp8"}), SG_ONLY,
              file(lambda: mxfp8()[:-1], {"quant_format": "mxfp8"}),
              twin_allows=("QC314",)),  # ComfyUI ignores quant_format: unmarked F8 weights
+    # Release rules (runtimes/sglang_releases.py): no effect on the newest releases, checked
+    # with --target sglang@all; twins may still need a release newer than 0.5.18 (QC611).
+    RuleCase("QC611", "sglang-0518-int8-markers", file(int8), NONE2,
+             file(fp8, header_meta({P: FP8_MARK})), check_kwargs=ALL_SG,
+             message="sglang 0.5.18 has no marker inspector"),
+    RuleCase("QC612", "header-entry-differs-from-tensor-marker",
+             file(int8, header_meta({P: {"format": "int8_tensorwise"}})), NONE2,
+             file(fp8, header_meta({P: FP8_MARK})), check_kwargs=ALL_SG, twin_allows=("QC611",)),
+    RuleCase("QC613", "convrot-file-with-plain-int8-embedding",
+             file(lambda: [*int8(), *int8("embed_tokens", mark={"format": "int8_tensorwise"})]),
+             NONE2, file(lambda: [*int8(), *int8(FC1)]), check_kwargs=ALL_SG,
+             twin_allows=("QC611",), message="KitchenInt8Config requires convrot=true"),
+    RuleCase("QC614", "nvfp4-without-fpmm", file(nvfp4), NONE2,
+             file(lambda: nvfp4(mark={"format": "nvfp4", "full_precision_matrix_mult": True})),
+             check_kwargs=ALL_SG, twin_allows=("QC611",)),
+    RuleCase("QC615", "mxfp8-before-0522", file(mxfp8), NONE2,
+             file(fp8, header_meta({P: FP8_MARK})), check_kwargs=ALL_SG),
 ]
 
 COMFYUI = [

@@ -89,11 +89,15 @@ def test_failing_case(case: RuleCase, tmp_path: Path) -> None:
         elif e == "degraded":
             assert status in ("degraded", "fails"), f"{t} status {status}"
     # --target filtering: a diagnostic appears for a target it affects (or one it affects none).
+    kw = {k: v for k, v in case.check_kwargs.items() if k != "target"}
+    # a finding only older releases have (sglang@0.5.19) is not "neutral": it is left out of
+    # a report for the newest releases
+    release_only = any(d.release_effects() for d in hits)
     for t in TARGETS:
-        only = check_paths(paths, target=t, **case.check_kwargs)
+        only = check_paths(paths, target=t, **kw)
         shown = case.code in _codes(only)
         affects = case.expect_targets[t] != "none"
-        neutral = all(v == "none" for v in case.expect_targets.values())
+        neutral = all(v == "none" for v in case.expect_targets.values()) and not release_only
         if affects or neutral:
             assert shown, f"{case.code} missing with --target {t}"
         assert set(only.to_json()["targets"]) == {t}

@@ -6,7 +6,7 @@ import argparse
 import difflib
 import sys
 
-from quantcheck.runtimes import target_choices
+from quantcheck.cli.options import add_target
 from quantcheck.textsafe import clean
 
 TYPE_CHECKING = False  # `typing` costs start-up time
@@ -29,8 +29,7 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
     p.add_argument("-o", "--output", metavar="OUT",
                    help="output file (a folder for sharded input); required unless --dry-run "
                         "or --diff")
-    p.add_argument("--target", choices=target_choices(), default="all",
-                   help="runtime to repair for (default: all)")
+    add_target(p, "runtime (and release: NAME@RELEASE) to repair for (default: all)")
     p.add_argument("--unsafe-fixes", action="store_true",
                    help="also apply fixes that change numbers")
     mode = p.add_mutually_exclusive_group()

@@ -32,12 +32,11 @@ def _add_inputs(p: argparse.ArgumentParser) -> None:
 
 
 def _check_args(p: argparse.ArgumentParser) -> None:
+    from quantcheck.cli.options import add_target
     from quantcheck.render import RENDERERS
-    from quantcheck.runtimes import target_choices
 
     _add_inputs(p)
-    p.add_argument("--target", choices=target_choices(), default="all",
-                   help="runtime to judge the file for (default: all)")
+    add_target(p)
     add_output_format(p, tuple(RENDERERS))
     p.add_argument("--select", action="append", default=[], metavar="CODE",
                    help="only these codes (QC301, QC3, QC3*, or a rule name); repeatable, "

@@ -25,3 +25,24 @@ def add_output_format(p: argparse.ArgumentParser, choices: tuple[str, ...]) -> N
                    help="report format (default: text)")
     p.add_argument("--format", choices=choices, dest="output_format",
                    default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+
+
+def target_value(value: str) -> str:
+    """argparse `type` for `--target`: a runtime, `NAME@RELEASE`, `NAME@all`, `all` or
+    `all@all` (unknown runtimes and releases are a usage error naming the modelled ones)."""
+    from quantcheck.runtimes import parse_target
+
+    try:
+        return parse_target(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+TARGET_HELP = ("runtime to judge the file for (default: all = every runtime's newest modelled "
+               "release); NAME@RELEASE (e.g. sglang@0.5.19) one release, NAME@all every "
+               "modelled release of NAME, all@all every release of every runtime")
+
+
+def add_target(p: argparse.ArgumentParser, help: str = TARGET_HELP) -> None:
+    """`--target` with release support (dest `target`)."""
+    p.add_argument("--target", type=target_value, default="all", metavar="TARGET", help=help)

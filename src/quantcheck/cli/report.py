@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from quantcheck.runtimes import target_choices
+from quantcheck.cli.options import add_target
 from quantcheck.textsafe import clean
 
 DESCRIPTIONS = {"report": """\
@@ -34,8 +34,7 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
     p.add_argument("--compare", action="append", default=[], metavar="ORIGINAL",
                    help="the unquantized original: adds a per-layer error heat map "
                         "(repeatable for shards)")
-    p.add_argument("--target", choices=target_choices(), default="all",
-                   help="runtime to judge the file for (default: all)")
+    add_target(p)
     p.add_argument("--deep", action="store_true",
                    help="also read scale tensors and check their values (needs numpy)")
     p.add_argument("--include", action="append", default=[], metavar="GLOB",

@@ -1,4 +1,5 @@
-"""Known runtime error messages (sglang 0.5.23, ComfyUI) as patterns mapped to rules."""
+"""Known runtime error messages (sglang 0.5.19-0.5.23, both INT8 message generations:
+"kitchen_int8" up to 0.5.21, "convrot_int8" from 0.5.22; ComfyUI) as patterns mapped to rules."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ class MessagePattern:
     causes: tuple[str, ...]
     fix_command: str = "quantcheck fix IN.safetensors -o OUT.safetensors --target sglang"
     refine: Callable[[dict[str, str]], str] | None = None  # the code, from the message's values
+    check_target: str = ""  # `--target` for the hint (default: the runtime's name)
 
     def code_for(self, values: dict[str, str]) -> str:
         """The rule the message points to, given the values it names."""
@@ -50,7 +52,8 @@ class MessageMatch:
         return {"matched": True, "runtime": self.pattern.runtime,
                 "template": self.pattern.template, "values": self.values,
                 "code": rule.code, "name": rule.name, "causes": list(self.pattern.causes),
-                "fix": rule.remedy, "fix_command": self.pattern.fix_command}
+                "fix": rule.remedy, "fix_command": self.pattern.fix_command,
+                "guess": "[GUESS]" in rule.evidence}
 
     def render(self) -> str:
         from quantcheck.rules.registry import get_rule
@@ -61,10 +64,13 @@ class MessageMatch:
             lines.append(f"  {k}: {clean(v)}")
         lines += ["", f"Rule: {rule.code} {rule.name} — {rule.title}", "", "Common causes:"]
         lines += [f"  - {c}" for c in self.pattern.causes]
+        target = self.pattern.check_target or self.pattern.runtime.split()[0].lower()
         lines += ["", f"Fix: {rule.remedy}", f"  {self.pattern.fix_command}", "",
                   f"See `quantcheck explain {rule.code}` for the full rule, and "
-                  "`quantcheck check --target " + self.pattern.runtime.split()[0].lower()
-                  + " FILE` to find every such layer at once."]
+                  f"`quantcheck check --target {target} FILE` to find every such layer at once."]
+        if "[GUESS]" in rule.evidence:
+            lines += ["", "Note: part of this rule's model of the release is a guess, not "
+                      f"verified by running it: {rule.evidence}"]
         return "\n".join(lines)
 
 
@@ -103,10 +109,13 @@ def _compile(template: str) -> tuple[re.Pattern[str], tuple[str, ...]]:
 
 def _p(template: str, rule: Rule, *causes: str, runtime: str = SGLANG.label,
        refine: Callable[[dict[str, str]], str] | None = None,
-       target: str = "sglang") -> MessagePattern:
+       target: str = "") -> MessagePattern:
     regex, names = _compile(template)
+    if not target:
+        return MessagePattern(runtime, template, regex, names, rule.code, causes, refine=refine)
     fix = f"quantcheck fix IN.safetensors -o OUT.safetensors --target {target}"
-    return MessagePattern(runtime, template, regex, names, rule.code, causes, fix, refine)
+    return MessagePattern(runtime, template, regex, names, rule.code, causes, fix, refine,
+                          target)
 
 
 HIGH = ("BF16", "F16", "F32", "F64")
@@ -236,6 +245,18 @@ PATTERNS: list[MessagePattern] = [
        "convrot written as 1 or a string"),
     _p("Serialized convrot_int8 layer {prefix!r} must declare convrot_groupsize in "
        "(16, 64, 256), got {value}", R.QC219, "the key is missing or a string"),
+    # sglang 0.5.19-0.5.21 said "kitchen_int8" (KitchenInt8Config; renamed in 0.5.22), and
+    # 0.5.19 had no INT8 embedding exemption: a marker without convrot is QC613 there.
+    _p("Serialized kitchen_int8 layer {prefix!r} must set convrot=true", R.QC613,
+       "sglang 0.5.19: a plain INT8 embedding (or linear) in a ConvRot file",
+       "convrot written as 1 or a string (QC218, every release)",
+       runtime="sglang 0.5.19-0.5.21", target="sglang@0.5.19"),
+    _p("Serialized kitchen_int8 layer {prefix!r} must declare convrot_groupsize in "
+       "(16, 64, 256), got {value}", R.QC219, "the key is missing or a string",
+       runtime="sglang 0.5.19-0.5.21", target="sglang@0.5.19"),
+    _p("Comfy NVFP4 layer {prefix!r} must request full_precision_matrix_mult", R.QC614,
+       "an NVFP4 marker without full_precision_matrix_mult: true (sglang 0.5.19 only)",
+       runtime="sglang 0.5.19", target="sglang@0.5.19"),
     _p("Serialized W4A8 layer {prefix!r} must set convrot=true", R.QC225,
        "ComfyUI's saver never writes convrot for W4A8"),
     _p("Serialized W4A8 layer {prefix!r} has input size {K}, incompatible with "

@@ -34,6 +34,7 @@ from quantcheck.io.header import read_header
 from quantcheck.io.writer import OutFile, PlannedSource
 from quantcheck.model.checkpoint import Checkpoint, Shard, assemble
 from quantcheck.rules import codes as R
+from quantcheck.rules.levels import Effect
 from quantcheck.rules.registry import all_rules
 from quantcheck.runtimes import targets_of
 
@@ -165,20 +166,26 @@ def diagnostic_key(d: Diagnostic) -> tuple[str, str]:
     return d.code, d.layer or d.tensor or ""
 
 
+def _affected(d: Diagnostic, scope: tuple[str, ...]) -> list[str]:
+    """The target keys of `scope` (`sglang`, `sglang@0.5.19`, ...) that `d` breaks or degrades."""
+    return [k for k in scope if d.effect_at(k) is not Effect.NONE]
+
+
 def _harm(before: list[Diagnostic], after: list[Diagnostic], edits: list[Edit],
           target: str) -> dict[tuple[str, str], str]:
     """Edits whose result shows a new problem for a runtime the fixed problem did not affect."""
     old = {diagnostic_key(d) for d in before}
-    scope = set(targets_of(target))
+    scope = targets_of(target)
     out: dict[tuple[str, str], str] = {}
     for d in after:
-        if diagnostic_key(d) in old or not d.targets:
+        hit = _affected(d, scope)
+        if diagnostic_key(d) in old or not hit:
             continue
         layer = d.layer or (d.tensor or "").rsplit(".", 1)[0]
         for e in edits:
             if e.safety == "rewrite" or not (e.where == layer or e.where.startswith(layer + ".")):
                 continue
-            hurt = (set(d.targets) & scope) - set(e.targets)
+            hurt = set(hit) - set(e.targets)
             if hurt and e.targets:
                 out[(e.code, e.where)] = (
                     f"the fix helps {', '.join(e.targets)} but would break "
@@ -214,13 +221,14 @@ def _apply_all(draft: Draft, diags: list[Diagnostic], target: str, unsafe: bool,
         layer = d.layer or ""
         if layer in locked:
             continue
-        scope = set(targets_of(target))
-        if (fix.safety is Safety.UNSAFE or action == "quantize-layer") and d.targets and \
-                scope - set(d.targets):
-            hurt = sorted(scope - set(d.targets))
-            refused[key] = (f"changing the numbers helps {', '.join(d.targets)} but hurts "
+        scope = targets_of(target)
+        hit = _affected(d, scope)
+        if (fix.safety is Safety.UNSAFE or action == "quantize-layer") and hit and \
+                set(scope) - set(hit):
+            hurt = sorted(set(scope) - set(hit))
+            refused[key] = (f"changing the numbers helps {', '.join(hit)} but hurts "
                             f"{', '.join(hurt)}, which loads the layer as it is; run with "
-                            f"--target {d.targets[0]} to apply it for that runtime only")
+                            f"--target {hit[0]} to apply it for that runtime only")
             continue
         try:
             text = ACTIONS[action](draft, d, dict(fix.params), target)
@@ -231,7 +239,7 @@ def _apply_all(draft: Draft, diags: list[Diagnostic], target: str, unsafe: bool,
                 refused[key] = str(exc)
                 continue
         safety = "unsafe" if action in UNSAFE_ACTIONS else "safe"
-        draft.log(d.code, where_of(d), text, safety, tuple(d.targets), layer)
+        draft.log(d.code, where_of(d), text, safety, tuple(_affected(d, scope)), layer)
         if action in STRUCTURAL and layer:
             locked.add(layer)
 

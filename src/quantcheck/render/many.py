@@ -163,7 +163,11 @@ def located_report(results: list[CheckpointResult], targets: tuple[str, ...]) ->
             where = r.files.get(d.file, d.file) if d.file else r.spec.paths[0]
             d2.file = display_path(redact_url(where))
             diags.append(d2)
-    return Report(inputs=inputs, diagnostics=diags, targets=targets)
+    from quantcheck.results import merge_releases
+
+    releases = merge_releases([r.report.releases for r in results
+                               if r.report is not None and r.kind == "checked"])
+    return Report(inputs=inputs, diagnostics=diags, targets=targets, releases=releases)
 
 
 def display_path(path: str) -> str:

@@ -46,6 +46,7 @@ def render(report: Report) -> str:
                            "defaultConfiguration": {"level": LEVEL[r.severity.value]}}
                           for r in rules]}},
             "results": results,
+            **({"properties": {"releases": report.releases}} if report.releases else {}),
         }],
     }
     return json_safe(json.dumps(doc, indent=2, ensure_ascii=False))

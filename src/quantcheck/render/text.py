@@ -60,7 +60,15 @@ def verdict_lines(report: Report, c: bool) -> str:
     files = s.get("files", 0)
     totals = (f"{s['errors']} errors, {s['warnings']} warnings, {s['infos']} notes in "
               f"{files} file{'s' if files != 1 else ''}, {s.get('layers', 0)} layers")
-    return "targets: " + " · ".join(parts) + "\n" + totals
+    return "targets: " + " · ".join(parts) + release_lines(report) + "\n" + totals
+
+
+def release_lines(report: Report) -> str:
+    """One line per runtime with several modelled releases: which it needs (empty if none)."""
+    from quantcheck.results import release_line
+
+    return "".join("\nreleases: " + clean(release_line(name, entry))
+                   for name, entry in report.releases.items())
 
 
 def statistics(report: Report) -> str:

@@ -99,4 +99,67 @@ RULES = [
          "ComfyUI @0271a469 comfy/quant_ops.py QUANT_ALGOS (read); w6a8_int8 in ComfyUI after "
          "PR #16483 is [GUESS]: read in Forge Neo's port and third-party probes, not "
          "upstream."),
+    Rule("QC611", "sglang-0518-markers-not-read", E,
+         "sglang 0.5.18 does not read comfy_quant markers",
+         effects("none", "none"), None,
+         "The file's quantization is one sglang 0.5.18 recognises: NVFP4 layers (found from "
+         "their tensors), or float8_e4m3fn layers declared in the header "
+         "_quantization_metadata (format_version + layers).",
+         "sglang 0.5.18 has no marker inspector: INT8, W4A8, W4A4 and MXFP8 Comfy files, and "
+         "files whose layers are marked only by .comfy_quant tensors, are not recognised as "
+         "quantized (fails on 0.5.18 only; from 0.5.19 on the inspector reads them).",
+         "int8_tensorwise ConvRot layers marked by .comfy_quant tensors",
+         "Use sglang >= 0.5.19.",
+         "sglang 0.5.18 wheel, " + SGQ + ": no inspect_comfy_quant_markers; "
+         "get_quant_config_from_safetensors_metadata / _build_nvfp4_config_from_safetensors_"
+         "files only (consumers.md 1.2, 2.1); run by tests/rules/diff_sglang. [GUESS]: that "
+         "0.5.18 computes a rotated NVFP4 layer wrongly (ModelOpt ignores convrot; needs a "
+         "GPU to run)."),
+    Rule("QC612", "sglang-0519-markers-not-identical", E,
+         "header and tensor markers of a layer differ (sglang 0.5.19)",
+         effects("none", "none"), Safety.SAFE,
+         "Every marker source of a layer (header entry, tensor marker, each shard) holds the "
+         "same object.",
+         "sglang 0.5.19 requires the sources of one prefix to be identical (\"Conflicting "
+         "Comfy quantization markers\"); from 0.5.20 on they are merged field by field.",
+         'header {"format": "int8_tensorwise"} and tensor {"format": "int8_tensorwise", '
+         '"per_row": true}',
+         "Write one marker per layer (the merged fields as the tensor marker, header entry "
+         "dropped).",
+         "sglang 0.5.19 inspect_comfy_quant_markers (" + SGQ + ", whole-object comparison; "
+         "0.5.20 _merge_comfy_quant_marker), run by tests/diff_sglang."),
+    Rule("QC613", "sglang-0519-int8-marker-refused", E,
+         "INT8 marker sglang 0.5.19's config class refuses",
+         effects("none", "none"), Safety.UNSAFE,
+         "In an INT8-only or W4A4 file every int8_tensorwise marker sets convrot: true; beside "
+         "W4A8 an INT8 companion has a scalar scale, beside NVFP4 a row-wise one.",
+         "sglang 0.5.19's KitchenInt8Config has no embedding exemption (\"Serialized "
+         "kitchen_int8 layer X must set convrot=true\"): a ConvRot file with a plain INT8 "
+         "embedding fails; 0.5.20 exempts INT8 embeddings.",
+         "ConvRot int8_tensorwise linears beside a plain int8_tensorwise embedding",
+         "Use sglang >= 0.5.20; for 0.5.19 requantize the layer with ConvRot (a marker that "
+         "already names convrot_groupsize only lost convrot: true, which fix sets).",
+         "sglang 0.5.19 configs/kitchen_int8_config.py, configs/kitchen_w4a8_config.py, "
+         "comfy_nvfp4.py constructors (" + SGQC + "), run by tests/diff_sglang."),
+    Rule("QC614", "sglang-0519-nvfp4-needs-fpmm", E,
+         "NVFP4 layer without full_precision_matrix_mult (sglang 0.5.19)",
+         effects("none", "none"), Safety.SAFE,
+         "Every nvfp4 marker sets full_precision_matrix_mult: true.",
+         "sglang 0.5.19's ComfyNvfp4Config refuses NVFP4 layers without it (\"Comfy NVFP4 "
+         "layer X must request full_precision_matrix_mult\"); 0.5.20 drops the requirement.",
+         '{"format": "nvfp4"}',
+         "Set full_precision_matrix_mult: true (fix --target sglang@0.5.19 does).",
+         "sglang 0.5.19 comfy_nvfp4.py ComfyNvfp4Config (" + SGQC + "), run by "
+         "tests/diff_sglang."),
+    Rule("QC615", "sglang-mxfp8-scales-swizzled-twice", Severity.WARNING,
+         "MXFP8 layers compute noise on sglang 0.5.19-0.5.21",
+         effects("none", "none"), None,
+         "No MXFP8 layers when the target is sglang 0.5.19, 0.5.20 or 0.5.21.",
+         "Those releases pass every check on MXFP8 files but hand FlashInfer scales that are "
+         "swizzled a second time: the output is noise, with no error. 0.5.22 fixed it "
+         "(ComfyMXFP8LinearMethod, PR #38028).",
+         '{"format": "mxfp8"}',
+         "Use sglang >= 0.5.22, or another format for older releases.",
+         "sglang 0.5.19-0.5.22 wheels (mxfp8.py; consumers.md 2.1) [READ, not run: the "
+         "kernel path needs a GPU]."),
 ]

@@ -112,6 +112,11 @@ QC607: Rule  # format-needs-comfyui-cd9452e
 QC608: Rule  # format-needs-comfyui-0271a469
 QC609: Rule  # format-needs-comfyui-pr16483
 QC610: Rule  # format-unsupported-by-comfyui
+QC611: Rule  # sglang-0518-markers-not-read
+QC612: Rule  # sglang-0519-markers-not-identical
+QC613: Rule  # sglang-0519-int8-marker-refused
+QC614: Rule  # sglang-0519-nvfp4-needs-fpmm
+QC615: Rule  # sglang-mxfp8-scales-swizzled-twice
 
 __all__ = [
     "QC101",
@@ -202,4 +207,9 @@ __all__ = [
     "QC608",
     "QC609",
     "QC610",
+    "QC611",
+    "QC612",
+    "QC613",
+    "QC614",
+    "QC615",
 ]

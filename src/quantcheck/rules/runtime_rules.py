@@ -15,6 +15,7 @@ from quantcheck.formats.table import FORMATS, ROTATION_GROUPS
 from quantcheck.model.checkpoint import Checkpoint
 from quantcheck.model.layers import Layer
 from quantcheck.rules import codes as R
+from quantcheck.rules import sglang_release_rules as release_rules
 from quantcheck.runtimes import effects as _eff
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
@@ -112,10 +113,14 @@ class SglangChecks:
         self.config_class, self.formats, self.refusal = sglang_config_class(ck)
 
     def file_findings(self) -> Iterator[Diagnostic]:
-        return check_file_runtime(self.ck, self.formats, self.refusal)
+        yield from check_file_runtime(self.ck, self.formats, self.refusal)
+        yield from release_rules.file_findings(self.ck, _marked_layers(self.ck))
 
     def layer_findings(self, layer: Layer) -> Iterator[Diagnostic]:
-        return check_layer_runtime(layer, self.config_class)
+        yield from check_layer_runtime(layer, self.config_class)
+        if layer.marker is not None and layer.weight is not None:
+            yield from release_rules.layer_findings(layer, _sglang_view(layer),
+                                                    self.config_class)
 
 
 #: Formats sglang 0.5.23 cannot load at all.

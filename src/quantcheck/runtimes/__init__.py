@@ -14,7 +14,8 @@ How a diagnostic's effect on runtime R is found (`effect_on`), first hit wins:
 
 Releases (issue 13): `Runtime.releases` lists the modelled releases oldest first, each a delta
 on the one before (effects by code from that release on); a bare runtime name means the newest.
-Today every runtime models one release.
+A target key is `NAME` (newest) or `NAME@RELEASE`; `--target` also takes `NAME@all` and `all@all`
+(`targets_of` expands them). sglang's releases are in `sglang_releases.py`.
 
 Standard library only (the check path imports it).
 """
@@ -23,15 +24,19 @@ from quantcheck.runtimes.builtin import BUILTIN
 from quantcheck.runtimes.registry import (
     Release,
     Runtime,
+    effect_at,
     effect_on,
     effects,
     get_runtime,
     load,
+    parse_target,
     register_runtime,
+    release_keys,
     resolve_effects,
     resolved,
     runtime_names,
     runtimes,
+    split_target,
     target_choices,
     targets_of,
     unaffected,
@@ -42,15 +47,19 @@ __all__ = [
     "BUILTIN",
     "Release",
     "Runtime",
+    "effect_at",
     "effect_on",
     "effects",
     "get_runtime",
     "load",
+    "parse_target",
     "register_runtime",
+    "release_keys",
     "resolve_effects",
     "resolved",
     "runtime_names",
     "runtimes",
+    "split_target",
     "target_choices",
     "targets_of",
     "unaffected",

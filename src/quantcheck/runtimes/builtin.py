@@ -1,12 +1,14 @@
-"""The runtimes quantcheck models today: sglang and ComfyUI (one release each)."""
+"""The runtimes quantcheck models today: sglang (releases 0.5.18-0.5.23, `sglang_releases`)
+and ComfyUI."""
 
 from __future__ import annotations
 
 from quantcheck.runtimes.comfyui_releases import comfyui_runtime
-from quantcheck.runtimes.registry import Release, Runtime, register_runtime
+from quantcheck.runtimes.registry import Runtime, register_runtime
+from quantcheck.runtimes.sglang_releases import SGLANG_RELEASES
 
 SGLANG = register_runtime(Runtime(
-    "sglang", "sglang", (Release("0.5.23"),),
+    "sglang", "sglang", SGLANG_RELEASES,
     checks="quantcheck.rules.runtime_rules:SglangChecks",
     quantize_refusal="quantcheck.rules.runtime_rules:sglang_quantize_refusal",
     doc="sglang's ComfyUI-checkpoint loader: marker inspector, format resolver and the "

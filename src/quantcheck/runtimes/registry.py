@@ -44,13 +44,35 @@ class Runtime:
     def newest(self) -> Release:
         return self.releases[-1]
 
-    def effect_table(self) -> dict[str, Effect]:
-        """Effects by rule code for the newest release: the runtime's table, then each
-        release's changes in order (a later release overrides an earlier one)."""
+    def effect_table(self, release: str | None = None) -> dict[str, Effect]:
+        """Effects by rule code at `release` (None: the newest): the runtime's table, then each
+        release's changes in order up to that one (a later release overrides an earlier one)."""
+        key = (generation, release)
+        hit = self.__dict__.get("_tables", {}).get(key)
+        if hit is not None:
+            return hit  # type: ignore[no-any-return]
         out = dict(self.effects)
-        for release in self.releases:
-            out.update(release.effects)
+        for rel in self.releases:
+            out.update(rel.effects)
+            if rel.name == release:
+                break
+        else:
+            if release is not None:
+                raise KeyError(f"{self.name} has no modelled release {release!r}")
+        self.__dict__.setdefault("_tables", {})[key] = out
         return out
+
+    def release(self, name: str | None) -> Release:
+        """The release called `name` (None: the newest); KeyError if not modelled."""
+        if name is None:
+            return self.newest
+        for rel in self.releases:
+            if rel.name == name:
+                return rel
+        raise KeyError(f"{self.name} has no modelled release {name!r}")
+
+    def release_names(self) -> tuple[str, ...]:
+        return tuple(rel.name for rel in self.releases)
 
     @property
     def label(self) -> str:
@@ -104,13 +126,56 @@ def get_runtime(name: str) -> Runtime:
 
 
 def target_choices() -> tuple[str, ...]:
-    """`--target` values: every runtime, and "all"."""
+    """`--target` values: every runtime, and "all" (each also as `NAME@RELEASE`, `NAME@all`,
+    `all@all`: `parse_target` accepts those)."""
     return ("all", *_RUNTIMES)
 
 
+def split_target(key: str) -> tuple[Runtime, str | None]:
+    """(runtime, release name or None for the newest) of one target key (`sglang`,
+    `sglang@0.5.19`); KeyError when the runtime or release is not modelled."""
+    name, at, rel = key.partition("@")
+    rt = _RUNTIMES[name]
+    if at:
+        rt.release(rel)
+        return rt, (None if rel == rt.newest.name else rel)
+    return rt, None
+
+
 def targets_of(target: str) -> tuple[str, ...]:
-    """The runtimes a `--target` value means."""
-    return runtime_names() if target == "all" else (target,)
+    """The target keys a `--target` value means: `all` -> every runtime (newest release);
+    `NAME` -> NAME (its newest); `NAME@REL` -> that release; `NAME@all` -> every modelled
+    release of NAME, oldest first; `all@all` -> every release of every runtime."""
+    name, at, rel = target.partition("@")
+    names = runtime_names() if name == "all" else (name,)
+    if not at:
+        return names
+    if rel == "all":
+        return tuple(f"{n}@{r.name}" for n in names for r in _RUNTIMES[n].releases)
+    return tuple(f"{n}@{rel}" for n in names)
+
+
+def parse_target(value: str) -> str:
+    """`value` if it names modelled runtimes/releases, else ValueError saying what is."""
+    try:
+        keys = targets_of(value)
+        for key in keys:
+            split_target(key)
+    except KeyError:
+        name = value.partition("@")[0]
+        if name != "all" and name in _RUNTIMES:
+            rels = ", ".join(_RUNTIMES[name].release_names())
+            raise ValueError(f"unknown release in {value!r}: {name} models {rels} "
+                             f"(or {name}@all)") from None
+        raise ValueError(f"unknown target {value!r}: choose from "
+                         f"{', '.join(target_choices())}, NAME@RELEASE, NAME@all, all@all"
+                         ) from None
+    return value
+
+
+def release_keys(runtime: str) -> tuple[str, ...]:
+    """`runtime@release` for every modelled release of `runtime`, oldest first."""
+    return tuple(f"{runtime}@{r.name}" for r in _RUNTIMES[runtime].releases)
 
 
 def load(ref: str) -> Any:
@@ -160,12 +225,20 @@ def resolve_effects(code: str, given: dict[str, Effect] | None,
     return {rt.name: effect_on(rt, code, given, declared) for rt in _RUNTIMES.values()}
 
 
-def effect_on(runtime: Runtime, code: str, given: dict[str, Effect] | None,
+def effect_at(key: str, code: str, given: dict[str, Effect] | None,
               declared: dict[str, Effect]) -> Effect:
-    """What a finding of rule `code` does to `runtime` (the lookup order in the module doc)."""
+    """What a finding of rule `code` does to one target key (`sglang`, `sglang@0.5.19`)."""
+    rt, rel = split_target(key)
+    return effect_on(rt, code, given, declared, rel)
+
+
+def effect_on(runtime: Runtime, code: str, given: dict[str, Effect] | None,
+              declared: dict[str, Effect], release: str | None = None) -> Effect:
+    """What a finding of rule `code` does to `runtime` at `release` (None: its newest; the
+    lookup order in the module doc; a base runtime is looked up at its newest)."""
     rt: Runtime | None = runtime
     while rt is not None:
-        hit = rt.effect_table().get(code)
+        hit = rt.effect_table(release if rt is runtime else None).get(code)
         if hit is None and given is not None:
             hit = given.get(rt.name)
         if hit is None:

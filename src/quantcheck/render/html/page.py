@@ -12,6 +12,7 @@ from quantcheck.render.html.sections import (
     diagnostics_html,
     header_html,
     layers_table_html,
+    releases_html,
     sizes_html,
 )
 
@@ -90,7 +91,8 @@ def render_page(data: ReportData, generated: str, version: str) -> str:
         nav.append(("compare", "Error"))
     nav.append(("layers", "All layers"))
     links = "".join(f'<a href="#{a}">{t}</a>' for a, t in nav)
-    body = [header_html(data, generated, version), format_map_html(layout, data.layers),
+    body = [header_html(data, generated, version), releases_html(data),
+            format_map_html(layout, data.layers),
             sizes_html(data), diagnostics_html(data)]
     if data.compared:
         body.append(heat_map_html(layout, data.layers, data.compare_problems))

@@ -142,3 +142,22 @@ def layers_table_html(data: ReportData) -> str:
             '</summary><table class="data"><thead><tr><th>format</th><th>layer</th>'
             "<th>weight</th><th>N×K</th><th>size</th><th>bits/weight</th><th>findings</th>"
             f'{err_head}</tr></thead><tbody>{"".join(rows)}</tbody></table></details></section>')
+
+
+def releases_html(data: ReportData) -> str:
+    """Per runtime with several modelled releases: ok / degraded / fails per release and the
+    release it needs (empty when no runtime models several)."""
+    from quantcheck.results import release_line
+
+    rows = []
+    for name, entry in data.report.releases.items():
+        cells = "".join(
+            f'<td style="color:{STATUS_COLORS[s]}">{escape(s)}</td>'
+            for s in entry["statuses"].values())
+        head = "".join(f"<th>{escape(r)}</th>" for r in entry["statuses"])
+        rows.append(f'<table class="data"><thead><tr><th>{escape(name)}</th>{head}</tr></thead>'
+                    f"<tbody><tr><td>status</td>{cells}</tr></tbody></table>"
+                    f"<p>{escape(release_line(name, entry))}</p>")
+    if not rows:
+        return ""
+    return ('<section id="releases"><h2>Releases</h2>' + "".join(rows) + "</section>")

@@ -1,0 +1,74 @@
+"""The sglang wheels the differential tests run, pinned by SHA-256, fetched with pip.
+
+`pip download --no-deps sglang==V` (CPython 3.11, manylinux x86_64) into a cache folder
+(`QUANTCHECK_SGLANG_WHEELS`, default ~/.cache/quantcheck/sglang-wheels); a wheel whose hash
+differs from the pin is refused. Only the few modules the tests execute are extracted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+#: sha256 of sglang-V-cp311-cp311-manylinux_2_34_x86_64.whl as on PyPI (downloaded 2026-12-03).
+PINNED = {
+    "0.5.18": "e97b585dd2d5db2802599feba47c84cce972f5e1231a6816fef996200207b5cf",
+    "0.5.19": "425e87377e725d03db8262382008f3fd9561a6cf5d82f485f8b9929f02ffe12b",
+    "0.5.20": "1573527042f4f6b4ead838302818595fc77fdc611dbcc2e40cd150fbc8f8513c",
+    "0.5.21": "96c029f75dec99baa33a5db3d41b1bebefdd6bcfba3a2f7c807fe1cf49a87c20",
+    "0.5.22": "cc9a0f15bd8f877a0584fdb7a1702240177a1f1cc8d17c978715161717b9037b",
+    "0.5.23": "00b3cd5b265ac76c64185fbb6b95424f324ddd9f428d0306b77bc9db9d859937",
+}
+#: what the tests execute of each wheel (the marker inspector, resolver and config classes)
+MEMBERS = ("sglang/multimodal_gen/runtime/utils/quantization_utils.py",
+           "sglang/multimodal_gen/runtime/layers/quantization/")
+
+
+def cache_dir() -> Path:
+    default = Path.home() / ".cache" / "quantcheck" / "sglang-wheels"
+    return Path(os.environ.get("QUANTCHECK_SGLANG_WHEELS", default))
+
+
+def sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def wheel(version: str, *, download: bool = True) -> Path | None:
+    """The verified wheel of `version` (downloaded if missing and `download`), else None."""
+    folder = cache_dir()
+    name = f"sglang-{version}-cp311-cp311-manylinux_2_34_x86_64.whl"
+    path = folder / name
+    if not path.exists() and download:
+        folder.mkdir(parents=True, exist_ok=True)
+        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--quiet",
+                        "--only-binary=:all:", "--python-version", "3.11",
+                        "--platform", "manylinux_2_34_x86_64", f"sglang=={version}",
+                        "-d", str(folder)], check=False, capture_output=True, timeout=600)
+    if not path.exists():
+        return None
+    got = sha256(path)
+    if got != PINNED[version]:
+        raise RuntimeError(f"{name}: sha256 {got} is not the pinned {PINNED[version]}")
+    return path
+
+
+def extract(version: str, into: Path, *, download: bool = True) -> Path | None:
+    """The release's marker modules under `into/<version>/` (the tree root), or None."""
+    whl = wheel(version, download=download)
+    if whl is None:
+        return None
+    root = into / version
+    if not (root / MEMBERS[0]).exists():
+        with zipfile.ZipFile(whl) as z:
+            for member in z.namelist():
+                if member.startswith(MEMBERS) and member.endswith(".py"):
+                    z.extract(member, root)
+    return root
