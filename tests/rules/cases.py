@@ -65,6 +65,7 @@ def _mxfp8_e8m0():
             for x in mxfp8()]
 SG_ONLY = eff("fails", "none")
 ALL_SG = {"target": "sglang@all"}
+ALL_CUI = {"target": "comfyui@all"}
 FP8_MARK = {"format": "float8_e4m3fn"}
 #: What every w6a8_int8 file reports today: sglang 0.5.23 and ComfyUI @0271a469 lack it.
 W6A8_ALWAYS = ("QC601", "QC610")
@@ -357,13 +358,13 @@ COMFYUI = [
     # DynamicVRAM's dtype table has no F8_E8M0: the default ComfyUI loader stops outright.
     RuleCase("QC605", "mxfp8-e8m0-scales", file(_mxfp8_e8m0), eff("none", "fails"),
              file(lambda: mxfp8()), message="--cpu"),
-    RuleCase("QC606", "int8-needs-v0.27", file(int8), NONE2, file(fp8),
+    RuleCase("QC606", "int8-needs-v0.27", file(int8), NONE2, file(fp8), check_kwargs=ALL_CUI,
              message="from v0.27 on"),
     RuleCase("QC607", "w4a8-needs-cd9452e", file(lambda: [*w4a8(), *w4a4(FC1)]), NONE2,
-             file(fp8), message="asym_w4a8_int8 (1), convrot_w4a4 (1)"),
-    RuleCase("QC608", "awq-needs-0271a469", file(awq), NONE2, file(fp8),
+             file(fp8), check_kwargs=ALL_CUI, message="asym_w4a8_int8 (1), convrot_w4a4 (1)"),
+    RuleCase("QC608", "awq-needs-0271a469", file(awq), NONE2, file(fp8), check_kwargs=ALL_CUI,
              message="from 0271a469 on"),
-    RuleCase("QC609", "w6a8-needs-pr16483", file(w6a8), NONE2, file(fp8),
+    RuleCase("QC609", "w6a8-needs-pr16483", file(w6a8), NONE2, file(fp8), check_kwargs=ALL_CUI,
              message="from pr16483 on"),
 ]
 

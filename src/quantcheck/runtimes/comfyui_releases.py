@@ -52,7 +52,7 @@ STEP_CODE: dict[str, str] = {name: code for name, code, _, _ in STEPS}
 #: Whether ComfyUI's checks report QC606-QC609. Off by default: on the newest release they
 #: change nothing, and a valid INT8/W4A8/AWQ file would carry an informational finding in
 #: every report. The per-release matrix (`--target comfyui@release`) turns it on.
-REPORT_STEPS = False
+REPORT_STEPS = True
 #: Releases whose guessed behaviour `explain` and the docs must call a guess.
 GUESSED = frozenset({"pr16483"})
 
