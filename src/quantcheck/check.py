@@ -8,9 +8,13 @@ from collections.abc import Iterable
 from quantcheck.diagnostics import Diagnostic
 from quantcheck.io.source import base_name
 from quantcheck.model.checkpoint import Checkpoint, load_checkpoint
-from quantcheck.results import Report, release_matrix
+from quantcheck.results import Report, kind_of, release_matrix
 from quantcheck.rules.levels import Effect
 from quantcheck.runtimes import targets_of
+
+TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def select_diagnostics(diags: Iterable[Diagnostic], *, target: str | None = "all",
@@ -29,10 +33,16 @@ def select_diagnostics(diags: Iterable[Diagnostic], *, target: str | None = "all
         return False
 
     keys = targets_of(target) if target is not None else None
+    concerns: dict[Any, bool] = {}  # by kind: effects depend only on code + given effects
     out = []
     for d in diags:
-        if keys is not None and not _concerns(d, keys):
-            continue
+        if keys is not None:
+            kind = kind_of(d)
+            hit = concerns.get(kind)
+            if hit is None:
+                hit = concerns[kind] = _concerns(d, keys)
+            if not hit:
+                continue
         if select and not matches(d, select):
             continue
         if ignore and matches(d, ignore):

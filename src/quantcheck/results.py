@@ -73,6 +73,7 @@ def release_matrix(diags: list[Diagnostic], keys: tuple[str, ...]) -> dict[str, 
     from quantcheck.runtimes import get_runtime
 
     out: dict[str, dict[str, Any]] = {}
+    kinds = list(distinct_kinds(diags).values())  # effects depend only on code + given effects
     for key in keys:
         name = key.partition("@")[0]
         rt = get_runtime(name)
@@ -81,10 +82,23 @@ def release_matrix(diags: list[Diagnostic], keys: tuple[str, ...]) -> dict[str, 
         per: dict[str, str] = {}
         for rel in rt.releases:
             at = f"{name}@{rel.name}"
-            effs = {d.effect_at(at) for d in diags}
+            effs = {d.effect_at(at) for d in kinds}
             per[rel.name] = ("fails" if Effect.FAILS in effs
                              else "degraded" if Effect.DEGRADED in effs else "ok")
         out[name] = _entry(per)
+    return out
+
+
+def kind_of(d: Diagnostic) -> tuple[str, tuple[tuple[str, Effect], ...] | None]:
+    """What a finding's effects depend on: its code and the effects its check gave it."""
+    return d.code, None if d.effects is None else tuple(d.effects.items())
+
+
+def distinct_kinds(diags: list[Diagnostic]) -> dict[Any, Diagnostic]:
+    """One finding per `kind_of` (thousands of findings are usually a handful of kinds)."""
+    out: dict[Any, Diagnostic] = {}
+    for d in diags:
+        out.setdefault(kind_of(d), d)
     return out
 
 
