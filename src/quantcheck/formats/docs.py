@@ -43,18 +43,7 @@ def format_section(spec: FormatSpec) -> list[str]:
             out.append(f"| `{c.suffix}` | {_dtypes(c.comfyui_dtypes)} | "
                        f"{_dtypes(c.sglang_dtypes)} | {req}{ignored} |")
         out.append("")
-    if spec.keys:
-        out += ["| marker key | default | allowed | meaning |", "|---|---|---|---|"]
-        for k in spec.keys:
-            allowed = ", ".join(_v(a) for a in k.allowed) if k.allowed else "any"
-            out.append(f"| `{k.name}` | {_v(k.default)} | {allowed} | {k.doc} |")
-        out.append("")
-    if spec.options:
-        out += ["| quantize option | default | allowed | meaning |", "|---|---|---|---|"]
-        for o in spec.options:
-            allowed = ", ".join(_v(a) for a in o.allowed) if o.allowed else "any"
-            out.append(f"| `{o.name}` | {_v(o.default)} | {allowed} | {o.doc} |")
-        out.append("")
+    out += _option_table("marker key", spec.keys) + _option_table("quantize option", spec.options)
     for _, _, text in spec.constraints:
         out.append(f"- **Requires:** {text}")
     for _, _, text in spec.quantize_constraints:
@@ -73,3 +62,15 @@ def formats_markdown() -> list[str]:
     for spec in FORMATS.values():
         out += format_section(spec)
     return out
+
+
+def _option_table(title: str, items: Any) -> list[str]:
+    """A markdown table of named options (marker keys or quantize options): default, allowed
+    values and meaning; nothing when there are none."""
+    if not items:
+        return []
+    out = [f"| {title} | default | allowed | meaning |", "|---|---|---|---|"]
+    for o in items:
+        allowed = ", ".join(_v(a) for a in o.allowed) if o.allowed else "any"
+        out.append(f"| `{o.name}` | {_v(o.default)} | {allowed} | {o.doc} |")
+    return [*out, ""]
