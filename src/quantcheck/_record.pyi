@@ -6,7 +6,7 @@ read it instead of `_record.py`, so `@record` classes get a typed `__init__`, `_
 """
 
 from collections.abc import Callable
-from typing import TypeVar, dataclass_transform
+from typing import TypeVar, dataclass_transform, overload
 
 _T = TypeVar("_T")
 _C = TypeVar("_C", bound=type)
@@ -14,6 +14,10 @@ _C = TypeVar("_C", bound=type)
 def factory(make: Callable[[], _T]) -> _T:
     """A default made fresh for each instance (a class at run time)."""
 
+@overload
 @dataclass_transform(eq_default=True)
 def record(cls: _C) -> _C:
     """Add `__init__` (fields in annotation order), `__repr__`, `__eq__` and `__hash__`."""
+@overload
+def record(*, slots: bool = False) -> Callable[[_C], _C]:
+    """`slots=True`: instances have `__slots__` and no `__dict__`."""

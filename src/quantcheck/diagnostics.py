@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from quantcheck._record import factory, record
+from types import MappingProxyType
+
+from quantcheck._record import record
 from quantcheck.rules.levels import Effect as Effect  # re-exported with Safety and Severity:
 from quantcheck.rules.levels import Safety as Safety  # diagnostics speak these words
 from quantcheck.rules.levels import Severity as Severity
@@ -41,11 +43,19 @@ class Fix:
         }
 
 
-@record
+#: The `data` of a diagnostic that has none: one shared read-only empty mapping, not a dict per
+#: finding (a checkpoint can draw hundreds of thousands of findings).
+NO_DATA: Any = MappingProxyType({})
+
+
+@record(slots=True)
 class Diagnostic:
     """One finding. Severity, name and per-target effects default to the rule's registry entry.
 
     `code` is given as the rule itself (`quantcheck.rules.codes.QC301`) and stored as its code.
+    Instances are compact (`__slots__`, no per-instance dict, shared empty `data`, effects
+    resolved through a cache shared by all findings): memory stays a small multiple of the
+    header when every tensor draws a finding.
     """
 
     code: str
@@ -57,7 +67,7 @@ class Diagnostic:
     fix: Fix | None = None
     effects: dict[str, Effect] | None = None
     severity: Severity | None = None
-    data: dict[str, Any] = factory(dict)
+    data: dict[str, Any] = NO_DATA
 
     if TYPE_CHECKING:  # what `@record` generates, with `code` also taking the rule itself
         def __init__(self, code: str | Rule, message: str, file: str | None = None,
@@ -87,13 +97,18 @@ class Diagnostic:
     def effective_effects(self) -> dict[str, Effect]:
         """The effect on every registered runtime (`quantcheck.runtimes.effect_on`)."""
         runtimes = _RUNTIMES or _runtimes()
-        hit = self.__dict__.get("_resolved")  # (registry generation, effects): renderers ask often
-        if hit is not None and hit[0] == runtimes.generation:
-            return hit[1]  # type: ignore[no-any-return]
+        if _EFFECTS_GENERATION[0] != runtimes.generation:  # a runtime was (un)registered
+            _EFFECTS.clear()
+            _EFFECTS_GENERATION[0] = runtimes.generation
         given = self.effects
-        out = given if given is not None and runtimes.resolved(given) else \
-            runtimes.resolve_effects(self.code, given, self.rule.effects)
-        self.__dict__["_resolved"] = (runtimes.generation, out)
+        # renderers ask often, and many findings share a code and given effects: one shared
+        # resolved dict per (code, effects), nothing stored on the finding
+        key = self.code if given is None else (self.code, *given.items())
+        out = _EFFECTS.get(key)
+        if out is None:
+            out = given if given is not None and runtimes.resolved(given) else \
+                runtimes.resolve_effects(self.code, given, self.rule.effects)
+            _EFFECTS[key] = out
         return out
 
     @property
@@ -193,6 +208,10 @@ _RUNTIMES: Any = None
 #: [registry generation, {(target key, code, given effects): effect}]: findings of one rule
 #: with the same given effects share their per-release lookups (thousands of layers, few keys)
 _AT: list[Any] = [-1, {}]
+#: Resolved effects by code (and given effects), valid for registry generation
+#: `_EFFECTS_GENERATION[0]`.
+_EFFECTS: dict[object, dict[str, Effect]] = {}
+_EFFECTS_GENERATION: list[object] = [None]
 
 
 def json_pointer(*parts: str | int) -> str:

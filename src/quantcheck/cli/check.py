@@ -6,6 +6,10 @@ from __future__ import annotations
 import argparse
 import sys
 
+TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
+
 
 def add_many_arguments(p: argparse.ArgumentParser) -> None:
     """The options about many checkpoints and baselines."""
@@ -65,21 +69,36 @@ def run(args: argparse.Namespace) -> int:
     if known is not None:
         apply_baseline(results, known)
     targets = TARGETS if args.target == "all" else (args.target,)
+    _write_report(args, results, targets)
+    return many.exit_code(results, Severity(args.fail_on))
+
+
+def _write_report(args: argparse.Namespace, results: list[Any],
+                  targets: tuple[str, ...]) -> None:
+    """The report on stdout, written as it is made: a report of a million findings is never
+    one string (or one list of dicts) in memory. Ends with a newline, as `print` would."""
+    from quantcheck.render import many
+    from quantcheck.render.json_out import join_lines, write_chunks
+
     if args.output_format == "text":
-        text = many.render_text(results, targets, color=False if args.no_color else None,
-                                quiet=args.quiet)
+        lines = many.iter_text_lines(results, targets,
+                                     color=False if args.no_color else None, quiet=args.quiet)
         if args.statistics:
+            import itertools
+
             from quantcheck.render.text import statistics
             from quantcheck.results import Report
 
             merged = Report(inputs=[], diagnostics=[d for r in results if r.report
                                                     and r.kind == "checked"
                                                     for d in r.report.diagnostics])
-            text = statistics(merged) + "\n\n" + text
-        if text:
-            print(text)
+            first = next(lines, None)  # no report lines: still the blank line after the counts
+            lines = itertools.chain((statistics(merged), "", "" if first is None else first),
+                                    lines)
+        chunks = join_lines(lines)
     elif args.output_format == "json":
-        print(many.render_json(results, targets))
+        chunks = many.iter_json(results, targets)
     else:
-        print(many.render_located(results, args.output_format, targets))
-    return many.exit_code(results, Severity(args.fail_on))
+        chunks = many.iter_located(results, args.output_format, targets)
+    if write_chunks(sys.stdout, chunks) or args.output_format != "text":
+        sys.stdout.write("\n")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+
+from quantcheck.diagnostics import Diagnostic
 from quantcheck.results import Report
 from quantcheck.textsafe import clean
 
@@ -15,8 +18,12 @@ def _esc(s: str, prop: bool = False) -> str:
 
 
 def render(report: Report) -> str:
-    lines = []
-    for d in report.diagnostics:
+    return "\n".join(iter_lines(report.diagnostics))
+
+
+def iter_lines(diagnostics: Iterable[Diagnostic]) -> Iterator[str]:
+    """One annotation line per diagnostic, made as they are read."""
+    for d in diagnostics:
         where = d.layer or d.tensor
         msg = f"{where}: {d.message}" if where else d.message
         if d.fix:
@@ -24,5 +31,4 @@ def render(report: Report) -> str:
         props = [f"title={_esc(d.code + ' ' + d.name, True)}"]
         if d.file:
             props.insert(0, f"file={_esc(d.file, True)}")
-        lines.append(f"::{LEVEL[d.effective_severity.value]} {','.join(props)}::{_esc(msg)}")
-    return "\n".join(lines)
+        yield f"::{LEVEL[d.effective_severity.value]} {','.join(props)}::{_esc(msg)}"

@@ -11,12 +11,14 @@ from __future__ import annotations
 from quantcheck.diagnostics import TARGETS, Severity
 from quantcheck.render.style import STATUS_STYLE, paint, use_color
 from quantcheck.results import Report
-from quantcheck.textsafe import clean, json_safe, redact_url
+from quantcheck.textsafe import clean, redact_url
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any
 
+    from quantcheck.diagnostics import Diagnostic
     from quantcheck.many import CheckpointResult
 
 #: The check document's version: 2 lists checkpoints (see docs/json-schema.md).
@@ -33,28 +35,37 @@ def exit_code(results: list[CheckpointResult], fail_on: Severity = Severity.ERRO
 def render_text(results: list[CheckpointResult], targets: tuple[str, ...] = TARGETS, *,
                 color: bool | None = None, quiet: bool = False) -> str:
     """Sections for checkpoints with problems, then the table and the total line."""
+    return "\n".join(iter_text_lines(results, targets, color=color, quiet=quiet))
+
+
+def iter_text_lines(results: list[CheckpointResult], targets: tuple[str, ...] = TARGETS, *,
+                    color: bool | None = None, quiet: bool = False) -> Iterator[str]:
+    """`render_text`'s lines one at a time (none at all for one unreadable checkpoint)."""
     from quantcheck.many import CHECKED, UNREADABLE
-    from quantcheck.render.text import render
+    from quantcheck.render.text import iter_lines
 
     c = use_color() if color is None else color
     if not quiet and len(results) == 1 and results[0].kind == UNREADABLE:
-        return ""  # the error line on stderr says it all
+        return  # the error line on stderr says it all
     if not quiet and len(results) == 1 and results[0].kind == CHECKED:
         r = results[0]
         assert r.report is not None
-        return render(r.report, color=c) + suppressed_line(results)
-    out: list[str] = []
+        yield from iter_lines(r.report, color=c)
+        if suppressed_line(results):
+            yield suppressed_line(results)[1:]
+        return
     if not quiet:
         for r in results:
             if r.error is not None:
-                out += [paint(f"== {clean(r.name)}", "bold", c),
-                        f"  could not read: {clean(r.error)}", ""]
+                yield from (paint(f"== {clean(r.name)}", "bold", c),
+                            f"  could not read: {clean(r.error)}", "")
             elif r.kind == CHECKED and r.report is not None and r.report.diagnostics:
-                out += [paint(f"== {clean(r.name)}", "bold", c), render(r.report, color=c), ""]
-    out.append(table(results, targets, c))
+                yield paint(f"== {clean(r.name)}", "bold", c)
+                yield from iter_lines(r.report, color=c)
+                yield ""
+    yield table(results, targets, c)
     if not quiet:
-        out.append(total_line(results) + suppressed_line(results))
-    return "\n".join(out)
+        yield total_line(results) + suppressed_line(results)
 
 
 def table(results: list[CheckpointResult], targets: tuple[str, ...], c: bool) -> str:
@@ -110,16 +121,59 @@ def check_document(results: list[CheckpointResult],
     """The `check --output-format json` document, schema_version 2: `checkpoints` (one entry
     each, without its diagnostics), then the diagnostics of all of them (each naming its
     `checkpoint`), per-runtime verdicts and totals over all of them."""
-    checkpoints, inputs = [], []
-    diagnostics: list[dict[str, Any]] = []
-    suppressed: list[dict[str, Any]] = []
-    for r in results:
+    doc = _document(results, targets)
+    doc["diagnostics"] = list(doc["diagnostics"].items)
+    doc["suppressed"] = list(doc["suppressed"].items)
+    return doc
+
+
+def _entry(r: CheckpointResult) -> dict[str, Any]:
+    """`r.to_json()` without making its diagnostics' dicts (they are streamed)."""
+    import copy
+
+    from quantcheck.many import CHECKED
+
+    if r.report is None or r.kind != CHECKED or not r.report.diagnostics:
         entry = r.to_json()
-        for key, out in (("diagnostics", diagnostics), ("suppressed", suppressed)):
-            out += [{"checkpoint": r.name, **d} for d in entry.pop(key)]
+    else:
+        full = r.report
+        shell = copy.copy(r)
+        shell.report = Report(inputs=full.inputs, diagnostics=[], targets=full.targets,
+                              stats=full.stats, releases=full.releases)
+        entry = shell.to_json()
+        entry["targets"] = {t: full.target_status(t) for t in full.targets}
+        entry["summary"] = full.summary()
+    del entry["diagnostics"]
+    return entry
+
+
+def _diagnostic_dicts(results: list[CheckpointResult], key: str) -> Iterator[dict[str, Any]]:
+    """Every checkpoint's diagnostics (or suppressed findings) as JSON dicts, one at a time."""
+    from quantcheck.many import CHECKED
+
+    for r in results:
+        if key == "suppressed":
+            found: list[Diagnostic] = r.suppressed
+        elif r.report is not None and r.kind == CHECKED:
+            found = r.report.diagnostics
+        else:
+            continue
+        for d in found:
+            yield {"checkpoint": r.name, **d.to_json()}
+
+
+def _document(results: list[CheckpointResult], targets: tuple[str, ...]) -> dict[str, Any]:
+    """The check document with its `diagnostics` and `suppressed` arrays as `Stream`s."""
+    from quantcheck.render.json_out import Stream
+
+    checkpoints, inputs = [], []
+    for r in results:
+        entry = _entry(r)
         entry["suppressed"] = len(r.suppressed)
         inputs += entry["inputs"]
         checkpoints.append(entry)
+    diagnostics = Stream(_diagnostic_dicts(results, "diagnostics"))
+    suppressed = Stream(_diagnostic_dicts(results, "suppressed"))
     per_target = {}
     for t in targets:
         worst = max((r.status(t) for r in results), key=STATUS_RANK.__getitem__, default="ok")
@@ -135,39 +189,49 @@ def check_document(results: list[CheckpointResult],
     for e in checkpoints:
         for k, v in e["summary"].items():
             summary[k] = summary.get(k, 0) + v
-    summary["suppressed"] = len(suppressed)
+    summary["suppressed"] = sum(len(r.suppressed) for r in results)
     return {"schema_version": CHECK_SCHEMA_VERSION, "tool": "quantcheck", "kind": "check",
             "checkpoints": checkpoints, "inputs": inputs, "targets": per_target,
             "diagnostics": diagnostics, "suppressed": suppressed, "summary": summary}
 
 
 def render_json(results: list[CheckpointResult], targets: tuple[str, ...] = TARGETS) -> str:
-    import json
-
-    return json_safe(json.dumps(check_document(results, targets), indent=2, ensure_ascii=False))
+    return "".join(iter_json(results, targets))
 
 
-def located_report(results: list[CheckpointResult], targets: tuple[str, ...]) -> Report:
-    """All checked checkpoints' diagnostics in one Report, each `file` the path of the file it
-    is in (or the checkpoint's first path), for the SARIF and GitHub renderers."""
+def iter_json(results: list[CheckpointResult],
+              targets: tuple[str, ...] = TARGETS) -> Iterator[str]:
+    """`render_json` in pieces, one diagnostic at a time."""
+    from quantcheck.render.json_out import iter_dumps
+
+    return iter_dumps(_document(results, targets))
+
+
+def merged_releases(results: list[CheckpointResult]) -> dict[str, Any]:
+    """The checked checkpoints' release verdicts as one matrix (worst status per release)."""
+    from quantcheck.results import merge_releases
+
+    return merge_releases([r.report.releases for r in results
+                           if r.report is not None and r.kind == "checked"])
+
+
+def located_diagnostics(results: list[CheckpointResult]) -> Iterator[Diagnostic]:
+    """Every checked checkpoint's diagnostics for SARIF and GitHub, one copy at a time, each
+    `file` the path of the file it is in (each file's path worked out once)."""
     import copy
 
-    diags = []
-    inputs: list[dict[str, Any]] = []
     for r in results:
         if r.report is None or r.kind != "checked":
             continue
-        inputs += r.report.inputs
+        paths: dict[str | None, str] = {}
         for d in r.report.diagnostics:
+            path = paths.get(d.file)
+            if path is None:
+                where = r.files.get(d.file, d.file) if d.file else r.spec.paths[0]
+                path = paths[d.file] = display_path(redact_url(where))
             d2 = copy.copy(d)
-            where = r.files.get(d.file, d.file) if d.file else r.spec.paths[0]
-            d2.file = display_path(redact_url(where))
-            diags.append(d2)
-    from quantcheck.results import merge_releases
-
-    releases = merge_releases([r.report.releases for r in results
-                               if r.report is not None and r.kind == "checked"])
-    return Report(inputs=inputs, diagnostics=diags, targets=targets, releases=releases)
+            d2.file = path
+            yield d2
 
 
 def display_path(path: str) -> str:
@@ -184,6 +248,17 @@ def display_path(path: str) -> str:
 def render_located(results: list[CheckpointResult], fmt: str,
                    targets: tuple[str, ...] = TARGETS) -> str:
     """`sarif` or `github` output for all checkpoints."""
-    from quantcheck.render import get_renderer
+    return "".join(iter_located(results, fmt, targets))
 
-    return get_renderer(fmt)(located_report(results, targets))
+
+def iter_located(results: list[CheckpointResult], fmt: str,
+                 targets: tuple[str, ...] = TARGETS) -> Iterator[str]:
+    """`render_located` in pieces, one diagnostic at a time."""
+    if fmt == "sarif":
+        from quantcheck.render.sarif import iter_chunks
+
+        return iter_chunks(located_diagnostics(results), merged_releases(results))
+    from quantcheck.render.github import iter_lines
+    from quantcheck.render.json_out import join_lines
+
+    return join_lines(iter_lines(located_diagnostics(results)))

@@ -2,21 +2,36 @@
 
 from __future__ import annotations
 
-import json
+from collections.abc import Iterable, Iterator
 
 from quantcheck import __version__
+from quantcheck.diagnostics import Diagnostic
+from quantcheck.render.json_out import Stream, iter_dumps
 from quantcheck.results import Report
 from quantcheck.rules.registry import all_rules
-from quantcheck.textsafe import json_safe
+
+TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 
 
 def render(report: Report) -> str:
+    return "".join(iter_chunks(report.diagnostics, report.releases))
+
+
+def iter_chunks(diagnostics: Iterable[Diagnostic],
+                releases: dict[str, Any] | None = None) -> Iterator[str]:
+    """The SARIF document in pieces, one result at a time (`render` joins them); `releases`
+    (the per-release verdicts) goes into the run's properties."""
     rules = list(all_rules().values())
     index = {r.code: i for i, r in enumerate(rules)}
-    results = []
-    for d in report.diagnostics:
+    return iter_dumps(_document(rules, Stream(_results(diagnostics, index)), releases))
+
+
+def _results(diagnostics: Iterable[Diagnostic], index: dict[str, int]) -> Iterator[object]:
+    for d in diagnostics:
         loc: dict[str, object] = {}
         if d.file:
             loc["physicalLocation"] = {"artifactLocation": {"uri": d.file}}
@@ -24,7 +39,7 @@ def render(report: Report) -> str:
         if name:
             loc["logicalLocations"] = [{"name": name, "kind": "member",
                                         "fullyQualifiedName": d.pointer or name}]
-        results.append({
+        yield {
             "ruleId": d.code,
             "ruleIndex": index[d.code],
             "level": LEVEL[d.effective_severity.value],
@@ -32,8 +47,12 @@ def render(report: Report) -> str:
             "locations": [loc] if loc else [],
             "properties": {"targets": d.targets,
                            "fix": d.fix.to_json() if d.fix else None},
-        })
-    doc = {
+        }
+
+
+def _document(rules: list[Any], results: Stream,
+              releases: dict[str, Any] | None) -> dict[str, object]:
+    return {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
         "runs": [{
@@ -46,7 +65,6 @@ def render(report: Report) -> str:
                            "defaultConfiguration": {"level": LEVEL[r.severity.value]}}
                           for r in rules]}},
             "results": results,
-            **({"properties": {"releases": report.releases}} if report.releases else {}),
+            **({"properties": {"releases": releases}} if releases else {}),
         }],
     }
-    return json_safe(json.dumps(doc, indent=2, ensure_ascii=False))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from itertools import groupby
 
 from quantcheck.render.style import SEVERITY_STYLE, STATUS_STYLE, paint, use_color
@@ -10,13 +11,17 @@ from quantcheck.textsafe import clean
 
 
 def render(report: Report, color: bool | None = None) -> str:
+    return "\n".join(iter_lines(report, color))
+
+
+def iter_lines(report: Report, color: bool | None = None) -> Iterator[str]:
+    """The report's lines one at a time (`render` joins them with newlines)."""
     c = use_color() if color is None else color
-    out: list[str] = []
     diags = report.diagnostics
     for file, in_file in groupby(diags, key=lambda d: d.file or ""):
-        out.append(paint(clean(file or "(inputs)"), "bold", c))
+        yield paint(clean(file or "(inputs)"), "bold", c)
         for where, group in groupby(in_file, key=lambda d: d.layer or d.tensor or ""):
-            out.append("  " + paint(clean(where or "(file)"), "cyan", c))
+            yield "  " + paint(clean(where or "(file)"), "cyan", c)
             for d in group:
                 sev = d.effective_severity.value
                 tag = paint(f"{sev:<7}", SEVERITY_STYLE[sev], c)
@@ -24,21 +29,20 @@ def render(report: Report, color: bool | None = None) -> str:
                 # tensors inside the layer are named by their suffix in the message already
                 inside = d.tensor and (d.tensor == where or d.tensor.startswith(where + "."))
                 tensor = f"{d.tensor}: " if d.tensor and not inside else ""
-                out.append(f"    {tag} {d.code} {d.name}: {clean(tensor + d.message)}"
-                           + paint(clean(targets), "dim", c))
+                yield (f"    {tag} {d.code} {d.name}: {clean(tensor + d.message)}"
+                       + paint(clean(targets), "dim", c))
                 if d.fix:
-                    out.append(f"            help: {clean(d.fix.description)} "
-                               f"({d.fix.safety.value} fix)")
-        out.append("")
+                    yield (f"            help: {clean(d.fix.description)} "
+                           f"({d.fix.safety.value} fix)")
+        yield ""
     for r in report.inputs:
         if "bytes_fetched" in r:
             rev = r.get("revision") or r.get("etag")
             n = r.get("requests", "?")
-            out.append(f"fetched {r['bytes_fetched']:,} of {r['size']:,} bytes in {n} "
-                       f"request{'' if n == 1 else 's'} from {clean(r['path'])}"
-                       + (f" at revision {clean(rev)}" if rev else ""))
-    out.append(verdict_lines(report, c))
-    return "\n".join(out)
+            yield (f"fetched {r['bytes_fetched']:,} of {r['size']:,} bytes in {n} "
+                   f"request{'' if n == 1 else 's'} from {clean(r['path'])}"
+                   + (f" at revision {clean(rev)}" if rev else ""))
+    yield verdict_lines(report, c)
 
 
 def verdict_lines(report: Report, c: bool) -> str:

@@ -44,10 +44,16 @@ def _signature(layer: Layer) -> tuple[object, ...]:
             tuple(map(_DTYPE_SHAPE_FILE, ts.values())), is_embedding_name(layer))
 
 
-def _renamed(d: Diagnostic, old: str, new: str) -> Diagnostic:
+def _renamed(d: Diagnostic, old: str, layer: Layer) -> Diagnostic:
+    """`d` for `layer`, found on layer `old` with the same signature. The copy shares every
+    field it can (message, fix, effects, data; the tensor name the header already holds), so a
+    copy costs one small slotted object."""
+    new = layer.prefix
     tensor = d.tensor
     if tensor is not None and tensor.startswith(old):
-        tensor = new + tensor[len(old):]
+        info = layer.tensors.get(tensor[len(old) + 1:]) if tensor[len(old):len(old) + 1] == "." \
+            else None
+        tensor = info[0] if info is not None else new + tensor[len(old):]
     return Diagnostic(d.code, d.message, file=d.file, tensor=tensor, layer=new,
                       pointer=None if d.pointer is None else d.pointer.replace(old, new, 1),
                       fix=d.fix, effects=d.effects, severity=d.severity, data=d.data)
@@ -69,7 +75,7 @@ def run_all_rules(ck: Checkpoint) -> list[Diagnostic]:
         sig = _signature(layer)
         hit = cache.get(sig)
         if hit is not None and not any(hit[0] in d.message for d in hit[1]):
-            out.extend(_renamed(d, hit[0], layer.prefix) for d in hit[1])
+            out.extend(_renamed(d, hit[0], layer) for d in hit[1])
             continue
         found = list(layer_findings(layer, legacy, mxfp8_meta, runtime_checks))
         cache[sig] = (layer.prefix, found)
