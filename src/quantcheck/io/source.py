@@ -96,8 +96,14 @@ else:
         `read_many(ranges)` and `close()`. A protocol: sources need not inherit from it."""
 
 
+#: A local file up to this size is read whole by its first read; every later read (header,
+#: markers) is served from memory: one system call per small checkpoint instead of one per range.
+SMALL_FILE = 256 * 1024
+
+
 class LocalFile:
-    """A file on disk, read with `os.pread` (no shared file position)."""
+    """A file on disk, read with `os.pread` (no shared file position). A file of at most
+    `SMALL_FILE` bytes is read whole on the first read and served from memory after that."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = os.fspath(path)
@@ -105,6 +111,7 @@ class LocalFile:
         self._fd = -1
         self._fd, st = open_regular(self.path)
         self._size = st.st_size
+        self._whole: bytes | None = None
 
     @property
     def size(self) -> int:
@@ -113,6 +120,14 @@ class LocalFile:
     def read(self, offset: int, n: int) -> bytes:
         if n <= 0 or offset >= self._size:
             return b""
+        whole = self._whole
+        if whole is None and self._size <= SMALL_FILE and self._fd >= 0:
+            whole = self._whole = self._pread(0, self._size)
+        if whole is not None and offset >= 0:
+            return whole[offset : offset + n]
+        return self._pread(offset, n)
+
+    def _pread(self, offset: int, n: int) -> bytes:
         n = min(n, self._size - offset)
         chunks = []
         while n > 0:
@@ -125,9 +140,11 @@ class LocalFile:
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
     def read_many(self, ranges: list[tuple[int, int]]) -> list[bytes]:
-        return [self.read(o, n) for o, n in ranges]
+        read = self.read
+        return [read(o, n) for o, n in ranges]
 
     def close(self) -> None:
+        self._whole = None
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1

@@ -60,6 +60,18 @@ class Marker:
         return default
 
 
+#: Decoded marker bytes shared across checkpoints while `shared_decode_cache` is on.
+_SHARED: dict[bytes, tuple[Any, str | None, str | None]] | None = None
+SHARED_MAX = 4096  # distinct marker byte strings kept; the cache starts over when full
+SHARED_BYTES = 4096  # longer markers are decoded per file (the cache stays under 16 MiB)
+
+
+def shared_decode_cache(on: bool) -> None:
+    """Decode each distinct marker byte string once across checkpoints (on), or per file."""
+    global _SHARED
+    _SHARED = {} if on else None
+
+
 def decode_marker_bytes(raw: bytes) -> tuple[Any, str | None, str | None]:
     """Decode marker bytes like the runtimes: (value, error code, detail)."""
     if not raw:
@@ -119,11 +131,19 @@ def read_tensor_markers(source: ByteSource, header: Header) -> tuple[list[Marker
     datas = source.read_many([(t.begin, t.nbytes) for t in wanted]) if wanted else []
     out: list[MarkerSource] = []
     decoded: dict[bytes, tuple[Any, str | None, str | None]] = {}  # most markers repeat
+    shared = _SHARED
     for t, raw in zip(wanted, datas, strict=True):
         prefix = t.name[: -len(MARKER_SUFFIX)]
         hit = decoded.get(raw)
         if hit is None:
-            hit = decoded[raw] = decode_marker_bytes(raw)
+            hit = shared.get(raw) if shared is not None else None
+            if hit is None:
+                hit = decode_marker_bytes(raw)
+                if shared is not None and len(raw) <= SHARED_BYTES:
+                    if len(shared) >= SHARED_MAX:
+                        shared.clear()
+                    shared[raw] = hit
+            decoded[raw] = hit
         value, code, detail = hit
         if code is not None:
             diags.append(Diagnostic(code, f"{detail}: {_preview(raw)}" if raw else str(detail),
