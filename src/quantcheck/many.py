@@ -188,7 +188,7 @@ def is_quantized(ck: Any) -> bool:
 
 def checkpoint_formats(ck: Any) -> list[str]:
     """The marker formats in use, sorted; else the `quant_format` metadata values."""
-    found = {m.format for m in ck.markers.values() if isinstance(m.format, str)}
+    found = {f for m in ck.markers.values() if isinstance(f := m.fields.get("format"), str)}
     if not found:
         found = {v for v in ck.quant_formats.values() if isinstance(v, str)}
     return sorted(found)

@@ -105,8 +105,8 @@ def read_tensor_markers(source: ByteSource, header: Header) -> tuple[list[Marker
     diags: list[Diagnostic] = []
     wanted: list[TensorInfo] = []
     file = header.file
-    for t in header.tensors.values():
-        if not t.name.endswith(MARKER_SUFFIX):
+    for name, t in header.tensors.items():
+        if not name.endswith(MARKER_SUFFIX):
             continue
         if t.dtype in UNREADABLE_MARKER_DTYPES:
             diags.append(Diagnostic(
@@ -232,8 +232,9 @@ def merge_markers(sources: list[MarkerSource]) -> tuple[dict[str, Marker], list[
     for src in sources:
         prefix = src.key[: -len(MARKER_SUFFIX)] if src.origin == "tensor" else src.key
         m = markers.get(prefix)
-        if m is None:
-            m = markers[prefix] = Marker(prefix)
+        if m is None:  # the first source of a prefix: nothing to compare with
+            m = markers[prefix] = Marker(prefix, [src], dict(src.fields))
+            continue
         for k, v in src.fields.items():
             if k in m.fields and m.fields[k] != v:
                 diags.append(Diagnostic(
