@@ -153,9 +153,13 @@ def run_all_rules(ck: Checkpoint) -> list[Diagnostic]:
             continue
         sig = _signature(layer)
         hit = cache.get(sig)
-        if hit is not None and not any(hit[0] in d.message for d in hit[1]):
-            out.extend(_renamed(d, hit[0], layer.prefix) for d in hit[1])
-            continue
+        if hit is not None:
+            old, cached = hit
+            if not cached:  # a clean layer: the common case
+                continue
+            if not any(old in d.message for d in cached):
+                out.extend(_renamed(d, old, layer.prefix) for d in cached)
+                continue
         if shared is not None:
             found = _shared_format_findings(shared, layer, legacy, mxfp8_meta, files, shard_names)
             for checks in runtime_checks:
