@@ -8,9 +8,13 @@ import shutil
 import struct
 from pathlib import Path
 
+import pytest
+
+from quantcheck.io import source
 from quantcheck.io.build import RawTensor, marker_tensor, write_safetensors
 from quantcheck.io.source import SMALL_FILE, LocalFile
 from quantcheck.many import check_many, check_spec
+from quantcheck.model.checkpoint import load_checkpoint
 from quantcheck.model.discover import discover
 
 
@@ -69,3 +73,33 @@ def test_large_file_is_read_per_range(tmp_path: Path) -> None:
         with open(path, "r+b") as f:
             f.write(b"\xff" * 8)
         assert src.read(0, 4) == b"\xff" * 4
+
+
+def test_dropped_or_over_budget_small_file_is_read_per_range(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "m.safetensors"
+    path.write_bytes(b"a" * 100)
+    held = source._buffered[0]  # copies other tests' unclosed files may still hold
+    with LocalFile(path) as src:
+        assert src.read(0, 2) == b"aa"
+        src.drop_buffer()
+        path.write_bytes(b"b" * 100)
+        assert src.read(0, 2) == b"bb"
+    monkeypatch.setattr(source, "BUFFER_BUDGET", held + 150)
+    with LocalFile(path) as one, LocalFile(path) as two:
+        assert one.read(0, 1) == b"b" and two.read(0, 1) == b"b"
+        path.write_bytes(b"c" * 100)
+        assert one.read(0, 1) == b"b"  # the first fits the budget
+        assert two.read(0, 1) == b"c"  # the second does not: read from the file
+    assert source._buffered[0] == held
+
+
+def test_loading_keeps_no_copy_of_small_files(tmp_path: Path) -> None:
+    paths = []
+    for i in range(3):
+        paths.append(tmp_path / f"s{i}.safetensors")
+        write_safetensors(paths[-1], fp8_layers([f"l{i}"], {"format": "float8_e4m3fn"}))
+    held = source._buffered[0]
+    with load_checkpoint([str(p) for p in paths]) as ck:
+        assert len(ck.markers) == 3
+        assert source._buffered[0] == held

@@ -99,6 +99,10 @@ else:
 #: A local file up to this size is read whole by its first read; every later read (header,
 #: markers) is served from memory: one system call per small checkpoint instead of one per range.
 SMALL_FILE = 256 * 1024
+#: At most this many bytes of small files are held at once (many open shards of one
+#: checkpoint); past it, files are read per range.
+BUFFER_BUDGET = 64 * 1024 * 1024
+_buffered = [0]  # bytes held by all LocalFile copies now
 
 
 class LocalFile:
@@ -112,6 +116,18 @@ class LocalFile:
         self._fd, st = open_regular(self.path)
         self._size = st.st_size
         self._whole: bytes | None = None
+        self._buffer = True
+
+    def drop_buffer(self) -> None:
+        """Forget the in-memory copy of a small file and read per range from now on (an open
+        checkpoint of many small shards then holds no copies once its markers are read)."""
+        self._release()
+        self._buffer = False
+
+    def _release(self) -> None:
+        whole, self._whole = self._whole, None
+        if whole is not None:
+            _buffered[0] -= len(whole)
 
     @property
     def size(self) -> int:
@@ -121,8 +137,10 @@ class LocalFile:
         if n <= 0 or offset >= self._size:
             return b""
         whole = self._whole
-        if whole is None and self._size <= SMALL_FILE and self._fd >= 0:
+        if (whole is None and self._buffer and self._size <= SMALL_FILE and self._fd >= 0
+                and _buffered[0] + self._size <= BUFFER_BUDGET):
             whole = self._whole = self._pread(0, self._size)
+            _buffered[0] += len(whole)
         if whole is not None and offset >= 0:
             return whole[offset : offset + n]
         return self._pread(offset, n)
@@ -144,7 +162,7 @@ class LocalFile:
         return [read(o, n) for o, n in ranges]
 
     def close(self) -> None:
-        self._whole = None
+        self._release()
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
@@ -156,6 +174,8 @@ class LocalFile:
         self.close()
 
     def __del__(self) -> None:
+        if getattr(self, "_whole", None) is not None:
+            self._release()
         fd = getattr(self, "_fd", -1)
         if fd >= 0:
             try:

@@ -308,6 +308,9 @@ def assemble(ck: Checkpoint, shards: list[Shard], *, read_markers: bool = True) 
         if read_markers:
             hs, hd = read_header_markers(header)
             ts, td = read_tensor_markers(shard.source, header)
+            drop = getattr(shard.source, "drop_buffer", None)
+            if drop is not None:
+                drop()  # header and markers are read: keep no copy of a small file
             ts.sort(key=lambda m: m.key)
             sources += hs + ts
             ck.diagnostics += hd + td
