@@ -130,6 +130,7 @@ def check_many(specs: list[CheckpointSpec], *, jobs: int = 1,
     jobs = jobs if any(is_remote(p) for s in specs for p in s.paths) else 1
     bar = Progress(len(specs), "checking", unit="checkpoints",
                    enabled=None if len(specs) > 1 else False)
+    _share_across_checkpoints(True)
     try:
         if jobs == 1:  # no threads (nor their imports) for local checkpoints
             out = []
@@ -143,7 +144,18 @@ def check_many(specs: list[CheckpointSpec], *, jobs: int = 1,
                 for s, r in map_bounded(lambda s: check_spec(s, **options), specs, jobs,
                                         progress=lambda s: bar.advance(redact_url(s.name)))]
     finally:
+        _share_across_checkpoints(False)
         bar.close()
+
+
+def _share_across_checkpoints(on: bool) -> None:
+    """Marker decodes and format-rule findings are reused across the checkpoints of one run
+    (results are identical; see `rules.engine.shared_layer_cache`)."""
+    from quantcheck.model.markers import shared_decode_cache
+    from quantcheck.rules.engine import shared_layer_cache
+
+    shared_decode_cache(on)
+    shared_layer_cache(on)
 
 
 def _failed(spec: CheckpointSpec, exc: Exception) -> CheckpointResult:
@@ -176,7 +188,7 @@ def is_quantized(ck: Any) -> bool:
 
 def checkpoint_formats(ck: Any) -> list[str]:
     """The marker formats in use, sorted; else the `quant_format` metadata values."""
-    found = {m.format for m in ck.markers.values() if isinstance(m.format, str)}
+    found = {f for m in ck.markers.values() if isinstance(f := m.fields.get("format"), str)}
     if not found:
         found = {v for v in ck.quant_formats.values() if isinstance(v, str)}
     return sorted(found)

@@ -96,8 +96,18 @@ else:
         `read_many(ranges)` and `close()`. A protocol: sources need not inherit from it."""
 
 
+#: A local file up to this size is read whole by its first read; every later read (header,
+#: markers) is served from memory: one system call per small checkpoint instead of one per range.
+SMALL_FILE = 256 * 1024
+#: At most this many bytes of small files are held at once (many open shards of one
+#: checkpoint); past it, files are read per range.
+BUFFER_BUDGET = 64 * 1024 * 1024
+_buffered = [0]  # bytes held by all LocalFile copies now
+
+
 class LocalFile:
-    """A file on disk, read with `os.pread` (no shared file position)."""
+    """A file on disk, read with `os.pread` (no shared file position). A file of at most
+    `SMALL_FILE` bytes is read whole on the first read and served from memory after that."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = os.fspath(path)
@@ -105,6 +115,19 @@ class LocalFile:
         self._fd = -1
         self._fd, st = open_regular(self.path)
         self._size = st.st_size
+        self._whole: bytes | None = None
+        self._buffer = True
+
+    def drop_buffer(self) -> None:
+        """Forget the in-memory copy of a small file and read per range from now on (an open
+        checkpoint of many small shards then holds no copies once its markers are read)."""
+        self._release()
+        self._buffer = False
+
+    def _release(self) -> None:
+        whole, self._whole = self._whole, None
+        if whole is not None:
+            _buffered[0] -= len(whole)
 
     @property
     def size(self) -> int:
@@ -113,6 +136,16 @@ class LocalFile:
     def read(self, offset: int, n: int) -> bytes:
         if n <= 0 or offset >= self._size:
             return b""
+        whole = self._whole
+        if (whole is None and self._buffer and self._size <= SMALL_FILE and self._fd >= 0
+                and _buffered[0] + self._size <= BUFFER_BUDGET):
+            whole = self._whole = self._pread(0, self._size)
+            _buffered[0] += len(whole)
+        if whole is not None and offset >= 0:
+            return whole[offset : offset + n]
+        return self._pread(offset, n)
+
+    def _pread(self, offset: int, n: int) -> bytes:
         n = min(n, self._size - offset)
         chunks = []
         while n > 0:
@@ -125,9 +158,11 @@ class LocalFile:
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
     def read_many(self, ranges: list[tuple[int, int]]) -> list[bytes]:
-        return [self.read(o, n) for o, n in ranges]
+        read = self.read
+        return [read(o, n) for o, n in ranges]
 
     def close(self) -> None:
+        self._release()
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
@@ -139,6 +174,8 @@ class LocalFile:
         self.close()
 
     def __del__(self) -> None:
+        if getattr(self, "_whole", None) is not None:
+            self._release()
         fd = getattr(self, "_fd", -1)
         if fd >= 0:
             try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 
 from quantcheck._record import factory, record
 from quantcheck.diagnostics import Diagnostic, json_pointer
@@ -111,7 +112,8 @@ def expand_inputs(paths: list[str]) -> tuple[list[str], str | None, list[Diagnos
             index = index or idx
             diags += d
             continue
-        if os.path.isdir(p):
+        st = _stat(p)
+        if st is not None and stat.S_ISDIR(st.st_mode):
             names = sorted(os.listdir(p))
             idx_names = [n for n in names if n.endswith(".safetensors" + INDEX_SUFFIX)]
             if idx_names:
@@ -125,17 +127,25 @@ def expand_inputs(paths: list[str]) -> tuple[list[str], str | None, list[Diagnos
                 raise InputError(f"{p}: folder holds no .safetensors files")
             files += found
         elif p.endswith(INDEX_SUFFIX):
-            if not os.path.exists(p):
+            if st is None:
                 raise InputError(f"{p}: no such file")
             index = p
             more, d = shards_from_index(p)
             files += more
             diags += d
         else:
-            if not os.path.exists(p):
+            if st is None:
                 raise InputError(f"{p}: no such file or folder")
             files.append(p)
-    return _unique_files(files), index, diags
+    return _unique_files(files) if len(files) > 1 else files, index, diags
+
+
+def _stat(path: str) -> os.stat_result | None:
+    """`os.stat(path)`, or None where `os.path.exists` would say False."""
+    try:
+        return os.stat(path)
+    except (OSError, ValueError):
+        return None
 
 
 def _unique_files(files: list[str]) -> list[str]:
@@ -218,7 +228,6 @@ def _shard_problem(folder: str, shard: str) -> tuple[Rule, str] | None:
         st = os.stat(full)
     except (OSError, ValueError, UnicodeError):
         return R.QC504, f"shard {shard!r} named by the index does not exist"
-    import stat
 
     if not stat.S_ISREG(st.st_mode):
         return R.QC504, (f"shard {shard!r} named by the index is {file_kind(st.st_mode)}, not "
@@ -299,6 +308,9 @@ def assemble(ck: Checkpoint, shards: list[Shard], *, read_markers: bool = True) 
         if read_markers:
             hs, hd = read_header_markers(header)
             ts, td = read_tensor_markers(shard.source, header)
+            drop = getattr(shard.source, "drop_buffer", None)
+            if drop is not None:
+                drop()  # header and markers are read: keep no copy of a small file
             ts.sort(key=lambda m: m.key)
             sources += hs + ts
             ck.diagnostics += hd + td

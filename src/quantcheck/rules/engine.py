@@ -4,6 +4,8 @@ Diffusion checkpoints repeat the same layer layout hundreds of times. A layer's 
 only on its signature (marker fields, tensor suffixes/dtypes/shapes/files, and whether its name
 reads as an embedding), so the rules run once per signature; other layers with that signature get
 copies renamed to their own prefix. Findings whose message names the prefix are recomputed.
+While many checkpoints are checked (`shared_layer_cache`), the format rules' findings are also
+reused across checkpoints, keyed by the signature with files replaced by their shard position.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Iterator
 from operator import itemgetter
 
 from quantcheck.diagnostics import Diagnostic
+from quantcheck.io.source import base_name
 from quantcheck.model.checkpoint import Checkpoint
 from quantcheck.model.layers import Layer
 from quantcheck.rules.layer_rules import check_layer
@@ -27,11 +30,90 @@ if TYPE_CHECKING:
 def layer_findings(layer: Layer, legacy: bool, mxfp8_meta: bool,
                    runtime_checks: list[Any]) -> Iterator[Diagnostic]:
     """Every per-layer rule for one layer: the format rules, then each runtime's own."""
+    yield from format_findings(layer, legacy, mxfp8_meta)
+    for checks in runtime_checks:
+        yield from checks.layer_findings(layer)
+
+
+def format_findings(layer: Layer, legacy: bool, mxfp8_meta: bool) -> Iterator[Diagnostic]:
+    """The format rules of one layer: they read only the layer and the two file flags."""
     if layer.marker is not None:
         yield from check_marker_fields(layer.marker)
     yield from check_layer(layer, legacy, mxfp8_meta)
-    for checks in runtime_checks:
-        yield from checks.layer_findings(layer)
+
+
+#: Format-rule findings shared across checkpoints while `shared_layer_cache` is on (many
+#: checkpoints are checked in one run): file-free layer signature -> (prefix, files, findings).
+_SHARED: dict[tuple[object, ...], tuple[str, tuple[str, ...], list[Diagnostic]]] | None = None
+SHARED_MAX = 4096  # distinct signatures kept; the cache starts over when full
+
+
+def shared_layer_cache(on: bool) -> None:
+    """Share format-rule results across checkpoints (on) or stop and forget them (off).
+    Results stay identical: only findings that name neither the layer nor a file are reused."""
+    global _SHARED
+    _SHARED = {} if on else None
+
+
+def _shared_key(layer: Layer, legacy: bool, mxfp8_meta: bool,
+                files: dict[str, int]) -> tuple[object, ...]:
+    """The layer's signature with each file replaced by its position among the shards."""
+    m = layer.marker
+    ts = layer.tensors
+    return (len(files), legacy, mxfp8_meta, repr(m.fields) if m else None,
+            tuple((s.origin, files.get(s.file, s.file)) for s in m.sources) if m else None,
+            tuple(ts), tuple((t[1], t[2], files.get(t[5], t[5])) for t in ts.values()),
+            is_embedding_name(layer))
+
+
+def _portable(found: list[Diagnostic], prefix: str, files: tuple[str, ...]) -> bool:
+    """Whether `_moved` can carry findings to another layer and files exactly: the layer and
+    files appear only in the fields it rewrites, never in the text."""
+    names = [prefix, *files, *(base_name(f) for f in files)]
+    for d in found:
+        if (d.layer not in (prefix, None) or (d.file is not None and d.file not in files)
+                or (d.tensor is not None and not d.tensor.startswith(prefix))
+                or (d.pointer is not None and prefix not in d.pointer)):
+            return False
+        text = f"{d.message}\0{d.data!r}\0{d.fix!r}"
+        if any(n in text for n in names):
+            return False
+    return True
+
+
+def _moved(d: Diagnostic, old: str, new: str, files: dict[str, str]) -> Diagnostic:
+    """A copy of `d` for layer `new` (was `old`), its file renamed through `files`."""
+    tensor = d.tensor
+    if tensor is not None and tensor.startswith(old):
+        tensor = new + tensor[len(old):]
+    return Diagnostic(d.code, d.message, file=None if d.file is None else files[d.file],
+                      tensor=tensor, layer=new if d.layer == old else d.layer,
+                      pointer=None if d.pointer is None else d.pointer.replace(old, new, 1),
+                      fix=d.fix, effects=d.effects, severity=d.severity, data=d.data)
+
+
+def _shared_format_findings(shared: dict[tuple[object, ...], tuple[str, tuple[str, ...],
+                                                                   list[Diagnostic]]],
+                            layer: Layer, legacy: bool, mxfp8_meta: bool,
+                            files: dict[str, int], shard_names: tuple[str, ...]
+                            ) -> list[Diagnostic]:
+    """`format_findings`, reused from an earlier checkpoint's layer of the same signature."""
+    key = _shared_key(layer, legacy, mxfp8_meta, files)
+    hit = shared.get(key)
+    if hit is not None:
+        prefix, old_files, found = hit
+        if not found:
+            return []
+        names = dict(zip(old_files, shard_names, strict=True))
+        return [_moved(d, prefix, layer.prefix, names) for d in found]
+    found = list(format_findings(layer, legacy, mxfp8_meta))
+    if _portable(found, layer.prefix, shard_names):
+        if len(shared) >= SHARED_MAX:
+            shared.clear()
+        same = {f: f for f in shard_names}
+        shared[key] = (layer.prefix, shard_names, [_moved(d, layer.prefix, layer.prefix, same)
+                                                   for d in found])
+    return found
 
 
 _DTYPE_SHAPE_FILE = itemgetter(1, 2, 5)
@@ -69,15 +151,27 @@ def run_all_rules(ck: Checkpoint) -> list[Diagnostic]:
     for checks in runtime_checks:
         out.extend(checks.file_findings())
     cache: dict[tuple[object, ...], tuple[str, list[Diagnostic]]] = {}
+    shared = _SHARED
+    shard_names = tuple(s.name for s in ck.shards)
+    files = {f: i for i, f in enumerate(shard_names)}
     for layer in ck.layers.values():
         if layer.weight is None:
             continue
         sig = _signature(layer)
         hit = cache.get(sig)
-        if hit is not None and not any(hit[0] in d.message for d in hit[1]):
-            out.extend(_renamed(d, hit[0], layer) for d in hit[1])
-            continue
-        found = list(layer_findings(layer, legacy, mxfp8_meta, runtime_checks))
+        if hit is not None:
+            old, cached = hit
+            if not cached:  # a clean layer: the common case
+                continue
+            if not any(old in d.message for d in cached):
+                out.extend(_renamed(d, old, layer) for d in cached)
+                continue
+        if shared is not None:
+            found = _shared_format_findings(shared, layer, legacy, mxfp8_meta, files, shard_names)
+            for checks in runtime_checks:
+                found.extend(checks.layer_findings(layer))
+        else:
+            found = list(layer_findings(layer, legacy, mxfp8_meta, runtime_checks))
         cache[sig] = (layer.prefix, found)
         out.extend(found)
     return out
