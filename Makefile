@@ -23,14 +23,16 @@ demo: $(STAMP_BASE)
 	@$(BIN)/python examples/demo.py
 
 test: $(STAMP_DEV) typecheck
-	$(BIN)/ruff check src tests benchmarks examples
+	$(BIN)/ruff check src tests benchmarks examples docs
+	$(BIN)/ruff format --check src tests benchmarks examples docs
 	@echo "numeric contract with torch's baseline kernels, one thread everywhere:"
 	ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1 QUANTCHECK_THREADS=1 \
 	  $(BIN)/python -m pytest -q -p no:cacheprovider tests/numeric
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP_DEV) typecheck
-	$(BIN)/ruff check src tests benchmarks examples
+	$(BIN)/ruff check src tests benchmarks examples docs
+	$(BIN)/ruff format --check src tests benchmarks examples docs
 
 typecheck: $(STAMP_DEV)
 	$(BIN)/mypy src

@@ -70,8 +70,10 @@ def proc_ms(cmd: list[str], runs: int) -> tuple[float, float]:
 
 def child_peak_mib(cmd: list[str]) -> float:
     """Peak RSS of one fresh child (a new process so earlier children do not mask it)."""
-    code = ("import resource,subprocess,sys;subprocess.run(sys.argv[1:],capture_output=True);"
-            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    code = (
+        "import resource,subprocess,sys;subprocess.run(sys.argv[1:],capture_output=True);"
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+    )
     out = subprocess.run([sys.executable, "-c", code, *cmd], capture_output=True, text=True)
     return int(out.stdout.strip()) / 1024
 
@@ -91,13 +93,22 @@ def hostile_timings(runs: int) -> None:
 
     cases = {
         "100,000 valid tensors": file_of(
-            {f"blocks.{i}.w": {"dtype": "U8", "shape": [1], "data_offsets": [i, i + 1]}
-             for i in range(100_000)}, b"\0" * 100_000),
+            {
+                f"blocks.{i}.w": {"dtype": "U8", "shape": [1], "data_offsets": [i, i + 1]}
+                for i in range(100_000)
+            },
+            b"\0" * 100_000,
+        ),
         "100,000 overlapping tensors": file_of(
-            {f"t{i}": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1]}
-             for i in range(100_000)}, b"\0"),
+            {
+                f"t{i}": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1]}
+                for i in range(100_000)
+            },
+            b"\0",
+        ),
         "one shape of 100,000 dims of 2^62": file_of(
-            {"w": {"dtype": "U8", "shape": [2**62] * 100_000, "data_offsets": [0, 0]}}, b""),
+            {"w": {"dtype": "U8", "shape": [2**62] * 100_000, "data_offsets": [0, 0]}}, b""
+        ),
     }
     for name, data in cases.items():
         ms = median_ms(lambda d=data: read_header(MemorySource(d)), runs)
@@ -109,10 +120,16 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--keep", action="store_true", help="keep the sparse file")
     ap.add_argument("--file", help="use this checkpoint instead of generating one")
-    ap.add_argument("--hostile", action="store_true",
-                    help="also time hostile headers (100k tensors, 100k overlaps, 100k huge dims)")
-    ap.add_argument("--report", action="store_true",
-                    help="also time the HTML report of the checkpoint (no --compare)")
+    ap.add_argument(
+        "--hostile",
+        action="store_true",
+        help="also time hostile headers (100k tensors, 100k overlaps, 100k huge dims)",
+    )
+    ap.add_argument(
+        "--report",
+        action="store_true",
+        help="also time the HTML report of the checkpoint (no --compare)",
+    )
     args = ap.parse_args()
     tmp = None if args.file else tempfile.mkdtemp(prefix="qc-bench-")
     path = args.file or os.path.join(tmp, "big.safetensors")
@@ -135,14 +152,19 @@ def main() -> None:
     n = check_paths([path]).stats
     rows = [
         ("floor (header + json.loads + marker reads)", floor, "1.00x floor"),
-        ("quantcheck check, in process", ours, f"{ours / floor:.2f}x floor; "
-         f"{safe / ours:.1f}x faster than safe_open"),
+        (
+            "quantcheck check, in process",
+            ours,
+            f"{ours / floor:.2f}x floor; {safe / ours:.1f}x faster than safe_open",
+        ),
         ("(b) safetensors safe_open numpy, in process", safe, f"{safe / floor:.1f}x floor"),
         ("quantcheck check, CLI process", cli, f"{torch_ms / cli:.1f}x faster than (c)"),
         ("(c) torch + safe_open pt, process", torch_ms, ""),
     ]
-    print(f"checkpoint: {path} ({os.path.getsize(path) / 2**30:.1f} GiB sparse, "
-          f"{n['tensors']} tensors, {n['markers']} markers); median of {runs} warm runs\n")
+    print(
+        f"checkpoint: {path} ({os.path.getsize(path) / 2**30:.1f} GiB sparse, "
+        f"{n['tensors']} tensors, {n['markers']} markers); median of {runs} warm runs\n"
+    )
     print("| measurement | ms | ratio |\n|---|---:|---|")
     for name, ms, ratio in rows:
         print(f"| {name} | {ms:.1f} | {ratio} |")

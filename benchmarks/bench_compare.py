@@ -30,8 +30,14 @@ import time
 import zlib
 from pathlib import Path
 
-SHAPES = [("attn.q", 3072, 3072), ("attn.k", 3072, 3072), ("attn.v", 3072, 3072),
-          ("attn.o", 3072, 3072), ("mlp.up", 12288, 3072), ("mlp.down", 3072, 12288)]
+SHAPES = [
+    ("attn.q", 3072, 3072),
+    ("attn.k", 3072, 3072),
+    ("attn.v", 3072, 3072),
+    ("attn.o", 3072, 3072),
+    ("mlp.up", 12288, 3072),
+    ("mlp.down", 3072, 12288),
+]
 
 
 def _layers(blocks: int) -> list[tuple[str, int, int]]:
@@ -42,8 +48,11 @@ def _write_original(path: Path, layers: list[tuple[str, int, int]], weight) -> N
     """A safetensors file streamed layer by layer (the whole file never sits in memory)."""
     header, offset = {}, 0
     for prefix, n, k in layers:
-        header[f"{prefix}.weight"] = {"dtype": "BF16", "shape": [n, k],
-                                      "data_offsets": [offset, offset + n * k * 2]}
+        header[f"{prefix}.weight"] = {
+            "dtype": "BF16",
+            "shape": [n, k],
+            "data_offsets": [offset, offset + n * k * 2],
+        }
         offset += n * k * 2
     text = json.dumps(header).encode()
     text += b" " * (-len(text) % 8)
@@ -74,16 +83,19 @@ def build(folder: Path, blocks: int) -> tuple[Path, Path]:
         rng = np.random.default_rng(zlib.crc32(prefix.encode()))
         w = (rng.standard_normal((n, k), dtype=np.float32) * 0.02).astype(ml_dtypes.bfloat16)
         q = quantize(w, "nvfp4")
-        qtensors.extend(RawTensor(f"{prefix}.{s}", dt, a.shape, to_bytes(a))
-                        for s, (dt, a) in q.tensors.items())
+        qtensors.extend(
+            RawTensor(f"{prefix}.{s}", dt, a.shape, to_bytes(a)) for s, (dt, a) in q.tensors.items()
+        )
         qtensors.append(marker_tensor(prefix, q.marker))
         return w
 
     t = time.perf_counter()
     _write_original(orig, layers, weight)
     write_safetensors(quant, qtensors)
-    print(f"built {orig.name} ({orig.stat().st_size / 1e9:.2f} GB) and {quant.name} "
-          f"({quant.stat().st_size / 1e9:.2f} GB) in {time.perf_counter() - t:.0f} s")
+    print(
+        f"built {orig.name} ({orig.stat().st_size / 1e9:.2f} GB) and {quant.name} "
+        f"({quant.stat().st_size / 1e9:.2f} GB) in {time.perf_counter() - t:.0f} s"
+    )
     return quant, orig
 
 
@@ -136,12 +148,16 @@ def main() -> None:
     import quantcheck
 
     print(f"quantcheck from {Path(quantcheck.__file__).parent}")
-    print(f"CPU: {_cpu()}, {os.cpu_count()} CPUs, QUANTCHECK_THREADS="
-          f"{os.environ.get('QUANTCHECK_THREADS', '(default)')}")
+    print(
+        f"CPU: {_cpu()}, {os.cpu_count()} CPUs, QUANTCHECK_THREADS="
+        f"{os.environ.get('QUANTCHECK_THREADS', '(default)')}"
+    )
     print(f"(a) dequantize every layer + read the original: {a:7.2f} s")
     print(f"(b) compare:                                    {b:7.2f} s")
-    print(f"ratio b/a: {b / a:.2f}x (best of {args.repeat} each; per-round ratios "
-          f"{', '.join(f'{p:.2f}' for p in pairs)})")
+    print(
+        f"ratio b/a: {b / a:.2f}x (best of {args.repeat} each; per-round ratios "
+        f"{', '.join(f'{p:.2f}' for p in pairs)})"
+    )
 
 
 if __name__ == "__main__":

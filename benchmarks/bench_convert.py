@@ -19,8 +19,14 @@ import sys
 import tempfile
 import time
 
-FORMATS = [("float8_e4m3fn", []), ("int8_tensorwise", []), ("nvfp4", []), ("mxfp8", []),
-           ("asym_w4a8_int8", []), ("convrot_w4a4", [])]
+FORMATS = [
+    ("float8_e4m3fn", []),
+    ("int8_tensorwise", []),
+    ("nvfp4", []),
+    ("mxfp8", []),
+    ("asym_w4a8_int8", []),
+    ("convrot_w4a4", []),
+]
 
 CHILD = r"""
 import json, os, sys, time
@@ -87,11 +93,22 @@ def main() -> None:
         for fmt, extra in FORMATS:
             out = os.path.join(d, f"{fmt}.safetensors")
             t = time.perf_counter()
-            proc = subprocess.run([sys.executable, "-c", CHILD, src, out, fmt, *extra],
-                                  capture_output=True, text=True, check=True)
+            proc = subprocess.run(
+                [sys.executable, "-c", CHILD, src, out, fmt, *extra],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
             res = json.loads(proc.stdout.strip().splitlines()[-1])
-            rows.append((fmt, res["peak"] / 2**20, res["peak"] / f32, res["seconds"],
-                         time.perf_counter() - t))
+            rows.append(
+                (
+                    fmt,
+                    res["peak"] / 2**20,
+                    res["peak"] / f32,
+                    res["seconds"],
+                    time.perf_counter() - t,
+                )
+            )
     print(f"largest layer {n}x{k} BF16; its F32 size {f32 / 2**20:.0f} MiB; bound 3.00x")
     if args.markdown:
         print("\n| format | peak above baseline (MiB) | x F32 of largest layer | write s |")

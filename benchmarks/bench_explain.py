@@ -15,8 +15,10 @@ import subprocess
 import sys
 import time
 
-MESSAGE = ("ValueError: Comfy INT8 layer 'blocks.0.attn.qkv' needs I8 weights and F32 scales, "
-           "got BF16 and F32")
+MESSAGE = (
+    "ValueError: Comfy INT8 layer 'blocks.0.attn.qkv' needs I8 weights and F32 scales, "
+    "got BF16 and F32"
+)
 CHILD = """
 import sys, time
 from quantcheck.explain.messages import match_message
@@ -33,9 +35,12 @@ def pastes(size: int) -> dict[str, str]:
     start = "Comfy W4A8 layer 'x' has incompatible weight/scale shapes: "
     shapes = start + "(8, 1), " * ((size - len(start)) // 8)  # never ", and ": no match
     half = "Comfy INT8 layer 'x' needs I8 weights and F32 scales, got BF16\n"
-    return {"log, message last": log, "log as one line": log.replace("\n", " "),
-            "unfinished shapes message": shapes,
-            "repeated half messages": half * (size // len(half))}
+    return {
+        "log, message last": log,
+        "log as one line": log.replace("\n", " "),
+        "unfinished shapes message": shapes,
+        "repeated half messages": half * (size // len(half)),
+    }
 
 
 def main() -> None:
@@ -48,8 +53,14 @@ def main() -> None:
         for kind, text in pastes(size).items():
             t = time.perf_counter()
             try:
-                out = subprocess.run([sys.executable, "-c", CHILD], input=text, text=True,
-                                     capture_output=True, timeout=args.timeout, check=True)
+                out = subprocess.run(
+                    [sys.executable, "-c", CHILD],
+                    input=text,
+                    text=True,
+                    capture_output=True,
+                    timeout=args.timeout,
+                    check=True,
+                )
                 secs, code = out.stdout.split()
             except subprocess.TimeoutExpired:
                 secs, code = f"> {time.perf_counter() - t:.0f} (killed)", "-"

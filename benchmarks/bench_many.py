@@ -47,9 +47,11 @@ def make_folder(folder: Path, count: int, layers: int) -> int:
         tensors = []
         for j in range(layers):
             p = f"model.diffusion_model.blocks.{j}.attn.qkv"
-            tensors += [RawTensor(f"{p}.weight", "F8_E4M3", (64, 64), bytes(4096)),
-                        RawTensor(f"{p}.weight_scale", "F32", (), struct.pack("<f", 0.01)),
-                        marker_tensor(p, {"format": "float8_e4m3fn"})]
+            tensors += [
+                RawTensor(f"{p}.weight", "F8_E4M3", (64, 64), bytes(4096)),
+                RawTensor(f"{p}.weight_scale", "F32", (), struct.pack("<f", 0.01)),
+                marker_tensor(p, {"format": "float8_e4m3fn"}),
+            ]
         path = sub / f"model_{i:04d}.safetensors"
         write_safetensors(path, tensors, {"producer": "bench_many"})
         with open(path, "rb") as f:
@@ -102,20 +104,34 @@ def main(argv: list[str]) -> None:
         t_ours = timed(lambda: ours(str(folder)), args.runs)
         env = {**os.environ, "PYTHONPATH": str(HERE.parent / "src")}
         cmd = [sys.executable, "-m", "quantcheck", "check", "--quiet", str(folder)]
-        t_cli = timed(lambda: subprocess.run(cmd, env=env, capture_output=True, check=True),
-                      args.runs)
+        t_cli = timed(
+            lambda: subprocess.run(cmd, env=env, capture_output=True, check=True), args.runs
+        )
         n = len(paths)
-        print(f"{n} checkpoints, {args.layers} FP8 layers each, headers {header_total:,} bytes "
-              f"in all; medians of {args.runs} warm runs\n")
+        print(
+            f"{n} checkpoints, {args.layers} FP8 layers each, headers {header_total:,} bytes "
+            f"in all; medians of {args.runs} warm runs\n"
+        )
         print("| measurement | ms | per checkpoint µs | ratio |")
         print("|---|---:|---:|---|")
-        rows = [("headers: open + read + `json.loads` of every header", t_headers, "1.00x"),
-                ("floor: headers + one read + `json.loads` per marker (`floor_read.py`)",
-                 t_floor, f"{t_floor / t_headers:.2f}x headers"),
-                ("`quantcheck check --quiet FOLDER` in process (discovery, all rules, table)",
-                 t_ours, f"{t_ours / t_headers:.2f}x headers, {t_ours / t_floor:.2f}x floor"),
-                ("`quantcheck check --quiet FOLDER` as a process", t_cli,
-                 f"{t_cli / t_headers:.2f}x headers")]
+        rows = [
+            ("headers: open + read + `json.loads` of every header", t_headers, "1.00x"),
+            (
+                "floor: headers + one read + `json.loads` per marker (`floor_read.py`)",
+                t_floor,
+                f"{t_floor / t_headers:.2f}x headers",
+            ),
+            (
+                "`quantcheck check --quiet FOLDER` in process (discovery, all rules, table)",
+                t_ours,
+                f"{t_ours / t_headers:.2f}x headers, {t_ours / t_floor:.2f}x floor",
+            ),
+            (
+                "`quantcheck check --quiet FOLDER` as a process",
+                t_cli,
+                f"{t_cli / t_headers:.2f}x headers",
+            ),
+        ]
         for name, ms, ratio in rows:
             print(f"| {name} | {ms:.1f} | {ms * 1000 / n:.0f} | {ratio} |")
     finally:

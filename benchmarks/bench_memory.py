@@ -74,16 +74,19 @@ def main() -> None:
         path = Path(tmp) / "many_findings.safetensors"
         # in a child: a parent grown by building the header would pass its RSS on through fork
         # (Linux keeps ru_maxrss across exec) and inflate every figure below
-        made = subprocess.run([sys.executable, __file__, "--make", str(path),
-                               "--tensors", str(args.tensors)],
-                              check=True, capture_output=True, text=True)
+        made = subprocess.run(
+            [sys.executable, __file__, "--make", str(path), "--tensors", str(args.tensors)],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
         size = int(made.stdout)
-        rows = [("python (start-up only)", *peak_rss([sys.executable, "-c", "pass"])),
-                ("header only (json.loads)",
-                 *peak_rss([sys.executable, "-c", HEADER_ONLY, str(path)]))]
+        rows = [
+            ("python (start-up only)", *peak_rss([sys.executable, "-c", "pass"])),
+            ("header only (json.loads)", *peak_rss([sys.executable, "-c", HEADER_ONLY, str(path)])),
+        ]
         for fmt in args.formats.split(","):
-            cmd = [sys.executable, "-m", "quantcheck", "check", "--output-format", fmt,
-                   str(path)]
+            cmd = [sys.executable, "-m", "quantcheck", "check", "--output-format", fmt, str(path)]
             rows.append((f"check --output-format {fmt}", *peak_rss(cmd)))
     print(f"{args.tensors:,} tensors, {args.tensors:,} findings, header {size / 1e6:.1f} MB")
     print()

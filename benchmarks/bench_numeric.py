@@ -93,16 +93,21 @@ def _ck_calls(ckref, fmt: str, opts: dict, w, tensors: dict, marker: dict, n: in
 
     f32 = torch.float32
     if fmt in ("float8_e4m3fn", "float8_e5m2"):
+
         def deq():
             return ck.dequantize_per_tensor_fp8(t["weight"], t["weight_scale"], f32)
     elif fmt == "int8_tensorwise" and marker.get("convrot"):
+
         def deq():
             return torch.ops.comfy_kitchen.dequantize_int8_convrot_weight(
-                t["weight"], t["weight_scale"], marker["convrot_groupsize"])
+                t["weight"], t["weight_scale"], marker["convrot_groupsize"]
+            )
     elif fmt == "int8_tensorwise":
+
         def deq():
             return ck.dequantize_int8_simple(t["weight"], t["weight_scale"])
     elif fmt == "nvfp4":
+
         def deq():
             return ck.dequantize_nvfp4(t["weight"], t["weight_scale_2"], t["weight_scale"], f32)
     elif fmt == "mxfp8":
@@ -111,22 +116,38 @@ def _ck_calls(ckref, fmt: str, opts: dict, w, tensors: dict, marker: dict, n: in
         def deq():
             return ck.dequantize_mxfp8(t["weight"], bs, f32)
     elif fmt == "asym_w4a8_int8":
+
         def deq():
             return ck.dequantize_w4a8_int8_weight(
-                t["weight"], t["weight_s_rel"], t["weight_s_channel"], t.get("weight_codebook"),
-                t.get("weight_correction"), marker["group_size"], marker["convrot_groupsize"], f32)
+                t["weight"],
+                t["weight_s_rel"],
+                t["weight_s_channel"],
+                t.get("weight_codebook"),
+                t.get("weight_correction"),
+                marker["group_size"],
+                marker["convrot_groupsize"],
+                f32,
+            )
     elif fmt == "convrot_w4a4":
+
         def deq():
             return ck.dequantize_convrot_w4a4_weight(
-                t["weight"], t["weight_scale"], marker["convrot_groupsize"], 64, f32)
+                t["weight"], t["weight_scale"], marker["convrot_groupsize"], 64, f32
+            )
     else:  # awq_w4a16
         from comfy_kitchen.tensor.awq_w4a16 import TensorCoreAWQW4A16Layout as Awq
 
-        params = Awq.Params(scale=t["weight_scale"], orig_dtype=f32, orig_shape=(n, k),
-                            zeros=t["weight_zeros"], group_size=64)
+        params = Awq.Params(
+            scale=t["weight_scale"],
+            orig_dtype=f32,
+            orig_shape=(n, k),
+            zeros=t["weight_zeros"],
+            group_size=64,
+        )
 
         def deq():
             return Awq.dequantize(t["weight"], params)
+
     return quant, deq
 
 
@@ -153,7 +174,8 @@ def run_speed(n: int, k: int, repeat: int) -> list[dict]:
             t_ours, t_ck = _best_pair(lambda f=fmt, o=opts: quantize(w, f, **o), ck_q, rep)
             row["q_ours"], row["q_ck"] = mb / t_ours, mb / t_ck
         t_ours, t_ck = _best_pair(
-            lambda f=fmt, t=tensors, m=marker: dequantize(f, t, m, (n, k)), ck_dq, repeat)
+            lambda f=fmt, t=tensors, m=marker: dequantize(f, t, m, (n, k)), ck_dq, repeat
+        )
         row["dq_ours"], row["dq_ck"] = mb / t_ours, mb / t_ck
         rows.append(row)
         print(json.dumps(row), file=sys.stderr)
@@ -177,8 +199,9 @@ def run_agreement(n: int, k: int) -> dict[str, str]:
         if fmt == "awq_w4a16":
             t = _awq_tensors(n, k)
             m = {"format": fmt, "group_size": 64}
-            same = np.array_equal(dequantize(fmt, t, m, (n, k)),
-                                  ckref.ck_dequantize(fmt, t, m, (n, k)))
+            same = np.array_equal(
+                dequantize(fmt, t, m, (n, k)), ckref.ck_dequantize(fmt, t, m, (n, k))
+            )
             out[_label(fmt, opts)] = "dequantize bit-exact" if same else "DIFFERS"
             continue
         layer = quantize(w, fmt, **opts)
@@ -187,24 +210,34 @@ def run_agreement(n: int, k: int) -> dict[str, str]:
         ref_deq = ckref.ck_dequantize(fmt, theirs, layer.marker, (n, k))
         rotated = fmt in ("convrot_w4a4", "asym_w4a8_int8") or opts.get("convrot")
         if not rotated:
-            diff = sum(int(np.count_nonzero(a.reshape(-1).view(np.uint8)
-                                            != theirs[key].reshape(-1).view(np.uint8)))
-                       for key, (_, a) in layer.tensors.items())
+            diff = sum(
+                int(
+                    np.count_nonzero(
+                        a.reshape(-1).view(np.uint8) != theirs[key].reshape(-1).view(np.uint8)
+                    )
+                )
+                for key, (_, a) in layer.tensors.items()
+            )
             dd = int(np.count_nonzero(ours_deq.view(np.uint32) != ref_deq.view(np.uint32)))
-            out[_label(fmt, opts)] = ("bit-exact" if diff == dd == 0
-                                      else f"{diff} bytes / {dd} values DIFFER")
+            out[_label(fmt, opts)] = (
+                "bit-exact" if diff == dd == 0 else f"{diff} bytes / {dd} values DIFFER"
+            )
             continue
         st = check_quantize(fmt, opts, w, layer.arrays(), theirs)
-        dd = contract.check_rotated_dequantize(fmt, theirs, layer.marker, (n, k), "float32",
-                                               ours_deq, ref_deq)
+        dd = contract.check_rotated_dequantize(
+            fmt, theirs, layer.marker, (n, k), "float32", ours_deq, ref_deq
+        )
         mine = layer.arrays()
-        scales = [f"{key} {np.count_nonzero(mine[key] != theirs[key])} of {theirs[key].size}"
-                  for key in theirs if key != "weight"
-                  and not np.array_equal(mine[key], theirs[key])]
+        scales = [
+            f"{key} {np.count_nonzero(mine[key] != theirs[key])} of {theirs[key].size}"
+            for key in theirs
+            if key != "weight" and not np.array_equal(mine[key], theirs[key])
+        ]
         out[_label(fmt, opts)] = (
             f"{st['codes']} of {st['of']} codes differ ({st['near_boundary']} within the bound "
             f"of a rounding boundary){'; differs: ' + ', '.join(scales) if scales else ''}; "
-            f"dequantize {dd} of {n * k} F32 values differ; all within bound")
+            f"dequantize {dd} of {n * k} F32 values differ; all within bound"
+        )
         print(out[_label(fmt, opts)], file=sys.stderr)
     return out
 
@@ -233,8 +266,11 @@ def child_memory(fmt: str, opts: dict, op: str, n: int, k: int) -> None:
     small = _weights(64, 256)
     if fmt != "awq_w4a16":
         quantize(small, fmt, **opts)  # warm-up: imports, caches
-    call = (lambda: quantize(w, fmt, **opts)) if op == "q" else (
-        lambda: dequantize(fmt, tensors, marker, (n, k)))
+    call = (
+        (lambda: quantize(w, fmt, **opts))
+        if op == "q"
+        else (lambda: dequantize(fmt, tensors, marker, (n, k)))
+    )
     try:
         with open("/proc/self/clear_refs", "w") as fh:
             fh.write("5")
@@ -258,13 +294,18 @@ def run_memory(n: int, k: int, threads: int) -> dict[str, dict]:
                 continue
             out = subprocess.run(
                 [sys.executable, __file__, "--child", json.dumps([fmt, opts, op, n, k])],
-                capture_output=True, text=True, env=env, check=True)
+                capture_output=True,
+                text=True,
+                env=env,
+                check=True,
+            )
             res.setdefault(_label(fmt, opts), {})[op] = json.loads(out.stdout.splitlines()[-1])
     return res
 
 
-def markdown(rows: list[dict], mem: dict, n: int, k: int, threads: int,
-             agree: dict[str, str] | None = None) -> str:
+def markdown(
+    rows: list[dict], mem: dict, n: int, k: int, threads: int, agree: dict[str, str] | None = None
+) -> str:
     f32 = n * k * 4
     lines = [
         "## Numerics (issues 4 and 10)",
@@ -288,16 +329,23 @@ def markdown(rows: list[dict], mem: dict, n: int, k: int, threads: int,
             target = "q ≥1.5x, dq ≥1x"
         else:
             target = "≥1x" if fmt in TARGET_1X else "q ≥0.5x, dq ≥1x"
-        q = (f"{r['q_ours']:.0f} | {r['q_ck']:.0f} | {r['q_ours'] / r['q_ck']:.2f}"
-             if "q_ours" in r else "— | — | —")
+        q = (
+            f"{r['q_ours']:.0f} | {r['q_ck']:.0f} | {r['q_ours'] / r['q_ck']:.2f}"
+            if "q_ours" in r
+            else "— | — | —"
+        )
         pq = f"{m['q']['peak'] / f32:.2f}" if "q" in m else "—"
         pd = f"{m['dq']['peak'] / f32:.2f}" if "dq" in m else "—"
         lines.append(
             f"| {r['case']} | {q} | {r['dq_ours']:.0f} | {r['dq_ck']:.0f} | "
-            f"{r['dq_ours'] / r['dq_ck']:.2f} | {pq} / {pd} | {target} |")
+            f"{r['dq_ours'] / r['dq_ck']:.2f} | {pq} / {pd} | {target} |"
+        )
     if agree:
-        lines += ["", "| format | agreement with comfy-kitchen (this input, this machine) |",
-                  "|---|---|"]
+        lines += [
+            "",
+            "| format | agreement with comfy-kitchen (this input, this machine) |",
+            "|---|---|",
+        ]
         lines += [f"| {case} | {text} |" for case, text in agree.items()]
     return "\n".join(lines) + "\n"
 
@@ -309,8 +357,11 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--markdown", action="store_true", help="print the BENCHMARKS.md section")
     ap.add_argument("--no-memory", action="store_true")
-    ap.add_argument("--agreement", action="store_true",
-                    help="also report per-format agreement with comfy-kitchen")
+    ap.add_argument(
+        "--agreement",
+        action="store_true",
+        help="also report per-format agreement with comfy-kitchen",
+    )
     ap.add_argument("--child", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:

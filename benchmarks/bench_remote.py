@@ -38,9 +38,11 @@ def checkpoint(i: int, layers: int) -> bytes:
     tensors: list[RawTensor] = []
     for j in range(layers):
         p = f"model.diffusion_model.transformer_blocks.{j}.attn.to_q{i % 7}"
-        tensors += [marker_tensor(p, {"format": "float8_e4m3fn"}),
-                    RawTensor(f"{p}.weight", "F8_E4M3", (16, 32), bytes([i % 251]) * 512),
-                    RawTensor(f"{p}.weight_scale", "F32", (), b"\x00\x00\x80\x3f")]
+        tensors += [
+            marker_tensor(p, {"format": "float8_e4m3fn"}),
+            RawTensor(f"{p}.weight", "F8_E4M3", (16, 32), bytes([i % 251]) * 512),
+            RawTensor(f"{p}.weight_scale", "F32", (), b"\x00\x00\x80\x3f"),
+        ]
     return build_safetensors(tensors, {"bench": str(i)})
 
 
@@ -72,8 +74,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         size = len(data)
         value = self.headers.get("Range", "")
-        ranges = [(int(a), min(int(b) + 1 if b else size, size))
-                  for a, b in _RANGE.findall(value[6:])] if value.startswith("bytes=") else []
+        ranges = (
+            [(int(a), min(int(b) + 1 if b else size, size)) for a, b in _RANGE.findall(value[6:])]
+            if value.startswith("bytes=")
+            else []
+        )
         if not ranges:
             self._send(200, {}, data)
         elif ranges[0][0] >= size:
@@ -82,14 +87,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
             a, b = ranges[0]
             self._send(206, {"Content-Range": f"bytes {a}-{b - 1}/{size}"}, data[a:b])
         else:
-            body = b"".join(f"\r\n--B\r\nContent-Range: bytes {a}-{b - 1}/{size}\r\n\r\n"
-                            .encode() + data[a:b] for a, b in ranges) + b"\r\n--B--\r\n"
+            body = (
+                b"".join(
+                    f"\r\n--B\r\nContent-Range: bytes {a}-{b - 1}/{size}\r\n\r\n".encode()
+                    + data[a:b]
+                    for a, b in ranges
+                )
+                + b"\r\n--B--\r\n"
+            )
             self._send(206, {"Content-Type": "multipart/byteranges; boundary=B"}, body)
 
     def _send(self, status: int, headers: dict[str, str], body: bytes) -> None:
         self.send_response(status)
-        for k, v in {"Accept-Ranges": "bytes", **headers,
-                     "Content-Length": str(len(body))}.items():
+        for k, v in {"Accept-Ranges": "bytes", **headers, "Content-Length": str(len(body))}.items():
             self.send_header(k, v)
         self.end_headers()
         self.wfile.write(body)
@@ -120,23 +130,29 @@ def main() -> None:
     large_n = min(count, 40)
     large = {f"large/{i}.safetensors": checkpoint(i, 400) for i in range(large_n)}
     server = Server({**small, **large}, args.latency)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
-                              daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     base = f"http://127.0.0.1:{server.server_address[1]}/"
     sizes = sorted(len(d) for d in small.values())
     hdr = int.from_bytes(next(iter(large.values()))[:8], "little") + 8
-    print(f"CPU: {os.cpu_count()} logical CPUs; latency {args.latency * 1000:.0f} ms per "
-          f"request; default jobs = {default_jobs()}")
-    print(f"{count} small checkpoints ({sizes[0]:,}-{sizes[-1]:,} bytes, 48 tensors); "
-          f"{large_n} with 1,200 tensors ({hdr:,}-byte header)\n")
+    print(
+        f"CPU: {os.cpu_count()} logical CPUs; latency {args.latency * 1000:.0f} ms per "
+        f"request; default jobs = {default_jobs()}"
+    )
+    print(
+        f"{count} small checkpoints ({sizes[0]:,}-{sizes[-1]:,} bytes, 48 tensors); "
+        f"{large_n} with 1,200 tensors ({hdr:,}-byte header)\n"
+    )
     print("| set | first range | jobs | checkpoints/s | requests/checkpoint |")
     print("|---|---|---|---|---|")
     try:
         for label, names in (("small", list(small)), ("1,200 tensors", list(large))):
             urls = [base + n for n in names]
-            firsts = [httpsource.FIRST_READ] if label == "small" else [100_000,
-                                                                        httpsource.FIRST_READ]
+            firsts = (
+                [httpsource.FIRST_READ] if label == "small" else [100_000, httpsource.FIRST_READ]
+            )
             for first in firsts:
                 httpsource.FIRST_READ = first
                 for jobs in (1, default_jobs()):

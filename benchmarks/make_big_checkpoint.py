@@ -14,8 +14,16 @@ import json
 import struct
 import sys
 
-ATTENTION = ("attn.to_q", "attn.to_k", "attn.to_v", "attn.add_q_proj", "attn.add_k_proj",
-             "attn.add_v_proj", "attn.to_out.0", "attn.to_add_out")
+ATTENTION = (
+    "attn.to_q",
+    "attn.to_k",
+    "attn.to_v",
+    "attn.add_q_proj",
+    "attn.add_k_proj",
+    "attn.add_v_proj",
+    "attn.to_out.0",
+    "attn.to_add_out",
+)
 NORMS = ("attn.norm_q", "attn.norm_k", "attn.norm_added_q", "attn.norm_added_k")
 MARKER = json.dumps({"format": "int8_tensorwise"}).encode()
 
@@ -49,8 +57,15 @@ def tensors(blocks: int, hidden: int) -> list[Tensor]:
         out.append((f"{prefix}.bias", "BF16", [n], n * 2, None))
     for b in range(blocks):
         for name in NORMS:
-            out.append((f"model.diffusion_model.transformer_blocks.{b}.{name}.weight", "BF16",
-                        [128], 256, None))
+            out.append(
+                (
+                    f"model.diffusion_model.transformer_blocks.{b}.{name}.weight",
+                    "BF16",
+                    [128],
+                    256,
+                    None,
+                )
+            )
     return out
 
 
@@ -84,8 +99,15 @@ def main(argv: list[str]) -> None:
     blocks = int(argv[1]) if len(argv) > 1 else 60
     hidden = int(argv[2]) if len(argv) > 2 else 3072
     count, header_bytes, size = write(argv[0], blocks, hidden)
-    print(argv[0], count, "tensors", header_bytes, "header bytes", round(size / 2**30, 2),
-          "GiB logical")
+    print(
+        argv[0],
+        count,
+        "tensors",
+        header_bytes,
+        "header bytes",
+        round(size / 2**30, 2),
+        "GiB logical",
+    )
 
 
 if __name__ == "__main__":

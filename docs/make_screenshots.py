@@ -47,8 +47,7 @@ def main() -> None:
         q = REPO / "examples" / "nvfp4.safetensors"
         orig = make_original(q, tmp / "original.safetensors")
         result = compare_checkpoints([str(q)], [str(orig)])
-        shoot(build_report([str(q)], compare=result, generated=STAMP), "report-compare-nvfp4",
-              tmp)
+        shoot(build_report([str(q)], compare=result, generated=STAMP), "report-compare-nvfp4", tmp)
 
 
 if __name__ == "__main__":

@@ -29,9 +29,11 @@ def main() -> int:
         fixed = os.path.join(tmp, "fixed.safetensors")
         run("fix", broken, "-o", fixed, "--target", "sglang")
         code_fixed = run("check", "--target", "sglang", fixed)
-    print(f"\ndemo: the clean file exited {code_clean} (0 = clean), the broken one "
-          f"{code_broken} (1 = problems found); after `fix` the safe repairs are done and "
-          f"what is left needs --unsafe-fixes (exit {code_fixed}).")
+    print(
+        f"\ndemo: the clean file exited {code_clean} (0 = clean), the broken one "
+        f"{code_broken} (1 = problems found); after `fix` the safe repairs are done and "
+        f"what is left needs --unsafe-fixes (exit {code_fixed})."
+    )
     return 0 if (code_clean, code_broken) == (0, 1) else 1
 
 

@@ -69,61 +69,98 @@ def norms(block: str, h: int) -> list[RawTensor]:
 
 def layer_fp8(p: str, n: int, k: int, fmt: str = "float8_e4m3fn") -> list[RawTensor]:
     dt = "F8_E4M3" if fmt == "float8_e4m3fn" else "F8_E5M2"
-    return [RawTensor(f"{p}.weight", dt, (n, k), fp8_codes(n * k)),
-            RawTensor(f"{p}.weight_scale", "F32", (), f32(scales(1))),
-            marker_tensor(p, {"format": fmt}), *extras(p, n)]
+    return [
+        RawTensor(f"{p}.weight", dt, (n, k), fp8_codes(n * k)),
+        RawTensor(f"{p}.weight_scale", "F32", (), f32(scales(1))),
+        marker_tensor(p, {"format": fmt}),
+        *extras(p, n),
+    ]
 
 
-def layer_int8(p: str, n: int, k: int, convrot: bool = True, scale_dtype: str = "F32"
-               ) -> list[RawTensor]:
+def layer_int8(
+    p: str, n: int, k: int, convrot: bool = True, scale_dtype: str = "F32"
+) -> list[RawTensor]:
     s = scales(n)
     data = f32(s) if scale_dtype == "F32" else f16(s)
     m: dict[str, object] = {"format": "int8_tensorwise"}
     if convrot:
         m.update(convrot=True, convrot_groupsize=16)
-    return [RawTensor(f"{p}.weight", "I8", (n, k), codes(n * k, -127, 127)),
-            RawTensor(f"{p}.weight_scale", scale_dtype, (n, 1), data),
-            marker_tensor(p, m), *extras(p, n)]
+    return [
+        RawTensor(f"{p}.weight", "I8", (n, k), codes(n * k, -127, 127)),
+        RawTensor(f"{p}.weight_scale", scale_dtype, (n, 1), data),
+        marker_tensor(p, m),
+        *extras(p, n),
+    ]
 
 
 def layer_nvfp4(p: str, n: int, k: int) -> list[RawTensor]:
     shape, sc = swizzled_scales(n, k // 16, 0x30, 0x48)
-    return [RawTensor(f"{p}.weight", "U8", (n, k // 2), codes(n * k // 2, 0, 255)),
-            RawTensor(f"{p}.weight_scale", "F8_E4M3", shape, sc),
-            RawTensor(f"{p}.weight_scale_2", "F32", (), f32(scales(1, 1e-4, 1e-3))),
-            marker_tensor(p, {"format": "nvfp4"}), *extras(p, n)]
+    return [
+        RawTensor(f"{p}.weight", "U8", (n, k // 2), codes(n * k // 2, 0, 255)),
+        RawTensor(f"{p}.weight_scale", "F8_E4M3", shape, sc),
+        RawTensor(f"{p}.weight_scale_2", "F32", (), f32(scales(1, 1e-4, 1e-3))),
+        marker_tensor(p, {"format": "nvfp4"}),
+        *extras(p, n),
+    ]
 
 
 def layer_mxfp8(p: str, n: int, k: int) -> list[RawTensor]:
     shape, sc = swizzled_scales(n, k // 32, 115, 122)
-    return [RawTensor(f"{p}.weight", "F8_E4M3", (n, k), fp8_codes(n * k)),
-            RawTensor(f"{p}.weight_scale", "U8", shape, sc),
-            marker_tensor(p, {"format": "mxfp8"}), *extras(p, n)]
+    return [
+        RawTensor(f"{p}.weight", "F8_E4M3", (n, k), fp8_codes(n * k)),
+        RawTensor(f"{p}.weight_scale", "U8", shape, sc),
+        marker_tensor(p, {"format": "mxfp8"}),
+        *extras(p, n),
+    ]
 
 
-LUT = [-0.980602, -0.794529, -0.638165, -0.500986, -0.377321, -0.263187, -0.155210, -0.050720,
-       0.052541, 0.156985, 0.265284, 0.379533, 0.502636, 0.638953, 0.794876, 0.980671]
+LUT = [
+    -0.980602,
+    -0.794529,
+    -0.638165,
+    -0.500986,
+    -0.377321,
+    -0.263187,
+    -0.155210,
+    -0.050720,
+    0.052541,
+    0.156985,
+    0.265284,
+    0.379533,
+    0.502636,
+    0.638953,
+    0.794876,
+    0.980671,
+]
 
 
-def layer_w4a8(p: str, n: int, k: int, g: int = 16, channel_dtype: str = "F32"
-               ) -> list[RawTensor]:
+def layer_w4a8(p: str, n: int, k: int, g: int = 16, channel_dtype: str = "F32") -> list[RawTensor]:
     ch = scales(n, 1e-4, 1e-3)
     chb = f32(ch) if channel_dtype == "F32" else bf16(ch)
-    return [RawTensor(f"{p}.weight", "I8", (n, k // 2), codes(n * k // 2, 0, 255)),
-            RawTensor(f"{p}.weight_s_rel", "F8_E4M3", (n, k // g), codes(n * k // g, 0x68, 0x78)),
-            RawTensor(f"{p}.weight_s_channel", channel_dtype, (n,), chb),
-            RawTensor(f"{p}.weight_codebook", "F32", (16,), f32(LUT)),
-            marker_tensor(p, {"format": "asym_w4a8_int8", "group_size": g,
-                              "convrot_groupsize": 16, "convrot": True}), *extras(p, n)]
+    return [
+        RawTensor(f"{p}.weight", "I8", (n, k // 2), codes(n * k // 2, 0, 255)),
+        RawTensor(f"{p}.weight_s_rel", "F8_E4M3", (n, k // g), codes(n * k // g, 0x68, 0x78)),
+        RawTensor(f"{p}.weight_s_channel", channel_dtype, (n,), chb),
+        RawTensor(f"{p}.weight_codebook", "F32", (16,), f32(LUT)),
+        marker_tensor(
+            p,
+            {"format": "asym_w4a8_int8", "group_size": g, "convrot_groupsize": 16, "convrot": True},
+        ),
+        *extras(p, n),
+    ]
 
 
 def layer_w6a8(p: str, n: int, k: int, g: int = 32) -> list[RawTensor]:
     """Uniform 6-bit codes, 3K/4 bytes a row (asym_w4a8_int8's 6-bit layout, own name)."""
-    return [RawTensor(f"{p}.weight", "I8", (n, 3 * k // 4), codes(n * 3 * k // 4, 0, 255)),
-            RawTensor(f"{p}.weight_s_rel", "F8_E4M3", (n, k // g), codes(n * k // g, 0x68, 0x78)),
-            RawTensor(f"{p}.weight_s_channel", "F32", (n,), f32(scales(n, 1e-4, 1e-3))),
-            marker_tensor(p, {"format": "w6a8_int8", "group_size": g,
-                              "convrot_groupsize": 16, "convrot": True}), *extras(p, n)]
+    return [
+        RawTensor(f"{p}.weight", "I8", (n, 3 * k // 4), codes(n * 3 * k // 4, 0, 255)),
+        RawTensor(f"{p}.weight_s_rel", "F8_E4M3", (n, k // g), codes(n * k // g, 0x68, 0x78)),
+        RawTensor(f"{p}.weight_s_channel", "F32", (n,), f32(scales(n, 1e-4, 1e-3))),
+        marker_tensor(
+            p, {"format": "w6a8_int8", "group_size": g, "convrot_groupsize": 16, "convrot": True}
+        ),
+        *extras(p, n),
+    ]
 
 
 def layer_w4a4(p: str, n: int, k: int) -> list[RawTensor]:
@@ -131,18 +168,22 @@ def layer_w4a4(p: str, n: int, k: int) -> list[RawTensor]:
         return rng.randint(-7, 7) & 0xF
 
     packed = bytes(nib() | nib() << 4 for _ in range(n * k // 2))
-    return [RawTensor(f"{p}.weight", "I8", (n, k // 2), packed),
-            RawTensor(f"{p}.weight_scale", "F32", (n,), f32(scales(n))),
-            marker_tensor(p, {"format": "convrot_w4a4", "convrot_groupsize": 16}),
-            *extras(p, n)]
+    return [
+        RawTensor(f"{p}.weight", "I8", (n, k // 2), packed),
+        RawTensor(f"{p}.weight_scale", "F32", (n,), f32(scales(n))),
+        marker_tensor(p, {"format": "convrot_w4a4", "convrot_groupsize": 16}),
+        *extras(p, n),
+    ]
 
 
 def layer_awq(p: str, n: int, k: int, g: int = 64) -> list[RawTensor]:
-    return [RawTensor(f"{p}.weight", "I8", (n, k // 2), codes(n * k // 2, 0, 255)),
-            RawTensor(f"{p}.weight_scale", "BF16", (k // g, n), bf16(scales(k // g * n))),
-            RawTensor(f"{p}.weight_zeros", "BF16", (k // g, n), bf16(scales(k // g * n, -0.01,
-                                                                              0.01))),
-            marker_tensor(p, {"format": "awq_w4a16", "group_size": g}), *extras(p, n)]
+    return [
+        RawTensor(f"{p}.weight", "I8", (n, k // 2), codes(n * k // 2, 0, 255)),
+        RawTensor(f"{p}.weight_scale", "BF16", (k // g, n), bf16(scales(k // g * n))),
+        RawTensor(f"{p}.weight_zeros", "BF16", (k // g, n), bf16(scales(k // g * n, -0.01, 0.01))),
+        marker_tensor(p, {"format": "awq_w4a16", "group_size": g}),
+        *extras(p, n),
+    ]
 
 
 def model(make, n: int = 128, k: int = 128, blocks: int = 2) -> list[RawTensor]:
@@ -163,9 +204,12 @@ def broken() -> list[RawTensor]:
     out += layer_int8(f"{b0}.attn.to_v", 128, 128, convrot=False)  # embedding-style companion
     out += layer_int8(f"{b1}.attn.to_q", 128, 128, convrot=False, scale_dtype="F16")  # seed 1
     p = f"{b1}.attn.to_k"  # marker left on a layer that fell back to BF16
-    out += [RawTensor(f"{p}.weight", "BF16", (128, 128), bf16(scales(128 * 128, -0.05, 0.05))),
-            RawTensor(f"{p}.weight_scale", "F16", (), f16([0.01])),
-            marker_tensor(p, {"format": "int8_tensorwise"}), *extras(p, 128)]
+    out += [
+        RawTensor(f"{p}.weight", "BF16", (128, 128), bf16(scales(128 * 128, -0.05, 0.05))),
+        RawTensor(f"{p}.weight_scale", "F16", (), f16([0.01])),
+        marker_tensor(p, {"format": "int8_tensorwise"}),
+        *extras(p, 128),
+    ]
     return out
 
 
@@ -195,18 +239,24 @@ def main(out_dir: str) -> None:
 EXPECTED = {
     "awq_w4a16.safetensors": "valid for ComfyUI; sglang has no AWQ support (QC601)",
     "w6a8_int8.safetensors": "ComfyUI after PR #16483 only: @0271a469 lacks the format (QC610; "
-                             "`fix` relabels it asym_w4a8_int8); sglang has no W6A8 (QC601)",
+    "`fix` relabels it asym_w4a8_int8); sglang has no W6A8 (QC601)",
     "broken_seeds.safetensors": "the seed errors: QC305 ×2, QC304, QC316 (see `quantcheck check`)",
 }
-README = """# Example checkpoints
+README = (
+    """# Example checkpoints
 
 Made by `python examples/make_examples.py examples` (deterministic, standard library only).
 Two transformer blocks, six linears each, 128×128, in ComfyUI's per-layer format.
 
 | file | format | expected |
 |---|---|---|
-""" + "\n".join(f"| `{n}` | {n.split('.')[0]} | {EXPECTED.get(n, 'valid for every runtime')} |"
-                for n in EXAMPLES) + "\n"
+"""
+    + "\n".join(
+        f"| `{n}` | {n.split('.')[0]} | {EXPECTED.get(n, 'valid for every runtime')} |"
+        for n in EXAMPLES
+    )
+    + "\n"
+)
 
 
 if __name__ == "__main__":

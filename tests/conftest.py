@@ -29,6 +29,8 @@ def examples_dir() -> Path:
     """The examples folder; fails clearly when the example files are missing."""
     missing = [n for n in (*CLEAN_EXAMPLES, BROKEN_EXAMPLE) if not (EXAMPLES / n).is_file()]
     if missing:
-        pytest.fail(f"example files missing from {EXAMPLES}: {', '.join(missing)}; run "
-                    "`make examples`", pytrace=False)
+        pytest.fail(
+            f"example files missing from {EXAMPLES}: {', '.join(missing)}; run `make examples`",
+            pytrace=False,
+        )
     return EXAMPLES

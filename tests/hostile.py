@@ -29,8 +29,13 @@ def nbytes(dtype: str, shape: Iterable[int]) -> int:
     return (n * BITS[dtype] + 7) // 8
 
 
-def raw(header: bytes | str | Mapping[str, Any], data: bytes = b"", *,
-        length: int | None = None, pad: bool = False) -> bytes:
+def raw(
+    header: bytes | str | Mapping[str, Any],
+    data: bytes = b"",
+    *,
+    length: int | None = None,
+    pad: bool = False,
+) -> bytes:
     """`<u64 little-endian length><header><data>` verbatim.
 
     `header` may be bytes (taken as is), text (UTF-8 encoded) or a dict (compact JSON).
@@ -53,8 +58,13 @@ def entry(dtype: Any, shape: Any, begin: Any, end: Any = None) -> dict[str, Any]
     return {"dtype": dtype, "shape": shape, "data_offsets": [begin, end]}
 
 
-def tensors(specs: Iterable[tuple[Any, ...]], metadata: Mapping[str, Any] | None = None,
-            *, pad: bool = True, trailing: bytes = b"") -> bytes:
+def tensors(
+    specs: Iterable[tuple[Any, ...]],
+    metadata: Mapping[str, Any] | None = None,
+    *,
+    pad: bool = True,
+    trailing: bytes = b"",
+) -> bytes:
     """A valid file from (name, dtype, shape) or (name, dtype, shape, data) tuples, in order.
 
     Data defaults to zero bytes; `trailing` is appended after the data section.

@@ -35,8 +35,11 @@ def _runtime_nodes(tree: ast.AST) -> list[ast.AST]:
         node = todo.pop()
         out.append(node)
         for child in ast.iter_child_nodes(node):
-            if (isinstance(child, ast.If) and isinstance(child.test, ast.Name)
-                    and child.test.id == "TYPE_CHECKING"):
+            if (
+                isinstance(child, ast.If)
+                and isinstance(child.test, ast.Name)
+                and child.test.id == "TYPE_CHECKING"
+            ):
                 todo.extend(child.orelse)
                 continue
             todo.append(child)

@@ -17,21 +17,23 @@ from quantcheck.model.layers import group_layers
 A, B = "blocks.0.attn.to_q", "blocks.0.attn.to_k"
 
 
-def fp8_layer(p: str, fmt: Any = "float8_e4m3fn", marker: dict[str, Any] | None = None
-              ) -> list[tuple[Any, ...]]:
+def fp8_layer(
+    p: str, fmt: Any = "float8_e4m3fn", marker: dict[str, Any] | None = None
+) -> list[tuple[Any, ...]]:
     m = marker if marker is not None else {"format": fmt}
-    return [(f"{p}.weight", "F8_E4M3", [4, 4]), (f"{p}.weight_scale", "F32", []),
-            (f"{p}.comfy_quant", "U8", [len(marker_bytes(m))], marker_bytes(m))]
+    return [
+        (f"{p}.weight", "F8_E4M3", [4, 4]),
+        (f"{p}.weight_scale", "F32", []),
+        (f"{p}.comfy_quant", "U8", [len(marker_bytes(m))], marker_bytes(m)),
+    ]
 
 
-def write(path: Path, specs: list[tuple[Any, ...]], metadata: dict[str, str] | None = None
-          ) -> Path:
+def write(path: Path, specs: list[tuple[Any, ...]], metadata: dict[str, str] | None = None) -> Path:
     path.write_bytes(tensors(specs, metadata))
     return path
 
 
-def write_index(folder: Path, weight_map: Any, name: str = "model.safetensors.index.json"
-                ) -> Path:
+def write_index(folder: Path, weight_map: Any, name: str = "model.safetensors.index.json") -> Path:
     path = folder / name
     path.write_text(json.dumps({"metadata": {"total_size": 0}, "weight_map": weight_map}))
     return path
@@ -43,8 +45,14 @@ def sharded(folder: Path) -> dict[str, str]:
     b = fp8_layer(B)
     write(folder / p1, [*fp8_layer(A), b[1]])
     write(folder / p2, [b[0], b[2]])
-    wmap = {f"{A}.weight": p1, f"{A}.weight_scale": p1, f"{A}.comfy_quant": p1,
-            f"{B}.weight_scale": p1, f"{B}.weight": p2, f"{B}.comfy_quant": p2}
+    wmap = {
+        f"{A}.weight": p1,
+        f"{A}.weight_scale": p1,
+        f"{A}.comfy_quant": p1,
+        f"{B}.weight_scale": p1,
+        f"{B}.weight": p2,
+        f"{B}.comfy_quant": p2,
+    }
     return wmap
 
 
@@ -89,8 +97,10 @@ def test_index_file(tmp_path: Path) -> None:
     ck = load_checkpoint([str(idx)])
     assert ck.diagnostics == [], [(d.code, d.message) for d in ck.diagnostics]
     assert ck.index == str(idx)
-    assert [os.path.basename(s.name) for s in ck.shards] == ["part1.safetensors",
-                                                            "part2.safetensors"]
+    assert [os.path.basename(s.name) for s in ck.shards] == [
+        "part1.safetensors",
+        "part2.safetensors",
+    ]
     # a layer split over two shards is still one layer
     assert set(ck.layers[B].tensors) == {"weight", "weight_scale", "comfy_quant"}
     assert ck.layers[B].tensors["weight"].file.endswith("part2.safetensors")
@@ -108,11 +118,14 @@ def test_folder_with_index_uses_the_index(tmp_path: Path) -> None:
     assert ck.diagnostics == []
 
 
-@pytest.mark.parametrize(("make", "says"), [
-    (lambda d: [str(d / "missing.safetensors")], "no such file"),
-    (lambda d: [str(d / "missing.safetensors.index.json")], "no such file"),
-    (lambda d: [str(d)], "folder holds no .safetensors files"),
-])
+@pytest.mark.parametrize(
+    ("make", "says"),
+    [
+        (lambda d: [str(d / "missing.safetensors")], "no such file"),
+        (lambda d: [str(d / "missing.safetensors.index.json")], "no such file"),
+        (lambda d: [str(d)], "folder holds no .safetensors files"),
+    ],
+)
 def test_input_errors(tmp_path: Path, make: Any, says: str) -> None:
     (tmp_path / "readme.md").write_text("x")
     with pytest.raises(InputError, match=says):
@@ -138,14 +151,16 @@ def test_unusable_shard_does_not_stop_the_others(tmp_path: Path) -> None:
 
 
 def test_group_layers_by_prefix_and_known_suffix(tmp_path: Path) -> None:
-    specs = [("blocks.0.attn.to_out.0.weight", "BF16", [2, 2]),
-             ("blocks.0.attn.to_out.0.bias", "BF16", [2]),
-             ("blocks.0.ff.weight_scale_2", "F32", []),
-             ("blocks.0.ff.weight", "U8", [2, 1]),
-             ("blocks.0.ff.input_scale", "F32", []),
-             ("blocks.0.norm.running_mean", "F32", [2]),  # unknown suffix
-             ("scaled_fp8", "F8_E4M3", [2]),  # no prefix
-             ("pos_embed", "F32", [2])]
+    specs = [
+        ("blocks.0.attn.to_out.0.weight", "BF16", [2, 2]),
+        ("blocks.0.attn.to_out.0.bias", "BF16", [2]),
+        ("blocks.0.ff.weight_scale_2", "F32", []),
+        ("blocks.0.ff.weight", "U8", [2, 1]),
+        ("blocks.0.ff.input_scale", "F32", []),
+        ("blocks.0.norm.running_mean", "F32", [2]),  # unknown suffix
+        ("scaled_fp8", "F8_E4M3", [2]),  # no prefix
+        ("pos_embed", "F32", [2]),
+    ]
     ck = load_checkpoint([str(write(tmp_path / "m.safetensors", specs))])
     assert list(ck.layers) == ["blocks.0.attn.to_out.0", "blocks.0.ff"]
     assert set(ck.layers["blocks.0.ff"].tensors) == {"weight", "weight_scale_2", "input_scale"}
@@ -161,8 +176,9 @@ def test_group_layers_edge_names() -> None:
 
 def test_marker_without_weight_still_decoded(tmp_path: Path) -> None:
     m = marker_bytes({"format": "nvfp4"})
-    ck = load_checkpoint([str(write(tmp_path / "m.safetensors",
-                                    [("x.comfy_quant", "U8", [len(m)], m)]))])
+    ck = load_checkpoint(
+        [str(write(tmp_path / "m.safetensors", [("x.comfy_quant", "U8", [len(m)], m)]))]
+    )
     assert ck.markers["x"].format == "nvfp4" and ck.layers["x"].weight is None
 
 
@@ -188,8 +204,11 @@ def test_duplicate_tensor_across_shards(tmp_path: Path) -> None:
 
 def test_marker_conflict_across_shards_tensor_vs_header(tmp_path: Path) -> None:
     p1 = write(tmp_path / "part1.safetensors", fp8_layer(A))
-    p2 = write(tmp_path / "part2.safetensors", [("other.weight", "BF16", [2])],
-               {"_quantization_metadata": json.dumps({"layers": {A: {"format": "nvfp4"}}})})
+    p2 = write(
+        tmp_path / "part2.safetensors",
+        [("other.weight", "BF16", [2])],
+        {"_quantization_metadata": json.dumps({"layers": {A: {"format": "nvfp4"}}})},
+    )
     ck = load_checkpoint([str(p1), str(p2)])
     [d] = ck.diagnostics
     assert (d.code, d.layer) == ("QC210", A)
@@ -210,8 +229,11 @@ def test_loose_equality_across_shards(tmp_path: Path) -> None:
     m1 = {"format": "int8_tensorwise", "convrot": True}
     m2 = {"format": "int8_tensorwise", "convrot": 1}
     p1 = write(tmp_path / "part1.safetensors", fp8_layer(A, marker=m1))
-    p2 = write(tmp_path / "part2.safetensors", [("x.weight", "BF16", [2])],
-               {"_quantization_metadata": json.dumps({"layers": {A: m2}})})
+    p2 = write(
+        tmp_path / "part2.safetensors",
+        [("x.weight", "BF16", [2])],
+        {"_quantization_metadata": json.dumps({"layers": {A: m2}})},
+    )
     ck = load_checkpoint([str(p1), str(p2)])
     [d] = ck.diagnostics
     assert d.code == "QC211" and "true" in d.message and " 1 in " in d.message
@@ -235,8 +257,9 @@ def test_index_absolute_path_refused(tmp_path: Path) -> None:
     folder = tmp_path / "model"
     folder.mkdir()
     write(folder / "part1.safetensors", fp8_layer(A))
-    ck = load_checkpoint([str(write_index(folder, {f"{A}.weight": "part1.safetensors",
-                                                   f"{B}.weight": str(target)}))])
+    ck = load_checkpoint(
+        [str(write_index(folder, {f"{A}.weight": "part1.safetensors", f"{B}.weight": str(target)}))]
+    )
     assert "QC502" in codes(ck)
     assert [os.path.basename(s.name) for s in ck.shards] == ["part1.safetensors"]
 
@@ -263,16 +286,19 @@ def test_index_missing_shard(tmp_path: Path) -> None:
     assert "QC505" not in codes(ck)  # tensors of a missing shard are not also "mismatched"
 
 
-@pytest.mark.parametrize(("text", "says"), [
-    ("{not json", "index is not valid JSON"),
-    ("[1, 2]", "index has no weight_map object"),
-    ('{"metadata": {}}', "index has no weight_map object"),
-    ('{"weight_map": {"a.weight": 3}}', "index has no weight_map object"),
-    ('{"weight_map": {}}', "index has no weight_map object"),
-    ('{"weight_map": ["a"]}', "index has no weight_map object"),
-    ('{"weight_map": null}', "index has no weight_map object"),
-    ("[" * 100_000 + "]" * 100_000, "index is not valid JSON"),
-])
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("{not json", "index is not valid JSON"),
+        ("[1, 2]", "index has no weight_map object"),
+        ('{"metadata": {}}', "index has no weight_map object"),
+        ('{"weight_map": {"a.weight": 3}}', "index has no weight_map object"),
+        ('{"weight_map": {}}', "index has no weight_map object"),
+        ('{"weight_map": ["a"]}', "index has no weight_map object"),
+        ('{"weight_map": null}', "index has no weight_map object"),
+        ("[" * 100_000 + "]" * 100_000, "index is not valid JSON"),
+    ],
+)
 def test_index_invalid(tmp_path: Path, text: str, says: str) -> None:
     write(tmp_path / "part1.safetensors", fp8_layer(A))
     idx = tmp_path / "model.safetensors.index.json"

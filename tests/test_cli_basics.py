@@ -17,8 +17,18 @@ from hostile import marker_bytes, raw, tensors
 from quantcheck.cli.main import main
 
 L = "blocks.0.attn.to_q"
-DIAG_KEYS = {"code", "name", "severity", "message", "file", "tensor", "layer", "pointer",
-             "targets", "fix"}
+DIAG_KEYS = {
+    "code",
+    "name",
+    "severity",
+    "message",
+    "file",
+    "tensor",
+    "layer",
+    "pointer",
+    "targets",
+    "fix",
+}
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -33,8 +43,11 @@ def check_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, dic
 
 
 def fp8(marker: bytes, dtype: str = "U8") -> list[tuple[Any, ...]]:
-    return [(f"{L}.weight", "F8_E4M3", [4, 4]), (f"{L}.weight_scale", "F32", []),
-            (f"{L}.comfy_quant", dtype, [len(marker)], marker)]
+    return [
+        (f"{L}.weight", "F8_E4M3", [4, 4]),
+        (f"{L}.weight_scale", "F32", []),
+        (f"{L}.comfy_quant", dtype, [len(marker)], marker),
+    ]
 
 
 @pytest.fixture
@@ -71,8 +84,9 @@ COMFYUI_ONLY = {"awq_w4a16.safetensors"}
 
 
 @pytest.mark.parametrize("name", CLEAN_EXAMPLES)
-def test_clean_examples_exit_0(capsys: pytest.CaptureFixture[str], examples_dir: Path,
-                               name: str) -> None:
+def test_clean_examples_exit_0(
+    capsys: pytest.CaptureFixture[str], examples_dir: Path, name: str
+) -> None:
     target = ("--target", "comfyui") if name in COMFYUI_ONLY else ()
     rc, doc = check_json(capsys, *target, str(examples_dir / name))
     assert doc["diagnostics"] == [] and rc == 0
@@ -80,16 +94,16 @@ def test_clean_examples_exit_0(capsys: pytest.CaptureFixture[str], examples_dir:
     assert all(s["status"] == "ok" for s in doc["targets"].values())
 
 
-def test_comfyui_only_example_fails_sglang(capsys: pytest.CaptureFixture[str],
-                                           examples_dir: Path) -> None:
+def test_comfyui_only_example_fails_sglang(
+    capsys: pytest.CaptureFixture[str], examples_dir: Path
+) -> None:
     rc, doc = check_json(capsys, str(examples_dir / "awq_w4a16.safetensors"))
     assert rc == 1 and {d["code"] for d in doc["diagnostics"]} == {"QC601"}
     assert doc["targets"]["sglang"]["status"] == "fails"
     assert doc["targets"]["comfyui"]["status"] == "ok"
 
 
-def test_broken_example_exits_1(capsys: pytest.CaptureFixture[str], examples_dir: Path
-                                ) -> None:
+def test_broken_example_exits_1(capsys: pytest.CaptureFixture[str], examples_dir: Path) -> None:
     rc, doc = check_json(capsys, str(examples_dir / BROKEN_EXAMPLE))
     assert rc == 1 and doc["summary"]["errors"] >= 2
     layers = {d["layer"] for d in doc["diagnostics"]}
@@ -103,8 +117,9 @@ def test_broken_file_exits_1(capsys: pytest.CaptureFixture[str], mixed: Path) ->
     assert "QC203" in out and "QC205" in out
 
 
-def test_truncated_example_exits_1(capsys: pytest.CaptureFixture[str], examples_dir: Path,
-                                   tmp_path: Path) -> None:
+def test_truncated_example_exits_1(
+    capsys: pytest.CaptureFixture[str], examples_dir: Path, tmp_path: Path
+) -> None:
     data = (examples_dir / "nvfp4.safetensors").read_bytes()
     cut = tmp_path / "cut.safetensors"
     cut.write_bytes(data[: len(data) // 2])
@@ -121,8 +136,9 @@ def test_missing_path_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path
     assert err.startswith("quantcheck: error:") and "nope.safetensors" in err
 
 
-def test_folder_without_safetensors_exits_2(capsys: pytest.CaptureFixture[str],
-                                            tmp_path: Path) -> None:
+def test_folder_without_safetensors_exits_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     (tmp_path / "model.bin").write_bytes(b"\0" * 16)
     for cmd in ("check", "inspect"):
         rc, _, err = run(capsys, cmd, str(tmp_path))
@@ -130,7 +146,12 @@ def test_folder_without_safetensors_exits_2(capsys: pytest.CaptureFixture[str],
 
 
 def test_no_command_and_bad_usage_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
-    assert run(capsys, )[0] == 2
+    assert (
+        run(
+            capsys,
+        )[0]
+        == 2
+    )
     with pytest.raises(SystemExit) as exc:
         main(["check"])  # PATH is required
     assert exc.value.code == 2
@@ -146,8 +167,9 @@ def test_no_command_and_bad_usage_exit_2(capsys: pytest.CaptureFixture[str]) -> 
 def test_check_json_keys(capsys: pytest.CaptureFixture[str], mixed: Path) -> None:
     rc, doc = check_json(capsys, str(mixed))
     assert rc == 1
-    assert {"schema_version", "checkpoints", "inputs", "targets", "diagnostics",
-            "summary"} <= set(doc)
+    assert {"schema_version", "checkpoints", "inputs", "targets", "diagnostics", "summary"} <= set(
+        doc
+    )
     assert doc["schema_version"] == 2
     assert [c["name"] for c in doc["checkpoints"]] == [str(mixed)]
     assert [Path(i["path"]).name for i in doc["inputs"]] == ["mixed.safetensors"]
@@ -161,12 +183,19 @@ def test_check_json_keys(capsys: pytest.CaptureFixture[str], mixed: Path) -> Non
         assert Path(d["file"]).name == "mixed.safetensors"
     zero = by_code["QC203"]
     assert (zero["name"], zero["severity"], zero["layer"], zero["tensor"]) == (
-        "marker-all-zero", "error", "b", "b.comfy_quant")
+        "marker-all-zero",
+        "error",
+        "b",
+        "b.comfy_quant",
+    )
     assert "all 16 marker bytes are zero" in zero["message"]
     assert zero["targets"] == ["sglang", "comfyui"]
     i8 = by_code["QC205"]
     assert (i8["severity"], i8["pointer"], i8["targets"]) == (
-        "warning", f"/{L}.comfy_quant/dtype", [])
+        "warning",
+        f"/{L}.comfy_quant/dtype",
+        [],
+    )
 
 
 def test_check_target_filter(capsys: pytest.CaptureFixture[str], mixed: Path) -> None:
@@ -177,23 +206,31 @@ def test_check_target_filter(capsys: pytest.CaptureFixture[str], mixed: Path) ->
 # --------------------------------------------------------------------------- select / ignore
 
 
-@pytest.mark.parametrize(("args", "expect_codes", "expect_rc"), [
-    ((), {"QC203", "QC205"}, 1),
-    (("--select", "QC205"), {"QC205"}, 0),
-    (("--select", "QC2"), {"QC203", "QC205"}, 1),
-    (("--select", "QC20*"), {"QC203", "QC205"}, 1),
-    (("--select", "QC1"), set(), 0),
-    (("--select", "marker-all-zero"), {"QC203"}, 1),
-    (("--select", "QC101,QC203"), {"QC203"}, 1),
-    (("--select", "QC101", "--select", "QC205"), {"QC205"}, 0),
-    (("--ignore", "QC203"), {"QC205"}, 0),
-    (("--ignore", "QC203,QC205"), set(), 0),
-    (("--ignore", "marker-dtype-not-u8"), {"QC203"}, 1),
-    (("--select", "QC2", "--ignore", "QC203"), {"QC205"}, 0),
-    (("--ignore", "QC203", "--fail-on", "warning"), {"QC205"}, 1),
-])
-def test_select_ignore(capsys: pytest.CaptureFixture[str], mixed: Path, args: tuple[str, ...],
-                       expect_codes: set[str], expect_rc: int) -> None:
+@pytest.mark.parametrize(
+    ("args", "expect_codes", "expect_rc"),
+    [
+        ((), {"QC203", "QC205"}, 1),
+        (("--select", "QC205"), {"QC205"}, 0),
+        (("--select", "QC2"), {"QC203", "QC205"}, 1),
+        (("--select", "QC20*"), {"QC203", "QC205"}, 1),
+        (("--select", "QC1"), set(), 0),
+        (("--select", "marker-all-zero"), {"QC203"}, 1),
+        (("--select", "QC101,QC203"), {"QC203"}, 1),
+        (("--select", "QC101", "--select", "QC205"), {"QC205"}, 0),
+        (("--ignore", "QC203"), {"QC205"}, 0),
+        (("--ignore", "QC203,QC205"), set(), 0),
+        (("--ignore", "marker-dtype-not-u8"), {"QC203"}, 1),
+        (("--select", "QC2", "--ignore", "QC203"), {"QC205"}, 0),
+        (("--ignore", "QC203", "--fail-on", "warning"), {"QC205"}, 1),
+    ],
+)
+def test_select_ignore(
+    capsys: pytest.CaptureFixture[str],
+    mixed: Path,
+    args: tuple[str, ...],
+    expect_codes: set[str],
+    expect_rc: int,
+) -> None:
     rc, doc = check_json(capsys, *args, str(mixed))
     assert {d["code"] for d in doc["diagnostics"]} == expect_codes
     assert rc == expect_rc
@@ -205,8 +242,9 @@ def test_fail_on_warning(capsys: pytest.CaptureFixture[str], warning_only: Path)
     assert run(capsys, "check", "--fail-on", "error", str(warning_only))[0] == 0
 
 
-def test_info_does_not_fail_unless_asked(capsys: pytest.CaptureFixture[str],
-                                         info_only: Path) -> None:
+def test_info_does_not_fail_unless_asked(
+    capsys: pytest.CaptureFixture[str], info_only: Path
+) -> None:
     rc, doc = check_json(capsys, str(info_only))
     assert [d["code"] for d in doc["diagnostics"]] == ["QC122"] and rc == 0
     assert doc["summary"]["infos"] == 1
@@ -237,8 +275,9 @@ EXPECTED = {
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
-def test_inspect_json_on_examples(capsys: pytest.CaptureFixture[str], examples_dir: Path,
-                                  name: str) -> None:
+def test_inspect_json_on_examples(
+    capsys: pytest.CaptureFixture[str], examples_dir: Path, name: str
+) -> None:
     fmt, bpw = EXPECTED[name]
     rc, out, _ = run(capsys, "inspect", "--format", "json", str(examples_dir / name))
     assert rc == 0
@@ -254,19 +293,24 @@ def test_inspect_json_on_examples(capsys: pytest.CaptureFixture[str], examples_d
         assert r["format"] == fmt and r["marker"]["format"] == fmt
         assert r["logical_shape"] == [128, 128] and r["params"] == 128 * 128
         assert r["bits_per_weight"] == bpw
-        assert r["bytes"] == round(bpw * 128 * 128 / 8) or abs(
-            r["bytes"] * 8 / 16384 - bpw) < 0.001
+        assert r["bytes"] == round(bpw * 128 * 128 / 8) or abs(r["bytes"] * 8 / 16384 - bpw) < 0.001
         assert set(r["tensors"]) >= {"weight", "bias", "comfy_quant"}
     assert doc["totals"][fmt]["layers"] == 12 and doc["totals"][fmt]["bits_per_weight"] == bpw
-    assert doc["totals"]["unquantized BF16"] == {"layers": 2, "bytes": 512, "params": 256,
-                                                 "bits_per_weight": 16.0}
+    assert doc["totals"]["unquantized BF16"] == {
+        "layers": 2,
+        "bytes": 512,
+        "params": 256,
+        "bits_per_weight": 16.0,
+    }
     assert doc["other_tensors"] == [] and doc["diagnostics"] == 0
 
 
-def test_inspect_int8_scale_is_825_bits(capsys: pytest.CaptureFixture[str],
-                                        examples_dir: Path) -> None:
-    rc, out, _ = run(capsys, "inspect", "--format", "json",
-                     str(examples_dir / "int8_convrot.safetensors"))
+def test_inspect_int8_scale_is_825_bits(
+    capsys: pytest.CaptureFixture[str], examples_dir: Path
+) -> None:
+    rc, out, _ = run(
+        capsys, "inspect", "--format", "json", str(examples_dir / "int8_convrot.safetensors")
+    )
     assert rc == 0
     layer = json.loads(out)["layers"][1]
     assert layer["weight"] == {"dtype": "I8", "shape": [128, 128]}
@@ -276,18 +320,21 @@ def test_inspect_int8_scale_is_825_bits(capsys: pytest.CaptureFixture[str],
     assert layer["logical_shape_exact"] is True
 
 
-def test_inspect_packed_logical_shapes(capsys: pytest.CaptureFixture[str],
-                                       examples_dir: Path) -> None:
-    rc, out, _ = run(capsys, "inspect", "--format", "json",
-                     str(examples_dir / "w4a8_codebook.safetensors"))
+def test_inspect_packed_logical_shapes(
+    capsys: pytest.CaptureFixture[str], examples_dir: Path
+) -> None:
+    rc, out, _ = run(
+        capsys, "inspect", "--format", "json", str(examples_dir / "w4a8_codebook.safetensors")
+    )
     assert rc == 0
     layer = json.loads(out)["layers"][1]
     assert layer["weight"] == {"dtype": "I8", "shape": [128, 64]}
     assert layer["logical_shape"] == [128, 128] and layer["code_bits"] == 4
 
 
-def test_inspect_text_and_layer_filter(capsys: pytest.CaptureFixture[str],
-                                       examples_dir: Path) -> None:
+def test_inspect_text_and_layer_filter(
+    capsys: pytest.CaptureFixture[str], examples_dir: Path
+) -> None:
     path = str(examples_dir / "int8_convrot.safetensors")
     rc, out, _ = run(capsys, "inspect", path)
     assert rc == 0 and "int8_tensorwise" in out and "8.25" in out and "I8[128,128]" in out
@@ -296,8 +343,9 @@ def test_inspect_text_and_layer_filter(capsys: pytest.CaptureFixture[str],
     assert len(prefixes) == 4 and all(".1.attn." in p for p in prefixes)
 
 
-def test_inspect_broken_example_exits_0(capsys: pytest.CaptureFixture[str],
-                                        examples_dir: Path) -> None:
+def test_inspect_broken_example_exits_0(
+    capsys: pytest.CaptureFixture[str], examples_dir: Path
+) -> None:
     rc, out, _ = run(capsys, "inspect", "--format", "json", str(examples_dir / BROKEN_EXAMPLE))
     assert rc == 0
     pre = "model.diffusion_model.transformer_blocks"
@@ -311,8 +359,7 @@ def test_inspect_broken_example_exits_0(capsys: pytest.CaptureFixture[str],
 # --------------------------------------------------------------------------- test helpers
 
 
-def test_require_program_skips_locally_and_fails_under_ci(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_require_program_skips_locally_and_fails_under_ci(monkeypatch: pytest.MonkeyPatch) -> None:
     from system_programs import require_program
 
     assert Path(require_program("sh")).name == "sh"
@@ -337,14 +384,21 @@ def test_require_program_fixture(require_program: Any) -> None:
 
 def _cli(*argv: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
-    return subprocess.run([sys.executable, "-m", "quantcheck", *argv], capture_output=True,
-                          text=True, env=env, timeout=60, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "quantcheck", *argv],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
 
 
 def test_lone_surrogate_in_header_is_a_diagnostic_not_a_crash(tmp_path: Path) -> None:
     path = tmp_path / "s.safetensors"
-    path.write_bytes(raw('{"\\ud800.weight":{"dtype":"FP8","shape":[1],"data_offsets":[0,1]}}',
-                         b"\0", pad=True))
+    path.write_bytes(
+        raw('{"\\ud800.weight":{"dtype":"FP8","shape":[1],"data_offsets":[0,1]}}', b"\0", pad=True)
+    )
     proc = _cli("check", "--format", "json", str(path))
     assert proc.returncode == 1, proc.stderr
     assert [d["code"] for d in json.loads(proc.stdout)["diagnostics"]] == ["QC105"]
@@ -381,8 +435,12 @@ def _json_outputs(examples_dir: Path) -> dict[str, list[str]]:
         "inspect": ["inspect", "--output-format", "json", ex],
         "rules": ["rules", "--output-format", "json"],
         "explain-code": ["explain", "--output-format", "json", "QC305"],
-        "explain-message": ["explain", "--output-format", "json",
-                            "Comfy INT8 layer 'x' needs I8 weights and F32 scales, got I8 and F16"],
+        "explain-message": [
+            "explain",
+            "--output-format",
+            "json",
+            "Comfy INT8 layer 'x' needs I8 weights and F32 scales, got I8 and F16",
+        ],
         "explain-unknown": ["explain", "--output-format", "json", "the GPU caught fire"],
         "compare": ["compare", "--output-format", "json", ex, ex],
     }
@@ -393,7 +451,8 @@ JSON_OUTPUTS = list(_json_outputs(Path()))
 
 @pytest.mark.parametrize("name", JSON_OUTPUTS)
 def test_every_json_output_has_schema_version_and_tool(
-        capsys: pytest.CaptureFixture[str], examples_dir: Path, name: str) -> None:
+    capsys: pytest.CaptureFixture[str], examples_dir: Path, name: str
+) -> None:
     if name == "compare":
         pytest.importorskip("numpy")
     argv = _json_outputs(examples_dir)[name]
@@ -435,26 +494,34 @@ def test_dest_names_are_consistent() -> None:
             if action.dest == "output":
                 assert action.option_strings == ["-o", "--output"], command
             if "--output-format" in action.option_strings or (
-                    "--format" in action.option_strings and command != "quantize"):
+                "--format" in action.option_strings and command != "quantize"
+            ):
                 assert action.dest == "output_format", (command, action.option_strings)
 
 
 @pytest.mark.parametrize("command", ["check", "inspect", "rules", "explain", "compare"])
-def test_format_is_a_hidden_alias_of_output_format(command: str,
-                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_format_is_a_hidden_alias_of_output_format(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     parser = _parsers()[command]
     assert "--output-format" in parser.format_help()
     assert "--format" not in parser.format_help().replace("--output-format", "")
-    rest = {"check": ["x"], "inspect": ["x"], "rules": [], "explain": ["QC305"],
-            "compare": ["a", "b"]}[command]
+    rest = {
+        "check": ["x"],
+        "inspect": ["x"],
+        "rules": [],
+        "explain": ["QC305"],
+        "compare": ["a", "b"],
+    }[command]
     new = parser.parse_args(["--output-format", "json", *rest])
     old = parser.parse_args(["--format", "json", *rest])
     assert new.output_format == old.output_format == "json"
     assert parser.parse_args(rest).output_format == "text"
 
 
-def test_format_alias_prints_the_same_report(capsys: pytest.CaptureFixture[str],
-                                             examples_dir: Path) -> None:
+def test_format_alias_prints_the_same_report(
+    capsys: pytest.CaptureFixture[str], examples_dir: Path
+) -> None:
     path = str(examples_dir / BROKEN_EXAMPLE)
     for command in ("check", "inspect"):
         new = run(capsys, command, "--output-format", "json", path)
@@ -462,16 +529,18 @@ def test_format_alias_prints_the_same_report(capsys: pytest.CaptureFixture[str],
         assert new == old and old[2] == ""
 
 
-def test_quantize_to_and_deprecated_format(capsys: pytest.CaptureFixture[str],
-                                           examples_dir: Path, tmp_path: Path) -> None:
+def test_quantize_to_and_deprecated_format(
+    capsys: pytest.CaptureFixture[str], examples_dir: Path, tmp_path: Path
+) -> None:
     pytest.importorskip("numpy")
     src, out = str(examples_dir / "nvfp4.safetensors"), str(tmp_path / "q.safetensors")
     rc, text, err = run(capsys, "quantize", src, "-o", out, "--to", "mxfp8", "--dry-run")
     assert rc == 0 and "-> mxfp8" in text and err == ""
     rc, old_text, err = run(capsys, "quantize", src, "-o", out, "--format", "mxfp8", "--dry-run")
     assert rc == 0 and old_text == text
-    assert err == ("quantcheck: warning: quantize --format is deprecated and will be removed; "
-                   "use --to mxfp8\n")
+    assert err == (
+        "quantcheck: warning: quantize --format is deprecated and will be removed; use --to mxfp8\n"
+    )
     for argv in ([], ["--to", "mxfp8", "--format", "nvfp4"]):
         with pytest.raises(SystemExit) as exc:
             main(["quantize", src, "-o", out, "--dry-run", *argv])
@@ -489,8 +558,12 @@ def test_stdout_closed_early_exits_quietly(tmp_path: Path) -> None:
     """`quantcheck inspect BIG | head -1`: a real pipe whose reader leaves after one line."""
     big = _many_layers(tmp_path / "big.safetensors")
     env = {**os.environ, "PYTHONPATH": str(Path(__import__("quantcheck").__file__).parents[1])}
-    proc = subprocess.Popen([sys.executable, "-m", "quantcheck", "inspect", str(big)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "quantcheck", "inspect", str(big)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
     assert proc.stdout is not None and proc.stderr is not None
     first = proc.stdout.readline()
     proc.stdout.close()  # output is far larger than a pipe's buffer: the next write fails
@@ -506,8 +579,7 @@ def test_stdout_closed_early_through_the_shell(tmp_path: Path) -> None:
     big = _many_layers(tmp_path / "big.safetensors")
     env = {**os.environ, "PYTHONPATH": str(Path(__import__("quantcheck").__file__).parents[1])}
     cmd = f'"{sys.executable}" -m quantcheck inspect "{big}" | head -1'
-    proc = subprocess.run(["sh", "-c", cmd], capture_output=True, env=env, timeout=60,
-                          check=False)
+    proc = subprocess.run(["sh", "-c", cmd], capture_output=True, env=env, timeout=60, check=False)
     assert proc.returncode == 0 and proc.stderr == b"", proc.stderr.decode()
     assert len(proc.stdout.splitlines()) == 1
 
@@ -526,7 +598,8 @@ def test_one_version_string(capsys: pytest.CaptureFixture[str]) -> None:
     project = tomllib.loads((REPO / "pyproject.toml").read_text())
     assert "version" not in project["project"] and "version" in project["project"]["dynamic"]
     assert project["tool"]["setuptools"]["dynamic"]["version"] == {
-        "attr": "quantcheck._version.__version__"}
+        "attr": "quantcheck._version.__version__"
+    }
     with pytest.raises(SystemExit):
         main(["--version"])
     assert capsys.readouterr().out == f"quantcheck {leaf}\n"

@@ -19,29 +19,42 @@ from quantcheck.numeric import quantize  # noqa: E402
 from quantcheck.numeric.arrays import to_bytes  # noqa: E402
 from quantcheck.numeric.compare import compare_checkpoints  # noqa: E402
 
-FORMATS = {"blocks.0.fp8": "float8_e4m3fn", "blocks.1.int8": "int8_tensorwise",
-           "blocks.2.nvfp4": "nvfp4", "blocks.3.mxfp8": "mxfp8"}
+FORMATS = {
+    "blocks.0.fp8": "float8_e4m3fn",
+    "blocks.1.int8": "int8_tensorwise",
+    "blocks.2.nvfp4": "nvfp4",
+    "blocks.3.mxfp8": "mxfp8",
+}
 #: rel-L2 of a 0.05·randn round trip, comfy-formats.md §3 (with headroom).
 BOUNDS = {"float8_e4m3fn": 0.04, "int8_tensorwise": 0.02, "nvfp4": 0.12, "mxfp8": 0.04}
 
 
-def _pair(tmp: Path, shape: tuple[int, int] = (100, 200), bias_shift: float = 0.0,
-          formats: dict[str, str] | None = None, **options: object
-          ) -> tuple[Path, Path, dict[str, np.ndarray]]:
+def _pair(
+    tmp: Path,
+    shape: tuple[int, int] = (100, 200),
+    bias_shift: float = 0.0,
+    formats: dict[str, str] | None = None,
+    **options: object,
+) -> tuple[Path, Path, dict[str, np.ndarray]]:
     rng = np.random.default_rng(7)
     orig, quant, weights = [], [], {}
     for prefix, fmt in (formats or FORMATS).items():
         w = (rng.standard_normal(shape) * 0.05).astype(ml_dtypes.bfloat16)
         b = (rng.standard_normal(shape[0]) * 0.01).astype(ml_dtypes.bfloat16)
         weights[prefix] = w.astype(np.float32)
-        orig += [RawTensor(f"{prefix}.weight", "BF16", shape, to_bytes(w)),
-                 RawTensor(f"{prefix}.bias", "BF16", (shape[0],), to_bytes(b))]
+        orig += [
+            RawTensor(f"{prefix}.weight", "BF16", shape, to_bytes(w)),
+            RawTensor(f"{prefix}.bias", "BF16", (shape[0],), to_bytes(b)),
+        ]
         q = quantize(w, fmt, **options.get(prefix, {}))  # type: ignore[attr-defined]
-        quant += [RawTensor(f"{prefix}.{s}", dt, a.shape, to_bytes(a))
-                  for s, (dt, a) in q.tensors.items()]
+        quant += [
+            RawTensor(f"{prefix}.{s}", dt, a.shape, to_bytes(a)) for s, (dt, a) in q.tensors.items()
+        ]
         qb = (b.astype(np.float32) + bias_shift).astype(ml_dtypes.bfloat16)
-        quant += [marker_tensor(prefix, q.marker),
-                  RawTensor(f"{prefix}.bias", "BF16", (shape[0],), to_bytes(qb))]
+        quant += [
+            marker_tensor(prefix, q.marker),
+            RawTensor(f"{prefix}.bias", "BF16", (shape[0],), to_bytes(qb)),
+        ]
     write_safetensors(tmp / "orig.safetensors", orig)
     write_safetensors(tmp / "quant.safetensors", quant)
     return tmp / "quant.safetensors", tmp / "orig.safetensors", weights
@@ -51,8 +64,9 @@ def test_compare_reports_every_layer_worst_first(tmp_path: Path) -> None:
     q, o, _ = _pair(tmp_path)
     result = compare_checkpoints([str(q)], [str(o)], progress=False)
     assert sorted(r["prefix"] for r in result.layers) == sorted(FORMATS)
-    assert [r["rel_l2"] for r in result.layers] == sorted((r["rel_l2"] for r in result.layers),
-                                                         reverse=True)
+    assert [r["rel_l2"] for r in result.layers] == sorted(
+        (r["rel_l2"] for r in result.layers), reverse=True
+    )
     assert result.layers[0]["format"] == "nvfp4"  # 4-bit loses the most
     for r in result.layers:
         assert 0 < r["rel_l2"] < BOUNDS[r["format"]], r
@@ -87,7 +101,8 @@ def test_dequantize_padded_layer_needs_or_takes_its_shape(tmp_path: Path) -> Non
     out = layer.dequantize()
     assert out.shape == (100, 200) and out.dtype == np.float32
     rel = np.linalg.norm(out - weights["blocks.2.nvfp4"]) / np.linalg.norm(
-        weights["blocks.2.nvfp4"])
+        weights["blocks.2.nvfp4"]
+    )
     assert rel < BOUNDS["nvfp4"]
     assert layer.dequantize(shape=(100, 200)).tobytes() == out.tobytes()
 
@@ -117,9 +132,12 @@ def test_unknown_layer_is_a_key_error(tmp_path: Path) -> None:
 
 # --------------------------------------------------------------- row chunks and thread pool
 
+
 def _rows(result) -> dict[str, tuple]:
-    return {r["prefix"]: (r["max_abs"], r["rel_l2"], r["cosine"], r["snr_db"], r["count"])
-            for r in result.layers}
+    return {
+        r["prefix"]: (r["max_abs"], r["rel_l2"], r["cosine"], r["snr_db"], r["count"])
+        for r in result.layers
+    }
 
 
 def _many_chunks(monkeypatch) -> None:
@@ -139,10 +157,17 @@ def test_results_do_not_depend_on_the_thread_count(tmp_path: Path, monkeypatch) 
     assert seen[0] == seen[1] == seen[2]
 
 
-ROTATED = {"r.w4a4": "convrot_w4a4", "r.int8cr": "int8_tensorwise",
-           "r.int8row": "int8_tensorwise", "r.e5m2": "float8_e5m2"}
-ROTATED_OPTIONS = {"r.int8cr": {"convrot": True, "convrot_groupsize": 64},
-                   "r.int8row": {"per_row": True}, "r.w4a4": {"convrot_groupsize": 64}}
+ROTATED = {
+    "r.w4a4": "convrot_w4a4",
+    "r.int8cr": "int8_tensorwise",
+    "r.int8row": "int8_tensorwise",
+    "r.e5m2": "float8_e5m2",
+}
+ROTATED_OPTIONS = {
+    "r.int8cr": {"convrot": True, "convrot_groupsize": 64},
+    "r.int8row": {"per_row": True},
+    "r.w4a4": {"convrot_groupsize": 64},
+}
 
 
 @pytest.mark.parametrize("formats", [FORMATS, ROTATED], ids=["padded", "rotated"])
@@ -153,8 +178,12 @@ def test_row_chunks_agree_with_the_whole_layer(tmp_path: Path, monkeypatch, form
     from quantcheck.numeric import compare_rows
 
     _many_chunks(monkeypatch)
-    q, o, _ = _pair(tmp_path, shape=(300, 512 if formats is ROTATED else 520), formats=formats,
-                    **ROTATED_OPTIONS)
+    q, o, _ = _pair(
+        tmp_path,
+        shape=(300, 512 if formats is ROTATED else 520),
+        formats=formats,
+        **ROTATED_OPTIONS,
+    )
     with load_checkpoint([str(q)]) as qc, load_checkpoint([str(o)]) as oc:
         plans = {p: compare_rows.plan(qc, oc, p) for p in formats}
     assert all(p is not None and len(p.chunks) > 1 for p in plans.values()), plans
@@ -173,7 +202,7 @@ def test_a_truncated_original_is_a_problem_not_a_crash(tmp_path: Path, monkeypat
     _many_chunks(monkeypatch)
     q, o, _ = _pair(tmp_path, shape=(300, 520))
     data = o.read_bytes()
-    o.write_bytes(data[:len(data) - 300 * 520])
+    o.write_bytes(data[: len(data) - 300 * 520])
     result = compare_checkpoints([str(q)], [str(o)], progress=False)
     assert result.problems and all("file ends" in p["problem"] for p in result.problems)
     assert [p["prefix"] for p in result.problems] == sorted(p["prefix"] for p in result.problems)

@@ -48,33 +48,62 @@ CASES = [
     case("3-byte-file", b"\x01\x02\x03", "QC101", "file is 3 bytes"),
     case("7-byte-file", b"\x02\0\0\0\0\0\0", "QC101", "file is 7 bytes"),
     # QC102: header length over 100,000,000 bytes
-    case("header-len-2^63", raw(b"{}", length=2**63), "QC102",
-         "9,223,372,036,854,775,808 bytes", "100,000,000"),
-    case("header-len-u64-max", raw(b"{}", length=2**64 - 1), "QC102",
-         "18,446,744,073,709,551,615 bytes"),
+    case(
+        "header-len-2^63",
+        raw(b"{}", length=2**63),
+        "QC102",
+        "9,223,372,036,854,775,808 bytes",
+        "100,000,000",
+    ),
+    case(
+        "header-len-u64-max",
+        raw(b"{}", length=2**64 - 1),
+        "QC102",
+        "18,446,744,073,709,551,615 bytes",
+    ),
     case("header-len-limit+1", raw(b"{}", length=MAX_HEADER + 1), "QC102", "100,000,001 bytes"),
     # QC103: header past end of file
-    case("header-past-eof", raw(b"{}", length=1000), "QC103",
-         "header length is 1,000 bytes", "only 2 bytes"),
+    case(
+        "header-past-eof",
+        raw(b"{}", length=1000),
+        "QC103",
+        "header length is 1,000 bytes",
+        "only 2 bytes",
+    ),
     case("header-len-just-past", raw(b"{}  ", length=5), "QC103", "only 4 bytes"),
     # QC104: not UTF-8
-    case("latin1-name", raw(b'{"caf\xe9.weight":{"dtype":"U8","shape":[1],'
-                            b'"data_offsets":[0,1]}}', b"\0", pad=True),
-         "QC104", "header byte 5 is not valid UTF-8"),
+    case(
+        "latin1-name",
+        raw(b'{"caf\xe9.weight":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}', b"\0", pad=True),
+        "QC104",
+        "header byte 5 is not valid UTF-8",
+    ),
     case("lone-continuation", raw(b"\x80{}     "), "QC104", "header byte 0"),
     # QC105: not JSON
-    case("nul-padding", raw(json.dumps({"a": ONE}).encode() + b"\0\0", b"\0"), "QC105",
-         "not valid JSON", "Extra data"),
-    case("utf8-bom", raw(b"\xef\xbb\xbf" + json.dumps({"a": ONE}).encode(), b"\0"), "QC105",
-         "BOM"),
+    case(
+        "nul-padding",
+        raw(json.dumps({"a": ONE}).encode() + b"\0\0", b"\0"),
+        "QC105",
+        "not valid JSON",
+        "Extra data",
+    ),
+    case("utf8-bom", raw(b"\xef\xbb\xbf" + json.dumps({"a": ONE}).encode(), b"\0"), "QC105", "BOM"),
     case("truncated-json", raw(b'{"a": {"dtype": "U8"', pad=True), "QC105", "not valid JSON"),
     case("zero-length-header", raw(b""), "QC105", "not valid JSON"),
     case("single-quotes", raw("{'a': 1}", pad=True), "QC105", "not valid JSON"),
     case("5000-digit-int", raw('{"a":' + "1" * 5000 + "}", pad=True), "QC105", "4300 digits"),
-    case("lone-surrogate-name", dup('{"\\ud800.w":{"dtype":"U8","shape":[1],'
-                                    '"data_offsets":[0,1]}}'), "QC105", "lone UTF-16 surrogate"),
-    case("lone-surrogate-meta", raw('{"__metadata__":{"k":"\\udc00"}}', pad=True), "QC105",
-         "lone UTF-16 surrogate"),
+    case(
+        "lone-surrogate-name",
+        dup('{"\\ud800.w":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}'),
+        "QC105",
+        "lone UTF-16 surrogate",
+    ),
+    case(
+        "lone-surrogate-meta",
+        raw('{"__metadata__":{"k":"\\udc00"}}', pad=True),
+        "QC105",
+        "lone UTF-16 surrogate",
+    ),
     # QC106: not an object
     case("array", raw(b'["a.weight"]', pad=True), "QC106", "header JSON is an array"),
     case("string", raw(b'"a"', pad=True), "QC106", "is a string"),
@@ -82,131 +111,315 @@ CASES = [
     case("null", raw(b"null", pad=True), "QC106", "is null"),
     # QC107: duplicate keys (safetensors keeps the last top-level tensor, but refuses a repeated
     # field inside an entry and a repeated __metadata__: serde rejects duplicate struct fields)
-    case("dup-tensor", dup('{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},'
-                           '"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}'),
-         "QC107", "key 'a' appears more than once", st=False),
-    case("dup-field", dup('{"a":{"dtype":"U8","dtype":"U8","shape":[1],"data_offsets":[0,1]}}'),
-         "QC107", "key 'dtype' appears more than once"),
+    case(
+        "dup-tensor",
+        dup(
+            '{"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},'
+            '"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}'
+        ),
+        "QC107",
+        "key 'a' appears more than once",
+        st=False,
+    ),
+    case(
+        "dup-field",
+        dup('{"a":{"dtype":"U8","dtype":"U8","shape":[1],"data_offsets":[0,1]}}'),
+        "QC107",
+        "key 'dtype' appears more than once",
+    ),
     # a repeated field next to one spelled with an escape ("d\u0074ype" is "dtype")
-    case("dup-field-escaped", dup('{"a":{"dtype":"U8","dtype":"U8","shape":[1],'
-                                  '"data_offsets":[0,1]},"b":{"d\\u0074ype":"U8","shape":[0],'
-                                  '"data_offsets":[1,1]}}'), "QC107", "key 'dtype'"),
-    case("dup-metadata", dup('{"__metadata__":{"k":"1"},"__metadata__":{"k":"2"},'
-                             '"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}'),
-         "QC107", "key '__metadata__'"),
-    case("dup-metadata-key", dup('{"__metadata__":{"k":"1","k":"2"},'
-                                 '"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}'),
-         "QC107", "key 'k' appears more than once", st=False),
+    case(
+        "dup-field-escaped",
+        dup(
+            '{"a":{"dtype":"U8","dtype":"U8","shape":[1],'
+            '"data_offsets":[0,1]},"b":{"d\\u0074ype":"U8","shape":[0],'
+            '"data_offsets":[1,1]}}'
+        ),
+        "QC107",
+        "key 'dtype'",
+    ),
+    case(
+        "dup-metadata",
+        dup(
+            '{"__metadata__":{"k":"1"},"__metadata__":{"k":"2"},'
+            '"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}'
+        ),
+        "QC107",
+        "key '__metadata__'",
+    ),
+    case(
+        "dup-metadata-key",
+        dup(
+            '{"__metadata__":{"k":"1","k":"2"},"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}'
+        ),
+        "QC107",
+        "key 'k' appears more than once",
+        st=False,
+    ),
     # QC108: __metadata__ not a string -> string map
-    case("meta-int-value", raw({"__metadata__": {"step": 1000}, "a": ONE}, b"\0", pad=True),
-         "QC108", "__metadata__['step'] is a number"),
-    case("meta-nested", raw({"__metadata__": {"cfg": {"x": "y"}}, "a": ONE}, b"\0", pad=True),
-         "QC108", "__metadata__['cfg']"),
-    case("meta-array", raw({"__metadata__": ["k"], "a": ONE}, b"\0", pad=True),
-         "QC108", "__metadata__ is an array"),
-    case("meta-string", raw({"__metadata__": "k", "a": ONE}, b"\0", pad=True),
-         "QC108", "__metadata__ is a string"),
+    case(
+        "meta-int-value",
+        raw({"__metadata__": {"step": 1000}, "a": ONE}, b"\0", pad=True),
+        "QC108",
+        "__metadata__['step'] is a number",
+    ),
+    case(
+        "meta-nested",
+        raw({"__metadata__": {"cfg": {"x": "y"}}, "a": ONE}, b"\0", pad=True),
+        "QC108",
+        "__metadata__['cfg']",
+    ),
+    case(
+        "meta-array",
+        raw({"__metadata__": ["k"], "a": ONE}, b"\0", pad=True),
+        "QC108",
+        "__metadata__ is an array",
+    ),
+    case(
+        "meta-string",
+        raw({"__metadata__": "k", "a": ONE}, b"\0", pad=True),
+        "QC108",
+        "__metadata__ is a string",
+    ),
     # QC109: unknown dtype (a rejected entry owns its bytes: no QC115/QC118 guesses)
-    case("dtype-FP8", raw({"a": entry("FP8", [1], 0, 1)}, b"\0", pad=True),
-         "QC109", 'dtype "FP8" is not a safetensors dtype'),
-    case("dtype-lowercase", raw({"a": entry("f32", [1], 0, 4)}, bytes(4), pad=True),
-         "QC109", 'dtype "f32"'),
-    case("dtype-number", raw({"a": entry(5, [1], 0, 1)}, b"\0", pad=True),
-         "QC109", "dtype 5 is not"),
-    case("dtype-F8_E4M3FN", raw({"a": entry("F8_E4M3FN", [1], 0, 1)}, b"\0", pad=True),
-         "QC109", '"F8_E4M3FN"'),
+    case(
+        "dtype-FP8",
+        raw({"a": entry("FP8", [1], 0, 1)}, b"\0", pad=True),
+        "QC109",
+        'dtype "FP8" is not a safetensors dtype',
+    ),
+    case(
+        "dtype-lowercase",
+        raw({"a": entry("f32", [1], 0, 4)}, bytes(4), pad=True),
+        "QC109",
+        'dtype "f32"',
+    ),
+    case(
+        "dtype-number", raw({"a": entry(5, [1], 0, 1)}, b"\0", pad=True), "QC109", "dtype 5 is not"
+    ),
+    case(
+        "dtype-F8_E4M3FN",
+        raw({"a": entry("F8_E4M3FN", [1], 0, 1)}, b"\0", pad=True),
+        "QC109",
+        '"F8_E4M3FN"',
+    ),
     # QC110: bad shape
-    case("shape-negative", raw({"a": entry("U8", [-1], 0, 0)}, pad=True), "QC110",
-         "shape [-1] is not a list of non-negative integers"),
-    case("shape-float", raw({"a": entry("U8", [1.0], 0, 1)}, b"\0", pad=True),
-         "QC110", "shape [1.0]"),
-    case("shape-bool", raw({"a": entry("U8", [True], 0, 1)}, b"\0", pad=True),
-         "QC110", "shape [true]"),
-    case("shape-string", raw({"a": entry("U8", "4", 0, 4)}, bytes(4), pad=True),
-         "QC110", 'shape "4"'),
+    case(
+        "shape-negative",
+        raw({"a": entry("U8", [-1], 0, 0)}, pad=True),
+        "QC110",
+        "shape [-1] is not a list of non-negative integers",
+    ),
+    case(
+        "shape-float", raw({"a": entry("U8", [1.0], 0, 1)}, b"\0", pad=True), "QC110", "shape [1.0]"
+    ),
+    case(
+        "shape-bool",
+        raw({"a": entry("U8", [True], 0, 1)}, b"\0", pad=True),
+        "QC110",
+        "shape [true]",
+    ),
+    case(
+        "shape-string", raw({"a": entry("U8", "4", 0, 4)}, bytes(4), pad=True), "QC110", 'shape "4"'
+    ),
     case("shape-null", raw({"a": entry("U8", None, 0, 0)}, pad=True), "QC110", "shape null"),
-    case("shape-nested", raw({"a": entry("U8", [[1]], 0, 1)}, b"\0", pad=True),
-         "QC110", "shape [[1]]"),
+    case(
+        "shape-nested",
+        raw({"a": entry("U8", [[1]], 0, 1)}, b"\0", pad=True),
+        "QC110",
+        "shape [[1]]",
+    ),
     # QC111: bad data_offsets
-    case("offsets-reversed", raw({"a": entry("U8", [1], 100, 50)}, pad=True), "QC111",
-         "data_offsets [100, 50]", "begin <= end"),
-    case("offsets-negative", raw({"a": entry("U8", [1], -1, 0)}, pad=True), "QC111",
-         "data_offsets [-1, 0]"),
-    case("offsets-float", raw({"a": entry("U8", [1], 0.0, 1)}, b"\0", pad=True),
-         "QC111", "data_offsets [0.0, 1]"),
-    case("offsets-three", raw({"a": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1, 2]}},
-                              b"\0", pad=True), "QC111", "[0, 1, 2]"),
+    case(
+        "offsets-reversed",
+        raw({"a": entry("U8", [1], 100, 50)}, pad=True),
+        "QC111",
+        "data_offsets [100, 50]",
+        "begin <= end",
+    ),
+    case(
+        "offsets-negative",
+        raw({"a": entry("U8", [1], -1, 0)}, pad=True),
+        "QC111",
+        "data_offsets [-1, 0]",
+    ),
+    case(
+        "offsets-float",
+        raw({"a": entry("U8", [1], 0.0, 1)}, b"\0", pad=True),
+        "QC111",
+        "data_offsets [0.0, 1]",
+    ),
+    case(
+        "offsets-three",
+        raw({"a": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1, 2]}}, b"\0", pad=True),
+        "QC111",
+        "[0, 1, 2]",
+    ),
     # QC112: element count x bits overflows 64 bits
-    case("shape-2^40x2^40", raw({"a": entry("F32", [E40, E40], 0, 0)}, pad=True), "QC112",
-         "shape [1099511627776, 1099511627776] of F32 has more elements than 64 bits"),
-    case("overflow-then-zero", raw({"a": entry("U8", [E40, E40, 0], 0, 0)}, pad=True), "QC112",
-         "has more elements than 64 bits"),
-    case("dim-2^64", raw({"a": entry("U8", [2**64], 0, 0)}, pad=True), "QC112",
-         "[18446744073709551616]"),
-    case("bytes-2^65", raw({"a": entry("F64", [2**62], 0, 0)}, pad=True), "QC112",
-         "is 36,893,488,147,419,103,232 bytes, more than 64 bits"),
+    case(
+        "shape-2^40x2^40",
+        raw({"a": entry("F32", [E40, E40], 0, 0)}, pad=True),
+        "QC112",
+        "shape [1099511627776, 1099511627776] of F32 has more elements than 64 bits",
+    ),
+    case(
+        "overflow-then-zero",
+        raw({"a": entry("U8", [E40, E40, 0], 0, 0)}, pad=True),
+        "QC112",
+        "has more elements than 64 bits",
+    ),
+    case(
+        "dim-2^64",
+        raw({"a": entry("U8", [2**64], 0, 0)}, pad=True),
+        "QC112",
+        "[18446744073709551616]",
+    ),
+    case(
+        "bytes-2^65",
+        raw({"a": entry("F64", [2**62], 0, 0)}, pad=True),
+        "QC112",
+        "is 36,893,488,147,419,103,232 bytes, more than 64 bits",
+    ),
     # 400 dims of 2^62: the product has ~7500 decimal digits (once crashed the message with
     # Python's 4300-digit int->str limit)
-    case("400-huge-dims", raw({"a": entry("U8", [2**62] * 400, 0, 0)}, pad=True), "QC112",
-         "of U8 has more elements"),
+    case(
+        "400-huge-dims",
+        raw({"a": entry("U8", [2**62] * 400, 0, 0)}, pad=True),
+        "QC112",
+        "of U8 has more elements",
+    ),
     # QC113: not a whole number of bytes
-    case("F4-odd-count", raw({"a": entry("F4", [3], 0, 2)}, b"\0\0", pad=True),
-         "QC113", "3 elements of F4 are 12 bits"),
-    case("F6-one", raw({"a": entry("F6_E2M3", [1], 0, 1)}, b"\0", pad=True),
-         "QC113", "1 elements of F6_E2M3 are 6 bits"),
+    case(
+        "F4-odd-count",
+        raw({"a": entry("F4", [3], 0, 2)}, b"\0\0", pad=True),
+        "QC113",
+        "3 elements of F4 are 12 bits",
+    ),
+    case(
+        "F6-one",
+        raw({"a": entry("F6_E2M3", [1], 0, 1)}, b"\0", pad=True),
+        "QC113",
+        "1 elements of F6_E2M3 are 6 bits",
+    ),
     # QC114: offsets span differs from dtype x shape
-    case("span-too-short", raw({"a": entry("F32", [4], 0, 8)}, bytes(8), pad=True),
-         "QC114",
-         "F32 [4] needs 16 bytes but data_offsets span 8"),
-    case("span-too-long", raw({"a": entry("U8", [2], 0, 4)}, bytes(4), pad=True),
-         "QC114", "needs 2 bytes but data_offsets span 4"),
+    case(
+        "span-too-short",
+        raw({"a": entry("F32", [4], 0, 8)}, bytes(8), pad=True),
+        "QC114",
+        "F32 [4] needs 16 bytes but data_offsets span 8",
+    ),
+    case(
+        "span-too-long",
+        raw({"a": entry("U8", [2], 0, 4)}, bytes(4), pad=True),
+        "QC114",
+        "needs 2 bytes but data_offsets span 4",
+    ),
     # QC115: gap; QC116: overlap
-    case("gap-first", raw({"a": entry("U8", [4], 4)}, bytes(8), pad=True), "QC115",
-         "4 unused bytes before the first tensor"),
-    case("gap-between", raw({"a": entry("U8", [4], 0), "b": entry("U8", [4], 8)}, bytes(12),
-                            pad=True), "QC115", "4 unused bytes before this tensor (after 'a')"),
-    case("overlap", raw({"a": entry("U8", [8], 0), "b": entry("U8", [8], 4)}, bytes(12),
-                        pad=True), "QC116", "bytes [4, 8) are shared with 'a'"),
-    case("same-range", raw({"a": entry("U8", [8], 0), "b": entry("U8", [8], 0)}, bytes(8),
-                           pad=True), "QC116", "shared with"),
-    case("empty-inside", raw({"a": entry("U8", [8], 0), "z": entry("U8", [0], 4, 4)}, bytes(8),
-                             pad=True), "QC116", "shared with 'a'"),
+    case(
+        "gap-first",
+        raw({"a": entry("U8", [4], 4)}, bytes(8), pad=True),
+        "QC115",
+        "4 unused bytes before the first tensor",
+    ),
+    case(
+        "gap-between",
+        raw({"a": entry("U8", [4], 0), "b": entry("U8", [4], 8)}, bytes(12), pad=True),
+        "QC115",
+        "4 unused bytes before this tensor (after 'a')",
+    ),
+    case(
+        "overlap",
+        raw({"a": entry("U8", [8], 0), "b": entry("U8", [8], 4)}, bytes(12), pad=True),
+        "QC116",
+        "bytes [4, 8) are shared with 'a'",
+    ),
+    case(
+        "same-range",
+        raw({"a": entry("U8", [8], 0), "b": entry("U8", [8], 0)}, bytes(8), pad=True),
+        "QC116",
+        "shared with",
+    ),
+    case(
+        "empty-inside",
+        raw({"a": entry("U8", [8], 0), "z": entry("U8", [0], 4, 4)}, bytes(8), pad=True),
+        "QC116",
+        "shared with 'a'",
+    ),
     # QC117: data shorter than declared; QC118: longer
-    case("data-truncated", raw({"a": entry("U8", [16], 0)}, bytes(8), pad=True), "QC117",
-         "declares 16 bytes of tensor data but the file holds 8"),
-    case("data-missing", raw({"a": entry("U8", [16], 0)}, pad=True), "QC117",
-         "the file holds 0"),
-    case("data-trailing", tensors([("a", "U8", [4])], trailing=b"junk"), "QC118",
-         "4 bytes after the last tensor"),
+    case(
+        "data-truncated",
+        raw({"a": entry("U8", [16], 0)}, bytes(8), pad=True),
+        "QC117",
+        "declares 16 bytes of tensor data but the file holds 8",
+    ),
+    case("data-missing", raw({"a": entry("U8", [16], 0)}, pad=True), "QC117", "the file holds 0"),
+    case(
+        "data-trailing",
+        tensors([("a", "U8", [4])], trailing=b"junk"),
+        "QC118",
+        "4 bytes after the last tensor",
+    ),
     case("no-tensors-trailing", raw(b"{}      ", b"\0"), "QC118", "1 byte after"),
     # QC119: sub-byte rows not byte-aligned (warning; safetensors opens it)
-    case("F4-rows-of-3", raw({"a": entry("F4", [2, 3], 0)}, bytes(3), pad=True), "QC119",
-         "rows of 3 F4 elements are 12 bits", st=False),
-    case("F6-rows-of-1", raw({"a": entry("F6_E3M2", [4, 1], 0)}, bytes(3), pad=True), "QC119",
-         "rows of 1 F6_E3M2 elements are 6 bits", st=False),
+    case(
+        "F4-rows-of-3",
+        raw({"a": entry("F4", [2, 3], 0)}, bytes(3), pad=True),
+        "QC119",
+        "rows of 3 F4 elements are 12 bits",
+        st=False,
+    ),
+    case(
+        "F6-rows-of-1",
+        raw({"a": entry("F6_E3M2", [4, 1], 0)}, bytes(3), pad=True),
+        "QC119",
+        "rows of 1 F6_E3M2 elements are 6 bits",
+        st=False,
+    ),
     # QC120: nesting too deep
     case("deep-array", raw("[" * 100_000 + "]" * 100_000), "QC120", "nested too deeply"),
-    case("deep-in-entry", raw('{"a":' + "[" * 100_000 + "]" * 100_000 + "}", pad=True),
-         "QC120", "nested too deeply"),
-    case("deep-objects", raw('{"a":' * 100_000 + "1" + "}" * 100_000, pad=True), "QC120",
-         "nested too deeply"),
+    case(
+        "deep-in-entry",
+        raw('{"a":' + "[" * 100_000 + "]" * 100_000 + "}", pad=True),
+        "QC120",
+        "nested too deeply",
+    ),
+    case(
+        "deep-objects",
+        raw('{"a":' * 100_000 + "1" + "}" * 100_000, pad=True),
+        "QC120",
+        "nested too deeply",
+    ),
     # QC121: malformed entry (safetensors ignores unknown fields: see KNOWN_DIFFERENCES)
-    case("entry-missing-offsets", raw({"a": {"dtype": "U8", "shape": [1]}}, pad=True), "QC121",
-         "entry lacks data_offsets"),
+    case(
+        "entry-missing-offsets",
+        raw({"a": {"dtype": "U8", "shape": [1]}}, pad=True),
+        "QC121",
+        "entry lacks data_offsets",
+    ),
     case("entry-string", raw({"a": "F32"}, pad=True), "QC121", "entry is a string"),
     case("entry-array", raw({"a": []}, pad=True), "QC121", "entry is an array"),
-    case("entry-extra-field", raw({"a": {**ONE, "offset": 0}}, b"\0", pad=True),
-         "QC121", "entry has unexpected field offset", st=False),
+    case(
+        "entry-extra-field",
+        raw({"a": {**ONE, "offset": 0}}, b"\0", pad=True),
+        "QC121",
+        "entry has unexpected field offset",
+        st=False,
+    ),
     # QC122: header length not a multiple of 8 (info; safetensors opens it)
-    case("unpadded-header", raw({"a": ONE}, b"\0"), "QC122",
-         "header length 53 is not a multiple of 8", st=False),
+    case(
+        "unpadded-header",
+        raw({"a": ONE}, b"\0"),
+        "QC122",
+        "header length 53 is not a multiple of 8",
+        st=False,
+    ),
 ]
 
 #: Error-severity codes on which we deliberately differ from safetensors 0.8.0. Apart from
 #: these, safetensors refuses a file exactly when we report an error-severity QC1xx code.
 KNOWN_DIFFERENCES = {
     "dup-tensor": "QC107: safetensors keeps the last duplicate tensor silently; we flag it "
-                  "because two tools may read different tensors",
+    "because two tools may read different tensors",
     "dup-metadata-key": "QC107: a repeated __metadata__ key is kept-last by safetensors' map",
 }
 
@@ -274,9 +487,15 @@ def test_every_safetensors_dtype_is_known(dtype: str, tmp_path: Path) -> None:
 
 
 def test_valid_header_offsets_are_absolute() -> None:
-    data = tensors([("a.weight", "F32", [2, 3]), ("a.bias", "BF16", []),
-                    ("empty", "U8", [0, 5]), ("packed", "F4", [2, 4])],
-                   {"format": "pt", "quant_format": "nvfp4"})
+    data = tensors(
+        [
+            ("a.weight", "F32", [2, 3]),
+            ("a.bias", "BF16", []),
+            ("empty", "U8", [0, 5]),
+            ("packed", "F4", [2, 4]),
+        ],
+        {"format": "pt", "quant_format": "nvfp4"},
+    )
     h = read_header(MemorySource(data, name="m.safetensors"))
     assert h.diagnostics == []
     assert h.usable
@@ -294,7 +513,7 @@ def test_valid_header_offsets_are_absolute() -> None:
 
 
 def test_whitespace_around_json_and_empty_header() -> None:
-    h = read_header(MemorySource(raw(b'  {}  \n\t')))
+    h = read_header(MemorySource(raw(b"  {}  \n\t")))
     assert (h.usable, h.tensors, h.diagnostics) == (True, {}, [])
     h = read_header(MemorySource(raw({"__metadata__": {"a": "b"}}, pad=True)))
     assert (h.usable, h.tensors, h.metadata, h.diagnostics) == (True, {}, {"a": "b"}, [])
@@ -324,8 +543,9 @@ def test_unparsable_header_is_not_usable() -> None:
 
 
 def test_good_metadata_kept_when_one_value_is_bad() -> None:
-    h = read_header(MemorySource(raw({"__metadata__": {"ok": "1", "bad": 2}, "a": ONE}, b"\0",
-                                     pad=True)))
+    h = read_header(
+        MemorySource(raw({"__metadata__": {"ok": "1", "bad": 2}, "a": ONE}, b"\0", pad=True))
+    )
     assert h.metadata == {"ok": "1"}
     [d] = h.diagnostics
     assert (d.code, d.pointer) == ("QC108", "/__metadata__/bad")
@@ -340,8 +560,10 @@ def test_pointers_and_tensor_names_escape_json_pointer_tokens() -> None:
 
 
 def test_duplicate_tensor_keeps_last_and_points_at_it() -> None:
-    data = dup('{"a":{"dtype":"U8","shape":[2],"data_offsets":[0,2]},'
-               '"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}')
+    data = dup(
+        '{"a":{"dtype":"U8","shape":[2],"data_offsets":[0,2]},'
+        '"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}'
+    )
     h = read_header(MemorySource(data))
     [d] = h.diagnostics
     assert (d.code, d.tensor, d.pointer) == ("QC107", "a", "/a")
@@ -349,10 +571,14 @@ def test_duplicate_tensor_keeps_last_and_points_at_it() -> None:
 
 
 def test_severities_of_container_codes() -> None:
-    sev = {c: read_header(MemorySource(d)).diagnostics for c, d in (
-        ("QC119", raw({"a": entry("F4", [2, 3], 0)}, bytes(3), pad=True)),
-        ("QC122", raw({"a": ONE}, b"\0")),
-        ("QC117", raw({"a": entry("U8", [16], 0)}, pad=True)))}
+    sev = {
+        c: read_header(MemorySource(d)).diagnostics
+        for c, d in (
+            ("QC119", raw({"a": entry("F4", [2, 3], 0)}, bytes(3), pad=True)),
+            ("QC122", raw({"a": ONE}, b"\0")),
+            ("QC117", raw({"a": entry("U8", [16], 0)}, pad=True)),
+        )
+    }
     assert [d.effective_severity for d in sev["QC119"]] == [Severity.WARNING]
     assert [d.effective_severity for d in sev["QC122"]] == [Severity.INFO]
     assert [d.effective_severity for d in sev["QC117"]] == [Severity.ERROR]
@@ -372,7 +598,7 @@ class DuckSource:
 
     def read(self, offset: int, n: int) -> bytes:
         self.reads.append((offset, n))
-        return self._data[offset:offset + n]
+        return self._data[offset : offset + n]
 
 
 def test_any_byte_source_works_and_only_the_header_is_read() -> None:
@@ -480,8 +706,7 @@ def test_100k_tensors_safetensors_agrees(tmp_path: Path) -> None:
     path = tmp_path / "many.safetensors"
     path.write_bytes(tensors([(f"t{i}", "U8", [1]) for i in range(100_000)]))
     assert not _st_refuses(path)
-    path.write_bytes(raw({f"t{i}": entry("U8", [1], 0) for i in range(100_000)}, b"\0",
-                         pad=True))
+    path.write_bytes(raw({f"t{i}": entry("U8", [1], 0) for i in range(100_000)}, b"\0", pad=True))
     assert _st_refuses(path)
 
 
@@ -501,8 +726,9 @@ def test_nbytes_helper_matches_reader() -> None:
 # --------------------------------------------------------------------------- examples, fuzz
 
 
-@pytest.mark.parametrize("name", ["nvfp4.safetensors", "broken_seeds.safetensors",
-                                  "w4a8_codebook.safetensors"])
+@pytest.mark.parametrize(
+    "name", ["nvfp4.safetensors", "broken_seeds.safetensors", "w4a8_codebook.safetensors"]
+)
 def test_examples_agree_with_safetensors(examples_dir: Path, name: str) -> None:
     safetensors = pytest.importorskip("safetensors")
     path = examples_dir / name
@@ -533,7 +759,7 @@ def test_mutated_headers_never_raise(examples_dir: Path) -> None:
             b[pos] = rng.choice(b'{}[]",:0123456789-.eE \x00\xff') if i % 2 else rng.randrange(256)
         if i % 11 == 0:
             b = b[: rng.randrange(len(b))]
-        h = read_header(MemorySource(bytes(b) + data[8 + n:]))
+        h = read_header(MemorySource(bytes(b) + data[8 + n :]))
         codes |= {d.code for d in h.diagnostics}
     assert len(codes) >= 8  # the mutations reach many different checks
 

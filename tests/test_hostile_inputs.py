@@ -29,12 +29,21 @@ def codes(capsys: pytest.CaptureFixture[str], *paths: str) -> tuple[int, list[di
 
 def fp8_file(path: Path, marker: Any = None, metadata: dict[str, str] | None = None) -> Path:
     m = marker_bytes(marker if marker is not None else {"format": "float8_e4m3fn"})
-    return write(path, tensors([(f"{L}.weight", "F8_E4M3", [4, 4]),
-                                (f"{L}.weight_scale", "F32", [], b"\x00\x00\x80\x3f"),
-                                (f"{L}.comfy_quant", "U8", [len(m)], m)], metadata))
+    return write(
+        path,
+        tensors(
+            [
+                (f"{L}.weight", "F8_E4M3", [4, 4]),
+                (f"{L}.weight_scale", "F32", [], b"\x00\x00\x80\x3f"),
+                (f"{L}.comfy_quant", "U8", [len(m)], m),
+            ],
+            metadata,
+        ),
+    )
 
 
 # -- 5: deeply nested JSON values -------------------------------------------------------------
+
 
 def _nested(depth: int) -> Any:
     v: Any = []
@@ -45,8 +54,9 @@ def _nested(depth: int) -> Any:
 
 @pytest.mark.parametrize("depth", [65, 450, 900])
 @pytest.mark.parametrize("command", ["check", "inspect"])
-def test_deep_value_in_header_and_tensor_marker(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                depth: int, command: str) -> None:
+def test_deep_value_in_header_and_tensor_marker(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], depth: int, command: str
+) -> None:
     """The same deep value in `_quantization_metadata` and the tensor marker: compared, printed
     and hashed without RecursionError; refused with a finding (markers are flat)."""
     marker = {"format": "float8_e4m3fn", "x": _nested(depth)}
@@ -61,8 +71,9 @@ def test_deep_value_in_header_and_tensor_marker(tmp_path: Path, capsys: pytest.C
         assert any("nested more than 64 levels" in m for m in msgs), msgs
 
 
-def test_shallow_nested_marker_value_is_read(tmp_path: Path,
-                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_shallow_nested_marker_value_is_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Below the bound nothing changes: equal header and tensor markers agree silently."""
     marker = {"format": "float8_e4m3fn", "x": _nested(60)}
     meta = {"_quantization_metadata": json.dumps({"layers": {L: marker}})}
@@ -91,10 +102,13 @@ def test_deep_index_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str
 
 # -- 7: index names that are not file names ---------------------------------------------------
 
-@pytest.mark.parametrize("name", ["a\u0000.safetensors", "\ud800.safetensors", "",
-                                  "x" * 5000 + ".safetensors"])
-def test_index_names_impossible_file(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                     name: str) -> None:
+
+@pytest.mark.parametrize(
+    "name", ["a\u0000.safetensors", "\ud800.safetensors", "", "x" * 5000 + ".safetensors"]
+)
+def test_index_names_impossible_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
     fp8_file(tmp_path / "a.safetensors")
     doc = {"weight_map": {f"{L}.weight": "a.safetensors", "other.weight": name}}
     (tmp_path / "model.safetensors.index.json").write_text(json.dumps(doc))
@@ -111,8 +125,9 @@ needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs here
 @needs_fifo
 @pytest.mark.parametrize("command", ["check", "inspect"])
 @pytest.mark.parametrize("how", ["direct", "folder"])
-def test_fifo_input_is_refused_not_read(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                        command: str, how: str) -> None:
+def test_fifo_input_is_refused_not_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str, how: str
+) -> None:
     fifo = tmp_path / "pipe.safetensors"
     os.mkfifo(fifo)
     rc, _out, err = run(capsys, command, str(fifo if how == "direct" else tmp_path))
@@ -128,8 +143,9 @@ def test_fifo_index_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str
 
 
 @needs_fifo
-def test_index_naming_a_fifo_says_what_it_is(tmp_path: Path,
-                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_index_naming_a_fifo_says_what_it_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     fp8_file(tmp_path / "a.safetensors")
     os.mkfifo(tmp_path / "b.safetensors")
     doc = {"weight_map": {f"{L}.weight": "a.safetensors", "other.weight": "b.safetensors"}}
@@ -148,13 +164,18 @@ def test_character_device_is_refused(capsys: pytest.CaptureFixture[str]) -> None
 
 # -- 15: one file under two spellings ---------------------------------------------------------
 
-def test_same_file_two_spellings_is_read_once(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
+
+def test_same_file_two_spellings_is_read_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     f = fp8_file(tmp_path / "a.safetensors")
     (tmp_path / "link.safetensors").symlink_to(f)
     monkeypatch.chdir(tmp_path)
-    for paths in (["a.safetensors", "./a.safetensors"], ["a.safetensors", "link.safetensors"],
-                  ["a.safetensors", str(f)]):
+    for paths in (
+        ["a.safetensors", "./a.safetensors"],
+        ["a.safetensors", "link.safetensors"],
+        ["a.safetensors", str(f)],
+    ):
         _rc, diags = codes(capsys, *paths)
         assert not [d for d in diags if d["code"] == "QC501"], paths
         _rc, out, _ = run(capsys, "check", "--format", "json", *paths)
@@ -163,13 +184,24 @@ def test_same_file_two_spellings_is_read_once(tmp_path: Path, capsys: pytest.Cap
 
 # -- 8: quantize options out of range ---------------------------------------------------------
 
+
 @pytest.mark.parametrize("value", ["0", "-16", "3", "12", "24", "x", "99999999999"])
 def test_quantize_group_size_out_of_range_is_a_usage_error(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str
+) -> None:
     src = write(tmp_path / "in.safetensors", tensors([("l.weight", "F32", [16, 64])]))
     with pytest.raises(SystemExit) as exc:
-        main(["quantize", str(src), "-o", str(tmp_path / "out.safetensors"),
-              "--format", "asym_w4a8_int8", f"--group-size={value}"])
+        main(
+            [
+                "quantize",
+                str(src),
+                "-o",
+                str(tmp_path / "out.safetensors"),
+                "--format",
+                "asym_w4a8_int8",
+                f"--group-size={value}",
+            ]
+        )
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert "--group-size" in err and "Traceback" not in err
@@ -177,11 +209,21 @@ def test_quantize_group_size_out_of_range_is_a_usage_error(
 
 
 @pytest.mark.parametrize("value", ["4", "8", "16", "32"])
-def test_quantize_group_size_in_range_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                           value: str) -> None:
+def test_quantize_group_size_in_range_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str
+) -> None:
     src = write(tmp_path / "in.safetensors", tensors([("l.weight", "F32", [16, 256])]))
-    rc, _, err = run(capsys, "quantize", str(src), "-o", str(tmp_path / "out.safetensors"),
-                     "--format", "asym_w4a8_int8", "--group-size", value)
+    rc, _, err = run(
+        capsys,
+        "quantize",
+        str(src),
+        "-o",
+        str(tmp_path / "out.safetensors"),
+        "--format",
+        "asym_w4a8_int8",
+        "--group-size",
+        value,
+    )
     assert rc == 0, err
 
 
@@ -190,12 +232,25 @@ def test_quantize_group_size_in_range_runs(tmp_path: Path, capsys: pytest.Captur
 N, K = 32, 64
 FUZZ_VALUES: list[Any] = [None, [], "16", -16, 0, 2**70, 16.5, {"a": 1}, True, 3]
 #: marker keys each format's numeric code reads
-FUZZ_KEYS = {"float8_e4m3fn": ["orig_shape"], "nvfp4": ["orig_shape"], "mxfp8": ["orig_shape"],
-             "int8_tensorwise": ["convrot", "convrot_groupsize"],
-             "asym_w4a8_int8": ["group_size", "convrot_groupsize"],
-             "convrot_w4a4": ["convrot_groupsize"], "awq_w4a16": ["group_size"]}
-STRUCTURAL = ["weight_as_fp8", "weight_fp8_nk", "weight_i8_nk", "weight_1d", "weight_3d",
-              "scale_f16", "scale_shape", "scale_gone"]
+FUZZ_KEYS = {
+    "float8_e4m3fn": ["orig_shape"],
+    "nvfp4": ["orig_shape"],
+    "mxfp8": ["orig_shape"],
+    "int8_tensorwise": ["convrot", "convrot_groupsize"],
+    "asym_w4a8_int8": ["group_size", "convrot_groupsize"],
+    "convrot_w4a4": ["convrot_groupsize"],
+    "awq_w4a16": ["group_size"],
+}
+STRUCTURAL = [
+    "weight_as_fp8",
+    "weight_fp8_nk",
+    "weight_i8_nk",
+    "weight_1d",
+    "weight_3d",
+    "scale_f16",
+    "scale_shape",
+    "scale_gone",
+]
 
 
 def _valid_layer(fmt: str) -> tuple[dict[str, tuple[str, Any]], dict[str, Any]]:
@@ -207,10 +262,14 @@ def _valid_layer(fmt: str) -> tuple[dict[str, tuple[str, Any]], dict[str, Any]]:
     w = np.random.default_rng(0).standard_normal((N, K)).astype(np.float32)
     if fmt == "awq_w4a16":
         g = 32
-        return ({"weight": ("I8", np.full((N, K // 2), 0x21, np.int8)),
-                 "weight_scale": ("F16", np.full((K // g, N), 0.01, np.float16)),
-                 "weight_zeros": ("F16", np.full((K // g, N), 8.0, np.float16))},
-                {"format": fmt, "group_size": g})
+        return (
+            {
+                "weight": ("I8", np.full((N, K // 2), 0x21, np.int8)),
+                "weight_scale": ("F16", np.full((K // g, N), 0.01, np.float16)),
+                "weight_zeros": ("F16", np.full((K // g, N), 8.0, np.float16)),
+            },
+            {"format": fmt, "group_size": g},
+        )
     opts: dict[str, Any] = {}
     if fmt == "int8_tensorwise":
         opts = {"per_row": True, "convrot": True, "convrot_groupsize": 16}
@@ -245,12 +304,16 @@ def _write_case(folder: Path, fmt: str, what: str, value: Any) -> tuple[Path, Pa
         marker[what.split(":", 1)[1]] = value
     elif what == "weight_as_fp8":
         dt, a = arrays["weight"]
-        arrays["weight"] = ("F8_E4M3", a.view(np.uint8) if a.dtype.itemsize == 1
-                            else a.view(np.uint8).reshape(a.shape[0], -1))
+        arrays["weight"] = (
+            "F8_E4M3",
+            a.view(np.uint8) if a.dtype.itemsize == 1 else a.view(np.uint8).reshape(a.shape[0], -1),
+        )
     elif what in ("weight_fp8_nk", "weight_i8_nk"):  # an fp8 / int8 [N, K] under any marker
         fp8 = what == "weight_fp8_nk"
-        arrays["weight"] = ("F8_E4M3" if fp8 else "I8", np.full((N, K), 0x38, np.uint8 if fp8
-                                                                else np.int8))
+        arrays["weight"] = (
+            "F8_E4M3" if fp8 else "I8",
+            np.full((N, K), 0x38, np.uint8 if fp8 else np.int8),
+        )
     elif what == "weight_1d":
         dt, a = arrays["weight"]
         arrays["weight"] = (dt, a.reshape(-1))
@@ -263,17 +326,30 @@ def _write_case(folder: Path, fmt: str, what: str, value: Any) -> tuple[Path, Pa
         if what == "scale_gone":
             del arrays[scale]
         elif what == "scale_f16":
-            arrays[scale] = ("F16", a.view(np.uint8).astype(np.float16) if a.dtype.itemsize == 1
-                             else a.astype(np.float16))
+            arrays[scale] = (
+                "F16",
+                a.view(np.uint8).astype(np.float16)
+                if a.dtype.itemsize == 1
+                else a.astype(np.float16),
+            )
         else:
             arrays[scale] = (dt, np.concatenate([a.reshape(-1), a.reshape(-1)[:1]]))
     from quantcheck.numeric.arrays import dtype_name
 
     def st(dt: str, a: Any) -> RawTensor:
-        name = dt if dt.isupper() else {"float32": "F32", "float16": "F16", "int8": "I8",
-                                        "uint8": "U8", "bfloat16": "BF16",
-                                        "float8_e4m3fn": "F8_E4M3",
-                                        "float8_e5m2": "F8_E5M2"}[dtype_name(a)]
+        name = (
+            dt
+            if dt.isupper()
+            else {
+                "float32": "F32",
+                "float16": "F16",
+                "int8": "I8",
+                "uint8": "U8",
+                "bfloat16": "BF16",
+                "float8_e4m3fn": "F8_E4M3",
+                "float8_e5m2": "F8_E5M2",
+            }[dtype_name(a)]
+        )
         return RawTensor("", name, tuple(int(s) for s in a.shape), a.tobytes())
 
     out = []
@@ -289,11 +365,14 @@ def _write_case(folder: Path, fmt: str, what: str, value: Any) -> tuple[Path, Pa
     return q, orig
 
 
-@pytest.mark.parametrize(("fmt", "what", "value"), _fuzz_cases(),
-                         ids=lambda v: json.dumps(v) if not isinstance(v, str) else v)
+@pytest.mark.parametrize(
+    ("fmt", "what", "value"),
+    _fuzz_cases(),
+    ids=lambda v: json.dumps(v) if not isinstance(v, str) else v,
+)
 def test_numeric_paths_take_only_layers_the_rules_pass(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str, what: str,
-        value: Any) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str, what: str, value: Any
+) -> None:
     """dequantize, compare, check --deep and fix --unsafe-fixes on hostile marker values and
     tensors: no traceback, exit 0/1/2, and a layer left alone is named with a reason."""
     q, orig = _write_case(tmp_path, fmt, what, value)
@@ -305,8 +384,10 @@ def test_numeric_paths_take_only_layers_the_rules_pass(
     assert rc in (0, 1, 2), err
     if L not in out.split("\n", 1)[-1] and rc != 2:
         pytest.fail(f"compare neither compared nor named {L}:\n{out}")
-    for argv in (["check", "--deep", "--read-weights", str(q)],
-                 ["fix", "--unsafe-fixes", str(q), "-o", str(tmp_path / "f.safetensors")]):
+    for argv in (
+        ["check", "--deep", "--read-weights", str(q)],
+        ["fix", "--unsafe-fixes", str(q), "-o", str(tmp_path / "f.safetensors")],
+    ):
         rc, out, err = run(capsys, *argv)
         assert rc in (0, 1, 2), (argv, err)
 

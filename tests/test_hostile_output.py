@@ -23,8 +23,10 @@ from quantcheck.textsafe import UNSAFE, clean, json_safe
 
 #: what a hostile name carries: OSC retitle + BEL, clear screen, a forged summary line and
 #: workflow command, an 8-bit CSI, a right-to-left override, a line separator, DEL.
-EVIL = ("\x1b]0;pwned\x07\x1b[2J\n0 errors, 0 warnings\n::error file=x::forged"
-        "\r\x9b31m\u202eevil\u2028x\x7f\t")
+EVIL = (
+    "\x1b]0;pwned\x07\x1b[2J\n0 errors, 0 warnings\n::error file=x::forged"
+    "\r\x9b31m\u202eevil\u2028x\x7f\t"
+)
 LAYER = "blocks.0" + EVIL + ".attn"
 RAW = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
@@ -39,19 +41,25 @@ def _lines_ok(out: str) -> None:
 @pytest.fixture
 def evil_file(tmp_path: Path) -> Path:
     marker = marker_bytes({"format": "float8_e4m3fn" + EVIL})
-    data = tensors([(f"{LAYER}.weight", "F8_E4M3", [4, 4]),
-                    (f"{LAYER}.weight_scale", "F16", []),
-                    (f"{LAYER}.comfy_quant", "U8", [len(marker)], marker),
-                    ("other" + EVIL, "F32", [2])],
-                   metadata={"title" + EVIL: "v" + EVIL})
+    data = tensors(
+        [
+            (f"{LAYER}.weight", "F8_E4M3", [4, 4]),
+            (f"{LAYER}.weight_scale", "F16", []),
+            (f"{LAYER}.comfy_quant", "U8", [len(marker)], marker),
+            ("other" + EVIL, "F32", [2]),
+        ],
+        metadata={"title" + EVIL: "v" + EVIL},
+    )
     path = tmp_path / "evil.safetensors"
     path.write_bytes(data)
     return path
 
 
 def test_clean_escapes_every_unsafe_character() -> None:
-    assert clean(EVIL) == ("\\x1b]0;pwned\\x07\\x1b[2J\\n0 errors, 0 warnings\\n::error "
-                           "file=x::forged\\r\\x9b31m\\u202eevil\\u2028x\\x7f\\t")
+    assert clean(EVIL) == (
+        "\\x1b]0;pwned\\x07\\x1b[2J\\n0 errors, 0 warnings\\n::error "
+        "file=x::forged\\r\\x9b31m\\u202eevil\\u2028x\\x7f\\t"
+    )
     assert clean("plain ascii, ünïcödé and C:\\path") == "plain ascii, ünïcödé and C:\\path"
     for cp in [*range(0x20), *range(0x7F, 0xA0), 0x2028, 0x2029, 0x202E, 0x2066, 0x061C]:
         assert UNSAFE.fullmatch(chr(cp)) and "\\" in clean(chr(cp))
@@ -65,10 +73,14 @@ def test_json_safe_is_the_same_json_value() -> None:
 
 
 @pytest.mark.parametrize("fmt", ["text", "github"])
-def test_check_human_outputs_escape_names(evil_file: Path, fmt: str,
-                                          capsys: pytest.CaptureFixture[str]) -> None:
-    rc = main(["check", "--no-color", "--format", fmt, str(evil_file)] if fmt == "text"
-              else ["check", "--format", fmt, str(evil_file)])
+def test_check_human_outputs_escape_names(
+    evil_file: Path, fmt: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rc = main(
+        ["check", "--no-color", "--format", fmt, str(evil_file)]
+        if fmt == "text"
+        else ["check", "--format", fmt, str(evil_file)]
+    )
     out, err = capsys.readouterr()
     assert rc == 1
     _lines_ok(out)
@@ -79,8 +91,9 @@ def test_check_human_outputs_escape_names(evil_file: Path, fmt: str,
 
 
 @pytest.mark.parametrize("fmt", ["json", "sarif"])
-def test_machine_outputs_keep_the_exact_name(evil_file: Path, fmt: str,
-                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_machine_outputs_keep_the_exact_name(
+    evil_file: Path, fmt: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["check", "--format", fmt, str(evil_file)]) == 1
     out = capsys.readouterr().out
     assert not re.search("[\x00-\x1f\x7f-\x9f\u2028\u202e]", out.replace("\n", ""))
@@ -95,16 +108,18 @@ def _strings(doc: Any) -> set[str]:
     return {doc} if isinstance(doc, str) else set()
 
 
-def test_inspect_text_escapes_names_and_metadata(evil_file: Path,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_inspect_text_escapes_names_and_metadata(
+    evil_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["inspect", str(evil_file)]) == 0
     out, _err = capsys.readouterr()
     _lines_ok(out)
     assert "metadata title\\x1b]0;pwned" in out and "blocks.0\\x1b]0;pwned" in out
 
 
-def test_inspect_json_keeps_exact_names_escaped(evil_file: Path,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_inspect_json_keeps_exact_names_escaped(
+    evil_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["inspect", "--format", "json", str(evil_file)]) == 0
     out = capsys.readouterr().out
     assert not re.search("[\x00-\x1f\x7f-\x9f\u2028\u202e]", out.replace("\n", ""))
@@ -120,13 +135,20 @@ def test_fix_plan_escapes_names(evil_file: Path, capsys: pytest.CaptureFixture[s
 
 
 def test_fix_diff_escapes_names_metadata_and_markers(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     marker = marker_bytes({"format": "int8_tensorwise", "note": EVIL})
     path = tmp_path / "evil.safetensors"
-    path.write_bytes(tensors([(f"{LAYER}.weight", "I8", [4, 4]),
-                              (f"{LAYER}.weight_scale", "F16", [4, 1]),
-                              (f"{LAYER}.comfy_quant", "U8", [len(marker)], marker)],
-                             metadata={"title" + EVIL: "v" + EVIL}))
+    path.write_bytes(
+        tensors(
+            [
+                (f"{LAYER}.weight", "I8", [4, 4]),
+                (f"{LAYER}.weight_scale", "F16", [4, 1]),
+                (f"{LAYER}.comfy_quant", "U8", [len(marker)], marker),
+            ],
+            metadata={"title" + EVIL: "v" + EVIL},
+        )
+    )
     main(["fix", "--target", "sglang", "--diff", str(path)])
     out, err = capsys.readouterr()
     _lines_ok(out)
@@ -138,10 +160,16 @@ def test_html_report_escapes_names(tmp_path: Path, capsys: pytest.CaptureFixture
     layer = "blocks.0.<script>alert(1)</script>" + EVIL
     marker = marker_bytes({"format": "float8_e4m3fn"})
     path = tmp_path / "evil.safetensors"
-    path.write_bytes(tensors([(f"{layer}.weight", "F8_E4M3", [4, 4]),
-                              (f"{layer}.weight_scale", "F16", []),
-                              (f"{layer}.comfy_quant", "U8", [len(marker)], marker)],
-                             metadata={"<b>k</b>": "<img src=x onerror=alert(1)>"}))
+    path.write_bytes(
+        tensors(
+            [
+                (f"{layer}.weight", "F8_E4M3", [4, 4]),
+                (f"{layer}.weight_scale", "F16", []),
+                (f"{layer}.comfy_quant", "U8", [len(marker)], marker),
+            ],
+            metadata={"<b>k</b>": "<img src=x onerror=alert(1)>"},
+        )
+    )
     out = tmp_path / "r.html"
     assert main(["report", str(path), "-o", str(out)]) == 0
     html = out.read_text()
@@ -171,8 +199,10 @@ def test_progress_bar_escapes_item_names() -> None:
 
 
 def test_explain_escapes_pasted_values(capsys: pytest.CaptureFixture[str]) -> None:
-    msg = ("ValueError: Comfy INT8 layer 'a' needs I8 weights and F32 scales, got BF16 and "
-           "F32\x1b]0;pwned\x07")
+    msg = (
+        "ValueError: Comfy INT8 layer 'a' needs I8 weights and F32 scales, got BF16 and "
+        "F32\x1b]0;pwned\x07"
+    )
     assert main(["explain", msg]) == 0
     out = capsys.readouterr().out
     _lines_ok(out)
@@ -183,12 +213,16 @@ def test_explain_escapes_pasted_values(capsys: pytest.CaptureFixture[str]) -> No
 
 # --- item 10: explain's matching is linear --------------------------------------------------
 
-UNBOUNDED = {sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT,
-             getattr(sre_constants, "POSSESSIVE_REPEAT", sre_constants.MAX_REPEAT)}
+UNBOUNDED = {
+    sre_constants.MAX_REPEAT,
+    sre_constants.MIN_REPEAT,
+    getattr(sre_constants, "POSSESSIVE_REPEAT", sre_constants.MAX_REPEAT),
+}
 
 
-def _walk(items: Any, inside_repeat: bool, inside_atomic: bool, found: list[str],
-          tail: bool) -> None:
+def _walk(
+    items: Any, inside_repeat: bool, inside_atomic: bool, found: list[str], tail: bool
+) -> None:
     """Record nested unbounded repeats, and broad repeats that could backtrack."""
     seq = list(items)
     for i, (op, av) in enumerate(seq):
@@ -198,10 +232,16 @@ def _walk(items: Any, inside_repeat: bool, inside_atomic: bool, found: list[str]
             unbounded = hi == sre_constants.MAXREPEAT
             if unbounded and inside_repeat:
                 found.append("nested unbounded repeat")
-            broad = any(o in (sre_constants.ANY, sre_constants.NOT_LITERAL) or
-                        (o == sre_constants.IN and av2 and av2[0][0] == sre_constants.NEGATE
-                         and len(av2) <= 2)
-                        for o, av2 in sub)
+            broad = any(
+                o in (sre_constants.ANY, sre_constants.NOT_LITERAL)
+                or (
+                    o == sre_constants.IN
+                    and av2
+                    and av2[0][0] == sre_constants.NEGATE
+                    and len(av2) <= 2
+                )
+                for o, av2 in sub
+            )
             if unbounded and broad and not (inside_atomic or last):
                 found.append("broad repeat outside an atomic group, not at the end")
             _walk(sub, inside_repeat or unbounded, inside_atomic, found, False)
@@ -260,9 +300,14 @@ def test_matcher_only_sees_bounded_text(monkeypatch: pytest.MonkeyPatch) -> None
     for p in messages.PATTERNS:
         monkeypatch.setattr(p, "regex", _Spy(p.regex, seen))
     junk = "Comfy W4A8 layer 'x' has incompatible weight/scale shapes: (8, 1), " * 3000
-    log = ("INFO loading\n" * 2000 + junk + "\n" + "x" * 300_000
-           + "\nValueError: Comfy INT8 layer 'blocks.0' needs I8 weights and F32 scales, got "
-           "BF16 and F32\n" + "trailing line\n" * 1000)
+    log = (
+        "INFO loading\n" * 2000
+        + junk
+        + "\n"
+        + "x" * 300_000
+        + "\nValueError: Comfy INT8 layer 'blocks.0' needs I8 weights and F32 scales, got "
+        "BF16 and F32\n" + "trailing line\n" * 1000
+    )
     match = messages.match_message(log)
     assert match is not None and match.code == "QC304"
     assert match.values == {"prefix": "blocks.0", "weight_dtype": "BF16", "scale_dtype": "F32"}
@@ -272,19 +317,26 @@ def test_matcher_only_sees_bounded_text(monkeypatch: pytest.MonkeyPatch) -> None
 def test_message_at_the_end_of_a_long_log_line_is_found() -> None:
     from quantcheck.explain.messages import MAX_LINE, match_message
 
-    text = ("x" * (3 * MAX_LINE + 17) + " ValueError: Comfy W4A8 layer 'b' has incompatible "
-            "weight/scale shapes: (8, 16), (8, 2), and (8,)")
+    text = (
+        "x" * (3 * MAX_LINE + 17) + " ValueError: Comfy W4A8 layer 'b' has incompatible "
+        "weight/scale shapes: (8, 16), (8, 2), and (8,)"
+    )
     match = match_message(text)
     assert match is not None and match.values == {
-        "prefix": "b", "weight_shape": "(8, 16)", "s_rel_shape": "(8, 2)",
-        "s_channel_shape": "(8,)"}
+        "prefix": "b",
+        "weight_shape": "(8, 16)",
+        "s_rel_shape": "(8, 2)",
+        "s_channel_shape": "(8,)",
+    }
 
 
 def test_message_wrapped_over_two_lines_is_found() -> None:
     from quantcheck.explain.messages import match_message
 
-    match = match_message("ValueError: Comfy INT8 layer 'blocks.0' needs I8 weights and\n"
-                          "    F32 scales, got BF16 and F32\nnext line")
+    match = match_message(
+        "ValueError: Comfy INT8 layer 'blocks.0' needs I8 weights and\n"
+        "    F32 scales, got BF16 and F32\nnext line"
+    )
     assert match is not None and match.values["scale_dtype"] == "F32"
 
 

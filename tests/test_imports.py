@@ -38,25 +38,42 @@ print(json.dumps({"rcs": rcs, "costly": sorted(m for m in COSTLY if m in sys.mod
 
 def run_fresh(argvs: list[list[str]]) -> dict[str, object]:
     code = f"ARGVS = {argvs!r}\nHEAVY = {HEAVY!r}\nCOSTLY = {COSTLY!r}\n" + SCRIPT
-    proc = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True,
-                          timeout=60, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-I", "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def test_baseline_interpreter_has_none_of_them() -> None:
-    proc = subprocess.run([sys.executable, "-I", "-c", "import sys, json; print(json.dumps("
-                           f"[m for m in {HEAVY!r} if m in sys.modules]))"],
-                          capture_output=True, text=True, timeout=60, check=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-I",
+            "-c",
+            f"import sys, json; print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     assert json.loads(proc.stdout) == []
 
 
 def test_check_and_inspect_load_no_heavy_modules(examples_dir: Path) -> None:
     ex = str(examples_dir / "nvfp4.safetensors")
     broken = str(examples_dir / "broken_seeds.safetensors")
-    result = run_fresh([["check", ex], ["check", "--format", "json", broken],
-                        ["check", "--format", "sarif", ex], ["check", "--format", "github", ex],
-                        ["inspect", ex], ["inspect", "--format", "json", str(examples_dir)]])
+    result = run_fresh(
+        [
+            ["check", ex],
+            ["check", "--format", "json", broken],
+            ["check", "--format", "sarif", ex],
+            ["check", "--format", "github", ex],
+            ["inspect", ex],
+            ["inspect", "--format", "json", str(examples_dir)],
+        ]
+    )
     assert result["rcs"] == [0, 1, 0, 0, 0, 0]
     assert result["heavy"] == []
     assert result["third_party"] == []
@@ -79,6 +96,7 @@ def test_heavy_modules_would_be_detected(examples_dir: Path) -> None:
     """The probe itself works: a module that is imported does show up."""
     pytest.importorskip("numpy")
     code = f"ARGVS = []\nHEAVY = {HEAVY!r}\nCOSTLY = {COSTLY!r}\nimport numpy\n" + SCRIPT
-    proc = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True,
-                          timeout=60, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-I", "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
     assert json.loads(proc.stdout.strip().splitlines()[-1])["heavy"] == ["numpy"]

@@ -43,8 +43,11 @@ def models(tmp_path: Path, examples_dir: Path) -> Path:
     write_safetensors(root / "lora.safetensors", bf16("lora_unet.down"))
     write_safetensors(root / "sharded" / "part1.safetensors", bf16("a"))
     write_safetensors(root / "sharded" / "part2.safetensors", bf16("b"))
-    (root / "sharded" / "model.safetensors.index.json").write_text(json.dumps(
-        {"weight_map": {"a.weight": "part1.safetensors", "b.weight": "part2.safetensors"}}))
+    (root / "sharded" / "model.safetensors.index.json").write_text(
+        json.dumps(
+            {"weight_map": {"a.weight": "part1.safetensors", "b.weight": "part2.safetensors"}}
+        )
+    )
     for i in (1, 2):
         write_safetensors(root / "sets" / f"full-{i:05d}-of-00002.safetensors", bf16(f"f{i}"))
     for i in (1, 3):
@@ -56,13 +59,22 @@ def models(tmp_path: Path, examples_dir: Path) -> Path:
 def test_folder_is_many_checkpoints(models: Path) -> None:
     specs = discover([str(models)])
     names = [Path(s.name).relative_to(models).as_posix() for s in specs]
-    assert names == [BROKEN, "lora.safetensors", CLEAN, "sets/full-*-of-00002.safetensors",
-                     "sets/gap-*-of-00003.safetensors", "sharded/model.safetensors.index.json"]
+    assert names == [
+        BROKEN,
+        "lora.safetensors",
+        CLEAN,
+        "sets/full-*-of-00002.safetensors",
+        "sets/gap-*-of-00003.safetensors",
+        "sharded/model.safetensors.index.json",
+    ]
     by = {Path(s.name).name: s for s in specs}
     assert [Path(p).name for p in by["gap-*-of-00003.safetensors"].paths] == [
-        "gap-00001-of-00003.safetensors", "gap-00003-of-00003.safetensors"]
+        "gap-00001-of-00003.safetensors",
+        "gap-00003-of-00003.safetensors",
+    ]
     assert by["model.safetensors.index.json"].paths == [
-        str(models / "sharded" / "model.safetensors.index.json")]  # shards are not repeated
+        str(models / "sharded" / "model.safetensors.index.json")
+    ]  # shards are not repeated
 
 
 def test_include_exclude_and_as_one(models: Path) -> None:
@@ -76,30 +88,38 @@ def test_include_exclude_and_as_one(models: Path) -> None:
 
 def test_missing_shards_are_named(tmp_path: Path) -> None:
     d = tmp_path.as_posix()
-    assert missing_shards([f"{d}/m-00001-of-00003.safetensors",
-                           f"{d}/m-00003-of-00003.safetensors", f"{d}/x.safetensors"]) == [
-        (f"{d}/m-00001-of-00003.safetensors", "m-00002-of-00003.safetensors")]
+    assert missing_shards(
+        [
+            f"{d}/m-00001-of-00003.safetensors",
+            f"{d}/m-00003-of-00003.safetensors",
+            f"{d}/x.safetensors",
+        ]
+    ) == [(f"{d}/m-00001-of-00003.safetensors", "m-00002-of-00003.safetensors")]
     (tmp_path / "m-00002-of-00003.safetensors").write_bytes(b"")
     assert missing_shards([f"{d}/m-00001-of-00003.safetensors"]) == [
-        (f"{d}/m-00001-of-00003.safetensors", "m-00003-of-00003.safetensors")]
+        (f"{d}/m-00001-of-00003.safetensors", "m-00003-of-00003.safetensors")
+    ]
 
 
 def test_index_argument_claims_its_shards(models: Path) -> None:
     sharded = models / "sharded"
-    specs = discover([str(sharded / "part1.safetensors"), str(sharded / "part2.safetensors"),
-                      str(sharded / "model.safetensors.index.json")])
+    specs = discover(
+        [
+            str(sharded / "part1.safetensors"),
+            str(sharded / "part2.safetensors"),
+            str(sharded / "model.safetensors.index.json"),
+        ]
+    )
     assert [Path(s.name).name for s in specs] == ["model.safetensors.index.json"]
 
 
-def test_text_report_table_and_exit_code(models: Path, capsys: pytest.CaptureFixture[str]
-                                         ) -> None:
+def test_text_report_table_and_exit_code(models: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rc, out, _ = run(capsys, "check", "--no-color", str(models))
     assert rc == 1  # the worst of all: broken_seeds and the incomplete set fail
     assert f"== {models / BROKEN}" in out and "QC305" in out
     assert "QC506" in out and "gap-00002-of-00003.safetensors" in out
     assert f"== {models / CLEAN}" not in out  # no section without problems
-    rows = {line.split()[0]: line for line in out.splitlines()
-            if line.startswith(str(models))}
+    rows = {line.split()[0]: line for line in out.splitlines() if line.startswith(str(models))}
     assert "not a quantized checkpoint" in rows[str(models / "lora.safetensors")]
     assert rows[str(models / CLEAN)].split()[-2:] == ["ok", "ok"]
     assert rows[str(models / BROKEN)].split()[-2:] == ["fails", "fails"]
@@ -113,22 +133,35 @@ def test_quiet_prints_only_the_table(models: Path, capsys: pytest.CaptureFixture
     assert len(lines) == 7 and "QC305" not in out
 
 
-def test_one_checkpoint_keeps_the_single_report(examples_dir: Path,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_one_checkpoint_keeps_the_single_report(
+    examples_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     _, out, _ = run(capsys, "check", "--no-color", str(examples_dir / BROKEN))
     assert "CHECKPOINT" not in out and out.splitlines()[-1].startswith("3 errors, 2 warnings")
 
 
-def test_as_one_keeps_the_shards_reading(examples_dir: Path,
-                                         capsys: pytest.CaptureFixture[str]) -> None:
-    _rc, out, _ = run(capsys, "check", "--output-format", "json", "--as-one",
-                     str(examples_dir / "nvfp4.safetensors"),
-                     str(examples_dir / "fp8_e4m3fn.safetensors"))
+def test_as_one_keeps_the_shards_reading(
+    examples_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _rc, out, _ = run(
+        capsys,
+        "check",
+        "--output-format",
+        "json",
+        "--as-one",
+        str(examples_dir / "nvfp4.safetensors"),
+        str(examples_dir / "fp8_e4m3fn.safetensors"),
+    )
     doc = json.loads(out)
     assert len(doc["checkpoints"]) == 1 and len(doc["inputs"]) == 2
-    rc2, out2, _ = run(capsys, "check", "--output-format", "json",
-                       str(examples_dir / "nvfp4.safetensors"),
-                       str(examples_dir / "fp8_e4m3fn.safetensors"))
+    rc2, out2, _ = run(
+        capsys,
+        "check",
+        "--output-format",
+        "json",
+        str(examples_dir / "nvfp4.safetensors"),
+        str(examples_dir / "fp8_e4m3fn.safetensors"),
+    )
     assert len(json.loads(out2)["checkpoints"]) == 2 and rc2 == 0
 
 
@@ -137,23 +170,32 @@ def test_json_lists_checkpoints(models: Path, capsys: pytest.CaptureFixture[str]
     doc = json.loads(out)
     assert (doc["schema_version"], doc["kind"], rc) == (2, "check", 1)
     kinds = {Path(c["name"]).name: c["kind"] for c in doc["checkpoints"]}
-    assert kinds == {BROKEN: "checked", CLEAN: "checked", "lora.safetensors": "not-quantized",
-                     "full-*-of-00002.safetensors": "not-quantized",
-                     "gap-*-of-00003.safetensors": "checked",
-                     "model.safetensors.index.json": "not-quantized"}
+    assert kinds == {
+        BROKEN: "checked",
+        CLEAN: "checked",
+        "lora.safetensors": "not-quantized",
+        "full-*-of-00002.safetensors": "not-quantized",
+        "gap-*-of-00003.safetensors": "checked",
+        "model.safetensors.index.json": "not-quantized",
+    }
     assert {Path(d["checkpoint"]).name for d in doc["diagnostics"]} == {
-        BROKEN, "gap-*-of-00003.safetensors"}
+        BROKEN,
+        "gap-*-of-00003.safetensors",
+    }
     assert doc["summary"]["checkpoints"] == 6 and doc["summary"]["not_quantized"] == 3
     broken = next(c for c in doc["checkpoints"] if c["name"].endswith(BROKEN))
     assert broken["formats"] == ["asym_w4a8_int8", "int8_tensorwise"]
     assert broken["targets"]["sglang"]["status"] == "fails"
 
 
-def test_sarif_and_github_locate_each_checkpoint(models: Path,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_sarif_and_github_locate_each_checkpoint(
+    models: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     _, out, _ = run(capsys, "check", "--output-format", "sarif", str(models))
-    uris = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
-            for r in json.loads(out)["runs"][0]["results"]}
+    uris = {
+        r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+        for r in json.loads(out)["runs"][0]["results"]
+    }
     assert {Path(u).name for u in uris} == {BROKEN, "gap-00001-of-00003.safetensors"}
     _, out, _ = run(capsys, "check", "--output-format", "github", str(models))
     files = {line.split("file=", 1)[1].split(",", 1)[0] for line in out.splitlines()}
@@ -181,17 +223,22 @@ def test_check_one_is_plain_and_picklable(examples_dir: Path) -> None:
 
 
 def test_baseline_accepts_known_findings_and_fails_on_new(
-        models: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    models: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.chdir(tmp_path)
     base = tmp_path / "baseline.json"
     rc, _, err = run(capsys, "check", "--generate-baseline", str(base), "models")
     assert rc == 0 and "wrote" in err
     doc = json.loads(base.read_text())
     assert doc["kind"] == "baseline" and doc["findings"]
-    assert {"checkpoint": "models/broken_seeds.safetensors", "code": "QC305",
-            "where": "model.diffusion_model.transformer_blocks.1.attn.to_q.weight_scale"
-            } in doc["findings"]  # stable keys: no message text, no line numbers
+    assert {
+        "checkpoint": "models/broken_seeds.safetensors",
+        "code": "QC305",
+        "where": "model.diffusion_model.transformer_blocks.1.attn.to_q.weight_scale",
+    } in doc["findings"]  # stable keys: no message text, no line numbers
     assert all(set(f) == {"checkpoint", "code", "where"} for f in doc["findings"])
     # the same findings under another spelling of the folder: all known, exit 0
     rc, out, _ = run(capsys, "check", "--no-color", "--baseline", str(base), "./models")
@@ -199,16 +246,16 @@ def test_baseline_accepts_known_findings_and_fails_on_new(
     assert f"{len(doc['findings'])} known findings suppressed by the baseline" in out
     # a new problem fails, and only it is reported
     shutil.copy(models / BROKEN, models / "new.safetensors")
-    rc, out, _ = run(capsys, "check", "--output-format", "json", "--baseline", str(base),
-                     "models")
+    rc, out, _ = run(capsys, "check", "--output-format", "json", "--baseline", str(base), "models")
     new = json.loads(out)
     assert rc == 1
     assert {Path(d["checkpoint"]).name for d in new["diagnostics"]} == {"new.safetensors"}
     assert new["summary"]["suppressed"] == len(doc["findings"])
 
 
-def test_baseline_that_cannot_be_read_exits_2(models: Path, tmp_path: Path,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_baseline_that_cannot_be_read_exits_2(
+    models: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     rc, _, err = run(capsys, "check", "--baseline", str(tmp_path / "none.json"), str(models))
     assert rc == 2 and "no such baseline" in err
     (tmp_path / "bad.json").write_text("[]")

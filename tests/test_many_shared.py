@@ -18,12 +18,12 @@ from quantcheck.model.checkpoint import load_checkpoint
 from quantcheck.model.discover import discover
 
 
-def fp8_layers(prefixes: list[str], marker: dict[str, object],
-               scale: bool = True) -> list[RawTensor]:
+def fp8_layers(
+    prefixes: list[str], marker: dict[str, object], scale: bool = True
+) -> list[RawTensor]:
     out: list[RawTensor] = []
     for p in prefixes:
-        out += [RawTensor(f"{p}.weight", "F8_E4M3", (16, 16), bytes(256)),
-                marker_tensor(p, marker)]
+        out += [RawTensor(f"{p}.weight", "F8_E4M3", (16, 16), bytes(256)), marker_tensor(p, marker)]
         if scale:
             out.append(RawTensor(f"{p}.weight_scale", "F32", (), struct.pack("<f", 0.5)))
     return out
@@ -38,12 +38,11 @@ def test_many_results_equal_one_at_a_time(tmp_path: Path, examples_dir: Path) ->
     # Same layer signatures under other prefixes and files, with findings: a missing scale,
     # an unknown marker key, a format name that is wrong.
     bad = {"format": "float8_e4m3fn", "made_up_key": 1}
-    for i, prefixes in enumerate((["blocks.0.attn", "blocks.1.attn"], ["net.x", "net.y"],
-                                  ["z"])):
-        write_safetensors(root / f"noscale_{i}.safetensors",
-                          fp8_layers(prefixes, bad, scale=False))
-        write_safetensors(root / f"typo_{i}.safetensors",
-                          fp8_layers(prefixes, {"format": "float8_e4m3"}))
+    for i, prefixes in enumerate((["blocks.0.attn", "blocks.1.attn"], ["net.x", "net.y"], ["z"])):
+        write_safetensors(root / f"noscale_{i}.safetensors", fp8_layers(prefixes, bad, scale=False))
+        write_safetensors(
+            root / f"typo_{i}.safetensors", fp8_layers(prefixes, {"format": "float8_e4m3"})
+        )
     specs = discover([str(root)])
     assert len(specs) == 2 * len(list(examples_dir.glob("*.safetensors"))) + 6
     many = [r.to_json() for r in check_many(specs)]
@@ -76,7 +75,8 @@ def test_large_file_is_read_per_range(tmp_path: Path) -> None:
 
 
 def test_dropped_or_over_budget_small_file_is_read_per_range(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "m.safetensors"
     path.write_bytes(b"a" * 100)
     held = source._buffered[0]  # copies other tests' unclosed files may still hold

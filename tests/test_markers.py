@@ -29,18 +29,25 @@ L = "blocks.0.attn.to_q"
 MK = f"{L}.comfy_quant"
 
 
-def layer_tensors(marker: bytes | None = None, dtype: str = "U8",
-                  shape: list[int] | None = None) -> list[tuple[Any, ...]]:
+def layer_tensors(
+    marker: bytes | None = None, dtype: str = "U8", shape: list[int] | None = None
+) -> list[tuple[Any, ...]]:
     """An fp8 layer (weight, scale) with marker bytes stored as `dtype` (shape: bytes/width)."""
-    out: list[tuple[Any, ...]] = [(f"{L}.weight", "F8_E4M3", [4, 4]),
-                                  (f"{L}.weight_scale", "F32", [])]
+    out: list[tuple[Any, ...]] = [
+        (f"{L}.weight", "F8_E4M3", [4, 4]),
+        (f"{L}.weight_scale", "F32", []),
+    ]
     if marker is not None:
         out.append((MK, dtype, shape if shape is not None else [len(marker)], marker))
     return out
 
 
-def load(tmp_path: Path, specs: list[tuple[Any, ...]], metadata: dict[str, Any] | None = None,
-         name: str = "m.safetensors") -> Checkpoint:
+def load(
+    tmp_path: Path,
+    specs: list[tuple[Any, ...]],
+    metadata: dict[str, Any] | None = None,
+    name: str = "m.safetensors",
+) -> Checkpoint:
     path = tmp_path / name
     path.write_bytes(tensors(specs, metadata))
     return load_checkpoint([str(path)])
@@ -63,15 +70,18 @@ def test_valid_marker(tmp_path: Path) -> None:
     assert ck.layers[L].marker is m and ck.layers[L].format == "float8_e4m3fn"
 
 
-@pytest.mark.parametrize(("raw", "says"), [
-    (b'{"format": \x00\x00', "marker is not valid JSON at byte"),
-    (b'{"format": "nvfp4",}', "not valid JSON"),  # trailing comma
-    (b"{'format': 'nvfp4'}", "not valid JSON"),
-    (b'{"format": "nvfp4"} x', "Extra data"),
-    (b'{"format": "nvfp4"}\x00\x00\x00\x00', "Extra data"),  # NUL padding after the object
-    (b'{"format": "caf\xe9"}', "marker byte 15 is not valid text"),
-    (b"[" * 30_000 + b"]" * 30_000, "nested too deeply"),
-])
+@pytest.mark.parametrize(
+    ("raw", "says"),
+    [
+        (b'{"format": \x00\x00', "marker is not valid JSON at byte"),
+        (b'{"format": "nvfp4",}', "not valid JSON"),  # trailing comma
+        (b"{'format': 'nvfp4'}", "not valid JSON"),
+        (b'{"format": "nvfp4"} x', "Extra data"),
+        (b'{"format": "nvfp4"}\x00\x00\x00\x00', "Extra data"),  # NUL padding after the object
+        (b'{"format": "caf\xe9"}', "marker byte 15 is not valid text"),
+        (b"[" * 30_000 + b"]" * 30_000, "nested too deeply"),
+    ],
+)
 def test_marker_not_json(tmp_path: Path, raw: bytes, says: str) -> None:
     ck = load(tmp_path, layer_tensors(raw))
     d = only(ck)
@@ -85,10 +95,16 @@ def test_marker_empty(tmp_path: Path) -> None:
     assert d.code == "QC201" and "the marker tensor is empty" in d.message
 
 
-@pytest.mark.parametrize(("raw", "kind"), [
-    (b'["nvfp4"]', "list"), (b'"nvfp4"', "str"), (b"1", "int"), (b"null", "NoneType"),
-    (b"true", "bool"),
-])
+@pytest.mark.parametrize(
+    ("raw", "kind"),
+    [
+        (b'["nvfp4"]', "list"),
+        (b'"nvfp4"', "str"),
+        (b"1", "int"),
+        (b"null", "NoneType"),
+        (b"true", "bool"),
+    ],
+)
 def test_marker_not_object(tmp_path: Path, raw: bytes, kind: str) -> None:
     ck = load(tmp_path, layer_tensors(raw))
     d = only(ck)
@@ -105,8 +121,20 @@ def test_marker_all_zero(tmp_path: Path, n: int) -> None:
     assert (d.tensor, d.layer) == (MK, L) and L not in ck.markers
 
 
-@pytest.mark.parametrize("dtype", ["BF16", "F8_E4M3", "F8_E5M2", "F8_E8M0", "F8_E4M3FNUZ",
-                                   "F8_E5M2FNUZ", "F4", "F6_E2M3", "F6_E3M2"])
+@pytest.mark.parametrize(
+    "dtype",
+    [
+        "BF16",
+        "F8_E4M3",
+        "F8_E5M2",
+        "F8_E8M0",
+        "F8_E4M3FNUZ",
+        "F8_E5M2FNUZ",
+        "F4",
+        "F6_E2M3",
+        "F6_E3M2",
+    ],
+)
 def test_marker_dtype_unreadable(tmp_path: Path, dtype: str) -> None:
     text = marker_bytes({"format": "nvfp4"})  # 19 bytes; pad to 24 so every width fits
     text += b" " * (24 - len(text))
@@ -118,8 +146,9 @@ def test_marker_dtype_unreadable(tmp_path: Path, dtype: str) -> None:
     assert L not in ck.markers  # runtimes cannot read it, so neither do we
 
 
-@pytest.mark.parametrize(("dtype", "width"), [("I8", 1), ("BOOL", 1), ("I16", 2), ("F32", 4),
-                                              ("U64", 8)])
+@pytest.mark.parametrize(
+    ("dtype", "width"), [("I8", 1), ("BOOL", 1), ("I16", 2), ("F32", 4), ("U64", 8)]
+)
 def test_marker_dtype_not_u8_still_decoded(tmp_path: Path, dtype: str, width: int) -> None:
     text = marker_bytes({"format": "nvfp4"})
     text += b" " * (-len(text) % width)
@@ -147,8 +176,7 @@ def test_marker_at_size_limit_is_read(tmp_path: Path) -> None:
     assert ck.diagnostics == [] and ck.markers[L].format == "nvfp4"
 
 
-@pytest.mark.parametrize("encoding", ["utf-8-sig", "utf-16", "utf-16-le", "utf-16-be",
-                                      "utf-32"])
+@pytest.mark.parametrize("encoding", ["utf-8-sig", "utf-16", "utf-16-le", "utf-16-be", "utf-32"])
 def test_marker_bom_or_utf16_accepted_with_warning(tmp_path: Path, encoding: str) -> None:
     text = json.dumps({"format": "mxfp8"}).encode(encoding)
     ck = load(tmp_path, layer_tensors(text))
@@ -191,8 +219,10 @@ def test_only_marker_bytes_are_read() -> None:
     found, diags = read_tensor_markers(src, h)
     assert diags == []
     assert src.ranges == [(h.tensors[MK].begin, 19), (h.tensors["other.comfy_quant"].begin, 2)]
-    assert [(m.key, m.fields) for m in found] == [(MK, {"format": "nvfp4"}),
-                                                  ("other.comfy_quant", {})]
+    assert [(m.key, m.fields) for m in found] == [
+        (MK, {"format": "nvfp4"}),
+        ("other.comfy_quant", {}),
+    ]
 
 
 def test_decode_marker_bytes_direct() -> None:
@@ -213,22 +243,28 @@ def qmeta(doc: Any) -> dict[str, str]:
 
 
 def test_header_marker_valid(tmp_path: Path) -> None:
-    ck = load(tmp_path, layer_tensors(), qmeta({"format_version": "1.0",
-                                                "layers": {L: {"format": "float8_e4m3fn"}}}))
+    ck = load(
+        tmp_path,
+        layer_tensors(),
+        qmeta({"format_version": "1.0", "layers": {L: {"format": "float8_e4m3fn"}}}),
+    )
     assert ck.diagnostics == []
     m = ck.markers[L]
     assert m.format == "float8_e4m3fn" and [s.origin for s in m.sources] == ["header"]
     assert ck.layers[L].marker is m
 
 
-@pytest.mark.parametrize(("doc", "says"), [
-    ("{not json", "_quantization_metadata is not valid JSON"),
-    ("\ufeff" + json.dumps({"layers": {}}), "not valid JSON"),  # BOM in a str: rejected
-    ([{"layers": {}}], "_quantization_metadata is list"),
-    ({"quant_algo": "NVFP4"}, "no layers object (layers is missing)"),
-    ({"layers": [L]}, "no layers object (layers is list)"),
-    ({"layers": None}, "no layers object (layers is NoneType)"),
-])
+@pytest.mark.parametrize(
+    ("doc", "says"),
+    [
+        ("{not json", "_quantization_metadata is not valid JSON"),
+        ("\ufeff" + json.dumps({"layers": {}}), "not valid JSON"),  # BOM in a str: rejected
+        ([{"layers": {}}], "_quantization_metadata is list"),
+        ({"quant_algo": "NVFP4"}, "no layers object (layers is missing)"),
+        ({"layers": [L]}, "no layers object (layers is list)"),
+        ({"layers": None}, "no layers object (layers is NoneType)"),
+    ],
+)
 def test_header_marker_invalid(tmp_path: Path, doc: Any, says: str) -> None:
     ck = load(tmp_path, layer_tensors(), qmeta(doc))
     d = only(ck)
@@ -246,8 +282,11 @@ def test_header_marker_entry_not_object(tmp_path: Path) -> None:
 
 
 def test_quant_format_is_read(tmp_path: Path) -> None:
-    ck = load(tmp_path, layer_tensors(marker_bytes({"format": "nvfp4"})),
-              {"quant_format": "nvfp4", "format": "pt"})
+    ck = load(
+        tmp_path,
+        layer_tensors(marker_bytes({"format": "nvfp4"})),
+        {"quant_format": "nvfp4", "format": "pt"},
+    )
     assert ck.quant_formats == {str(tmp_path / "m.safetensors"): "nvfp4"}
     assert ck.metadata["quant_format"] == "nvfp4"
 
@@ -256,8 +295,11 @@ def test_quant_format_is_read(tmp_path: Path) -> None:
 
 
 def test_header_vs_tensor_conflict(tmp_path: Path) -> None:
-    ck = load(tmp_path, layer_tensors(marker_bytes({"format": "float8_e4m3fn"})),
-              qmeta({"layers": {L: {"format": "nvfp4"}}}))
+    ck = load(
+        tmp_path,
+        layer_tensors(marker_bytes({"format": "float8_e4m3fn"})),
+        qmeta({"layers": {L: {"format": "nvfp4"}}}),
+    )
     d = only(ck)
     assert d.code == "QC210" and d.layer == L and d.data == {"field": "format"}
     assert '"nvfp4" in the _quantization_metadata header' in d.message
@@ -268,11 +310,15 @@ def test_header_vs_tensor_conflict(tmp_path: Path) -> None:
     assert [s.origin for s in ck.markers[L].sources] == ["header", "tensor"]
 
 
-@pytest.mark.parametrize(("a", "b"), [(True, 1), (16, 16.0), (0, False),
-                                      ({"g": 1}, {"g": True}), ([1], [1.0])])
+@pytest.mark.parametrize(
+    ("a", "b"), [(True, 1), (16, 16.0), (0, False), ({"g": 1}, {"g": True}), ([1], [1.0])]
+)
 def test_loose_equality_is_a_warning_not_a_conflict(tmp_path: Path, a: Any, b: Any) -> None:
-    ck = load(tmp_path, layer_tensors(marker_bytes({"format": "int8_tensorwise", "convrot": b})),
-              qmeta({"layers": {L: {"format": "int8_tensorwise", "convrot": a}}}))
+    ck = load(
+        tmp_path,
+        layer_tensors(marker_bytes({"format": "int8_tensorwise", "convrot": b})),
+        qmeta({"layers": {L: {"format": "int8_tensorwise", "convrot": a}}}),
+    )
     d = only(ck)
     assert d.code == "QC211" and "field 'convrot'" in d.message
     assert json.dumps(a) in d.message and json.dumps(b) in d.message
@@ -286,8 +332,11 @@ def test_identical_sources_are_silent(tmp_path: Path) -> None:
 
 
 def test_different_fields_merge_without_conflict(tmp_path: Path) -> None:
-    ck = load(tmp_path, layer_tensors(marker_bytes({"format": "int8_tensorwise"})),
-              qmeta({"layers": {L: {"convrot": True}}}))
+    ck = load(
+        tmp_path,
+        layer_tensors(marker_bytes({"format": "int8_tensorwise"})),
+        qmeta({"layers": {L: {"convrot": True}}}),
+    )
     assert ck.diagnostics == []
     assert ck.markers[L].fields == {"convrot": True, "format": "int8_tensorwise"}
 
@@ -295,8 +344,10 @@ def test_different_fields_merge_without_conflict(tmp_path: Path) -> None:
 def test_nan_vs_nan_is_a_conflict() -> None:
     from quantcheck.model.markers import MarkerSource
 
-    srcs = [MarkerSource("header", "f", {"x": float("nan")}, L),
-            MarkerSource("tensor", "f", {"x": float("nan")}, MK)]
+    srcs = [
+        MarkerSource("header", "f", {"x": float("nan")}, L),
+        MarkerSource("tensor", "f", {"x": float("nan")}, MK),
+    ]
     _, diags = merge_markers(srcs)
     assert [d.code for d in diags] == ["QC210"] and "NaN" in diags[0].message
 
@@ -304,9 +355,20 @@ def test_nan_vs_nan_is_a_conflict() -> None:
 def test_marker_get_looks_in_params() -> None:
     from quantcheck.model.markers import MarkerSource
 
-    markers, _ = merge_markers([MarkerSource("tensor", "f", {
-        "format": "asym_w4a8_int8", "params": {"group_size": 32, "convrot": True},
-        "convrot": False}, MK)])
+    markers, _ = merge_markers(
+        [
+            MarkerSource(
+                "tensor",
+                "f",
+                {
+                    "format": "asym_w4a8_int8",
+                    "params": {"group_size": 32, "convrot": True},
+                    "convrot": False,
+                },
+                MK,
+            )
+        ]
+    )
     m = markers[L]
     assert m.get("group_size") == 32 and m.get("convrot") is False and m.get("x", 7) == 7
 
@@ -320,8 +382,11 @@ def test_foundation_codes_are_registered() -> None:
     from quantcheck.rules.registry import all_rules
 
     rules = all_rules()
-    wanted = ([f"QC{n}" for n in range(101, 123)] + [f"QC{n}" for n in range(201, 212)]
-              + [f"QC{n}" for n in range(501, 506)])
+    wanted = (
+        [f"QC{n}" for n in range(101, 123)]
+        + [f"QC{n}" for n in range(201, 212)]
+        + [f"QC{n}" for n in range(501, 506)]
+    )
     for code in wanted:
         rule = rules[code]
         assert rule.name and rule.title and rule.checks and rule.remedy

@@ -25,7 +25,7 @@ from quantcheck.results import Report
 from quantcheck.rules import codes as R
 from quantcheck.textsafe import json_safe
 
-HOSTILE = "\u202e\x85\u2028\x7f\"\\é"
+HOSTILE = '\u202e\x85\u2028\x7f"\\é'
 
 
 def many_findings_file(path: Path, n: int) -> Path:
@@ -33,8 +33,11 @@ def many_findings_file(path: Path, n: int) -> Path:
     hdr = {}
     for i in range(n):
         name = f"blocks.{i}{HOSTILE if i % 7 == 0 else ''}.attn.qkv.weight"
-        hdr[name] = {"dtype": "F8_E4M3", "shape": [64, 64],
-                     "data_offsets": [4096 * i, 4096 * (i + 1)]}
+        hdr[name] = {
+            "dtype": "F8_E4M3",
+            "shape": [64, 64],
+            "data_offsets": [4096 * i, 4096 * (i + 1)],
+        }
     text = json.dumps(hdr, separators=(",", ":"), ensure_ascii=False).encode()
     text += b" " * (-len(text) % 8)
     with open(path, "wb") as f:
@@ -64,8 +67,7 @@ def test_streamed_output_equals_whole_string_renderers(big: Path, fmt: str) -> N
     if fmt == "text":
         whole = many.render_text([result], color=False)
     elif fmt == "json":  # the pre-streaming renderer: one json.dumps of the whole document
-        whole = json_safe(json.dumps(many.check_document([result]), indent=2,
-                                     ensure_ascii=False))
+        whole = json_safe(json.dumps(many.check_document([result]), indent=2, ensure_ascii=False))
     else:
         whole = many.render_located([result], fmt)
     assert streamed == whole + "\n"
@@ -75,8 +77,24 @@ def test_streamed_output_equals_whole_string_renderers(big: Path, fmt: str) -> N
         assert "\u202e" not in streamed and "\\u202e" in streamed
 
 
-DOCS = [{}, [], "s", 3, None, 1.5, {"a": []}, {"a": {}, "b": [1, {"x": [], "y": {"z": HOSTILE}}],
-        "c": None, "d": 1.5, "e": (1, 2), HOSTILE: "v"}, [[], [[]], {"q": [{}]}]]
+DOCS = [
+    {},
+    [],
+    "s",
+    3,
+    None,
+    1.5,
+    {"a": []},
+    {
+        "a": {},
+        "b": [1, {"x": [], "y": {"z": HOSTILE}}],
+        "c": None,
+        "d": 1.5,
+        "e": (1, 2),
+        HOSTILE: "v",
+    },
+    [[], [[]], {"q": [{}]}],
+]
 
 
 @pytest.mark.parametrize("doc", DOCS)
@@ -88,10 +106,14 @@ def test_iter_dumps_is_json_dumps(doc: object) -> None:
 def test_streamed_arrays_are_laid_out_like_lists(n: int) -> None:
     items = [{"a": [1, {"b": HOSTILE}], "c": {}}, {"d": []}, [HOSTILE]][:n]
     whole = {"x": 1, "diagnostics": items, "deep": {"in": [{"w": items}]}}
-    streamed = {"x": 1, "diagnostics": Stream(iter(items)),
-                "deep": {"in": [{"w": Stream(list(items))}]}}
-    assert "".join(iter_dumps(streamed)) == json_safe(json.dumps(whole, indent=2,
-                                                                 ensure_ascii=False))
+    streamed = {
+        "x": 1,
+        "diagnostics": Stream(iter(items)),
+        "deep": {"in": [{"w": Stream(list(items))}]},
+    }
+    assert "".join(iter_dumps(streamed)) == json_safe(
+        json.dumps(whole, indent=2, ensure_ascii=False)
+    )
 
 
 class Sink(io.StringIO):
@@ -106,9 +128,17 @@ class Sink(io.StringIO):
 
 def many_diagnostics(n: int) -> list[Diagnostic]:
     fix = Fix("add the marker", Safety.SAFE)
-    return [Diagnostic(R.QC314, f"weight {i} is F8_E4M3 but unmarked", file="a.safetensors",
-                       tensor=f"blocks.{i}.weight", layer=f"blocks.{i}", fix=fix)
-            for i in range(n)]
+    return [
+        Diagnostic(
+            R.QC314,
+            f"weight {i} is F8_E4M3 but unmarked",
+            file="a.safetensors",
+            tensor=f"blocks.{i}.weight",
+            layer=f"blocks.{i}",
+            fix=fix,
+        )
+        for i in range(n)
+    ]
 
 
 @pytest.mark.parametrize("fmt", ["text", "json", "sarif", "github"])
@@ -120,8 +150,11 @@ def test_rendering_holds_a_bounded_part_of_the_output(fmt: str) -> None:
     diags = many_diagnostics(20000)
     report = Report(inputs=[], diagnostics=diags)
     result = CheckpointResult(spec=as_spec("a.safetensors"), kind=CHECKED, report=report)
-    small = CheckpointResult(spec=as_spec("a.safetensors"), kind=CHECKED,
-                             report=Report(inputs=[], diagnostics=diags[:10]))
+    small = CheckpointResult(
+        spec=as_spec("a.safetensors"),
+        kind=CHECKED,
+        report=Report(inputs=[], diagnostics=diags[:10]),
+    )
 
     def write(r: CheckpointResult, sink: Sink) -> None:
         if fmt == "text":

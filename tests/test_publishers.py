@@ -38,9 +38,19 @@ def _yaml(path: Path) -> object:
 
 
 def _git(repo: Path, *args: str) -> None:
-    subprocess.run([require_program("git"), *args], cwd=repo, check=True, capture_output=True,
-                   env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example",
-                        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example"})
+    subprocess.run(
+        [require_program("git"), *args],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+        env={
+            **os.environ,
+            "GIT_AUTHOR_NAME": "t",
+            "GIT_AUTHOR_EMAIL": "t@example",
+            "GIT_COMMITTER_NAME": "t",
+            "GIT_COMMITTER_EMAIL": "t@example",
+        },
+    )
 
 
 def test_hook_definition() -> None:
@@ -72,17 +82,40 @@ def _pre_commit(repo: Path, tmp_path: Path, *files: str) -> subprocess.Completed
     virtualenv gets setuptools from virtualenv's bundled wheel and pip builds this checkout
     without build isolation."""
     _need("pre_commit")
-    env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"),
-           "PIP_NO_INDEX": "1", "PIP_NO_BUILD_ISOLATION": "0", "VIRTUALENV_SETUPTOOLS": "bundle",
-           "PYTHONPATH": "", "NO_COLOR": "1"}
+    env = {
+        **os.environ,
+        "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"),
+        "PIP_NO_INDEX": "1",
+        "PIP_NO_BUILD_ISOLATION": "0",
+        "VIRTUALENV_SETUPTOOLS": "bundle",
+        "PYTHONPATH": "",
+        "NO_COLOR": "1",
+    }
     env.pop("PYTHONPATH")
-    return subprocess.run([sys.executable, "-m", "pre_commit", "try-repo", str(REPO),
-                           "quantcheck", "--color", "never", "--files", *files],
-                          cwd=repo, env=env, capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pre_commit",
+            "try-repo",
+            str(REPO),
+            "quantcheck",
+            "--color",
+            "never",
+            "--files",
+            *files,
+        ],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
-def test_pre_commit_hook_passes_clean_and_fails_broken(staged_repo: Path, tmp_path: Path,
-                                                       examples_dir: Path) -> None:
+def test_pre_commit_hook_passes_clean_and_fails_broken(
+    staged_repo: Path, tmp_path: Path, examples_dir: Path
+) -> None:
     ok = _pre_commit(staged_repo, tmp_path, CLEAN, "README.md")
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert "quantcheck" in ok.stdout and "Passed" in ok.stdout
@@ -113,8 +146,9 @@ def test_workflow_shape() -> None:
     triggers = doc.get("on", doc.get(True))
     assert set(triggers) == {"push", "pull_request"}
     steps = _steps()
-    upload = next(s for s in steps if str(s.get("uses", "")).startswith(
-        "github/codeql-action/upload-sarif@"))
+    upload = next(
+        s for s in steps if str(s.get("uses", "")).startswith("github/codeql-action/upload-sarif@")
+    )
     assert upload["with"]["sarif_file"] == "quantcheck.sarif" and upload["if"] == "always()"
     runs = [str(s["run"]) for s in steps if "run" in s and "quantcheck check" in str(s["run"])]
     assert any("--output-format sarif" in r for r in runs)
@@ -129,10 +163,14 @@ def shim(tmp_path: Path) -> dict[str, str]:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     exe = bin_dir / "quantcheck"
-    exe.write_text(f"#!/bin/sh\nexec {sys.executable} -m quantcheck \"$@\"\n")
+    exe.write_text(f'#!/bin/sh\nexec {sys.executable} -m quantcheck "$@"\n')
     exe.chmod(0o755)
-    return {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
-            "PYTHONPATH": str(REPO / "src"), "NO_COLOR": "1"}
+    return {
+        **os.environ,
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "PYTHONPATH": str(REPO / "src"),
+        "NO_COLOR": "1",
+    }
 
 
 def _run_steps(repo: Path, env: dict[str, str]) -> list[subprocess.CompletedProcess[str]]:
@@ -142,8 +180,16 @@ def _run_steps(repo: Path, env: dict[str, str]) -> list[subprocess.CompletedProc
     for step in _steps():
         cmd = str(step.get("run", ""))
         if cmd.startswith("quantcheck "):
-            out.append(subprocess.run([bash, "-e", "-c", cmd], cwd=repo, env=env,
-                                      capture_output=True, text=True, timeout=300))
+            out.append(
+                subprocess.run(
+                    [bash, "-e", "-c", cmd],
+                    cwd=repo,
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    timeout=300,
+                )
+            )
     assert len(out) == 2
     return out
 
@@ -156,8 +202,9 @@ def test_workflow_commands_on_a_clean_repo(staged_repo: Path, shim: dict[str, st
     assert gate.stdout.strip() == ""
 
 
-def test_workflow_commands_on_a_broken_checkpoint(staged_repo: Path, shim: dict[str, str],
-                                                  examples_dir: Path) -> None:
+def test_workflow_commands_on_a_broken_checkpoint(
+    staged_repo: Path, shim: dict[str, str], examples_dir: Path
+) -> None:
     (staged_repo / "models").mkdir()
     shutil.copy(examples_dir / BROKEN, staged_repo / "models" / BROKEN)
     sarif, gate = _run_steps(staged_repo, shim)
@@ -167,6 +214,12 @@ def test_workflow_commands_on_a_broken_checkpoint(staged_repo: Path, shim: dict[
     assert uris == {f"models/{BROKEN}"}  # repository-relative, as code scanning wants
     assert gate.returncode == 1
     lines = gate.stdout.strip().splitlines()
-    assert lines and all(line.startswith(("::error file=models/broken_seeds.safetensors,",
-                                          "::warning file=models/broken_seeds.safetensors,"))
-                         for line in lines)
+    assert lines and all(
+        line.startswith(
+            (
+                "::error file=models/broken_seeds.safetensors,",
+                "::warning file=models/broken_seeds.safetensors,",
+            )
+        )
+        for line in lines
+    )

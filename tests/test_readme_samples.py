@@ -82,11 +82,23 @@ def run_sample(sample: Sample) -> tuple[int, str, str]:
     """Run it as a user would, from the repo root, with this checkout's package."""
     import quantcheck
 
-    env = {**os.environ, "PYTHONPATH": str(Path(quantcheck.__file__).parents[1]),
-           "NO_COLOR": "1", "COLUMNS": "100", "PYTHONIOENCODING": "utf-8"}
-    proc = subprocess.run([sys.executable, "-m", "quantcheck", *sample.argv], cwd=REPO,
-                          capture_output=True, text=True, encoding="utf-8", env=env,
-                          timeout=120, check=False)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(Path(quantcheck.__file__).parents[1]),
+        "NO_COLOR": "1",
+        "COLUMNS": "100",
+        "PYTHONIOENCODING": "utf-8",
+    }
+    proc = subprocess.run(
+        [sys.executable, "-m", "quantcheck", *sample.argv],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        env=env,
+        timeout=120,
+        check=False,
+    )
     return proc.returncode, proc.stdout, proc.stderr
 
 
@@ -104,7 +116,7 @@ def regenerated(sample: Sample, output: str) -> list[str]:
     head, tail = marks[0], len(_normal(sample.expected)) - marks[-1] - 1
     if head + tail >= len(lines):
         return lines
-    return [*lines[:head], ELLIPSIS, *(lines[len(lines) - tail:] if tail else [])]
+    return [*lines[:head], ELLIPSIS, *(lines[len(lines) - tail :] if tail else [])]
 
 
 def update(path: Path = README) -> list[str]:
@@ -118,7 +130,7 @@ def update(path: Path = README) -> list[str]:
         if matches(sample, out):
             continue
         body = "\n".join([f"$ {sample.command}", *regenerated(sample, out)]) + "\n"
-        text = text[:sample.start] + body + text[sample.end:]
+        text = text[: sample.start] + body + text[sample.end :]
         changed.append(sample.command)
     path.write_text(text, encoding="utf-8")
     return changed
@@ -140,7 +152,8 @@ def test_readme_sample_is_what_the_command_prints(sample: Sample) -> None:
     assert rc in (0, 1) and "Traceback" not in err, err
     assert matches(sample, out), (
         f"README sample is stale: `{sample.command}` now prints\n{out}\n"
-        "regenerate: PYTHONPATH=src python tests/test_readme_samples.py --update")
+        "regenerate: PYTHONPATH=src python tests/test_readme_samples.py --update"
+    )
 
 
 def test_every_quantcheck_command_in_a_block_is_a_sample() -> None:
@@ -150,18 +163,21 @@ def test_every_quantcheck_command_in_a_block_is_a_sample() -> None:
         assert not any(line.startswith(PROMPT) for line in body[1:]), body[0]
 
 
-@pytest.mark.parametrize(("expected", "output", "ok"), [
-    (["a", "b"], "a\nb\n", True),
-    (["a", "b"], "a\nb  \n\n", True),  # trailing spaces and blank lines do not count
-    (["a", "b"], "a\nc\n", False),
-    (["a", "…", "z"], "a\nz\n", True),
-    (["a", "…", "z"], "a\nb\nc\nz\n", True),
-    (["a", "…", "z"], "a\nb\nc\n", False),
-    (["a: …x", "z"], "a: 123x\nz\n", True),
-    (["a: …x", "z"], "a: 123y\nz\n", False),
-    (["a"], "a\nb\n", False),  # no silent tail
-    (["a.b"], "axb\n", False),  # the rest is literal
-])
+@pytest.mark.parametrize(
+    ("expected", "output", "ok"),
+    [
+        (["a", "b"], "a\nb\n", True),
+        (["a", "b"], "a\nb  \n\n", True),  # trailing spaces and blank lines do not count
+        (["a", "b"], "a\nc\n", False),
+        (["a", "…", "z"], "a\nz\n", True),
+        (["a", "…", "z"], "a\nb\nc\nz\n", True),
+        (["a", "…", "z"], "a\nb\nc\n", False),
+        (["a: …x", "z"], "a: 123x\nz\n", True),
+        (["a: …x", "z"], "a: 123y\nz\n", False),
+        (["a"], "a\nb\n", False),  # no silent tail
+        (["a.b"], "axb\n", False),  # the rest is literal
+    ],
+)
 def test_sample_matching(expected: list[str], output: str, ok: bool) -> None:
     assert matches(Sample("quantcheck x", expected, 0, 0), output) is ok
 
@@ -175,8 +191,9 @@ def test_regenerated_keeps_the_elision() -> None:
 
 def test_update_rewrites_a_stale_sample(tmp_path: Path) -> None:
     readme = tmp_path / "README.md"
-    readme.write_text("text\n\n```\n$ quantcheck rules\nQC101  stale\n…\n```\n\nmore\n",
-                      encoding="utf-8")
+    readme.write_text(
+        "text\n\n```\n$ quantcheck rules\nQC101  stale\n…\n```\n\nmore\n", encoding="utf-8"
+    )
     assert update(readme) == ["quantcheck rules"]
     new = readme.read_text(encoding="utf-8")
     assert new.startswith("text\n\n```\n$ quantcheck rules\nQC101  file-too-small")

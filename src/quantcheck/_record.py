@@ -36,8 +36,11 @@ def record(cls: T | None = None, *, slots: bool = False) -> Any:
 
 
 def _record(cls: T, slots: bool) -> T:
-    names = [n for n, a in cls.__dict__.get("__annotations__", {}).items()  # noqa: RUF063
-             if not str(a).startswith("ClassVar")]
+    names = [
+        n
+        for n, a in cls.__dict__.get("__annotations__", {}).items()  # noqa: RUF063
+        if not str(a).startswith("ClassVar")
+    ]
     env: dict[str, Any] = {"_MISSING": _MISSING}
     params, body = [], []
     for n in names:
@@ -74,8 +77,11 @@ def _record(cls: T, slots: bool) -> T:
         return hash(tuple(getattr(self, n) for n in fields))
 
     if slots:
-        ns = {k: v for k, v in cls.__dict__.items()
-              if k not in fields and k not in ("__dict__", "__weakref__")}
+        ns = {
+            k: v
+            for k, v in cls.__dict__.items()
+            if k not in fields and k not in ("__dict__", "__weakref__")
+        }
         ns["__slots__"] = fields
         cls = type(cls)(cls.__name__, cls.__bases__, ns)
     cls.__init__ = env["__init__"]  # type: ignore[misc]

@@ -18,6 +18,7 @@ def factory(make: Callable[[], _T]) -> _T:
 @dataclass_transform(eq_default=True)
 def record(cls: _C) -> _C:
     """Add `__init__` (fields in annotation order), `__repr__`, `__eq__` and `__hash__`."""
+
 @overload
 def record(*, slots: bool = False) -> Callable[[_C], _C]:
     """`slots=True`: instances have `__slots__` and no `__dict__`."""

@@ -17,11 +17,16 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-def select_diagnostics(diags: Iterable[Diagnostic], *, target: str | None = "all",
-                       select: list[str] | None = None,
-                       ignore: list[str] | None = None) -> list[Diagnostic]:
+def select_diagnostics(
+    diags: Iterable[Diagnostic],
+    *,
+    target: str | None = "all",
+    select: list[str] | None = None,
+    ignore: list[str] | None = None,
+) -> list[Diagnostic]:
     """Filter by target (None: keep every target's findings) and by code patterns (`QC3`,
     `QC301`, `QC3*`, or a rule name)."""
+
     def matches(d: Diagnostic, pats: list[str]) -> bool:
         for p in pats:
             p = p.strip()
@@ -66,9 +71,15 @@ def run_rules(ck: Checkpoint) -> list[Diagnostic]:
     return run_all_rules(ck)
 
 
-def check_checkpoint(ck: Checkpoint, *, target: str = "all", select: list[str] | None = None,
-                     ignore: list[str] | None = None, deep: bool = False,
-                     read_weights: bool = False) -> Report:
+def check_checkpoint(
+    ck: Checkpoint,
+    *,
+    target: str = "all",
+    select: list[str] | None = None,
+    ignore: list[str] | None = None,
+    deep: bool = False,
+    read_weights: bool = False,
+) -> Report:
     """Check an opened checkpoint."""
     diags = run_rules(ck)
     if deep:
@@ -85,11 +96,13 @@ def check_checkpoint(ck: Checkpoint, *, target: str = "all", select: list[str] |
     diags.sort(key=Diagnostic.sort_key)
     targets = targets_of(target)
     inputs = [input_record(ck, s) for s in range(len(ck.shards))]
-    stats = {"files": len(ck.shards), "tensors": len(ck.tensors),
-             "layers": sum(1 for la in ck.layers.values() if la.weight is not None),
-             "markers": len(ck.markers)}
-    return Report(inputs=inputs, diagnostics=diags, targets=targets, stats=stats,
-                  releases=releases)
+    stats = {
+        "files": len(ck.shards),
+        "tensors": len(ck.tensors),
+        "layers": sum(1 for la in ck.layers.values() if la.weight is not None),
+        "markers": len(ck.markers),
+    }
+    return Report(inputs=inputs, diagnostics=diags, targets=targets, stats=stats, releases=releases)
 
 
 def file_labels(paths: list[str]) -> dict[str, str]:
@@ -103,8 +116,11 @@ def file_labels(paths: list[str]) -> dict[str, str]:
 def input_record(ck: Checkpoint, i: int) -> dict[str, object]:
     """What was read from one shard: its path, size and bytes fetched."""
     shard = ck.shards[i]
-    rec: dict[str, object] = {"path": shard.name, "size": shard.header.file_size,
-                              "header_bytes": shard.header.header_len}
+    rec: dict[str, object] = {
+        "path": shard.name,
+        "size": shard.header.file_size,
+        "header_bytes": shard.header.header_len,
+    }
     extra = getattr(shard.source, "describe", None)
     if callable(extra):
         rec.update(extra())

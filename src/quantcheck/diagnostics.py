@@ -70,12 +70,20 @@ class Diagnostic:
     data: dict[str, Any] = NO_DATA
 
     if TYPE_CHECKING:  # what `@record` generates, with `code` also taking the rule itself
-        def __init__(self, code: str | Rule, message: str, file: str | None = None,
-                     tensor: str | None = None, layer: str | None = None,
-                     pointer: str | None = None, fix: Fix | None = None,
-                     effects: dict[str, Effect] | None = None,
-                     severity: Severity | None = None,
-                     data: dict[str, Any] | None = None) -> None: ...
+
+        def __init__(
+            self,
+            code: str | Rule,
+            message: str,
+            file: str | None = None,
+            tensor: str | None = None,
+            layer: str | None = None,
+            pointer: str | None = None,
+            fix: Fix | None = None,
+            effects: dict[str, Effect] | None = None,
+            severity: Severity | None = None,
+            data: dict[str, Any] | None = None,
+        ) -> None: ...
 
     def __post_init__(self) -> None:
         if type(self.code) is not str:  # given as the rule itself (see `__init__` above)
@@ -106,8 +114,11 @@ class Diagnostic:
         key = self.code if given is None else (self.code, *given.items())
         out = _EFFECTS.get(key)
         if out is None:
-            out = given if given is not None and runtimes.resolved(given) else \
-                runtimes.resolve_effects(self.code, given, self.rule.effects)
+            out = (
+                given
+                if given is not None and runtimes.resolved(given)
+                else runtimes.resolve_effects(self.code, given, self.rule.effects)
+            )
             _EFFECTS[key] = out
         return out
 
@@ -173,9 +184,15 @@ class Diagnostic:
             "targets": self.targets,
             "effects": {t: e.value for t, e in self.effective_effects.items()},
             "fix": self.fix.to_json() if self.fix else None,
-            **({"release_effects": {rt: {r: e.value for r, e in per.items()}
-                                    for rt, per in rel.items()}}
-               if (rel := self.release_effects()) else {}),
+            **(
+                {
+                    "release_effects": {
+                        rt: {r: e.value for r, e in per.items()} for rt, per in rel.items()
+                    }
+                }
+                if (rel := self.release_effects())
+                else {}
+            ),
         }
 
 

@@ -33,8 +33,22 @@ if TYPE_CHECKING:
     from typing import Any
 
 #: Storage dtypes only quantized (or packed) weights use; F8_E8M0 is a block-scale dtype.
-QUANTIZED_DTYPES = frozenset({"I8", "U8", "I4", "U4", "F4", "F6_E2M3", "F6_E3M2", "F8_E4M3",
-                              "F8_E5M2", "F8_E8M0", "F8_E4M3FNUZ", "F8_E5M2FNUZ"})
+QUANTIZED_DTYPES = frozenset(
+    {
+        "I8",
+        "U8",
+        "I4",
+        "U4",
+        "F4",
+        "F6_E2M3",
+        "F6_E3M2",
+        "F8_E4M3",
+        "F8_E5M2",
+        "F8_E8M0",
+        "F8_E4M3FNUZ",
+        "F8_E5M2FNUZ",
+    }
+)
 QUANT_METADATA = ("quant_format", "_quantization_metadata")
 
 #: Per-checkpoint `kind`: checked, not a quantized checkpoint, could not be opened.
@@ -77,21 +91,44 @@ class CheckpointResult:
     def to_json(self) -> dict[str, Any]:
         """The plain per-checkpoint entry of the check JSON document (schema_version 2)."""
         paths = [redact_url(p) for p in self.spec.paths]
-        doc: dict[str, Any] = {"name": self.name, "kind": self.kind, "paths": paths,
-                               "size": self.size, "formats": self.formats, "error": self.error}
+        doc: dict[str, Any] = {
+            "name": self.name,
+            "kind": self.kind,
+            "paths": paths,
+            "size": self.size,
+            "formats": self.formats,
+            "error": self.error,
+        }
         if self.report is not None and self.kind == CHECKED:
-            doc.update({k: v for k, v in self.report.to_json().items()
-                        if k not in ("schema_version", "tool")})
+            doc.update(
+                {
+                    k: v
+                    for k, v in self.report.to_json().items()
+                    if k not in ("schema_version", "tool")
+                }
+            )
         else:
-            doc.update({"inputs": self.report.inputs if self.report else [],
-                        "targets": {}, "diagnostics": [], "summary": {}})
+            doc.update(
+                {
+                    "inputs": self.report.inputs if self.report else [],
+                    "targets": {},
+                    "diagnostics": [],
+                    "summary": {},
+                }
+            )
         doc["suppressed"] = [d.to_json() for d in self.suppressed]
         return doc
 
 
-def check_spec(spec: CheckpointSpec | str | list[str], *, target: str = "all",
-               select: list[str] | None = None, ignore: list[str] | None = None,
-               deep: bool = False, read_weights: bool = False) -> CheckpointResult:
+def check_spec(
+    spec: CheckpointSpec | str | list[str],
+    *,
+    target: str = "all",
+    select: list[str] | None = None,
+    ignore: list[str] | None = None,
+    deep: bool = False,
+    read_weights: bool = False,
+) -> CheckpointResult:
     """Open and check one checkpoint. Never raises for input that cannot be read: the result
     then has kind `unreadable` and `error` says why."""
     from quantcheck.check import check_checkpoint, file_labels
@@ -100,8 +137,14 @@ def check_spec(spec: CheckpointSpec | str | list[str], *, target: str = "all",
     spec = as_spec(spec)
     try:
         with load_checkpoint(spec.paths) as ck:
-            report = check_checkpoint(ck, target=target, select=select, ignore=ignore,
-                                      deep=deep, read_weights=read_weights)
+            report = check_checkpoint(
+                ck,
+                target=target,
+                select=select,
+                ignore=ignore,
+                deep=deep,
+                read_weights=read_weights,
+            )
             paths = [s.name for s in ck.shards] + ([ck.index] if ck.index else [])
             files = {label: path for path, label in file_labels(paths).items()}
             size = sum(s.header.file_size for s in ck.shards)
@@ -118,8 +161,9 @@ def check_one(spec: CheckpointSpec | str | list[str], **options: Any) -> dict[st
     return check_spec(spec, **options).to_json()
 
 
-def check_many(specs: list[CheckpointSpec], *, jobs: int = 1,
-               **options: Any) -> list[CheckpointResult]:
+def check_many(
+    specs: list[CheckpointSpec], *, jobs: int = 1, **options: Any
+) -> list[CheckpointResult]:
     """`check_spec` over `specs`, results in input order. Local checkpoints are checked one at
     a time (the disk and the GIL are the limit); when any is remote and `jobs` > 1, up to
     `jobs` are checked at once (remote checks wait on the network). A progress bar on a
@@ -128,8 +172,9 @@ def check_many(specs: list[CheckpointSpec], *, jobs: int = 1,
     from quantcheck.progress import Progress
 
     jobs = jobs if any(is_remote(p) for s in specs for p in s.paths) else 1
-    bar = Progress(len(specs), "checking", unit="checkpoints",
-                   enabled=None if len(specs) > 1 else False)
+    bar = Progress(
+        len(specs), "checking", unit="checkpoints", enabled=None if len(specs) > 1 else False
+    )
     _share_across_checkpoints(True)
     try:
         if jobs == 1:  # no threads (nor their imports) for local checkpoints
@@ -140,9 +185,15 @@ def check_many(specs: list[CheckpointSpec], *, jobs: int = 1,
             return out
         from quantcheck.io.batch import map_bounded
 
-        return [r if isinstance(r, CheckpointResult) else _failed(s, r)
-                for s, r in map_bounded(lambda s: check_spec(s, **options), specs, jobs,
-                                        progress=lambda s: bar.advance(redact_url(s.name)))]
+        return [
+            r if isinstance(r, CheckpointResult) else _failed(s, r)
+            for s, r in map_bounded(
+                lambda s: check_spec(s, **options),
+                specs,
+                jobs,
+                progress=lambda s: bar.advance(redact_url(s.name)),
+            )
+        ]
     finally:
         _share_across_checkpoints(False)
         bar.close()
@@ -180,10 +231,13 @@ def is_quantized(ck: Any) -> bool:
     if ck.markers or any(k in ck.metadata for k in QUANT_METADATA):
         return True
     if any(not s.header.usable for s in ck.shards) or any(
-            d.effective_severity is Severity.ERROR for d in ck.diagnostics):
+        d.effective_severity is Severity.ERROR for d in ck.diagnostics
+    ):
         return True
-    return any(name.endswith(".comfy_quant") or t.dtype in QUANTIZED_DTYPES
-               for name, t in ck.tensors.items())
+    return any(
+        name.endswith(".comfy_quant") or t.dtype in QUANTIZED_DTYPES
+        for name, t in ck.tensors.items()
+    )
 
 
 def checkpoint_formats(ck: Any) -> list[str]:

@@ -20,8 +20,14 @@ if TYPE_CHECKING:
 class Progress:
     """Counts towards `total`; redraws at most 10 times a second."""
 
-    def __init__(self, total: int, label: str = "", stream: TextIO | None = None,
-                 enabled: bool | None = None, unit: str = "items") -> None:
+    def __init__(
+        self,
+        total: int,
+        label: str = "",
+        stream: TextIO | None = None,
+        enabled: bool | None = None,
+        unit: str = "items",
+    ) -> None:
         self.stream = stream or sys.stderr
         self.total = max(total, 1)
         self.label = clean(label)

@@ -83,8 +83,9 @@ def release_matrix(diags: list[Diagnostic], keys: tuple[str, ...]) -> dict[str, 
         for rel in rt.releases:
             at = f"{name}@{rel.name}"
             effs = {d.effect_at(at) for d in kinds}
-            per[rel.name] = ("fails" if Effect.FAILS in effs
-                             else "degraded" if Effect.DEGRADED in effs else "ok")
+            per[rel.name] = (
+                "fails" if Effect.FAILS in effs else "degraded" if Effect.DEGRADED in effs else "ok"
+            )
         out[name] = _entry(per)
     return out
 
@@ -132,8 +133,11 @@ def release_line(name: str, entry: dict[str, Any]) -> str:
     needs, oldest = entry["needs"], entry["oldest_ok"]
     names = list(entry["statuses"])
     if needs is not None:
-        head = f"{name}: loads on every modelled release" if needs == names[0] else \
-            f"{name} needs >= {needs}"
+        head = (
+            f"{name}: loads on every modelled release"
+            if needs == names[0]
+            else f"{name} needs >= {needs}"
+        )
     elif oldest is not None:
         ok = [r for r, s in entry["statuses"].items() if s == "ok"]
         head = f"{name}: loads correctly only on {', '.join(ok)}"

@@ -20,11 +20,13 @@ import re
 #: characters never written raw to a human-readable output (none of them is printable, so
 #: `str.isprintable()` is a fast path past the regex, which is compiled on first use: 1-2 ms
 #: of start-up otherwise).
-UNSAFE_PATTERN = ("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e"
-                  "\u2066-\u2069\ud800-\udfff]")
+UNSAFE_PATTERN = (
+    "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
 #: the same without C0 controls: what `json.dumps` leaves raw (its indentation newlines are C0).
-_JSON_UNSAFE_PATTERN = ("[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e"
-                        "\u2066-\u2069\ud800-\udfff]")
+_JSON_UNSAFE_PATTERN = (
+    "[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
+)
 
 
 def __getattr__(name: str) -> re.Pattern[str]:
@@ -32,6 +34,8 @@ def __getattr__(name: str) -> re.Pattern[str]:
     if name == "UNSAFE":
         return re.compile(UNSAFE_PATTERN)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 

@@ -14,16 +14,21 @@ from quantcheck.numeric.arrays import to_bytes
 
 
 def weight(n: int, k: int, seed: int = 0) -> np.ndarray:
-    return (np.random.default_rng(seed).standard_normal((n, k)) * 0.05).astype(
-        ml_dtypes.bfloat16)
+    return (np.random.default_rng(seed).standard_normal((n, k)) * 0.05).astype(ml_dtypes.bfloat16)
 
 
 def raw(name: str, a: np.ndarray, dtype: str) -> RawTensor:
     return RawTensor(name, dtype, tuple(a.shape), to_bytes(a))
 
 
-def quantized(prefix: str, w: np.ndarray, fmt: str, marker: dict[str, Any] | None = None,
-              bias: bool = False, **opts: Any) -> list[RawTensor]:
+def quantized(
+    prefix: str,
+    w: np.ndarray,
+    fmt: str,
+    marker: dict[str, Any] | None = None,
+    bias: bool = False,
+    **opts: Any,
+) -> list[RawTensor]:
     q = quantize(w, fmt, **opts)
     out = [raw(f"{prefix}.{s}", a, d) for s, (d, a) in q.tensors.items()]
     if bias:

@@ -21,8 +21,9 @@ def fix_to(paths: list[Path], out: Path, target: str = "all", unsafe: bool = Fal
     with load_checkpoint([str(p) for p in paths]) as ck:
         dest, index = output_layout(ck, str(out))
         plan = plan_fixes(ck, target=target, unsafe=unsafe)
-        write_checkpoint(name_files(ck, plan.files), dest, index_name=index,
-                         index_meta=index_metadata(ck))
+        write_checkpoint(
+            name_files(ck, plan.files), dest, index_name=index, index_meta=index_metadata(ck)
+        )
     return plan
 
 
@@ -31,8 +32,11 @@ def leftovers(paths: list[str], target: str, unsafe: bool) -> list[str]:
     with load_checkpoint(paths) as ck:
         plan = plan_fixes(ck, target=target, unsafe=unsafe)
         diags = select_diagnostics(run_rules(ck), target=target)
-        out = [f"{d.code} {d.message}" for d in diags if fixable(d, unsafe)
-               and not any(k[0] == d.code for k in plan.refused)]
+        out = [
+            f"{d.code} {d.message}"
+            for d in diags
+            if fixable(d, unsafe) and not any(k[0] == d.code for k in plan.refused)
+        ]
         if plan.changed:
             out.append("second fix changes: " + "; ".join(e.description for e in plan.edits))
     return out
@@ -40,5 +44,7 @@ def leftovers(paths: list[str], target: str, unsafe: bool) -> list[str]:
 
 def tensor_bytes(paths: list[str]) -> dict[str, tuple[str, tuple[int, ...], bytes]]:
     with load_checkpoint(paths) as ck:
-        return {n: (t.dtype, t.shape, ck.shard_of(t).source.read(t.begin, t.nbytes))
-                for n, t in ck.tensors.items()}
+        return {
+            n: (t.dtype, t.shape, ck.shard_of(t).source.read(t.begin, t.nbytes))
+            for n, t in ck.tensors.items()
+        }

@@ -17,8 +17,15 @@ from ._util import tensor_bytes
 
 SHAPES = {"blocks.0.attn.qkv": (256, 512), "blocks.1.mlp.fc1": (100, 192)}
 #: rel-L2 bounds with margin over comfy-formats.md §3 (NVFP4 ≈ 0.096, int8 row-wise ≈ 0.0083)
-BOUND = {"float8_e4m3fn": 0.04, "float8_e5m2": 0.07, "int8_tensorwise": 0.012, "nvfp4": 0.11,
-         "mxfp8": 0.04, "asym_w4a8_int8": 0.09, "convrot_w4a4": 0.15}
+BOUND = {
+    "float8_e4m3fn": 0.04,
+    "float8_e5m2": 0.07,
+    "int8_tensorwise": 0.012,
+    "nvfp4": 0.11,
+    "mxfp8": 0.04,
+    "asym_w4a8_int8": 0.09,
+    "convrot_w4a4": 0.15,
+}
 #: (format, options) -> targets that may load it at all
 CASES = [
     ("float8_e4m3fn", [], ("sglang", "comfyui")),
@@ -37,29 +44,41 @@ CASES = [
 def plain(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, np.ndarray]]:
     d = tmp_path_factory.mktemp("plain")
     ws = {p: weight(*s, seed=i) for i, (p, s) in enumerate(SHAPES.items())}
-    layers = [[raw(f"{p}.weight", w, "BF16"),
-               raw(f"{p}.bias", np.ones(w.shape[0], np.float32), "F32")] for p, w in ws.items()]
-    layers.append([raw("final_norm.weight", np.ones(256, np.float32), "F32"),
-                   raw("embed_tokens.weight", weight(64, 256), "BF16")])
+    layers = [
+        [raw(f"{p}.weight", w, "BF16"), raw(f"{p}.bias", np.ones(w.shape[0], np.float32), "F32")]
+        for p, w in ws.items()
+    ]
+    layers.append(
+        [
+            raw("final_norm.weight", np.ones(256, np.float32), "F32"),
+            raw("embed_tokens.weight", weight(64, 256), "BF16"),
+        ]
+    )
     return write(d / "plain.safetensors", *layers), ws
 
 
 def _fits(fmt: str, opts: list[str], target: str, n: int, k: int) -> bool:
     from quantcheck.convert.eligible import shape_refusal
 
-    o = {"convrot": "--no-convrot" not in opts, "convrot_groupsize": 64 if opts else 256,
-         "bits": 6 if "6" in opts else 4}
+    o = {
+        "convrot": "--no-convrot" not in opts,
+        "convrot_groupsize": 64 if opts else 256,
+        "bits": 6 if "6" in opts else 4,
+    }
     return shape_refusal(fmt, n, k, o, target) is None
 
 
 @pytest.mark.parametrize("fmt,opts,targets", CASES, ids=lambda v: str(v))
-def test_quantize_check_dequantize(tmp_path: Path, plain, fmt: str, opts: list[str],
-                                   targets: tuple[str, ...]) -> None:
+def test_quantize_check_dequantize(
+    tmp_path: Path, plain, fmt: str, opts: list[str], targets: tuple[str, ...]
+) -> None:
     src, ws = plain
     for target in targets:
         out = tmp_path / f"q-{target}.safetensors"
-        assert main(["quantize", str(src), "-o", str(out), "--to", fmt, "--target", target,
-                     *opts]) == 0
+        assert (
+            main(["quantize", str(src), "-o", str(out), "--to", fmt, "--target", target, *opts])
+            == 0
+        )
         report = check_paths([str(out)], target=target)
         assert report.diagnostics == [], [d.message for d in report.diagnostics]
         with load_checkpoint(str(out)) as ck:
@@ -86,8 +105,9 @@ def test_quantize_check_dequantize(tmp_path: Path, plain, fmt: str, opts: list[s
                 assert ck.layers[p].weight.shape == (n, k)
 
 
-def test_format_a_target_never_loads_is_refused(tmp_path: Path, plain,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_format_a_target_never_loads_is_refused(
+    tmp_path: Path, plain, capsys: pytest.CaptureFixture[str]
+) -> None:
     src, _ = plain
     out = tmp_path / "o.safetensors"
     assert main(["quantize", str(src), "-o", str(out), "--to", "float8_e5m2"]) == 2
@@ -95,15 +115,31 @@ def test_format_a_target_never_loads_is_refused(tmp_path: Path, plain,
     assert not out.exists()
 
 
-def test_skipped_layers_are_reported(tmp_path: Path, plain,
-                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_skipped_layers_are_reported(
+    tmp_path: Path, plain, capsys: pytest.CaptureFixture[str]
+) -> None:
     src, _ = plain
     out = tmp_path / "o.safetensors"
     assert main(["quantize", str(src), "-o", str(out), "--to", "nvfp4"]) == 0
     text = capsys.readouterr().out
     assert "skipped blocks.1.mlp.fc1: sglang loads NVFP4 only unpadded" in text
-    assert main(["quantize", str(src), "-o", str(out), "--to", "nvfp4",
-                 "--exclude", "blocks.0.*", "--include", "blocks.*"]) == 0
+    assert (
+        main(
+            [
+                "quantize",
+                str(src),
+                "-o",
+                str(out),
+                "--to",
+                "nvfp4",
+                "--exclude",
+                "blocks.0.*",
+                "--include",
+                "blocks.*",
+            ]
+        )
+        == 0
+    )
     with load_checkpoint(str(out)) as ck:
         assert ck.layers["blocks.0.attn.qkv"].format is None
 

@@ -29,14 +29,19 @@ def test_case_round_trips(case, target: str, unsafe: bool, tmp_path: Path) -> No
         refuse = bool(unrepairable(ck))
     if refuse:  # a rewrite would lose data: fix refuses with exit 2 and writes nothing
         before = {p: sha(p) for p in paths}
-        assert main(["fix", *map(str, paths), "-o", str(tmp_path / "o.safetensors"),
-                     "--target", target]) == 2
+        assert (
+            main(
+                ["fix", *map(str, paths), "-o", str(tmp_path / "o.safetensors"), "--target", target]
+            )
+            == 2
+        )
         assert not (tmp_path / "o.safetensors").exists()
         assert {p: sha(p) for p in paths} == before
         return
     before = {p: sha(p) for p in paths}
-    out = tmp_path / ("out" if len(paths) > 1 or any(p.suffix == ".json" for p in paths)
-                      else "out.safetensors")
+    out = tmp_path / (
+        "out" if len(paths) > 1 or any(p.suffix == ".json" for p in paths) else "out.safetensors"
+    )
     plan = fix_to(paths, out, target, unsafe)
     assert {p: sha(p) for p in paths} == before, "the input changed"
     outs = [str(out)]

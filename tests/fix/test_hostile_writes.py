@@ -36,8 +36,9 @@ def _f32(name: str, v: bytes = b"\0\0\x80?") -> RawTensor:
     return RawTensor(name, "F32", (1,), v)
 
 
-def _sharded(folder: Path, shards: dict[str, list[str]], index: str = "model.safetensors.index"
-             ".json") -> Path:
+def _sharded(
+    folder: Path, shards: dict[str, list[str]], index: str = "model.safetensors.index.json"
+) -> Path:
     """A folder of shards (names may hold subfolders) and its index."""
     folder.mkdir(parents=True, exist_ok=True)
     wmap = {}
@@ -73,8 +74,9 @@ WRITERS = {
 
 
 @pytest.mark.parametrize("command", sorted(WRITERS))
-def test_fifo_destination_is_refused(command: str, tmp_path: Path,
-                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_fifo_destination_is_refused(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     fifo = tmp_path / "out.safetensors"
     os.mkfifo(fifo)
     assert main(WRITERS[command](str(fifo))) == 2
@@ -95,8 +97,9 @@ def _device(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("command", ["fix", "report"])
-def test_device_destination_is_refused(command: str, tmp_path: Path,
-                                       capsys: pytest.CaptureFixture[str]) -> None:
+def test_device_destination_is_refused(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     dev = _device(tmp_path)
     before = os.lstat(dev)
     assert main(WRITERS[command](str(dev))) == 2
@@ -115,10 +118,12 @@ def test_symlinked_device_is_refused_too(tmp_path: Path) -> None:
     assert os.path.islink(link) and stat.S_ISCHR(os.stat(link).st_mode)
 
 
-def test_file_where_sharded_folder_goes_is_refused(tmp_path: Path,
-                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    index = _sharded(tmp_path / "in", {"p1.safetensors": ["a.weight"],
-                                       "p2.safetensors": ["b.weight"]})
+def test_file_where_sharded_folder_goes_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    index = _sharded(
+        tmp_path / "in", {"p1.safetensors": ["a.weight"], "p2.safetensors": ["b.weight"]}
+    )
     fifo = tmp_path / "out"
     os.mkfifo(fifo)
     assert main(["fix", str(index), "-o", str(fifo)]) == 2
@@ -147,8 +152,9 @@ def test_symlink_destination_replaces_its_target(tmp_path: Path) -> None:
     assert sorted(p.name for p in elsewhere.iterdir()) == ["model.safetensors"]
 
 
-def test_dangling_symlink_destination_is_refused(tmp_path: Path,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_dangling_symlink_destination_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     link = tmp_path / "out.safetensors"
     os.symlink(tmp_path / "nowhere" / "x.safetensors", link)
     assert main(WRITERS["fix"](str(link))) == 2
@@ -161,14 +167,18 @@ def test_dangling_symlink_destination_is_refused(tmp_path: Path,
 
 
 def _snapshot(folder: Path) -> dict[str, str]:
-    return {str(p.relative_to(folder)): sha(p) if p.is_file() else "dir"
-            for p in sorted(folder.rglob("*"))}
+    return {
+        str(p.relative_to(folder)): sha(p) if p.is_file() else "dir"
+        for p in sorted(folder.rglob("*"))
+    }
 
 
 def test_folder_in_a_shards_place_refused_before_any_shard_changes(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    index = _sharded(tmp_path / "in", {"p1.safetensors": ["a.weight"],
-                                       "p2.safetensors": ["b.weight"]})
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    index = _sharded(
+        tmp_path / "in", {"p1.safetensors": ["a.weight"], "p2.safetensors": ["b.weight"]}
+    )
     out = tmp_path / "out"
     _sharded(out, {"p1.safetensors": ["old.a"], "p3.safetensors": ["old.c"]})
     (out / "p2.safetensors").mkdir()
@@ -180,10 +190,12 @@ def test_folder_in_a_shards_place_refused_before_any_shard_changes(
     assert _temps(tmp_path) == []
 
 
-def test_failed_switch_leaves_the_old_set_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
-    index = _sharded(tmp_path / "in", {"p1.safetensors": ["a.weight"],
-                                       "p2.safetensors": ["b.weight"]})
+def test_failed_switch_leaves_the_old_set_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    index = _sharded(
+        tmp_path / "in", {"p1.safetensors": ["a.weight"], "p2.safetensors": ["b.weight"]}
+    )
     out = tmp_path / "out"
     _sharded(out, {"p1.safetensors": ["old.a"], "p2.safetensors": ["old.b"]})
     before = _snapshot(out)
@@ -200,20 +212,28 @@ def test_failed_switch_leaves_the_old_set_whole(tmp_path: Path, monkeypatch: pyt
 
 @pytest.mark.parametrize("exchange", [True, False], ids=["renameat2", "two-renames"])
 def test_rewrite_switches_the_whole_set_and_keeps_other_files(
-        exchange: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    exchange: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     if not exchange:
         monkeypatch.setattr(outpath, "_exchange", lambda a, b: False)
-    index = _sharded(tmp_path / "in", {"p1.safetensors": ["a.weight"],
-                                       "p2.safetensors": ["b.weight"]})
+    index = _sharded(
+        tmp_path / "in", {"p1.safetensors": ["a.weight"], "p2.safetensors": ["b.weight"]}
+    )
     out = tmp_path / "out"
-    _sharded(out, {"p1.safetensors": ["old.a"], "p2.safetensors": ["old.b"],
-                   "p3.safetensors": ["old.c"]})  # a previous, larger output
+    _sharded(
+        out, {"p1.safetensors": ["old.a"], "p2.safetensors": ["old.b"], "p3.safetensors": ["old.c"]}
+    )  # a previous, larger output
     (out / "README.md").write_text("mine")
     (out / "notes").mkdir()
     (out / "notes" / "a.txt").write_text("also mine")
     assert main(["fix", str(index), "-o", str(out)]) == 0
     assert sorted(p.name for p in out.iterdir()) == [
-        "README.md", "model.safetensors.index.json", "notes", "p1.safetensors", "p2.safetensors"]
+        "README.md",
+        "model.safetensors.index.json",
+        "notes",
+        "p1.safetensors",
+        "p2.safetensors",
+    ]
     assert (out / "README.md").read_text() == "mine"
     assert (out / "notes" / "a.txt").read_text() == "also mine"
     assert tensor_bytes([str(out)]) == tensor_bytes([str(index)])
@@ -226,7 +246,8 @@ def test_kill_between_fallback_renames_is_undone(tmp_path: Path) -> None:
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     aside = tmp_path / f"{temp_prefix('out')}x1y2z3{OLD_SUFFIX}".replace(
-        f".{os.getpid()}.", f".{dead.pid}.")
+        f".{os.getpid()}.", f".{dead.pid}."
+    )
     aside.mkdir()
     (aside / "p1.safetensors").write_bytes(b"old")
     staged = tmp_path / aside.name.replace(OLD_SUFFIX, TMP_SUFFIX)
@@ -240,13 +261,17 @@ def test_kill_between_fallback_renames_is_undone(tmp_path: Path) -> None:
 
 
 def test_same_shard_name_in_two_subfolders_keeps_the_layout(tmp_path: Path) -> None:
-    index = _sharded(tmp_path / "in", {"s1/model.safetensors": ["a.weight"],
-                                       "s2/model.safetensors": ["b.weight"]})
+    index = _sharded(
+        tmp_path / "in",
+        {"s1/model.safetensors": ["a.weight"], "s2/model.safetensors": ["b.weight"]},
+    )
     out = tmp_path / "out"
     assert main(["fix", str(index), "-o", str(out)]) == 0
     doc = json.loads((out / "model.safetensors.index.json").read_text())
-    assert doc["weight_map"] == {"a.weight": "s1/model.safetensors",
-                                 "b.weight": "s2/model.safetensors"}
+    assert doc["weight_map"] == {
+        "a.weight": "s1/model.safetensors",
+        "b.weight": "s2/model.safetensors",
+    }
     with load_checkpoint(str(out / "model.safetensors.index.json")) as ck:
         assert not ck.diagnostics and len(ck.shards) == 2
     assert tensor_bytes([str(out)]) == tensor_bytes([str(index)])
@@ -260,11 +285,23 @@ def test_same_shard_name_given_as_files_keeps_the_layout(tmp_path: Path) -> None
         (tmp_path / d).mkdir()
         write_safetensors(tmp_path / d / "model.safetensors", [_f32(t)])
     out = tmp_path / "out"
-    assert main(["fix", str(tmp_path / "a" / "model.safetensors"),
-                 str(tmp_path / "b" / "model.safetensors"), "-o", str(out)]) == 0
+    assert (
+        main(
+            [
+                "fix",
+                str(tmp_path / "a" / "model.safetensors"),
+                str(tmp_path / "b" / "model.safetensors"),
+                "-o",
+                str(out),
+            ]
+        )
+        == 0
+    )
     doc = json.loads((out / "model.safetensors.index.json").read_text())
-    assert doc["weight_map"] == {"x.weight": "a/model.safetensors",
-                                 "y.weight": "b/model.safetensors"}
+    assert doc["weight_map"] == {
+        "x.weight": "a/model.safetensors",
+        "y.weight": "b/model.safetensors",
+    }
 
 
 # -------------------------------------------------------------------- 3. SIGTERM, stale
@@ -291,15 +328,16 @@ def test_stale_temps_of_dead_writers_go_live_and_foreign_ones_stay(tmp_path: Pat
     dead.wait()
     mine = temp_prefix("other.safetensors")
     stale = tmp_path / (mine.replace(f".{os.getpid()}.", f".{dead.pid}.") + "abc" + TMP_SUFFIX)
-    live = tmp_path / (mine.replace(f".{os.getpid()}.", f".{os.getppid()}.") + "abc"
-                       + TMP_SUFFIX)
+    live = tmp_path / (mine.replace(f".{os.getpid()}.", f".{os.getppid()}.") + "abc" + TMP_SUFFIX)
     foreign = tmp_path / f".other.safetensors.{dead.pid}.0badc0de.abc{TMP_SUFFIX}"
     for p in (stale, live, foreign):
         p.write_bytes(b"x")
     write_safetensors(tmp_path / "in.safetensors", [_f32("a.weight")])
     # a write to a different destination in the same folder removes only the dead writer's
-    assert main(["fix", str(tmp_path / "in.safetensors"), "-o",
-                 str(tmp_path / "out.safetensors")]) == 0
+    assert (
+        main(["fix", str(tmp_path / "in.safetensors"), "-o", str(tmp_path / "out.safetensors")])
+        == 0
+    )
     assert not stale.exists()
     assert live.exists() and foreign.exists()
 
@@ -310,8 +348,9 @@ def test_stale_temps_of_dead_writers_go_live_and_foreign_ones_stay(tmp_path: Pat
 @pytest.mark.parametrize("mask", [0o022, 0o027, 0o077])
 def test_outputs_follow_the_umask(mask: int, tmp_path: Path, umask: None) -> None:
     os.umask(mask)
-    index = _sharded(tmp_path / "in", {"p1.safetensors": ["a.weight"],
-                                       "s/p2.safetensors": ["b.weight"]})
+    index = _sharded(
+        tmp_path / "in", {"p1.safetensors": ["a.weight"], "s/p2.safetensors": ["b.weight"]}
+    )
     one, many, html = tmp_path / "one.safetensors", tmp_path / "many", tmp_path / "r.html"
     assert main(["fix", str(tmp_path / "in" / "p1.safetensors"), "-o", str(one)]) == 0
     assert main(["fix", str(index), "-o", str(many)]) == 0
@@ -327,8 +366,9 @@ def test_outputs_follow_the_umask(mask: int, tmp_path: Path, umask: None) -> Non
 
 
 def test_rewrite_keeps_the_output_folders_mode(tmp_path: Path, umask: None) -> None:
-    index = _sharded(tmp_path / "in", {"p1.safetensors": ["a.weight"],
-                                       "p2.safetensors": ["b.weight"]})
+    index = _sharded(
+        tmp_path / "in", {"p1.safetensors": ["a.weight"], "p2.safetensors": ["b.weight"]}
+    )
     out = tmp_path / "out"
     out.mkdir()
     out.chmod(0o750)

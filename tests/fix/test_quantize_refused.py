@@ -31,15 +31,19 @@ def _model(tmp: Path) -> Path:
 def test_nan_layer_is_kept_and_reported(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     src = _model(tmp_path)
     out = tmp_path / "fp8.safetensors"
-    rc = main(["quantize", str(src), "-o", str(out), "--to", "float8_e4m3fn",
-               "--target", "comfyui"])
+    rc = main(
+        ["quantize", str(src), "-o", str(out), "--to", "float8_e4m3fn", "--target", "comfyui"]
+    )
     text = capsys.readouterr()
     assert rc == 1, text
     assert "blocks.1.attn.to_q" in text.out and "NaN" in text.out
     with load(out) as ck:
         fmts = {p: la.format for p, la in ck.layers.items()}
-        assert fmts == {"blocks.0.attn.to_q": "float8_e4m3fn", "blocks.1.attn.to_q": None,
-                        "blocks.2.attn.to_q": "float8_e4m3fn"}
+        assert fmts == {
+            "blocks.0.attn.to_q": "float8_e4m3fn",
+            "blocks.1.attn.to_q": None,
+            "blocks.2.attn.to_q": "float8_e4m3fn",
+        }
         assert ck.layers["blocks.1.attn.to_q"].weight.dtype == "BF16"
     leftovers = [p.name for p in tmp_path.iterdir() if "quantcheck-tmp" in p.name]
     assert leftovers == []

@@ -33,18 +33,34 @@ def _rel(path: Path, prefix: str, w: np.ndarray) -> float:
     return float(np.linalg.norm(got - ref) / np.linalg.norm(ref))
 
 
-@pytest.mark.parametrize("build,target,code,gone_fmt", [
-    (lambda w: quantized(P, w, "nvfp4", bias=True), "sglang", "QC308", None),
-    (lambda w: quantized(P, w, "float8_e5m2"), "sglang", "QC601", "float8_e4m3fn"),
-    (lambda w: quantized(P, w, "asym_w4a8_int8", bits=6, convrot_groupsize=16), "sglang",
-     "QC312", "asym_w4a8_int8"),
-    (lambda w: quantized(P, w, "asym_w4a8_int8", symmetric=False, convrot_groupsize=16),
-     "comfyui", "QC313", "asym_w4a8_int8"),
-    (lambda w: quantized(P, w, "int8_tensorwise", per_row=True), "sglang", "QC316",
-     "int8_tensorwise"),
-])
-def test_unsafe_fix_for_one_target(tmp_path: Path, build, target: str, code: str,
-                                   gone_fmt: str | None) -> None:
+@pytest.mark.parametrize(
+    "build,target,code,gone_fmt",
+    [
+        (lambda w: quantized(P, w, "nvfp4", bias=True), "sglang", "QC308", None),
+        (lambda w: quantized(P, w, "float8_e5m2"), "sglang", "QC601", "float8_e4m3fn"),
+        (
+            lambda w: quantized(P, w, "asym_w4a8_int8", bits=6, convrot_groupsize=16),
+            "sglang",
+            "QC312",
+            "asym_w4a8_int8",
+        ),
+        (
+            lambda w: quantized(P, w, "asym_w4a8_int8", symmetric=False, convrot_groupsize=16),
+            "comfyui",
+            "QC313",
+            "asym_w4a8_int8",
+        ),
+        (
+            lambda w: quantized(P, w, "int8_tensorwise", per_row=True),
+            "sglang",
+            "QC316",
+            "int8_tensorwise",
+        ),
+    ],
+)
+def test_unsafe_fix_for_one_target(
+    tmp_path: Path, build, target: str, code: str, gone_fmt: str | None
+) -> None:
     n, k = (100, 200) if code == "QC308" else (128, 256)
     w = weight(n, k)
     src = write(tmp_path / "in.safetensors", build(w))
@@ -66,11 +82,13 @@ def test_unsafe_fix_for_one_target(tmp_path: Path, build, target: str, code: str
     assert code in _codes(out2, target)
 
 
-def test_target_all_refuses_a_fix_that_hurts_the_other(tmp_path: Path,
-                                                        capsys: pytest.CaptureFixture[str]
-                                                        ) -> None:
-    src = write(tmp_path / "in.safetensors", quantized(P, weight(100, 200), "nvfp4",
-                                                       marker={"format": "nvfp4"}, bias=True))
+def test_target_all_refuses_a_fix_that_hurts_the_other(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = write(
+        tmp_path / "in.safetensors",
+        quantized(P, weight(100, 200), "nvfp4", marker={"format": "nvfp4"}, bias=True),
+    )
     out = tmp_path / "out.safetensors"
     assert main(["fix", str(src), "-o", str(out), "--unsafe-fixes"]) == 1
     text = capsys.readouterr().out
@@ -101,12 +119,14 @@ def test_stale_marker_quantized_with_unsafe_fixes(tmp_path: Path) -> None:
         assert ck.layers[P].marker is None and ck.layers[P].weight.dtype == "BF16"
 
 
-def test_dry_run_and_diff_write_nothing(tmp_path: Path,
-                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_dry_run_and_diff_write_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     mark = {"format": "int8_tensorwise", "convrot": 1, "convrot_groupsize": 64}
-    src = write(tmp_path / "in.safetensors",
-                quantized(P, weight(64, 256), "int8_tensorwise", marker=mark, convrot=True,
-                          convrot_groupsize=64))
+    src = write(
+        tmp_path / "in.safetensors",
+        quantized(
+            P, weight(64, 256), "int8_tensorwise", marker=mark, convrot=True, convrot_groupsize=64
+        ),
+    )
     before = sha(src)
     assert main(["fix", str(src), "-o", str(tmp_path / "o"), "--dry-run"]) == 0
     assert "QC218" in capsys.readouterr().out
@@ -118,21 +138,28 @@ def test_dry_run_and_diff_write_nothing(tmp_path: Path,
     assert sha(src) == before
 
 
-
 def test_safe_fix_never_loads_numpy(tmp_path: Path) -> None:
     src = tmp_path / "in.safetensors"
     from quantcheck.io.build import RawTensor, write_safetensors
 
-    write_safetensors(src, [
-        RawTensor(f"{P}.weight", "I8", (4, 4), bytes(16)),
-        RawTensor(f"{P}.weight_scale", "BF16", (4,), b"\x80\x3f" * 4),
-        RawTensor(f"{P}.comfy_quant", "U8", (1,), b"{"),
-        RawTensor("x.weight_scale", "F64", (1,), b"\0" * 7 + b"\x40"),
-    ])
-    code = ("import sys; from quantcheck.cli.main import main; rc = main(sys.argv[1:]); "
-            "assert 'numpy' not in sys.modules, 'numpy was imported'; sys.exit(rc)")
-    proc = subprocess.run([sys.executable, "-c", code, "fix", str(src), "-o",
-                           str(tmp_path / "out.safetensors")], capture_output=True, text=True,
-                          env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"})
+    write_safetensors(
+        src,
+        [
+            RawTensor(f"{P}.weight", "I8", (4, 4), bytes(16)),
+            RawTensor(f"{P}.weight_scale", "BF16", (4,), b"\x80\x3f" * 4),
+            RawTensor(f"{P}.comfy_quant", "U8", (1,), b"{"),
+            RawTensor("x.weight_scale", "F64", (1,), b"\0" * 7 + b"\x40"),
+        ],
+    )
+    code = (
+        "import sys; from quantcheck.cli.main import main; rc = main(sys.argv[1:]); "
+        "assert 'numpy' not in sys.modules, 'numpy was imported'; sys.exit(rc)"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "fix", str(src), "-o", str(tmp_path / "out.safetensors")],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": SRC, "PATH": "/usr/bin:/bin"},
+    )
     assert proc.returncode in (0, 1), proc.stderr
     assert (tmp_path / "out.safetensors").exists()

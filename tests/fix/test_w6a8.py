@@ -21,8 +21,9 @@ def _w6a8_file(tmp_path: Path) -> Path:
     src = tmp_path / "plain.safetensors"
     safetensors.numpy.save_file({f"{LAYER}.weight": w}, str(src))
     out = tmp_path / "w6a8.safetensors"
-    assert main(["quantize", str(src), "-o", str(out), "--to", "w6a8_int8",
-                 "--target", "comfyui"]) in (0, 1)
+    assert main(
+        ["quantize", str(src), "-o", str(out), "--to", "w6a8_int8", "--target", "comfyui"]
+    ) in (0, 1)
     return out
 
 
@@ -50,8 +51,9 @@ def test_fix_for_comfyui_relabels_without_changing_values(tmp_path: Path) -> Non
         la, lb = a.layers[LAYER], b.layers[LAYER]
         assert la.marker is not None and lb.marker is not None
         assert lb.marker.format == "asym_w4a8_int8"
-        assert {k: v for k, v in lb.marker.fields.items() if k != "format"} == \
-            {k: v for k, v in la.marker.fields.items() if k != "format"}
+        assert {k: v for k, v in lb.marker.fields.items() if k != "format"} == {
+            k: v for k, v in la.marker.fields.items() if k != "format"
+        }
         assert np.array_equal(a.layer(LAYER).dequantize(), b.layer(LAYER).dequantize())
     # sglang still reads W4A8 as 4-bit only: the relabelled file is a 6-bit W4A8 file there.
     assert "QC312" in _codes(fixed, "sglang")

@@ -34,9 +34,14 @@ SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 def _big(path: Path, mib: int = 4) -> None:
     data = bytes((i * 7 + 3) & 0xFF for i in range(256)) * (mib * 4096)
-    write_safetensors(path, [RawTensor("blob", "U8", (len(data),), data),
-                             RawTensor("b.weight", "F32", (2,), b"\x00\x00\x80?" * 2)],
-                      {"note": "kept"})
+    write_safetensors(
+        path,
+        [
+            RawTensor("blob", "U8", (len(data),), data),
+            RawTensor("b.weight", "F32", (2,), b"\x00\x00\x80?" * 2),
+        ],
+        {"note": "kept"},
+    )
 
 
 def test_copy_data_chunks_round_trip(tmp_path: Path) -> None:
@@ -44,11 +49,15 @@ def test_copy_data_chunks_round_trip(tmp_path: Path) -> None:
     _big(src, 1)
     with load_checkpoint(str(src)) as ck:
         a = ck.tensors["blob"]
-        f = OutFile("x", metadata={"note": "kept"}, tensors=[
-            OutTensor("blob", "U8", a.shape, Copy(ck.shards[0].source, a.begin, a.nbytes)),
-            OutTensor("m", "U8", (3,), Data(b"abc")),
-            OutTensor("c", "U8", (5,), Chunks(5, lambda: [b"12", memoryview(b"345")])),
-        ])
+        f = OutFile(
+            "x",
+            metadata={"note": "kept"},
+            tensors=[
+                OutTensor("blob", "U8", a.shape, Copy(ck.shards[0].source, a.begin, a.nbytes)),
+                OutTensor("m", "U8", (3,), Data(b"abc")),
+                OutTensor("c", "U8", (5,), Chunks(5, lambda: [b"12", memoryview(b"345")])),
+            ],
+        )
         write_checkpoint([f], str(tmp_path / "out.safetensors"))
     out = tmp_path / "out.safetensors"
     raw = out.read_bytes()
@@ -88,8 +97,14 @@ def test_sharded_in_sharded_out(tmp_path: Path) -> None:
     write_safetensors(src / "p1.safetensors", [RawTensor("a.weight", "F32", (1,), b"\0" * 4)])
     write_safetensors(src / "p2.safetensors", [RawTensor("b.weight", "F32", (1,), b"\1" * 4)])
     index = src / "model.safetensors.index.json"
-    index.write_text(json.dumps({"metadata": {"format": "pt"}, "weight_map": {
-        "a.weight": "p1.safetensors", "b.weight": "p2.safetensors"}}))
+    index.write_text(
+        json.dumps(
+            {
+                "metadata": {"format": "pt"},
+                "weight_map": {"a.weight": "p1.safetensors", "b.weight": "p2.safetensors"},
+            }
+        )
+    )
     from quantcheck.cli.main import main
 
     assert main(["fix", str(index), "-o", str(tmp_path / "out")]) == 0
@@ -129,8 +144,13 @@ sys.exit(main(sys.argv[1:]))
 
 def _child(code: str, *args: str) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": SRC}
-    return subprocess.Popen([sys.executable, "-c", code, *args], env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        [sys.executable, "-c", code, *args],
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
 
 
 def test_killed_writer_leaves_input_and_no_output(tmp_path: Path) -> None:
@@ -186,7 +206,9 @@ def test_local_copies_are_byte_exact_with_kernel_copy(tmp_path: Path) -> None:
     src = tmp_path / "in.safetensors"
     _big(src, 9)  # more than one 8 MiB chunk
     with LocalFile(str(src)) as lf, load_checkpoint(str(src)) as ck:
-        ts = [OutTensor(t.name, t.dtype, t.shape, Copy(lf, t.begin, t.nbytes))
-              for t in ck.tensors.values()]
+        ts = [
+            OutTensor(t.name, t.dtype, t.shape, Copy(lf, t.begin, t.nbytes))
+            for t in ck.tensors.values()
+        ]
         write_checkpoint([OutFile("o", ts, {"note": "kept"})], str(tmp_path / "o.safetensors"))
     assert sha(tmp_path / "o.safetensors") == sha(src)

@@ -90,7 +90,8 @@ def ck_dequantize(fmt: str, tensors: dict, marker: dict, shape, out_dtype="float
             s = t["weight_scale"]
             if marker.get("convrot"):
                 out = torch.ops.comfy_kitchen.dequantize_int8_convrot_weight(
-                    t["weight"], s, marker.get("convrot_groupsize", 256)).to(od)
+                    t["weight"], s, marker.get("convrot_groupsize", 256)
+                ).to(od)
             else:
                 out = ck.dequantize_int8_simple(t["weight"], s).to(od)
         elif fmt == "nvfp4":
@@ -99,21 +100,34 @@ def ck_dequantize(fmt: str, tensors: dict, marker: dict, shape, out_dtype="float
                 bs = bs.view(torch.float8_e4m3fn)
             out = ck.dequantize_nvfp4(t["weight"], t["weight_scale_2"], bs, od)[:n, :k]
         elif fmt == "mxfp8":
-            out = ck.dequantize_mxfp8(t["weight"], t["weight_scale"].view(torch.float8_e8m0fnu),
-                                      od)[:n, :k]
+            out = ck.dequantize_mxfp8(
+                t["weight"], t["weight_scale"].view(torch.float8_e8m0fnu), od
+            )[:n, :k]
         elif fmt in ("asym_w4a8_int8", "w6a8_int8"):
             out = ck.dequantize_w4a8_int8_weight(
-                t["weight"], t["weight_s_rel"], t["weight_s_channel"], t.get("weight_codebook"),
-                t.get("weight_correction"), marker.get("group_size", 16),
-                marker.get("convrot_groupsize", 256), od)
+                t["weight"],
+                t["weight_s_rel"],
+                t["weight_s_channel"],
+                t.get("weight_codebook"),
+                t.get("weight_correction"),
+                marker.get("group_size", 16),
+                marker.get("convrot_groupsize", 256),
+                od,
+            )
         elif fmt == "convrot_w4a4":
             out = ck.dequantize_convrot_w4a4_weight(
-                t["weight"], t["weight_scale"], marker.get("convrot_groupsize", 256), 64, od)
+                t["weight"], t["weight_scale"], marker.get("convrot_groupsize", 256), 64, od
+            )
         elif fmt == "awq_w4a16":
             from comfy_kitchen.tensor.awq_w4a16 import TensorCoreAWQW4A16Layout as L
 
-            params = L.Params(scale=t["weight_scale"], orig_dtype=od, orig_shape=(n, k),
-                              zeros=t["weight_zeros"], group_size=marker.get("group_size", 64))
+            params = L.Params(
+                scale=t["weight_scale"],
+                orig_dtype=od,
+                orig_shape=(n, k),
+                zeros=t["weight_zeros"],
+                group_size=marker.get("group_size", 64),
+            )
             out = L.dequantize(t["weight"], params).to(od)
         else:
             raise KeyError(fmt)

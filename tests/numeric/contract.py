@@ -70,7 +70,8 @@ def _assert_within(name: str, value, lo, hi) -> None:
     bad = ~((lo <= value) & (value <= hi))
     assert not bad.any(), (
         f"{name}: {int(bad.sum())} value(s) outside the any-order interval, e.g. "
-        f"{value[bad][:3]} not in [{lo[bad][:3]}, {hi[bad][:3]}]")
+        f"{value[bad][:3]} not in [{lo[bad][:3]}, {hi[bad][:3]}]"
+    )
 
 
 def _code_stats(name: str, ours, theirs, c_lo, c_hi) -> dict:
@@ -80,8 +81,11 @@ def _code_stats(name: str, ours, theirs, c_lo, c_hi) -> dict:
     _assert_within(f"{name} our codes", ours, c_lo, c_hi)
     differ = ours != theirs
     assert (c_lo[differ] != c_hi[differ]).all()
-    return {"codes": int(differ.sum()), "of": int(differ.size),
-            "near_boundary": int((c_lo != c_hi).sum())}
+    return {
+        "codes": int(differ.sum()),
+        "of": int(differ.size),
+        "near_boundary": int((c_lo != c_hi).sum()),
+    }
 
 
 def check_int8_convrot(w: np.ndarray, g: int, ours: dict, theirs: dict) -> dict:
@@ -105,10 +109,15 @@ def check_int8_convrot(w: np.ndarray, g: int, ours: dict, theirs: dict) -> dict:
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.clip(np.rint(rk(v / sm[:, None], kind)), -128, 127)
 
-    return _code_stats("int8 convrot", ours["weight"].astype(F32)
-                       if np.array_equal(ours["weight_scale"], s_ck) else code(
-                           rk(hadamard.rotate(lowp.to_f32(w), g, "f32"), kind)),
-                       theirs["weight"].astype(F32), code(lo), code(hi))
+    return _code_stats(
+        "int8 convrot",
+        ours["weight"].astype(F32)
+        if np.array_equal(ours["weight_scale"], s_ck)
+        else code(rk(hadamard.rotate(lowp.to_f32(w), g, "f32"), kind)),
+        theirs["weight"].astype(F32),
+        code(lo),
+        code(hi),
+    )
 
 
 def check_w4a4(w: np.ndarray, g: int, ours: dict, theirs: dict) -> dict:
@@ -124,8 +133,7 @@ def check_w4a4(w: np.ndarray, g: int, ours: dict, theirs: dict) -> dict:
 
     s_ck = theirs["weight_scale"].reshape(-1)
     _assert_within("w4a4 scale", s_ck, scale(a_lo), scale(a_hi))
-    _assert_within("w4a4 scale (ours)", ours["weight_scale"].reshape(-1),
-                   scale(a_lo), scale(a_hi))
+    _assert_within("w4a4 scale (ours)", ours["weight_scale"].reshape(-1), scale(a_lo), scale(a_hi))
 
     def code(v, s):
         return np.clip(np.rint(rk(v / s[:, None], kind)), -7, 7)
@@ -133,8 +141,13 @@ def check_w4a4(w: np.ndarray, g: int, ours: dict, theirs: dict) -> dict:
     mine = codes_of("convrot_w4a4", ours, w.shape[1]).astype(F32)
     if not np.array_equal(ours["weight_scale"], s_ck):  # judge ours against ck's scale too
         mine = code(rk(hadamard.rotate(lowp.to_f32(w), g, "f32"), kind), s_ck)
-    return _code_stats("w4a4", mine, codes_of("convrot_w4a4", theirs, w.shape[1]).astype(F32),
-                       code(lo, s_ck), code(hi, s_ck))
+    return _code_stats(
+        "w4a4",
+        mine,
+        codes_of("convrot_w4a4", theirs, w.shape[1]).astype(F32),
+        code(lo, s_ck),
+        code(hi, s_ck),
+    )
 
 
 def _fp8(x: np.ndarray) -> np.ndarray:
@@ -177,24 +190,35 @@ def check_w4a8(w: np.ndarray, opts: dict, ours: dict, theirs: dict) -> dict:
         v_ck = np.take_along_axis(levels, kk.astype(np.int64), axis=2)
         mine_k = codes_of("asym_w4a8_int8", ours, k).reshape(n, k // g, g)
         mine_k = mine_k - 1 if bits == 6 else mine_k
-        same_scales = all(np.array_equal(ours[key], theirs[key]) for key in
-                          ("weight_s_rel", "weight_s_channel", "weight_codebook") if key in ours)
-        v_ours = np.take_along_axis(levels, mine_k.astype(np.int64), axis=2) if same_scales \
-            else grid_value(rk(hadamard.rotate(lowp.to_f32(w), cg, "f32"), kind).reshape(
-                n, k // g, g) / sc_ck[:, None, None])
+        same_scales = all(
+            np.array_equal(ours[key], theirs[key])
+            for key in ("weight_s_rel", "weight_s_channel", "weight_codebook")
+            if key in ours
+        )
+        v_ours = (
+            np.take_along_axis(levels, mine_k.astype(np.int64), axis=2)
+            if same_scales
+            else grid_value(
+                rk(hadamard.rotate(lowp.to_f32(w), cg, "f32"), kind).reshape(n, k // g, g)
+                / sc_ck[:, None, None]
+            )
+        )
         stats.update(_code_stats("w4a8 grid", v_ours, v_ck, grid_value(t_lo), grid_value(t_hi)))
         so = ours["weight_s_channel"].astype(F32)
         np.testing.assert_allclose(so, sc_ck, rtol=2.0**-7)
         if theirs["weight_s_rel"].dtype == FP8:
-            step = np.abs(ours["weight_s_rel"].view(np.uint8).astype(int)
-                          - theirs["weight_s_rel"].view(np.uint8).astype(int))
+            step = np.abs(
+                ours["weight_s_rel"].view(np.uint8).astype(int)
+                - theirs["weight_s_rel"].view(np.uint8).astype(int)
+            )
             assert step.max(initial=0) <= 2
         else:
             np.testing.assert_allclose(ours["weight_s_rel"], sr_ck, rtol=2.0**-7)
         if "weight_codebook" in theirs:
             span = float(np.ptp(theirs["weight_codebook"]))
-            np.testing.assert_allclose(ours["weight_codebook"], theirs["weight_codebook"],
-                                       rtol=0, atol=2.0**-7 * span)
+            np.testing.assert_allclose(
+                ours["weight_codebook"], theirs["weight_codebook"], rtol=0, atol=2.0**-7 * span
+            )
         return stats
     eps = F32(1e-8)
     if opts.get("symmetric", True):
@@ -216,10 +240,12 @@ def check_w4a8(w: np.ndarray, opts: dict, ours: dict, theirs: dict) -> dict:
         lo_c = rk((F32(8) * gs_lo + mn_lo)[..., 0], kind)
         hi_c = rk((F32(8) * gs_hi + mn_hi)[..., 0], kind)
         _assert_within("w4a8 correction", corr_ck, lo_c, hi_c)
-        _assert_within("w4a8 correction (ours)", ours["weight_correction"].astype(F32).T,
-                       lo_c, hi_c)
-        stats["correction"] = int((ours["weight_correction"].astype(F32)
-                                   != theirs["weight_correction"].astype(F32)).sum())
+        _assert_within(
+            "w4a8 correction (ours)", ours["weight_correction"].astype(F32).T, lo_c, hi_c
+        )
+        stats["correction"] = int(
+            (ours["weight_correction"].astype(F32) != theirs["weight_correction"].astype(F32)).sum()
+        )
     mine = codes_of("asym_w4a8_int8", ours, k).reshape(n, k // g, g).astype(F32)
     theirs_c = codes_of("asym_w4a8_int8", theirs, k).reshape(n, k // g, g).astype(F32)
     stats.update(_code_stats("w4a8 codes", mine, theirs_c, c_lo, c_hi))
@@ -250,18 +276,22 @@ def pre_rotation(fmt: str, tensors: dict, marker: dict, n: int, k: int, kind: st
         q = nibbles.unpack_signed_lo_first(tensors["weight"]).astype(F32)
         return q * np.asarray(tensors["weight_scale"], F32).reshape(-1, 1)
     g = int(marker.get("group_size", 16))
-    i8 = w4a8.int8_grid(tensors["weight"], tensors["weight_s_rel"],
-                        tensors.get("weight_codebook"), g)
-    x = i8.reshape(n, k // g, g).astype(F32) * tensors["weight_s_channel"].astype(F32)[:, None,
-                                                                                       None]
+    i8 = w4a8.int8_grid(
+        tensors["weight"], tensors["weight_s_rel"], tensors.get("weight_codebook"), g
+    )
+    x = (
+        i8.reshape(n, k // g, g).astype(F32)
+        * tensors["weight_s_channel"].astype(F32)[:, None, None]
+    )
     if "weight_correction" in tensors:
         x += lowp.to_f32(tensors["weight_correction"]).T[:, :, None]
     x = x.reshape(n, k)
     return rk(x, kind) if kind != "f32" else x
 
 
-def check_rotated_dequantize(fmt: str, tensors: dict, marker: dict, shape, out_dtype: str,
-                             ours: np.ndarray, ref: np.ndarray) -> int:
+def check_rotated_dequantize(
+    fmt: str, tensors: dict, marker: dict, shape, out_dtype: str, ours: np.ndarray, ref: np.ndarray
+) -> int:
     """ck's output within the any-order interval of the inverse rotation, rounded to the output
     dtype at both ends; returns how many values differ from ours."""
     n, k = shape

@@ -15,10 +15,17 @@ from quantcheck.numeric import NumericError, arrays, dequantize, e2m1, nibbles, 
 from quantcheck.numeric.metrics import ErrorAccumulator, error_metrics
 
 ALL = [
-    ("float8_e4m3fn", {}), ("float8_e5m2", {}), ("int8_tensorwise", {}),
-    ("int8_tensorwise", {"per_row": True}), ("int8_tensorwise", {"convrot": True}),
-    ("nvfp4", {}), ("mxfp8", {}), ("convrot_w4a4", {}), ("asym_w4a8_int8", {}),
-    ("asym_w4a8_int8", {"symmetric": False}), ("asym_w4a8_int8", {"bits": 6}),
+    ("float8_e4m3fn", {}),
+    ("float8_e5m2", {}),
+    ("int8_tensorwise", {}),
+    ("int8_tensorwise", {"per_row": True}),
+    ("int8_tensorwise", {"convrot": True}),
+    ("nvfp4", {}),
+    ("mxfp8", {}),
+    ("convrot_w4a4", {}),
+    ("asym_w4a8_int8", {}),
+    ("asym_w4a8_int8", {"symmetric": False}),
+    ("asym_w4a8_int8", {"bits": 6}),
 ]
 
 
@@ -48,13 +55,21 @@ def test_fp8_tiny_amax_refused():
         quantize(w, "float8_e4m3fn")
 
 
-@pytest.mark.parametrize(("fmt", "opts"), [
-    ("int8_tensorwise", {}), ("int8_tensorwise", {"per_row": True}),
-    ("int8_tensorwise", {"convrot": True, "convrot_groupsize": 16}), ("mxfp8", {}),
-    ("convrot_w4a4", {"convrot_groupsize": 64}), ("asym_w4a8_int8", {}),
-    ("asym_w4a8_int8", {"codebook": False}), ("asym_w4a8_int8", {"bits": 6}),
-    ("asym_w4a8_int8", {"symmetric": False}),
-], ids=str)
+@pytest.mark.parametrize(
+    ("fmt", "opts"),
+    [
+        ("int8_tensorwise", {}),
+        ("int8_tensorwise", {"per_row": True}),
+        ("int8_tensorwise", {"convrot": True, "convrot_groupsize": 16}),
+        ("mxfp8", {}),
+        ("convrot_w4a4", {"convrot_groupsize": 64}),
+        ("asym_w4a8_int8", {}),
+        ("asym_w4a8_int8", {"codebook": False}),
+        ("asym_w4a8_int8", {"bits": 6}),
+        ("asym_w4a8_int8", {"symmetric": False}),
+    ],
+    ids=str,
+)
 def test_all_zero_matches_ck(ck, fmt, opts):
     w = np.zeros((40, 256), BF16)
     layer = quantize(w, fmt, **opts)
@@ -69,8 +84,10 @@ def test_mxfp8_tiny_block_refused(ck):
     w = weights(32, 64, np.float32, seed=2)
     w[5, 32:64] = 1e-40  # whole block 1 of row 5: 0 < amax <= 448·2^-127
     theirs = ck.ck_quantize(w, "mxfp8")
-    assert np.isnan(theirs["weight"].astype(np.float32)).any() or (
-        np.abs(theirs["weight"].astype(np.float32)[5, 32:64]) == 448).all()
+    assert (
+        np.isnan(theirs["weight"].astype(np.float32)).any()
+        or (np.abs(theirs["weight"].astype(np.float32)[5, 32:64]) == 448).all()
+    )
     with pytest.raises(NumericError, match="row 5, block 1"):
         quantize(w, "mxfp8")
 
@@ -93,7 +110,7 @@ def test_e2m1_ties_and_table():
     want = [0, 1.0, 1.0, 2.0, 2.0, 4.0, 4.0, 6.0, -0.0, -0.0, 6.0]
     assert got.tolist() == want
     assert np.signbit(got[-2]) and e2m1.encode(x)[-2] == 8  # small negative -> code 8 (-0)
-    assert e2m1.decode(np.arange(16, dtype=np.uint8)).tolist()[:8] == [0, .5, 1, 1.5, 2, 3, 4, 6]
+    assert e2m1.decode(np.arange(16, dtype=np.uint8)).tolist()[:8] == [0, 0.5, 1, 1.5, 2, 3, 4, 6]
 
 
 def test_nvfp4_nibble_order():
@@ -163,8 +180,12 @@ def test_padded_shapes_and_marker():
 def test_markers_and_dtypes():
     w = weights(64, 256, BF16, seed=8)
     m = quantize(w, "asym_w4a8_int8", symmetric=False).marker
-    assert m == {"format": "asym_w4a8_int8", "group_size": 16, "convrot_groupsize": 256,
-                 "convrot": True}
+    assert m == {
+        "format": "asym_w4a8_int8",
+        "group_size": 16,
+        "convrot_groupsize": 256,
+        "convrot": True,
+    }
     t = quantize(w, "asym_w4a8_int8", symmetric=False).tensors
     assert t["weight_correction"][0] == "BF16" and t["weight_correction"][1].shape == (16, 64)
     assert t["weight_s_rel"][0] == "F8_E4M3" and t["weight_s_channel"][1].shape == (64,)
@@ -181,16 +202,23 @@ def test_markers_and_dtypes():
     assert np.array_equal(a, b)
 
 
-@pytest.mark.parametrize(("fmt", "opts", "msg"), [
-    ("int8_tensorwise", {"convrot": True, "convrot_groupsize": 128}, "power of 4"),
-    ("convrot_w4a4", {"convrot_groupsize": 16}, "divisible by 64"),
-    ("asym_w4a8_int8", {"group_size": 12}, "group_size"),
-    ("asym_w4a8_int8", {"bits": 6, "symmetric": False, "convrot_groupsize": 16},
-     "symmetric only"),
-    ("nvfp4", {"group_size": 32}, "unknown option"),
-    ("awq_w4a16", {}, "no quantizer"),
-    ("int4_magic", {}, "unknown format"),
-], ids=str)
+@pytest.mark.parametrize(
+    ("fmt", "opts", "msg"),
+    [
+        ("int8_tensorwise", {"convrot": True, "convrot_groupsize": 128}, "power of 4"),
+        ("convrot_w4a4", {"convrot_groupsize": 16}, "divisible by 64"),
+        ("asym_w4a8_int8", {"group_size": 12}, "group_size"),
+        (
+            "asym_w4a8_int8",
+            {"bits": 6, "symmetric": False, "convrot_groupsize": 16},
+            "symmetric only",
+        ),
+        ("nvfp4", {"group_size": 32}, "unknown option"),
+        ("awq_w4a16", {}, "no quantizer"),
+        ("int4_magic", {}, "unknown format"),
+    ],
+    ids=str,
+)
 def test_bad_options(fmt, opts, msg):
     with pytest.raises(NumericError, match=msg):
         quantize(weights(16, 96 if opts.get("bits") else 48, np.float32, seed=0), fmt, **opts)
@@ -238,10 +266,12 @@ def test_metrics():
 
 
 def test_import_is_lazy():
-    code = ("import sys, quantcheck, quantcheck.numeric; "
-            "from quantcheck.numeric import NumericError; "
-            "assert 'numpy' not in sys.modules, 'numpy imported'; "
-            "quantcheck.numeric.quantize; assert 'numpy' in sys.modules")
+    code = (
+        "import sys, quantcheck, quantcheck.numeric; "
+        "from quantcheck.numeric import NumericError; "
+        "assert 'numpy' not in sys.modules, 'numpy imported'; "
+        "quantcheck.numeric.quantize; assert 'numpy' in sys.modules"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

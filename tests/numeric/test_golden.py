@@ -20,8 +20,10 @@ GOLDEN = json.loads(DIGEST_FILE.read_text())
 IDS = [f"{c[0]}-{dt}" for c in CASES for dt in DTYPES]
 
 
-@pytest.fixture(params=[("1", False), ("2", False), ("1", True), ("2", True)],
-                ids=["threads1", "threads2", "threads1-small-chunks", "threads2-small-chunks"])
+@pytest.fixture(
+    params=[("1", False), ("2", False), ("1", True), ("2", True)],
+    ids=["threads1", "threads2", "threads1-small-chunks", "threads2-small-chunks"],
+)
 def setting(request, monkeypatch):
     threads, small = request.param
     monkeypatch.setenv("QUANTCHECK_THREADS", threads)
@@ -44,12 +46,12 @@ def test_golden_digests(case, setting):
 
 def test_inputs_are_fixed():
     """The generator itself: known splitmix64 outputs (seed 0) and exact float mapping."""
-    assert splitmix64(0, 3).tolist() == [
-        0xE220A8397B1DCDAF, 0x6E789E6AA1B965F4, 0x06C45D188009454F]
+    assert splitmix64(0, 3).tolist() == [0xE220A8397B1DCDAF, 0x6E789E6AA1B965F4, 0x06C45D188009454F]
     w = weights(3, 5, "f32", 7, "tails")
     assert w.dtype == np.float32 and np.array_equal(w, weights(3, 5, "f32", 7, "tails"))
-    assert np.array_equal(weights(3, 5, "bf16", 7).astype(np.float32),
-                          lowp.round_to(weights(3, 5, "f32", 7), "bf16"))
+    assert np.array_equal(
+        weights(3, 5, "bf16", 7).astype(np.float32), lowp.round_to(weights(3, 5, "f32", 7), "bf16")
+    )
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

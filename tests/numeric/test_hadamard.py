@@ -32,7 +32,7 @@ def test_hadamard_matrix(g):
 def test_fwht_is_the_dense_product_within_the_bound(g):
     x = _wide(37, 2 * g, g)
     ours = hadamard.rotate(x, g).astype(np.float64)
-    exact = (x.astype(np.float64).reshape(-1, g) @ hadamard.hadamard(g).astype(np.float64).T)
+    exact = x.astype(np.float64).reshape(-1, g) @ hadamard.hadamard(g).astype(np.float64).T
     exact = exact.reshape(x.shape)  # float64: exact to far below the F32 bound
     half = hadamard.error_bound(hadamard.abs_term_sums(x, g), g) / 2  # γ_g·Σ|terms|
     assert (np.abs(ours - exact) <= half).all()
@@ -98,8 +98,9 @@ def test_linspace_randint_quantile(ck):
         if n > 1:
             step = (np.float64(np.float32(b) - np.float32(a)) / (n - 1)).astype(np.float32)
             i = np.arange(n, dtype=np.float64)
-            want = np.where(i < n // 2, a + np.float64(step) * i,
-                            b - np.float64(step) * (n - 1 - i)).astype(np.float32)
+            want = np.where(
+                i < n // 2, a + np.float64(step) * i, b - np.float64(step) * (n - 1 - i)
+            ).astype(np.float32)
             assert np.array_equal(ours, want)
         ref = torch.linspace(a, b, n).numpy()
         assert (np.abs(ours - ref) <= np.spacing(np.abs(ref))).all()

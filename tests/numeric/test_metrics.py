@@ -35,8 +35,14 @@ def _reference(a: np.ndarray, b: np.ndarray) -> dict[str, float]:
     b = np.asarray(b, np.float32).astype(np.float64).ravel()
     d = a - b
     r, t, p, e = (math.fsum(x) for x in (a * a, b * b, a * b, d * d))
-    return {"r": r, "t": t, "p": p, "e": e, "abs_p": math.fsum(np.abs(a * b)),
-            "max_abs": float(np.max(np.abs(d))) if d.size else 0.0}
+    return {
+        "r": r,
+        "t": t,
+        "p": p,
+        "e": e,
+        "abs_p": math.fsum(np.abs(a * b)),
+        "max_abs": float(np.max(np.abs(d))) if d.size else 0.0,
+    }
 
 
 def _check(a: np.ndarray, b: np.ndarray, tol: float | None = None) -> None:
@@ -148,8 +154,8 @@ def test_chunking_is_fixed_by_the_caller_not_the_machine() -> None:
     b = (a + rng.standard_normal(a.size).astype(np.float32) * 0.05).astype(np.float32)
     first, again, other = ErrorAccumulator(), ErrorAccumulator(), ErrorAccumulator()
     for s in range(0, a.size, 40_000):
-        first.add(chunk_sums(a[s:s + 40_000], b[s:s + 40_000]))
-        again.add(chunk_sums(a[s:s + 40_000].copy(), b[s:s + 40_000].copy()))
+        first.add(chunk_sums(a[s : s + 40_000], b[s : s + 40_000]))
+        again.add(chunk_sums(a[s : s + 40_000].copy(), b[s : s + 40_000].copy()))
     other.update(a, b)
     assert first.result() == again.result()
     assert first.ref_sq == pytest.approx(other.ref_sq, rel=U)

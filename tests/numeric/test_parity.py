@@ -44,11 +44,17 @@ ROTATED = [
     ("asym_w4a8_int8", {"bits": 6, "group_size": 32, "scale_dtype": "float32"}, [(96, 256)]),
     ("asym_w4a8_int8", {"group_size": 4, "convrot_groupsize": 16}, [(96, 256)]),
     ("asym_w4a8_int8", {"group_size": 8, "convrot_groupsize": 64}, [(40, 512)]),
-    ("asym_w4a8_int8", {"group_size": 32, "convrot_groupsize": 64, "scale_dtype": "float32"},
-     [(96, 256)]),
+    (
+        "asym_w4a8_int8",
+        {"group_size": 32, "convrot_groupsize": 64, "scale_dtype": "float32"},
+        [(96, 256)],
+    ),
     ("w6a8_int8", {}, [(96, 256), (77, 512)]),
-    ("w6a8_int8", {"group_size": 32, "convrot_groupsize": 64, "scale_dtype": "float32"},
-     [(96, 256)]),
+    (
+        "w6a8_int8",
+        {"group_size": 32, "convrot_groupsize": 64, "scale_dtype": "float32"},
+        [(96, 256)],
+    ),
 ]
 DTYPES = [BF16, np.float32, np.float16]
 
@@ -59,8 +65,13 @@ def _cases(table):
             for dt in DTYPES:
                 if dt is np.float16 and shape[1] > 1000:
                     continue
-                yield pytest.param(fmt, opts, shape, dt,
-                                   id=f"{fmt}-{opts}-{shape[0]}x{shape[1]}-{np.dtype(dt).name}")
+                yield pytest.param(
+                    fmt,
+                    opts,
+                    shape,
+                    dt,
+                    id=f"{fmt}-{opts}-{shape[0]}x{shape[1]}-{np.dtype(dt).name}",
+                )
 
 
 def _both_ways(ck, fmt, layer, theirs, shape):
@@ -77,8 +88,12 @@ def _both_ways(ck, fmt, layer, theirs, shape):
 
 @pytest.mark.parametrize(("fmt", "opts", "shape", "dt"), list(_cases(EXACT)))
 def test_exact_formats(ck, fmt, opts, shape, dt):
-    w = weights(*shape, dt, seed=zlib.crc32(repr((fmt, shape)).encode()),
-                kind="colscale" if shape[0] % 2 else "gauss")
+    w = weights(
+        *shape,
+        dt,
+        seed=zlib.crc32(repr((fmt, shape)).encode()),
+        kind="colscale" if shape[0] % 2 else "gauss",
+    )
     theirs = ck.ck_quantize(w, fmt, **opts)
     try:
         layer = quantize(w, fmt, **opts)
@@ -111,15 +126,19 @@ def check_quantize(fmt: str, opts: dict, w: np.ndarray, ours: dict, theirs: dict
 
 @pytest.mark.parametrize(("fmt", "opts", "shape", "dt"), list(_cases(ROTATED)))
 def test_rotated_formats(ck, fmt, opts, shape, dt):
-    w = weights(*shape, dt, seed=zlib.crc32(repr((fmt, opts, shape)).encode()),
-                kind="outliers" if shape[0] % 2 else "gauss")
+    w = weights(
+        *shape,
+        dt,
+        seed=zlib.crc32(repr((fmt, opts, shape)).encode()),
+        kind="outliers" if shape[0] % 2 else "gauss",
+    )
     layer = quantize(w, fmt, **opts)
     theirs = ck.ck_quantize(w, fmt, **opts)
     check_quantize(fmt, opts, w, layer.arrays(), theirs)
-    for (ours, ref), tensors in zip(_both_ways(ck, fmt, layer, theirs, shape),
-                                    (theirs, layer.arrays()), strict=True):
-        contract.check_rotated_dequantize(fmt, tensors, layer.marker, shape, "float32",
-                                          ours, ref)
+    for (ours, ref), tensors in zip(
+        _both_ways(ck, fmt, layer, theirs, shape), (theirs, layer.arrays()), strict=True
+    ):
+        contract.check_rotated_dequantize(fmt, tensors, layer.marker, shape, "float32", ours, ref)
 
 
 def test_w4a8_int8_grid_exact(ck):
@@ -128,14 +147,22 @@ def test_w4a8_int8_grid_exact(ck):
 
     from quantcheck.numeric.w4a8 import int8_grid
 
-    for opts in ({}, {"codebook": False}, {"bits": 6}, {"bits": 6, "scale_dtype": "float32"},
-                 {"symmetric": False}):
+    for opts in (
+        {},
+        {"codebook": False},
+        {"bits": 6},
+        {"bits": 6, "scale_dtype": "float32"},
+        {"symmetric": False},
+    ):
         w = weights(64, 512, BF16, seed=7)
         theirs = ck.ck_quantize(w, "asym_w4a8_int8", **opts)
         cb = theirs.get("weight_codebook")
         ref = _dequant_int4_grouped_to_int8(
-            ck.n2t(theirs["weight"]), ck.n2t(theirs["weight_s_rel"]),
-            None if cb is None else torch.from_numpy(cb), 16)
+            ck.n2t(theirs["weight"]),
+            ck.n2t(theirs["weight_s_rel"]),
+            None if cb is None else torch.from_numpy(cb),
+            16,
+        )
         ours = int8_grid(theirs["weight"], theirs["weight_s_rel"], cb, 16)
         assert mismatches(ours, ref.numpy()) == 0, opts
 
@@ -205,8 +232,9 @@ def test_ml_dtypes_bf16_input_roundtrip_metrics(ck):
     rel = {}
     for fmt in ("float8_e4m3fn", "nvfp4", "mxfp8", "convrot_w4a4"):
         layer = quantize(w, fmt)
-        rel[fmt] = error_metrics(w.astype(np.float32), dequantize(fmt, layer.arrays(),
-                                                                   layer.marker)).rel_l2
+        rel[fmt] = error_metrics(
+            w.astype(np.float32), dequantize(fmt, layer.arrays(), layer.marker)
+        ).rel_l2
     assert 0.02 < rel["float8_e4m3fn"] < 0.04
     assert 0.08 < rel["nvfp4"] < 0.11
     assert 0.02 < rel["mxfp8"] < 0.04

@@ -46,8 +46,9 @@ def test_a_four_bit_row_is_refused():
         dequantize(None, four.arrays(), marker)
 
 
-@pytest.mark.parametrize(("k", "opts", "why"), [
-    (48, {}, "K % 32"), (256, {"group_size": 8}, "multiple of 16")], ids=str)
+@pytest.mark.parametrize(
+    ("k", "opts", "why"), [(48, {}, "K % 32"), (256, {"group_size": 8}, "multiple of 16")], ids=str
+)
 def test_six_bit_layout_is_enforced(k, opts, why):
     with pytest.raises(NumericError, match=why):
         quantize(np.zeros((8, k), np.float32), "w6a8_int8", **{"convrot_groupsize": 16, **opts})
@@ -66,7 +67,8 @@ def test_w6a8_int8_grid_exact(ck):
         w = weights(64, 512, BF16, seed=9)
         theirs = ck.ck_quantize(w, "w6a8_int8", **opts)
         assert theirs["weight"].shape == (64, 384) and "weight_codebook" not in theirs
-        ref = _dequant_int4_grouped_to_int8(ck.n2t(theirs["weight"]),
-                                            ck.n2t(theirs["weight_s_rel"]), None, g)
+        ref = _dequant_int4_grouped_to_int8(
+            ck.n2t(theirs["weight"]), ck.n2t(theirs["weight_s_rel"]), None, g
+        )
         ours = int8_grid(theirs["weight"], theirs["weight_s_rel"], None, g)
         assert mismatches(ours, ref.numpy()) == 0, opts

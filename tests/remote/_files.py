@@ -19,8 +19,10 @@ def example_files() -> list[Path]:
 def exact_header_file(n: int) -> bytes:
     """A small valid file whose header length field is exactly `n` (padded metadata)."""
     data = b"\x00" * 16
-    hdr = {"__metadata__": {"pad": ""},
-           "a.weight": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}}
+    hdr = {
+        "__metadata__": {"pad": ""},
+        "a.weight": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]},
+    }
     base = len(json.dumps(hdr, separators=(",", ":")).encode())
     hdr["__metadata__"]["pad"] = "x" * (n - base)
     text = json.dumps(hdr, separators=(",", ":")).encode()
@@ -32,11 +34,13 @@ def big_file(weight_mib: int = 32) -> bytes:
     """One fp8 layer whose marker and scale come first and whose large weight comes last."""
     k = 16384
     rows = weight_mib * 1024 * 1024 // k
-    return build_safetensors([
-        marker_tensor("blk.lin", {"format": "float8_e4m3fn"}),
-        RawTensor("blk.lin.weight_scale", "F32", (), b"\x00\x00\x80\x3f"),
-        RawTensor("blk.lin.weight", "F8_E4M3", (rows, k), bytes(rows * k)),
-    ])
+    return build_safetensors(
+        [
+            marker_tensor("blk.lin", {"format": "float8_e4m3fn"}),
+            RawTensor("blk.lin.weight_scale", "F32", (), b"\x00\x00\x80\x3f"),
+            RawTensor("blk.lin.weight", "F8_E4M3", (rows, k), bytes(rows * k)),
+        ]
+    )
 
 
 def split_example(src: Path, folder: Path, stem: str = "model") -> list[str]:
@@ -55,8 +59,10 @@ def split_example(src: Path, folder: Path, stem: str = "model") -> list[str]:
     for shard, tensors in zip(names, groups, strict=True):
         (folder / shard).write_bytes(build_safetensors(tensors, meta))
         wmap.update({t.name: shard for t in tensors})
-    index = {"metadata": {"total_size": sum(len(t.data) for g in groups for t in g)},
-             "weight_map": wmap}
+    index = {
+        "metadata": {"total_size": sum(len(t.data) for g in groups for t in g)},
+        "weight_map": wmap,
+    }
     (folder / f"{stem}.safetensors.index.json").write_text(json.dumps(index))
     return names
 
@@ -68,8 +74,7 @@ def tree_listing(folder: Path) -> list[dict[str, object]]:
         if p.is_dir():
             out.append({"type": "directory", "oid": "0" * 40, "size": 0, "path": p.name})
         else:
-            out.append({"type": "file", "oid": "0" * 40, "size": p.stat().st_size,
-                        "path": p.name})
+            out.append({"type": "file", "oid": "0" * 40, "size": p.stat().st_size, "path": p.name})
     return out
 
 

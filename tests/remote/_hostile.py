@@ -84,8 +84,9 @@ class _Handler(socketserver.StreamRequestHandler):
     def data(self) -> bytes:
         return self.server.data
 
-    def send(self, status: str, headers: dict[str, str], body: bytes = b"",
-             chunk: int = 16384) -> bool:
+    def send(
+        self, status: str, headers: dict[str, str], body: bytes = b"", chunk: int = 16384
+    ) -> bool:
         head = f"HTTP/1.1 {status}\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items())
         sent = 0
         try:
@@ -101,8 +102,9 @@ class _Handler(socketserver.StreamRequestHandler):
             self.server.served.sent.append(sent)
         return ok
 
-    def ranged(self, req: Request, extra: dict[str, str] | None = None,
-               multi: str = "multipart") -> bool:
+    def ranged(
+        self, req: Request, extra: dict[str, str] | None = None, multi: str = "multipart"
+    ) -> bool:
         """A correct Range answer (multi-range per `multi`: multipart, whole, first)."""
         size = len(self.data)
         ranges = parse_ranges(req.headers.get("range"), size)
@@ -110,23 +112,39 @@ class _Handler(socketserver.StreamRequestHandler):
         if not ranges:
             return self.send("200 OK", {**base, "Content-Length": str(size)}, self.data)
         if ranges[0][0] >= size:
-            return self.send("416 Range Not Satisfiable",
-                             {**base, "Content-Range": f"bytes */{size}", "Content-Length": "0"})
+            return self.send(
+                "416 Range Not Satisfiable",
+                {**base, "Content-Range": f"bytes */{size}", "Content-Length": "0"},
+            )
         if len(ranges) > 1 and multi == "whole":
             return self.send("200 OK", {**base, "Content-Length": str(size)}, self.data)
         if len(ranges) == 1 or multi == "first":
             a, b = ranges[0]
-            return self.send("206 Partial Content", {
-                **base, "Content-Range": f"bytes {a}-{b - 1}/{size}",
-                "Content-Length": str(b - a)}, self.data[a:b])
+            return self.send(
+                "206 Partial Content",
+                {
+                    **base,
+                    "Content-Range": f"bytes {a}-{b - 1}/{size}",
+                    "Content-Length": str(b - a),
+                },
+                self.data[a:b],
+            )
         body = b""
         for a, b in ranges:
-            body += (f"\r\n--XYZ\r\nContent-Type: application/octet-stream\r\n"
-                     f"Content-Range: bytes {a}-{b - 1}/{size}\r\n\r\n").encode() + self.data[a:b]
+            body += (
+                f"\r\n--XYZ\r\nContent-Type: application/octet-stream\r\n"
+                f"Content-Range: bytes {a}-{b - 1}/{size}\r\n\r\n"
+            ).encode() + self.data[a:b]
         body += b"\r\n--XYZ--\r\n"
-        return self.send("206 Partial Content", {
-            **base, "Content-Type": "multipart/byteranges; boundary=XYZ",
-            "Content-Length": str(len(body))}, body)
+        return self.send(
+            "206 Partial Content",
+            {
+                **base,
+                "Content-Type": "multipart/byteranges; boundary=XYZ",
+                "Content-Length": str(len(body)),
+            },
+            body,
+        )
 
     def wait(self) -> None:
         self.server.stop_event.wait(MAX_WAIT)
@@ -153,8 +171,11 @@ class _Handler(socketserver.StreamRequestHandler):
         return False
 
     def mode_badrange(self, req: Request) -> bool:
-        return self.send("206 Partial Content", {"Content-Range": "bytes 0-99/500",
-                                                 "Content-Length": "100"}, self.data[:100])
+        return self.send(
+            "206 Partial Content",
+            {"Content-Range": "bytes 0-99/500", "Content-Length": "100"},
+            self.data[:100],
+        )
 
     def mode_nocr(self, req: Request) -> bool:
         return self.send("206 Partial Content", {"Content-Length": "100"}, self.data[:100])
@@ -162,16 +183,21 @@ class _Handler(socketserver.StreamRequestHandler):
     def mode_short(self, req: Request) -> bool:
         size = len(self.data)
         a, b = (parse_ranges(req.headers.get("range"), size) or [(0, size)])[0]
-        self.send("206 Partial Content", {"Content-Range": f"bytes {a}-{b - 1}/{size}",
-                                          "Content-Length": str(b - a)},
-                  self.data[a : a + (b - a) // 2])
+        self.send(
+            "206 Partial Content",
+            {"Content-Range": f"bytes {a}-{b - 1}/{size}", "Content-Length": str(b - a)},
+            self.data[a : a + (b - a) // 2],
+        )
         return False
 
     def mode_biglength(self, req: Request) -> bool:
         size = len(self.data)
         a, b = (parse_ranges(req.headers.get("range"), size) or [(0, size)])[0]
-        self.send("206 Partial Content", {"Content-Range": f"bytes {a}-{b - 1}/{size}",
-                                          "Content-Length": str(10**12)}, self.data[a:])
+        self.send(
+            "206 Partial Content",
+            {"Content-Range": f"bytes {a}-{b - 1}/{size}", "Content-Length": str(10**12)},
+            self.data[a:],
+        )
         return False
 
     def mode_status416(self, req: Request) -> bool:
@@ -209,8 +235,12 @@ class _Handler(socketserver.StreamRequestHandler):
         size = len(self.data)
         a, b = (parse_ranges(req.headers.get("range"), size) or [(0, size)])[0]
         try:
-            self.wfile.write((f"HTTP/1.1 206 Partial Content\r\nContent-Range: bytes {a}-{b - 1}"
-                              f"/{size}\r\nContent-Length: {b - a}\r\n\r\n").encode())
+            self.wfile.write(
+                (
+                    f"HTTP/1.1 206 Partial Content\r\nContent-Range: bytes {a}-{b - 1}"
+                    f"/{size}\r\nContent-Length: {b - a}\r\n\r\n"
+                ).encode()
+            )
             end = time.monotonic() + MAX_WAIT
             for i in range(a, b):
                 if time.monotonic() > end or self.server.stop_event.is_set():
@@ -234,8 +264,7 @@ class _Handler(socketserver.StreamRequestHandler):
         import gzip
 
         body = gzip.compress(self.data)
-        self.send("200 OK", {"Content-Length": str(len(body)), "Content-Encoding": "gzip"},
-                  body)
+        self.send("200 OK", {"Content-Length": str(len(body)), "Content-Encoding": "gzip"}, body)
         return False
 
     def mode_secretlog(self, req: Request) -> bool:
@@ -255,16 +284,26 @@ class _Handler(socketserver.StreamRequestHandler):
             return self.ranged(req)
         body = (f"--XYZ\r\nContent-Range: bytes 0-9/{size}\r\n\r\n").encode() + self.data[:10]
         body += b"\r\n--XYZ--\r\n"
-        return self.send("206 Partial Content", {
-            "Content-Type": "multipart/byteranges; boundary=XYZ",
-            "Content-Length": str(len(body))}, body)
+        return self.send(
+            "206 Partial Content",
+            {
+                "Content-Type": "multipart/byteranges; boundary=XYZ",
+                "Content-Length": str(len(body)),
+            },
+            body,
+        )
 
     def mode_hub(self, req: Request) -> bool:
         """`/hub/…` redirects to `localhost` (another host name) like the hub to its CDN."""
         port = self.server.server_address[1]
-        return self.send("302 Found", {"Location": f"http://localhost:{port}/cdn{req.path}",
-                                       "X-Repo-Commit": "c0ffee" * 6 + "c0ff",
-                                       "Content-Length": "0"})
+        return self.send(
+            "302 Found",
+            {
+                "Location": f"http://localhost:{port}/cdn{req.path}",
+                "X-Repo-Commit": "c0ffee" * 6 + "c0ff",
+                "Content-Length": "0",
+            },
+        )
 
     def mode_cdn(self, req: Request) -> bool:
         return self.ranged(req, {"ETag": '"cdn-etag"'})
@@ -300,8 +339,9 @@ class HostileServer:
 
     def __init__(self) -> None:
         self._server = _Server()
-        self._thread = threading.Thread(target=self._server.serve_forever,
-                                        kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
 
     @property
     def port(self) -> int:

@@ -55,7 +55,8 @@ http {{
 def nginx_binary() -> str:
     """The nginx program; skip (locally) or fail (CI) when it is missing."""
     found = shutil.which("nginx") or next(
-        (p for p in ("/usr/sbin/nginx", "/usr/local/sbin/nginx") if os.access(p, os.X_OK)), None)
+        (p for p in ("/usr/sbin/nginx", "/usr/local/sbin/nginx") if os.access(p, os.X_OK)), None
+    )
     if found is None:
         reason = "nginx is not installed (Debian package `nginx`; .ci/run installs it)"
         if os.environ.get("CI", "").lower() == "true":
@@ -88,12 +89,21 @@ class Nginx:
         for _ in range(3):
             self.port = free_port()
             conf = self.dir / "nginx.conf"
-            conf.write_text(CONF.format(d=self.dir, port=self.port, root=self.root,
-                                        commit=COMMIT, cdn_commit=CDN_COMMIT,
-                                        linked=LINKED_ETAG))
+            conf.write_text(
+                CONF.format(
+                    d=self.dir,
+                    port=self.port,
+                    root=self.root,
+                    commit=COMMIT,
+                    cdn_commit=CDN_COMMIT,
+                    linked=LINKED_ETAG,
+                )
+            )
             self.proc = subprocess.Popen(
                 [binary, "-e", str(self.dir / "error.log"), "-c", str(conf), "-p", str(self.dir)],
-                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+            )
             if self._wait_ready():
                 return
             self.stop()

@@ -26,8 +26,10 @@ def without_inputs(doc: dict[str, Any]) -> dict[str, Any]:
     """A check document without where its files were: inputs, checkpoint names and paths."""
     out = {k: v for k, v in doc.items() if k != "inputs"}
     if "checkpoints" in out:
-        out["checkpoints"] = [{k: v for k, v in c.items() if k not in ("name", "paths", "inputs")}
-                              for c in out["checkpoints"]]
+        out["checkpoints"] = [
+            {k: v for k, v in c.items() if k not in ("name", "paths", "inputs")}
+            for c in out["checkpoints"]
+        ]
     for key in ("diagnostics", "suppressed"):
         if isinstance(out.get(key), list):
             out[key] = [{k: v for k, v in d.items() if k != "checkpoint"} for d in out[key]]

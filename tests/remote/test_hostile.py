@@ -39,8 +39,9 @@ def served(hostile: HostileServer) -> HostileServer:
     return hostile
 
 
-def test_ok_server_equals_local(served: HostileServer, monkeypatch: pytest.MonkeyPatch,
-                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_ok_server_equals_local(
+    served: HostileServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     import quantcheck.io.httpsource as hs
 
     monkeypatch.setattr(hs, "FIRST_READ", 100_000)  # markers past the first read: 2 requests
@@ -53,8 +54,11 @@ def test_ok_server_equals_local(served: HostileServer, monkeypatch: pytest.Monke
 
 @pytest.mark.parametrize("mode", ["whole", "first"])
 def test_no_multi_range_falls_back_to_single_ranges(
-        served: HostileServer, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str], mode: str) -> None:
+    served: HostileServer,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    mode: str,
+) -> None:
     import quantcheck.io.httpsource as hs
 
     monkeypatch.setattr(hs, "FIRST_READ", 4096)
@@ -68,7 +72,8 @@ def test_no_multi_range_falls_back_to_single_ranges(
 
 
 def test_server_ignoring_range_is_read_only_as_far_as_needed(
-        hostile: HostileServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    hostile: HostileServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     data = big_file(32)
     hostile.set_data(data)
     local_path = tmp_path / "big.safetensors"
@@ -88,7 +93,8 @@ def test_server_ignoring_range_is_read_only_as_far_as_needed(
 
 
 def test_server_ignoring_range_example_result(
-        served: HostileServer, capsys: pytest.CaptureFixture[str]) -> None:
+    served: HostileServer, capsys: pytest.CaptureFixture[str]
+) -> None:
     _, local, _ = check(capsys, str(EXAMPLE))
     _, remote, err = check(capsys, served.url("norange", EXAMPLE.name))
     assert isinstance(remote, dict), err
@@ -104,42 +110,58 @@ def test_stream_limit(served: HostileServer) -> None:
             src.close()
 
 
-@pytest.mark.parametrize(("mode", "needles"), [
-    ("badrange", ["Content-Range says bytes 0-99/500 but bytes=0-99999 was asked"]),
-    ("nocr", ["206 answer has no Content-Range header"]),
-    ("short", ["short body: got 50,000 of 100,000 bytes"]),
-    ("biglength", ["Content-Length 1000000000000 does not match"]),
-    ("status416", ["416 Range Not Satisfiable to bytes=0-99999"]),
-    ("status404", ["HTTP 404", "not found"]),
-    ("loop", ["redirect loop after 1 hop", "redirects back to itself"]),
-    ("chain", ["redirect loop after 10 hops"]),
-    ("norange-nolength", ["did not say how long the file is"]),
-    ("gzip", ["gzip-encoded body"]),
-    ("unasked", ["server sent bytes 0-9, which were not asked"]),
-    ("etag", ["file changed on the server while it was read (ETag v1 → v2)"]),
-])
-def test_broken_server(served: HostileServer, monkeypatch: pytest.MonkeyPatch,
-                       capsys: pytest.CaptureFixture[str], mode: str, needles: list[str]) -> None:
+@pytest.mark.parametrize(
+    ("mode", "needles"),
+    [
+        ("badrange", ["Content-Range says bytes 0-99/500 but bytes=0-99999 was asked"]),
+        ("nocr", ["206 answer has no Content-Range header"]),
+        ("short", ["short body: got 50,000 of 100,000 bytes"]),
+        ("biglength", ["Content-Length 1000000000000 does not match"]),
+        ("status416", ["416 Range Not Satisfiable to bytes=0-99999"]),
+        ("status404", ["HTTP 404", "not found"]),
+        ("loop", ["redirect loop after 1 hop", "redirects back to itself"]),
+        ("chain", ["redirect loop after 10 hops"]),
+        ("norange-nolength", ["did not say how long the file is"]),
+        ("gzip", ["gzip-encoded body"]),
+        ("unasked", ["server sent bytes 0-9, which were not asked"]),
+        ("etag", ["file changed on the server while it was read (ETag v1 → v2)"]),
+    ],
+)
+def test_broken_server(
+    served: HostileServer,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    mode: str,
+    needles: list[str],
+) -> None:
     import quantcheck.io.httpsource as hs
 
     monkeypatch.setattr(hs, "FIRST_READ", 100_000)  # the needles name the first read's size
     fails(capsys, served.url(mode, EXAMPLE.name), *needles)
 
 
-@pytest.mark.parametrize(("mode", "needle"), [
-    ("silent", "timed out after 0.5 s waiting for http://127.0.0.1:"),
-    ("trickle", "did not finish answering"),
-    ("slowbody", "did not finish answering"),
-])
-def test_slow_server_times_out(served: HostileServer, monkeypatch: pytest.MonkeyPatch,
-                               capsys: pytest.CaptureFixture[str], mode: str,
-                               needle: str) -> None:
+@pytest.mark.parametrize(
+    ("mode", "needle"),
+    [
+        ("silent", "timed out after 0.5 s waiting for http://127.0.0.1:"),
+        ("trickle", "did not finish answering"),
+        ("slowbody", "did not finish answering"),
+    ],
+)
+def test_slow_server_times_out(
+    served: HostileServer,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    mode: str,
+    needle: str,
+) -> None:
     monkeypatch.setenv("QUANTCHECK_HTTP_TIMEOUT", "0.5")
     fails(capsys, served.url(mode, EXAMPLE.name), needle)
 
 
-def test_bad_timeout_setting(served: HostileServer, monkeypatch: pytest.MonkeyPatch,
-                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_timeout_setting(
+    served: HostileServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv("QUANTCHECK_HTTP_TIMEOUT", "soon")
     fails(capsys, served.url("ok"), "QUANTCHECK_HTTP_TIMEOUT='soon'")
 
@@ -149,7 +171,8 @@ def test_connection_refused(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_empty_file_is_a_finding_not_an_error(
-        hostile: HostileServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    hostile: HostileServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     hostile.set_data(b"")
     (tmp_path / "empty.safetensors").write_bytes(b"")
     _, local, _ = check(capsys, str(tmp_path / "empty.safetensors"))
@@ -158,8 +181,9 @@ def test_empty_file_is_a_finding_not_an_error(
     assert without_inputs(remote) == without_inputs(local)
 
 
-def test_token_only_to_endpoint_host(served: HostileServer, monkeypatch: pytest.MonkeyPatch,
-                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_token_only_to_endpoint_host(
+    served: HostileServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{served.port}")
     monkeypatch.setenv("HF_TOKEN", "hf_secret")
     _, remote, err = check(capsys, served.url("hub", EXAMPLE.name))
@@ -177,8 +201,9 @@ def test_token_only_to_endpoint_host(served: HostileServer, monkeypatch: pytest.
     assert rec["etag"] == "cdn-etag"
 
 
-def test_no_token_to_other_hosts(served: HostileServer, monkeypatch: pytest.MonkeyPatch,
-                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_no_token_to_other_hosts(
+    served: HostileServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv("HF_ENDPOINT", "https://huggingface.co")
     monkeypatch.setenv("HF_TOKEN", "hf_secret")
     _, remote, err = check(capsys, served.url("ok", EXAMPLE.name))
@@ -186,15 +211,17 @@ def test_no_token_to_other_hosts(served: HostileServer, monkeypatch: pytest.Monk
     assert all("authorization" not in r.headers for r in served.served.requests)
 
 
-def test_offline_refuses_plain_urls(served: HostileServer, monkeypatch: pytest.MonkeyPatch,
-                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_offline_refuses_plain_urls(
+    served: HostileServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     fails(capsys, served.url("ok"), "HF_HUB_OFFLINE is set")
     assert served.served.requests == []
 
 
-def test_http_folder_cannot_be_listed(served: HostileServer,
-                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_http_folder_cannot_be_listed(
+    served: HostileServer, capsys: pytest.CaptureFixture[str]
+) -> None:
     fails(capsys, f"http://127.0.0.1:{served.port}/ok/", "cannot be listed")
 
 
@@ -216,7 +243,6 @@ def test_examples_dir_is_present() -> None:
     assert EXAMPLES.is_dir()
 
 
-def test_html_page_is_refused(hostile: HostileServer,
-                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_html_page_is_refused(hostile: HostileServer, capsys: pytest.CaptureFixture[str]) -> None:
     hostile.set_data(b"<html>" + b"x" * 2000)
     fails(capsys, hostile.url("html"), "server sent an HTML page")

@@ -40,22 +40,29 @@ def no_secret(*texts: str) -> None:
             assert s not in text, f"{s!r} leaked: {text[:2000]}"
 
 
-@pytest.mark.parametrize(("url", "shown"), [
-    ("http://u:p@h:8/a/b.safetensors?X-Amz-Signature=s&k=v#t", "http://***@h:8/a/b.safetensors?…#…"),
-    ("https://tok@h/x", "https://***@h/x"),
-    ("https://h/x.safetensors", "https://h/x.safetensors"),
-    ("http://a@b:c@h/x", "http://***@h/x"),
-    ("hf://org/repo/file.safetensors", "hf://org/repo/file.safetensors"),
-    ("/local/p?a@b", "/local/p?a@b"),
-    ("http://[::1/x?y", "http://[::1/x?…"),  # unparsable for urlsplit: still redacted
-])
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        (
+            "http://u:p@h:8/a/b.safetensors?X-Amz-Signature=s&k=v#t",
+            "http://***@h:8/a/b.safetensors?…#…",
+        ),
+        ("https://tok@h/x", "https://***@h/x"),
+        ("https://h/x.safetensors", "https://h/x.safetensors"),
+        ("http://a@b:c@h/x", "http://***@h/x"),
+        ("hf://org/repo/file.safetensors", "hf://org/repo/file.safetensors"),
+        ("/local/p?a@b", "/local/p?a@b"),
+        ("http://[::1/x?y", "http://[::1/x?…"),  # unparsable for urlsplit: still redacted
+    ],
+)
 def test_redact_url(url: str, shown: str) -> None:
     assert redact_url(url) == shown
 
 
 @pytest.mark.parametrize("fmt", ["text", "json", "sarif", "github"])
-def test_credentials_never_printed(served: HostileServer, capsys: pytest.CaptureFixture[str],
-                                   fmt: str) -> None:
+def test_credentials_never_printed(
+    served: HostileServer, capsys: pytest.CaptureFixture[str], fmt: str
+) -> None:
     """A server ignoring Range prints a warning naming the URL: credentials, token redacted."""
     code, doc, err = run_cli(capsys, "check", "--format", fmt, secret_url(served, "secretlog"))
     assert code == 0, err
@@ -66,8 +73,9 @@ def test_credentials_never_printed(served: HostileServer, capsys: pytest.Capture
     assert sent.path.endswith("?token=SECRETTOKEN")  # the real URL is still what is fetched
 
 
-def test_credentials_never_in_errors(served: HostileServer,
-                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_credentials_never_in_errors(
+    served: HostileServer, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, _, err = run_cli(capsys, "check", secret_url(served, "secretlog", "missing"))
     assert code == 2 and err.startswith("quantcheck: error: ")
     no_secret(err)
@@ -76,8 +84,9 @@ def test_credentials_never_in_errors(served: HostileServer,
     no_secret(err)
 
 
-def test_credentials_never_in_inspect_or_report(served: HostileServer, tmp_path: Path,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_credentials_never_in_inspect_or_report(
+    served: HostileServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     url = secret_url(served, "ok")
     for fmt in ("text", "json"):
         code, doc, err = run_cli(capsys, "inspect", "--format", fmt, url)
@@ -88,11 +97,13 @@ def test_credentials_never_in_inspect_or_report(served: HostileServer, tmp_path:
     no_secret(out.read_text(), *capsys.readouterr())
 
 
-def test_gzip_whole_file_answer_is_refused(served: HostileServer,
-                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_gzip_whole_file_answer_is_refused(
+    served: HostileServer, capsys: pytest.CaptureFixture[str]
+) -> None:
     """200 + Content-Encoding: gzip is not the file: exit 2 like the 206 path, no QC102."""
-    code, doc, err = run_cli(capsys, "check", "--format", "json",
-                             served.url("norange-gzip", EXAMPLE.name))
+    code, doc, err = run_cli(
+        capsys, "check", "--format", "json", served.url("norange-gzip", EXAMPLE.name)
+    )
     assert code == 2, doc
     assert "gzip-encoded body" in err and err.count("\n") == 1
 
@@ -104,8 +115,9 @@ def plain_server(tmp_path: Path) -> Iterator[str]:
         (tmp_path / p.name).write_bytes(p.read_bytes())
     handler = functools.partial(_QuietHandler, directory=str(tmp_path))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05},
-                              daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}"
@@ -121,8 +133,9 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 
 
 @pytest.mark.parametrize("path", [SMALL, EXAMPLE], ids=["small", "markers-past-100k"])
-def test_server_ignoring_range_is_read_once(plain_server: str, path: Path,
-                                            capsys: pytest.CaptureFixture[str]) -> None:
+def test_server_ignoring_range_is_read_once(
+    plain_server: str, path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     size = path.stat().st_size
     code, doc, err = run_cli(capsys, "check", "--format", "json", f"{plain_server}/{path.name}")
     assert code in (0, 1), err

@@ -20,9 +20,11 @@ def _recursive_listing(folder: Path) -> list[dict[str, object]]:
     out: list[dict[str, object]] = []
     for p in sorted(folder.rglob("*")):
         rel = p.relative_to(folder).as_posix()
-        out.append({"type": "directory", "oid": "0" * 40, "size": 0, "path": rel} if p.is_dir()
-                   else {"type": "file", "oid": "0" * 40, "size": p.stat().st_size,
-                         "path": rel})
+        out.append(
+            {"type": "directory", "oid": "0" * 40, "size": 0, "path": rel}
+            if p.is_dir()
+            else {"type": "file", "oid": "0" * 40, "size": p.stat().st_size, "path": rel}
+        )
     return out
 
 
@@ -41,18 +43,25 @@ def many_repo(hub: Nginx) -> str:
     return "hf://acme/many"
 
 
-def test_repo_listing_is_many_checkpoints(many_repo: str,
-                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_repo_listing_is_many_checkpoints(
+    many_repo: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     rc, doc, err = run_cli(capsys, "check", "--output-format", "json", many_repo)
     assert isinstance(doc, dict), err
     assert [c["name"] for c in doc["checkpoints"]] == [
-        f"{many_repo}/nvfp4.safetensors", f"{many_repo}/sharded/model.safetensors.index.json",
-        f"{many_repo}/sub/{BROKEN}"]
+        f"{many_repo}/nvfp4.safetensors",
+        f"{many_repo}/sharded/model.safetensors.index.json",
+        f"{many_repo}/sub/{BROKEN}",
+    ]
     sharded = doc["checkpoints"][1]
     assert [i["path"].rsplit("/", 1)[-1] for i in sharded["inputs"]] == [
-        "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"]
+        "model-00001-of-00002.safetensors",
+        "model-00002-of-00002.safetensors",
+    ]
     assert rc == 1 and {d["checkpoint"] for d in doc["diagnostics"]} == {
-        f"{many_repo}/sub/{BROKEN}"}
-    rc, doc, _ = run_cli(capsys, "check", "--output-format", "json", "--exclude", "sub/*",
-                         many_repo)
+        f"{many_repo}/sub/{BROKEN}"
+    }
+    rc, doc, _ = run_cli(
+        capsys, "check", "--output-format", "json", "--exclude", "sub/*", many_repo
+    )
     assert rc == 0 and len(doc["checkpoints"]) == 2

@@ -35,13 +35,15 @@ def served(hostile: HostileServer) -> HostileServer:
 
 
 def open_source(server: HostileServer, **policy: object) -> HttpSource:
-    settings = HttpSettings(timeout=2, retry=RetryPolicy(clock=lambda: NOW,
-                                                         rand=lambda: 1.0, **policy))
+    settings = HttpSettings(
+        timeout=2, retry=RetryPolicy(clock=lambda: NOW, rand=lambda: 1.0, **policy)
+    )
     return HttpSource(server.url("script", EXAMPLE.name), settings=settings)
 
 
-def test_429_with_retry_after_seconds_waits_that_long(served: HostileServer,
-                                                      waits: list[float]) -> None:
+def test_429_with_retry_after_seconds_waits_that_long(
+    served: HostileServer, waits: list[float]
+) -> None:
     served.set_script([("429 Too Many Requests", {"Retry-After": "7"})])
     src = open_source(served)
     assert src.size == EXAMPLE.stat().st_size
@@ -56,17 +58,24 @@ def test_retry_after_http_date_is_honoured(served: HostileServer, waits: list[fl
     assert waits == [12.0]
 
 
-def test_503_then_success_backs_off_exponentially(served: HostileServer,
-                                                  waits: list[float]) -> None:
-    served.set_script([("503 Service Unavailable", {}), ("502 Bad Gateway", {}),
-                       ("500 Internal Server Error", {})])
+def test_503_then_success_backs_off_exponentially(
+    served: HostileServer, waits: list[float]
+) -> None:
+    served.set_script(
+        [
+            ("503 Service Unavailable", {}),
+            ("502 Bad Gateway", {}),
+            ("500 Internal Server Error", {}),
+        ]
+    )
     src = open_source(served, base=0.5)
     assert waits == [0.5, 1.0, 2.0]
     assert src.describe()["requests"] == 4
 
 
-def test_gives_up_after_the_last_attempt(served: HostileServer, waits: list[float],
-                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_gives_up_after_the_last_attempt(
+    served: HostileServer, waits: list[float], capsys: pytest.CaptureFixture[str]
+) -> None:
     served.set_script([("503 Service Unavailable", {})] * 10)
     code, _, err = run_cli(capsys, "check", served.url("script", EXAMPLE.name))
     assert code == 2
@@ -76,8 +85,9 @@ def test_gives_up_after_the_last_attempt(served: HostileServer, waits: list[floa
     assert len(served.served.requests) == 4
 
 
-def test_retry_after_beyond_the_cap_fails_at_once(served: HostileServer,
-                                                  waits: list[float]) -> None:
+def test_retry_after_beyond_the_cap_fails_at_once(
+    served: HostileServer, waits: list[float]
+) -> None:
     served.set_script([("429 Too Many Requests", {"Retry-After": "3600"})])
     with pytest.raises(RemoteError, match=r"asks to wait 3600 s .*more than the 30 s"):
         open_source(served)
@@ -85,10 +95,12 @@ def test_retry_after_beyond_the_cap_fails_at_once(served: HostileServer,
     assert len(served.served.requests) == 1
 
 
-@pytest.mark.parametrize("status", ["404 Not Found", "403 Forbidden", "416 Range Not "
-                                    "Satisfiable", "401 Unauthorized"])
-def test_other_4xx_are_never_retried(served: HostileServer, waits: list[float],
-                                     status: str) -> None:
+@pytest.mark.parametrize(
+    "status", ["404 Not Found", "403 Forbidden", "416 Range Not Satisfiable", "401 Unauthorized"]
+)
+def test_other_4xx_are_never_retried(
+    served: HostileServer, waits: list[float], status: str
+) -> None:
     served.set_script([(status, {"Retry-After": "1"})])
     with pytest.raises(RemoteError):
         open_source(served)
@@ -106,16 +118,21 @@ def test_a_reset_connection_is_tried_again(served: HostileServer, waits: list[fl
 
 def test_resets_give_up_with_a_clear_error(served: HostileServer, waits: list[float]) -> None:
     served.set_script(["reset"] * 10)
-    with pytest.raises(RemoteError, match=r"connection closed before an answer.*gave up after "
-                                          "4 attempts"):
+    with pytest.raises(
+        RemoteError,
+        match=r"connection closed before an answer.*gave up after "
+        "4 attempts",
+    ):
         open_source(served)
     assert len(waits) == 3
 
 
 def test_retry_messages_redact_credentials(served: HostileServer, waits: list[float]) -> None:
     served.set_script([("429 Too Many Requests", {"Retry-After": "3600"})])
-    url = served.url("script", EXAMPLE.name).replace("http://", "http://user:s3cret@") \
+    url = (
+        served.url("script", EXAMPLE.name).replace("http://", "http://user:s3cret@")
         + "?token=s3cret"
+    )
     with pytest.raises(RemoteError) as info:
         HttpSource(url, settings=HttpSettings(timeout=2))
     assert "s3cret" not in str(info.value)

@@ -24,10 +24,11 @@ def many_layers(n: int, weight_bytes: int = 256) -> bytes:
     tensors: list[RawTensor] = []
     for i in range(n):
         p = f"model.diffusion_model.double_blocks.{i}.img_attn.qkv"
-        tensors += [marker_tensor(p, {"format": "float8_e4m3fn"}),
-                    RawTensor(f"{p}.weight", "F8_E4M3", (weight_bytes // 16, 16),
-                              bytes(weight_bytes)),
-                    RawTensor(f"{p}.weight_scale", "F32", (), b"\x00\x00\x80\x3f")]
+        tensors += [
+            marker_tensor(p, {"format": "float8_e4m3fn"}),
+            RawTensor(f"{p}.weight", "F8_E4M3", (weight_bytes // 16, 16), bytes(weight_bytes)),
+            RawTensor(f"{p}.weight_scale", "F32", (), b"\x00\x00\x80\x3f"),
+        ]
     return build_safetensors(tensors)
 
 
@@ -39,8 +40,9 @@ def header_len(data: bytes) -> int:
 
 
 @pytest.mark.parametrize("name", [p.name for p in example_files()])
-def test_every_example_costs_one_request(hub: Nginx, capsys: pytest.CaptureFixture[str],
-                                         name: str) -> None:
+def test_every_example_costs_one_request(
+    hub: Nginx, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
     """Header and markers of every bundled example lie in the first range: one request."""
     assert (EXAMPLES / name).stat().st_size <= FIRST_READ
     code, doc, err = run_cli(capsys, "check", "--format", "json", f"hf://acme/examples/{name}")
@@ -80,14 +82,21 @@ def test_far_apart_markers_come_in_one_multi_range_request(hostile: HostileServe
 def test_byte_cap_default_and_parsing() -> None:
     assert byte_cap() == MAX_BYTES == 64 * 2**20
     assert [parse_byte_count(s) for s in ("500K", "64M", "1G", "4096", "2MiB", "3kb")] == [
-        500 * 1024, 64 * 2**20, 2**30, 4096, 2 * 2**20, 3 * 1024]
+        500 * 1024,
+        64 * 2**20,
+        2**30,
+        4096,
+        2 * 2**20,
+        3 * 1024,
+    ]
     for bad in ("", "lots", "-5", "8", "1.5M"):
         with pytest.raises(ValueError):
             parse_byte_count(bad)
 
 
 def test_header_beyond_the_cap_is_refused_before_downloading(
-        hostile: HostileServer, capsys: pytest.CaptureFixture[str]) -> None:
+    hostile: HostileServer, capsys: pytest.CaptureFixture[str]
+) -> None:
     data = many_layers(1000)
     hostile.set_data(data)
     code, _, err = run_cli(capsys, "check", "--max-bytes", "64K", hostile.url("ok"))
@@ -98,15 +107,15 @@ def test_header_beyond_the_cap_is_refused_before_downloading(
     assert byte_cap() == MAX_BYTES  # the run's cap does not outlive it
 
 
-def test_read_weights_beyond_the_cap_is_exit_2(hostile: HostileServer, tmp_path: Path,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_read_weights_beyond_the_cap_is_exit_2(
+    hostile: HostileServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     data = big_file(8)
     hostile.set_data(data)
     url = hostile.url("ok", "big.safetensors")
     code, _, err = run_cli(capsys, "check", "--format", "json", "--max-bytes", "1M", url)
     assert code in (0, 1), err  # header and markers: far below the cap
-    code, _, err = run_cli(capsys, "check", "--deep", "--read-weights", "--max-bytes", "1M",
-                           url)
+    code, _, err = run_cli(capsys, "check", "--deep", "--read-weights", "--max-bytes", "1M", url)
     assert code == 2, err
     assert "1,048,576-byte cap per checkpoint" in err, err
     assert sum(hostile.served.sent) < 2 * 2**20
@@ -125,8 +134,9 @@ def test_a_server_pushing_past_the_cap_is_cut_off(hostile: HostileServer) -> Non
         src.close()
 
 
-def test_cap_messages_redact_credentials(hostile: HostileServer,
-                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_cap_messages_redact_credentials(
+    hostile: HostileServer, capsys: pytest.CaptureFixture[str]
+) -> None:
     hostile.set_data(many_layers(1000))
     url = hostile.url("ok").replace("http://", "http://user:s3cret@") + "?sig=s3cret"
     code, _, err = run_cli(capsys, "check", "--max-bytes", "64K", url)
@@ -134,12 +144,16 @@ def test_cap_messages_redact_credentials(hostile: HostileServer,
     assert "s3cret" not in err
 
 
-@pytest.mark.parametrize(("args", "needle"), [
-    (["--max-bytes", "lots"], "--max-bytes: 'lots' is not a byte count"),
-    (["--jobs", "0"], "--jobs: 0 is not between 1 and 64"),
-])
-def test_bad_limits_are_usage_errors(capsys: pytest.CaptureFixture[str], args: list[str],
-                                     needle: str) -> None:
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--max-bytes", "lots"], "--max-bytes: 'lots' is not a byte count"),
+        (["--jobs", "0"], "--jobs: 0 is not between 1 and 64"),
+    ],
+)
+def test_bad_limits_are_usage_errors(
+    capsys: pytest.CaptureFixture[str], args: list[str], needle: str
+) -> None:
     code, _, err = run_cli(capsys, "check", *args, str(example_files()[0]))
     assert code == 2
     assert needle in err, err
@@ -149,21 +163,28 @@ def test_bad_limits_are_usage_errors(capsys: pytest.CaptureFixture[str], args: l
 
 
 def test_jobs_reads_shards_concurrently_with_the_same_result(
-        hub: Nginx, capsys: pytest.CaptureFixture[str]) -> None:
+    hub: Nginx, capsys: pytest.CaptureFixture[str]
+) -> None:
     one = run_cli(capsys, "check", "--format", "json", "--jobs", "1", "hf://acme/sharded")
     many = run_cli(capsys, "check", "--format", "json", "--jobs", "4", "hf://acme/sharded")
     assert one[0] == many[0] and one[0] in (0, 1), one[2]
     assert without_inputs(many[1]) == without_inputs(one[1])
-    assert [r["requests"] for r in many[1]["inputs"]] == \
-        [r["requests"] for r in one[1]["inputs"]]
+    assert [r["requests"] for r in many[1]["inputs"]] == [r["requests"] for r in one[1]["inputs"]]
     assert len(many[1]["inputs"]) == 2
 
 
 def test_jobs_with_a_missing_shard_is_a_clear_error(
-        hostile: HostileServer, capsys: pytest.CaptureFixture[str]) -> None:
+    hostile: HostileServer, capsys: pytest.CaptureFixture[str]
+) -> None:
     hostile.set_data(example_files()[0].read_bytes())
-    code, _, err = run_cli(capsys, "check", "--jobs", "4", hostile.url("ok", "a.safetensors"),
-                           hostile.url("status404", "b.safetensors"),
-                           hostile.url("ok", "c.safetensors"))
+    code, _, err = run_cli(
+        capsys,
+        "check",
+        "--jobs",
+        "4",
+        hostile.url("ok", "a.safetensors"),
+        hostile.url("status404", "b.safetensors"),
+        hostile.url("ok", "c.safetensors"),
+    )
     assert code == 2
     assert "HTTP 404" in err and "b.safetensors" in err, err

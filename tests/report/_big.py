@@ -8,9 +8,22 @@ import json
 import struct
 from pathlib import Path
 
-LINEARS = ("attn.to_q", "attn.to_k", "attn.to_v", "attn.add_q_proj", "attn.add_k_proj",
-           "attn.add_v_proj", "attn.to_out.0", "attn.to_add_out", "img_mlp.net.0.proj",
-           "img_mlp.net.2", "txt_mlp.net.0.proj", "txt_mlp.net.2", "img_mod.1", "txt_mod.1")
+LINEARS = (
+    "attn.to_q",
+    "attn.to_k",
+    "attn.to_v",
+    "attn.add_q_proj",
+    "attn.add_k_proj",
+    "attn.add_v_proj",
+    "attn.to_out.0",
+    "attn.to_add_out",
+    "img_mlp.net.0.proj",
+    "img_mlp.net.2",
+    "txt_mlp.net.0.proj",
+    "txt_mlp.net.2",
+    "img_mod.1",
+    "txt_mod.1",
+)
 NORMS = ("attn.norm_q", "attn.norm_k", "attn.norm_added_q", "attn.norm_added_k")
 SIZES = {"F32": 4, "BF16": 2, "F16": 2, "F8_E4M3": 1, "U8": 1, "I8": 1}
 
@@ -44,12 +57,16 @@ def _layer(p: str, fmt: str | None, n: int, k: int) -> list[Spec]:
     if fmt is None:
         out = [(f"{p}.weight", "BF16", [n, k], None)]
     elif fmt == "nvfp4":
-        out = [(f"{p}.weight", "U8", [n, k // 2], None),
-               (f"{p}.weight_scale", "F8_E4M3", [up(n, 128), up(k // 16, 4)], None),
-               (f"{p}.weight_scale_2", "F32", [], None)]
+        out = [
+            (f"{p}.weight", "U8", [n, k // 2], None),
+            (f"{p}.weight_scale", "F8_E4M3", [up(n, 128), up(k // 16, 4)], None),
+            (f"{p}.weight_scale_2", "F32", [], None),
+        ]
     elif fmt == "mxfp8":
-        out = [(f"{p}.weight", "F8_E4M3", [n, k], None),
-               (f"{p}.weight_scale", "U8", [up(n, 128), up(k // 32, 4)], None)]
+        out = [
+            (f"{p}.weight", "F8_E4M3", [n, k], None),
+            (f"{p}.weight_scale", "U8", [up(n, 128), up(k // 32, 4)], None),
+        ]
     else:
         out = [(f"{p}.weight", "F8_E4M3", [n, k], None), (f"{p}.weight_scale", "F32", [], None)]
     if fmt:
@@ -71,8 +88,10 @@ def make_big(path: Path, blocks: int = 60, hidden: int = 3072) -> Path:
                 layer[0] = (layer[0][0], "BF16", [n, k], None)
             specs += layer
         specs += [(f"{base}.{m}.weight", "BF16", [128], None) for m in NORMS]
-    specs += [("model.diffusion_model.proj_out.weight", "BF16", [64, hidden], None),
-              ("model.diffusion_model.img_in.weight", "BF16", [hidden, 64], None)]
+    specs += [
+        ("model.diffusion_model.proj_out.weight", "BF16", [64, hidden], None),
+        ("model.diffusion_model.img_in.weight", "BF16", [hidden, 64], None),
+    ]
     header: dict[str, object] = {"__metadata__": {"format": "pt"}}
     off = 0
     for name, dt, shape, payload in specs:

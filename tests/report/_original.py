@@ -24,7 +24,8 @@ def make_original(quantized: Path, out: Path, seed: int = 7) -> Path:
             w = np.asarray(ck.layer(prefix).dequantize(), dtype=np.float32)
             scale = float(np.abs(w).mean() or 1.0) * 10 ** (-3 + 2.5 * ((i * 7) % 11) / 10)
             w = w + rng.normal(0.0, scale, w.shape).astype(np.float32)
-            tensors.append(RawTensor(f"{prefix}.weight", "F32", tuple(w.shape),
-                                     w.astype("<f4").tobytes()))
+            tensors.append(
+                RawTensor(f"{prefix}.weight", "F32", tuple(w.shape), w.astype("<f4").tobytes())
+            )
     write_safetensors(out, tensors)
     return out

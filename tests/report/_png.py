@@ -17,8 +17,8 @@ def decode(path: Path) -> tuple[int, int, list[bytes]]:
     pos, idat = 8, b""
     width = height = bpp = 0
     while pos < len(data):
-        (length,) = struct.unpack(">I", data[pos:pos + 4])
-        kind, body = data[pos + 4:pos + 8], data[pos + 8:pos + 8 + length]
+        (length,) = struct.unpack(">I", data[pos : pos + 4])
+        kind, body = data[pos + 4 : pos + 8], data[pos + 8 : pos + 8 + length]
         pos += 12 + length
         if kind == b"IHDR":
             width, height, depth, ctype, _, _, interlace = struct.unpack(">IIBBBBB", body)
@@ -34,7 +34,7 @@ def decode(path: Path) -> tuple[int, int, list[bytes]]:
     prev = bytearray(stride)
     for y in range(height):
         ftype = raw[y * (stride + 1)]
-        line = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        line = bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)])
         _unfilter(ftype, line, prev, bpp)
         rows.append(bytes(line))
         prev = line
@@ -63,7 +63,7 @@ def _rgb(row: bytes, bpp: int) -> bytes:
     if bpp == 3:
         return row
     if bpp == 4:
-        return b"".join(row[i:i + 3] for i in range(0, len(row), 4))
+        return b"".join(row[i : i + 3] for i in range(0, len(row), 4))
     if bpp == 1:
         return bytes(v for g in row for v in (g, g, g))
     return bytes(v for i in range(0, len(row), 2) for v in (row[i],) * 3)
@@ -73,6 +73,6 @@ def non_background(rows: list[bytes]) -> tuple[int, tuple[int, int, int]]:
     """(pixels that differ from the most common colour, that colour)."""
     counts: Counter[bytes] = Counter()
     for r in rows:
-        counts.update(r[i:i + 3] for i in range(0, len(r), 3))
+        counts.update(r[i : i + 3] for i in range(0, len(r), 3))
     bg, n = counts.most_common(1)[0]
     return sum(counts.values()) - n, (bg[0], bg[1], bg[2])

@@ -12,8 +12,8 @@ from report._png import decode, non_background
 
 
 def test_screenshot_is_the_right_size_and_not_blank(
-        examples_dir: Path, big_checkpoint: Path, tmp_path: Path,
-        require_program: Callable[[str], str]) -> None:
+    examples_dir: Path, big_checkpoint: Path, tmp_path: Path, require_program: Callable[[str], str]
+) -> None:
     chromium = require_program("chromium")
     for name, path in (("broken", examples_dir / BROKEN_EXAMPLE), ("big", big_checkpoint)):
         html = tmp_path / f"{name}.html"

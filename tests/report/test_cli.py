@@ -13,8 +13,9 @@ from remote._hostile import HostileServer
 from report._html import parse
 
 
-def test_writes_the_report(examples_dir: Path, tmp_path: Path,
-                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_writes_the_report(
+    examples_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = tmp_path / "r.html"
     assert main(["report", str(examples_dir / BROKEN_EXAMPLE), "-o", str(out), "--deep"]) == 0
     assert "wrote" in capsys.readouterr().err
@@ -29,8 +30,7 @@ def test_missing_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert "error" in capsys.readouterr().err and not out.exists()
 
 
-def test_remote_input(examples_dir: Path, tmp_path: Path,
-                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_remote_input(examples_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("QUANTCHECK_HTTP_TIMEOUT", "5")
     server = HostileServer()
     server.set_data((examples_dir / BROKEN_EXAMPLE).read_bytes())
@@ -59,9 +59,12 @@ def test_compare_against_an_original(examples_dir: Path, tmp_path: Path) -> None
     assert sum(1 for h in doc.hrefs if h.startswith("#H")) == 14
 
 
-def test_compare_unavailable_is_a_clear_exit_2(examples_dir: Path, tmp_path: Path,
-                                               monkeypatch: pytest.MonkeyPatch,
-                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_compare_unavailable_is_a_clear_exit_2(
+    examples_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     monkeypatch.setitem(sys.modules, "quantcheck.numeric.compare", None)
     out = tmp_path / "r.html"
     path = str(examples_dir / "nvfp4.safetensors")

@@ -14,20 +14,25 @@ from report._html import parse
 
 
 def test_folder_gives_an_index_and_a_page_per_checkpoint(
-        examples_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    examples_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     models = tmp_path / "models"
     models.mkdir()
     shutil.copy(examples_dir / BROKEN_EXAMPLE, models / BROKEN_EXAMPLE)
     shutil.copy(examples_dir / "nvfp4.safetensors", models / "nvfp4.safetensors")
-    write_safetensors(models / "lora.safetensors",
-                      [RawTensor("lora.down.weight", "BF16", (4, 4), bytes(32))])
+    write_safetensors(
+        models / "lora.safetensors", [RawTensor("lora.down.weight", "BF16", (4, 4), bytes(32))]
+    )
     out = tmp_path / "report.html"
     assert main(["report", str(models), "-o", str(out)]) == 0
     folder = tmp_path / "report"  # a folder: the .html suffix is dropped
     assert "wrote" in capsys.readouterr().err and not out.exists()
     names = sorted(p.name for p in folder.iterdir())
-    assert names == ["0001-broken_seeds.safetensors.html", "0003-nvfp4.safetensors.html",
-                     "index.html"]  # the LoRA is listed, without a page
+    assert names == [
+        "0001-broken_seeds.safetensors.html",
+        "0003-nvfp4.safetensors.html",
+        "index.html",
+    ]  # the LoRA is listed, without a page
     index = (folder / "index.html").read_text(encoding="utf-8")
     doc = parse(index)
     assert not doc.errors

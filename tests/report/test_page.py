@@ -67,12 +67,15 @@ def test_target_filter_drops_the_other_runtime(examples_dir: Path) -> None:
 
 
 def test_hostile_layer_names_are_escaped(tmp_path: Path) -> None:
-    evil = 'blocks.0.<script>alert(1)</script>'
+    evil = "blocks.0.<script>alert(1)</script>"
     quote = 'blocks.1.x" onmouseover="alert(2)'
     specs = []
     for p in (evil, quote, "blocks.2.<img src=x>"):
-        specs += [(f"{p}.weight", "F8_E4M3", [16, 16]), (f"{p}.weight_scale", "F32", []),
-                  (f"{p}.comfy_quant", "U8", [27], marker_bytes({"format": "float8_e4m3fn"}))]
+        specs += [
+            (f"{p}.weight", "F8_E4M3", [16, 16]),
+            (f"{p}.weight_scale", "F32", []),
+            (f"{p}.comfy_quant", "U8", [27], marker_bytes({"format": "float8_e4m3fn"})),
+        ]
     path = tmp_path / "evil.safetensors"
     path.write_bytes(tensors(specs))
     html = build_report([str(path)])
@@ -88,7 +91,7 @@ def test_layouts_without_blocks_fall_back_to_a_sorted_list(tmp_path: Path) -> No
     path.write_bytes(tensors([(f"{n}.weight", "BF16", [8, 8]) for n in ("head", "embed", "mid")]))
     html = build_report([str(path)])
     doc = parse(html)
-    assert "Layers (sorted by name)" in html and "<svg class=\"grid\"" not in html
+    assert "Layers (sorted by name)" in html and '<svg class="grid"' not in html
     items = [t for t in doc.text if t in ("head", "embed", "mid")]
     assert items[:3] == ["embed", "head", "mid"]
 
@@ -96,12 +99,22 @@ def test_layouts_without_blocks_fall_back_to_a_sorted_list(tmp_path: Path) -> No
 def test_compare_rows_become_a_heat_map_and_a_worst_list(examples_dir: Path) -> None:
     path = examples_dir / "nvfp4.safetensors"
     prefixes = layer_prefixes(path)
-    rows = [{"prefix": p, "format": "nvfp4", "max_abs": 0.1, "rel_l2": 10 ** (-4 + i / 4),
-             "cosine": 0.99, "snr_db": 30.0} for i, p in enumerate(prefixes)]
+    rows = [
+        {
+            "prefix": p,
+            "format": "nvfp4",
+            "max_abs": 0.1,
+            "rel_l2": 10 ** (-4 + i / 4),
+            "cosine": 0.99,
+            "snr_db": 30.0,
+        }
+        for i, p in enumerate(prefixes)
+    ]
     rows[0]["rel_l2"] = math.nan
     rows[1]["rel_l2"] = math.inf
-    fake = SimpleNamespace(layers=rows[:-1], problems=[{"prefix": prefixes[-1],
-                                                        "problem": "no such <weight>"}])
+    fake = SimpleNamespace(
+        layers=rows[:-1], problems=[{"prefix": prefixes[-1], "problem": "no such <weight>"}]
+    )
     html = build_report([str(path)], compare=fake)
     doc = parse(html)
     assert_self_contained(html, doc)

@@ -46,9 +46,17 @@ def marker(prefix: str, conf: Any, dtype: str = "U8", raw: bytes | None = None) 
 
 # --- one valid layer per format (the passing twins) ------------------------------------------
 
-def fp8(p: str = P, n: int = 64, k: int = 64, *, mark: dict | None = None,
-        scale: tuple[str, tuple[int, ...]] = ("F32", ()), weight: str = "F8_E4M3",
-        with_scale: bool = True) -> list[RawTensor]:
+
+def fp8(
+    p: str = P,
+    n: int = 64,
+    k: int = 64,
+    *,
+    mark: dict | None = None,
+    scale: tuple[str, tuple[int, ...]] = ("F32", ()),
+    weight: str = "F8_E4M3",
+    with_scale: bool = True,
+) -> list[RawTensor]:
     out = [t(f"{p}.weight", weight, (n, k))]
     if with_scale:
         out.append(t(f"{p}.weight_scale", scale[0], scale[1]))
@@ -64,41 +72,73 @@ def fp8_with(m: RawTensor) -> Callable[[], list[RawTensor]]:
 INT8_CONVROT = {"format": "int8_tensorwise", "convrot": True, "convrot_groupsize": 16}
 
 
-def int8(p: str = P, n: int = 64, k: int = 64, *, mark: dict | None = None,
-         weight: tuple[str, tuple[int, ...]] | None = None,
-         scale: tuple[str, tuple[int, ...]] | None = None) -> list[RawTensor]:
+def int8(
+    p: str = P,
+    n: int = 64,
+    k: int = 64,
+    *,
+    mark: dict | None = None,
+    weight: tuple[str, tuple[int, ...]] | None = None,
+    scale: tuple[str, tuple[int, ...]] | None = None,
+) -> list[RawTensor]:
     w = weight or ("I8", (n, k))
     s = scale or ("F32", (n, 1))
-    return [t(f"{p}.weight", *w), t(f"{p}.weight_scale", *s),
-            marker(p, mark if mark is not None else INT8_CONVROT)]
+    return [
+        t(f"{p}.weight", *w),
+        t(f"{p}.weight_scale", *s),
+        marker(p, mark if mark is not None else INT8_CONVROT),
+    ]
 
 
-def nvfp4(p: str = P, n: int = 128, k: int = 64, *, mark: dict | None = None,
-          weight: str = "U8", scale_shape: tuple[int, int] | None = None) -> list[RawTensor]:
+def nvfp4(
+    p: str = P,
+    n: int = 128,
+    k: int = 64,
+    *,
+    mark: dict | None = None,
+    weight: str = "U8",
+    scale_shape: tuple[int, int] | None = None,
+) -> list[RawTensor]:
     """NVFP4 as comfy-kitchen stores it; aligned (N % 128 == 0, K % 64 == 0) by default."""
     n16, k16 = -(-n // 16) * 16, -(-k // 16) * 16
     ss = scale_shape or (-(-n16 // 128) * 128, -(-(k16 // 16) // 4) * 4)
-    return [t(f"{p}.weight", weight, (n16, k16 // 2)),
-            t(f"{p}.weight_scale", "F8_E4M3", ss),
-            t(f"{p}.weight_scale_2", "F32", ()),
-            marker(p, mark if mark is not None else {"format": "nvfp4"})]
+    return [
+        t(f"{p}.weight", weight, (n16, k16 // 2)),
+        t(f"{p}.weight_scale", "F8_E4M3", ss),
+        t(f"{p}.weight_scale_2", "F32", ()),
+        marker(p, mark if mark is not None else {"format": "nvfp4"}),
+    ]
 
 
 def mxfp8(p: str = P, n: int = 128, k: int = 128) -> list[RawTensor]:
-    return [t(f"{p}.weight", "F8_E4M3", (n, k)), t(f"{p}.weight_scale", "U8", (n, k // 32)),
-            marker(p, {"format": "mxfp8"})]
+    return [
+        t(f"{p}.weight", "F8_E4M3", (n, k)),
+        t(f"{p}.weight_scale", "U8", (n, k // 32)),
+        marker(p, {"format": "mxfp8"}),
+    ]
 
 
 W4A8 = {"format": "asym_w4a8_int8", "group_size": 16, "convrot_groupsize": 16, "convrot": True}
 
 
-def w4a8(p: str = P, n: int = 32, k: int = 64, *, g: int = 16, mark: dict | None = None,
-         channel: str = "F32", correction: str | None = None, bits: int = 4,
-         codebook: bool = True) -> list[RawTensor]:
+def w4a8(
+    p: str = P,
+    n: int = 32,
+    k: int = 64,
+    *,
+    g: int = 16,
+    mark: dict | None = None,
+    channel: str = "F32",
+    correction: str | None = None,
+    bits: int = 4,
+    codebook: bool = True,
+) -> list[RawTensor]:
     cols = k * bits // 8
-    out = [t(f"{p}.weight", "I8", (n, cols)),
-           t(f"{p}.weight_s_rel", "F8_E4M3", (n, k // g)),
-           t(f"{p}.weight_s_channel", channel, (n,))]
+    out = [
+        t(f"{p}.weight", "I8", (n, cols)),
+        t(f"{p}.weight_s_rel", "F8_E4M3", (n, k // g)),
+        t(f"{p}.weight_s_channel", channel, (n,)),
+    ]
     if codebook:
         out.append(t(f"{p}.weight_codebook", "F32", (16,)))
     if correction:
@@ -110,26 +150,42 @@ def w4a8(p: str = P, n: int = 32, k: int = 64, *, g: int = 16, mark: dict | None
 W6A8 = {"format": "w6a8_int8", "group_size": 32, "convrot_groupsize": 16, "convrot": True}
 
 
-def w6a8(p: str = P, n: int = 32, k: int = 64, *, g: int = 32, mark: dict | None = None,
-         channel: str = "F32", cols: int | None = None) -> list[RawTensor]:
+def w6a8(
+    p: str = P,
+    n: int = 32,
+    k: int = 64,
+    *,
+    g: int = 32,
+    mark: dict | None = None,
+    channel: str = "F32",
+    cols: int | None = None,
+) -> list[RawTensor]:
     """A w6a8_int8 layer: I8 [N, 3K/4] (or `cols`), F8 s_rel [N, K/g], s_channel [N]."""
-    return [t(f"{p}.weight", "I8", (n, 3 * k // 4 if cols is None else cols)),
-            t(f"{p}.weight_s_rel", "F8_E4M3", (n, k // g)),
-            t(f"{p}.weight_s_channel", channel, (n,)),
-            marker(p, mark if mark is not None else {**W6A8, "group_size": g})]
+    return [
+        t(f"{p}.weight", "I8", (n, 3 * k // 4 if cols is None else cols)),
+        t(f"{p}.weight_s_rel", "F8_E4M3", (n, k // g)),
+        t(f"{p}.weight_s_channel", channel, (n,)),
+        marker(p, mark if mark is not None else {**W6A8, "group_size": g}),
+    ]
 
 
 def w4a4(p: str = P, n: int = 32, k: int = 64, *, mark: dict | None = None) -> list[RawTensor]:
-    return [t(f"{p}.weight", "I8", (n, k // 2)), t(f"{p}.weight_scale", "F32", (n,)),
-            marker(p, mark if mark is not None else {"format": "convrot_w4a4",
-                                                     "convrot_groupsize": 16})]
+    return [
+        t(f"{p}.weight", "I8", (n, k // 2)),
+        t(f"{p}.weight_scale", "F32", (n,)),
+        marker(
+            p, mark if mark is not None else {"format": "convrot_w4a4", "convrot_groupsize": 16}
+        ),
+    ]
 
 
 def awq(p: str = P, n: int = 32, k: int = 128, g: int = 64) -> list[RawTensor]:
-    return [t(f"{p}.weight", "I8", (n, k // 2)),
-            t(f"{p}.weight_scale", "BF16", (k // g, n)),
-            t(f"{p}.weight_zeros", "BF16", (k // g, n)),
-            marker(p, {"format": "awq_w4a16", "group_size": g})]
+    return [
+        t(f"{p}.weight", "I8", (n, k // 2)),
+        t(f"{p}.weight_scale", "BF16", (k // g, n)),
+        t(f"{p}.weight_zeros", "BF16", (k // g, n)),
+        marker(p, {"format": "awq_w4a16", "group_size": g}),
+    ]
 
 
 def bf16(p: str, n: int = 64, k: int = 64) -> list[RawTensor]:
@@ -138,18 +194,25 @@ def bf16(p: str, n: int = 64, k: int = 64) -> list[RawTensor]:
 
 # --- build functions for the tables ----------------------------------------------------------
 
-def file(make: Callable[[], list[RawTensor]], metadata: dict[str, str] | None = None,
-         name: str = "model.safetensors") -> Build:
+
+def file(
+    make: Callable[[], list[RawTensor]],
+    metadata: dict[str, str] | None = None,
+    name: str = "model.safetensors",
+) -> Build:
     """A build writing one safetensors file from `make()`."""
+
     def build(tmp: Path) -> list[Path]:
         path = tmp / name
         write_safetensors(path, make(), metadata)
         return [path]
+
     return build
 
 
 def shards(*parts: tuple[Callable[[], list[RawTensor]], dict[str, str] | None]) -> Build:
     """Several shards of one checkpoint, checked together in this order."""
+
     def build(tmp: Path) -> list[Path]:
         out = []
         for i, (make, meta) in enumerate(parts, 1):
@@ -157,6 +220,7 @@ def shards(*parts: tuple[Callable[[], list[RawTensor]], dict[str, str] | None]) 
             write_safetensors(path, make(), meta)
             out.append(path)
         return out
+
     return build
 
 
@@ -170,11 +234,13 @@ def raw_bytes(data: bytes, name: str = "model.safetensors") -> Build:
         path = tmp / name
         path.write_bytes(data)
         return [path]
+
     return build
 
 
-def raw_file(header: str | bytes | dict, data: bytes = b"", *, length: int | None = None,
-             pad: bool = True) -> Build:
+def raw_file(
+    header: str | bytes | dict, data: bytes = b"", *, length: int | None = None, pad: bool = True
+) -> Build:
     """`<u64 length><header><data>` verbatim; `length` lies about the header length."""
     if isinstance(header, dict):
         header = json.dumps(header, separators=(",", ":"))
@@ -189,16 +255,23 @@ def entry(dtype: str, shape: list[Any], begin: int, end: int) -> dict[str, Any]:
     return {"dtype": dtype, "shape": shape, "data_offsets": [begin, end]}
 
 
-def index(weight_map: dict[str, str], files: dict[str, Callable[[], list[RawTensor]]],
-          doc: Any = None, folder: str = "ckpt") -> Build:
+def index(
+    weight_map: dict[str, str],
+    files: dict[str, Callable[[], list[RawTensor]]],
+    doc: Any = None,
+    folder: str = "ckpt",
+) -> Build:
     """A `model.safetensors.index.json` (in `folder`) plus the named shard files."""
+
     def build(tmp: Path) -> list[Path]:
         base = tmp / folder
         base.mkdir(parents=True, exist_ok=True)
         for name, make in files.items():
             write_safetensors(base / name, make())
         idx = base / "model.safetensors.index.json"
-        idx.write_text(json.dumps(doc if doc is not None else {"metadata": {},
-                                                               "weight_map": weight_map}))
+        idx.write_text(
+            json.dumps(doc if doc is not None else {"metadata": {}, "weight_map": weight_map})
+        )
         return [idx]
+
     return build

@@ -43,14 +43,12 @@ def oracle() -> Any:
     return torch, QuantizedTensor, save_file
 
 
-
 #: Cases of ComfyUI's release-step findings (reported only when per-release verdicts are asked).
 RELEASE_STEP_CODES = ("QC606", "QC607", "QC608", "QC609")
 
 
 @pytest.fixture(autouse=True)
-def _comfyui_release_steps(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
-                           ) -> None:
+def _comfyui_release_steps(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     """Report QC606-QC609 in the tests that are about them."""
     if any(code in request.node.name for code in RELEASE_STEP_CODES):
         from quantcheck.runtimes import comfyui_releases

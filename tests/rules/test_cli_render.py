@@ -82,9 +82,12 @@ def test_github(seeds: str, capsys: pytest.CaptureFixture) -> None:
     lines = out.strip().splitlines()
     assert len(lines) == 5
     for line in lines:
-        assert re.match(r"^::(error|warning|notice) file=([^,]*/)?broken_seeds\.safetensors,"
-                        r"title=QC\d{3} "
-                        r"[a-z0-9-]+::", line), line
+        assert re.match(
+            r"^::(error|warning|notice) file=([^,]*/)?broken_seeds\.safetensors,"
+            r"title=QC\d{3} "
+            r"[a-z0-9-]+::",
+            line,
+        ), line
     assert sum(line.startswith("::error ") for line in lines) == 3
     assert any("title=QC305 companion-dtype" in line and "F16" in line for line in lines)
 
@@ -92,8 +95,10 @@ def test_github(seeds: str, capsys: pytest.CaptureFixture) -> None:
 def test_text_verdicts(seeds: str, capsys: pytest.CaptureFixture) -> None:
     rc, out = run(["check", "--no-color", seeds], capsys)
     assert rc == 1
-    assert ("targets: sglang: fails (3 blocking, 2 degrading) · comfyui: fails (1 blocking, "
-            "1 degrading)") in out
+    assert (
+        "targets: sglang: fails (3 blocking, 2 degrading) · comfyui: fails (1 blocking, "
+        "1 degrading)"
+    ) in out
     assert "\x1b[" not in out
     assert "help: cast F16 -> F32" in out
 
@@ -115,9 +120,11 @@ def test_statistics(seeds: str, capsys: pytest.CaptureFixture) -> None:
     rc, out = run(["check", "--statistics", "--no-color", seeds], capsys)
     assert rc == 1
     stats = [line.split() for line in out.splitlines()[:3]]
-    assert stats == [["2", "QC305", "companion-dtype", "error"],
-                     ["2", "QC316", "int8-linear-without-convrot", "warning"],
-                     ["1", "QC304", "marker-on-unquantized-layer", "error"]]
+    assert stats == [
+        ["2", "QC305", "companion-dtype", "error"],
+        ["2", "QC316", "int8-linear-without-convrot", "warning"],
+        ["1", "QC304", "marker-on-unquantized-layer", "error"],
+    ]
     assert out.splitlines()[3] == ""  # then the normal report
     assert "QC305 companion-dtype" in out.split("\n\n", 1)[1]
 
@@ -138,8 +145,10 @@ def test_target_filter_and_exit_codes(sglang_only: str, capsys: pytest.CaptureFi
 def test_fail_on_warning(comfy_warning: str, capsys: pytest.CaptureFixture) -> None:
     assert run(["check", comfy_warning], capsys)[0] == 0  # a warning alone: exit 0
     assert run(["check", "--fail-on", "warning", comfy_warning], capsys)[0] == 1
-    rc, out = run(["check", "--target", "sglang", "--fail-on", "warning", "--format", "json",
-                   comfy_warning], capsys)
+    rc, out = run(
+        ["check", "--target", "sglang", "--fail-on", "warning", "--format", "json", comfy_warning],
+        capsys,
+    )
     assert rc == 0 and json.loads(out)["diagnostics"] == []
 
 
@@ -148,8 +157,7 @@ def test_clean_file_exit_0(tmp_path: Path, capsys: pytest.CaptureFixture) -> Non
     rc, out = run(["check", "--format", "json", path], capsys)
     doc = json.loads(out)
     assert rc == 0 and doc["diagnostics"] == []
-    assert {t: v["status"] for t, v in doc["targets"].items()} == {"sglang": "ok",
-                                                                   "comfyui": "ok"}
+    assert {t: v["status"] for t, v in doc["targets"].items()} == {"sglang": "ok", "comfyui": "ok"}
 
 
 def test_missing_input_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

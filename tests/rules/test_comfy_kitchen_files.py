@@ -22,8 +22,17 @@ pytestmark = pytest.mark.oracle
 P = "blocks.0.attn.qkv"
 
 
-def save(oracle: Any, tmp: Path, n: int, k: int, layout: str, conf: dict[str, Any],
-         *, e8m0_as_u8: bool = False, **kw: Any) -> str:
+def save(
+    oracle: Any,
+    tmp: Path,
+    n: int,
+    k: int,
+    layout: str,
+    conf: dict[str, Any],
+    *,
+    e8m0_as_u8: bool = False,
+    **kw: Any,
+) -> str:
     torch, qtensor, save_file = oracle
     gen = torch.Generator().manual_seed(n * 1000 + k)
     w = (0.05 * torch.randn(n, k, generator=gen)).to(torch.bfloat16)
@@ -31,8 +40,9 @@ def save(oracle: Any, tmp: Path, n: int, k: int, layout: str, conf: dict[str, An
     tensors = {f"{P}.{name}": v.contiguous() for name, v in sd.items()}
     if e8m0_as_u8:
         tensors[f"{P}.weight_scale"] = tensors[f"{P}.weight_scale"].view(torch.uint8)
-    tensors[f"{P}.comfy_quant"] = torch.tensor(list(json.dumps(conf).encode("utf-8")),
-                                               dtype=torch.uint8)
+    tensors[f"{P}.comfy_quant"] = torch.tensor(
+        list(json.dumps(conf).encode("utf-8")), dtype=torch.uint8
+    )
     path = tmp / "ck.safetensors"
     save_file(tensors, str(path))
     return str(path)
@@ -41,8 +51,9 @@ def save(oracle: Any, tmp: Path, n: int, k: int, layout: str, conf: dict[str, An
 def verdict(path: str) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
     report = check_paths([path])
     status = {t: report.target_status(t)["status"] for t in ("sglang", "comfyui")}
-    effects = {d.code: {t: e.value for t, e in d.effective_effects.items()}
-               for d in report.diagnostics}
+    effects = {
+        d.code: {t: e.value for t, e in d.effective_effects.items()} for d in report.diagnostics
+    }
     return status, effects
 
 
@@ -74,8 +85,9 @@ def test_nvfp4_padded_fails_sglang_only(oracle: Any, tmp_path: Path) -> None:
 
 def test_w4a8_as_comfyui_saves_it(oracle: Any, tmp_path: Path) -> None:
     conf = {"format": "asym_w4a8_int8", "group_size": 16, "convrot_groupsize": 256}
-    path = save(oracle, tmp_path, 256, 512, "AsymW4A8Int8Layout", conf, group_size=16,
-                convrot_groupsize=256)
+    path = save(
+        oracle, tmp_path, 256, 512, "AsymW4A8Int8Layout", conf, group_size=16, convrot_groupsize=256
+    )
     status, effects = verdict(path)
     assert status == {"sglang": "fails", "comfyui": "ok"}
     assert effects == {"QC225": {"sglang": "fails", "comfyui": "none"}}
@@ -85,20 +97,34 @@ def test_w4a8_as_comfyui_saves_it(oracle: Any, tmp_path: Path) -> None:
 
 
 def test_w4a8_with_convrot_key_both_ok(oracle: Any, tmp_path: Path) -> None:
-    conf = {"format": "asym_w4a8_int8", "group_size": 16, "convrot_groupsize": 256,
-            "convrot": True}
-    path = save(oracle, tmp_path, 256, 512, "AsymW4A8Int8Layout", conf, group_size=16,
-                convrot_groupsize=256)
-    assert set(dtypes(path)) == {"weight", "weight_s_rel", "weight_s_channel",
-                                 "weight_codebook", "comfy_quant"}
+    conf = {"format": "asym_w4a8_int8", "group_size": 16, "convrot_groupsize": 256, "convrot": True}
+    path = save(
+        oracle, tmp_path, 256, 512, "AsymW4A8Int8Layout", conf, group_size=16, convrot_groupsize=256
+    )
+    assert set(dtypes(path)) == {
+        "weight",
+        "weight_s_rel",
+        "weight_s_channel",
+        "weight_codebook",
+        "comfy_quant",
+    }
     assert verdict(path) == ({"sglang": "ok", "comfyui": "ok"}, {})
     assert simulate_load([path]).ok
 
 
 def test_w4a8_asymmetric(oracle: Any, tmp_path: Path) -> None:
     conf = {"format": "asym_w4a8_int8", "group_size": 16, "convrot_groupsize": 256}
-    path = save(oracle, tmp_path, 256, 512, "AsymW4A8Int8Layout", conf, group_size=16,
-                convrot_groupsize=256, symmetric=False)
+    path = save(
+        oracle,
+        tmp_path,
+        256,
+        512,
+        "AsymW4A8Int8Layout",
+        conf,
+        group_size=16,
+        convrot_groupsize=256,
+        symmetric=False,
+    )
     assert dtypes(path)["weight_correction"] == ("BF16", (32, 256))
     status, effects = verdict(path)
     assert status == {"sglang": "fails", "comfyui": "degraded"}
@@ -109,16 +135,24 @@ def test_w4a8_asymmetric(oracle: Any, tmp_path: Path) -> None:
 
 def test_int8_convrot_rowwise_both_ok(oracle: Any, tmp_path: Path) -> None:
     conf = {"format": "int8_tensorwise", "convrot": True, "convrot_groupsize": 256}
-    path = save(oracle, tmp_path, 256, 512, "TensorWiseINT8Layout", conf, per_channel=True,
-                convrot=True, convrot_groupsize=256)
+    path = save(
+        oracle,
+        tmp_path,
+        256,
+        512,
+        "TensorWiseINT8Layout",
+        conf,
+        per_channel=True,
+        convrot=True,
+        convrot_groupsize=256,
+    )
     assert dtypes(path)["weight_scale"] == ("F32", (256, 1))
     assert verdict(path) == ({"sglang": "ok", "comfyui": "ok"}, {})
     assert simulate_load([path]).ok
 
 
 def test_int8_scalar_linear_degrades_sglang(oracle: Any, tmp_path: Path) -> None:
-    path = save(oracle, tmp_path, 256, 512, "TensorWiseINT8Layout",
-                {"format": "int8_tensorwise"})
+    path = save(oracle, tmp_path, 256, 512, "TensorWiseINT8Layout", {"format": "int8_tensorwise"})
     assert dtypes(path)["weight_scale"] == ("F32", ())
     status, effects = verdict(path)
     assert status == {"sglang": "degraded", "comfyui": "ok"}
@@ -127,14 +161,28 @@ def test_int8_scalar_linear_degrades_sglang(oracle: Any, tmp_path: Path) -> None
 
 def test_fp8_both_ok(oracle: Any, tmp_path: Path) -> None:
     torch = oracle[0]
-    path = save(oracle, tmp_path, 96, 512, "TensorCoreFP8Layout", {"format": "float8_e4m3fn"},
-                dtype=torch.float8_e4m3fn)
+    path = save(
+        oracle,
+        tmp_path,
+        96,
+        512,
+        "TensorCoreFP8Layout",
+        {"format": "float8_e4m3fn"},
+        dtype=torch.float8_e4m3fn,
+    )
     assert verdict(path) == ({"sglang": "ok", "comfyui": "ok"}, {})
 
 
 def test_convrot_w4a4_both_ok(oracle: Any, tmp_path: Path) -> None:
-    path = save(oracle, tmp_path, 256, 512, "TensorCoreConvRotW4A4Layout",
-                {"format": "convrot_w4a4", "convrot_groupsize": 256}, convrot_groupsize=256)
+    path = save(
+        oracle,
+        tmp_path,
+        256,
+        512,
+        "TensorCoreConvRotW4A4Layout",
+        {"format": "convrot_w4a4", "convrot_groupsize": 256},
+        convrot_groupsize=256,
+    )
     assert dtypes(path)["weight_scale"] == ("F32", (256,))
     assert verdict(path) == ({"sglang": "ok", "comfyui": "ok"}, {})
 
@@ -149,21 +197,25 @@ def test_mxfp8_e8m0_scale(oracle: Any, tmp_path: Path) -> None:
     status, effects = verdict(path)
     assert status == {"sglang": "fails", "comfyui": "fails"}
     # QC605: ComfyUI's default (DynamicVRAM) loader stops at any F8_E8M0 tensor.
-    assert effects == {"QC305": {"sglang": "fails", "comfyui": "fails"},
-                       "QC605": {"sglang": "none", "comfyui": "fails"}}
+    assert effects == {
+        "QC305": {"sglang": "fails", "comfyui": "fails"},
+        "QC605": {"sglang": "none", "comfyui": "fails"},
+    }
     assert simulate_load([path]).ok  # explicit marker: no layout checks in sglang 0.5.23
 
 
 def test_mxfp8_u8_scale_both_ok(oracle: Any, tmp_path: Path) -> None:
-    path = save(oracle, tmp_path, 256, 512, "TensorCoreMXFP8Layout", {"format": "mxfp8"},
-                e8m0_as_u8=True)
+    path = save(
+        oracle, tmp_path, 256, 512, "TensorCoreMXFP8Layout", {"format": "mxfp8"}, e8m0_as_u8=True
+    )
     assert dtypes(path)["weight_scale"] == ("U8", (256, 16))
     assert verdict(path) == ({"sglang": "ok", "comfyui": "ok"}, {})
 
 
 def test_mxfp8_padded_u8_scale(oracle: Any, tmp_path: Path) -> None:
-    path = save(oracle, tmp_path, 100, 200, "TensorCoreMXFP8Layout", {"format": "mxfp8"},
-                e8m0_as_u8=True)
+    path = save(
+        oracle, tmp_path, 100, 200, "TensorCoreMXFP8Layout", {"format": "mxfp8"}, e8m0_as_u8=True
+    )
     assert dtypes(path)["weight"] == ("F8_E4M3", (128, 224))
     assert dtypes(path)["weight_scale"] == ("U8", (128, 8))
     status, effects = verdict(path)

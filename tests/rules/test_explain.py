@@ -21,11 +21,22 @@ from .conftest import SGLANG_CASES
 from .test_sglang_verdict import MAPPER_ONLY, sglang_failed
 
 LAYER = "model.diffusion_model.transformer_blocks.1.attn.to_q"
-SAMPLE = {"weight_dtype": "BF16", "scale_dtype": "F16", "channel_dtype": "BF16",
-          "weight_shape": "(8, 32)", "scale_shape": "(8,)", "s_rel_shape": "(8, 2)",
-          "s_channel_shape": "(8,)", "missing": "['a.weight']",
-          "first5": "['blocks.0.attn.qkv']", "path": "model.safetensors", "K": "96",
-          "group_size": "2", "convrot_groupsize": "32", "formats": "float8_e4m3fn, nvfp4"}
+SAMPLE = {
+    "weight_dtype": "BF16",
+    "scale_dtype": "F16",
+    "channel_dtype": "BF16",
+    "weight_shape": "(8, 32)",
+    "scale_shape": "(8,)",
+    "s_rel_shape": "(8, 2)",
+    "s_channel_shape": "(8,)",
+    "missing": "['a.weight']",
+    "first5": "['blocks.0.attn.qkv']",
+    "path": "model.safetensors",
+    "K": "96",
+    "group_size": "2",
+    "convrot_groupsize": "32",
+    "formats": "float8_e4m3fn, nvfp4",
+}
 
 
 def instantiate(template: str, **values: str) -> str:
@@ -66,8 +77,14 @@ def test_explain_qc305_doc(capsys: pytest.CaptureFixture) -> None:
     assert main(["explain", "QC305"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("QC305 companion-dtype (error)")
-    for head in ("What it checks:", "Why it matters:", "Effect per runtime: sglang: fails, "
-                 "comfyui: none", "Evidence:", "Example:", "Fix (safe):"):
+    for head in (
+        "What it checks:",
+        "Why it matters:",
+        "Effect per runtime: sglang: fails, comfyui: none",
+        "Evidence:",
+        "Example:",
+        "Fix (safe):",
+    ):
         assert head in out
     assert main(["explain", "QC305", "--format", "json"]) == 0
     doc = json.loads(capsys.readouterr().out)
@@ -85,16 +102,24 @@ def test_explain_unknown_exits_2(text: str, capsys: pytest.CaptureFixture) -> No
 
 # --- the two seed messages the project started from -----------------------------------------
 
+
 def _seed_templates() -> list[str]:
-    return sorted(json.loads(p.read_text())["record"]["errorMessage"]
-                  for p in SEED_DIR.glob("*.txt"))
+    return sorted(
+        json.loads(p.read_text())["record"]["errorMessage"] for p in SEED_DIR.glob("*.txt")
+    )
 
 
 SEEDS = {  # template start -> (layer in examples/broken_seeds, values, tensor check finds)
-    "Comfy INT8 layer": ("model.diffusion_model.transformer_blocks.1.attn.to_q",
-                         {"weight_dtype": "I8", "scale_dtype": "F16"}, "weight_scale"),
-    "Comfy W4A8 layer": ("model.diffusion_model.transformer_blocks.0.attn.to_k",
-                         {"channel_dtype": "BF16"}, "weight_s_channel"),
+    "Comfy INT8 layer": (
+        "model.diffusion_model.transformer_blocks.1.attn.to_q",
+        {"weight_dtype": "I8", "scale_dtype": "F16"},
+        "weight_scale",
+    ),
+    "Comfy W4A8 layer": (
+        "model.diffusion_model.transformer_blocks.0.attn.to_k",
+        {"channel_dtype": "BF16"},
+        "weight_s_channel",
+    ),
 }
 
 
@@ -121,8 +146,9 @@ def test_seed_message_explained(start: str, capsys: pytest.CaptureFixture) -> No
     assert doc["code"] == "QC305" and doc["values"] == {"prefix": layer, **values}
 
 
-def test_seed_file_check_finds_both_seeds(examples_dir: Path,
-                                          capsys: pytest.CaptureFixture) -> None:
+def test_seed_file_check_finds_both_seeds(
+    examples_dir: Path, capsys: pytest.CaptureFixture
+) -> None:
     path = str(examples_dir / "broken_seeds.safetensors")
     assert main(["check", "--target", "sglang", "--format", "json", path]) == 1
     doc = json.loads(capsys.readouterr().out)
@@ -143,8 +169,12 @@ def test_seed_file_check_finds_both_seeds(examples_dir: Path,
 
 #: Python's own texts (int(), the JSON decoder): no sglang template to match; they escape
 #: sglang 0.5.23's inspect_comfy_quant_markers unwrapped.
-GENERIC_PYTHON = ("int() argument must be", "invalid literal for int()", "cannot convert float",
-                  "Exceeds the limit (4300 digits)")
+GENERIC_PYTHON = (
+    "int() argument must be",
+    "invalid literal for int()",
+    "cannot convert float",
+    "Exceeds the limit (4300 digits)",
+)
 #: explain maps each template to one fixed code, but the same sglang text covers several
 #: defects; the values in the message decide which (bug: quantcheck/messages.py PATTERNS).
 EXPLAIN_MISLEADS: dict[str, str] = {}  # none left: PATTERNS refine codes from the values
@@ -157,18 +187,28 @@ def _failing_cases() -> list[str]:
         return ["<sglang-cases missing>"]
     # Mapper-only failures and Python's own texts (int(), JSON decoder) have no sglang template
     # to explain; they are left out rather than skipped.
-    return [n for n, r in expected.items() if sglang_failed(r)[0] and n not in MAPPER_ONLY
-            and not (sglang_failed(r)[1] or "").startswith(GENERIC_PYTHON)]
+    return [
+        n
+        for n, r in expected.items()
+        if sglang_failed(r)[0]
+        and n not in MAPPER_ONLY
+        and not (sglang_failed(r)[1] or "").startswith(GENERIC_PYTHON)
+    ]
 
 
 def _params() -> list[Any]:
-    return [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=EXPLAIN_MISLEADS[n]))
-            if n in EXPLAIN_MISLEADS else n for n in _failing_cases()]
+    return [
+        pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=EXPLAIN_MISLEADS[n]))
+        if n in EXPLAIN_MISLEADS
+        else n
+        for n in _failing_cases()
+    ]
 
 
 @pytest.mark.parametrize("name", _params())
 def test_explain_recorded_message_points_to_checked_code(
-        name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The code explain names for sglang's real message is one `check` reports as failing
     sglang on that file, or one the matched pattern's causes point to ("(QCxxx)")."""
     folder = SGLANG_CASES
@@ -178,10 +218,10 @@ def test_explain_recorded_message_points_to_checked_code(
     assert message is not None
     monkeypatch.chdir(folder)
     report = check_paths(list(cases[name]["files"]))
-    failing = {d.code for d in report.diagnostics
-               if d.effective_effects["sglang"].value == "fails"}
+    failing = {d.code for d in report.diagnostics if d.effective_effects["sglang"].value == "fails"}
     match = match_message(message)
     assert match is not None, f"no pattern for {message!r}"
-    pointed = {match.code} | {c for cause in match.pattern.causes
-                                      for c in failing if f"({c})" in cause}
+    pointed = {match.code} | {
+        c for cause in match.pattern.causes for c in failing if f"({c})" in cause
+    }
     assert pointed & failing, f"explain says {match.code}; check says {sorted(failing)}"

@@ -80,15 +80,22 @@ def test_double_registration_is_refused() -> None:
 
 # ----------------------------------------------------------------------------- a new format
 
+
 def _written(n: int, k: int, o: dict, in_dtype: str) -> tuple[dict, dict]:
     return {"weight": ("I8", (n, k)), "weight_scale": ("F32", (n,))}, {}
 
 
 FAKE_CODEC = f"{__package__}.fake_codec"  # imported by the registry on first use, not here
 NEW = FormatSpec(
-    "int8_rowwise_test", "INT8, one F32 scale per row (test format)", frozenset({"I8"}), "none",
+    "int8_rowwise_test",
+    "INT8, one F32 scale per row (test format)",
+    frozenset({"I8"}),
+    "none",
     companions=(Companion("weight_scale", F32, F32, lambda d: [(d.N,)], required_comfyui=True),),
-    sglang="unsupported", codec=FAKE_CODEC, written=_written)
+    sglang="unsupported",
+    codec=FAKE_CODEC,
+    written=_written,
+)
 
 
 @pytest.fixture
@@ -117,8 +124,21 @@ def test_a_new_format_is_one_entry_and_one_codec(new_format: FormatSpec, tmp_pat
     src = tmp_path / "plain.safetensors"
     safetensors.numpy.save_file({"blocks.0.fc.weight": w.astype(np.float32)}, str(src))
     out = tmp_path / "q.safetensors"
-    assert main(["quantize", str(src), "-o", str(out), "--format", new_format.name,
-                 "--target", "comfyui"]) == 0
+    assert (
+        main(
+            [
+                "quantize",
+                str(src),
+                "-o",
+                str(out),
+                "--format",
+                new_format.name,
+                "--target",
+                "comfyui",
+            ]
+        )
+        == 0
+    )
     report = check_paths([str(out)], target="comfyui")
     assert report.diagnostics == [], [d.message for d in report.diagnostics]
     sg = check_paths([str(out)], target="sglang")
@@ -130,13 +150,14 @@ def test_a_new_format_is_one_entry_and_one_codec(new_format: FormatSpec, tmp_pat
 def test_options_and_defaults_come_from_the_table() -> None:
     int8 = FORMATS["int8_tensorwise"]
     assert int8.with_defaults({})["convrot_groupsize"] == int8.key("convrot_groupsize").default
-    assert option(int8.key("convrot")) == Option("convrot", False, None,
-                                                int8.key("convrot").doc)
+    assert option(int8.key("convrot")) == Option("convrot", False, None, int8.key("convrot").doc)
     with pytest.raises(ValueError, match="unknown option"):
         int8.with_defaults({"bits": 4})
     w4a8 = FORMATS["asym_w4a8_int8"]
-    assert w4a8.options_from_marker({"format": "asym_w4a8_int8", "params": {"group_size": 32}}) \
-        == {"group_size": 32, "convrot_groupsize": 256}
+    assert w4a8.options_from_marker({"format": "asym_w4a8_int8", "params": {"group_size": 32}}) == {
+        "group_size": 32,
+        "convrot_groupsize": 256,
+    }
 
 
 # ----------------------------------------------------------------------------- marker inference
@@ -156,8 +177,10 @@ def test_inference_agrees_with_the_written_layout(name: str, options: dict) -> N
     spec = FORMATS[name]
     opts = {k: v for k, v in options.items() if k in {o.name for o in spec.options}}
     layout, fields = spec.written(256, 512, spec.with_defaults(opts), "BF16")
-    layer = Layer("blocks.0.fc", {s: TensorInfo(f"blocks.0.fc.{s}", d, sh, 0, 0, "f")
-                                  for s, (d, sh) in layout.items()})
+    layer = Layer(
+        "blocks.0.fc",
+        {s: TensorInfo(f"blocks.0.fc.{s}", d, sh, 0, 0, "f") for s, (d, sh) in layout.items()},
+    )
     got, why = infer_marker(layer)
     scalar_int8 = name == "int8_tensorwise" and not options  # the table's default: scalar
     if name in INFERRED or scalar_int8:

@@ -30,20 +30,30 @@ PLAIN_INT8 = {"format": "int8_tensorwise"}
 
 #: (build, sglang status per release oldest first, `needs`)
 MATRIX: dict[str, tuple[Build, str, str | None]] = {
-    "fp8-header-declared": (file(fp8, header_meta({P: {"format": "float8_e4m3fn"}})),
-                            "ok ok ok ok ok ok", "0.5.18"),
+    "fp8-header-declared": (
+        file(fp8, header_meta({P: {"format": "float8_e4m3fn"}})),
+        "ok ok ok ok ok ok",
+        "0.5.18",
+    ),
     "int8-convrot": (file(int8), "fails ok ok ok ok ok", "0.5.19"),
     "convrot-plus-plain-embedding": (
         file(lambda: [*int8(), *int8("embed_tokens", mark=PLAIN_INT8)]),
-        "fails fails ok ok ok ok", "0.5.20"),
+        "fails fails ok ok ok ok",
+        "0.5.20",
+    ),
     "header-and-tensor-marker-complementary": (
         file(int8, header_meta({P: {"format": "int8_tensorwise"}})),
-        "fails fails ok ok ok ok", "0.5.20"),
+        "fails fails ok ok ok ok",
+        "0.5.20",
+    ),
     # 0.5.18 finds NVFP4 layers from their tensors (ModelOpt), markers or not
     "nvfp4-plain": (file(nvfp4), "ok fails ok ok ok ok", "0.5.20"),
     "nvfp4-fpmm": (file(lambda: nvfp4(mark=FPMM)), "ok ok ok ok ok ok", "0.5.18"),
-    "nvfp4-rotated": (file(lambda: nvfp4(mark=ROT_NVFP4)),
-                      "degraded ok fails fails fails fails", None),
+    "nvfp4-rotated": (
+        file(lambda: nvfp4(mark=ROT_NVFP4)),
+        "degraded ok fails fails fails fails",
+        None,
+    ),
     "mxfp8": (file(mxfp8), "fails degraded degraded degraded ok ok", "0.5.22"),
 }
 
@@ -125,8 +135,7 @@ def test_text_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert "releases: sglang needs >= 0.5.20 (0.5.18 ok · 0.5.19 fails · 0.5.20 ok" in out
 
 
-def test_cli_rejects_unknown_release(tmp_path: Path,
-                                     capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_rejects_unknown_release(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     paths = _paths(file(nvfp4), tmp_path)
     with pytest.raises(SystemExit) as exc:
         main(["check", "--target", "sglang@0.4", *paths])
@@ -164,8 +173,9 @@ def test_plain_int8_embedding_gets_no_convrot_claim(tmp_path: Path) -> None:
     plain = file(lambda: [*int8(), *int8("embed_tokens", mark=PLAIN_INT8)])
     with load_checkpoint(_paths(plain, tmp_path)) as ck:
         assert not plan_fixes(ck, target="sglang@0.5.19", unsafe=True).edits
-    lost = file(lambda: [*int8(), *int8(FC1, mark={"format": "int8_tensorwise",
-                                                   "convrot_groupsize": 16})])
+    lost = file(
+        lambda: [*int8(), *int8(FC1, mark={"format": "int8_tensorwise", "convrot_groupsize": 16})]
+    )
     sub = tmp_path / "lost"
     sub.mkdir()
     with load_checkpoint(_paths(lost, sub)) as ck:
@@ -173,16 +183,27 @@ def test_plain_int8_embedding_gets_no_convrot_claim(tmp_path: Path) -> None:
     assert [e.code for e in edits] == [R.QC613.code]
 
 
-@pytest.mark.parametrize(("message", "code"), [
-    ("ValueError: Serialized kitchen_int8 layer 'embed_tokens' must set convrot=true", "QC613"),
-    ("ValueError: Serialized convrot_int8 layer 'x' must set convrot=true", "QC218"),
-    ("Serialized kitchen_int8 layer 'x' must declare convrot_groupsize in (16, 64, 256), "
-     "got None", "QC219"),
-    ("Serialized convrot_int8 layer 'x' must declare convrot_groupsize in (16, 64, 256), "
-     "got None", "QC219"),
-    ("ValueError: Comfy NVFP4 layer 'blocks.0' must request full_precision_matrix_mult",
-     "QC614"),
-])
+@pytest.mark.parametrize(
+    ("message", "code"),
+    [
+        ("ValueError: Serialized kitchen_int8 layer 'embed_tokens' must set convrot=true", "QC613"),
+        ("ValueError: Serialized convrot_int8 layer 'x' must set convrot=true", "QC218"),
+        (
+            "Serialized kitchen_int8 layer 'x' must declare convrot_groupsize in (16, 64, 256), "
+            "got None",
+            "QC219",
+        ),
+        (
+            "Serialized convrot_int8 layer 'x' must declare convrot_groupsize in (16, 64, 256), "
+            "got None",
+            "QC219",
+        ),
+        (
+            "ValueError: Comfy NVFP4 layer 'blocks.0' must request full_precision_matrix_mult",
+            "QC614",
+        ),
+    ],
+)
 def test_explain_knows_both_message_generations(message: str, code: str) -> None:
     hit = match_message(message)
     assert hit is not None and hit.code == code
@@ -195,8 +216,9 @@ def test_explain_says_when_a_release_model_is_a_guess() -> None:
     assert "--target sglang@0.5.19" in hit.render()
 
 
-def test_sarif_from_the_cli_has_the_matrix(tmp_path: Path,
-                                           capsys: pytest.CaptureFixture[str]) -> None:
+def test_sarif_from_the_cli_has_the_matrix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     one, two = tmp_path / "a", tmp_path / "b"
     one.mkdir()
     two.mkdir()

@@ -35,10 +35,14 @@ def test_diagnostic_takes_the_rule() -> None:
 
 def test_checks_emit_no_code_strings() -> None:
     literal = re.compile(r"[\"']QC\d{3}[\"']")
-    offenders = [str(p.relative_to(SRC)) for p in SRC.rglob("*.py")
-                 if p.name not in NOT_EMITTERS and not p.name.startswith("catalog_")
-                 and p.parent.name != "runtimes"  # release data: tests/rules/test_releases.py
-                 and literal.search(p.read_text())]
+    offenders = [
+        str(p.relative_to(SRC))
+        for p in SRC.rglob("*.py")
+        if p.name not in NOT_EMITTERS
+        and not p.name.startswith("catalog_")
+        and p.parent.name != "runtimes"  # release data: tests/rules/test_releases.py
+        and literal.search(p.read_text())
+    ]
     assert not offenders, f"emit rules from quantcheck.rules.codes, not strings: {offenders}"
 
 
@@ -67,6 +71,7 @@ def test_declared_fix_safety_matches_emitted(case: RuleCase, tmp_path: Path) -> 
         fix = fix_of(d)
         got = Safety.SAFE if d.code in BY_REWRITE else (fix.safety if fix else None)
         assert got in (rule.fix, None), (
-            f"{case.code} declares fix {rule.fix}, emits {got}: {d.message}")
+            f"{case.code} declares fix {rule.fix}, emits {got}: {d.message}"
+        )
         if rule.fix is None:
             assert got is None, f"{case.code} declares no fix but emits {got}"

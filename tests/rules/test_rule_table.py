@@ -57,9 +57,11 @@ def test_code_has_failing_case(code: str) -> None:
     if all_rules()[code].retired:
         pytest.skip(f"{code} is retired")
     covered = {c.code for c in CASES}
-    assert code in covered, (f"{code} ({all_rules()[code].name}) has no failing case in "
-                             f"tests/rules/{'cases_numeric' if code.startswith('QC4') else 'cases'}"
-                             ".py")
+    assert code in covered, (
+        f"{code} ({all_rules()[code].name}) has no failing case in "
+        f"tests/rules/{'cases_numeric' if code.startswith('QC4') else 'cases'}"
+        ".py"
+    )
 
 
 def test_cases_name_registered_codes() -> None:
@@ -102,8 +104,11 @@ def test_failing_case(case: RuleCase, tmp_path: Path) -> None:
             assert shown, f"{case.code} missing with --target {t}"
         assert set(only.to_json()["targets"]) == {t}
     # JSON form of the finding: targets list and fix safety.
-    doc = next(d.to_json() for d in hits
-               if {t: e.value for t, e in d.effective_effects.items()} == case.expect_targets)
+    doc = next(
+        d.to_json()
+        for d in hits
+        if {t: e.value for t, e in d.effective_effects.items()} == case.expect_targets
+    )
     assert doc["targets"] == [t for t in TARGETS if case.expect_targets[t] != "none"]
     assert doc["fix"] is None or doc["fix"]["safety"] in ("safe", "unsafe", "display-only")
 
@@ -113,7 +118,8 @@ def test_passing_twin(case: RuleCase, tmp_path: Path) -> None:
     assert case.twin is not None
     paths = [str(p) for p in case.twin(tmp_path)]
     report = check_paths(paths, **case.check_kwargs)
-    assert case.code not in _codes(report), [d.message for d in report.diagnostics
-                                            if d.code == case.code]
+    assert case.code not in _codes(report), [
+        d.message for d in report.diagnostics if d.code == case.code
+    ]
     extra = _codes(report) - set(case.twin_allows)
     assert not extra, f"twin is not clean: {sorted(extra)}"

@@ -45,16 +45,26 @@ class FakeChecks:
 
     def layer_findings(self, layer) -> Iterator[Diagnostic]:
         if layer.format == "nvfp4":
-            yield Diagnostic(R.QC601, "fakert has no nvfp4 support", layer=layer.prefix,
-                             effects=effects(**{FAKE: "fails"}))
+            yield Diagnostic(
+                R.QC601,
+                "fakert has no nvfp4 support",
+                layer=layer.prefix,
+                effects=effects(**{FAKE: "fails"}),
+            )
 
 
 @pytest.fixture
 def fake_runtimes() -> Iterator[None]:
-    register_runtime(Runtime(FAKE, "FakeRT",
-                             (Release("1.0"), Release("1.1", {"QC601": Effect.DEGRADED})),
-                             checks=f"{__name__}:FakeChecks", effects={"QC314": Effect.DEGRADED},
-                             doc="a test runtime"))
+    register_runtime(
+        Runtime(
+            FAKE,
+            "FakeRT",
+            (Release("1.0"), Release("1.1", {"QC601": Effect.DEGRADED})),
+            checks=f"{__name__}:FakeChecks",
+            effects={"QC314": Effect.DEGRADED},
+            doc="a test runtime",
+        )
+    )
     register_runtime(Runtime(FORK, "FakeFork", (Release("2.0"),), based_on="comfyui"))
     try:
         yield
@@ -68,7 +78,8 @@ def _plain_fp8_cast(tmp: Path) -> list[Path]:
 
 
 def test_registered_runtime_reaches_targets_summary_and_effects(
-        fake_runtimes: None, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    fake_runtimes: None, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
     assert FAKE in runtime_names() and FAKE in target_choices()
     paths = [str(p) for p in _plain_fp8_cast(tmp_path)]
     report = check_paths(paths)
@@ -89,8 +100,7 @@ def test_registered_runtime_reaches_targets_summary_and_effects(
     assert "- `fakert`: FakeRT 1.1 — a test runtime" in rules_markdown()
 
 
-def test_runtime_checks_report_for_that_runtime_only(fake_runtimes: None,
-                                                    tmp_path: Path) -> None:
+def test_runtime_checks_report_for_that_runtime_only(fake_runtimes: None, tmp_path: Path) -> None:
     paths = [str(p) for p in file(nvfp4)(tmp_path)]
     report = check_paths(paths)
     ours = [d for d in report.diagnostics if d.message == "fakert has no nvfp4 support"]

@@ -23,31 +23,34 @@ FAILS_LATER: dict[str, tuple[str, str]] = {
         "sglang 0.5.23 inspect_comfy_quant_markers (python/sglang/multimodal_gen/runtime/utils/"
         "quantization_utils.py) never shape-checks FP8 markers, but ComfyFp8Config builds "
         "Fp8LinearMethod with per-tensor scales, so an [N, 1] weight_scale cannot be loaded "
-        "into the per-tensor parameter"),
+        "into the per-tensor parameter",
+    ),
     "w4a8_group_size_24": (
         "QC220",
         "sglang 0.5.23 KitchenW4A8Config: the W4A8 layer build requires 16 % gs == 0 or "
         "gs % 16 == 0 ('Serialized W4A8 layer … has input size …, incompatible with "
-        "group_size=24 …'); inspect_comfy_quant_markers and the constructor only need gs >= 4"),
+        "group_size=24 …'); inspect_comfy_quant_markers and the constructor only need gs >= 4",
+    ),
     "w4a8_convrot_groupsize_32": (
         "QC219",
         "sglang 0.5.23: W4A8 convrot_groupsize 32 passes inspect_comfy_quant_markers and the "
         "KitchenW4A8Config constructor and fails at layer build or in comfy-kitchen 0.2.40's "
-        "rotation, which needs a power of 4"),
+        "rotation, which needs a power of 4",
+    ),
     "msg_w4a8_6bit_one_group": (
         "QC312",
         "sglang 0.5.23 inspect_comfy_quant_markers: with K == g the 6-bit shapes agree by "
         "accident, inspector and KitchenW4A8Config constructor pass, but the layer allocates "
         "[N, K/2] and the [N, 3K/4] weight cannot be loaded (linear loaders assert equal "
-        "shapes)"),
+        "shapes)",
+    ),
 }
 #: Cases that fail in sglang only because of the loader's parameter-name mapper; `check`
 #: runs without a mapper, exactly like sglang's inspector with `mapper: none`.
 MAPPER_ONLY = {
-    "mapper_strip_prefix_collision":
-        "fails only with the strip_comfyui_prefix mapper (sglang 0.5.23 "
-        "inspect_comfy_quant_markers: prefixes collide after parameter mapping); the same "
-        "files pass the inspector without a mapper",
+    "mapper_strip_prefix_collision": "fails only with the strip_comfyui_prefix mapper "
+    "(sglang 0.5.23 inspect_comfy_quant_markers: prefixes collide after parameter mapping); "
+    "the same files pass the inspector without a mapper",
 }
 
 
@@ -94,8 +97,10 @@ def test_sglang_verdict_matches_recorded(name: str, monkeypatch: pytest.MonkeyPa
     if name in FAILS_LATER:
         code, _reason = FAILS_LATER[name]
         assert not failed and status == "fails", "allow-list entry no longer differs"
-        assert any(d.code == code and d.effective_effects["sglang"].value == "fails"
-                   for d in report.diagnostics), codes
+        assert any(
+            d.code == code and d.effective_effects["sglang"].value == "fails"
+            for d in report.diagnostics
+        ), codes
         return
     if name in MAPPER_ONLY:
         assert case["mapper"] == "strip_comfyui_prefix"

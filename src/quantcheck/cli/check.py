@@ -13,20 +13,43 @@ if TYPE_CHECKING:
 
 def add_many_arguments(p: argparse.ArgumentParser) -> None:
     """The options about many checkpoints and baselines."""
-    p.add_argument("--include", action="append", default=[], metavar="GLOB",
-                   help="in folders and repos: only files whose relative path or name matches "
-                        "GLOB; repeatable")
-    p.add_argument("--exclude", action="append", default=[], metavar="GLOB",
-                   help="in folders and repos: leave out files matching GLOB; repeatable")
-    p.add_argument("--as-one", action="store_true",
-                   help="read all PATHs as the shards of one checkpoint (the pre-0.3 reading)")
-    p.add_argument("-q", "--quiet", action="store_true",
-                   help="text output: print only the table of checkpoints")
-    p.add_argument("--baseline", metavar="FILE",
-                   help="findings listed in FILE are known: they are reported as suppressed "
-                        "and do not fail the run")
-    p.add_argument("--generate-baseline", metavar="FILE",
-                   help="write today's findings to FILE as a baseline and exit 0")
+    p.add_argument(
+        "--include",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="in folders and repos: only files whose relative path or name matches "
+        "GLOB; repeatable",
+    )
+    p.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="in folders and repos: leave out files matching GLOB; repeatable",
+    )
+    p.add_argument(
+        "--as-one",
+        action="store_true",
+        help="read all PATHs as the shards of one checkpoint (the pre-0.3 reading)",
+    )
+    p.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="text output: print only the table of checkpoints",
+    )
+    p.add_argument(
+        "--baseline",
+        metavar="FILE",
+        help="findings listed in FILE are known: they are reported as suppressed "
+        "and do not fail the run",
+    )
+    p.add_argument(
+        "--generate-baseline",
+        metavar="FILE",
+        help="write today's findings to FILE as a baseline and exit 0",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -53,18 +76,26 @@ def run(args: argparse.Namespace) -> int:
             print(f"quantcheck: error: {exc}", file=sys.stderr)
             return 2
     with remote_limits(args.max_bytes, args.jobs) as jobs:
-        specs = discover(args.paths, include=split(args.include), exclude=split(args.exclude),
-                         as_one=args.as_one)
-        results = check_many(specs, jobs=jobs, target=args.target, select=split(args.select),
-                             ignore=split(args.ignore), deep=args.deep,
-                             read_weights=args.read_weights)
+        specs = discover(
+            args.paths, include=split(args.include), exclude=split(args.exclude), as_one=args.as_one
+        )
+        results = check_many(
+            specs,
+            jobs=jobs,
+            target=args.target,
+            select=split(args.select),
+            ignore=split(args.ignore),
+            deep=args.deep,
+            read_weights=args.read_weights,
+        )
     for r in results:
         if r.error is not None:
             print(f"quantcheck: error: {r.error}", file=sys.stderr)
     if args.generate_baseline:
         n = write_baseline(args.generate_baseline, results)
-        print(f"wrote {n} finding{'s' if n != 1 else ''} to {args.generate_baseline}",
-              file=sys.stderr)
+        print(
+            f"wrote {n} finding{'s' if n != 1 else ''} to {args.generate_baseline}", file=sys.stderr
+        )
         return 2 if any(r.error for r in results) else 0
     if known is not None:
         apply_baseline(results, known)
@@ -73,28 +104,33 @@ def run(args: argparse.Namespace) -> int:
     return many.exit_code(results, Severity(args.fail_on))
 
 
-def _write_report(args: argparse.Namespace, results: list[Any],
-                  targets: tuple[str, ...]) -> None:
+def _write_report(args: argparse.Namespace, results: list[Any], targets: tuple[str, ...]) -> None:
     """The report on stdout, written as it is made: a report of a million findings is never
     one string (or one list of dicts) in memory. Ends with a newline, as `print` would."""
     from quantcheck.render import many
     from quantcheck.render.json_out import join_lines, write_chunks
 
     if args.output_format == "text":
-        lines = many.iter_text_lines(results, targets,
-                                     color=False if args.no_color else None, quiet=args.quiet)
+        lines = many.iter_text_lines(
+            results, targets, color=False if args.no_color else None, quiet=args.quiet
+        )
         if args.statistics:
             import itertools
 
             from quantcheck.render.text import statistics
             from quantcheck.results import Report
 
-            merged = Report(inputs=[], diagnostics=[d for r in results if r.report
-                                                    and r.kind == "checked"
-                                                    for d in r.report.diagnostics])
+            merged = Report(
+                inputs=[],
+                diagnostics=[
+                    d
+                    for r in results
+                    if r.report and r.kind == "checked"
+                    for d in r.report.diagnostics
+                ],
+            )
             first = next(lines, None)  # no report lines: still the blank line after the counts
-            lines = itertools.chain((statistics(merged), "", "" if first is None else first),
-                                    lines)
+            lines = itertools.chain((statistics(merged), "", "" if first is None else first), lines)
         chunks = join_lines(lines)
     elif args.output_format == "json":
         chunks = many.iter_json(results, targets)

@@ -14,14 +14,19 @@ EXTRA_COMMANDS: dict[str, tuple[str, str]] = {
     "fix": ("quantcheck.cli.fix", "repair a checkpoint: apply the diagnostics' fixes"),
     "quantize": ("quantcheck.cli.convert", "quantize a BF16/F16/F32 checkpoint"),
     "dequantize": ("quantcheck.cli.convert", "dequantize to a plain checkpoint"),
-    "compare": ("quantcheck.cli.compare",
-                "per-layer error of a quantized checkpoint against its original"),
+    "compare": (
+        "quantcheck.cli.compare",
+        "per-layer error of a quantized checkpoint against its original",
+    ),
     "report": ("quantcheck.cli.report", "write a self-contained HTML report"),
 }
 
 
-def add_extra_commands(sub: argparse._SubParsersAction, wanted: str | None,  # type: ignore[type-arg]
-                       only: bool = False) -> None:
+def add_extra_commands(
+    sub: argparse._SubParsersAction,  # type: ignore[type-arg]
+    wanted: str | None,
+    only: bool = False,
+) -> None:
     """Register the extra commands; only `wanted` (the one being run) loads its module, and
     with `only` the others are not registered at all."""
     for name, (module, help_text) in EXTRA_COMMANDS.items():
@@ -33,7 +38,11 @@ def add_extra_commands(sub: argparse._SubParsersAction, wanted: str | None,  # t
         from quantcheck.cli.options import HelpFormatter
 
         mod = importlib.import_module(module)
-        p = sub.add_parser(name, help=help_text, description=getattr(mod, "DESCRIPTIONS", {}).get(
-            name, help_text), formatter_class=HelpFormatter)
+        p = sub.add_parser(
+            name,
+            help=help_text,
+            description=getattr(mod, "DESCRIPTIONS", {}).get(name, help_text),
+            formatter_class=HelpFormatter,
+        )
         mod.add_arguments(p, name)
         p.set_defaults(handler=mod.run)

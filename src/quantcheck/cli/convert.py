@@ -19,6 +19,7 @@ def quant_formats() -> tuple[str, ...]:
     """Formats `quantize --to` offers: every table entry that declares a quantizer."""
     return tuple(n for n, f in FORMATS.items() if f.quantizable)
 
+
 _W4A8 = {o.name: o for o in FORMATS["asym_w4a8_int8"].options}
 _W4A4 = {o.name: o for o in FORMATS["convrot_w4a4"].options}
 DESCRIPTIONS = {
@@ -26,63 +27,117 @@ DESCRIPTIONS = {
         "Quantize the Linear weights of a BF16/F16/F32 checkpoint to one Comfy format and write "
         "the comfy_quant markers. By default norms, biases, embeddings and 1-D tensors are left "
         "alone, and so is every layer whose shape the format cannot take on --target (each is "
-        "reported). One layer is in memory at a time.\n\nexit codes: 0 written, 2 could not run."),
+        "reported). One layer is in memory at a time.\n\nexit codes: 0 written, 2 could not run."
+    ),
     "dequantize": (
         "Dequantize every marked layer back to a plain weight (--dtype, default bf16) and drop "
         "the markers; other tensors are copied byte for byte.\n\nexit codes: 0 written, 1 some "
-        "layers could not be dequantized (left as they are), 2 could not run."),
+        "layers could not be dequantized (left as they are), 2 could not run."
+    ),
 }
 
 
 class DeprecatedTo(argparse.Action):
     """`quantize --format F`: the pre-0.2 spelling of `--to F`; works, with a warning."""
 
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
-                 values: Any, option_string: str | None = None) -> None:
-        print(f"quantcheck: warning: quantize --format is deprecated and will be removed; "
-              f"use --to {values}", file=sys.stderr)
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        print(
+            f"quantcheck: warning: quantize --format is deprecated and will be removed; "
+            f"use --to {values}",
+            file=sys.stderr,
+        )
         setattr(namespace, self.dest, values)
 
 
 def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
     p.add_argument("paths", nargs="+", metavar="IN", help="checkpoint file, folder or index")
-    p.add_argument("-o", "--output", metavar="OUT", required=True,
-                   help="output file (a folder for sharded input)")
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="OUT",
+        required=True,
+        help="output file (a folder for sharded input)",
+    )
     if name == "dequantize":
         p.add_argument("--dtype", choices=("bf16", "f16", "f32"), default="bf16")
         return
     to = p.add_mutually_exclusive_group(required=True)
     formats = quant_formats()
-    to.add_argument("--to", choices=formats, dest="fmt", metavar="FORMAT",
-                    help=f"target format: {', '.join(formats)}")
-    to.add_argument("--format", choices=formats, dest="fmt", action=DeprecatedTo,
-                    help=argparse.SUPPRESS)
-    p.add_argument("--include", action="append", default=[], metavar="GLOB",
-                   help="only layers whose prefix (or weight name) matches; repeatable. "
-                        "Overrides the default skip of norm/embedding names")
-    p.add_argument("--exclude", action="append", default=[], metavar="GLOB",
-                   help="leave out matching layers; repeatable")
-    p.add_argument("--target", choices=target_choices(), default="all",
-                   help="runtime(s) the result must load on; layers the format cannot take "
-                        "there stay unquantized (default: all)")
-    p.add_argument("--no-convrot", action="store_true",
-                   help="int8_tensorwise: plain row-wise scales instead of ConvRot")
-    p.add_argument("--per-tensor", action="store_true",
-                   help="int8_tensorwise: one scalar scale (implies --no-convrot)")
+    to.add_argument(
+        "--to",
+        choices=formats,
+        dest="fmt",
+        metavar="FORMAT",
+        help=f"target format: {', '.join(formats)}",
+    )
+    to.add_argument(
+        "--format", choices=formats, dest="fmt", action=DeprecatedTo, help=argparse.SUPPRESS
+    )
+    p.add_argument(
+        "--include",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="only layers whose prefix (or weight name) matches; repeatable. "
+        "Overrides the default skip of norm/embedding names",
+    )
+    p.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="leave out matching layers; repeatable",
+    )
+    p.add_argument(
+        "--target",
+        choices=target_choices(),
+        default="all",
+        help="runtime(s) the result must load on; layers the format cannot take "
+        "there stay unquantized (default: all)",
+    )
+    p.add_argument(
+        "--no-convrot",
+        action="store_true",
+        help="int8_tensorwise: plain row-wise scales instead of ConvRot",
+    )
+    p.add_argument(
+        "--per-tensor",
+        action="store_true",
+        help="int8_tensorwise: one scalar scale (implies --no-convrot)",
+    )
     cg, g, bits = _W4A8["convrot_groupsize"], _W4A8["group_size"], _W4A8["bits"]
     p.add_argument("--convrot-groupsize", type=int, default=cg.default, choices=cg.allowed)
-    p.add_argument("--group-size", type=w4a8_group_size, default=g.default, metavar="N",
-                   help=f"asym_w4a8_int8 group: 4, 8, 16 or a multiple of 16 (default {g.default})")
-    p.add_argument("--bits", type=int, default=bits.default, choices=bits.allowed,
-                   help="asym_w4a8_int8 bits")
+    p.add_argument(
+        "--group-size",
+        type=w4a8_group_size,
+        default=g.default,
+        metavar="N",
+        help=f"asym_w4a8_int8 group: 4, 8, 16 or a multiple of 16 (default {g.default})",
+    )
+    p.add_argument(
+        "--bits", type=int, default=bits.default, choices=bits.allowed, help="asym_w4a8_int8 bits"
+    )
     p.add_argument("--no-codebook", action="store_true", help="asym_w4a8_int8: uniform levels")
-    p.add_argument("--asymmetric", action="store_true",
-                   help="asym_w4a8_int8: min/max groups with a correction tensor")
+    p.add_argument(
+        "--asymmetric",
+        action="store_true",
+        help="asym_w4a8_int8: min/max groups with a correction tensor",
+    )
     sd = _W4A8["scale_dtype"]
-    p.add_argument("--scale-dtype", choices=sd.allowed, default=sd.default,
-                   help="asym_w4a8_int8 s_rel dtype")
-    p.add_argument("--linear-dtype", choices=[v for v in _W4A4["linear_dtype"].allowed or ()
-                                              if v is not None], help="convrot_w4a4 GEMM")
+    p.add_argument(
+        "--scale-dtype", choices=sd.allowed, default=sd.default, help="asym_w4a8_int8 s_rel dtype"
+    )
+    p.add_argument(
+        "--linear-dtype",
+        choices=[v for v in _W4A4["linear_dtype"].allowed or () if v is not None],
+        help="convrot_w4a4 GEMM",
+    )
     p.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
 
 
@@ -95,18 +150,24 @@ def w4a8_group_size(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
     if g not in (4, 8, 16) and (g <= 0 or g % 16 or g > 2**20):
         raise argparse.ArgumentTypeError(
-            f"{g} is not a W4A8 group size (4, 8, 16 or a multiple of 16)")
+            f"{g} is not a W4A8 group size (4, 8, 16 or a multiple of 16)"
+        )
     return g
 
 
 def options_of(args: argparse.Namespace) -> dict[str, Any]:
     """Quantizer options for the chosen format: the flags of the options its table entry takes."""
-    given = {"per_row": not args.per_tensor,
-             "convrot": not (args.no_convrot or args.per_tensor),
-             "convrot_groupsize": args.convrot_groupsize, "group_size": args.group_size,
-             "codebook": not args.no_codebook, "symmetric": not args.asymmetric,
-             "bits": args.bits, "scale_dtype": args.scale_dtype,
-             "linear_dtype": args.linear_dtype}
+    given = {
+        "per_row": not args.per_tensor,
+        "convrot": not (args.no_convrot or args.per_tensor),
+        "convrot_groupsize": args.convrot_groupsize,
+        "group_size": args.group_size,
+        "codebook": not args.no_codebook,
+        "symmetric": not args.asymmetric,
+        "bits": args.bits,
+        "scale_dtype": args.scale_dtype,
+        "linear_dtype": args.linear_dtype,
+    }
     return {o.name: given[o.name] for o in FORMATS[args.fmt].options}
 
 
@@ -118,8 +179,10 @@ def run(args: argparse.Namespace) -> int:
 
         bad = unrepairable(ck)
         if bad:
-            print(f"quantcheck: error: cannot convert: {bad[0].code} {clean(bad[0].message)}",
-                  file=sys.stderr)
+            print(
+                f"quantcheck: error: cannot convert: {bad[0].code} {clean(bad[0].message)}",
+                file=sys.stderr,
+            )
             return 2
         from quantcheck.cli.output import output_layout
 
@@ -129,10 +192,15 @@ def run(args: argparse.Namespace) -> int:
         return _dequantize(ck, args, out, index)
 
 
-def plan_quantize(ck: Any, fmt: str, options: dict[str, Any], target: str,
-                  include: list[str], exclude: list[str],
-                  refused: dict[str, str] | None = None) -> tuple[Any, list[str],
-                                                                  dict[str, str]]:
+def plan_quantize(
+    ck: Any,
+    fmt: str,
+    options: dict[str, Any],
+    target: str,
+    include: list[str],
+    exclude: list[str],
+    refused: dict[str, str] | None = None,
+) -> tuple[Any, list[str], dict[str, str]]:
     """(draft, quantized prefixes, skipped prefix -> reason); `refused` layers (the quantizer
     refused their values, e.g. NaN) stay as they are."""
     from quantcheck.convert.eligible import shape_refusal, skip_reason
@@ -157,8 +225,9 @@ def plan_quantize(ck: Any, fmt: str, options: dict[str, Any], target: str,
         why = skip_reason(prefix, w.dtype, w.shape, include, exclude)
         if why is None:
             n, k = w.shape
-            why = next((r for t in targets_of(target)
-                        if (r := shape_refusal(fmt, n, k, options, t))), None)
+            why = next(
+                (r for t in targets_of(target) if (r := shape_refusal(fmt, n, k, options, t))), None
+            )
         if why is not None:
             skipped[prefix] = why
             continue
@@ -180,30 +249,37 @@ def _quantize(ck: Any, args: argparse.Namespace, out: str, index: str | None) ->
     for t in targets_of(args.target):
         why = format_refusal(args.fmt, options, t)
         if why:
-            print(f"quantcheck: error: {args.fmt} cannot load on {t}: {why} (choose another "
-                  "--target or format)", file=sys.stderr)
+            print(
+                f"quantcheck: error: {args.fmt} cannot load on {t}: {why} (choose another "
+                "--target or format)",
+                file=sys.stderr,
+            )
             return 2
     refused: dict[str, str] = {}
     while True:
-        draft, done, skipped = plan_quantize(ck, args.fmt, options, args.target, args.include,
-                                             args.exclude, refused)
+        draft, done, skipped = plan_quantize(
+            ck, args.fmt, options, args.target, args.include, args.exclude, refused
+        )
         if args.dry_run:
             break
         rc, bad = _write(ck, draft, out, index, args.target, "quantize", retry=True)
         if bad is None or bad[0] in refused or len(refused) >= MAX_REFUSED:
             break
         refused[bad[0]] = f"left as it is: the quantizer refused it ({bad[1]})"
-        print(f"  {clean(bad[0])}: {clean(bad[1])} -> keeping this layer as it is and writing "
-              "again", file=sys.stderr)
+        print(
+            f"  {clean(bad[0])}: {clean(bad[1])} -> keeping this layer as it is and writing again",
+            file=sys.stderr,
+        )
     print(f"quantize: {len(done)} layer{'s' if len(done) != 1 else ''} -> {args.fmt}")
-    shape_skips = {p: r for p, r in skipped.items()
-                   if "K=" in r or "sglang" in r or p in refused}
+    shape_skips = {p: r for p, r in skipped.items() if "K=" in r or "sglang" in r or p in refused}
     for p, r in shape_skips.items():
         print(f"  skipped {clean(p)}: {clean(r)}")
     other = len(skipped) - len(shape_skips)
     if other:
-        print(f"  {other} other layer{'s' if other != 1 else ''} left as they are (norms, "
-              "embeddings, biases, non-2-D or non-float weights, --include/--exclude)")
+        print(
+            f"  {other} other layer{'s' if other != 1 else ''} left as they are (norms, "
+            "embeddings, biases, non-2-D or non-float weights, --include/--exclude)"
+        )
     if args.dry_run:
         return 0
     if rc == 0:
@@ -259,8 +335,9 @@ def _tensors(draft: Any, layer: Any) -> dict[str, Any]:
 MAX_REFUSED = 32  # layers a quantize run may leave unquantized before it gives up
 
 
-def _write(ck: Any, draft: Any, out: str, index: str | None, target: str, label: str,
-           retry: bool = False) -> Any:
+def _write(
+    ck: Any, draft: Any, out: str, index: str | None, target: str, label: str, retry: bool = False
+) -> Any:
     """Write the draft. With `retry`, returns (exit code, (layer, reason) or None) so that a
     layer the quantizer refuses can be left out and the write repeated."""
     from quantcheck.cli.output import index_metadata, name_files
@@ -271,8 +348,7 @@ def _write(ck: Any, draft: Any, out: str, index: str | None, target: str, label:
     files = name_files(ck, draft.files_out())
     bar = Progress(sum(f.data_size for f in files), label, unit="bytes")
     try:
-        write_checkpoint(files, out, index_name=index, index_meta=index_metadata(ck),
-                         on_bytes=bar)
+        write_checkpoint(files, out, index_name=index, index_meta=index_metadata(ck), on_bytes=bar)
     except NumericError as exc:
         bar.close()
         layer = getattr(exc, "layer", "")

@@ -13,29 +13,42 @@ TYPE_CHECKING = False  # `typing` costs start-up time
 if TYPE_CHECKING:
     from quantcheck.io.writer import OutFile
 
-DESCRIPTIONS = {"fix": (
-    "Apply every diagnostic's fix and write the result to OUT (never in place). Safe fixes keep "
-    "every value (exact casts to F32, relabels of 1-byte scales, reshapes, marker rewrites); "
-    "--unsafe-fixes also changes numbers (quantize a layer its marker describes, dequantize or "
-    "requantize layers a runtime cannot take). With --target all, a fix that helps one runtime "
-    "and hurts the other is refused. Output is streamed to a temp file beside OUT, re-read and "
-    "re-checked, then moved into place.\n\nexit codes: 0 nothing left to fix, 1 problems "
-    "remain, 2 could not run.")}
+DESCRIPTIONS = {
+    "fix": (
+        "Apply every diagnostic's fix and write the result to OUT (never in place). Safe fixes "
+        "keep every value (exact casts to F32, relabels of 1-byte scales, reshapes, marker "
+        "rewrites); "
+        "--unsafe-fixes also changes numbers (quantize a layer its marker describes, dequantize or "
+        "requantize layers a runtime cannot take). With --target all, a fix that helps one runtime "
+        "and hurts the other is refused. Output is streamed to a temp file beside OUT, re-read and "
+        "re-checked, then moved into place.\n\nexit codes: 0 nothing left to fix, 1 problems "
+        "remain, 2 could not run."
+    )
+}
 
 
 def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
-    p.add_argument("paths", nargs="+", metavar="IN",
-                   help="safetensors file, folder of shards or *.safetensors.index.json")
-    p.add_argument("-o", "--output", metavar="OUT",
-                   help="output file (a folder for sharded input); required unless --dry-run "
-                        "or --diff")
+    p.add_argument(
+        "paths",
+        nargs="+",
+        metavar="IN",
+        help="safetensors file, folder of shards or *.safetensors.index.json",
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="OUT",
+        help="output file (a folder for sharded input); required unless --dry-run or --diff",
+    )
     add_target(p, "runtime (and release: NAME@RELEASE) to repair for (default: all)")
-    p.add_argument("--unsafe-fixes", action="store_true",
-                   help="also apply fixes that change numbers")
+    p.add_argument(
+        "--unsafe-fixes", action="store_true", help="also apply fixes that change numbers"
+    )
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
-    mode.add_argument("--diff", action="store_true",
-                      help="print the header changes as a diff, write nothing")
+    mode.add_argument(
+        "--diff", action="store_true", help="print the header changes as a diff, write nothing"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -48,8 +61,11 @@ def run(args: argparse.Namespace) -> int:
     with load_checkpoint(args.paths) as ck:
         bad = unrepairable(ck)
         if bad:
-            print(f"quantcheck: error: cannot repair: {bad[0].code} {clean(bad[0].message)}; a "
-                  "rewrite would lose data", file=sys.stderr)
+            print(
+                f"quantcheck: error: cannot repair: {bad[0].code} {clean(bad[0].message)}; a "
+                "rewrite would lose data",
+                file=sys.stderr,
+            )
             return 2
         out, index = (None, None)
         if args.output:
@@ -89,14 +105,21 @@ def _write(ck: object, plan: object, out: str, index: str | None) -> None:
         got = select_diagnostics(run_rules(written), target=plan.target)  # type: ignore[arg-type]
         new = [d for d in got if diagnostic_key(d) not in predicted]
         if new:
-            raise WriteError(f"the written output has a problem the plan did not predict: "
-                             f"{new[0].code} {new[0].message}; nothing was written")
+            raise WriteError(
+                f"the written output has a problem the plan did not predict: "
+                f"{new[0].code} {new[0].message}; nothing was written"
+            )
 
     bar = Progress(sum(f.data_size for f in plan.files), "fix", unit="bytes")
     try:
-        write_checkpoint(name_files(ck, plan.files), out, index_name=index,  # type: ignore[arg-type]
-                         index_meta=index_metadata(ck),  # type: ignore[arg-type]
-                         verify=verify, on_bytes=bar)
+        write_checkpoint(
+            name_files(ck, plan.files),  # type: ignore[arg-type]
+            out,
+            index_name=index,
+            index_meta=index_metadata(ck),  # type: ignore[arg-type]
+            verify=verify,
+            on_bytes=bar,
+        )
     finally:
         bar.close()
 
@@ -114,16 +137,20 @@ def print_plan(plan: object, unsafe: bool) -> None:
         print(f"not fixed ({len(left)}):")
     for o in left:
         d = o.diagnostic
-        why = {"refused": f"refused: {o.detail}", "unsafe": "needs --unsafe-fixes",
-               "no-fix": "no automatic fix"}[o.status]
+        why = {
+            "refused": f"refused: {o.detail}",
+            "unsafe": "needs --unsafe-fixes",
+            "no-fix": "no automatic fix",
+        }[o.status]
         where = d.layer or d.tensor or d.file or ""
         print(f"  {d.code}  {clean(where)}: {clean(d.message)} ({clean(why)})")
     if not plan.converged:
         print("  (fixes did not settle after 8 rounds; the rest is left as it is)")
 
 
-def _lines(name: str, tensors: list[tuple[str, str, tuple[int, ...], str]],
-           meta: dict[str, str]) -> list[str]:
+def _lines(
+    name: str, tensors: list[tuple[str, str, tuple[int, ...], str]], meta: dict[str, str]
+) -> list[str]:
     name = clean(name)  # one diff line per entry: nothing from the file may break a line
     out = [f"{name}: __metadata__.{clean(k)} = {clean(v[:200])}\n" for k, v in meta.items()]
     out += [f"{name}: {clean(n)} {clean(d)} {list(s)}{clean(x)}\n" for n, d, s, x in tensors]
@@ -162,6 +189,3 @@ def header_diff(ck: object, files: list[OutFile]) -> str:
             rows.append((o.name, o.dtype, o.shape, extra))
         after += _lines(f.name, rows, f.metadata)
     return "".join(difflib.unified_diff(before, after, "input", "output"))
-
-
-

@@ -27,8 +27,12 @@ examples:
 
 
 def _add_inputs(p: argparse.ArgumentParser) -> None:
-    p.add_argument("paths", nargs="+", metavar="PATH",
-                   help="safetensors files, folders of shards, or *.safetensors.index.json")
+    p.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="safetensors files, folders of shards, or *.safetensors.index.json",
+    )
 
 
 def _check_args(p: argparse.ArgumentParser) -> None:
@@ -38,26 +42,54 @@ def _check_args(p: argparse.ArgumentParser) -> None:
     _add_inputs(p)
     add_target(p)
     add_output_format(p, tuple(RENDERERS))
-    p.add_argument("--select", action="append", default=[], metavar="CODE",
-                   help="only these codes (QC301, QC3, QC3*, or a rule name); repeatable, "
-                        "comma-separated")
-    p.add_argument("--ignore", action="append", default=[], metavar="CODE",
-                   help="leave out these codes; repeatable, comma-separated")
+    p.add_argument(
+        "--select",
+        action="append",
+        default=[],
+        metavar="CODE",
+        help="only these codes (QC301, QC3, QC3*, or a rule name); repeatable, comma-separated",
+    )
+    p.add_argument(
+        "--ignore",
+        action="append",
+        default=[],
+        metavar="CODE",
+        help="leave out these codes; repeatable, comma-separated",
+    )
     p.add_argument("--statistics", action="store_true", help="print counts per code")
-    p.add_argument("--fail-on", choices=("error", "warning", "info"), default="error",
-                   help="lowest severity that makes the exit code 1 (default: error)")
-    p.add_argument("--deep", action="store_true",
-                   help="also read scale tensors and check their values (needs numpy)")
-    p.add_argument("--read-weights", action="store_true",
-                   help="with --deep: read whole weights too (slow on large files)")
+    p.add_argument(
+        "--fail-on",
+        choices=("error", "warning", "info"),
+        default="error",
+        help="lowest severity that makes the exit code 1 (default: error)",
+    )
+    p.add_argument(
+        "--deep",
+        action="store_true",
+        help="also read scale tensors and check their values (needs numpy)",
+    )
+    p.add_argument(
+        "--read-weights",
+        action="store_true",
+        help="with --deep: read whole weights too (slow on large files)",
+    )
     p.add_argument("--no-color", action="store_true", help="plain text output")
     from quantcheck.cli.check import add_many_arguments
 
     add_many_arguments(p)
-    p.add_argument("--jobs", type=int, default=None, metavar="N",
-                   help="remote files read at once (default: min(8, 4 x CPUs))")
-    p.add_argument("--max-bytes", default="64M", metavar="SIZE",
-                   help="most bytes read per remote file, e.g. 500K, 64M (default: 64M)")
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="remote files read at once (default: min(8, 4 x CPUs))",
+    )
+    p.add_argument(
+        "--max-bytes",
+        default="64M",
+        metavar="SIZE",
+        help="most bytes read per remote file, e.g. 500K, 64M (default: 64M)",
+    )
 
 
 def _inspect_args(p: argparse.ArgumentParser) -> None:
@@ -78,22 +110,33 @@ def _explain_args(p: argparse.ArgumentParser) -> None:
 
 #: name -> (one-line help, description, argument builder)
 CORE_COMMANDS = {
-    "check": ("report every problem, per runtime",
-              "Check every layer against each runtime's rules and report all problems in one "
-              "pass. Reads only the header and the marker bytes unless --deep is given.",
-              _check_args),
-    "inspect": ("show layers, formats, shapes and sizes",
-                "Show what a checkpoint holds: per layer the format, weight dtype and shape, "
-                "logical [N, K], companion tensors, bytes and bits per weight; totals per "
-                "format; file metadata.", _inspect_args),
-    "rules": ("list every diagnostic code",
-              "List every diagnostic code with its name, severity, per-runtime effect and "
-              "whether a fix exists. --output-format markdown writes the full documentation "
-              "(docs/rules.md).", _rules_args),
-    "explain": ("explain a code, or a runtime's error message",
-                "Print a rule's documentation (what it checks, why it matters, an example, "
-                "the fix), or match a pasted sglang / ComfyUI error message to the rule, layer "
-                "and fix.", _explain_args),
+    "check": (
+        "report every problem, per runtime",
+        "Check every layer against each runtime's rules and report all problems in one "
+        "pass. Reads only the header and the marker bytes unless --deep is given.",
+        _check_args,
+    ),
+    "inspect": (
+        "show layers, formats, shapes and sizes",
+        "Show what a checkpoint holds: per layer the format, weight dtype and shape, "
+        "logical [N, K], companion tensors, bytes and bits per weight; totals per "
+        "format; file metadata.",
+        _inspect_args,
+    ),
+    "rules": (
+        "list every diagnostic code",
+        "List every diagnostic code with its name, severity, per-runtime effect and "
+        "whether a fix exists. --output-format markdown writes the full documentation "
+        "(docs/rules.md).",
+        _rules_args,
+    ),
+    "explain": (
+        "explain a code, or a runtime's error message",
+        "Print a rule's documentation (what it checks, why it matters, an example, "
+        "the fix), or match a pasted sglang / ComfyUI error message to the rule, layer "
+        "and fix.",
+        _explain_args,
+    ),
 }
 
 
@@ -104,9 +147,11 @@ def build_parser(wanted: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="quantcheck",
         description="Validate, inspect and repair ComfyUI per-layer quantized safetensors "
-                    "checkpoints (comfy_quant markers) for ComfyUI and sglang — from the header "
-                    "alone, in milliseconds.",
-        epilog=EPILOG, formatter_class=HelpFormatter)
+        "checkpoints (comfy_quant markers) for ComfyUI and sglang — from the header "
+        "alone, in milliseconds.",
+        epilog=EPILOG,
+        formatter_class=HelpFormatter,
+    )
     parser.add_argument("--version", action="version", version=f"quantcheck {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     from quantcheck.cli.commands import EXTRA_COMMANDS
@@ -118,8 +163,13 @@ def build_parser(wanted: str | None = None) -> argparse.ArgumentParser:
         if name != wanted:
             sub.add_parser(name, help=help_text, add_help=False)
             continue
-        p = sub.add_parser(name, help=help_text, description=description, epilog=EPILOG,
-                           formatter_class=HelpFormatter)
+        p = sub.add_parser(
+            name,
+            help=help_text,
+            description=description,
+            epilog=EPILOG,
+            formatter_class=HelpFormatter,
+        )
         add_args(p)
 
     from quantcheck.cli.commands import add_extra_commands
@@ -147,8 +197,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     if args.layers:
         import fnmatch
 
-        doc["layers"] = [r for r in doc["layers"] if fnmatch.fnmatchcase(r["prefix"],
-                                                                         args.layers)]
+        doc["layers"] = [r for r in doc["layers"] if fnmatch.fnmatchcase(r["prefix"], args.layers)]
     if args.output_format == "json":
         import json
 
@@ -174,11 +223,24 @@ def cmd_rules(args: argparse.Namespace) -> int:
     if args.output_format == "json":
         from quantcheck.render.json_out import dumps
 
-        print(dumps("rules", {"rules": [
-            {"code": r.code, "name": r.name, "severity": r.severity.value, "title": r.title,
-             "fix": r.fix.value if r.fix else None,
-             "effects": {t: e.value for t, e in r.effects.items()}}
-            for r in rules.values()]}))
+        print(
+            dumps(
+                "rules",
+                {
+                    "rules": [
+                        {
+                            "code": r.code,
+                            "name": r.name,
+                            "severity": r.severity.value,
+                            "title": r.title,
+                            "fix": r.fix.value if r.fix else None,
+                            "effects": {t: e.value for t, e in r.effects.items()},
+                        }
+                        for r in rules.values()
+                    ]
+                },
+            )
+        )
         return 0
     for r in rules.values():
         eff = " ".join(f"{t}:{e.value}" for t, e in r.effects.items())
@@ -196,8 +258,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return 0 if ok else 2
 
 
-COMMANDS = {"check": cmd_check, "inspect": cmd_inspect, "rules": cmd_rules,
-            "explain": cmd_explain}
+COMMANDS = {"check": cmd_check, "inspect": cmd_inspect, "rules": cmd_rules, "explain": cmd_explain}
 
 
 #: Exit status when the reader of stdout goes away (`quantcheck inspect ... | head`): what a

@@ -21,10 +21,20 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
 def add_output_format(p: argparse.ArgumentParser, choices: tuple[str, ...]) -> None:
     """`--output-format` (dest `output_format`): how the report is printed. `--format` is a
     hidden alias kept for scripts written before 0.2 (see CHANGELOG.md)."""
-    p.add_argument("--output-format", choices=choices, default="text", dest="output_format",
-                   help="report format (default: text)")
-    p.add_argument("--format", choices=choices, dest="output_format",
-                   default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    p.add_argument(
+        "--output-format",
+        choices=choices,
+        default="text",
+        dest="output_format",
+        help="report format (default: text)",
+    )
+    p.add_argument(
+        "--format",
+        choices=choices,
+        dest="output_format",
+        default=argparse.SUPPRESS,
+        help=argparse.SUPPRESS,
+    )
 
 
 def target_value(value: str) -> str:
@@ -38,9 +48,11 @@ def target_value(value: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-TARGET_HELP = ("runtime to judge the file for (default: all = every runtime's newest modelled "
-               "release); NAME@RELEASE (e.g. sglang@0.5.19) one release, NAME@all every "
-               "modelled release of NAME, all@all every release of every runtime")
+TARGET_HELP = (
+    "runtime to judge the file for (default: all = every runtime's newest modelled "
+    "release); NAME@RELEASE (e.g. sglang@0.5.19) one release, NAME@all every "
+    "modelled release of NAME, all@all every release of every runtime"
+)
 
 
 def add_target(p: argparse.ArgumentParser, help: str = TARGET_HELP) -> None:

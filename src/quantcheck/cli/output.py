@@ -29,12 +29,17 @@ def output_layout(ck: Checkpoint, out: str) -> tuple[str, str | None]:
     inputs = {os.path.realpath(s.name) for s in ck.shards}
     if ck.index:
         inputs.add(os.path.realpath(ck.index))
-    targets = [out] if not sharded else [os.path.join(out, n) for n in output_names(ck)] + [
-        os.path.join(out, index or "")]
+    targets = (
+        [out]
+        if not sharded
+        else [os.path.join(out, n) for n in output_names(ck)] + [os.path.join(out, index or "")]
+    )
     for t in targets:
         if os.path.realpath(t) in inputs:
-            raise InputError(f"{out}: the output would overwrite an input; inputs are never "
-                             "modified in place (choose another -o)")
+            raise InputError(
+                f"{out}: the output would overwrite an input; inputs are never "
+                "modified in place (choose another -o)"
+            )
     try:
         check_destination(out, sharded)
     except DestinationError as exc:

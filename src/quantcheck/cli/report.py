@@ -11,7 +11,8 @@ from typing import Any
 from quantcheck.cli.options import add_target
 from quantcheck.textsafe import clean
 
-DESCRIPTIONS = {"report": """\
+DESCRIPTIONS = {
+    "report": """\
 Write one self-contained HTML file (inline CSS and SVG; no scripts, no network):
 a format map of blocks x layer kinds coloured by format with diagnostics outlined,
 size and bits per weight per format and the saving against BF16, per-runtime
@@ -23,26 +24,54 @@ Several checkpoints (a folder, a hub repository, several arguments; read as
 loses it) holds index.html, a table of every checkpoint linked to one page per
 quantized checkpoint.
 
-exit codes: 0 report written, 2 could not run."""}
+exit codes: 0 report written, 2 could not run."""
+}
 
 
 def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
-    p.add_argument("paths", nargs="+", metavar="PATH",
-                   help="safetensors files, folders of shards, *.safetensors.index.json or URLs")
-    p.add_argument("-o", "--output", default="report.html", metavar="FILE",
-                   help="HTML file to write (default: report.html)")
-    p.add_argument("--compare", action="append", default=[], metavar="ORIGINAL",
-                   help="the unquantized original: adds a per-layer error heat map "
-                        "(repeatable for shards)")
+    p.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="safetensors files, folders of shards, *.safetensors.index.json or URLs",
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        default="report.html",
+        metavar="FILE",
+        help="HTML file to write (default: report.html)",
+    )
+    p.add_argument(
+        "--compare",
+        action="append",
+        default=[],
+        metavar="ORIGINAL",
+        help="the unquantized original: adds a per-layer error heat map (repeatable for shards)",
+    )
     add_target(p)
-    p.add_argument("--deep", action="store_true",
-                   help="also read scale tensors and check their values (needs numpy)")
-    p.add_argument("--include", action="append", default=[], metavar="GLOB",
-                   help="in folders and repos: only files matching GLOB; repeatable")
-    p.add_argument("--exclude", action="append", default=[], metavar="GLOB",
-                   help="in folders and repos: leave out files matching GLOB; repeatable")
-    p.add_argument("--as-one", action="store_true",
-                   help="read all PATHs as the shards of one checkpoint")
+    p.add_argument(
+        "--deep",
+        action="store_true",
+        help="also read scale tensors and check their values (needs numpy)",
+    )
+    p.add_argument(
+        "--include",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="in folders and repos: only files matching GLOB; repeatable",
+    )
+    p.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="in folders and repos: leave out files matching GLOB; repeatable",
+    )
+    p.add_argument(
+        "--as-one", action="store_true", help="read all PATHs as the shards of one checkpoint"
+    )
 
 
 def _compare(paths: list[str], original: list[str]) -> Any:
@@ -53,8 +82,9 @@ def _compare(paths: list[str], original: list[str]) -> Any:
     try:
         return compare_checkpoints(paths, original)
     except ImportError as exc:
-        raise CompareUnavailable(f"--compare needs the numeric extra "
-                                 f"(pip install 'quantcheck[numeric]'): {exc}") from exc
+        raise CompareUnavailable(
+            f"--compare needs the numeric extra (pip install 'quantcheck[numeric]'): {exc}"
+        ) from exc
 
 
 class CompareUnavailable(RuntimeError):
@@ -94,8 +124,11 @@ def _write_many(args: argparse.Namespace, specs: list[Any]) -> int:
     pages = build_pages(specs, target=args.target, deep=args.deep)
     for name, html in pages.items():
         write_atomic(Path(out) / name, html)
-    print(f"wrote {Path(out) / INDEX} and {len(pages) - 1} checkpoint pages "
-          f"({len(specs)} checkpoints)", file=sys.stderr)
+    print(
+        f"wrote {Path(out) / INDEX} and {len(pages) - 1} checkpoint pages "
+        f"({len(specs)} checkpoints)",
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -106,8 +139,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.compare:
         from quantcheck.model.discover import discover
 
-        specs = discover(args.paths, include=args.include, exclude=args.exclude,
-                         as_one=args.as_one)
+        specs = discover(args.paths, include=args.include, exclude=args.exclude, as_one=args.as_one)
         if len(specs) > 1:
             return _write_many(args, specs)
         args.paths = specs[0].paths
@@ -120,6 +152,8 @@ def run(args: argparse.Namespace) -> int:
     html = build_report(args.paths, compare=compare, target=args.target, deep=args.deep)
     out = Path(args.output)
     write_atomic(out, html)
-    print(f"wrote {out} ({len(html.encode('utf-8', 'backslashreplace')) / 1024:.0f} KiB)",
-          file=sys.stderr)
+    print(
+        f"wrote {out} ({len(html.encode('utf-8', 'backslashreplace')) / 1024:.0f} KiB)",
+        file=sys.stderr,
+    )
     return 0

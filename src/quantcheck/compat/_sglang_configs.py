@@ -40,7 +40,6 @@ CONVROT_INT8_BACKENDS = ("auto", "comfy_kitchen", "jit")
 _GROUP_SIZES = (16, 64, 256)
 
 
-
 @record
 class Host:
     """The platform the constructors see: "cpu" (neither CUDA nor MPS), "cuda" or "mps".

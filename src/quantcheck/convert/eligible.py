@@ -18,12 +18,15 @@ SKIP_WORDS = ("norm", "embed", "wte", "tok_emb", "token_emb", "pos_emb", "ln_")
 
 
 def matches(prefix: str, patterns: list[str]) -> bool:
-    return any(fnmatch.fnmatchcase(prefix, p) or fnmatch.fnmatchcase(prefix + ".weight", p)
-               for p in patterns)
+    return any(
+        fnmatch.fnmatchcase(prefix, p) or fnmatch.fnmatchcase(prefix + ".weight", p)
+        for p in patterns
+    )
 
 
-def skip_reason(prefix: str, dtype: str, shape: tuple[int, ...], include: list[str],
-                exclude: list[str]) -> str | None:
+def skip_reason(
+    prefix: str, dtype: str, shape: tuple[int, ...], include: list[str], exclude: list[str]
+) -> str | None:
     """Why the weight `<prefix>.weight` is left alone by default (None: quantize it)."""
     if include and not matches(prefix, include):
         return "not matched by --include"
@@ -55,9 +58,7 @@ def shape_refusal(fmt: str, n: int, k: int, options: dict[str, Any], target: str
     return _runtime_refusal(fmt, options, n, k, target)
 
 
-def _runtime_refusal(fmt: str, options: dict[str, Any], n: int, k: int,
-                     target: str) -> str | None:
+def _runtime_refusal(fmt: str, options: dict[str, Any], n: int, k: int, target: str) -> str | None:
     """The runtime's own refusal (its record's `quantize_refusal` hook); n = k = 0: any shape."""
     ref = get_runtime(target).quantize_refusal
     return load(ref)(fmt, options, n, k) if ref else None
-

@@ -16,8 +16,9 @@ Shape = tuple[int, ...]
 OUT_DTYPES = {"bf16": ("bfloat16", "BF16"), "f16": ("float16", "F16"), "f32": ("float32", "F32")}
 
 
-def quantized_layout(fmt: str, n: int, k: int, options: dict[str, Any],
-                     in_dtype: str) -> tuple[Layout, dict[str, Any]]:
+def quantized_layout(
+    fmt: str, n: int, k: int, options: dict[str, Any], in_dtype: str
+) -> tuple[Layout, dict[str, Any]]:
     """The tensors (suffix -> dtype, shape) and marker `numeric.quantize` makes for [n, k]."""
     spec = FORMATS[fmt]
     if spec.written is None:
@@ -97,13 +98,15 @@ class LazyLayer:
 
         got = {s: (dtype_name(a), tuple(a.shape)) for s, a in arrays.items()}
         if got != self.layout:
-            raise ValueError(f"internal error: the converted layer has {got}, planned "
-                             f"{self.layout}")
+            raise ValueError(
+                f"internal error: the converted layer has {got}, planned {self.layout}"
+            )
         return arrays
 
 
-def quantize_layer(weight: Payload, dtype: str, shape: Shape, fmt: str,
-                   options: dict[str, Any]) -> tuple[LazyLayer, dict[str, Any]]:
+def quantize_layer(
+    weight: Payload, dtype: str, shape: Shape, fmt: str, options: dict[str, Any]
+) -> tuple[LazyLayer, dict[str, Any]]:
     """A lazily quantized layer and its marker, for a float weight read from `weight`."""
     n, k = shape
     layout, marker = quantized_layout(fmt, n, k, options, dtype)
@@ -118,9 +121,14 @@ def quantize_layer(weight: Payload, dtype: str, shape: Shape, fmt: str,
     return LazyLayer(compute, layout), marker
 
 
-def dequantize_layer(tensors: dict[str, tuple[str, Shape, Payload]], fmt: str,
-                     marker: dict[str, Any], shape: tuple[int, int],
-                     out: str = "bf16", edges: tuple[bool, bool] = (False, False)) -> LazyLayer:
+def dequantize_layer(
+    tensors: dict[str, tuple[str, Shape, Payload]],
+    fmt: str,
+    marker: dict[str, Any],
+    shape: tuple[int, int],
+    out: str = "bf16",
+    edges: tuple[bool, bool] = (False, False),
+) -> LazyLayer:
     """A lazily dequantized weight ([N, K] in `out`) from a layer's stored tensors.
 
     `edges`: (rows, cols) whose size is only a padded bound; the last row / column must then
@@ -141,7 +149,8 @@ def dequantize_layer(tensors: dict[str, tuple[str, Shape, Payload]], fmt: str,
                 raise NumericError(
                     f"the {'last row' if axis == 0 else 'last column'} of this padded {fmt} "
                     "layer is all zero and its logical [N, K] is not recorded (no orig_shape, "
-                    "no bias): padding cannot be told from data")
+                    "no bias): padding cannot be told from data"
+                )
         return {"weight": w}
 
     return LazyLayer(compute, {"weight": (st_name, tuple(shape))})

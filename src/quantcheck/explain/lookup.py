@@ -18,8 +18,10 @@ def explain(text: str, as_json: bool = False) -> tuple[str, bool]:
 
     match = match_message(text)
     if match is None:
-        msg = (f"no rule or known runtime message matches {text.strip()[:200]!r}; "
-               "`quantcheck rules` lists every code")
+        msg = (
+            f"no rule or known runtime message matches {text.strip()[:200]!r}; "
+            "`quantcheck rules` lists every code"
+        )
         return (_dumps({"matched": False, "message": msg}) if as_json else msg), False
     if as_json:
         return _dumps(match.to_json()), True
@@ -34,9 +36,16 @@ def _dumps(doc: dict[str, Any]) -> str:
 
 
 def _rule_json(rule: Any) -> dict[str, Any]:
-    return {"code": rule.code, "name": rule.name, "severity": rule.severity.value,
-            "title": rule.title, "checks": rule.checks, "why": rule.why,
-            "example": rule.example, "fix": rule.remedy,
-            "fix_safety": rule.fix.value if rule.fix else None,
-            "effects": {t: e.value for t, e in rule.effects.items()},
-            "evidence": rule.evidence}
+    return {
+        "code": rule.code,
+        "name": rule.name,
+        "severity": rule.severity.value,
+        "title": rule.title,
+        "checks": rule.checks,
+        "why": rule.why,
+        "example": rule.example,
+        "fix": rule.remedy,
+        "fix_safety": rule.fix.value if rule.fix else None,
+        "effects": {t: e.value for t, e in rule.effects.items()},
+        "evidence": rule.evidence,
+    }

@@ -49,11 +49,18 @@ class MessageMatch:
         from quantcheck.rules.registry import get_rule
 
         rule = get_rule(self.code)
-        return {"matched": True, "runtime": self.pattern.runtime,
-                "template": self.pattern.template, "values": self.values,
-                "code": rule.code, "name": rule.name, "causes": list(self.pattern.causes),
-                "fix": rule.remedy, "fix_command": self.pattern.fix_command,
-                "guess": "[GUESS]" in rule.evidence}
+        return {
+            "matched": True,
+            "runtime": self.pattern.runtime,
+            "template": self.pattern.template,
+            "values": self.values,
+            "code": rule.code,
+            "name": rule.name,
+            "causes": list(self.pattern.causes),
+            "fix": rule.remedy,
+            "fix_command": self.pattern.fix_command,
+            "guess": "[GUESS]" in rule.evidence,
+        }
 
     def render(self) -> str:
         from quantcheck.rules.registry import get_rule
@@ -65,12 +72,20 @@ class MessageMatch:
         lines += ["", f"Rule: {rule.code} {rule.name} — {rule.title}", "", "Common causes:"]
         lines += [f"  - {c}" for c in self.pattern.causes]
         target = self.pattern.check_target or self.pattern.runtime.split()[0].lower()
-        lines += ["", f"Fix: {rule.remedy}", f"  {self.pattern.fix_command}", "",
-                  f"See `quantcheck explain {rule.code}` for the full rule, and "
-                  f"`quantcheck check --target {target} FILE` to find every such layer at once."]
+        lines += [
+            "",
+            f"Fix: {rule.remedy}",
+            f"  {self.pattern.fix_command}",
+            "",
+            f"See `quantcheck explain {rule.code}` for the full rule, and "
+            f"`quantcheck check --target {target} FILE` to find every such layer at once.",
+        ]
         if "[GUESS]" in rule.evidence:
-            lines += ["", "Note: part of this rule's model of the release is a guess, not "
-                      f"verified by running it: {rule.evidence}"]
+            lines += [
+                "",
+                "Note: part of this rule's model of the release is a guess, not "
+                f"verified by running it: {rule.evidence}",
+            ]
         return "\n".join(lines)
 
 
@@ -96,8 +111,9 @@ def _compile(template: str) -> tuple[re.Pattern[str], tuple[str, ...]]:
         group = name if name not in names else f"{name}_{len(names)}"
         names.append(group)
         if is_repr:
-            parts.append(f"(?:'(?P<{group}>[^'\\n]*)'|\"(?P<{group}_dq>[^\"\\n]*)\")"
-                         + re.escape(after))
+            parts.append(
+                f"(?:'(?P<{group}>[^'\\n]*)'|\"(?P<{group}_dq>[^\"\\n]*)\")" + re.escape(after)
+            )
         elif name.endswith("_shape"):
             parts.append(f"(?P<{group}>{_SHAPE})" + re.escape(after))
         elif after:
@@ -107,36 +123,44 @@ def _compile(template: str) -> tuple[re.Pattern[str], tuple[str, ...]]:
     return re.compile("".join(parts)), tuple(names)
 
 
-def _p(template: str, rule: Rule, *causes: str, runtime: str = SGLANG.label,
-       refine: Callable[[dict[str, str]], str] | None = None,
-       target: str = "") -> MessagePattern:
+def _p(
+    template: str,
+    rule: Rule,
+    *causes: str,
+    runtime: str = SGLANG.label,
+    refine: Callable[[dict[str, str]], str] | None = None,
+    target: str = "",
+) -> MessagePattern:
     regex, names = _compile(template)
     if not target:
         return MessagePattern(runtime, template, regex, names, rule.code, causes, refine=refine)
     fix = f"quantcheck fix IN.safetensors -o OUT.safetensors --target {target}"
-    return MessagePattern(runtime, template, regex, names, rule.code, causes, fix, refine,
-                          target)
+    return MessagePattern(runtime, template, regex, names, rule.code, causes, fix, refine, target)
 
 
 HIGH = ("BF16", "F16", "F32", "F64")
 
 
 def _by_weight(storage: str) -> Callable[[dict[str, str]], str]:
-    """"needs X weights and Y scales, got W and S": a 16-bit W means the layer fell back
+    """ "needs X weights and Y scales, got W and S": a 16-bit W means the layer fell back
     (QC304), another W the wrong storage (QC303); otherwise the scale dtype (QC305)."""
+
     def pick(v: dict[str, str]) -> str:
         w = v.get("weight_dtype", "")
         if w in HIGH:
             return R.QC304.code
         return R.QC303.code if w != storage else R.QC305.code
+
     return pick
 
 
 def _dtype_or_shape(ok_dtypes: tuple[str, ...], field: str) -> Callable[[dict[str, str]], str]:
     """A value printed as dtype+shape: a wrong dtype is QC305, else the shape is (QC307)."""
+
     def pick(v: dict[str, str]) -> str:
         dtype = v.get(field, "").split("(", 1)[0]
         return R.QC307.code if dtype in ok_dtypes else R.QC305.code
+
     return pick
 
 
@@ -161,140 +185,309 @@ def _unsupported_by_comfyui() -> list[Any]:
 FALLBACK = "a layer kept its marker after falling back to 16-bit during export"
 DOWNCAST = "a conversion script re-saved every tensor in half precision, scales included"
 PATTERNS: list[MessagePattern] = [
-    _p("Comfy INT8 layer {prefix!r} needs I8 weights and F32 scales, got {weight_dtype} and "
-       "{scale_dtype}", R.QC305, DOWNCAST, FALLBACK,
-       "the marker names int8_tensorwise but the layer is stored in another format",
-       refine=_by_weight("I8")),
-    _p("Comfy W4A8 layer {prefix!r} needs F32 channel scales, got {channel_dtype}", R.QC305,
-       DOWNCAST, "an exporter wrote channel scales in the weight's dtype"),
-    _p("Comfy W4A8 layer {prefix!r} needs I8 weights and FP8 group scales, got {weight_dtype} "
-       "and {scale_dtype}", R.QC305, DOWNCAST, "scales quantized with scale_dtype=float32",
-       FALLBACK, refine=_by_weight("I8")),
-    _p("Comfy W4A4 layer {prefix!r} needs I8 packed weights and F32 scales, got {weight_dtype} "
-       "and {scale_dtype}", R.QC305, DOWNCAST, FALLBACK, refine=_by_weight("I8")),
-    _p("Comfy NVFP4 layer {prefix!r} needs U8 packed weights and FP8 block scales, got "
-       "{weight_dtype} and {scale_dtype}", R.QC305,
-       "block scales saved as U8 (ComfyUI accepts them; sglang wants F8_E4M3)", FALLBACK,
-       refine=_by_weight("U8")),
-    _p("Comfy NVFP4 layer {prefix!r} needs a scalar F32 weight_scale_2, got {scale_2}",
-       R.QC305, DOWNCAST, "a [2] or [N] global scale (QC307)",
-       refine=_dtype_or_shape(("F32",), "scale_2")),
-    _p("Comfy NVFP4 layer {prefix!r} has incompatible weight/scale shapes: {weight_shape} and "
-       "{scale_shape}", R.QC308,
-       "comfy-kitchen padded the layer (N % 128 != 0 or K % 64 != 0): ComfyUI loads it, "
-       "sglang cannot", "the block scales were stored unswizzled or re-laid"),
-    _p("Comfy NVFP4 layer {prefix!r} has an incompatible pre_quant_scale: {pqs}", R.QC307,
-       "pre_quant_scale of the wrong length or dtype",
-       refine=_dtype_or_shape(("BF16", "F16", "F32"), "pqs")),
-    _p("Comfy NVFP4 layer {prefix!r} needs a 2D packed weight, got {weight_shape}", R.QC306,
-       "an expert bank or a conv weight was quantized as a linear"),
-    _p("Comfy W4A8 layer {prefix!r} needs a 2D packed weight, got {weight_shape}", R.QC306,
-       "an expert bank or a conv weight was quantized as a linear"),
-    _p("Comfy tensorwise INT8 layer {prefix!r} needs a 2D weight, got {weight_shape}", R.QC306,
-       "an expert bank or a conv weight was quantized as a linear"),
-    _p("Comfy W4A8 layer {prefix!r} has incompatible weight/scale shapes: {weight_shape}, "
-       "{s_rel_shape}, and {s_channel_shape}", R.QC307,
-       "a 6-bit W4A8 layer (sglang reads W4A8 as 4-bit only: see QC312)",
-       "group_size in the marker differs from the one used to quantize",
-       "group_size written as a float or string (QC220)"),
-    _p("Comfy W4A8 layer {prefix!r} needs an F32[16] codebook", R.QC305,
-       "codebook saved in half precision", "a codebook that is not 16 entries (QC307)"),
-    _p("Comfy W4A8 layer {prefix!r} has an incompatible correction tensor", R.QC305,
-       "comfy-kitchen writes weight_correction in the weight's dtype (BF16); sglang wants F32",
-       "correction stored [N, K/g] instead of [K/g, N] (QC307)"),
-    _p("Comfy W4A8 layer {prefix!r} has invalid group_size={group_size}", R.QC220,
-       "group_size below 4 in the marker"),
-    _p("Comfy W4A4 layer {prefix!r} has incompatible weight/scale shapes: {weight_shape} and "
-       "{scale_shape}", R.QC307, "per-group scales written instead of one scale per row"),
-    _p("Comfy W4A4 layer {prefix!r} has unsupported convrot_groupsize={convrot_groupsize}",
-       R.QC219, "a rotation group other than 16, 64 or 256"),
-    _p("Comfy W4A4 layer {prefix!r} has input size {K}, incompatible with quant_group_size=64 "
-       "and convrot_groupsize={convrot_groupsize}", R.QC311,
-       "K not a multiple of 64 or of the rotation group"),
-    _p("Comfy INT8 layer {prefix!r} has incompatible weight/scale shapes: {weight_shape} and "
-       "{scale_shape}", R.QC307, "row scales saved as [N] instead of [N, 1]"),
-    _p("Comfy layer {prefix!r} is missing checkpoint tensors: {missing}", R.QC301,
-       "scales dropped by a filter that kept only .weight tensors",
-       "a marker left for a layer that was removed (QC223)"),
-    _p("Quantized weights are missing comfy_quant metadata: {first5}", R.QC314,
-       "a plain FP8 cast or a legacy scaled_fp8 file (QC315)",
-       "header marker names without the model.diffusion_model. prefix (QC222)"),
-    _p("Invalid Comfy quantization marker {key!r} in {path}", R.QC201,
-       "marker bytes zeroed or truncated by a broken exporter (QC203)"),
-    _p("Comfy quantization marker {key!r} must contain a JSON object", R.QC202,
-       "the marker holds a bare string or list"),
-    _p("Conflicting Comfy quantization markers for {prefix!r}", R.QC210,
-       "header _quantization_metadata and the tensor marker disagree",
-       "two shards carry different markers for one layer"),
+    _p(
+        "Comfy INT8 layer {prefix!r} needs I8 weights and F32 scales, got {weight_dtype} and "
+        "{scale_dtype}",
+        R.QC305,
+        DOWNCAST,
+        FALLBACK,
+        "the marker names int8_tensorwise but the layer is stored in another format",
+        refine=_by_weight("I8"),
+    ),
+    _p(
+        "Comfy W4A8 layer {prefix!r} needs F32 channel scales, got {channel_dtype}",
+        R.QC305,
+        DOWNCAST,
+        "an exporter wrote channel scales in the weight's dtype",
+    ),
+    _p(
+        "Comfy W4A8 layer {prefix!r} needs I8 weights and FP8 group scales, got {weight_dtype} "
+        "and {scale_dtype}",
+        R.QC305,
+        DOWNCAST,
+        "scales quantized with scale_dtype=float32",
+        FALLBACK,
+        refine=_by_weight("I8"),
+    ),
+    _p(
+        "Comfy W4A4 layer {prefix!r} needs I8 packed weights and F32 scales, got {weight_dtype} "
+        "and {scale_dtype}",
+        R.QC305,
+        DOWNCAST,
+        FALLBACK,
+        refine=_by_weight("I8"),
+    ),
+    _p(
+        "Comfy NVFP4 layer {prefix!r} needs U8 packed weights and FP8 block scales, got "
+        "{weight_dtype} and {scale_dtype}",
+        R.QC305,
+        "block scales saved as U8 (ComfyUI accepts them; sglang wants F8_E4M3)",
+        FALLBACK,
+        refine=_by_weight("U8"),
+    ),
+    _p(
+        "Comfy NVFP4 layer {prefix!r} needs a scalar F32 weight_scale_2, got {scale_2}",
+        R.QC305,
+        DOWNCAST,
+        "a [2] or [N] global scale (QC307)",
+        refine=_dtype_or_shape(("F32",), "scale_2"),
+    ),
+    _p(
+        "Comfy NVFP4 layer {prefix!r} has incompatible weight/scale shapes: {weight_shape} and "
+        "{scale_shape}",
+        R.QC308,
+        "comfy-kitchen padded the layer (N % 128 != 0 or K % 64 != 0): ComfyUI loads it, "
+        "sglang cannot",
+        "the block scales were stored unswizzled or re-laid",
+    ),
+    _p(
+        "Comfy NVFP4 layer {prefix!r} has an incompatible pre_quant_scale: {pqs}",
+        R.QC307,
+        "pre_quant_scale of the wrong length or dtype",
+        refine=_dtype_or_shape(("BF16", "F16", "F32"), "pqs"),
+    ),
+    _p(
+        "Comfy NVFP4 layer {prefix!r} needs a 2D packed weight, got {weight_shape}",
+        R.QC306,
+        "an expert bank or a conv weight was quantized as a linear",
+    ),
+    _p(
+        "Comfy W4A8 layer {prefix!r} needs a 2D packed weight, got {weight_shape}",
+        R.QC306,
+        "an expert bank or a conv weight was quantized as a linear",
+    ),
+    _p(
+        "Comfy tensorwise INT8 layer {prefix!r} needs a 2D weight, got {weight_shape}",
+        R.QC306,
+        "an expert bank or a conv weight was quantized as a linear",
+    ),
+    _p(
+        "Comfy W4A8 layer {prefix!r} has incompatible weight/scale shapes: {weight_shape}, "
+        "{s_rel_shape}, and {s_channel_shape}",
+        R.QC307,
+        "a 6-bit W4A8 layer (sglang reads W4A8 as 4-bit only: see QC312)",
+        "group_size in the marker differs from the one used to quantize",
+        "group_size written as a float or string (QC220)",
+    ),
+    _p(
+        "Comfy W4A8 layer {prefix!r} needs an F32[16] codebook",
+        R.QC305,
+        "codebook saved in half precision",
+        "a codebook that is not 16 entries (QC307)",
+    ),
+    _p(
+        "Comfy W4A8 layer {prefix!r} has an incompatible correction tensor",
+        R.QC305,
+        "comfy-kitchen writes weight_correction in the weight's dtype (BF16); sglang wants F32",
+        "correction stored [N, K/g] instead of [K/g, N] (QC307)",
+    ),
+    _p(
+        "Comfy W4A8 layer {prefix!r} has invalid group_size={group_size}",
+        R.QC220,
+        "group_size below 4 in the marker",
+    ),
+    _p(
+        "Comfy W4A4 layer {prefix!r} has incompatible weight/scale shapes: {weight_shape} and "
+        "{scale_shape}",
+        R.QC307,
+        "per-group scales written instead of one scale per row",
+    ),
+    _p(
+        "Comfy W4A4 layer {prefix!r} has unsupported convrot_groupsize={convrot_groupsize}",
+        R.QC219,
+        "a rotation group other than 16, 64 or 256",
+    ),
+    _p(
+        "Comfy W4A4 layer {prefix!r} has input size {K}, incompatible with quant_group_size=64 "
+        "and convrot_groupsize={convrot_groupsize}",
+        R.QC311,
+        "K not a multiple of 64 or of the rotation group",
+    ),
+    _p(
+        "Comfy INT8 layer {prefix!r} has incompatible weight/scale shapes: {weight_shape} and "
+        "{scale_shape}",
+        R.QC307,
+        "row scales saved as [N] instead of [N, 1]",
+    ),
+    _p(
+        "Comfy layer {prefix!r} is missing checkpoint tensors: {missing}",
+        R.QC301,
+        "scales dropped by a filter that kept only .weight tensors",
+        "a marker left for a layer that was removed (QC223)",
+    ),
+    _p(
+        "Quantized weights are missing comfy_quant metadata: {first5}",
+        R.QC314,
+        "a plain FP8 cast or a legacy scaled_fp8 file (QC315)",
+        "header marker names without the model.diffusion_model. prefix (QC222)",
+    ),
+    _p(
+        "Invalid Comfy quantization marker {key!r} in {path}",
+        R.QC201,
+        "marker bytes zeroed or truncated by a broken exporter (QC203)",
+    ),
+    _p(
+        "Comfy quantization marker {key!r} must contain a JSON object",
+        R.QC202,
+        "the marker holds a bare string or list",
+    ),
+    _p(
+        "Conflicting Comfy quantization markers for {prefix!r}",
+        R.QC210,
+        "header _quantization_metadata and the tensor marker disagree",
+        "two shards carry different markers for one layer",
+    ),
     _p("Invalid _quantization_metadata in {path}", R.QC208, "the header string is not JSON"),
-    _p("_quantization_metadata in {path} must contain an object", R.QC208,
-       "the header string is JSON but not an object"),
-    _p("_quantization_metadata in {path} must contain a layers object", R.QC208,
-       "ModelOpt-style {\"quant_algo\": …} metadata instead of ComfyUI's layers map"),
-    _p("Comfy quantization metadata for {prefix!r} must be an object", R.QC209,
-       "a layers entry written as a bare format string"),
-    _p("MXFP8 layer {prefix!r} has incompatible weight/scale metadata: {weight_meta} and "
-       "{scale_meta}", R.QC604,
-       "quant_format=mxfp8 beside layers of another format",
-       "comfy-kitchen's padded swizzled scale, or an F8_E8M0-typed scale"),
-    _p("Unsupported Comfy quantization format(s): {formats}", R.QC602,
-       "a mix of formats sglang cannot resolve (e.g. FP8 + INT8)",
-       "float8_e5m2 or awq_w4a16 layers (QC601)", "a marker without format (QC212)",
-       "a misspelt or non-string format (QC213)", refine=_formats),
-    _p("Serialized convrot_int8 layer {prefix!r} must set convrot=true", R.QC218,
-       "convrot written as 1 or a string"),
-    _p("Serialized convrot_int8 layer {prefix!r} must declare convrot_groupsize in "
-       "(16, 64, 256), got {value}", R.QC219, "the key is missing or a string"),
+    _p(
+        "_quantization_metadata in {path} must contain an object",
+        R.QC208,
+        "the header string is JSON but not an object",
+    ),
+    _p(
+        "_quantization_metadata in {path} must contain a layers object",
+        R.QC208,
+        'ModelOpt-style {"quant_algo": …} metadata instead of ComfyUI\'s layers map',
+    ),
+    _p(
+        "Comfy quantization metadata for {prefix!r} must be an object",
+        R.QC209,
+        "a layers entry written as a bare format string",
+    ),
+    _p(
+        "MXFP8 layer {prefix!r} has incompatible weight/scale metadata: {weight_meta} and "
+        "{scale_meta}",
+        R.QC604,
+        "quant_format=mxfp8 beside layers of another format",
+        "comfy-kitchen's padded swizzled scale, or an F8_E8M0-typed scale",
+    ),
+    _p(
+        "Unsupported Comfy quantization format(s): {formats}",
+        R.QC602,
+        "a mix of formats sglang cannot resolve (e.g. FP8 + INT8)",
+        "float8_e5m2 or awq_w4a16 layers (QC601)",
+        "a marker without format (QC212)",
+        "a misspelt or non-string format (QC213)",
+        refine=_formats,
+    ),
+    _p(
+        "Serialized convrot_int8 layer {prefix!r} must set convrot=true",
+        R.QC218,
+        "convrot written as 1 or a string",
+    ),
+    _p(
+        "Serialized convrot_int8 layer {prefix!r} must declare convrot_groupsize in "
+        "(16, 64, 256), got {value}",
+        R.QC219,
+        "the key is missing or a string",
+    ),
     # sglang 0.5.19-0.5.21 said "kitchen_int8" (KitchenInt8Config; renamed in 0.5.22), and
     # 0.5.19 had no INT8 embedding exemption: a marker without convrot is QC613 there.
-    _p("Serialized kitchen_int8 layer {prefix!r} must set convrot=true", R.QC613,
-       "sglang 0.5.19: a plain INT8 embedding (or linear) in a ConvRot file",
-       "convrot written as 1 or a string (QC218, every release)",
-       runtime="sglang 0.5.19-0.5.21", target="sglang@0.5.19"),
-    _p("Serialized kitchen_int8 layer {prefix!r} must declare convrot_groupsize in "
-       "(16, 64, 256), got {value}", R.QC219, "the key is missing or a string",
-       runtime="sglang 0.5.19-0.5.21", target="sglang@0.5.19"),
-    _p("Comfy NVFP4 layer {prefix!r} must request full_precision_matrix_mult", R.QC614,
-       "an NVFP4 marker without full_precision_matrix_mult: true (sglang 0.5.19 only)",
-       runtime="sglang 0.5.19", target="sglang@0.5.19"),
-    _p("Serialized W4A8 layer {prefix!r} must set convrot=true", R.QC225,
-       "ComfyUI's saver never writes convrot for W4A8"),
-    _p("Serialized W4A8 layer {prefix!r} has input size {K}, incompatible with "
-       "group_size={gs} and convrot_groupsize={cg}", R.QC311,
-       "group sizes that do not divide K"),
-    _p("Serialized W4A4 layer {prefix!r} has unsupported linear_dtype={text!r}; expected one "
-       "of ('int4', 'int8')", R.QC221, "a typo in linear_dtype"),
-    _p("Unsupported Comfy W4A8 format for {prefix!r}: {format}", R.QC603,
-       "an INT8 ConvRot linear beside W4A8 layers"),
-    _p("Unsupported Comfy NVFP4 companion for {prefix!r}: {format}", R.QC603,
-       "an INT8 ConvRot linear beside NVFP4 layers"),
-    _p("Rotated NVFP4 weights are not supported: {prefix!r}", R.QC318,
-       "convrot copied into an NVFP4 marker"),
+    _p(
+        "Serialized kitchen_int8 layer {prefix!r} must set convrot=true",
+        R.QC613,
+        "sglang 0.5.19: a plain INT8 embedding (or linear) in a ConvRot file",
+        "convrot written as 1 or a string (QC218, every release)",
+        runtime="sglang 0.5.19-0.5.21",
+        target="sglang@0.5.19",
+    ),
+    _p(
+        "Serialized kitchen_int8 layer {prefix!r} must declare convrot_groupsize in "
+        "(16, 64, 256), got {value}",
+        R.QC219,
+        "the key is missing or a string",
+        runtime="sglang 0.5.19-0.5.21",
+        target="sglang@0.5.19",
+    ),
+    _p(
+        "Comfy NVFP4 layer {prefix!r} must request full_precision_matrix_mult",
+        R.QC614,
+        "an NVFP4 marker without full_precision_matrix_mult: true (sglang 0.5.19 only)",
+        runtime="sglang 0.5.19",
+        target="sglang@0.5.19",
+    ),
+    _p(
+        "Serialized W4A8 layer {prefix!r} must set convrot=true",
+        R.QC225,
+        "ComfyUI's saver never writes convrot for W4A8",
+    ),
+    _p(
+        "Serialized W4A8 layer {prefix!r} has input size {K}, incompatible with "
+        "group_size={gs} and convrot_groupsize={cg}",
+        R.QC311,
+        "group sizes that do not divide K",
+    ),
+    _p(
+        "Serialized W4A4 layer {prefix!r} has unsupported linear_dtype={text!r}; expected one "
+        "of ('int4', 'int8')",
+        R.QC221,
+        "a typo in linear_dtype",
+    ),
+    _p(
+        "Unsupported Comfy W4A8 format for {prefix!r}: {format}",
+        R.QC603,
+        "an INT8 ConvRot linear beside W4A8 layers",
+    ),
+    _p(
+        "Unsupported Comfy NVFP4 companion for {prefix!r}: {format}",
+        R.QC603,
+        "an INT8 ConvRot linear beside NVFP4 layers",
+    ),
+    _p(
+        "Rotated NVFP4 weights are not supported: {prefix!r}",
+        R.QC318,
+        "convrot copied into an NVFP4 marker",
+    ),
     _p("Got unsupported ScalarType {scalar}", R.QC204, "the marker tensor was saved as BF16/FP8"),
-    _p("Dtype not understood: {dtype}", R.QC204, "the marker tensor was saved as F6",
-       runtime=f"safetensors (via {SGLANG.label})"),
-    _p("Unsupported quantization format", R.QC213, "a misspelt or fork-only format",
-       runtime=COMFYUI.title),
-    _p("packed row width {cols} does not match K={K} at 4 or 6 bits", R.QC321,
-       "weight, weight_s_rel or the marker's group_size from different quantizations",
-       "a 4-bit W4A8 weight marked w6a8_int8", runtime=f"comfy-kitchen (via {COMFYUI.title})",
-       target="comfyui"),
-    _p("6-bit storage needs K divisible by 32 and group_size a multiple of 16, got K={K}, "
-       "group_size={group_size}", R.QC311, "a W6A8 layer quantized with group_size 4 or 8",
-       "K not a multiple of 32", runtime=f"comfy-kitchen (via {COMFYUI.title})",
-       target="comfyui"),
-    *(_p(f"KeyError: '{f.name}'", R.QC610,
-         f"a ComfyUI from before {f.name} was added ({f.comfyui_since})",
-         runtime=COMFYUI.label, target="comfyui")
-      for f in _unsupported_by_comfyui()),
+    _p(
+        "Dtype not understood: {dtype}",
+        R.QC204,
+        "the marker tensor was saved as F6",
+        runtime=f"safetensors (via {SGLANG.label})",
+    ),
+    _p(
+        "Unsupported quantization format",
+        R.QC213,
+        "a misspelt or fork-only format",
+        runtime=COMFYUI.title,
+    ),
+    _p(
+        "packed row width {cols} does not match K={K} at 4 or 6 bits",
+        R.QC321,
+        "weight, weight_s_rel or the marker's group_size from different quantizations",
+        "a 4-bit W4A8 weight marked w6a8_int8",
+        runtime=f"comfy-kitchen (via {COMFYUI.title})",
+        target="comfyui",
+    ),
+    _p(
+        "6-bit storage needs K divisible by 32 and group_size a multiple of 16, got K={K}, "
+        "group_size={group_size}",
+        R.QC311,
+        "a W6A8 layer quantized with group_size 4 or 8",
+        "K not a multiple of 32",
+        runtime=f"comfy-kitchen (via {COMFYUI.title})",
+        target="comfyui",
+    ),
+    *(
+        _p(
+            f"KeyError: '{f.name}'",
+            R.QC610,
+            f"a ComfyUI from before {f.name} was added ({f.comfyui_since})",
+            runtime=COMFYUI.label,
+            target="comfyui",
+        )
+        for f in _unsupported_by_comfyui()
+    ),
 ]
 
 
 #: longest line the matcher sees whole; a longer line is searched in overlapping windows of
 #: twice this, so any message up to MAX_LINE characters is still found wherever it sits.
 MAX_LINE = 2000
-_LEADS = re.compile("|".join(sorted({re.escape(p.template.split("{", 1)[0]) for p in PATTERNS},
-                                    key=len, reverse=True)))
+_LEADS = re.compile(
+    "|".join(
+        sorted({re.escape(p.template.split("{", 1)[0]) for p in PATTERNS}, key=len, reverse=True)
+    )
+)
 
 
 def _units(text: str) -> tuple[list[str], list[str]]:
@@ -305,10 +498,14 @@ def _units(text: str) -> tuple[list[str], list[str]]:
         if len(line) <= 2 * MAX_LINE:
             lines.append(line)
         else:  # windows [k*MAX_LINE, (k+2)*MAX_LINE): every MAX_LINE-long stretch is in one
-            lines.extend(line[k:k + 2 * MAX_LINE] for k in range(0, len(line) - MAX_LINE,
-                                                                   MAX_LINE))
-    pairs = [f"{a} {b}" for a, b in itertools.pairwise(lines)
-             if a and b and len(a) + len(b) < 2 * MAX_LINE]
+            lines.extend(
+                line[k : k + 2 * MAX_LINE] for k in range(0, len(line) - MAX_LINE, MAX_LINE)
+            )
+    pairs = [
+        f"{a} {b}"
+        for a, b in itertools.pairwise(lines)
+        if a and b and len(a) + len(b) < 2 * MAX_LINE
+    ]
     return lines, pairs
 
 
@@ -327,7 +524,8 @@ def match_message(text: str) -> MessageMatch | None:
             for unit in candidates:
                 m = p.regex.search(unit)
                 if m:
-                    values = {k.removesuffix("_dq"): v for k, v in m.groupdict().items()
-                              if v is not None}
+                    values = {
+                        k.removesuffix("_dq"): v for k, v in m.groupdict().items() if v is not None
+                    }
                     return MessageMatch(p, values)
     return None

@@ -75,13 +75,15 @@ def _cast_f32(draft: Draft, d: Diagnostic, p: dict[str, Any], target: str) -> st
     if t.dtype not in ("F16", "BF16", "F64"):
         raise Refused(f"{t.name} is {t.dtype}; only F16/BF16/F64 are cast to F32")
     if t.dtype == "F64" and not _f64_exact(t):
-        raise Refused(f"{t.name}: some F64 values are not exactly F32 values; casting would "
-                      "round them")
+        raise Refused(
+            f"{t.name}: some F64 values are not exactly F32 values; casting would round them"
+        )
     width = {"F16": 2, "BF16": 2, "F64": 8}[t.dtype]
     n = t.data.nbytes // width * 4
     src = OutTensor(t.name, t.dtype, t.shape, t.data)
-    draft.set(t.name, "F32", data=Chunks(n, lambda: (_to_f32(src.dtype, c)
-                                                    for c in _chunks(src, width))))
+    draft.set(
+        t.name, "F32", data=Chunks(n, lambda: (_to_f32(src.dtype, c) for c in _chunks(src, width)))
+    )
     return f"cast {t.name} {t.dtype} -> F32 (exact)"
 
 
@@ -148,13 +150,13 @@ def _set_key(draft: Draft, d: Diagnostic, p: dict[str, Any], target: str) -> str
     params = fields.get("params")
     if isinstance(params, dict) and key in params:
         params[key] = value
-    return f"set \"{key}\": {json.dumps(value)} in the marker of {d.layer}"
+    return f'set "{key}": {json.dumps(value)} in the marker of {d.layer}'
 
 
 def _set_format(draft: Draft, d: Diagnostic, p: dict[str, Any], target: str) -> str:
     fields = _marker_fields(draft, d)
     fields["format"] = p["format"]
-    return f"set \"format\": {json.dumps(p['format'])} in the marker of {d.layer}"
+    return f'set "format": {json.dumps(p["format"])} in the marker of {d.layer}'
 
 
 def _header_to_tensor(draft: Draft, d: Diagnostic, p: dict[str, Any], target: str) -> str:
@@ -219,10 +221,15 @@ def _header_entry_to_marker(draft: Draft, d: Diagnostic, p: dict[str, Any], targ
     draft.drop_header_entry(key)
     layer = draft.ck.layers.get(key)
     value = _header_value(draft, d, key)
-    if (isinstance(value, str) and value in FORMATS and layer is not None
-            and layer.weight is not None and key not in draft.ck.markers):
+    if (
+        isinstance(value, str)
+        and value in FORMATS
+        and layer is not None
+        and layer.weight is not None
+        and key not in draft.ck.markers
+    ):
         draft.set_marker(key, {"format": value})
-        return f"write the header entry {key!r} as the marker {{\"format\": \"{value}\"}}"
+        return f'write the header entry {key!r} as the marker {{"format": "{value}"}}'
     return f"remove the header entry {key!r} (not a marker object)"
 
 
@@ -244,13 +251,18 @@ def _resolve_conflict(draft: Draft, d: Diagnostic, p: dict[str, Any], target: st
     key = d.data.get("field")
     if key == "format":
         w = layer.weight if layer else None
-        fits = {s.fields.get("format") for s in m.sources
-                if isinstance(s.fields.get("format"), str) and w is not None
-                and s.fields["format"] in FORMATS
-                and w.dtype in FORMATS[s.fields["format"]].weight_dtypes}
+        fits = {
+            s.fields.get("format")
+            for s in m.sources
+            if isinstance(s.fields.get("format"), str)
+            and w is not None
+            and s.fields["format"] in FORMATS
+            and w.dtype in FORMATS[s.fields["format"]].weight_dtypes
+        }
         if len(fits) != 1:
-            raise Refused("the sources name different formats and the tensors do not tell "
-                          "which one is right")
+            raise Refused(
+                "the sources name different formats and the tensors do not tell which one is right"
+            )
         fields["format"] = fits.pop()
     draft.set_marker(prefix, fields)
     return f"keep one per-tensor marker for {prefix}: {json.dumps(fields)[:120]}"
@@ -272,8 +284,9 @@ def _convert_scaled_fp8(draft: Draft, d: Diagnostic, p: dict[str, Any], target: 
                 draft.drop(si.name)
             else:
                 draft.rename(si.name, f"{layer.prefix}.input_scale")
-        fields: dict[str, Any] = {"format": "float8_e4m3fn" if w.dtype == "F8_E4M3"
-                                  else "float8_e5m2"}
+        fields: dict[str, Any] = {
+            "format": "float8_e4m3fn" if w.dtype == "F8_E4M3" else "float8_e5m2"
+        }
         if full:
             fields["full_precision_matrix_mult"] = True
         draft.set_marker(layer.prefix, fields)
@@ -312,8 +325,9 @@ def _layer_tensors(draft: Draft, prefix: str) -> dict[str, tuple[str, tuple[int,
     return out
 
 
-def logical_shape(draft: Draft, prefix: str
-                  ) -> tuple[str, dict[str, Any], tuple[int, int], tuple[bool, bool]]:
+def logical_shape(
+    draft: Draft, prefix: str
+) -> tuple[str, dict[str, Any], tuple[int, int], tuple[bool, bool]]:
     """(format, marker, [N, K], edges): for a padded layer whose N or K is not recorded, the
     stored bound, with `edges` saying which last row/column must hold data (zero padding would
     be indistinguishable, so dequantizing then stops with an error instead of guessing)."""
@@ -328,8 +342,7 @@ def logical_shape(draft: Draft, prefix: str
     dims = derive_dims(spec, layer)
     if dims is None:
         raise Refused("the weight is not 2-D")
-    return (fmt, dict(layer.marker.fields), (dims.N, dims.K),
-            (not dims.n_exact, not dims.k_exact))
+    return (fmt, dict(layer.marker.fields), (dims.N, dims.K), (not dims.n_exact, not dims.k_exact))
 
 
 def _gate(layer: Any, marker_only: bool = False) -> None:
@@ -422,10 +435,16 @@ def _requantize(draft: Draft, d: Diagnostic, p: dict[str, Any], target: str) -> 
         _, _, (_, k), _ = logical_shape(draft, prefix)
         cg = next((g for g in reversed(ROTATION_GROUPS) if k % g == 0), None)
         if cg is None:
-            raise Refused(f"K={k} is not a multiple of any rotation group "
-                          f"({', '.join(map(str, ROTATION_GROUPS))})")
-        return _requantize_to(draft, prefix, "int8_tensorwise",
-                              {"per_row": True, "convrot": True, "convrot_groupsize": cg})
+            raise Refused(
+                f"K={k} is not a multiple of any rotation group "
+                f"({', '.join(map(str, ROTATION_GROUPS))})"
+            )
+        return _requantize_to(
+            draft,
+            prefix,
+            "int8_tensorwise",
+            {"per_row": True, "convrot": True, "convrot_groupsize": cg},
+        )
     return _dequantize(draft, d, p, target)
 
 
@@ -472,16 +491,28 @@ def _quantize_marked(draft: Draft, d: Diagnostic, p: dict[str, Any], target: str
 
 Action = Callable[[Draft, Diagnostic, dict[str, Any], str], str]
 ACTIONS: dict[str, Action] = {
-    "cast-f32": _cast_f32, "relabel": _relabel, "reshape": _reshape,
-    "drop-marker": _drop_marker, "drop-tensor": _drop_tensor, "drop-keys": _drop_keys,
-    "set-key": _set_key, "set-format": _set_format,
-    "header-to-tensor-markers": _header_to_tensor, "add-marker": _add_marker,
-    "convert-scaled-fp8": _convert_scaled_fp8, "relabel-marker": _relabel_marker,
-    "rebuild-marker": _rebuild_marker, "rewrite-marker": _rewrite_marker,
+    "cast-f32": _cast_f32,
+    "relabel": _relabel,
+    "reshape": _reshape,
+    "drop-marker": _drop_marker,
+    "drop-tensor": _drop_tensor,
+    "drop-keys": _drop_keys,
+    "set-key": _set_key,
+    "set-format": _set_format,
+    "header-to-tensor-markers": _header_to_tensor,
+    "add-marker": _add_marker,
+    "convert-scaled-fp8": _convert_scaled_fp8,
+    "relabel-marker": _relabel_marker,
+    "rebuild-marker": _rebuild_marker,
+    "rewrite-marker": _rewrite_marker,
     "drop-header-metadata": _drop_header_metadata,
-    "header-entry-to-marker": _header_entry_to_marker, "resolve-conflict": _resolve_conflict,
-    "requantize": _requantize, "requantize-symmetric": _requantize_symmetric,
-    "dequantize-layer": _dequantize, "quantize-layer": _quantize_marked,
+    "header-entry-to-marker": _header_entry_to_marker,
+    "resolve-conflict": _resolve_conflict,
+    "requantize": _requantize,
+    "requantize-symmetric": _requantize_symmetric,
+    "dequantize-layer": _dequantize,
+    "quantize-layer": _quantize_marked,
 }
-UNSAFE_ACTIONS = frozenset({"requantize", "requantize-symmetric", "dequantize-layer",
-                            "quantize-layer"})
+UNSAFE_ACTIONS = frozenset(
+    {"requantize", "requantize-symmetric", "dequantize-layer", "quantize-layer"}
+)

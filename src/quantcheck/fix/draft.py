@@ -58,11 +58,13 @@ class Draft:
         d = cls(ck)
         for i, shard in enumerate(ck.shards):
             h = shard.header
-            d.files.append(DraftFile(os.path.basename(shard.name), list(h.tensors),
-                                     dict(h.metadata)))
+            d.files.append(
+                DraftFile(os.path.basename(shard.name), list(h.tensors), dict(h.metadata))
+            )
             for name, t in h.tensors.items():
-                d.tensors[name] = OutTensor(name, t.dtype, t.shape,
-                                            Copy(shard.source, t.begin, t.nbytes))
+                d.tensors[name] = OutTensor(
+                    name, t.dtype, t.shape, Copy(shard.source, t.begin, t.nbytes)
+                )
                 d.where[name] = i
         return d
 
@@ -70,12 +72,20 @@ class Draft:
     def get(self, name: str) -> OutTensor | None:
         return self.tensors.get(name)
 
-    def set(self, name: str, dtype: str | None = None, shape: tuple[int, ...] | None = None,
-            data: Payload | None = None) -> None:
+    def set(
+        self,
+        name: str,
+        dtype: str | None = None,
+        shape: tuple[int, ...] | None = None,
+        data: Payload | None = None,
+    ) -> None:
         t = self.tensors[name]
-        self.tensors[name] = OutTensor(name, dtype or t.dtype,
-                                       t.shape if shape is None else tuple(shape),
-                                       t.data if data is None else data)
+        self.tensors[name] = OutTensor(
+            name,
+            dtype or t.dtype,
+            t.shape if shape is None else tuple(shape),
+            t.data if data is None else data,
+        )
         self.touched.add(name)
 
     def drop(self, name: str) -> None:
@@ -180,6 +190,13 @@ class Draft:
             outs.append(out)
         return outs
 
-    def log(self, code: str, where: str, description: str, safety: str,
-            targets: tuple[str, ...] = (), layer: str = "") -> None:
+    def log(
+        self,
+        code: str,
+        where: str,
+        description: str,
+        safety: str,
+        targets: tuple[str, ...] = (),
+        layer: str = "",
+    ) -> None:
         self.edits.append(Edit(code, where, description, safety, targets, layer or where))

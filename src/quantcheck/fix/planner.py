@@ -43,10 +43,22 @@ UNREPAIRABLE = frozenset(c for c, r in all_rules().items() if r.repair == "refus
 #: Findings every rewrite repairs (fresh aligned header, exact tiling, fresh index).
 BY_REWRITE = frozenset(c for c, r in all_rules().items() if r.repair == "rewrite")
 #: Structural actions first: a layer they change gets no other edit in the same round.
-ORDER = ("convert-scaled-fp8", "drop-header-metadata", "relabel-marker", "rebuild-marker",
-         "header-entry-to-marker", "header-to-tensor-markers", "resolve-conflict",
-         "drop-marker", "dequantize-layer", "requantize", "requantize-symmetric", "quantize-layer",
-         "add-marker", "set-format")
+ORDER = (
+    "convert-scaled-fp8",
+    "drop-header-metadata",
+    "relabel-marker",
+    "rebuild-marker",
+    "header-entry-to-marker",
+    "header-to-tensor-markers",
+    "resolve-conflict",
+    "drop-marker",
+    "dequantize-layer",
+    "requantize",
+    "requantize-symmetric",
+    "quantize-layer",
+    "add-marker",
+    "set-format",
+)
 STRUCTURAL = frozenset(ORDER[:12])
 
 
@@ -111,8 +123,11 @@ def fixable(d: Diagnostic, unsafe: bool) -> bool:
     if d.code in BY_REWRITE:
         return True
     f = fix_of(d)
-    return (f is not None and f.action is not None
-            and (f.safety is Safety.SAFE or (unsafe and f.safety is Safety.UNSAFE)))
+    return (
+        f is not None
+        and f.action is not None
+        and (f.safety is Safety.SAFE or (unsafe and f.safety is Safety.UNSAFE))
+    )
 
 
 # ----------------------------------------------------------------------------- planning
@@ -121,13 +136,18 @@ def fixable(d: Diagnostic, unsafe: bool) -> bool:
 def unrepairable(ck: Checkpoint) -> list[Diagnostic]:
     """Container problems that make a faithful rewrite impossible."""
     bad = [d for d in ck.diagnostics if d.code in UNREPAIRABLE]
-    bad += [d for s in ck.shards for d in s.header.diagnostics if d.code in UNREPAIRABLE
-            and d not in bad]
+    bad += [
+        d
+        for s in ck.shards
+        for d in s.header.diagnostics
+        if d.code in UNREPAIRABLE and d not in bad
+    ]
     return bad
 
 
-def plan_fixes(ck: Checkpoint, *, target: str = "all", unsafe: bool = False,
-               max_rounds: int = 8) -> FixPlan:
+def plan_fixes(
+    ck: Checkpoint, *, target: str = "all", unsafe: bool = False, max_rounds: int = 8
+) -> FixPlan:
     """Plan every applicable fix for `target`; nothing is written."""
     plan = FixPlan(target)
     names = [os.path.basename(s.name) for s in ck.shards]
@@ -145,8 +165,14 @@ def plan_fixes(ck: Checkpoint, *, target: str = "all", unsafe: bool = False,
     return plan
 
 
-def _round(cur: Checkpoint, diags: list[Diagnostic], target: str, unsafe: bool, plan: FixPlan,
-           names: list[str]) -> tuple[Draft, list[OutFile], Checkpoint, list[Diagnostic]]:
+def _round(
+    cur: Checkpoint,
+    diags: list[Diagnostic],
+    target: str,
+    unsafe: bool,
+    plan: FixPlan,
+    names: list[str],
+) -> tuple[Draft, list[OutFile], Checkpoint, list[Diagnostic]]:
     """One round; edits whose result breaks another runtime are refused and the round redone."""
     while True:
         draft = Draft.of(cur)
@@ -171,8 +197,9 @@ def _affected(d: Diagnostic, scope: tuple[str, ...]) -> list[str]:
     return [k for k in scope if d.effect_at(k) is not Effect.NONE]
 
 
-def _harm(before: list[Diagnostic], after: list[Diagnostic], edits: list[Edit],
-          target: str) -> dict[tuple[str, str], str]:
+def _harm(
+    before: list[Diagnostic], after: list[Diagnostic], edits: list[Edit], target: str
+) -> dict[tuple[str, str], str]:
     """Edits whose result shows a new problem for a runtime the fixed problem did not affect."""
     old = {diagnostic_key(d) for d in before}
     scope = targets_of(target)
@@ -190,12 +217,18 @@ def _harm(before: list[Diagnostic], after: list[Diagnostic], edits: list[Edit],
                 out[(e.code, e.where)] = (
                     f"the fix helps {', '.join(e.targets)} but would break "
                     f"{', '.join(sorted(hurt))} ({d.code}: {d.message}); run it with --target "
-                    f"{e.targets[0]} to apply it for that runtime only")
+                    f"{e.targets[0]} to apply it for that runtime only"
+                )
     return out
 
 
-def _apply_all(draft: Draft, diags: list[Diagnostic], target: str, unsafe: bool,
-               refused: dict[tuple[str, str], str]) -> None:
+def _apply_all(
+    draft: Draft,
+    diags: list[Diagnostic],
+    target: str,
+    unsafe: bool,
+    refused: dict[tuple[str, str], str],
+) -> None:
     locked: set[str] = set()
     rank = {a: i for i, a in enumerate(ORDER)}
     todo = [(d, fix_of(d)) for d in diags]
@@ -204,8 +237,12 @@ def _apply_all(draft: Draft, diags: list[Diagnostic], target: str, unsafe: bool,
     for d, fix in todo:
         if d.code in BY_REWRITE:
             if not rewrite_logged:
-                draft.log(d.code, where_of(d), "rewrite the file (aligned header, exact "
-                          "offsets, fresh index)", "rewrite")
+                draft.log(
+                    d.code,
+                    where_of(d),
+                    "rewrite the file (aligned header, exact offsets, fresh index)",
+                    "rewrite",
+                )
                 rewrite_logged = True
             continue
         if fix is None or fix.action is None or fix.safety is Safety.DISPLAY:
@@ -223,12 +260,17 @@ def _apply_all(draft: Draft, diags: list[Diagnostic], target: str, unsafe: bool,
             continue
         scope = targets_of(target)
         hit = _affected(d, scope)
-        if (fix.safety is Safety.UNSAFE or action == "quantize-layer") and hit and \
-                set(scope) - set(hit):
+        if (
+            (fix.safety is Safety.UNSAFE or action == "quantize-layer")
+            and hit
+            and set(scope) - set(hit)
+        ):
             hurt = sorted(set(scope) - set(hit))
-            refused[key] = (f"changing the numbers helps {', '.join(hit)} but hurts "
-                            f"{', '.join(hurt)}, which loads the layer as it is; run with "
-                            f"--target {hit[0]} to apply it for that runtime only")
+            refused[key] = (
+                f"changing the numbers helps {', '.join(hit)} but hurts "
+                f"{', '.join(hurt)}, which loads the layer as it is; run with "
+                f"--target {hit[0]} to apply it for that runtime only"
+            )
             continue
         try:
             text = ACTIONS[action](draft, d, dict(fix.params), target)
@@ -245,8 +287,6 @@ def _apply_all(draft: Draft, diags: list[Diagnostic], target: str, unsafe: bool,
 
 
 # ----------------------------------------------------------------------------- actions
-
-
 
 
 # ----------------------------------------------------------------------------- planned files

@@ -36,18 +36,20 @@ class Codec:
 _CODECS: dict[str, Codec] = {}
 
 
-def register_codec(fmt: str, *, dequantize: Callable[..., Any],
-                   quantize: Callable[..., Any] | None = None) -> Codec:
+def register_codec(
+    fmt: str, *, dequantize: Callable[..., Any], quantize: Callable[..., Any] | None = None
+) -> Codec:
     """Register `fmt`'s codec (called by the codec module itself when imported)."""
     spec = FORMATS.get(fmt)
     if spec is None:
         raise ValueError(f"cannot register a codec for {fmt!r}: not in the format table")
     if fmt in _CODECS:
-        raise ValueError(f"a codec for {fmt!r} is already registered "
-                         f"(by {_CODECS[fmt].module})")
+        raise ValueError(f"a codec for {fmt!r} is already registered (by {_CODECS[fmt].module})")
     if (quantize is not None) != spec.quantizable:
-        raise ValueError(f"{fmt}: the table says quantizable={spec.quantizable}, the codec "
-                         f"{'has' if quantize else 'has no'} quantizer")
+        raise ValueError(
+            f"{fmt}: the table says quantizable={spec.quantizable}, the codec "
+            f"{'has' if quantize else 'has no'} quantizer"
+        )
     module = getattr(dequantize, "__module__", "?")
     _CODECS[fmt] = c = Codec(fmt, module, dequantize, quantize)
     return c

@@ -39,8 +39,7 @@ def _k_from_group_scales(layer: Layer, g: int) -> int:
 def orig_shape(layer: Layer) -> tuple[int, int] | None:
     """The marker's `orig_shape` [N, K] when it is two positive integers."""
     v = layer.marker.get("orig_shape") if layer.marker else None
-    if (isinstance(v, list) and len(v) == 2
-            and all(type(x) is int and x > 0 for x in v)):
+    if isinstance(v, list) and len(v) == 2 and all(type(x) is int and x > 0 for x in v):
         return v[0], v[1]
     return None
 

@@ -10,8 +10,11 @@ TYPE_CHECKING = False  # typing is not imported on the check path (start-up time
 if TYPE_CHECKING:
     from typing import Any
 
-PACKING = {"none": "one code per element", "e2m1_hi": "two E2M1 codes per byte, high first",
-           "int4_lo": "two 4-bit codes per byte, low first (6-bit: four codes in three bytes)"}
+PACKING = {
+    "none": "one code per element",
+    "e2m1_hi": "two E2M1 codes per byte, high first",
+    "int4_lo": "two 4-bit codes per byte, low first (6-bit: four codes in three bytes)",
+}
 
 
 def _v(value: Any) -> str:
@@ -24,24 +27,41 @@ def _dtypes(d: frozenset[str] | None) -> str:
 
 def format_section(spec: FormatSpec) -> list[str]:
     """The Markdown section of one format."""
-    support = "third-party (loaded by neither runtime)" if spec.third_party else (
-        f"ComfyUI: {'yes' if spec.comfyui else 'no'}; sglang: {spec.sglang}")
-    out = [f"### {spec.name}", "", f"**{spec.title}**", "",
-           f"- **Weight:** {_dtypes(spec.weight_dtypes)}, {PACKING[spec.packing]}"
-           + (f"; zero-padded to multiples of {spec.pad}" if spec.pad else ""),
-           f"- **Runtimes:** {support}",
-           f"- **Codec:** {f'`{spec.codec}`' if spec.codec else 'none (recognised only)'}"
-           + ("; `quantize` writes it" if spec.quantizable else ""), ""]
+    support = (
+        "third-party (loaded by neither runtime)"
+        if spec.third_party
+        else (f"ComfyUI: {'yes' if spec.comfyui else 'no'}; sglang: {spec.sglang}")
+    )
+    out = [
+        f"### {spec.name}",
+        "",
+        f"**{spec.title}**",
+        "",
+        f"- **Weight:** {_dtypes(spec.weight_dtypes)}, {PACKING[spec.packing]}"
+        + (f"; zero-padded to multiples of {spec.pad}" if spec.pad else ""),
+        f"- **Runtimes:** {support}",
+        f"- **Codec:** {f'`{spec.codec}`' if spec.codec else 'none (recognised only)'}"
+        + ("; `quantize` writes it" if spec.quantizable else ""),
+        "",
+    ]
     if spec.note:
         out[-1:] = [f"- **Note:** {spec.note}", ""]
     if spec.companions:
         out += ["| tensor | ComfyUI dtypes | sglang dtypes | required |", "|---|---|---|---|"]
         for c in spec.companions:
-            req = ", ".join(t for t, r in (("ComfyUI", c.required_comfyui),
-                                          ("sglang", c.required_sglang)) if r) or "no"
+            req = (
+                ", ".join(
+                    t
+                    for t, r in (("ComfyUI", c.required_comfyui), ("sglang", c.required_sglang))
+                    if r
+                )
+                or "no"
+            )
             ignored = " (ComfyUI never reads it)" if not c.comfyui_loads else ""
-            out.append(f"| `{c.suffix}` | {_dtypes(c.comfyui_dtypes)} | "
-                       f"{_dtypes(c.sglang_dtypes)} | {req}{ignored} |")
+            out.append(
+                f"| `{c.suffix}` | {_dtypes(c.comfyui_dtypes)} | "
+                f"{_dtypes(c.sglang_dtypes)} | {req}{ignored} |"
+            )
         out.append("")
     out += _option_table("marker key", spec.keys) + _option_table("quantize option", spec.options)
     for _, _, text in spec.constraints:
@@ -55,10 +75,14 @@ def format_section(spec: FormatSpec) -> list[str]:
 
 def formats_markdown() -> list[str]:
     """Every format of the table, in table order."""
-    out = ["## Formats", "",
-           "Generated from the format table (`quantcheck.formats.table`): what each "
-           "`comfy_quant` format stores, which marker keys and `quantize` options it takes, and "
-           "which codec implements it.", ""]
+    out = [
+        "## Formats",
+        "",
+        "Generated from the format table (`quantcheck.formats.table`): what each "
+        "`comfy_quant` format stores, which marker keys and `quantize` options it takes, and "
+        "which codec implements it.",
+        "",
+    ]
     for spec in FORMATS.values():
         out += format_section(spec)
     return out

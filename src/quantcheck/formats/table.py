@@ -147,8 +147,9 @@ class FormatSpec:
         defaults = {o.name: o.default for o in self.options}
         unknown = set(options) - set(defaults)
         if unknown:
-            raise ValueError(f"{self.name}: unknown option(s) {sorted(unknown)}; allowed: "
-                             f"{sorted(defaults)}")
+            raise ValueError(
+                f"{self.name}: unknown option(s) {sorted(unknown)}; allowed: {sorted(defaults)}"
+            )
         return {**defaults, **options}
 
     def options_from_marker(self, fields: dict[str, Any]) -> dict[str, Any]:
@@ -177,15 +178,22 @@ F32 = frozenset({"F32"})
 FLOATS = frozenset({"F32", "F16", "BF16", "F64"})
 HALF = frozenset({"BF16", "F16"})
 SCALAR: Callable[[Dims], list[Shape]] = lambda d: [(), (1,)]  # noqa: E731
-FP8_SCALE = Companion("weight_scale", FLOATS, None, SCALAR, required_comfyui=True,
-                      required_sglang=True)
+FP8_SCALE = Companion(
+    "weight_scale", FLOATS, None, SCALAR, required_comfyui=True, required_sglang=True
+)
 FP8_INPUT = Companion("input_scale", FLOATS, None, SCALAR)
-FULL_PRECISION = MarkerKey("full_precision_matrix_mult", (bool,), False,
-                           doc="dequantize for a normal matmul")
+FULL_PRECISION = MarkerKey(
+    "full_precision_matrix_mult", (bool,), False, doc="dequantize for a normal matmul"
+)
 #: Rotation groups ConvRot formats accept (powers of 4); the default is ComfyUI's.
 ROTATION_GROUPS = (16, 64, 256)
-CONVROT_GS = MarkerKey("convrot_groupsize", (int,), 256, ROTATION_GROUPS,
-                       doc="Hadamard rotation group along K (a power of 4)")
+CONVROT_GS = MarkerKey(
+    "convrot_groupsize",
+    (int,),
+    256,
+    ROTATION_GROUPS,
+    doc="Hadamard rotation group along K (a power of 4)",
+)
 CONVROT = MarkerKey("convrot", (bool,), False, doc="weight stored Hadamard-rotated")
 W4A8_GROUP = MarkerKey("group_size", (int,), 16, doc="quantization group along K")
 
@@ -195,18 +203,22 @@ def swizzled(rows: int, cols: int) -> Shape:
     return (ceil_to(rows, 128), ceil_to(cols, 4))
 
 
-def _fp8_written(wd: str) -> Callable[[int, int, dict[str, Any], str],
-                                       tuple[Layout, dict[str, Any]]]:
+def _fp8_written(
+    wd: str,
+) -> Callable[[int, int, dict[str, Any], str], tuple[Layout, dict[str, Any]]]:
     def written(n: int, k: int, o: dict[str, Any], in_dtype: str) -> tuple[Layout, dict[str, Any]]:
         return {"weight": (wd, (n, k)), "weight_scale": ("F32", ())}, {}
+
     return written
 
 
-def _int8_written(n: int, k: int, o: dict[str, Any], in_dtype: str
-                  ) -> tuple[Layout, dict[str, Any]]:
+def _int8_written(
+    n: int, k: int, o: dict[str, Any], in_dtype: str
+) -> tuple[Layout, dict[str, Any]]:
     row = bool(o["per_row"]) or bool(o["convrot"])
-    marker = {"convrot": True, "convrot_groupsize": int(o["convrot_groupsize"])} \
-        if o["convrot"] else {}
+    marker = (
+        {"convrot": True, "convrot_groupsize": int(o["convrot_groupsize"])} if o["convrot"] else {}
+    )
     return {"weight": ("I8", (n, k)), "weight_scale": ("F32", (n, 1) if row else ())}, marker
 
 
@@ -216,47 +228,70 @@ def _padded(pad: int, n: int, k: int) -> tuple[int, int, dict[str, Any]]:
     return np_, kp, ({"orig_shape": [n, k]} if (np_, kp) != (n, k) else {})
 
 
-def _nvfp4_written(n: int, k: int, o: dict[str, Any], in_dtype: str
-                   ) -> tuple[Layout, dict[str, Any]]:
+def _nvfp4_written(
+    n: int, k: int, o: dict[str, Any], in_dtype: str
+) -> tuple[Layout, dict[str, Any]]:
     n16, k16, marker = _padded(16, n, k)
-    return {"weight": ("U8", (n16, k16 // 2)),
-            "weight_scale": ("F8_E4M3", swizzled(n16, k16 // 16)),
-            "weight_scale_2": ("F32", ())}, marker
+    return {
+        "weight": ("U8", (n16, k16 // 2)),
+        "weight_scale": ("F8_E4M3", swizzled(n16, k16 // 16)),
+        "weight_scale_2": ("F32", ()),
+    }, marker
 
 
-def _mxfp8_written(n: int, k: int, o: dict[str, Any], in_dtype: str
-                   ) -> tuple[Layout, dict[str, Any]]:
+def _mxfp8_written(
+    n: int, k: int, o: dict[str, Any], in_dtype: str
+) -> tuple[Layout, dict[str, Any]]:
     n32, k32, marker = _padded(32, n, k)
-    return {"weight": ("F8_E4M3", (n32, k32)),
-            "weight_scale": ("U8", swizzled(n32, k32 // 32))}, marker
+    return {
+        "weight": ("F8_E4M3", (n32, k32)),
+        "weight_scale": ("U8", swizzled(n32, k32 // 32)),
+    }, marker
 
 
-def _w4a8_written(n: int, k: int, o: dict[str, Any], in_dtype: str
-                  ) -> tuple[Layout, dict[str, Any]]:
-    g, cg, bits, sym = int(o["group_size"]), int(o["convrot_groupsize"]), int(o["bits"]), \
-        bool(o["symmetric"])
+def _w4a8_written(
+    n: int, k: int, o: dict[str, Any], in_dtype: str
+) -> tuple[Layout, dict[str, Any]]:
+    g, cg, bits, sym = (
+        int(o["group_size"]),
+        int(o["convrot_groupsize"]),
+        int(o["bits"]),
+        bool(o["symmetric"]),
+    )
     sd = "F32" if str(o["scale_dtype"]).lower() in ("float32", "f32") else "F8_E4M3"
-    out: Layout = {"weight": ("I8", (n, k // 2 if bits == 4 else 3 * k // 4)),
-                   "weight_s_rel": (sd, (n, k // g)), "weight_s_channel": ("F32", (n,))}
+    out: Layout = {
+        "weight": ("I8", (n, k // 2 if bits == 4 else 3 * k // 4)),
+        "weight_s_rel": (sd, (n, k // g)),
+        "weight_s_channel": ("F32", (n,)),
+    }
     if sym and bits == 4 and o["codebook"]:
         out["weight_codebook"] = ("F32", (16,))
     if not sym:
-        out["weight_correction"] = (in_dtype if in_dtype in FLOATS - {"F64"} else "F32",
-                                    (k // g, n))
+        out["weight_correction"] = (
+            in_dtype if in_dtype in FLOATS - {"F64"} else "F32",
+            (k // g, n),
+        )
     return out, {"group_size": g, "convrot_groupsize": cg, "convrot": True}
 
 
-def _w6a8_written(n: int, k: int, o: dict[str, Any], in_dtype: str
-                  ) -> tuple[Layout, dict[str, Any]]:
+def _w6a8_written(
+    n: int, k: int, o: dict[str, Any], in_dtype: str
+) -> tuple[Layout, dict[str, Any]]:
     g, cg = int(o["group_size"]), int(o["convrot_groupsize"])
     sd = "F32" if str(o["scale_dtype"]).lower() in ("float32", "f32") else "F8_E4M3"
-    return ({"weight": ("I8", (n, 3 * k // 4)), "weight_s_rel": (sd, (n, k // g)),
-             "weight_s_channel": ("F32", (n,))},
-            {"group_size": g, "convrot_groupsize": cg, "convrot": True})
+    return (
+        {
+            "weight": ("I8", (n, 3 * k // 4)),
+            "weight_s_rel": (sd, (n, k // g)),
+            "weight_s_channel": ("F32", (n,)),
+        },
+        {"group_size": g, "convrot_groupsize": cg, "convrot": True},
+    )
 
 
-def _w4a4_written(n: int, k: int, o: dict[str, Any], in_dtype: str
-                  ) -> tuple[Layout, dict[str, Any]]:
+def _w4a4_written(
+    n: int, k: int, o: dict[str, Any], in_dtype: str
+) -> tuple[Layout, dict[str, Any]]:
     marker: dict[str, Any] = {"convrot_groupsize": int(o["convrot_groupsize"])}
     if o["linear_dtype"] is not None:
         marker["linear_dtype"] = o["linear_dtype"]
@@ -265,175 +300,375 @@ def _w4a4_written(n: int, k: int, o: dict[str, Any], in_dtype: str
 
 def _w4a8_ok(d: Dims) -> bool:
     g, cg, k = d.g, d.cg, d.K
-    return (g >= 4 and (16 % g == 0 or g % 16 == 0) and k % 16 == 0 and k % g == 0
-            and cg > 0 and k % cg == 0)
+    return (
+        g >= 4
+        and (16 % g == 0 or g % 16 == 0)
+        and k % 16 == 0
+        and k % g == 0
+        and cg > 0
+        and k % cg == 0
+    )
 
 
 def _six_bit_ok(d: Dims) -> bool:
     return d.K % 32 == 0 and d.g >= 16 and d.g % 16 == 0
 
 
-W4A8_LAYOUT = ("group-layout", _w4a8_ok,
-               "group_size >= 4 dividing 16 or a multiple of 16; K a multiple of 16, "
-               "group_size and convrot_groupsize")
-SIX_BIT = ("six-bit", lambda d: d.bits != 6 or _six_bit_ok(d),
-           "with 6-bit codes, K a multiple of 32 and group_size a multiple of 16")
-SCALE_DTYPE = Option("scale_dtype", "float8_e4m3fn", ("float8_e4m3fn", "float32"),
-                     "weight_s_rel dtype")
+W4A8_LAYOUT = (
+    "group-layout",
+    _w4a8_ok,
+    "group_size >= 4 dividing 16 or a multiple of 16; K a multiple of 16, "
+    "group_size and convrot_groupsize",
+)
+SIX_BIT = (
+    "six-bit",
+    lambda d: d.bits != 6 or _six_bit_ok(d),
+    "with 6-bit codes, K a multiple of 32 and group_size a multiple of 16",
+)
+SCALE_DTYPE = Option(
+    "scale_dtype", "float8_e4m3fn", ("float8_e4m3fn", "float32"), "weight_s_rel dtype"
+)
 
 
-FORMATS: dict[str, FormatSpec] = {f.name: f for f in (
-    FormatSpec(
-        "float8_e4m3fn", "FP8 E4M3, per-tensor scale", frozenset({"F8_E4M3"}), "none",
-        companions=(FP8_SCALE, FP8_INPUT),
-        keys=(FULL_PRECISION,), codec="quantcheck.numeric.fp8",
-        written=_fp8_written("F8_E4M3")),
-    FormatSpec(
-        "float8_e5m2", "FP8 E5M2, per-tensor scale", frozenset({"F8_E5M2"}), "none",
-        companions=(FP8_SCALE, FP8_INPUT),
-        keys=(FULL_PRECISION,), sglang="unsupported", codec="quantcheck.numeric.fp8",
-        written=_fp8_written("F8_E5M2")),
-    FormatSpec(
-        "int8_tensorwise", "INT8, scalar or per-row scale, optional ConvRot",
-        frozenset({"I8"}), "none",
-        companions=(
-            Companion("weight_scale", FLOATS, F32, lambda d: [(), (1,), (d.N, 1)],
-                      lambda d: [(), (d.N, 1)], required_comfyui=True, required_sglang=True),
+FORMATS: dict[str, FormatSpec] = {
+    f.name: f
+    for f in (
+        FormatSpec(
+            "float8_e4m3fn",
+            "FP8 E4M3, per-tensor scale",
+            frozenset({"F8_E4M3"}),
+            "none",
+            companions=(FP8_SCALE, FP8_INPUT),
+            keys=(FULL_PRECISION,),
+            codec="quantcheck.numeric.fp8",
+            written=_fp8_written("F8_E4M3"),
         ),
-        keys=(CONVROT, CONVROT_GS, FULL_PRECISION), codec="quantcheck.numeric.int8",
-        options=(Option("per_row", False, (True, False), "one F32 scale per row (else one "
-                        "scalar)", requantize=True), option(CONVROT), option(CONVROT_GS)),
-        written=_int8_written,
-        quantize_constraints=(("rotation-groups", lambda d: d.cg == 0 or d.K % d.cg == 0,
-                               "with convrot, K a multiple of convrot_groupsize"),)),
-    FormatSpec(
-        "nvfp4", "NVFP4: E2M1 codes, FP8 block-16 scales (swizzled), global scale",
-        frozenset({"U8"}), "e2m1_hi", pad=16,
-        companions=(
-            Companion("weight_scale", frozenset({"F8_E4M3", "U8"}), frozenset({"F8_E4M3"}),
-                      lambda d: [swizzled(ceil_to(d.N, 16), ceil_to(d.K, 16) // 16)],
-                      lambda d: [(d.N, d.K // 16)], required_comfyui=True, required_sglang=True),
-            Companion("weight_scale_2", FLOATS, F32, SCALAR, required_comfyui=True,
-                      required_sglang=True),
-            Companion("input_scale", FLOATS, None, SCALAR),
-            Companion("pre_quant_scale", FLOATS - {"F64"}, FLOATS - {"F64"},
-                      lambda d: [(d.K,)]),
+        FormatSpec(
+            "float8_e5m2",
+            "FP8 E5M2, per-tensor scale",
+            frozenset({"F8_E5M2"}),
+            "none",
+            companions=(FP8_SCALE, FP8_INPUT),
+            keys=(FULL_PRECISION,),
+            sglang="unsupported",
+            codec="quantcheck.numeric.fp8",
+            written=_fp8_written("F8_E5M2"),
         ),
-        keys=(FULL_PRECISION,), codec="quantcheck.numeric.nvfp4", written=_nvfp4_written),
-    FormatSpec(
-        "mxfp8", "MXFP8: FP8 E4M3 codes, E8M0 block-32 scales (swizzled)",
-        frozenset({"F8_E4M3"}), "none", pad=32,
-        companions=(
-            Companion("weight_scale", frozenset({"U8"}), frozenset({"U8"}),
-                      lambda d: [swizzled(ceil_to(d.N, 32), ceil_to(d.K, 32) // 32)],
-                      lambda d: [(d.N, d.K // 32)], required_comfyui=True, required_sglang=True),
-            Companion("input_scale", FLOATS, None, SCALAR),
+        FormatSpec(
+            "int8_tensorwise",
+            "INT8, scalar or per-row scale, optional ConvRot",
+            frozenset({"I8"}),
+            "none",
+            companions=(
+                Companion(
+                    "weight_scale",
+                    FLOATS,
+                    F32,
+                    lambda d: [(), (1,), (d.N, 1)],
+                    lambda d: [(), (d.N, 1)],
+                    required_comfyui=True,
+                    required_sglang=True,
+                ),
+            ),
+            keys=(CONVROT, CONVROT_GS, FULL_PRECISION),
+            codec="quantcheck.numeric.int8",
+            options=(
+                Option(
+                    "per_row",
+                    False,
+                    (True, False),
+                    "one F32 scale per row (else one scalar)",
+                    requantize=True,
+                ),
+                option(CONVROT),
+                option(CONVROT_GS),
+            ),
+            written=_int8_written,
+            quantize_constraints=(
+                (
+                    "rotation-groups",
+                    lambda d: d.cg == 0 or d.K % d.cg == 0,
+                    "with convrot, K a multiple of convrot_groupsize",
+                ),
+            ),
         ),
-        keys=(FULL_PRECISION,), sglang="unchecked", codec="quantcheck.numeric.mxfp8",
-        written=_mxfp8_written),
-    FormatSpec(
-        "asym_w4a8_int8", "W4A8: 4/6-bit codes on an int8 grid, ConvRot",
-        frozenset({"I8"}), "int4_lo",
-        companions=(
-            Companion("weight_s_rel", frozenset({"F8_E4M3", "U8", "F32"}),
-                      frozenset({"F8_E4M3"}), lambda d: [(d.N, d.K // d.g)] if d.g else [],
-                      lambda d: [(d.N, (2 * d.weight_shape[1]) // d.g)] if d.g else [],
-                      required_comfyui=True, required_sglang=True),
-            Companion("weight_s_channel", F32, F32, lambda d: [(d.N,)],
-                      required_comfyui=True, required_sglang=True),
-            Companion("weight_codebook", F32, F32, lambda d: [(16,)]),
-            Companion("weight_correction", FLOATS, F32,
-                      lambda d: [(d.K // d.g, d.N)] if d.g else [], comfyui_loads=False),
+        FormatSpec(
+            "nvfp4",
+            "NVFP4: E2M1 codes, FP8 block-16 scales (swizzled), global scale",
+            frozenset({"U8"}),
+            "e2m1_hi",
+            pad=16,
+            companions=(
+                Companion(
+                    "weight_scale",
+                    frozenset({"F8_E4M3", "U8"}),
+                    frozenset({"F8_E4M3"}),
+                    lambda d: [swizzled(ceil_to(d.N, 16), ceil_to(d.K, 16) // 16)],
+                    lambda d: [(d.N, d.K // 16)],
+                    required_comfyui=True,
+                    required_sglang=True,
+                ),
+                Companion(
+                    "weight_scale_2",
+                    FLOATS,
+                    F32,
+                    SCALAR,
+                    required_comfyui=True,
+                    required_sglang=True,
+                ),
+                Companion("input_scale", FLOATS, None, SCALAR),
+                Companion(
+                    "pre_quant_scale", FLOATS - {"F64"}, FLOATS - {"F64"}, lambda d: [(d.K,)]
+                ),
+            ),
+            keys=(FULL_PRECISION,),
+            codec="quantcheck.numeric.nvfp4",
+            written=_nvfp4_written,
         ),
-        keys=(W4A8_GROUP, CONVROT_GS,
-              MarkerKey("convrot", (bool,), None,
-                        doc="sglang requires true; ComfyUI always rotates W4A8")),
-        constraints=(W4A8_LAYOUT,),
-        codec="quantcheck.numeric.w4a8",
-        options=(option(W4A8_GROUP), option(CONVROT_GS),
-                 Option("codebook", True, (True, False), "fitted 16-level codebook (4-bit)"),
-                 Option("symmetric", True, (True, False),
-                        "symmetric groups (else min/max with a correction tensor)"),
-                 Option("bits", 4, (4, 6), "code width"), SCALE_DTYPE),
-        written=_w4a8_written, code_bits=(4, 6), quantize_constraints=(SIX_BIT,)),
-    FormatSpec(
-        "w6a8_int8", "W6A8: uniform 6-bit codes on an int8 grid, ConvRot",
-        frozenset({"I8"}), "int4_lo",
-        companions=(
-            Companion("weight_s_rel", frozenset({"F8_E4M3", "U8", "F32"}), None,
-                      lambda d: [(d.N, d.K // d.g)] if d.g else [], required_comfyui=True),
-            # comfy-kitchen's w4a8_int8_linear takes only F32 channel scales (it raises on
-            # BF16/F16 at the first forward): the same kernel runs W6A8.
-            Companion("weight_s_channel", F32, None, lambda d: [(d.N,)],
-                      required_comfyui=True),
+        FormatSpec(
+            "mxfp8",
+            "MXFP8: FP8 E4M3 codes, E8M0 block-32 scales (swizzled)",
+            frozenset({"F8_E4M3"}),
+            "none",
+            pad=32,
+            companions=(
+                Companion(
+                    "weight_scale",
+                    frozenset({"U8"}),
+                    frozenset({"U8"}),
+                    lambda d: [swizzled(ceil_to(d.N, 32), ceil_to(d.K, 32) // 32)],
+                    lambda d: [(d.N, d.K // 32)],
+                    required_comfyui=True,
+                    required_sglang=True,
+                ),
+                Companion("input_scale", FLOATS, None, SCALAR),
+            ),
+            keys=(FULL_PRECISION,),
+            sglang="unchecked",
+            codec="quantcheck.numeric.mxfp8",
+            written=_mxfp8_written,
         ),
-        keys=(W4A8_GROUP, CONVROT_GS,
-              MarkerKey("convrot", (bool,), None,
-                        doc="producers write true; ComfyUI always rotates W6A8")),
-        comfyui=False, comfyui_since="after PR #16483, merged 2026-09-29",
-        loads_as="asym_w4a8_int8",
-        sglang="unsupported",
-        note="asym_w4a8_int8's 6-bit layout under its own name; ComfyUI @0271a469 loads the "
-             "same tensors marked asym_w4a8_int8. [GUESS] ComfyUI's own table entry (its "
-             "default group_size) was read only through Forge Neo's port and third-party "
-             "probes",
-        constraints=(W4A8_LAYOUT, SIX_BIT),
-        codec="quantcheck.numeric.w6a8",
-        options=(option(W4A8_GROUP), option(CONVROT_GS), SCALE_DTYPE),
-        written=_w6a8_written, code_bits=(6,)),
-    FormatSpec(
-        "convrot_w4a4", "W4A4: signed int4 codes, per-row scale, ConvRot",
-        frozenset({"I8"}), "int4_lo",
-        companions=(
-            Companion("weight_scale", F32, F32, lambda d: [(d.N,)], required_comfyui=True,
-                      required_sglang=True),
+        FormatSpec(
+            "asym_w4a8_int8",
+            "W4A8: 4/6-bit codes on an int8 grid, ConvRot",
+            frozenset({"I8"}),
+            "int4_lo",
+            companions=(
+                Companion(
+                    "weight_s_rel",
+                    frozenset({"F8_E4M3", "U8", "F32"}),
+                    frozenset({"F8_E4M3"}),
+                    lambda d: [(d.N, d.K // d.g)] if d.g else [],
+                    lambda d: [(d.N, (2 * d.weight_shape[1]) // d.g)] if d.g else [],
+                    required_comfyui=True,
+                    required_sglang=True,
+                ),
+                Companion(
+                    "weight_s_channel",
+                    F32,
+                    F32,
+                    lambda d: [(d.N,)],
+                    required_comfyui=True,
+                    required_sglang=True,
+                ),
+                Companion("weight_codebook", F32, F32, lambda d: [(16,)]),
+                Companion(
+                    "weight_correction",
+                    FLOATS,
+                    F32,
+                    lambda d: [(d.K // d.g, d.N)] if d.g else [],
+                    comfyui_loads=False,
+                ),
+            ),
+            keys=(
+                W4A8_GROUP,
+                CONVROT_GS,
+                MarkerKey(
+                    "convrot",
+                    (bool,),
+                    None,
+                    doc="sglang requires true; ComfyUI always rotates W4A8",
+                ),
+            ),
+            constraints=(W4A8_LAYOUT,),
+            codec="quantcheck.numeric.w4a8",
+            options=(
+                option(W4A8_GROUP),
+                option(CONVROT_GS),
+                Option("codebook", True, (True, False), "fitted 16-level codebook (4-bit)"),
+                Option(
+                    "symmetric",
+                    True,
+                    (True, False),
+                    "symmetric groups (else min/max with a correction tensor)",
+                ),
+                Option("bits", 4, (4, 6), "code width"),
+                SCALE_DTYPE,
+            ),
+            written=_w4a8_written,
+            code_bits=(4, 6),
+            quantize_constraints=(SIX_BIT,),
         ),
-        keys=(CONVROT_GS,
-              MarkerKey("linear_dtype", (str,), "int4", ("int4", "int8"),
-                        doc="activation GEMM precision")),
-        constraints=(("rotation-groups", lambda d: d.cg > 0 and d.K % d.cg == 0,
-                      "K a multiple of convrot_groupsize"),
-                     ("cuda-k-multiple", lambda d: d.K % 64 == 0,
-                      "K a multiple of 64 (the CUDA kernel)")),
-        codec="quantcheck.numeric.w4a4",
-        options=(option(CONVROT_GS),
-                 Option("linear_dtype", None, (None, "int4", "int8"),
-                        "activation GEMM precision to record (None: leave it to the runtime)")),
-        written=_w4a4_written),
-    FormatSpec(
-        "awq_w4a16", "AWQ W4A16: unsigned int4 codes, per-group scale and zero",
-        frozenset({"I8"}), "int4_lo",
-        companions=(
-            Companion("weight_scale", HALF, None, lambda d: [(d.K // d.g, d.N)] if d.g else [],
-                      required_comfyui=True),
-            Companion("weight_zeros", HALF, None, lambda d: [(d.K // d.g, d.N)] if d.g else [],
-                      required_comfyui=True),
+        FormatSpec(
+            "w6a8_int8",
+            "W6A8: uniform 6-bit codes on an int8 grid, ConvRot",
+            frozenset({"I8"}),
+            "int4_lo",
+            companions=(
+                Companion(
+                    "weight_s_rel",
+                    frozenset({"F8_E4M3", "U8", "F32"}),
+                    None,
+                    lambda d: [(d.N, d.K // d.g)] if d.g else [],
+                    required_comfyui=True,
+                ),
+                # comfy-kitchen's w4a8_int8_linear takes only F32 channel scales (it raises on
+                # BF16/F16 at the first forward): the same kernel runs W6A8.
+                Companion("weight_s_channel", F32, None, lambda d: [(d.N,)], required_comfyui=True),
+            ),
+            keys=(
+                W4A8_GROUP,
+                CONVROT_GS,
+                MarkerKey(
+                    "convrot",
+                    (bool,),
+                    None,
+                    doc="producers write true; ComfyUI always rotates W6A8",
+                ),
+            ),
+            comfyui=False,
+            comfyui_since="after PR #16483, merged 2026-09-29",
+            loads_as="asym_w4a8_int8",
+            sglang="unsupported",
+            note="asym_w4a8_int8's 6-bit layout under its own name; ComfyUI @0271a469 loads the "
+            "same tensors marked asym_w4a8_int8. [GUESS] ComfyUI's own table entry (its "
+            "default group_size) was read only through Forge Neo's port and third-party "
+            "probes",
+            constraints=(W4A8_LAYOUT, SIX_BIT),
+            codec="quantcheck.numeric.w6a8",
+            options=(option(W4A8_GROUP), option(CONVROT_GS), SCALE_DTYPE),
+            written=_w6a8_written,
+            code_bits=(6,),
         ),
-        keys=(MarkerKey("group_size", (int,), 64, doc="quantization group along K"),),
-        sglang="unsupported", codec="quantcheck.numeric.awq"),
-    # Third-party formats seen in the wild: recognised and explained, loaded by neither runtime.
-    FormatSpec(
-        "int8_blockwise", "INT8 with 128x128 block scales (forks only)", frozenset({"I8"}),
-        "none", companions=(Companion("weight_scale", F32, F32,
-                                      lambda d: [(ceil_to(d.N, 128) // 128,
-                                                  ceil_to(d.K, 128) // 128)]),),
-        keys=(MarkerKey("group_size", (int,), 128),), comfyui=False, sglang="unsupported",
-        third_party=True,
-        note="appears in an old ComfyUI QUANTIZATION.md and in forks; upstream ComfyUI raises "
-             "KeyError"),
-    FormatSpec(
-        "float8_e4m3fn_rowwise", "FP8 E4M3 with per-row scales (forks only)",
-        frozenset({"F8_E4M3"}), "none",
-        companions=(Companion("weight_scale", F32, F32, lambda d: [(d.N,), (d.N, 1)]),),
-        comfyui=False, sglang="unsupported", third_party=True,
-        note="third-party fork format; not in upstream ComfyUI"),
-    FormatSpec(
-        "float8_e4m3fn_blockwise", "FP8 E4M3 with 2-D block scales (forks only)",
-        frozenset({"F8_E4M3"}), "none",
-        companions=(Companion("weight_scale", F32, F32, None),),
-        comfyui=False, sglang="unsupported", third_party=True,
-        note="third-party fork format; not in upstream ComfyUI"),
-)}
+        FormatSpec(
+            "convrot_w4a4",
+            "W4A4: signed int4 codes, per-row scale, ConvRot",
+            frozenset({"I8"}),
+            "int4_lo",
+            companions=(
+                Companion(
+                    "weight_scale",
+                    F32,
+                    F32,
+                    lambda d: [(d.N,)],
+                    required_comfyui=True,
+                    required_sglang=True,
+                ),
+            ),
+            keys=(
+                CONVROT_GS,
+                MarkerKey(
+                    "linear_dtype",
+                    (str,),
+                    "int4",
+                    ("int4", "int8"),
+                    doc="activation GEMM precision",
+                ),
+            ),
+            constraints=(
+                (
+                    "rotation-groups",
+                    lambda d: d.cg > 0 and d.K % d.cg == 0,
+                    "K a multiple of convrot_groupsize",
+                ),
+                (
+                    "cuda-k-multiple",
+                    lambda d: d.K % 64 == 0,
+                    "K a multiple of 64 (the CUDA kernel)",
+                ),
+            ),
+            codec="quantcheck.numeric.w4a4",
+            options=(
+                option(CONVROT_GS),
+                Option(
+                    "linear_dtype",
+                    None,
+                    (None, "int4", "int8"),
+                    "activation GEMM precision to record (None: leave it to the runtime)",
+                ),
+            ),
+            written=_w4a4_written,
+        ),
+        FormatSpec(
+            "awq_w4a16",
+            "AWQ W4A16: unsigned int4 codes, per-group scale and zero",
+            frozenset({"I8"}),
+            "int4_lo",
+            companions=(
+                Companion(
+                    "weight_scale",
+                    HALF,
+                    None,
+                    lambda d: [(d.K // d.g, d.N)] if d.g else [],
+                    required_comfyui=True,
+                ),
+                Companion(
+                    "weight_zeros",
+                    HALF,
+                    None,
+                    lambda d: [(d.K // d.g, d.N)] if d.g else [],
+                    required_comfyui=True,
+                ),
+            ),
+            keys=(MarkerKey("group_size", (int,), 64, doc="quantization group along K"),),
+            sglang="unsupported",
+            codec="quantcheck.numeric.awq",
+        ),
+        # Third-party formats seen in the wild: recognised and explained, loaded by neither runtime.
+        FormatSpec(
+            "int8_blockwise",
+            "INT8 with 128x128 block scales (forks only)",
+            frozenset({"I8"}),
+            "none",
+            companions=(
+                Companion(
+                    "weight_scale",
+                    F32,
+                    F32,
+                    lambda d: [(ceil_to(d.N, 128) // 128, ceil_to(d.K, 128) // 128)],
+                ),
+            ),
+            keys=(MarkerKey("group_size", (int,), 128),),
+            comfyui=False,
+            sglang="unsupported",
+            third_party=True,
+            note="appears in an old ComfyUI QUANTIZATION.md and in forks; upstream ComfyUI raises "
+            "KeyError",
+        ),
+        FormatSpec(
+            "float8_e4m3fn_rowwise",
+            "FP8 E4M3 with per-row scales (forks only)",
+            frozenset({"F8_E4M3"}),
+            "none",
+            companions=(Companion("weight_scale", F32, F32, lambda d: [(d.N,), (d.N, 1)]),),
+            comfyui=False,
+            sglang="unsupported",
+            third_party=True,
+            note="third-party fork format; not in upstream ComfyUI",
+        ),
+        FormatSpec(
+            "float8_e4m3fn_blockwise",
+            "FP8 E4M3 with 2-D block scales (forks only)",
+            frozenset({"F8_E4M3"}),
+            "none",
+            companions=(Companion("weight_scale", F32, F32, None),),
+            comfyui=False,
+            sglang="unsupported",
+            third_party=True,
+            note="third-party fork format; not in upstream ComfyUI",
+        ),
+    )
+}
 
 #: Formats ComfyUI's QUANT_ALGOS holds.
 COMFYUI_FORMATS = frozenset(n for n, f in FORMATS.items() if f.comfyui)
@@ -450,12 +685,10 @@ def quantize_refusal(fmt: str, n: int, k: int, options: dict[str, Any]) -> str |
     o = {x.name: options.get(x.name, x.default) for x in spec.options}
     cg = int(o.get("convrot_groupsize", 0)) if o.get("convrot", True) else 0
     d = Dims(n, k, (), g=int(o.get("group_size", 0)), cg=cg, bits=int(o.get("bits", 4)))
-    failed = [text for _, ok, text in (*spec.constraints, *spec.quantize_constraints)
-              if not ok(d)]
+    failed = [text for _, ok, text in (*spec.constraints, *spec.quantize_constraints) if not ok(d)]
     if not failed:
         return None
-    sizes = ", ".join(f"{x} {o[x]}" for x in ("group_size", "convrot_groupsize", "bits")
-                      if x in o)
+    sizes = ", ".join(f"{x} {o[x]}" for x in ("group_size", "convrot_groupsize", "bits") if x in o)
     return f"K={k} does not fit {fmt}{f' ({sizes})' if sizes else ''}: {'; '.join(failed)}"
 
 

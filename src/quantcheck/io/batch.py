@@ -28,9 +28,12 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-def map_bounded(fn: Callable[[T], R], items: Iterable[T], jobs: int | None = None,
-                progress: Callable[[T], None] | None = None
-                ) -> Iterator[tuple[T, R | Exception]]:
+def map_bounded(
+    fn: Callable[[T], R],
+    items: Iterable[T],
+    jobs: int | None = None,
+    progress: Callable[[T], None] | None = None,
+) -> Iterator[tuple[T, R | Exception]]:
     """`(item, fn(item) or the Exception it raised)` for each item, in input order.
 
     `jobs` threads at most (default `default_jobs()`); `jobs=1` runs in the calling thread.
@@ -44,8 +47,9 @@ def map_bounded(fn: Callable[[T], R], items: Iterable[T], jobs: int | None = Non
     return _threaded(fn, items, jobs, progress)
 
 
-def _inline(fn: Callable[[T], R], items: Iterable[T],
-            progress: Callable[[T], None] | None) -> Iterator[tuple[T, R | Exception]]:
+def _inline(
+    fn: Callable[[T], R], items: Iterable[T], progress: Callable[[T], None] | None
+) -> Iterator[tuple[T, R | Exception]]:
     for item in items:
         result: R | Exception
         try:
@@ -57,8 +61,9 @@ def _inline(fn: Callable[[T], R], items: Iterable[T],
         yield item, result
 
 
-def _threaded(fn: Callable[[T], R], items: Iterable[T], jobs: int,
-              progress: Callable[[T], None] | None) -> Iterator[tuple[T, R | Exception]]:
+def _threaded(
+    fn: Callable[[T], R], items: Iterable[T], jobs: int, progress: Callable[[T], None] | None
+) -> Iterator[tuple[T, R | Exception]]:
     it = iter(items)
     work: queue.SimpleQueue[tuple[T, Future[R]] | None] = queue.SimpleQueue()
     threads: list[threading.Thread] = []

@@ -28,8 +28,11 @@ def header_bytes(tensors: Iterable[RawTensor], metadata: dict[str, str] | None =
         hdr["__metadata__"] = dict(metadata)
     off = 0
     for t in tensors:
-        hdr[t.name] = {"dtype": t.dtype, "shape": list(t.shape),
-                       "data_offsets": [off, off + len(t.data)]}
+        hdr[t.name] = {
+            "dtype": t.dtype,
+            "shape": list(t.shape),
+            "data_offsets": [off, off + len(t.data)],
+        }
         off += len(t.data)
     text = json.dumps(hdr, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
     text += b" " * (-len(text) % 8)
@@ -41,8 +44,9 @@ def build_safetensors(tensors: list[RawTensor], metadata: dict[str, str] | None 
     return header_bytes(tensors, metadata) + b"".join(t.data for t in tensors)
 
 
-def write_safetensors(path: str | os.PathLike[str], tensors: list[RawTensor],
-                      metadata: dict[str, str] | None = None) -> None:
+def write_safetensors(
+    path: str | os.PathLike[str], tensors: list[RawTensor], metadata: dict[str, str] | None = None
+) -> None:
     """Write a small safetensors file (whole file in memory; not for large checkpoints)."""
     with open(path, "wb") as f:
         f.write(build_safetensors(tensors, metadata))

@@ -38,8 +38,9 @@ class TensorInfo(tuple[str, str, tuple[int, ...], int, int, str]):
 
     __slots__ = ()
 
-    def __new__(cls, name: str, dtype: str, shape: tuple[int, ...], begin: int, end: int,
-                file: str) -> TensorInfo:
+    def __new__(
+        cls, name: str, dtype: str, shape: tuple[int, ...], begin: int, end: int, file: str
+    ) -> TensorInfo:
         return tuple.__new__(cls, (name, dtype, shape, begin, end, file))
 
     name: str = property(itemgetter(0))  # type: ignore[assignment]
@@ -61,8 +62,10 @@ class TensorInfo(tuple[str, str, tuple[int, ...], int, int, str]):
         return n
 
     def __repr__(self) -> str:
-        return (f"TensorInfo(name={self[0]!r}, dtype={self[1]!r}, shape={self[2]!r}, "
-                f"begin={self[3]}, end={self[4]}, file={self[5]!r})")
+        return (
+            f"TensorInfo(name={self[0]!r}, dtype={self[1]!r}, shape={self[2]!r}, "
+            f"begin={self[3]}, end={self[4]}, file={self[5]!r})"
+        )
 
 
 @record
@@ -116,18 +119,21 @@ def read_header(source: ByteSource, prefetch: bytes | None = None) -> Header:
         diags.append(Diagnostic(code, message, file=name, **kw))
 
     if size < 8:
-        diag(R.QC101, f"file is {size} bytes; a safetensors file starts with an 8-byte header "
-                      "length")
+        diag(
+            R.QC101, f"file is {size} bytes; a safetensors file starts with an 8-byte header length"
+        )
         return h
     head = prefetch if prefetch is not None and len(prefetch) >= 8 else source.read(0, 8)
     (n,) = struct.unpack("<Q", head[:8])
     if n > MAX_HEADER:
-        diag(R.QC102, f"header length is {n:,} bytes; the safetensors limit is "
-                      f"{MAX_HEADER:,}")
+        diag(R.QC102, f"header length is {n:,} bytes; the safetensors limit is {MAX_HEADER:,}")
         return h
     if 8 + n > size:
-        diag(R.QC103, f"header length is {n:,} bytes but the file has only {size - 8:,} bytes "
-                      "after the length field")
+        diag(
+            R.QC103,
+            f"header length is {n:,} bytes but the file has only {size - 8:,} bytes "
+            "after the length field",
+        )
         return h
     h.header_len = n
     if prefetch is not None and len(prefetch) >= 8 + n:
@@ -139,14 +145,19 @@ def read_header(source: ByteSource, prefetch: bytes | None = None) -> Header:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        diag(R.QC104, f"header byte {exc.start} is not valid UTF-8 ({exc.reason}); safetensors "
-                      "headers are UTF-8 JSON")
+        diag(
+            R.QC104,
+            f"header byte {exc.start} is not valid UTF-8 ({exc.reason}); safetensors "
+            "headers are UTF-8 JSON",
+        )
         return h
     try:
         doc = json.loads(text)
     except RecursionError:
-        diag(R.QC120, "header JSON is nested too deeply to parse; a safetensors header nests "
-                      "3 levels")
+        diag(
+            R.QC120,
+            "header JSON is nested too deeply to parse; a safetensors header nests 3 levels",
+        )
         return h
     except ValueError as exc:  # JSONDecodeError, and the int-digits limit
         where = f" at char {exc.pos}" if isinstance(exc, json.JSONDecodeError) else ""
@@ -154,8 +165,11 @@ def read_header(source: ByteSource, prefetch: bytes | None = None) -> Header:
         diag(R.QC105, f"header is not valid JSON{where}: {detail}")
         return h
     if "\\u" in text and _lone_surrogate(doc):
-        diag(R.QC105, "header is not valid JSON: a \\u escape encodes a lone UTF-16 surrogate, "
-                      "which is not a character (safetensors refuses it)")
+        diag(
+            R.QC105,
+            "header is not valid JSON: a \\u escape encodes a lone UTF-16 surrogate, "
+            "which is not a character (safetensors refuses it)",
+        )
         return h
     if not isinstance(doc, dict):
         diag(R.QC106, f"header JSON is {_json_kind(doc)}; it must be an object of tensor entries")
@@ -168,9 +182,12 @@ def read_header(source: ByteSource, prefetch: bytes | None = None) -> Header:
     n_entries = _read_entries(doc, h, diag)
     _check_layout(h, diag)
     for key in dict.fromkeys(_duplicate_keys(text, raw_meta, n_entries)):
-        diag(R.QC107, f"key {key!r} appears more than once in one JSON object; parsers keep "
-                      "only the last", tensor=key if key in doc else None,
-             pointer=json_pointer(key) if key in doc else None)
+        diag(
+            R.QC107,
+            f"key {key!r} appears more than once in one JSON object; parsers keep only the last",
+            tensor=key if key in doc else None,
+            pointer=json_pointer(key) if key in doc else None,
+        )
     return h
 
 
@@ -234,15 +251,21 @@ def _read_metadata(doc: dict[str, Any], h: Header, diag: Any) -> None:
     if meta is None:
         return
     if not isinstance(meta, dict):
-        diag(R.QC108, f"__metadata__ is {_json_kind(meta)}; it must be an object of strings",
-             pointer="/__metadata__")
+        diag(
+            R.QC108,
+            f"__metadata__ is {_json_kind(meta)}; it must be an object of strings",
+            pointer="/__metadata__",
+        )
         return
     for k, v in meta.items():
         if isinstance(v, str):
             h.metadata[k] = v
         else:
-            diag(R.QC108, f"__metadata__[{k!r}] is {_json_kind(v)}; metadata values must be "
-                          "strings", pointer=json_pointer("__metadata__", k))
+            diag(
+                R.QC108,
+                f"__metadata__[{k!r}] is {_json_kind(v)}; metadata values must be strings",
+                pointer=json_pointer("__metadata__", k),
+            )
 
 
 BITS = {name: d.bits for name, d in DTYPES.items()}
@@ -298,37 +321,59 @@ def _read_entries(doc: dict[str, Any], h: Header, diag: Any) -> dict[str, int]:
             continue
         total_bits = numel * bits
         if overflow or total_bits > U64_MAX * 8:
-            size = ("has more elements than" if overflow
-                    else f"is {total_bits // 8:,} bytes, more than")
-            diag(R.QC112, f"shape {json.dumps(shape)[:80]} of {dtype} {size} 64 bits can count",
-                 tensor=name, pointer=json_pointer(name, "shape"))
+            size = (
+                "has more elements than" if overflow else f"is {total_bits // 8:,} bytes, more than"
+            )
+            diag(
+                R.QC112,
+                f"shape {json.dumps(shape)[:80]} of {dtype} {size} 64 bits can count",
+                tensor=name,
+                pointer=json_pointer(name, "shape"),
+            )
             h.rejected += 1
             continue
         if total_bits & 7:
-            diag(R.QC113, f"{numel} elements of {dtype} are {total_bits} bits, not a whole "
-                          "number of bytes", tensor=name, pointer=json_pointer(name, "shape"))
+            diag(
+                R.QC113,
+                f"{numel} elements of {dtype} are {total_bits} bits, not a whole number of bytes",
+                tensor=name,
+                pointer=json_pointer(name, "shape"),
+            )
             h.rejected += 1
             continue
         if total_bits >> 3 != end - begin:
-            diag(R.QC114, f"{dtype} {shape} needs {total_bits // 8:,} bytes but data_offsets "
-                          f"span {end - begin:,}", tensor=name,
-                 pointer=json_pointer(name, "data_offsets"))
+            diag(
+                R.QC114,
+                f"{dtype} {shape} needs {total_bits // 8:,} bytes but data_offsets "
+                f"span {end - begin:,}",
+                tensor=name,
+                pointer=json_pointer(name, "data_offsets"),
+            )
             h.rejected += 1
             continue
         if bits < 8 and shape and (shape[-1] * bits) & 7:
-            diag(R.QC119, f"rows of {shape[-1]} {dtype} elements are {shape[-1] * bits} bits; "
-                          "rows do not start on byte boundaries", tensor=name,
-                 pointer=json_pointer(name, "shape"))
+            diag(
+                R.QC119,
+                f"rows of {shape[-1]} {dtype} elements are {shape[-1] * bits} bits; "
+                "rows do not start on byte boundaries",
+                tensor=name,
+                pointer=json_pointer(name, "shape"),
+            )
         tensors[name] = new(TI, (name, dtype, tuple(shape), base + begin, base + end, file))
     return {f: n + well_formed for f, n in counts.items()}
 
 
 def _extra_fields(name: str, e: dict[str, Any], diag: Any) -> None:
     extra = sorted(e.keys() - ENTRY_KEYS)
-    diag(R.QC121, f"entry has unexpected field{'s' if len(extra) > 1 else ''} "
-                  f"{', '.join(extra)}; readers ignore them", tensor=name,
-         pointer=json_pointer(name), severity=Severity.WARNING,
-         effects=unaffected())
+    diag(
+        R.QC121,
+        f"entry has unexpected field{'s' if len(extra) > 1 else ''} "
+        f"{', '.join(extra)}; readers ignore them",
+        tensor=name,
+        pointer=json_pointer(name),
+        severity=Severity.WARNING,
+        effects=unaffected(),
+    )
 
 
 def _malformed_entry(name: str, e: Any, diag: Any) -> None:
@@ -337,24 +382,53 @@ def _malformed_entry(name: str, e: Any, diag: Any) -> None:
     else:
         missing = sorted(ENTRY_KEYS - e.keys())
         extra = sorted(e.keys() - ENTRY_KEYS)
-        what = "; ".join(x for x in (
-            f"lacks {', '.join(missing)}" if missing else "",
-            f"has unexpected {', '.join(extra)}" if extra else "") if x)
-    diag(R.QC121, f"entry {what}; it must be an object with dtype, shape and data_offsets",
-         tensor=name, pointer=json_pointer(name))
+        what = "; ".join(
+            x
+            for x in (
+                f"lacks {', '.join(missing)}" if missing else "",
+                f"has unexpected {', '.join(extra)}" if extra else "",
+            )
+            if x
+        )
+    diag(
+        R.QC121,
+        f"entry {what}; it must be an object with dtype, shape and data_offsets",
+        tensor=name,
+        pointer=json_pointer(name),
+    )
 
 
-def _bad_fields(name: str, dtype: Any, bits: int | None, shape: Any, shape_ok: bool,
-                offs: Any, offs_ok: bool, diag: Any) -> None:
+def _bad_fields(
+    name: str,
+    dtype: Any,
+    bits: int | None,
+    shape: Any,
+    shape_ok: bool,
+    offs: Any,
+    offs_ok: bool,
+    diag: Any,
+) -> None:
     if bits is None:
-        diag(R.QC109, f"dtype {json.dumps(dtype)[:80]} is not a safetensors dtype", tensor=name,
-             pointer=json_pointer(name, "dtype"))
+        diag(
+            R.QC109,
+            f"dtype {json.dumps(dtype)[:80]} is not a safetensors dtype",
+            tensor=name,
+            pointer=json_pointer(name, "dtype"),
+        )
     if not shape_ok:
-        diag(R.QC110, f"shape {json.dumps(shape)[:80]} is not a list of non-negative "
-                      "integers", tensor=name, pointer=json_pointer(name, "shape"))
+        diag(
+            R.QC110,
+            f"shape {json.dumps(shape)[:80]} is not a list of non-negative integers",
+            tensor=name,
+            pointer=json_pointer(name, "shape"),
+        )
     if not offs_ok:
-        diag(R.QC111, f"data_offsets {json.dumps(offs)[:80]} is not [begin, end] with "
-                      "0 <= begin <= end", tensor=name, pointer=json_pointer(name, "data_offsets"))
+        diag(
+            R.QC111,
+            f"data_offsets {json.dumps(offs)[:80]} is not [begin, end] with 0 <= begin <= end",
+            tensor=name,
+            pointer=json_pointer(name, "data_offsets"),
+        )
 
 
 def _check_layout(h: Header, diag: Any) -> None:
@@ -363,21 +437,35 @@ def _check_layout(h: Header, diag: Any) -> None:
     prev = None
     for name, _, _, begin, end, _ in sorted(h.tensors.values(), key=_BY_OFFSETS):
         if begin > expected and not h.rejected:
-            diag(R.QC115, f"{begin - expected:,} unused bytes before this tensor (after "
-                          f"{prev!r})" if prev else f"{begin - expected:,} unused bytes before "
-                          "the first tensor", tensor=name,
-                 pointer=json_pointer(name, "data_offsets"))
+            diag(
+                R.QC115,
+                f"{begin - expected:,} unused bytes before this tensor (after {prev!r})"
+                if prev
+                else f"{begin - expected:,} unused bytes before the first tensor",
+                tensor=name,
+                pointer=json_pointer(name, "data_offsets"),
+            )
         elif begin < expected:
-            diag(R.QC116, f"bytes [{begin - h.data_start}, {min(end, expected) - h.data_start}) "
-                          f"are shared with {prev!r}", tensor=name,
-                 pointer=json_pointer(name, "data_offsets"))
+            diag(
+                R.QC116,
+                f"bytes [{begin - h.data_start}, {min(end, expected) - h.data_start}) "
+                f"are shared with {prev!r}",
+                tensor=name,
+                pointer=json_pointer(name, "data_offsets"),
+            )
         if end >= expected:
             expected = end
             prev = name
     if expected > h.file_size:
-        diag(R.QC117, f"the header declares {expected - h.data_start:,} bytes of tensor data "
-                      f"but the file holds {max(h.file_size - h.data_start, 0):,}")
+        diag(
+            R.QC117,
+            f"the header declares {expected - h.data_start:,} bytes of tensor data "
+            f"but the file holds {max(h.file_size - h.data_start, 0):,}",
+        )
     elif expected < h.file_size and not h.rejected:  # rejected entries own bytes too
         extra = h.file_size - expected
-        diag(R.QC118, f"{extra:,} byte{'s' if extra != 1 else ''} after the last tensor "
-                      f"{'are' if extra != 1 else 'is'} not covered by any tensor")
+        diag(
+            R.QC118,
+            f"{extra:,} byte{'s' if extra != 1 else ''} after the last tensor "
+            f"{'are' if extra != 1 else 'is'} not covered by any tensor",
+        )

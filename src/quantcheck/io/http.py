@@ -147,8 +147,14 @@ def _shutdown(sock: socket.socket) -> None:
 class Response:
     """A final (non-redirect) answer; read its body with `read`/`readline`, then `release`."""
 
-    def __init__(self, client: HttpClient, conn: http.client.HTTPConnection,
-                 resp: http.client.HTTPResponse, hops: list[Hop], dog: _Watchdog) -> None:
+    def __init__(
+        self,
+        client: HttpClient,
+        conn: http.client.HTTPConnection,
+        resp: http.client.HTTPResponse,
+        hops: list[Hop],
+        dog: _Watchdog,
+    ) -> None:
         self._client = client
         self._conn = conn
         self._resp = resp
@@ -184,9 +190,11 @@ class Response:
         stats.bytes += len(data)
         if stats.limit is not None and stats.bytes > stats.limit:
             self._dog.cancel()
-            raise RemoteError(f"{redact(self.url)}: checking it needs more than the "
-                              f"{stats.limit:,}-byte cap per checkpoint; raise --max-bytes "
-                              "to read it")
+            raise RemoteError(
+                f"{redact(self.url)}: checking it needs more than the "
+                f"{stats.limit:,}-byte cap per checkpoint; raise --max-bytes "
+                "to read it"
+            )
         if not data and self._dog.fired:
             self._client.fail(self.url, TimeoutError(), self._dog)
         return data
@@ -246,8 +254,9 @@ class HttpClient:
         self.stats = stats if stats is not None else Stats()
         self._conns: dict[Origin, http.client.HTTPConnection] = {}
 
-    def get(self, url: str, headers: dict[str, str] | None = None,
-            expect_bytes: int = 0) -> Response:
+    def get(
+        self, url: str, headers: dict[str, str] | None = None, expect_bytes: int = 0
+    ) -> Response:
         """Send GET, following redirects; the answer's status is never a redirect.
 
         429 and 5xx answers and reset connections are tried again (`HttpSettings.retry`);
@@ -273,14 +282,14 @@ class HttpClient:
                     raise RemoteError(
                         f"{redact(url)}: server answered {status} and asks to wait "
                         f"{_secs(asked)} s (Retry-After), more than the {_secs(policy.max_wait)}"
-                        " s quantcheck waits; try again later")
+                        " s quantcheck waits; try again later"
+                    )
                 wait = policy.backoff(attempt) if asked is None else asked
             self.stats.retries += 1
             policy.wait(wait)
         raise AssertionError("unreachable")
 
-    def _get_once(self, url: str, headers: dict[str, str] | None,
-                  expect_bytes: int) -> Response:
+    def _get_once(self, url: str, headers: dict[str, str] | None, expect_bytes: int) -> Response:
         deadline = 3 * self.settings.timeout + expect_bytes / MIN_RATE
         dog = _Watchdog(deadline)
         hops: list[Hop] = []
@@ -296,21 +305,26 @@ class HttpClient:
                 if not location:
                     raise RemoteError(f"{redact(url)}: {resp.status} redirect without a Location")
                 if len(hops) > self.settings.max_redirects:
-                    raise RemoteError(f"{redact(hops[0].url)}: redirect loop after "
-                                      f"{self.settings.max_redirects} hops (last Location: "
-                                      f"{redact(location)})")
+                    raise RemoteError(
+                        f"{redact(hops[0].url)}: redirect loop after "
+                        f"{self.settings.max_redirects} hops (last Location: "
+                        f"{redact(location)})"
+                    )
                 seen.add(url)
                 url = urljoin(url, location.strip())
                 if url in seen:
-                    raise RemoteError(f"{redact(hops[0].url)}: redirect loop after {len(hops)} "
-                                      f"hop{'s' if len(hops) > 1 else ''} ({redact(url)} "
-                                      "redirects back to itself)")
+                    raise RemoteError(
+                        f"{redact(hops[0].url)}: redirect loop after {len(hops)} "
+                        f"hop{'s' if len(hops) > 1 else ''} ({redact(url)} "
+                        "redirects back to itself)"
+                    )
         except BaseException:
             dog.cancel()
             raise
 
-    def _send(self, url: str, headers: dict[str, str],
-              dog: _Watchdog) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
+    def _send(
+        self, url: str, headers: dict[str, str], dog: _Watchdog
+    ) -> tuple[http.client.HTTPConnection, http.client.HTTPResponse]:
         org = origin_of(url)
         parts = urlsplit(url)
         target = safe_url((parts.path or "/") + (f"?{parts.query}" if parts.query else ""))
@@ -337,8 +351,9 @@ class HttpClient:
                 if not (reused and attempt == 0):  # a stale keep-alive is re-opened at once
                     dog.cancel()
                     detail = str(exc) or type(exc).__name__
-                    raise TransientError(f"{redact(url)}: connection closed before an answer "
-                                         f"({detail})") from None
+                    raise TransientError(
+                        f"{redact(url)}: connection closed before an answer ({detail})"
+                    ) from None
             except (OSError, http.client.HTTPException, ValueError) as exc:
                 self.drop(conn)
                 self.fail(url, exc, dog)
@@ -350,15 +365,15 @@ class HttpClient:
             scheme, host, port = org
             timeout = self.settings.timeout
             if scheme == "https":
-                conn = http.client.HTTPSConnection(host, port, timeout=timeout,
-                                                   context=ssl.create_default_context())
+                conn = http.client.HTTPSConnection(
+                    host, port, timeout=timeout, context=ssl.create_default_context()
+                )
             else:
                 conn = http.client.HTTPConnection(host, port, timeout=timeout)
             self._conns[org] = conn
         return conn
 
-    def _discard(self, conn: http.client.HTTPConnection,
-                 resp: http.client.HTTPResponse) -> None:
+    def _discard(self, conn: http.client.HTTPConnection, resp: http.client.HTTPResponse) -> None:
         """Skip a redirect's small body, or drop the connection if it is not small."""
         try:
             if resp.length is not None and resp.length <= CHUNK:
@@ -385,11 +400,13 @@ class HttpClient:
         dog.cancel()
         where = redact(url)
         if dog.fired:
-            raise RemoteError(f"timed out after {_secs(dog.seconds)} s: {where} did not "
-                              "finish answering") from None
+            raise RemoteError(
+                f"timed out after {_secs(dog.seconds)} s: {where} did not finish answering"
+            ) from None
         if isinstance(exc, TimeoutError | socket.timeout):
-            raise RemoteError(f"timed out after {_secs(self.settings.timeout)} s waiting for "
-                              f"{where}") from None
+            raise RemoteError(
+                f"timed out after {_secs(self.settings.timeout)} s waiting for {where}"
+            ) from None
         if isinstance(exc, ConnectionRefusedError):
             raise RemoteError(f"{where}: connection refused") from None
         if isinstance(exc, socket.gaierror):
@@ -422,11 +439,12 @@ def status_error(resp: Response, asked: str = "") -> RemoteError:
         403: "access denied: the repository is gated or the token lacks access",
         404: "not found: no such repository, revision or file",
         410: "gone",
-        416: f"server answered 416 Range Not Satisfiable to {asked}" if asked else
-             "Range Not Satisfiable",
+        416: f"server answered 416 Range Not Satisfiable to {asked}"
+        if asked
+        else "Range Not Satisfiable",
         429: "rate limited by the server; try again later",
     }.get(code, f"server answered {code} {reason}".strip())
     tries = f", {resp.attempts} attempts" if resp.attempts > 1 else ""
-    return RemoteError(f"{where}: {hint} (HTTP {code}{tries})" if code != 416
-                       else f"{where}: {hint}")
-
+    return RemoteError(
+        f"{where}: {hint} (HTTP {code}{tries})" if code != 416 else f"{where}: {hint}"
+    )

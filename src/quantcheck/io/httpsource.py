@@ -58,9 +58,16 @@ def _etag(value: str | None) -> str | None:
 class HttpSource:
     """Random access to a remote file through Range requests (see the module docstring)."""
 
-    def __init__(self, url: str, name: str | None = None, *,
-                 settings: HttpSettings | None = None, first_read: int | None = None,
-                 stream_limit: int = STREAM_LIMIT, max_bytes: int | None = MAX_BYTES) -> None:
+    def __init__(
+        self,
+        url: str,
+        name: str | None = None,
+        *,
+        settings: HttpSettings | None = None,
+        first_read: int | None = None,
+        stream_limit: int = STREAM_LIMIT,
+        max_bytes: int | None = MAX_BYTES,
+    ) -> None:
         origin_of(url)
         self.url = url
         self.name = name or redact(url)
@@ -97,8 +104,10 @@ class HttpSource:
         return self.read_many([(offset, n)])[0]
 
     def read_many(self, ranges: list[tuple[int, int]]) -> list[bytes]:
-        spans = [(o, min(o + n, self._size)) if n > 0 and 0 <= o < self._size else (0, 0)
-                 for o, n in ranges]
+        spans = [
+            (o, min(o + n, self._size)) if n > 0 and 0 <= o < self._size else (0, 0)
+            for o, n in ranges
+        ]
         gaps = [g for s, e in spans if e > s for g in self._cache.missing(s, e)]
         if gaps:
             self._fetch(gaps)
@@ -120,9 +129,13 @@ class HttpSource:
     def describe(self) -> dict[str, object]:
         """What reading this file cost and which revision was read (for report `inputs`)."""
         rec: dict[str, object] = {
-            "url": redact(self.url), "bytes_fetched": self._stats.bytes,
-            "requests": self._stats.requests, "revision": self.revision, "etag": self.etag,
-            "warnings": list(self.warnings)}
+            "url": redact(self.url),
+            "bytes_fetched": self._stats.bytes,
+            "requests": self._stats.requests,
+            "revision": self.revision,
+            "etag": self.etag,
+            "warnings": list(self.warnings),
+        }
         if self._redirected:
             rec["served_by"] = self._redirected
         return rec
@@ -151,8 +164,10 @@ class HttpSource:
         try:
             self._note(resp, first=True)
             if resp.status in (200, 206) and resp.headers.get_content_type() == "text/html":
-                raise RemoteError(f"{self._where}: server sent an HTML page, not the file (a "
-                                  "login or web page? use the file's download URL)")
+                raise RemoteError(
+                    f"{self._where}: server sent an HTML page, not the file (a "
+                    "login or web page? use the file's download URL)"
+                )
             if resp.status == 206:
                 a, b, total = self._content_range(resp, asked)
                 if a != 0 or b != min(first, total):
@@ -176,9 +191,11 @@ class HttpSource:
     def _open_unranged(self, resp: Response, first: int) -> None:
         length = resp.header("Content-Length")
         if length is None or not length.isdigit():
-            raise RemoteError(f"{self._where}: server ignored the Range header and did not say "
-                              "how long the file is (no Content-Length); refusing to download "
-                              "the whole file")
+            raise RemoteError(
+                f"{self._where}: server ignored the Range header and did not say "
+                "how long the file is (no Content-Length); refusing to download "
+                "the whole file"
+            )
         self._check_encoding(resp, "a whole-file answer")
         self._ranges = False
         self._size = size = int(length)
@@ -193,17 +210,21 @@ class HttpSource:
                 self._take(resp, len(got), want - len(got))
         if want < size:  # later reads go on from here: no second download from byte 0
             self._body, self._body_pos = resp, want
-        self._warn(f"server ignored the Range header (HTTP 200 with the whole file, "
-                   f"{size:,} bytes); read the first {want:,} bytes, and more of the same "
-                   "answer only as far as needed")
+        self._warn(
+            f"server ignored the Range header (HTTP 200 with the whole file, "
+            f"{size:,} bytes); read the first {want:,} bytes, and more of the same "
+            "answer only as far as needed"
+        )
 
     def _budget(self, more: int) -> None:
         """Refuse, before asking, a read that would take this file past its byte cap."""
         limit = self._stats.limit
         if limit is not None and self._stats.bytes + more > limit:
-            raise RemoteError(f"{self._where}: checking it needs more than the {limit:,}-byte "
-                              f"cap per checkpoint ({self._stats.bytes:,} bytes read, {more:,} "
-                              "more asked); raise --max-bytes to read it")
+            raise RemoteError(
+                f"{self._where}: checking it needs more than the {limit:,}-byte "
+                f"cap per checkpoint ({self._stats.bytes:,} bytes read, {more:,} "
+                "more asked); raise --max-bytes to read it"
+            )
 
     def _fetch(self, gaps: list[Span]) -> None:
         spans = coalesce(gaps, MERGE_GAP)
@@ -260,11 +281,14 @@ class HttpSource:
                     if total is not None:
                         self._same_size(total)
                     if a < lo or b > hi:
-                        raise RemoteError(f"{self._where}: server sent bytes {a}-{b - 1}, which "
-                                          f"were not asked ({asked[:80]})")
+                        raise RemoteError(
+                            f"{self._where}: server sent bytes {a}-{b - 1}, which "
+                            f"were not asked ({asked[:80]})"
+                        )
 
-                for start, data in read_byteranges(resp, boundary, accept, want + MERGE_GAP,
-                                                   self._where):
+                for start, data in read_byteranges(
+                    resp, boundary, accept, want + MERGE_GAP, self._where
+                ):
                     self._cache.add(start, data)
                 self._multi = True
             elif resp.status == 206:
@@ -314,9 +338,11 @@ class HttpSource:
         spans = coalesce(spans, 0)
         end = spans[-1][1]
         if end > self.stream_limit:
-            raise RemoteError(f"{self._where}: server {what}; the bytes needed end at byte "
-                              f"{end:,}, so reading them means downloading {end:,} of "
-                              f"{self._size:,} bytes (limit {self.stream_limit:,})")
+            raise RemoteError(
+                f"{self._where}: server {what}; the bytes needed end at byte "
+                f"{end:,}, so reading them means downloading {end:,} of "
+                f"{self._size:,} bytes (limit {self.stream_limit:,})"
+            )
         fresh = pos == 0
         for s, e in spans:
             while pos < s:
@@ -327,8 +353,10 @@ class HttpSource:
             self._take(resp, s, e - s)
             pos = e
         if fresh:
-            self._warn(f"server {what} (HTTP 200 with the whole file); read its first "
-                       f"{end:,} bytes and closed the connection")
+            self._warn(
+                f"server {what} (HTTP 200 with the whole file); read its first "
+                f"{end:,} bytes and closed the connection"
+            )
 
     # -- checks -------------------------------------------------------------------------
 
@@ -340,43 +368,55 @@ class HttpSource:
         return data
 
     def _short(self, start: int, end: int, got_to: int) -> RemoteError:
-        return RemoteError(f"{self._where}: short body: got {got_to - start:,} of "
-                           f"{end - start:,} bytes (bytes {start}-{end - 1}) before the "
-                           "connection closed")
+        return RemoteError(
+            f"{self._where}: short body: got {got_to - start:,} of "
+            f"{end - start:,} bytes (bytes {start}-{end - 1}) before the "
+            "connection closed"
+        )
 
     def _content_range(self, resp: Response, asked: str) -> tuple[int, int, int]:
         raw = resp.header("Content-Range")
         cr = parse_content_range(raw)
         if raw is None:
-            raise RemoteError(f"{self._where}: 206 answer has no Content-Range header "
-                              f"({asked} was asked)")
+            raise RemoteError(
+                f"{self._where}: 206 answer has no Content-Range header ({asked} was asked)"
+            )
         if cr is None or cr[2] is None:
-            raise RemoteError(f"{self._where}: Content-Range {raw[:80]!r} is malformed or "
-                              f"gives no total size ({asked} was asked)")
+            raise RemoteError(
+                f"{self._where}: Content-Range {raw[:80]!r} is malformed or "
+                f"gives no total size ({asked} was asked)"
+            )
         return cr[0], cr[1], cr[2]
 
     def _wrong_range(self, a: int, b: int, total: int, asked: str) -> RemoteError:
-        return RemoteError(f"{self._where}: Content-Range says bytes {a}-{b - 1}/{total} but "
-                           f"{asked} was asked")
+        return RemoteError(
+            f"{self._where}: Content-Range says bytes {a}-{b - 1}/{total} but {asked} was asked"
+        )
 
     def _check_encoding(self, resp: Response, what: str) -> None:
         """Refuse a compressed body: its bytes are not the file's (we ask for identity)."""
         enc = (resp.header("Content-Encoding") or "identity").strip().lower()
         if enc != "identity":
-            raise RemoteError(f"{self._where}: server sent a {clean(enc[:40])}-encoded body "
-                              f"for {what}; byte ranges need the raw file")
+            raise RemoteError(
+                f"{self._where}: server sent a {clean(enc[:40])}-encoded body "
+                f"for {what}; byte ranges need the raw file"
+            )
 
     def _check_length(self, resp: Response, n: int) -> None:
         self._check_encoding(resp, "a range request")
         length = resp.header("Content-Length")
         if length is not None and length != str(n):
-            raise RemoteError(f"{self._where}: Content-Length {length[:20]} does not match the "
-                              f"{n:,} bytes of its Content-Range")
+            raise RemoteError(
+                f"{self._where}: Content-Length {length[:20]} does not match the "
+                f"{n:,} bytes of its Content-Range"
+            )
 
     def _same_size(self, total: int) -> None:
         if total != self._size:
-            raise RemoteError(f"{self._where}: file changed on the server while it was read "
-                              f"(size {self._size:,}, now {total:,})")
+            raise RemoteError(
+                f"{self._where}: file changed on the server while it was read "
+                f"(size {self._size:,}, now {total:,})"
+            )
 
     def _note(self, resp: Response, first: bool = False) -> None:
         """Remember the revision and ETag of the first answer; later ones must agree."""
@@ -385,7 +425,8 @@ class HttpSource:
             self.revision = resp.hop_header("X-Repo-Commit")
             self.etag = _etag(resp.hop_header("X-Linked-Etag")) or final
             self._final_etag = final
-        elif final and self._final_etag and final != self._final_etag \
-                and resp.status in (200, 206):
-            raise RemoteError(f"{self._where}: file changed on the server while it was read "
-                              f"(ETag {self._final_etag} → {final})")
+        elif final and self._final_etag and final != self._final_etag and resp.status in (200, 206):
+            raise RemoteError(
+                f"{self._where}: file changed on the server while it was read "
+                f"(ETag {self._final_etag} → {final})"
+            )

@@ -76,7 +76,7 @@ def settings() -> HttpSettings:
 
 def parse(url: str) -> HubPath:
     """Parse `hf://…`; RemoteError with the expected form when it does not fit."""
-    rest = url[len("hf://"):].strip("/")
+    rest = url[len("hf://") :].strip("/")
     repo_type = "models"
     first, _, tail = rest.partition("/")
     if first in REPO_TYPES and tail.count("/") >= 1:
@@ -92,10 +92,14 @@ def parse(url: str) -> HubPath:
                 revision, rest = m.group(1), m.group(2) or ""
     elif "@" in rest:  # hf://org/repo/path@rev
         rest, _, revision = rest.partition("@")
-    if not (_SEGMENT.match(org) and _SEGMENT.match(repo)) or revision == "" \
-            or any(p in ("..", ".") for p in rest.split("/")):
-        raise RemoteError(f"{redact(url)}: not a hub address; expected "
-                          "hf://ORG/REPO[/PATH][@REVISION]")
+    if (
+        not (_SEGMENT.match(org) and _SEGMENT.match(repo))
+        or revision == ""
+        or any(p in ("..", ".") for p in rest.split("/"))
+    ):
+        raise RemoteError(
+            f"{redact(url)}: not a hub address; expected hf://ORG/REPO[/PATH][@REVISION]"
+        )
     return HubPath(repo_type, f"{org}/{repo}", rest.strip("/"), revision)
 
 
@@ -106,8 +110,9 @@ def _repo_prefix(hp: HubPath) -> str:
 def resolve_url(hp: HubPath, path: str | None = None) -> str:
     """`{endpoint}/{repo}/resolve/{revision}/{path}` for a file of the repo."""
     p = hp.path if path is None else path
-    return (f"{endpoint()}/{_repo_prefix(hp)}{hp.repo_id}/resolve/{quote(hp.rev, safe='')}/"
-            f"{quote(p)}")
+    return (
+        f"{endpoint()}/{_repo_prefix(hp)}{hp.repo_id}/resolve/{quote(hp.rev, safe='')}/{quote(p)}"
+    )
 
 
 def tree_url(hp: HubPath) -> str:
@@ -127,11 +132,16 @@ def list_folder(hp: HubPath) -> list[str]:
                 return files
             doc, link = fetch_json(client, url, what="listing")
             if not isinstance(doc, list):
-                raise RemoteError(f"{redact(url)}: the hub's listing is not a JSON array; give "
-                                  f"a file path ({hp.name('FILE.safetensors')})")
+                raise RemoteError(
+                    f"{redact(url)}: the hub's listing is not a JSON array; give "
+                    f"a file path ({hp.name('FILE.safetensors')})"
+                )
             for entry in doc:
-                if isinstance(entry, dict) and entry.get("type") == "file" \
-                        and isinstance(entry.get("path"), str):
+                if (
+                    isinstance(entry, dict)
+                    and entry.get("type") == "file"
+                    and isinstance(entry.get("path"), str)
+                ):
                     files.append(entry["path"])
             m = _NEXT.search(link or "")
             url = urljoin(url, m.group(1)) if m else None
@@ -147,8 +157,10 @@ def fetch_bytes(client: HttpClient, url: str, what: str = "file") -> tuple[bytes
         if resp.status != 200:
             err = _status_error(resp)
             if what == "listing":
-                raise RemoteError(f"{err}; listing is not available here, so give a file "
-                                  "path (hf://ORG/REPO/FILE.safetensors)")
+                raise RemoteError(
+                    f"{err}; listing is not available here, so give a file "
+                    "path (hf://ORG/REPO/FILE.safetensors)"
+                )
             raise err
         raw = resp.read(MAX_JSON + 1)
         if len(raw) > MAX_JSON:

@@ -41,8 +41,13 @@ def unsatisfied_total(value: str | None) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def read_byteranges(body: Body, boundary: str, accept: Callable[[int, int, int | None], None],
-                    budget: int, where: str) -> list[tuple[int, bytes]]:
+def read_byteranges(
+    body: Body,
+    boundary: str,
+    accept: Callable[[int, int, int | None], None],
+    budget: int,
+    where: str,
+) -> list[tuple[int, bytes]]:
     """Every part of a multipart/byteranges body as (start, data).
 
     `accept(start, end, total)` raises for a part that was not asked for; `budget` caps the
@@ -56,17 +61,21 @@ def read_byteranges(body: Body, boundary: str, accept: Callable[[int, int, int |
         if line == delim + b"--":
             return parts
         if line != delim:
-            raise RemoteError(f"{where}: multipart answer is malformed (expected the boundary, "
-                              f"got {line[:60]!r})")
+            raise RemoteError(
+                f"{where}: multipart answer is malformed (expected the boundary, got {line[:60]!r})"
+            )
         start, end = _part_range(body, where, accept)
         used += end - start
         if used > budget:
-            raise RemoteError(f"{where}: multipart answer holds more bytes than were asked "
-                              f"(over {budget:,})")
+            raise RemoteError(
+                f"{where}: multipart answer holds more bytes than were asked (over {budget:,})"
+            )
         data = body.read(end - start)
         if len(data) != end - start:
-            raise RemoteError(f"{where}: short body: multipart part {start}-{end - 1} has "
-                              f"{len(data)} of {end - start} bytes")
+            raise RemoteError(
+                f"{where}: short body: multipart part {start}-{end - 1} has "
+                f"{len(data)} of {end - start} bytes"
+            )
         parts.append((start, data))
 
 
@@ -74,16 +83,18 @@ def _next_line(body: Body, where: str) -> bytes:
     for _ in range(MAX_BLANK):
         raw = body.readline(MAX_LINE)
         if not raw:
-            raise RemoteError(f"{where}: short body: multipart answer ends before its closing "
-                              "boundary")
+            raise RemoteError(
+                f"{where}: short body: multipart answer ends before its closing boundary"
+            )
         line = raw.rstrip(b"\r\n")
         if line:
             return line
     raise RemoteError(f"{where}: multipart answer is malformed (too many blank lines)")
 
 
-def _part_range(body: Body, where: str,
-                accept: Callable[[int, int, int | None], None]) -> tuple[int, int]:
+def _part_range(
+    body: Body, where: str, accept: Callable[[int, int, int | None], None]
+) -> tuple[int, int]:
     found: tuple[int, int, int | None] | None = None
     for _ in range(MAX_PART_HEADERS):
         raw = body.readline(MAX_LINE)

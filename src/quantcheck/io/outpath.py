@@ -33,8 +33,10 @@ from collections.abc import Iterator
 
 TMP_SUFFIX = ".quantcheck-tmp"
 OLD_SUFFIX = ".quantcheck-old"
-_TMP_RE = re.compile(r"^\.(?P<base>.+)\.(?P<pid>\d+)\.(?P<tag>[0-9a-f]{8})\.[^.]+"
-                     r"\.quantcheck-(?P<kind>tmp|old)$")
+_TMP_RE = re.compile(
+    r"^\.(?P<base>.+)\.(?P<pid>\d+)\.(?P<tag>[0-9a-f]{8})\.[^.]+"
+    r"\.quantcheck-(?P<kind>tmp|old)$"
+)
 
 
 class DestinationError(OSError):
@@ -115,8 +117,12 @@ def clean_stale(folder: str, base: str | None = None) -> list[str]:
     tag = _tag()
     for name in names:
         m = _TMP_RE.match(name)
-        if (not m or (base is not None and m.group("base") != base) or m.group("tag") != tag
-                or _alive(int(m.group("pid")))):
+        if (
+            not m
+            or (base is not None and m.group("base") != base)
+            or m.group("tag") != tag
+            or _alive(int(m.group("pid")))
+        ):
             continue
         path = os.path.join(folder, name)
         with contextlib.suppress(OSError):
@@ -150,9 +156,14 @@ def make_temp_dir(folder: str, base: str) -> str:
 
 
 def _kind(mode: int) -> str:
-    for test, what in ((stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"),
-                       (stat.S_ISFIFO, "FIFO (named pipe)"), (stat.S_ISSOCK, "socket"),
-                       (stat.S_ISDIR, "folder"), (stat.S_ISREG, "regular file")):
+    for test, what in (
+        (stat.S_ISCHR, "character device"),
+        (stat.S_ISBLK, "block device"),
+        (stat.S_ISFIFO, "FIFO (named pipe)"),
+        (stat.S_ISSOCK, "socket"),
+        (stat.S_ISDIR, "folder"),
+        (stat.S_ISREG, "regular file"),
+    ):
         if test(mode):
             return what
     return "special file"
@@ -176,8 +187,10 @@ def check_destination(out: str, sharded: bool) -> str:
         try:
             st = os.stat(real)
         except OSError as exc:
-            raise DestinationError(f"{out} is a symbolic link to {real}, which cannot be "
-                                   f"reached ({exc.strerror}); nothing was written") from exc
+            raise DestinationError(
+                f"{out} is a symbolic link to {real}, which cannot be "
+                f"reached ({exc.strerror}); nothing was written"
+            ) from exc
         out = real
     if not os.path.isdir(os.path.dirname(out)):
         raise DestinationError(f"{os.path.dirname(out)}: the output folder does not exist")
@@ -185,17 +198,23 @@ def check_destination(out: str, sharded: bool) -> str:
         return out
     if sharded:
         if not stat.S_ISDIR(st.st_mode):
-            raise DestinationError(f"{out} is a {_kind(st.st_mode)}; a sharded output needs a "
-                                   "folder (nothing was written)")
+            raise DestinationError(
+                f"{out} is a {_kind(st.st_mode)}; a sharded output needs a "
+                "folder (nothing was written)"
+            )
         if os.path.ismount(out):
-            raise DestinationError(f"{out} is a mount point; a sharded output replaces its "
-                                   "folder with one rename, so write it to a folder inside "
-                                   "(nothing was written)")
+            raise DestinationError(
+                f"{out} is a mount point; a sharded output replaces its "
+                "folder with one rename, so write it to a folder inside "
+                "(nothing was written)"
+            )
     elif stat.S_ISDIR(st.st_mode):
         raise DestinationError(f"{out} is a folder; give a file name for a one-file output")
     elif not stat.S_ISREG(st.st_mode):
-        raise DestinationError(f"{out} is a {_kind(st.st_mode)}, not a regular file; quantcheck "
-                               "only writes regular files (nothing was written)")
+        raise DestinationError(
+            f"{out} is a {_kind(st.st_mode)}, not a regular file; quantcheck "
+            "only writes regular files (nothing was written)"
+        )
     return out
 
 
@@ -215,11 +234,14 @@ def check_shard_places(out: str, names: list[str]) -> None:
             except OSError as exc:
                 raise DestinationError(f"{path}: {exc.strerror}; nothing was written") from exc
             last = i == len(parts) - 1
-            if (last and not stat.S_ISREG(st.st_mode)) or (not last
-                                                           and not stat.S_ISDIR(st.st_mode)):
+            if (last and not stat.S_ISREG(st.st_mode)) or (
+                not last and not stat.S_ISDIR(st.st_mode)
+            ):
                 want = "a regular file" if last else "a folder"
-                raise DestinationError(f"{path} is a {_kind(st.st_mode)} where the output "
-                                       f"needs {want}; nothing was written")
+                raise DestinationError(
+                    f"{path} is a {_kind(st.st_mode)} where the output "
+                    f"needs {want}; nothing was written"
+                )
 
 
 def check_names(names: list[str]) -> None:
@@ -227,10 +249,16 @@ def check_names(names: list[str]) -> None:
     seen: set[str] = set()
     for name in names:
         parts = name.split("/")
-        if (not name or name.startswith("/") or "\\" in name or "\0" in name
-                or any(p in ("", ".", "..") for p in parts)):
-            raise DestinationError(f"shard name {name!r} is not a plain relative path; "
-                                   "nothing was written")
+        if (
+            not name
+            or name.startswith("/")
+            or "\\" in name
+            or "\0" in name
+            or any(p in ("", ".", "..") for p in parts)
+        ):
+            raise DestinationError(
+                f"shard name {name!r} is not a plain relative path; nothing was written"
+            )
         if name in seen:
             raise DestinationError(f"two output shards are named {name!r}; nothing was written")
         seen.add(name)
@@ -263,11 +291,14 @@ def carry_over(old: str, new: str, replaced: set[str], rel: str = "") -> None:
                 raise DestinationError(
                     f"{e.path} is in the output folder and cannot be kept by a hard link "
                     f"({exc.strerror}); write the sharded output to a new or empty folder "
-                    "(nothing was written)") from exc
+                    "(nothing was written)"
+                ) from exc
         else:
-            raise DestinationError(f"{e.path} is a {_kind(e.stat(follow_symlinks=False).st_mode)}"
-                                   " in the output folder; write the sharded output to a new or "
-                                   "empty folder (nothing was written)")
+            raise DestinationError(
+                f"{e.path} is a {_kind(e.stat(follow_symlinks=False).st_mode)}"
+                " in the output folder; write the sharded output to a new or "
+                "empty folder (nothing was written)"
+            )
 
 
 def old_index_files(index_path: str) -> set[str]:
@@ -282,8 +313,11 @@ def old_index_files(index_path: str) -> set[str]:
     wmap = doc.get("weight_map") if isinstance(doc, dict) else None
     if not isinstance(wmap, dict):
         return set()
-    return {os.path.normpath(v).replace(os.sep, "/") for v in wmap.values()
-            if isinstance(v, str) and "\0" not in v}
+    return {
+        os.path.normpath(v).replace(os.sep, "/")
+        for v in wmap.values()
+        if isinstance(v, str) and "\0" not in v
+    }
 
 
 # ------------------------------------------------------------------------- switching

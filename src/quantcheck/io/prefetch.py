@@ -21,15 +21,20 @@ S = TypeVar("S")
 
 def prefetch_markers(source: Any, header: Any) -> None:
     """Read the bytes of every marker tensor the checker will read (one batched request)."""
-    spans = [(t.begin, t.nbytes) for t in header.tensors.values()
-             if t.name.endswith(MARKER_SUFFIX) and 0 < t.nbytes <= MAX_MARKER_BYTES
-             and t.end <= header.file_size]
+    spans = [
+        (t.begin, t.nbytes)
+        for t in header.tensors.values()
+        if t.name.endswith(MARKER_SUFFIX)
+        and 0 < t.nbytes <= MAX_MARKER_BYTES
+        and t.end <= header.file_size
+    ]
     if spans:
         source.read_many(spans)
 
 
-def open_shards(files: list[str], jobs: int, opener: Callable[[str], S], *,
-                read_markers: bool = True) -> list[S]:
+def open_shards(
+    files: list[str], jobs: int, opener: Callable[[str], S], *, read_markers: bool = True
+) -> list[S]:
     """`opener(f)` for every file on `jobs` threads (with marker bytes prefetched), in order."""
 
     def one(f: str) -> S:
@@ -47,8 +52,9 @@ def open_shards(files: list[str], jobs: int, opener: Callable[[str], S], *,
     shards: list[S] = []
     first_error: Exception | None = None
     with Progress(len(files), "reading headers") as bar:
-        for _, result in map_bounded(one, files, jobs,
-                                     progress=lambda f: bar.advance(base_name(f))):
+        for _, result in map_bounded(
+            one, files, jobs, progress=lambda f: bar.advance(base_name(f))
+        ):
             if isinstance(result, Exception):
                 first_error = first_error or result
             else:

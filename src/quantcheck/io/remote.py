@@ -21,18 +21,28 @@ from quantcheck.io.limits import byte_cap
 from quantcheck.io.source import is_remote
 from quantcheck.rules import codes as R
 
-__all__ = ["HttpSource", "RemoteError", "expand_remote", "is_remote", "open_remote_source",
-           "read_remote_json"]
+__all__ = [
+    "HttpSource",
+    "RemoteError",
+    "expand_remote",
+    "is_remote",
+    "open_remote_source",
+    "read_remote_json",
+]
 
 INDEX_SUFFIX = ".index.json"
 _INDEX_DOCS: dict[str, object] = {}
 #: display name (credentials and query redacted) -> URL to fetch, for remote index files.
 _INDEX_URLS: dict[str, str] = {}
 _INDEX_KEEP = 8
+
+
 def _refuse_offline(url: str) -> None:
     if hub.offline():
-        raise RemoteError(f"{redact(url)}: HF_HUB_OFFLINE is set, so nothing is fetched from the "
-                          "network; unset it to check a remote checkpoint")
+        raise RemoteError(
+            f"{redact(url)}: HF_HUB_OFFLINE is set, so nothing is fetched from the "
+            "network; unset it to check a remote checkpoint"
+        )
 
 
 def _locate(url: str) -> tuple[str, str]:
@@ -45,8 +55,9 @@ def _locate(url: str) -> tuple[str, str]:
         return hub.resolve_url(hp), hp.name()
     if scheme in ("http", "https"):
         return url, redact(url)
-    raise RemoteError(f"{redact(url)}: unsupported address; use hf://ORG/REPO/FILE, https:// or "
-                      "http:// URLs")
+    raise RemoteError(
+        f"{redact(url)}: unsupported address; use hf://ORG/REPO/FILE, https:// or http:// URLs"
+    )
 
 
 def open_remote_source(url: str) -> HttpSource:
@@ -72,16 +83,17 @@ def expand_remote(url: str) -> tuple[list[str], str | None, list[Diagnostic]]:
     if path.endswith(INDEX_SUFFIX):
         return _expand_index(redact(url), url, None)
     if path.endswith("/"):
-        raise RemoteError(f"{redact(url)}: an HTTP folder cannot be listed; give the URL of a "
-                          ".safetensors file or of its .index.json")
+        raise RemoteError(
+            f"{redact(url)}: an HTTP folder cannot be listed; give the URL of a "
+            ".safetensors file or of its .index.json"
+        )
     return [url], None, []
 
 
-def _expand_folder(url: str, hp: hub.HubPath) -> tuple[list[str], str | None,
-                                                       list[Diagnostic]]:
+def _expand_folder(url: str, hp: hub.HubPath) -> tuple[list[str], str | None, list[Diagnostic]]:
     files = hub.list_folder(hp)
     prefix = f"{hp.path}/" if hp.path else ""
-    here = sorted(f for f in files if f.startswith(prefix) and "/" not in f[len(prefix):])
+    here = sorted(f for f in files if f.startswith(prefix) and "/" not in f[len(prefix) :])
     indexes = [f for f in here if f.endswith(".safetensors" + INDEX_SUFFIX)]
     if indexes:
         idx = hp.with_path(indexes[0])
@@ -100,8 +112,9 @@ def _shard_ok(shard: str) -> bool:
     return not posixpath.normpath(shard).startswith("..")
 
 
-def _expand_index(name: str, fetch: str, listing: set[str] | None) -> tuple[
-        list[str], str | None, list[Diagnostic]]:
+def _expand_index(
+    name: str, fetch: str, listing: set[str] | None
+) -> tuple[list[str], str | None, list[Diagnostic]]:
     """Shard names from a remote index's weight_map, checked like local index files."""
     client = HttpClient(hub.settings())
     try:
@@ -117,8 +130,14 @@ def _expand_index(name: str, fetch: str, listing: set[str] | None) -> tuple[
     _remember(name, fetch, doc)
     wmap = doc.get("weight_map") if isinstance(doc, dict) else None
     if not isinstance(wmap, dict) or not all(isinstance(v, str) for v in wmap.values()):
-        diags.append(Diagnostic(R.QC503, "index has no weight_map object of tensor name -> "
-                                         "shard file", file=name, pointer="/weight_map"))
+        diags.append(
+            Diagnostic(
+                R.QC503,
+                "index has no weight_map object of tensor name -> shard file",
+                file=name,
+                pointer="/weight_map",
+            )
+        )
         return [], name, diags
     # shards are fetched under the index's real URL (credentials kept, query dropped)
     base = (name if name.startswith("hf://") else fetch).split("?", 1)[0].rsplit("/", 1)[0]
@@ -126,14 +145,19 @@ def _expand_index(name: str, fetch: str, listing: set[str] | None) -> tuple[
     out: list[str] = []
     for shard in dict.fromkeys(wmap.values()):
         if not _shard_ok(shard):
-            diags.append(Diagnostic(R.QC502, f"shard path {shard!r} leaves the index's folder; "
-                                             "it was not opened", file=name,
-                                    pointer=json_pointer("weight_map")))
+            diags.append(
+                Diagnostic(
+                    R.QC502,
+                    f"shard path {shard!r} leaves the index's folder; it was not opened",
+                    file=name,
+                    pointer=json_pointer("weight_map"),
+                )
+            )
             continue
-        if listing is not None and posixpath.normpath(posixpath.join(folder, shard)) \
-                not in listing:
-            diags.append(Diagnostic(R.QC504, f"shard {shard!r} named by the index does not "
-                                             "exist", file=name))
+        if listing is not None and posixpath.normpath(posixpath.join(folder, shard)) not in listing:
+            diags.append(
+                Diagnostic(R.QC504, f"shard {shard!r} named by the index does not exist", file=name)
+            )
             continue
         out.append(f"{base}/{shard}")
     return out, name, diags
@@ -153,8 +177,9 @@ def read_remote_json(url: str) -> object:
     if url in _INDEX_DOCS:
         return _INDEX_DOCS.pop(url)
     _refuse_offline(url)
-    fetch = hub.resolve_url(hub.parse(url)) if url.startswith("hf://") else \
-        _INDEX_URLS.get(url, url)
+    fetch = (
+        hub.resolve_url(hub.parse(url)) if url.startswith("hf://") else _INDEX_URLS.get(url, url)
+    )
     client = HttpClient(hub.settings())
     try:
         raw, _ = hub.fetch_bytes(client, fetch, what="index")

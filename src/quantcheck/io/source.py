@@ -24,9 +24,13 @@ def file_kind(mode: int) -> str:
     """What a non-regular file is, for messages: "a FIFO (named pipe)", "a socket", ..."""
     import stat
 
-    for test, what in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
-                       (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device")):
+    for test, what in (
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    ):
         if test(mode):
             return what
     return "not a regular file"
@@ -50,8 +54,10 @@ def open_regular(path: str) -> tuple[int, os.stat_result]:
         if stat.S_ISDIR(st.st_mode):
             raise IsADirectoryError(f"{path} is a folder")
         if not stat.S_ISREG(st.st_mode):
-            raise NotRegularFileError(f"{path}: is {file_kind(st.st_mode)}, not a regular file; "
-                                      "only regular files are read")
+            raise NotRegularFileError(
+                f"{path}: is {file_kind(st.st_mode)}, not a regular file; "
+                "only regular files are read"
+            )
         return fd, st
     except BaseException:
         os.close(fd)
@@ -91,6 +97,7 @@ if TYPE_CHECKING:
 
         def close(self) -> None: ...
 else:
+
     class ByteSource:
         """Random-access bytes: `name`, `size`, `read(offset, n)` (short only at end of data),
         `read_many(ranges)` and `close()`. A protocol: sources need not inherit from it."""
@@ -137,8 +144,13 @@ class LocalFile:
         if n <= 0 or offset >= self._size:
             return b""
         whole = self._whole
-        if (whole is None and self._buffer and self._size <= SMALL_FILE and self._fd >= 0
-                and _buffered[0] + self._size <= BUFFER_BUDGET):
+        if (
+            whole is None
+            and self._buffer
+            and self._size <= SMALL_FILE
+            and self._fd >= 0
+            and _buffered[0] + self._size <= BUFFER_BUDGET
+        ):
             whole = self._whole = self._pread(0, self._size)
             _buffered[0] += len(whole)
         if whole is not None and offset >= 0:

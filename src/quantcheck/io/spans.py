@@ -43,8 +43,11 @@ class SpanCache:
 
     def forget(self, start: int, end: int) -> None:
         """Drop held spans that lie wholly inside `[start, end)`."""
-        keep = [(s, d) for s, d in zip(self._starts, self._data, strict=True)
-                if not (start <= s and s + len(d) <= end)]
+        keep = [
+            (s, d)
+            for s, d in zip(self._starts, self._data, strict=True)
+            if not (start <= s and s + len(d) <= end)
+        ]
         self._starts = [s for s, _ in keep]
         self._data = [d for _, d in keep]
 

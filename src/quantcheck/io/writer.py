@@ -103,8 +103,11 @@ class OutFile:
             doc["__metadata__"] = dict(self.metadata)
         off = 0
         for t in self.tensors:
-            doc[t.name] = {"dtype": t.dtype, "shape": list(t.shape),
-                           "data_offsets": [off, off + t.data.nbytes]}
+            doc[t.name] = {
+                "dtype": t.dtype,
+                "shape": list(t.shape),
+                "data_offsets": [off, off + t.data.nbytes],
+            }
             off += t.data.nbytes
         text = json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
         text += b" " * (-len(text) % 8)
@@ -199,8 +202,10 @@ class _Sink:
             for chunk in p.produce():
                 self.write(chunk)
             if self.written - before != p.nbytes:
-                raise WriteError(f"a generated tensor gave {self.written - before} bytes, "
-                                 f"not the {p.nbytes} its header entry declares")
+                raise WriteError(
+                    f"a generated tensor gave {self.written - before} bytes, "
+                    f"not the {p.nbytes} its header entry declares"
+                )
         else:
             self.copy(p.source, p.offset, p.nbytes)
 
@@ -234,8 +239,13 @@ class _Sink:
             try:
                 got = os.copy_file_range(fd, self.fd, min(CHUNK, end - pos), pos)
             except OSError as exc:
-                if pos == offset and exc.errno in (errno.EXDEV, errno.ENOSYS, errno.EINVAL,
-                                                   errno.EOPNOTSUPP, errno.EBADF):
+                if pos == offset and exc.errno in (
+                    errno.EXDEV,
+                    errno.ENOSYS,
+                    errno.EINVAL,
+                    errno.EOPNOTSUPP,
+                    errno.EBADF,
+                ):
                     return False
                 raise
             if got == 0:
@@ -258,8 +268,9 @@ def _narrow(p: Payload, at: int, n: int) -> Payload:
     return Data(whole[at : at + n])
 
 
-def _write_one(out: OutFile, path: str, fds: dict[str, int],
-               on_bytes: Callable[[int], None] | None) -> None:
+def _write_one(
+    out: OutFile, path: str, fds: dict[str, int], on_bytes: Callable[[int], None] | None
+) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_TRUNC | getattr(os, "O_BINARY", 0))
     try:
         sink = _Sink(fd, fds)
@@ -281,8 +292,9 @@ def _fsync_dir(folder: str) -> None:
             os.close(fd)
 
 
-def _verify_written(paths: list[str], files: list[OutFile],
-                    verify: Callable[[Checkpoint], None] | None) -> None:
+def _verify_written(
+    paths: list[str], files: list[OutFile], verify: Callable[[Checkpoint], None] | None
+) -> None:
     """Re-read what was written: headers parse, tensors are exactly the planned ones."""
     from quantcheck.model.checkpoint import load_checkpoint
 
@@ -309,10 +321,15 @@ def _index_doc(files: list[OutFile], meta: dict[str, Any] | None) -> bytes:
     return (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
 
 
-def write_checkpoint(files: list[OutFile], out: str, *, index_name: str | None = None,
-                     index_meta: dict[str, Any] | None = None,
-                     verify: Callable[[Checkpoint], None] | None = None,
-                     on_bytes: Callable[[int], None] | None = None) -> list[str]:
+def write_checkpoint(
+    files: list[OutFile],
+    out: str,
+    *,
+    index_name: str | None = None,
+    index_meta: dict[str, Any] | None = None,
+    verify: Callable[[Checkpoint], None] | None = None,
+    on_bytes: Callable[[int], None] | None = None,
+) -> list[str]:
     """Write `files` to `out` atomically; return the paths written.
 
     One file and no `index_name`: `out` is the file path. Otherwise `out` is a folder that
@@ -343,9 +360,13 @@ def write_checkpoint(files: list[OutFile], out: str, *, index_name: str | None =
     return [os.path.join(shown, f.name) for f in files] + [os.path.join(shown, index_name)]
 
 
-def _write_file(out: OutFile, parent: str, base: str,
-                verify: Callable[[Checkpoint], None] | None,
-                on_bytes: Callable[[int], None] | None) -> None:
+def _write_file(
+    out: OutFile,
+    parent: str,
+    base: str,
+    verify: Callable[[Checkpoint], None] | None,
+    on_bytes: Callable[[int], None] | None,
+) -> None:
     dest = os.path.join(parent, base)
     fds: dict[str, int] = {}
     tmp: str | None = None
@@ -364,10 +385,14 @@ def _write_file(out: OutFile, parent: str, base: str,
         _discard(tmp)
 
 
-def _write_sharded(files: list[OutFile], dest: str, index_name: str,
-                   index_meta: dict[str, Any] | None,
-                   verify: Callable[[Checkpoint], None] | None,
-                   on_bytes: Callable[[int], None] | None) -> None:
+def _write_sharded(
+    files: list[OutFile],
+    dest: str,
+    index_name: str,
+    index_meta: dict[str, Any] | None,
+    verify: Callable[[Checkpoint], None] | None,
+    on_bytes: Callable[[int], None] | None,
+) -> None:
     parent, base = os.path.split(dest)
     fds: dict[str, int] = {}
     tmp: str | None = None

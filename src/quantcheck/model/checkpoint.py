@@ -194,10 +194,15 @@ def shards_from_index(index_path: str) -> tuple[list[str], list[Diagnostic]]:
         diags.append(Diagnostic(R.QC503, f"index is not valid JSON: {exc}", file=index_path))
         return [], diags
     wmap = doc.get("weight_map") if isinstance(doc, dict) else None
-    if (not isinstance(wmap, dict) or not wmap
-            or not all(isinstance(v, str) for v in wmap.values())):
-        diags.append(Diagnostic(R.QC503, "index has no weight_map object of tensor name -> "
-                                         "shard file", file=index_path, pointer="/weight_map"))
+    if not isinstance(wmap, dict) or not wmap or not all(isinstance(v, str) for v in wmap.values()):
+        diags.append(
+            Diagnostic(
+                R.QC503,
+                "index has no weight_map object of tensor name -> shard file",
+                file=index_path,
+                pointer="/weight_map",
+            )
+        )
         return [], diags
     folder = os.path.realpath(os.path.dirname(os.path.abspath(index_path)))
     out: list[str] = []
@@ -205,9 +210,14 @@ def shards_from_index(index_path: str) -> tuple[list[str], list[Diagnostic]]:
         problem = _shard_problem(folder, shard)
         if problem is not None:
             code, text = problem
-            diags.append(Diagnostic(code, text, file=index_path,
-                                    pointer=json_pointer("weight_map") if code is R.QC502
-                                    else None))
+            diags.append(
+                Diagnostic(
+                    code,
+                    text,
+                    file=index_path,
+                    pointer=json_pointer("weight_map") if code is R.QC502 else None,
+                )
+            )
             continue
         out.append(os.path.join(os.path.dirname(index_path), shard))
     return out, diags
@@ -230,13 +240,16 @@ def _shard_problem(folder: str, shard: str) -> tuple[Rule, str] | None:
         return R.QC504, f"shard {shard!r} named by the index does not exist"
 
     if not stat.S_ISREG(st.st_mode):
-        return R.QC504, (f"shard {shard!r} named by the index is {file_kind(st.st_mode)}, not "
-                         "a regular file; it was not opened")
+        return R.QC504, (
+            f"shard {shard!r} named by the index is {file_kind(st.st_mode)}, not "
+            "a regular file; it was not opened"
+        )
     return None
 
 
-def load_checkpoint(paths: list[str] | str, *, read_markers: bool = True,
-                    jobs: int = 1) -> Checkpoint:
+def load_checkpoint(
+    paths: list[str] | str, *, read_markers: bool = True, jobs: int = 1
+) -> Checkpoint:
     """Open every shard, read headers and marker bytes, group layers and merge markers.
 
     `jobs` > 1 opens remote shards concurrently (same result, fewer waits on latency)."""
@@ -259,9 +272,12 @@ def load_checkpoint(paths: list[str] | str, *, read_markers: bool = True,
     else:
         from quantcheck.model.shard_sets import missing_shards
 
-        ck.diagnostics += [Diagnostic(R.QC506, f"{name} of this shard set is missing (no index "
-                                      "names the set)", file=first)
-                           for first, name in missing_shards(files)]
+        ck.diagnostics += [
+            Diagnostic(
+                R.QC506, f"{name} of this shard set is missing (no index names the set)", file=first
+            )
+            for first, name in missing_shards(files)
+        ]
     return ck
 
 
@@ -299,10 +315,15 @@ def assemble(ck: Checkpoint, shards: list[Shard], *, read_markers: bool = True) 
             ck.metadata.setdefault(k, v)
         for name, t in header.tensors.items():
             if name in seen_in:
-                ck.diagnostics.append(Diagnostic(
-                    R.QC501, f"tensor is in both {base_name(seen_in[name])} and "
-                             f"{base_name(f)}; loaders keep one silently", file=f,
-                    tensor=name))
+                ck.diagnostics.append(
+                    Diagnostic(
+                        R.QC501,
+                        f"tensor is in both {base_name(seen_in[name])} and "
+                        f"{base_name(f)}; loaders keep one silently",
+                        file=f,
+                        tensor=name,
+                    )
+                )
             seen_in[name] = f
             ck.tensors[name] = t
         if read_markers:
@@ -345,10 +366,22 @@ def _check_weight_map(index: str, ck: Checkpoint) -> list[Diagnostic]:
         path = os.path.join(folder, shard) if isinstance(shard, str) else None
         t = ck.tensors.get(name)
         if path in loaded and (t is None or t.file != path):
-            out.append(Diagnostic(R.QC505, f"the index places {name!r} in {shard!r}, which does "
-                                           "not hold it", file=index, tensor=name))
+            out.append(
+                Diagnostic(
+                    R.QC505,
+                    f"the index places {name!r} in {shard!r}, which does not hold it",
+                    file=index,
+                    tensor=name,
+                )
+            )
     for name, t in ck.tensors.items():
         if name not in wmap:
-            out.append(Diagnostic(R.QC505, f"tensor is in {base_name(t.file)} but missing from the "
-                                           "index's weight_map", file=index, tensor=name))
+            out.append(
+                Diagnostic(
+                    R.QC505,
+                    f"tensor is in {base_name(t.file)} but missing from the index's weight_map",
+                    file=index,
+                    tensor=name,
+                )
+            )
     return out

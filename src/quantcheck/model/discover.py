@@ -36,8 +36,13 @@ class CheckpointSpec:
     paths: list[str]
 
 
-def discover(args: list[str], *, include: list[str] | None = None,
-             exclude: list[str] | None = None, as_one: bool = False) -> list[CheckpointSpec]:
+def discover(
+    args: list[str],
+    *,
+    include: list[str] | None = None,
+    exclude: list[str] | None = None,
+    as_one: bool = False,
+) -> list[CheckpointSpec]:
     """The checkpoints `args` name, in argument order (a folder's in sorted path order).
     Raises InputError for a missing path or a folder that holds no checkpoint."""
     from quantcheck.errors import InputError
@@ -46,8 +51,7 @@ def discover(args: list[str], *, include: list[str] | None = None,
         return [CheckpointSpec(args[0] if len(args) == 1 else " + ".join(args), list(args))]
     out: list[CheckpointSpec] = []
     for arg in args:
-        if arg.startswith("hf://") and not arg.split("@", 1)[0].endswith(
-                (SAFETENSORS, ".json")):
+        if arg.startswith("hf://") and not arg.split("@", 1)[0].endswith((SAFETENSORS, ".json")):
             found = _discover_hub(arg, include, exclude)
         elif "://" in arg or not os.path.isdir(arg):
             if "://" not in arg and not os.path.exists(arg):
@@ -56,8 +60,10 @@ def discover(args: list[str], *, include: list[str] | None = None,
         else:
             found = _discover_folder(arg, include, exclude)
         if not found:
-            raise InputError(f"{arg}: folder holds no .safetensors files"
-                             + (" matching --include/--exclude" if include or exclude else ""))
+            raise InputError(
+                f"{arg}: folder holds no .safetensors files"
+                + (" matching --include/--exclude" if include or exclude else "")
+            )
         out += found
     return _unclaimed(_unique(out))
 
@@ -74,8 +80,11 @@ def _unclaimed(specs: list[CheckpointSpec]) -> list[CheckpointSpec]:
             claimed.update(os.path.realpath(s) for s in shards_from_index(p)[0])
     if not claimed:
         return specs
-    return [s for s in specs if len(s.paths) != 1 or "://" in s.paths[0]
-            or os.path.realpath(s.paths[0]) not in claimed]
+    return [
+        s
+        for s in specs
+        if len(s.paths) != 1 or "://" in s.paths[0] or os.path.realpath(s.paths[0]) not in claimed
+    ]
 
 
 def _unique(specs: list[CheckpointSpec]) -> list[CheckpointSpec]:
@@ -109,8 +118,9 @@ def selected(rel: str, include: list[str] | None, exclude: list[str] | None) -> 
     return not (exclude and hit(exclude))
 
 
-def _discover_folder(root: str, include: list[str] | None,
-                     exclude: list[str] | None) -> list[CheckpointSpec]:
+def _discover_folder(
+    root: str, include: list[str] | None, exclude: list[str] | None
+) -> list[CheckpointSpec]:
     rels: list[str] = []
     for folder, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))  # .git, .cache, ...
@@ -156,22 +166,23 @@ def group(rels: list[str], shards_of: object, name: object) -> list[CheckpointSp
         first = parts[min(parts)]
         label = f"{folder}/{stem}" if folder else stem
         display = name(f"{label}-*-of-{total}{SAFETENSORS}")  # type: ignore[operator]
-        specs.append((first, CheckpointSpec(
-            display, [name(parts[i]) for i in sorted(parts)])))  # type: ignore[operator]
+        specs.append((first, CheckpointSpec(display, [name(parts[i]) for i in sorted(parts)])))  # type: ignore[operator]
     specs.sort(key=lambda kv: kv[0])
     return [s for _, s in specs]
 
 
-def _discover_hub(arg: str, include: list[str] | None,
-                  exclude: list[str] | None) -> list[CheckpointSpec]:
+def _discover_hub(
+    arg: str, include: list[str] | None, exclude: list[str] | None
+) -> list[CheckpointSpec]:
     """Checkpoints in a hub repository folder, listed recursively."""
     from quantcheck.io import hub
 
     hp = hub.parse(arg)
     prefix = f"{hp.path}/" if hp.path else ""
-    rels = [f[len(prefix):] for f in _list_hub_tree(hp) if f.startswith(prefix)]
-    rels = [r for r in rels if r.endswith((SAFETENSORS, INDEX_SUFFIX))
-            and selected(r, include, exclude)]
+    rels = [f[len(prefix) :] for f in _list_hub_tree(hp) if f.startswith(prefix)]
+    rels = [
+        r for r in rels if r.endswith((SAFETENSORS, INDEX_SUFFIX)) and selected(r, include, exclude)
+    ]
 
     def shards_of(index_rel: str) -> list[str]:
         import posixpath
@@ -184,8 +195,11 @@ def _discover_hub(arg: str, include: list[str] | None,
             return []  # checking the index reports why
         wmap = doc.get("weight_map") if isinstance(doc, dict) else None
         folder = posixpath.dirname(index_rel)
-        return [posixpath.normpath(posixpath.join(folder, v)) for v in
-                (wmap.values() if isinstance(wmap, dict) else ()) if isinstance(v, str)]
+        return [
+            posixpath.normpath(posixpath.join(folder, v))
+            for v in (wmap.values() if isinstance(wmap, dict) else ())
+            if isinstance(v, str)
+        ]
 
     return group(sorted(rels), shards_of, lambda rel: hp.name(prefix + rel))
 
@@ -209,10 +223,17 @@ def _list_hub_tree(hp: object) -> list[str]:
                 return sorted(set(files))
             doc, link = hub.fetch_json(client, url, what="listing")
             if not isinstance(doc, list):
-                raise RemoteError(f"{url}: the hub's listing is not a JSON array; give a file "
-                                  f"path ({hp.name('FILE.safetensors')})")
-            files += [e["path"] for e in doc if isinstance(e, dict) and e.get("type") == "file"
-                      and isinstance(e.get("path"), str)]
+                raise RemoteError(
+                    f"{url}: the hub's listing is not a JSON array; give a file "
+                    f"path ({hp.name('FILE.safetensors')})"
+                )
+            files += [
+                e["path"]
+                for e in doc
+                if isinstance(e, dict)
+                and e.get("type") == "file"
+                and isinstance(e.get("path"), str)
+            ]
             m = hub._NEXT.search(link or "")
             url = urljoin(url, m.group(1)) if m else None
         raise RemoteError(f"{hub.tree_url(hp)}: listing has more than {hub.MAX_PAGES} pages")

@@ -40,9 +40,10 @@ def layer_record(ck: Checkpoint, prefix: str) -> dict[str, Any] | None:
         "weight": {"dtype": w.dtype, "shape": list(w.shape)},
         "logical_shape": [n, k],
         "logical_shape_exact": exact,
-        "tensors": {s: {"dtype": t.dtype, "shape": list(t.shape), "bytes": t.nbytes,
-                        "file": t.file}
-                    for s, t in layer.tensors.items()},
+        "tensors": {
+            s: {"dtype": t.dtype, "shape": list(t.shape), "bytes": t.nbytes, "file": t.file}
+            for s, t in layer.tensors.items()
+        },
         "bytes": quant_bytes,
         "params": params,
         "bits_per_weight": round(8 * quant_bytes / params, 3) if params else None,
@@ -66,18 +67,23 @@ def summarize(ck: Checkpoint) -> dict[str, Any]:
     for r in layers:
         dtype = r["weight"]["dtype"]
         # a marked layer whose weight is still 16/32-bit stores no quantized data (QC304)
-        key = (r["format"] if r["format"] and dtype not in HIGH_PRECISION
-               else f"unquantized {dtype}")
+        key = r["format"] if r["format"] and dtype not in HIGH_PRECISION else f"unquantized {dtype}"
         t = totals.setdefault(key, {"layers": 0, "bytes": 0, "params": 0})
         t["layers"] += 1
         t["bytes"] += r["bytes"]
         t["params"] += r["params"]
     for t in totals.values():
         t["bits_per_weight"] = round(8 * t["bytes"] / t["params"], 3) if t["params"] else None
-    files = [{"path": s.header.file, "size": s.header.file_size,
-              "header_bytes": s.header.header_len, "tensors": len(s.header.tensors),
-              "metadata": s.header.metadata}
-             for s in ck.shards]
+    files = [
+        {
+            "path": s.header.file,
+            "size": s.header.file_size,
+            "header_bytes": s.header.header_len,
+            "tensors": len(s.header.tensors),
+            "metadata": s.header.metadata,
+        }
+        for s in ck.shards
+    ]
     return {
         "schema_version": SCHEMA_VERSION,
         "tool": "quantcheck",
@@ -86,8 +92,10 @@ def summarize(ck: Checkpoint) -> dict[str, Any]:
         "files": files,
         "index": ck.index,
         "layers": layers,
-        "other_tensors": [{"name": n, "dtype": ck.tensors[n].dtype,
-                           "shape": list(ck.tensors[n].shape)} for n in ck.loose],
+        "other_tensors": [
+            {"name": n, "dtype": ck.tensors[n].dtype, "shape": list(ck.tensors[n].shape)}
+            for n in ck.loose
+        ],
         "totals": dict(sorted(totals.items())),
         "diagnostics": len(ck.diagnostics),
     }

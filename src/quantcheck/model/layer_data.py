@@ -51,8 +51,9 @@ class LayerData:
             raise OSError(f"{t.name}: file ends after {len(raw)} of {t.nbytes} bytes")
         return from_bytes(t.dtype, t.shape, raw)
 
-    def logical_shape(self, shape: tuple[int, int] | None = None) -> tuple[tuple[int, int] | None,
-                                                                          bool]:
+    def logical_shape(
+        self, shape: tuple[int, int] | None = None
+    ) -> tuple[tuple[int, int] | None, bool]:
         """(shape to slice to, exact?) from `shape`, the marker's orig_shape, or the file."""
         if shape is not None:
             return (int(shape[0]), int(shape[1])), True
@@ -62,8 +63,9 @@ class LayerData:
             return None, True
         return (dims.N, dims.K), dims.n_exact and dims.k_exact
 
-    def dequantize(self, shape: tuple[int, int] | None = None,
-                   out_dtype: str = "float32") -> np.ndarray:
+    def dequantize(
+        self, shape: tuple[int, int] | None = None, out_dtype: str = "float32"
+    ) -> np.ndarray:
         """The float32 weight of logical shape [N, K].
 
         For padded NVFP4/MXFP8 layers N and K come from `shape`, the marker's `orig_shape`, or
@@ -82,16 +84,20 @@ class LayerData:
         if fmt is None:
             w = self.read("weight")
             return w.astype("float32")
-        tensors: dict[str, Any] = {s: self.read(s) for s in self.layer.tensors
-                                   if s not in ("comfy_quant", "bias")}
+        tensors: dict[str, Any] = {
+            s: self.read(s) for s in self.layer.tensors if s not in ("comfy_quant", "bias")
+        }
         marker = dict(self.layer.marker.fields) if self.layer.marker else {"format": fmt}
         want, exact = self.logical_shape(shape)
         out = dequantize(fmt, tensors, marker=marker, shape=want, out_dtype=out_dtype)
         if not exact and out.ndim == 2 and out.size and out[-1].any() and out[:, -1].any():
             exact = True  # padding is exactly zero: data in the last row and column proves it
         if not exact:
-            warnings.warn(f"{self.prefix}: the logical [N, K] of this padded {fmt} layer is not "
-                          f"recorded; returning the stored bound {want} including its zero "
-                          "padding (pass shape=(N, K) to slice it)", PaddedShapeWarning,
-                          stacklevel=2)
+            warnings.warn(
+                f"{self.prefix}: the logical [N, K] of this padded {fmt} layer is not "
+                f"recorded; returning the stored bound {want} including its zero "
+                "padding (pass shape=(N, K) to slice it)",
+                PaddedShapeWarning,
+                stacklevel=2,
+            )
         return out

@@ -14,7 +14,13 @@ if TYPE_CHECKING:
 #: Suffixes that belong to a layer: weight, its quantization companions (the format table),
 #: bias, marker, and the legacy scaled_fp8 keys.
 KNOWN_SUFFIXES: frozenset[str] = COMPANION_SUFFIXES | {
-    "weight", "bias", "comfy_quant", "scale_weight", "scale_input", "scaled_fp8"}
+    "weight",
+    "bias",
+    "comfy_quant",
+    "scale_weight",
+    "scale_input",
+    "scaled_fp8",
+}
 
 
 @record

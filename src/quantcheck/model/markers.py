@@ -23,8 +23,18 @@ MARKER_SUFFIX = ".comfy_quant"
 MAX_MARKER_BYTES = 64 * 1024
 #: marker dtypes numpy cannot hold: `tensor.numpy()` fails before any byte is read.
 UNREADABLE_MARKER_DTYPES = frozenset(
-    {"BF16", "F8_E4M3", "F8_E5M2", "F8_E8M0", "F8_E4M3FNUZ", "F8_E5M2FNUZ", "F4", "F6_E2M3",
-     "F6_E3M2"})
+    {
+        "BF16",
+        "F8_E4M3",
+        "F8_E5M2",
+        "F8_E8M0",
+        "F8_E4M3FNUZ",
+        "F8_E5M2FNUZ",
+        "F4",
+        "F6_E2M3",
+        "F6_E3M2",
+    }
+)
 BOMS = (b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")
 
 
@@ -99,8 +109,9 @@ def _preview(raw: bytes) -> str:
     return repr(text) + ("…" if len(raw) > 40 else "")
 
 
-def read_tensor_markers(source: ByteSource, header: Header) -> tuple[list[MarkerSource],
-                                                                   list[Diagnostic]]:
+def read_tensor_markers(
+    source: ByteSource, header: Header
+) -> tuple[list[MarkerSource], list[Diagnostic]]:
     """Read and decode every `.comfy_quant` tensor of one file."""
     diags: list[Diagnostic] = []
     wanted: list[TensorInfo] = []
@@ -113,22 +124,42 @@ def read_tensor_markers(source: ByteSource, header: Header) -> tuple[list[Marker
             wanted.append(t)  # the common case, in one test
             continue
         if t.dtype in UNREADABLE_MARKER_DTYPES:
-            diags.append(Diagnostic(
-                R.QC204, f"marker is stored as {t.dtype}; neither runtime can read its bytes "
-                         "(markers are U8)", file=file, tensor=t.name,
-                layer=t.name[: -len(MARKER_SUFFIX)], pointer=json_pointer(t.name, "dtype")))
+            diags.append(
+                Diagnostic(
+                    R.QC204,
+                    f"marker is stored as {t.dtype}; neither runtime can read its bytes "
+                    "(markers are U8)",
+                    file=file,
+                    tensor=t.name,
+                    layer=t.name[: -len(MARKER_SUFFIX)],
+                    pointer=json_pointer(t.name, "dtype"),
+                )
+            )
             continue
         if t.nbytes > MAX_MARKER_BYTES:
-            diags.append(Diagnostic(
-                R.QC206, f"marker is {t.nbytes:,} bytes, over the {MAX_MARKER_BYTES:,}-byte "
-                         "limit; it was not read", file=file, tensor=t.name,
-                layer=t.name[: -len(MARKER_SUFFIX)]))
+            diags.append(
+                Diagnostic(
+                    R.QC206,
+                    f"marker is {t.nbytes:,} bytes, over the {MAX_MARKER_BYTES:,}-byte "
+                    "limit; it was not read",
+                    file=file,
+                    tensor=t.name,
+                    layer=t.name[: -len(MARKER_SUFFIX)],
+                )
+            )
             continue
         if t.dtype != "U8":
-            diags.append(Diagnostic(
-                R.QC205, f"marker is stored as {t.dtype}; runtimes read its raw bytes, but "
-                         "markers are U8", file=file, tensor=t.name,
-                layer=t.name[: -len(MARKER_SUFFIX)], pointer=json_pointer(t.name, "dtype")))
+            diags.append(
+                Diagnostic(
+                    R.QC205,
+                    f"marker is stored as {t.dtype}; runtimes read its raw bytes, but "
+                    "markers are U8",
+                    file=file,
+                    tensor=t.name,
+                    layer=t.name[: -len(MARKER_SUFFIX)],
+                    pointer=json_pointer(t.name, "dtype"),
+                )
+            )
         if t.end > header.file_size:
             continue  # truncated file, already reported by the header reader
         wanted.append(t)
@@ -152,18 +183,39 @@ def read_tensor_markers(source: ByteSource, header: Header) -> tuple[list[Marker
             decoded[raw] = hit
         value, code, detail = hit
         if code is not None:
-            diags.append(Diagnostic(code, f"{detail}: {_preview(raw)}" if raw else str(detail),
-                                    file=file, tensor=name, layer=prefix))
+            diags.append(
+                Diagnostic(
+                    code,
+                    f"{detail}: {_preview(raw)}" if raw else str(detail),
+                    file=file,
+                    tensor=name,
+                    layer=prefix,
+                )
+            )
             continue
         if not isinstance(value, dict):
-            diags.append(Diagnostic(
-                R.QC202, f"marker decodes to {type(value).__name__} {_preview(raw)}; it must be "
-                         "a JSON object", file=file, tensor=name, layer=prefix))
+            diags.append(
+                Diagnostic(
+                    R.QC202,
+                    f"marker decodes to {type(value).__name__} {_preview(raw)}; it must be "
+                    "a JSON object",
+                    file=file,
+                    tensor=name,
+                    layer=prefix,
+                )
+            )
             continue
         if raw.startswith(BOMS) or b"\x00" in raw[:4]:
-            diags.append(Diagnostic(
-                R.QC207, "marker text has a byte-order mark or is UTF-16/32; runtimes accept it "
-                         "but other tools may not", file=file, tensor=name, layer=prefix))
+            diags.append(
+                Diagnostic(
+                    R.QC207,
+                    "marker text has a byte-order mark or is UTF-16/32; runtimes accept it "
+                    "but other tools may not",
+                    file=file,
+                    tensor=name,
+                    layer=prefix,
+                )
+            )
         out.append(MarkerSource("tensor", file, value, name))
     return out, diags
 
@@ -180,31 +232,61 @@ def read_header_markers(header: Header) -> tuple[list[MarkerSource], list[Diagno
         doc = json.loads(text)
     except (ValueError, RecursionError) as exc:
         detail = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
-        diags.append(Diagnostic(R.QC208, f"_quantization_metadata is not valid JSON: {detail}",
-                                file=file, pointer=ptr))
+        diags.append(
+            Diagnostic(
+                R.QC208,
+                f"_quantization_metadata is not valid JSON: {detail}",
+                file=file,
+                pointer=ptr,
+            )
+        )
         return [], diags
     deep = too_deep(doc, MAX_DEPTH + 2)  # the document, its layers object, then the markers
     if deep:
-        diags.append(Diagnostic(R.QC208, f"_quantization_metadata {deep}; quantcheck does not "
-                                         "read it", file=file, pointer=ptr))
+        diags.append(
+            Diagnostic(
+                R.QC208,
+                f"_quantization_metadata {deep}; quantcheck does not read it",
+                file=file,
+                pointer=ptr,
+            )
+        )
         return [], diags
     if not isinstance(doc, dict):
-        diags.append(Diagnostic(R.QC208, f"_quantization_metadata is {type(doc).__name__}; it "
-                                         "must be an object with a layers object", file=file,
-                                pointer=ptr))
+        diags.append(
+            Diagnostic(
+                R.QC208,
+                f"_quantization_metadata is {type(doc).__name__}; it "
+                "must be an object with a layers object",
+                file=file,
+                pointer=ptr,
+            )
+        )
         return [], diags
     layers = doc.get("layers")
     if not isinstance(layers, dict):
         what = "missing" if layers is None and "layers" not in doc else type(layers).__name__
-        diags.append(Diagnostic(R.QC208, f"_quantization_metadata has no layers object "
-                                         f"(layers is {what})", file=file, pointer=ptr))
+        diags.append(
+            Diagnostic(
+                R.QC208,
+                f"_quantization_metadata has no layers object (layers is {what})",
+                file=file,
+                pointer=ptr,
+            )
+        )
         return [], diags
     out: list[MarkerSource] = []
     for key, value in layers.items():
         if not isinstance(value, dict):
-            diags.append(Diagnostic(R.QC209, f"header marker for {key!r} is "
-                                             f"{type(value).__name__}; it must be an object",
-                                    file=file, layer=key, pointer=ptr))
+            diags.append(
+                Diagnostic(
+                    R.QC209,
+                    f"header marker for {key!r} is {type(value).__name__}; it must be an object",
+                    file=file,
+                    layer=key,
+                    pointer=ptr,
+                )
+            )
             continue
         out.append(MarkerSource("header", file, value, key))
     return out, diags
@@ -243,17 +325,29 @@ def merge_markers(sources: list[MarkerSource]) -> tuple[dict[str, Marker], list[
             continue
         for k, v in src.fields.items():
             if k in m.fields and m.fields[k] != v:
-                diags.append(Diagnostic(
-                    R.QC210, f"field {k!r} is {json.dumps(m.fields[k])} in "
-                             f"{_where(m.sources, k)} but {json.dumps(v)} in {_label(src)}",
-                    file=src.file, layer=prefix, tensor=src.key if src.origin == "tensor"
-                    else None, data={"field": k}))
+                diags.append(
+                    Diagnostic(
+                        R.QC210,
+                        f"field {k!r} is {json.dumps(m.fields[k])} in "
+                        f"{_where(m.sources, k)} but {json.dumps(v)} in {_label(src)}",
+                        file=src.file,
+                        layer=prefix,
+                        tensor=src.key if src.origin == "tensor" else None,
+                        data={"field": k},
+                    )
+                )
             elif k in m.fields and not _strict_equal(m.fields[k], v):
-                diags.append(Diagnostic(
-                    R.QC211, f"field {k!r} is {json.dumps(m.fields[k])} in "
-                             f"{_where(m.sources, k)} and {json.dumps(v)} in {_label(src)}: "
-                             "equal in Python, but some runtimes check the exact type",
-                    file=src.file, layer=prefix, data={"field": k}))
+                diags.append(
+                    Diagnostic(
+                        R.QC211,
+                        f"field {k!r} is {json.dumps(m.fields[k])} in "
+                        f"{_where(m.sources, k)} and {json.dumps(v)} in {_label(src)}: "
+                        "equal in Python, but some runtimes check the exact type",
+                        file=src.file,
+                        layer=prefix,
+                        data={"field": k},
+                    )
+                )
         m.fields.update(src.fields)
         m.sources.append(src)
     return markers, diags

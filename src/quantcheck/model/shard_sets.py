@@ -24,9 +24,15 @@ def missing_shards(files: list[str]) -> list[tuple[str, str]]:
             sets.setdefault(key, (f, set()))[1].add(int(m["part"]))
     out = []
     for (_, stem, total), (first, parts) in sets.items():
-        folder = first[:-len(first.rsplit("/", 1)[-1])] if "/" in first else ""
-        names = [f"{stem}-{i:05d}-of-{total}{SAFETENSORS}" for i in range(1, int(total) + 1)
-                 if i not in parts]
-        out += [(first, n) for n in names
-                if "://" in first or not os.path.exists(os.path.join(folder, n))]
+        folder = first[: -len(first.rsplit("/", 1)[-1])] if "/" in first else ""
+        names = [
+            f"{stem}-{i:05d}-of-{total}{SAFETENSORS}"
+            for i in range(1, int(total) + 1)
+            if i not in parts
+        ]
+        out += [
+            (first, n)
+            for n in names
+            if "://" in first or not os.path.exists(os.path.join(folder, n))
+        ]
     return out

@@ -132,14 +132,17 @@ def dequantize(
     fmt = spec.name
     _need(tensors, fmt, *spec.required)
     options = _options(marker, spec)
-    out = codec(fmt).dequantize({k: np.asarray(v) for k, v in tensors.items()}, fmt, options,
-                                out_dtype)
+    out = codec(fmt).dequantize(
+        {k: np.asarray(v) for k, v in tensors.items()}, fmt, options, out_dtype
+    )
     padded = spec.pad > 0
     want = shape if shape is not None else (marker.get("orig_shape") if padded else None)
     if want is not None:
-        if (not isinstance(want, list | tuple) or len(want) != 2
-                or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0
-                           for v in want)):
+        if (
+            not isinstance(want, list | tuple)
+            or len(want) != 2
+            or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in want)
+        ):
             raise NumericError(f"{fmt}: shape {want!r} is not two positive integers [N, K]")
         n, k = (int(v) for v in want)
         m = spec.pad

@@ -60,10 +60,16 @@ def dequantize(
     return out
 
 
-def _dequantize_layer(t: dict[str, np.ndarray], fmt: str, o: dict[str, Any],
-                      out_dtype: str) -> np.ndarray:
-    return dequantize(t["weight"].view(np.int8), t["weight_scale"], t["weight_zeros"],
-                      int(o["group_size"]), out_dtype)
+def _dequantize_layer(
+    t: dict[str, np.ndarray], fmt: str, o: dict[str, Any], out_dtype: str
+) -> np.ndarray:
+    return dequantize(
+        t["weight"].view(np.int8),
+        t["weight_scale"],
+        t["weight_zeros"],
+        int(o["group_size"]),
+        out_dtype,
+    )
 
 
 register_codec("awq_w4a16", dequantize=_dequantize_layer)  # offline AWQ only: no quantizer

@@ -31,9 +31,14 @@ class CompareResult:
     problems: list[dict[str, str]] = factory(list)
 
     def to_json(self) -> dict[str, Any]:
-        return {"schema_version": 1, "tool": "quantcheck", "kind": "compare",
-                "layers": [_jsonable(r) for r in self.layers],
-                "biases": [_jsonable(r) for r in self.biases], "problems": self.problems}
+        return {
+            "schema_version": 1,
+            "tool": "quantcheck",
+            "kind": "compare",
+            "layers": [_jsonable(r) for r in self.layers],
+            "biases": [_jsonable(r) for r in self.biases],
+            "problems": self.problems,
+        }
 
 
 def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
@@ -46,12 +51,20 @@ def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def _row(prefix: str, fmt: str | None, m: Any) -> dict[str, Any]:
-    return {"prefix": prefix, "format": fmt, "max_abs": m.max_abs, "rel_l2": m.rel_l2,
-            "cosine": m.cosine, "snr_db": m.snr_db, "count": m.count}
+    return {
+        "prefix": prefix,
+        "format": fmt,
+        "max_abs": m.max_abs,
+        "rel_l2": m.rel_l2,
+        "cosine": m.cosine,
+        "snr_db": m.snr_db,
+        "count": m.count,
+    }
 
 
-def compare_checkpoints(quantized: list[str], original: list[str],
-                        progress: bool | None = None) -> CompareResult:
+def compare_checkpoints(
+    quantized: list[str], original: list[str], progress: bool | None = None
+) -> CompareResult:
     """Compare every quantized layer with the same-named weight of the original."""
     with load_checkpoint(quantized) as q, load_checkpoint(original) as o:
         return compare_loaded(q, o, progress)
@@ -120,8 +133,10 @@ def _jobs(q: Checkpoint, o: Checkpoint, layer: Any, run: _LayerRun) -> list[Call
         else:
             jobs = [lambda: _whole(q, o, layer.prefix)]
         if p is not None:
-            jobs = [functools.partial(lambda r0, r1: chunk_sums(p.ref(r0, r1), p.test(r0, r1)),
-                                      r0, r1) for r0, r1 in p.chunks]
+            jobs = [
+                functools.partial(lambda r0, r1: chunk_sums(p.ref(r0, r1), p.test(r0, r1)), r0, r1)
+                for r0, r1 in p.chunks
+            ]
     run.left = len(jobs)
     return jobs
 
@@ -144,7 +159,8 @@ def _whole(q: Checkpoint, o: Checkpoint, prefix: str) -> list[Any]:
         ref = o.layer(prefix).read("weight").astype(np.float32)
         ref2 = ref.reshape(ref.shape[0], -1) if ref.ndim > 1 else ref
         test = q.layer(prefix).dequantize(
-            shape=tuple(ref2.shape) if ref2.ndim == 2 and q.layers[prefix].marker else None)
+            shape=tuple(ref2.shape) if ref2.ndim == 2 and q.layers[prefix].marker else None
+        )
     except NumericError as exc:
         raise _Problem(str(exc)) from exc
     if test.size != ref.size:
@@ -152,11 +168,12 @@ def _whole(q: Checkpoint, o: Checkpoint, prefix: str) -> list[Any]:
     a, b = ref.reshape(-1), test.reshape(-1)
     k = ref2.shape[1] if ref2.ndim == 2 else a.size
     step = chunk_rows(k) * k
-    return [chunk_sums(a[s:s + step], b[s:s + step]) for s in range(0, a.size, step)]
+    return [chunk_sums(a[s : s + step], b[s : s + step]) for s in range(0, a.size, step)]
 
 
-def _finish(run: _LayerRun, future: Any, q: Checkpoint, o: Checkpoint,
-            result: CompareResult) -> None:
+def _finish(
+    run: _LayerRun, future: Any, q: Checkpoint, o: Checkpoint, result: CompareResult
+) -> None:
     """Take one job's result (in submission order); close the layer after its last job."""
     layer = run.layer
     try:
@@ -172,8 +189,9 @@ def _finish(run: _LayerRun, future: Any, q: Checkpoint, o: Checkpoint,
     if run.left or run.failed:
         return
     fmt = layer.format if isinstance(layer.format, str) else None
-    result.layers.append(_row(layer.prefix, fmt or f"{layer.weight.dtype} (unquantized)",
-                              run.acc.result()))
+    result.layers.append(
+        _row(layer.prefix, fmt or f"{layer.weight.dtype} (unquantized)", run.acc.result())
+    )
     ref_layer = o.layers[layer.prefix]
     if "bias" in layer.tensors and "bias" in ref_layer.tensors:
         import numpy as np
@@ -181,8 +199,10 @@ def _finish(run: _LayerRun, future: Any, q: Checkpoint, o: Checkpoint,
         from quantcheck.numeric.metrics import ErrorAccumulator
 
         b_acc = ErrorAccumulator()
-        b_acc.update(o.layer(layer.prefix).read("bias").astype(np.float32),
-                     q.layer(layer.prefix).read("bias").astype(np.float32))
+        b_acc.update(
+            o.layer(layer.prefix).read("bias").astype(np.float32),
+            q.layer(layer.prefix).read("bias").astype(np.float32),
+        )
         result.biases.append(_row(layer.prefix, None, b_acc.result()))
 
 
@@ -229,20 +249,25 @@ def _key(v: float) -> float:
 def render_table(result: CompareResult, limit: int | None = None) -> str:
     """The worst-first text table."""
     rows = result.layers[:limit] if limit else result.layers
-    out = [f"{'LAYER':<60} {'FORMAT':<18} {'MAX ABS':>10} {'REL L2':>9} {'COSINE':>9} "
-           f"{'SNR dB':>7}"]
+    out = [
+        f"{'LAYER':<60} {'FORMAT':<18} {'MAX ABS':>10} {'REL L2':>9} {'COSINE':>9} {'SNR dB':>7}"
+    ]
     from quantcheck.textsafe import clean
 
     for r in rows:
-        out.append(f"{clean(r['prefix'])[-60:]:<60} {clean(r['format'])[:18]:<18} "
-                   f"{r['max_abs']:>10.3g} {r['rel_l2']:>9.4f} {r['cosine']:>9.6f} "
-                   f"{r['snr_db']:>7.1f}")
+        out.append(
+            f"{clean(r['prefix'])[-60:]:<60} {clean(r['format'])[:18]:<18} "
+            f"{r['max_abs']:>10.3g} {r['rel_l2']:>9.4f} {r['cosine']:>9.6f} "
+            f"{r['snr_db']:>7.1f}"
+        )
     if limit and len(result.layers) > limit:
         out.append(f"… {len(result.layers) - limit} more layers (--all shows every layer)")
     changed = [b for b in result.biases if b["max_abs"] > 0]
     if result.biases:
-        out.append(f"\nbiases: {len(result.biases)} compared, {len(changed)} differ from the "
-                   "original (reported, not a failure: some producers correct biases)")
+        out.append(
+            f"\nbiases: {len(result.biases)} compared, {len(changed)} differ from the "
+            "original (reported, not a failure: some producers correct biases)"
+        )
     for p in result.problems:
         out.append(f"not compared: {clean(p['prefix'])}: {clean(p['problem'])}")
     return "\n".join(out)

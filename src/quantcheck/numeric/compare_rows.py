@@ -122,8 +122,9 @@ def plan(q: Checkpoint, o: Checkpoint, prefix: str) -> RowPlan | None:
     return RowPlan(n, k, chunk_rows(k, multiple), ref, test)
 
 
-def _test_rows(q: Checkpoint, layer: Any, fmt: str | None, n: int, k: int
-               ) -> tuple[Callable[[int, int], np.ndarray], int] | None:
+def _test_rows(
+    q: Checkpoint, layer: Any, fmt: str | None, n: int, k: int
+) -> tuple[Callable[[int, int], np.ndarray], int] | None:
     """(rows -> float32 [rows, k] of the quantized side, row multiple) or None."""
     from quantcheck.model.layer_data import LayerData
     from quantcheck.numeric import dequantize
@@ -147,8 +148,9 @@ def _test_rows(q: Checkpoint, layer: Any, fmt: str | None, n: int, k: int
 
         def plain(r0: int, r1: int) -> np.ndarray:
             sc = scale if scale.size == 1 else scale.reshape(-1)[r0:r1]
-            return dequantize(fmt, {"weight": read_rows(q, w, r0, r1), "weight_scale": sc},
-                              marker=marker)
+            return dequantize(
+                fmt, {"weight": read_rows(q, w, r0, r1), "weight_scale": sc}, marker=marker
+            )
 
         return plain, 1
     if fmt in ("nvfp4", "mxfp8"):
@@ -168,10 +170,13 @@ def _test_rows(q: Checkpoint, layer: Any, fmt: str | None, n: int, k: int
 
         def blocked(r0: int, r1: int) -> np.ndarray:
             s1 = nb if r1 == n else r1  # the last chunk takes the zero padding rows too
-            tiles = scales[r0 * pc:_ceil(s1, 128) * pc]
-            out = dequantize(fmt, {"weight": read_rows(q, w, r0, s1), "weight_scale": tiles,
-                                   **extra}, marker=marker)
-            return out[:r1 - r0, :k]
+            tiles = scales[r0 * pc : _ceil(s1, 128) * pc]
+            out = dequantize(
+                fmt,
+                {"weight": read_rows(q, w, r0, s1), "weight_scale": tiles, **extra},
+                marker=marker,
+            )
+            return out[: r1 - r0, :k]
 
         return blocked, 128
     return None

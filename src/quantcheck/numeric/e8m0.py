@@ -34,7 +34,8 @@ def _max_fraction() -> np.ndarray:
         while _log2_1p(m + 1) < half_gap:
             m += 1
         assert half_gap - _log2_1p(m) > 2.0**-40 * half_gap and (
-            _log2_1p(m + 1) - half_gap > 2.0**-40 * half_gap)
+            _log2_1p(m + 1) - half_gap > 2.0**-40 * half_gap
+        )
         table[i] = m
     return table
 

@@ -84,8 +84,9 @@ def _quantize_layer(w: np.ndarray, fmt: str, o: dict[str, Any]) -> dict[str, np.
     return {"weight": q, "weight_scale": np.asarray(s, np.float32).reshape(())}
 
 
-def _dequantize_layer(t: dict[str, np.ndarray], fmt: str, o: dict[str, Any],
-                      out_dtype: str) -> np.ndarray:
+def _dequantize_layer(
+    t: dict[str, np.ndarray], fmt: str, o: dict[str, Any], out_dtype: str
+) -> np.ndarray:
     return dequantize(t["weight"].view(FP8_DTYPES[fmt][0]), t["weight_scale"], out_dtype)
 
 

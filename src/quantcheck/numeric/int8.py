@@ -37,8 +37,9 @@ def _scale_for_math(s: np.ndarray, kind: str) -> np.ndarray:
     return sm
 
 
-def _codes(x: np.ndarray, sm: np.ndarray | np.float32, kind: str,
-           inplace: bool = False) -> np.ndarray:
+def _codes(
+    x: np.ndarray, sm: np.ndarray | np.float32, kind: str, inplace: bool = False
+) -> np.ndarray:
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         y = np.divide(x, sm, out=x if inplace else None)
         round_to(y, kind, out=y)
@@ -72,6 +73,7 @@ def quantize(
         if k % g:
             raise NumericError(f"int8 ConvRot: K={k} is not divisible by convrot_groupsize {g}")
         scales = np.empty((n, 1), np.float32)
+
         def work_rot(rows: slice) -> None:
             x = rotate(w[rows], g, kind)
             amax = np.max(np.abs(x), axis=1, keepdims=True)
@@ -152,10 +154,16 @@ def _quantize_layer(w: np.ndarray, fmt: str, o: dict[str, Any]) -> dict[str, np.
     return {"weight": q, "weight_scale": s}
 
 
-def _dequantize_layer(t: dict[str, np.ndarray], fmt: str, o: dict[str, Any],
-                      out_dtype: str) -> np.ndarray:
-    return dequantize(t["weight"].view(np.int8), t["weight_scale"], bool(o["convrot"]),
-                      int(o["convrot_groupsize"]), out_dtype)
+def _dequantize_layer(
+    t: dict[str, np.ndarray], fmt: str, o: dict[str, Any], out_dtype: str
+) -> np.ndarray:
+    return dequantize(
+        t["weight"].view(np.int8),
+        t["weight_scale"],
+        bool(o["convrot"]),
+        int(o["convrot_groupsize"]),
+        out_dtype,
+    )
 
 
 register_codec("int8_tensorwise", quantize=_quantize_layer, dequantize=_dequantize_layer)

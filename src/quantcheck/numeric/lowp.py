@@ -85,9 +85,11 @@ def from_f32(x: np.ndarray, kind: str) -> np.ndarray:
         return x.astype(np.float32, copy=False)
     if kind == "f16":
         return x.astype(np.float16)
-    return (np.ascontiguousarray(x, dtype=np.float32).view(np.uint32) >> 16).astype(
-        np.uint16
-    ).view(BF16)
+    return (
+        (np.ascontiguousarray(x, dtype=np.float32).view(np.uint32) >> 16)
+        .astype(np.uint16)
+        .view(BF16)
+    )
 
 
 def smallest_normal(kind: str) -> np.float32:
@@ -141,8 +143,11 @@ def abs_max(w: np.ndarray, axis: int | None = None) -> np.ndarray:
     u = bits16(w)
     if u is None:
         m = np.max(np.abs(w), axis=axis)
-        return np.asarray(m, np.float32) if np.isfinite(m).all() else np.asarray(
-            np.where(np.isfinite(m), m, np.nan), np.float32)
+        return (
+            np.asarray(m, np.float32)
+            if np.isfinite(m).all()
+            else np.asarray(np.where(np.isfinite(m), m, np.nan), np.float32)
+        )
     kind = "bf16" if w.dtype == BF16 else "f16"
     limit = 0x7F80 if kind == "bf16" else 0x7C00  # magnitude bits of +inf
     n, k = u.shape

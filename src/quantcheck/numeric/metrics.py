@@ -63,9 +63,14 @@ def _block64(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float, float, 
     if not (np.isfinite(a64).all() and np.isfinite(b64).all()):
         return 0.0, 0.0, 0.0, 0.0, 0.0, True
     d = a64 - b64
-    return (float(np.max(np.abs(d))), float(np.add.reduce(a64 * a64)),
-            float(np.add.reduce(b64 * b64)), float(np.add.reduce(a64 * b64)),
-            float(np.add.reduce(d * d)), False)
+    return (
+        float(np.max(np.abs(d))),
+        float(np.add.reduce(a64 * a64)),
+        float(np.add.reduce(b64 * b64)),
+        float(np.add.reduce(a64 * b64)),
+        float(np.add.reduce(d * d)),
+        False,
+    )
 
 
 def _sum_of_products(u: np.ndarray, v: np.ndarray, tmp: np.ndarray) -> float:
@@ -91,7 +96,7 @@ def chunk_sums(reference: np.ndarray, test: np.ndarray) -> ChunkSums:
     t = np.empty(step, np.float32)
     max_abs = ref_sq = test_sq = dot = err_sq = 0.0
     for s in range(0, n, BLOCK):
-        x, y = a[s:s + BLOCK], b[s:s + BLOCK]
+        x, y = a[s : s + BLOCK], b[s : s + BLOCK]
         m = x.size
         if exact64:
             part = _block64(x, y)
@@ -107,8 +112,12 @@ def chunk_sums(reference: np.ndarray, test: np.ndarray) -> ChunkSums:
                 if not r + q + 3.0 * e <= 4.0 * abs(p):
                     p = _sum_of_products(x, y, tm)
             tiny = TINY_PER_ELEMENT * m
-            if (not math.isfinite(mx + r + q + p + e) or r < tiny or q < tiny
-                    or (e < tiny and mx > 0.0)):
+            if (
+                not math.isfinite(mx + r + q + p + e)
+                or r < tiny
+                or q < tiny
+                or (e < tiny and mx > 0.0)
+            ):
                 part = _block64(x, y)  # overflow, underflow, all-zero or NaN/Inf: redo exactly
             else:
                 part = (mx, r, q, p, e, False)

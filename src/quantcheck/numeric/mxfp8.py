@@ -92,8 +92,9 @@ def _quantize_layer(w: np.ndarray, fmt: str, o: dict[str, Any]) -> dict[str, np.
     return {"weight": q, "weight_scale": e}
 
 
-def _dequantize_layer(t: dict[str, np.ndarray], fmt: str, o: dict[str, Any],
-                      out_dtype: str) -> np.ndarray:
+def _dequantize_layer(
+    t: dict[str, np.ndarray], fmt: str, o: dict[str, Any], out_dtype: str
+) -> np.ndarray:
     return dequantize(t["weight"].view(FP8), t["weight_scale"], out_dtype)
 
 

@@ -96,12 +96,16 @@ def dequantize(
 
 def _quantize_layer(w: np.ndarray, fmt: str, o: dict[str, Any]) -> dict[str, np.ndarray]:
     q, bs, s2 = quantize(w)
-    return {"weight": q, "weight_scale": bs,
-            "weight_scale_2": np.asarray(s2, np.float32).reshape(())}
+    return {
+        "weight": q,
+        "weight_scale": bs,
+        "weight_scale_2": np.asarray(s2, np.float32).reshape(()),
+    }
 
 
-def _dequantize_layer(t: dict[str, np.ndarray], fmt: str, o: dict[str, Any],
-                      out_dtype: str) -> np.ndarray:
+def _dequantize_layer(
+    t: dict[str, np.ndarray], fmt: str, o: dict[str, Any], out_dtype: str
+) -> np.ndarray:
     return dequantize(t["weight"], t["weight_scale"], t["weight_scale_2"], out_dtype)
 
 

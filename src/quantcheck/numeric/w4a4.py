@@ -100,10 +100,12 @@ def _quantize_layer(w: np.ndarray, fmt: str, o: dict[str, Any]) -> dict[str, np.
     return {"weight": q, "weight_scale": s}
 
 
-def _dequantize_layer(t: dict[str, np.ndarray], fmt: str, o: dict[str, Any],
-                      out_dtype: str) -> np.ndarray:
-    return dequantize(t["weight"].view(np.int8), t["weight_scale"], int(o["convrot_groupsize"]),
-                      out_dtype)
+def _dequantize_layer(
+    t: dict[str, np.ndarray], fmt: str, o: dict[str, Any], out_dtype: str
+) -> np.ndarray:
+    return dequantize(
+        t["weight"].view(np.int8), t["weight_scale"], int(o["convrot_groupsize"]), out_dtype
+    )
 
 
 register_codec("convrot_w4a4", quantize=_quantize_layer, dequantize=_dequantize_layer)

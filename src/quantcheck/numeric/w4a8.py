@@ -29,8 +29,24 @@ from .torch_order import linspace_f32, torch_quantile, torch_randint
 
 FP8 = np.dtype(ml_dtypes.float8_e4m3fn)
 FIXED_LUT = np.array(
-    [-0.980602, -0.794529, -0.638165, -0.500986, -0.377321, -0.263187, -0.155210, -0.050720,
-     0.052541, 0.156985, 0.265284, 0.379533, 0.502636, 0.638953, 0.794876, 0.980671],
+    [
+        -0.980602,
+        -0.794529,
+        -0.638165,
+        -0.500986,
+        -0.377321,
+        -0.263187,
+        -0.155210,
+        -0.050720,
+        0.052541,
+        0.156985,
+        0.265284,
+        0.379533,
+        0.502636,
+        0.638953,
+        0.794876,
+        0.980671,
+    ],
     np.float32,
 )
 W6_TABLE = np.arange(-31, 32, dtype=np.float32)
@@ -142,8 +158,13 @@ def excess_kurtosis(values: np.ndarray) -> float:
 
 
 def _gate_values(
-    x: np.ndarray, rows: np.ndarray | None, kind: str, g: int, cg: int,
-    picks: np.ndarray | None = None, out: np.ndarray | None = None,
+    x: np.ndarray,
+    rows: np.ndarray | None,
+    kind: str,
+    g: int,
+    cg: int,
+    picks: np.ndarray | None = None,
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
     """Values of the rotated, group-normalized gate sample (``x[rows]``, or all of ``x``) at
     the flat positions ``picks`` in that order (every value if None), into ``out`` (F32 if
@@ -361,8 +382,11 @@ def _search_group_scale(
         down = (raw - np.uint8(1)).astype(np.uint8)
         down = np.maximum(down, np.uint8(1))
         up = np.minimum((raw + np.uint8(1)).astype(np.uint8), np.uint8(0x7E))
-        cands = [s_rel.astype(np.float32), down.view(FP8).astype(np.float32),
-                 up.view(FP8).astype(np.float32)]
+        cands = [
+            s_rel.astype(np.float32),
+            down.view(FP8).astype(np.float32),
+            up.view(FP8).astype(np.float32),
+        ]
     else:
         base = s_rel.astype(np.float32)
         cands = [base, base * F32(0.97), base * F32(1.03)]
@@ -423,6 +447,7 @@ def _quantize_rotated(
         v = np.abs(w)
         amax = last_axis_reduce(v)
         if bits == 6:
+
             def assign(v: np.ndarray) -> np.ndarray:  # overwrites v
                 np.rint(v, out=v)
                 np.clip(v, -31, 31, out=v)
@@ -431,6 +456,7 @@ def _quantize_rotated(
 
             gs = np.maximum(amax / F32(31), _EPS)
         else:
+
             def assign(v: np.ndarray) -> np.ndarray:
                 return assign_codebook(v, table)
 
@@ -593,8 +619,11 @@ def _grid_table(levels: np.ndarray, pairs: bool) -> np.ndarray:
 
 
 _HIGH_BITS = (
-    ((np.arange(256, dtype=np.uint32)[:, None] >> np.arange(0, 8, 2, dtype=np.uint32)) & 3) << 4
-).astype(np.uint8).reshape(-1).view(np.uint32)  # byte -> its four 2-bit fields << 4
+    (((np.arange(256, dtype=np.uint32)[:, None] >> np.arange(0, 8, 2, dtype=np.uint32)) & 3) << 4)
+    .astype(np.uint8)
+    .reshape(-1)
+    .view(np.uint32)
+)  # byte -> its four 2-bit fields << 4
 
 
 def _unpack6_fast(packed: np.ndarray, k: int) -> np.ndarray:
@@ -606,7 +635,12 @@ def _unpack6_fast(packed: np.ndarray, k: int) -> np.ndarray:
 
 
 def _grid_lookup(
-    packed: np.ndarray, s_rel: np.ndarray, levels: np.ndarray, k: int, bits: int, g: int,
+    packed: np.ndarray,
+    s_rel: np.ndarray,
+    levels: np.ndarray,
+    k: int,
+    bits: int,
+    g: int,
     out: np.ndarray | None,
 ) -> np.ndarray:
     """Grid values [n, K/g, g] of an FP8 ``s_rel`` as one gather from :func:`_grid_table`
@@ -616,12 +650,16 @@ def _grid_lookup(
     if out is None:
         out = np.empty((n, k // g, g), np.float32)
     pairs = bits == 4 and g % 2 == 0
-    codes = packed.view(np.uint8) if pairs else (
-        _unpack6_fast(packed, k) if bits == 6 else unpack_lo_first(packed))
+    codes = (
+        packed.view(np.uint8)
+        if pairs
+        else (_unpack6_fast(packed, k) if bits == 6 else unpack_lo_first(packed))
+    )
     per_group = g // 2 if pairs else g
     idx = np.empty((n, k // g, per_group), np.uint16)
-    base = np.multiply(s_rel.view(np.uint8), np.uint16(256 if pairs else levels.size),
-                       dtype=np.uint16)
+    base = np.multiply(
+        s_rel.view(np.uint8), np.uint16(256 if pairs else levels.size), dtype=np.uint16
+    )
     np.add(base[:, :, None], codes.reshape(n, k // g, per_group), out=idx, dtype=np.uint16)
     table = _grid_table(levels, pairs)
     if pairs:
@@ -712,8 +750,15 @@ def dequantize(
 def _quantize_layer(w: np.ndarray, fmt: str, o: dict[str, Any]) -> dict[str, np.ndarray]:
     sd = o["scale_dtype"]
     sd = {"F32": "float32", "F8_E4M3": "float8_e4m3fn"}.get(sd, str(sd).replace("torch.", ""))
-    out = quantize(w, int(o["group_size"]), int(o["convrot_groupsize"]), bool(o["codebook"]),
-                   bool(o["symmetric"]), int(o["bits"]), sd)
+    out = quantize(
+        w,
+        int(o["group_size"]),
+        int(o["convrot_groupsize"]),
+        bool(o["codebook"]),
+        bool(o["symmetric"]),
+        int(o["bits"]),
+        sd,
+    )
     if "weight_correction" in out:
         from .lowp import from_f32
 
@@ -721,11 +766,19 @@ def _quantize_layer(w: np.ndarray, fmt: str, o: dict[str, Any]) -> dict[str, np.
     return out
 
 
-def _dequantize_layer(t: dict[str, np.ndarray], fmt: str, o: dict[str, Any],
-                      out_dtype: str) -> np.ndarray:
-    return dequantize(t["weight"].view(np.int8), t["weight_s_rel"], t["weight_s_channel"],
-                      t.get("weight_codebook"), t.get("weight_correction"), int(o["group_size"]),
-                      int(o["convrot_groupsize"]), out_dtype)
+def _dequantize_layer(
+    t: dict[str, np.ndarray], fmt: str, o: dict[str, Any], out_dtype: str
+) -> np.ndarray:
+    return dequantize(
+        t["weight"].view(np.int8),
+        t["weight_s_rel"],
+        t["weight_s_channel"],
+        t.get("weight_codebook"),
+        t.get("weight_correction"),
+        int(o["group_size"]),
+        int(o["convrot_groupsize"]),
+        out_dtype,
+    )
 
 
 register_codec("asym_w4a8_int8", quantize=_quantize_layer, dequantize=_dequantize_layer)

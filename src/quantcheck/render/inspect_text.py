@@ -9,7 +9,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-
 def human_bytes(n: int) -> str:
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if n < 1024 or unit == "TiB":
@@ -25,8 +24,10 @@ def _shape(s: list[int]) -> str:
 def render_inspect(doc: dict[str, Any], summary_only: bool = False) -> str:
     out: list[str] = []
     for f in doc["files"]:
-        out.append(f"{clean(f['path'])}  {human_bytes(f['size'])}, {f['tensors']} tensors, header "
-                   f"{f['header_bytes']:,} bytes")
+        out.append(
+            f"{clean(f['path'])}  {human_bytes(f['size'])}, {f['tensors']} tensors, header "
+            f"{f['header_bytes']:,} bytes"
+        )
         for k, v in f["metadata"].items():
             text = v if len(v) <= 100 else v[:97] + "..."
             out.append(f"  metadata {clean(k)} = {clean(text)}")
@@ -37,12 +38,23 @@ def render_inspect(doc: dict[str, Any], summary_only: bool = False) -> str:
         for r in doc["layers"]:
             n, k = r["logical_shape"]
             nk = f"{n}×{k}" if r["logical_shape_exact"] else f"≤{n}×{k} (stored)"
-            comp = " ".join(f"{clean(s)}:{clean(t['dtype'])}{_shape(t['shape'])}"
-                            for s, t in r["tensors"].items() if s not in ("weight",))
+            comp = " ".join(
+                f"{clean(s)}:{clean(t['dtype'])}{_shape(t['shape'])}"
+                for s, t in r["tensors"].items()
+                if s not in ("weight",)
+            )
             bpw = f"{r['bits_per_weight']:.2f}" if r["bits_per_weight"] is not None else "-"
-            rows.append((clean(r["prefix"]), clean(r["format"] or "-"),
-                         f"{clean(r['weight']['dtype'])}{_shape(r['weight']['shape'])}", nk, comp,
-                         human_bytes(r["bytes"]), bpw))
+            rows.append(
+                (
+                    clean(r["prefix"]),
+                    clean(r["format"] or "-"),
+                    f"{clean(r['weight']['dtype'])}{_shape(r['weight']['shape'])}",
+                    nk,
+                    comp,
+                    human_bytes(r["bytes"]),
+                    bpw,
+                )
+            )
         widths = [min(max(len(row[i]) for row in rows), 60) for i in range(4)]
         out.append("")
         for row in rows:
@@ -52,8 +64,10 @@ def render_inspect(doc: dict[str, Any], summary_only: bool = False) -> str:
     out.append("totals per format:")
     for name, t in doc["totals"].items():
         bpw = f"{t['bits_per_weight']:.2f} bits/weight" if t["bits_per_weight"] else ""
-        out.append(f"  {clean(name):<24} {t['layers']:>6} layers  {human_bytes(t['bytes']):>10}  "
-                   f"{t['params']:>14,} weights  {bpw}")
+        out.append(
+            f"  {clean(name):<24} {t['layers']:>6} layers  {human_bytes(t['bytes']):>10}  "
+            f"{t['params']:>14,} weights  {bpw}"
+        )
     if doc["other_tensors"]:
         out.append(f"  (+{len(doc['other_tensors'])} tensors outside layers)")
     return "\n".join(out)

@@ -32,14 +32,24 @@ def exit_code(results: list[CheckpointResult], fail_on: Severity = Severity.ERRO
     return max((r.exit_code(fail_on) for r in results), default=0)
 
 
-def render_text(results: list[CheckpointResult], targets: tuple[str, ...] = TARGETS, *,
-                color: bool | None = None, quiet: bool = False) -> str:
+def render_text(
+    results: list[CheckpointResult],
+    targets: tuple[str, ...] = TARGETS,
+    *,
+    color: bool | None = None,
+    quiet: bool = False,
+) -> str:
     """Sections for checkpoints with problems, then the table and the total line."""
     return "\n".join(iter_text_lines(results, targets, color=color, quiet=quiet))
 
 
-def iter_text_lines(results: list[CheckpointResult], targets: tuple[str, ...] = TARGETS, *,
-                    color: bool | None = None, quiet: bool = False) -> Iterator[str]:
+def iter_text_lines(
+    results: list[CheckpointResult],
+    targets: tuple[str, ...] = TARGETS,
+    *,
+    color: bool | None = None,
+    quiet: bool = False,
+) -> Iterator[str]:
     """`render_text`'s lines one at a time (none at all for one unreadable checkpoint)."""
     from quantcheck.many import CHECKED, UNREADABLE
     from quantcheck.render.text import iter_lines
@@ -57,8 +67,11 @@ def iter_text_lines(results: list[CheckpointResult], targets: tuple[str, ...] = 
     if not quiet:
         for r in results:
             if r.error is not None:
-                yield from (paint(f"== {clean(r.name)}", "bold", c),
-                            f"  could not read: {clean(r.error)}", "")
+                yield from (
+                    paint(f"== {clean(r.name)}", "bold", c),
+                    f"  could not read: {clean(r.error)}",
+                    "",
+                )
             elif r.kind == CHECKED and r.report is not None and r.report.diagnostics:
                 yield paint(f"== {clean(r.name)}", "bold", c)
                 yield from iter_lines(r.report, color=c)
@@ -75,10 +88,17 @@ def table(results: list[CheckpointResult], targets: tuple[str, ...], c: bool) ->
 
     rows = [["CHECKPOINT", "SIZE", "FORMATS", *(t.upper() for t in targets)]]
     for r in results:
-        formats = ("not a quantized checkpoint" if r.kind == NOT_QUANTIZED
-                   else ",".join(r.formats) or "-")
-        rows.append([clean(r.name), human_bytes(r.size) if r.report else "-", formats,
-                     *(r.status(t) for t in targets)])
+        formats = (
+            "not a quantized checkpoint" if r.kind == NOT_QUANTIZED else ",".join(r.formats) or "-"
+        )
+        rows.append(
+            [
+                clean(r.name),
+                human_bytes(r.size) if r.report else "-",
+                formats,
+                *(r.status(t) for t in targets),
+            ]
+        )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = []
     for n, row in enumerate(rows):
@@ -100,15 +120,24 @@ def total_line(results: list[CheckpointResult], targets: tuple[str, ...] = TARGE
     for r in results:
         st = worst_status(r, targets)
         counts[st] = counts.get(st, 0) + 1
-    labels = {"ok": "ok", "degraded": "degraded", "fails": "failing",
-              "not quantized": "not quantized", "unreadable": "unreadable"}
+    labels = {
+        "ok": "ok",
+        "degraded": "degraded",
+        "fails": "failing",
+        "not quantized": "not quantized",
+        "unreadable": "unreadable",
+    }
     parts = [f"{counts[k]} {v}" for k, v in labels.items() if counts.get(k)]
-    sev = {s: sum(r.report.count(s) for r in results if r.report and r.kind == "checked")
-           for s in Severity}
+    sev = {
+        s: sum(r.report.count(s) for r in results if r.report and r.kind == "checked")
+        for s in Severity
+    }
     n = len(results)
-    return (f"{n} checkpoint{'s' if n != 1 else ''}: {', '.join(parts) or 'none'} · "
-            f"{sev[Severity.ERROR]} errors, {sev[Severity.WARNING]} warnings, "
-            f"{sev[Severity.INFO]} notes")
+    return (
+        f"{n} checkpoint{'s' if n != 1 else ''}: {', '.join(parts) or 'none'} · "
+        f"{sev[Severity.ERROR]} errors, {sev[Severity.WARNING]} warnings, "
+        f"{sev[Severity.INFO]} notes"
+    )
 
 
 def suppressed_line(results: list[CheckpointResult]) -> str:
@@ -116,8 +145,9 @@ def suppressed_line(results: list[CheckpointResult]) -> str:
     return f"\n{n} known finding{'s' if n != 1 else ''} suppressed by the baseline" if n else ""
 
 
-def check_document(results: list[CheckpointResult],
-                   targets: tuple[str, ...] = TARGETS) -> dict[str, Any]:
+def check_document(
+    results: list[CheckpointResult], targets: tuple[str, ...] = TARGETS
+) -> dict[str, Any]:
     """The `check --output-format json` document, schema_version 2: `checkpoints` (one entry
     each, without its diagnostics), then the diagnostics of all of them (each naming its
     `checkpoint`), per-runtime verdicts and totals over all of them."""
@@ -138,8 +168,13 @@ def _entry(r: CheckpointResult) -> dict[str, Any]:
     else:
         full = r.report
         shell = copy.copy(r)
-        shell.report = Report(inputs=full.inputs, diagnostics=[], targets=full.targets,
-                              stats=full.stats, releases=full.releases)
+        shell.report = Report(
+            inputs=full.inputs,
+            diagnostics=[],
+            targets=full.targets,
+            stats=full.stats,
+            releases=full.releases,
+        )
         entry = shell.to_json()
         entry["targets"] = {t: full.target_status(t) for t in full.targets}
         entry["summary"] = full.summary()
@@ -180,27 +215,40 @@ def _document(results: list[CheckpointResult], targets: tuple[str, ...]) -> dict
         per_target[t] = {
             "status": "ok" if worst == "not quantized" else worst,
             "errors": sum(e["targets"].get(t, {}).get("errors", 0) for e in checkpoints),
-            "degraded": sum(e["targets"].get(t, {}).get("degraded", 0) for e in checkpoints)}
+            "degraded": sum(e["targets"].get(t, {}).get("degraded", 0) for e in checkpoints),
+        }
     kinds = [r.kind for r in results]
-    summary: dict[str, int] = {"checkpoints": len(results), "checked": kinds.count("checked"),
-                               "not_quantized": kinds.count("not-quantized"),
-                               "unreadable": kinds.count("unreadable"),
-                               "errors": 0, "warnings": 0, "infos": 0}
+    summary: dict[str, int] = {
+        "checkpoints": len(results),
+        "checked": kinds.count("checked"),
+        "not_quantized": kinds.count("not-quantized"),
+        "unreadable": kinds.count("unreadable"),
+        "errors": 0,
+        "warnings": 0,
+        "infos": 0,
+    }
     for e in checkpoints:
         for k, v in e["summary"].items():
             summary[k] = summary.get(k, 0) + v
     summary["suppressed"] = sum(len(r.suppressed) for r in results)
-    return {"schema_version": CHECK_SCHEMA_VERSION, "tool": "quantcheck", "kind": "check",
-            "checkpoints": checkpoints, "inputs": inputs, "targets": per_target,
-            "diagnostics": diagnostics, "suppressed": suppressed, "summary": summary}
+    return {
+        "schema_version": CHECK_SCHEMA_VERSION,
+        "tool": "quantcheck",
+        "kind": "check",
+        "checkpoints": checkpoints,
+        "inputs": inputs,
+        "targets": per_target,
+        "diagnostics": diagnostics,
+        "suppressed": suppressed,
+        "summary": summary,
+    }
 
 
 def render_json(results: list[CheckpointResult], targets: tuple[str, ...] = TARGETS) -> str:
     return "".join(iter_json(results, targets))
 
 
-def iter_json(results: list[CheckpointResult],
-              targets: tuple[str, ...] = TARGETS) -> Iterator[str]:
+def iter_json(results: list[CheckpointResult], targets: tuple[str, ...] = TARGETS) -> Iterator[str]:
     """`render_json` in pieces, one diagnostic at a time."""
     from quantcheck.render.json_out import iter_dumps
 
@@ -211,8 +259,9 @@ def merged_releases(results: list[CheckpointResult]) -> dict[str, Any]:
     """The checked checkpoints' release verdicts as one matrix (worst status per release)."""
     from quantcheck.results import merge_releases
 
-    return merge_releases([r.report.releases for r in results
-                           if r.report is not None and r.kind == "checked"])
+    return merge_releases(
+        [r.report.releases for r in results if r.report is not None and r.kind == "checked"]
+    )
 
 
 def located_diagnostics(results: list[CheckpointResult]) -> Iterator[Diagnostic]:
@@ -245,14 +294,16 @@ def display_path(path: str) -> str:
     return path if rel.startswith("..") else rel.replace(os.sep, "/")
 
 
-def render_located(results: list[CheckpointResult], fmt: str,
-                   targets: tuple[str, ...] = TARGETS) -> str:
+def render_located(
+    results: list[CheckpointResult], fmt: str, targets: tuple[str, ...] = TARGETS
+) -> str:
     """`sarif` or `github` output for all checkpoints."""
     return "".join(iter_located(results, fmt, targets))
 
 
-def iter_located(results: list[CheckpointResult], fmt: str,
-                 targets: tuple[str, ...] = TARGETS) -> Iterator[str]:
+def iter_located(
+    results: list[CheckpointResult], fmt: str, targets: tuple[str, ...] = TARGETS
+) -> Iterator[str]:
     """`render_located` in pieces, one diagnostic at a time."""
     if fmt == "sarif":
         from quantcheck.render.sarif import iter_chunks

@@ -21,8 +21,9 @@ def render(report: Report) -> str:
     return "".join(iter_chunks(report.diagnostics, report.releases))
 
 
-def iter_chunks(diagnostics: Iterable[Diagnostic],
-                releases: dict[str, Any] | None = None) -> Iterator[str]:
+def iter_chunks(
+    diagnostics: Iterable[Diagnostic], releases: dict[str, Any] | None = None
+) -> Iterator[str]:
     """The SARIF document in pieces, one result at a time (`render` joins them); `releases`
     (the per-release verdicts) goes into the run's properties."""
     rules = list(all_rules().values())
@@ -37,34 +38,46 @@ def _results(diagnostics: Iterable[Diagnostic], index: dict[str, int]) -> Iterat
             loc["physicalLocation"] = {"artifactLocation": {"uri": d.file}}
         name = d.tensor or d.layer
         if name:
-            loc["logicalLocations"] = [{"name": name, "kind": "member",
-                                        "fullyQualifiedName": d.pointer or name}]
+            loc["logicalLocations"] = [
+                {"name": name, "kind": "member", "fullyQualifiedName": d.pointer or name}
+            ]
         yield {
             "ruleId": d.code,
             "ruleIndex": index[d.code],
             "level": LEVEL[d.effective_severity.value],
             "message": {"text": d.message},
             "locations": [loc] if loc else [],
-            "properties": {"targets": d.targets,
-                           "fix": d.fix.to_json() if d.fix else None},
+            "properties": {"targets": d.targets, "fix": d.fix.to_json() if d.fix else None},
         }
 
 
-def _document(rules: list[Any], results: Stream,
-              releases: dict[str, Any] | None) -> dict[str, object]:
+def _document(
+    rules: list[Any], results: Stream, releases: dict[str, Any] | None
+) -> dict[str, object]:
     return {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {
-                "name": "quantcheck", "version": __version__,
-                "rules": [{"id": r.code, "name": r.name,
-                           "shortDescription": {"text": r.title},
-                           "fullDescription": {"text": r.checks},
-                           "help": {"text": r.doc()},
-                           "defaultConfiguration": {"level": LEVEL[r.severity.value]}}
-                          for r in rules]}},
-            "results": results,
-            **({"properties": {"releases": releases}} if releases else {}),
-        }],
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "quantcheck",
+                        "version": __version__,
+                        "rules": [
+                            {
+                                "id": r.code,
+                                "name": r.name,
+                                "shortDescription": {"text": r.title},
+                                "fullDescription": {"text": r.checks},
+                                "help": {"text": r.doc()},
+                                "defaultConfiguration": {"level": LEVEL[r.severity.value]},
+                            }
+                            for r in rules
+                        ],
+                    }
+                },
+                "results": results,
+                **({"properties": {"releases": releases}} if releases else {}),
+            }
+        ],
     }

@@ -5,8 +5,15 @@ from __future__ import annotations
 import os
 import sys
 
-CODES = {"red": "31", "yellow": "33", "blue": "34", "green": "32", "bold": "1", "dim": "2",
-         "cyan": "36"}
+CODES = {
+    "red": "31",
+    "yellow": "33",
+    "blue": "34",
+    "green": "32",
+    "bold": "1",
+    "dim": "2",
+    "cyan": "36",
+}
 
 
 def use_color(stream: object = None) -> bool:

@@ -29,19 +29,24 @@ def iter_lines(report: Report, color: bool | None = None) -> Iterator[str]:
                 # tensors inside the layer are named by their suffix in the message already
                 inside = d.tensor and (d.tensor == where or d.tensor.startswith(where + "."))
                 tensor = f"{d.tensor}: " if d.tensor and not inside else ""
-                yield (f"    {tag} {d.code} {d.name}: {clean(tensor + d.message)}"
-                       + paint(clean(targets), "dim", c))
+                yield (
+                    f"    {tag} {d.code} {d.name}: {clean(tensor + d.message)}"
+                    + paint(clean(targets), "dim", c)
+                )
                 if d.fix:
-                    yield (f"            help: {clean(d.fix.description)} "
-                           f"({d.fix.safety.value} fix)")
+                    yield (
+                        f"            help: {clean(d.fix.description)} ({d.fix.safety.value} fix)"
+                    )
         yield ""
     for r in report.inputs:
         if "bytes_fetched" in r:
             rev = r.get("revision") or r.get("etag")
             n = r.get("requests", "?")
-            yield (f"fetched {r['bytes_fetched']:,} of {r['size']:,} bytes in {n} "
-                   f"request{'' if n == 1 else 's'} from {clean(r['path'])}"
-                   + (f" at revision {clean(rev)}" if rev else ""))
+            yield (
+                f"fetched {r['bytes_fetched']:,} of {r['size']:,} bytes in {n} "
+                f"request{'' if n == 1 else 's'} from {clean(r['path'])}"
+                + (f" at revision {clean(rev)}" if rev else "")
+            )
     yield verdict_lines(report, c)
 
 
@@ -62,8 +67,10 @@ def verdict_lines(report: Report, c: bool) -> str:
         parts.append(f"{clean(t)}: {label}{extra}")
     s = report.summary()
     files = s.get("files", 0)
-    totals = (f"{s['errors']} errors, {s['warnings']} warnings, {s['infos']} notes in "
-              f"{files} file{'s' if files != 1 else ''}, {s.get('layers', 0)} layers")
+    totals = (
+        f"{s['errors']} errors, {s['warnings']} warnings, {s['infos']} notes in "
+        f"{files} file{'s' if files != 1 else ''}, {s.get('layers', 0)} layers"
+    )
     return "targets: " + " · ".join(parts) + release_lines(report) + "\n" + totals
 
 
@@ -71,8 +78,9 @@ def release_lines(report: Report) -> str:
     """One line per runtime with several modelled releases: which it needs (empty if none)."""
     from quantcheck.results import release_line
 
-    return "".join("\nreleases: " + clean(release_line(name, entry))
-                   for name, entry in report.releases.items())
+    return "".join(
+        "\nreleases: " + clean(release_line(name, entry)) for name, entry in report.releases.items()
+    )
 
 
 def statistics(report: Report) -> str:

@@ -53,8 +53,12 @@ def findings(results: list[CheckpointResult]) -> list[tuple[str, str, str]]:
 def write_baseline(path: str, results: list[CheckpointResult]) -> int:
     """Write the baseline of `results`; the number of findings written."""
     keys = findings(results)
-    doc = {"schema_version": BASELINE_VERSION, "tool": "quantcheck", "kind": "baseline",
-           "findings": [{"checkpoint": c, "code": code, "where": w} for c, code, w in keys]}
+    doc = {
+        "schema_version": BASELINE_VERSION,
+        "tool": "quantcheck",
+        "kind": "baseline",
+        "findings": [{"checkpoint": c, "code": code, "where": w} for c, code, w in keys],
+    }
     tmp = f"{path}.tmp{os.getpid()}"
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
@@ -68,25 +72,27 @@ def read_baseline(path: str) -> dict[tuple[str, str, str], int]:
         with open(path, encoding="utf-8") as f:
             doc = json.loads(f.read(64 * 1024 * 1024))
     except FileNotFoundError:
-        raise BaselineError(f"{path}: no such baseline file (write one with "
-                            "--generate-baseline)") from None
+        raise BaselineError(
+            f"{path}: no such baseline file (write one with --generate-baseline)"
+        ) from None
     except (OSError, ValueError, RecursionError) as exc:
         raise BaselineError(f"{path}: cannot read the baseline: {exc}") from None
     items = doc.get("findings") if isinstance(doc, dict) else None
     if not isinstance(items, list) or doc.get("kind") != "baseline":
-        raise BaselineError(f"{path}: not a quantcheck baseline (no kind \"baseline\" with a "
-                            "findings list)")
+        raise BaselineError(
+            f'{path}: not a quantcheck baseline (no kind "baseline" with a findings list)'
+        )
     counts: dict[tuple[str, str, str], int] = {}
     for it in items:
-        if isinstance(it, dict) and all(isinstance(it.get(k), str)
-                                        for k in ("checkpoint", "code", "where")):
+        if isinstance(it, dict) and all(
+            isinstance(it.get(k), str) for k in ("checkpoint", "code", "where")
+        ):
             key = (it["checkpoint"], it["code"], it["where"])
             counts[key] = counts.get(key, 0) + 1
     return counts
 
 
-def apply_baseline(results: list[CheckpointResult],
-                   known: dict[tuple[str, str, str], int]) -> int:
+def apply_baseline(results: list[CheckpointResult], known: dict[tuple[str, str, str], int]) -> int:
     """Move each finding the baseline accepts from the report to `suppressed`; how many."""
     left = dict(known)
     moved = 0

@@ -9,157 +9,225 @@ from quantcheck.runtimes.comfyui_releases import GUESSED, STEPS
 
 E, INFO = Severity.ERROR, Severity.INFO
 #: (code, release, formats, note, guessed) for each ComfyUI step after the oldest.
-_STEPS = [(code, name, fmts, note, name in GUESSED)
-          for name, code, fmts, note in STEPS if code]
+_STEPS = [(code, name, fmts, note, name in GUESSED) for name, code, fmts, note in STEPS if code]
 
 RULES = [
-    Rule("QC601", "format-unsupported-by-sglang", E, "format sglang 0.5.23 does not load",
-         effects("fails", "none"), Safety.UNSAFE,
-         "Layers meant for sglang use float8_e4m3fn, int8_tensorwise, nvfp4, mxfp8, "
-         "asym_w4a8_int8 or convrot_w4a4.",
-         "float8_e5m2 and awq_w4a16 pass sglang's inspector but its resolver refuses them "
-         "(\"Unsupported Comfy quantization format(s)\").",
-         '{"format": "float8_e5m2"}',
-         "Requantize the layers (e.g. e5m2 -> float8_e4m3fn) for sglang.",
-         "sglang 0.5.23 resolve_comfy_checkpoint_quantization (cases fp8_e5m2_marker, "
-         "unknown_format_awq, recorded)."),
-    Rule("QC602", "format-mix-unsupported", E, "mix of formats sglang cannot resolve",
-         effects("fails", "none"), None,
-         "The set of formats in one checkpoint is one sglang resolves: a single format, or "
-         "int8_tensorwise beside asym_w4a8_int8, convrot_w4a4 or nvfp4.",
-         "Mixed files common in ComfyUI (FP8 + INT8, FP8 + NVFP4) stop sglang's resolver.",
-         "float8_e4m3fn layers beside int8_tensorwise layers",
-         "Requantize the minority format, or keep separate files per format.",
-         f"sglang 0.5.23 resolve_comfy_checkpoint_quantization ({SGQ}, recorded)."),
-    Rule("QC603", "sglang-constructor-refuses", E, "sglang's config class refuses a layer",
-         effects("fails", "none"), None,
-         "Each marker passes the constructor of the config class sglang picks (e.g. INT8 "
-         "companions of W4A8/NVFP4 must be embedding markers, not ConvRot linears).",
-         "sglang fails at load with \"Unsupported Comfy W4A8 format\" / \"Unsupported Comfy "
-         "NVFP4 companion\".",
-         "asym_w4a8_int8 layers beside an int8_tensorwise ConvRot linear",
-         "Quantize the companion layer in the main format, or drop its convrot only if it is an "
-         "embedding.",
-         f"sglang 0.5.23 KitchenW4A8Config and ComfyNvfp4Config constructors ({SGQC}; cases "
-         "w4a8_with_int8_convrot_linear, "
-         "nvfp4_with_int8_convrot_linear, recorded)."),
-    Rule("QC604", "quant-format-mxfp8-conflict", E, "quant_format=mxfp8 beside other layers",
-         effects("fails", "none"), None,
-         "A file whose __metadata__.quant_format is mxfp8 (on every shard) holds only MXFP8 "
-         "layers of shape F8_E4M3 [N, K] with U8 [N, K/32] scales.",
-         "sglang treats every F8/I8/U8 weight as MXFP8 then; any other layer stops the load, "
-         "and shards that disagree on quant_format turn the rule off.",
-         "quant_format=mxfp8 with an int8_tensorwise layer",
-         "Remove quant_format and use explicit markers, or quantize every layer as MXFP8.",
-         f"sglang 0.5.23 inspect_comfy_quant_markers ({SGQ}), quant_format=mxfp8 synthesis "
-         "(cases mxfp8_quant_format_with_int8_layer, "
-         "mxfp8_mixed_quant_format_shards, recorded)."),
-    Rule("QC605", "dtype-stops-comfyui-default-loader", E,
-         "F8_E8M0 tensor: ComfyUI's default (DynamicVRAM) loader cannot read the file",
-         effects("none", "fails"), Safety.SAFE,
-         "No tensor of the checkpoint is stored as F8_E8M0 (MXFP8 block scales are U8).",
-         "With DynamicVRAM (the default on NVIDIA GPUs) ComfyUI parses the safetensors header "
-         "itself and maps dtypes through a table without F8_E8M0: any such tensor, marked "
-         "layer or not, raises KeyError before a layer is built. With --cpu or "
-         "--disable-dynamic-vram safetensors.safe_open reads it (a marked MXFP8 layer is then "
-         "only degraded). The verdict describes the default GPU setup.",
-         "blocks.0.attn.qkv.weight_scale F8_E8M0 [128, 4]",
-         "Relabel the bytes as U8 (the same E8M0 exponents: lossless).",
-         f"{CUI_UTILS} (its _TYPES dtype table, ~L133) and main.py / cli_args.py "
-         f"enables_dynamic_vram; {CUI_RUN}."),
-    *(Rule(code, f"format-needs-comfyui-{release}", INFO,
-           f"format ComfyUI loads only from {release} on",
-           effects("none", "none"), None,
-           f"Layers use formats ComfyUI releases before {release} do not know "
-           f"({', '.join(formats)}).",
-           "ComfyUI's QUANT_ALGOS table grew release by release; an older ComfyUI stops with "
-           "KeyError / \"Unsupported quantization format\" on a format it does not know. The "
-           "newest modelled release loads it, so the finding is informational there; the "
-           "per-release effects say which releases fail."
-           + (" [GUESS]: this step's ComfyUI code was not read; the model follows Forge "
-              "Neo's port and third-party probes." if guess else ""),
-           f'{{"format": "{formats[0]}"}}',
-           f"Use ComfyUI {release} or newer, or requantize the layers to a format the older "
-           "release loads (float8_e4m3fn, nvfp4).",
-           f"{CUI_QOPS} QUANT_ALGOS and its history: {note}"
-           + (" [GUESS]" if guess and "[GUESS]" not in note else ""))
-      for code, release, formats, note, guess in _STEPS),
-    Rule("QC610", "format-unsupported-by-comfyui", E,
-         "format the modelled ComfyUI release does not load",
-         effects("none", "fails"), Safety.SAFE,
-         "Layers meant for ComfyUI @0271a469 use a format in its QUANT_ALGOS (w6a8_int8 "
-         "arrived after PR #16483).",
-         "An older ComfyUI looks the format up in QUANT_ALGOS and stops (KeyError / "
-         "\"Unsupported quantization format\"); the newer release that added it loads the "
-         "file.",
-         '{"format": "w6a8_int8", "group_size": 32}',
-         "Relabel the layer to the format the same tensors load as (w6a8_int8 -> "
-         "asym_w4a8_int8: ComfyUI @0271a469 reads its 6-bit layout from the row width), or "
-         "update ComfyUI.",
-         "ComfyUI @0271a469 comfy/quant_ops.py QUANT_ALGOS (read); w6a8_int8 in ComfyUI after "
-         "PR #16483 is [GUESS]: read in Forge Neo's port and third-party probes, not "
-         "upstream."),
-    Rule("QC611", "sglang-0518-markers-not-read", E,
-         "sglang 0.5.18 does not read comfy_quant markers",
-         effects("none", "none"), None,
-         "The file's quantization is one sglang 0.5.18 recognises: NVFP4 layers (found from "
-         "their tensors), or float8_e4m3fn layers declared in the header "
-         "_quantization_metadata (format_version + layers).",
-         "sglang 0.5.18 has no marker inspector: INT8, W4A8, W4A4 and MXFP8 Comfy files, and "
-         "files whose layers are marked only by .comfy_quant tensors, are not recognised as "
-         "quantized (fails on 0.5.18 only; from 0.5.19 on the inspector reads them).",
-         "int8_tensorwise ConvRot layers marked by .comfy_quant tensors",
-         "Use sglang >= 0.5.19.",
-         "sglang 0.5.18 wheel, " + SGQ + ": no inspect_comfy_quant_markers; "
-         "get_quant_config_from_safetensors_metadata / _build_nvfp4_config_from_safetensors_"
-         "files only (consumers.md 1.2, 2.1); run by tests/rules/diff_sglang. [GUESS]: that "
-         "0.5.18 computes a rotated NVFP4 layer wrongly (ModelOpt ignores convrot; needs a "
-         "GPU to run)."),
-    Rule("QC612", "sglang-0519-markers-not-identical", E,
-         "header and tensor markers of a layer differ (sglang 0.5.19)",
-         effects("none", "none"), Safety.SAFE,
-         "Every marker source of a layer (header entry, tensor marker, each shard) holds the "
-         "same object.",
-         "sglang 0.5.19 requires the sources of one prefix to be identical (\"Conflicting "
-         "Comfy quantization markers\"); from 0.5.20 on they are merged field by field.",
-         'header {"format": "int8_tensorwise"} and tensor {"format": "int8_tensorwise", '
-         '"per_row": true}',
-         "Write one marker per layer (the merged fields as the tensor marker, header entry "
-         "dropped).",
-         "sglang 0.5.19 inspect_comfy_quant_markers (" + SGQ + ", whole-object comparison; "
-         "0.5.20 _merge_comfy_quant_marker), run by tests/diff_sglang."),
-    Rule("QC613", "sglang-0519-int8-marker-refused", E,
-         "INT8 marker sglang 0.5.19's config class refuses",
-         effects("none", "none"), Safety.UNSAFE,
-         "In an INT8-only or W4A4 file every int8_tensorwise marker sets convrot: true; beside "
-         "W4A8 an INT8 companion has a scalar scale, beside NVFP4 a row-wise one.",
-         "sglang 0.5.19's KitchenInt8Config has no embedding exemption (\"Serialized "
-         "kitchen_int8 layer X must set convrot=true\"): a ConvRot file with a plain INT8 "
-         "embedding fails; 0.5.20 exempts INT8 embeddings.",
-         "ConvRot int8_tensorwise linears beside a plain int8_tensorwise embedding",
-         "Use sglang >= 0.5.20; for 0.5.19 requantize the layer with ConvRot (a marker that "
-         "already names convrot_groupsize only lost convrot: true, which fix sets).",
-         "sglang 0.5.19 configs/kitchen_int8_config.py, configs/kitchen_w4a8_config.py, "
-         "comfy_nvfp4.py constructors (" + SGQC + "), run by tests/diff_sglang."),
-    Rule("QC614", "sglang-0519-nvfp4-needs-fpmm", E,
-         "NVFP4 layer without full_precision_matrix_mult (sglang 0.5.19)",
-         effects("none", "none"), Safety.SAFE,
-         "Every nvfp4 marker sets full_precision_matrix_mult: true.",
-         "sglang 0.5.19's ComfyNvfp4Config refuses NVFP4 layers without it (\"Comfy NVFP4 "
-         "layer X must request full_precision_matrix_mult\"); 0.5.20 drops the requirement.",
-         '{"format": "nvfp4"}',
-         "Set full_precision_matrix_mult: true (fix --target sglang@0.5.19 does).",
-         "sglang 0.5.19 comfy_nvfp4.py ComfyNvfp4Config (" + SGQC + "), run by "
-         "tests/diff_sglang."),
-    Rule("QC615", "sglang-mxfp8-scales-swizzled-twice", Severity.WARNING,
-         "MXFP8 layers compute noise on sglang 0.5.19-0.5.21",
-         effects("none", "none"), None,
-         "No MXFP8 layers when the target is sglang 0.5.19, 0.5.20 or 0.5.21.",
-         "Those releases pass every check on MXFP8 files but hand FlashInfer scales that are "
-         "swizzled a second time: the output is noise, with no error. 0.5.22 fixed it "
-         "(ComfyMXFP8LinearMethod, PR #38028).",
-         '{"format": "mxfp8"}',
-         "Use sglang >= 0.5.22, or another format for older releases.",
-         "sglang 0.5.19-0.5.22 wheels (mxfp8.py; consumers.md 2.1) [READ, not run: the "
-         "kernel path needs a GPU]."),
+    Rule(
+        "QC601",
+        "format-unsupported-by-sglang",
+        E,
+        "format sglang 0.5.23 does not load",
+        effects("fails", "none"),
+        Safety.UNSAFE,
+        "Layers meant for sglang use float8_e4m3fn, int8_tensorwise, nvfp4, mxfp8, "
+        "asym_w4a8_int8 or convrot_w4a4.",
+        "float8_e5m2 and awq_w4a16 pass sglang's inspector but its resolver refuses them "
+        '("Unsupported Comfy quantization format(s)").',
+        '{"format": "float8_e5m2"}',
+        "Requantize the layers (e.g. e5m2 -> float8_e4m3fn) for sglang.",
+        "sglang 0.5.23 resolve_comfy_checkpoint_quantization (cases fp8_e5m2_marker, "
+        "unknown_format_awq, recorded).",
+    ),
+    Rule(
+        "QC602",
+        "format-mix-unsupported",
+        E,
+        "mix of formats sglang cannot resolve",
+        effects("fails", "none"),
+        None,
+        "The set of formats in one checkpoint is one sglang resolves: a single format, or "
+        "int8_tensorwise beside asym_w4a8_int8, convrot_w4a4 or nvfp4.",
+        "Mixed files common in ComfyUI (FP8 + INT8, FP8 + NVFP4) stop sglang's resolver.",
+        "float8_e4m3fn layers beside int8_tensorwise layers",
+        "Requantize the minority format, or keep separate files per format.",
+        f"sglang 0.5.23 resolve_comfy_checkpoint_quantization ({SGQ}, recorded).",
+    ),
+    Rule(
+        "QC603",
+        "sglang-constructor-refuses",
+        E,
+        "sglang's config class refuses a layer",
+        effects("fails", "none"),
+        None,
+        "Each marker passes the constructor of the config class sglang picks (e.g. INT8 "
+        "companions of W4A8/NVFP4 must be embedding markers, not ConvRot linears).",
+        'sglang fails at load with "Unsupported Comfy W4A8 format" / "Unsupported Comfy '
+        'NVFP4 companion".',
+        "asym_w4a8_int8 layers beside an int8_tensorwise ConvRot linear",
+        "Quantize the companion layer in the main format, or drop its convrot only if it is an "
+        "embedding.",
+        f"sglang 0.5.23 KitchenW4A8Config and ComfyNvfp4Config constructors ({SGQC}; cases "
+        "w4a8_with_int8_convrot_linear, "
+        "nvfp4_with_int8_convrot_linear, recorded).",
+    ),
+    Rule(
+        "QC604",
+        "quant-format-mxfp8-conflict",
+        E,
+        "quant_format=mxfp8 beside other layers",
+        effects("fails", "none"),
+        None,
+        "A file whose __metadata__.quant_format is mxfp8 (on every shard) holds only MXFP8 "
+        "layers of shape F8_E4M3 [N, K] with U8 [N, K/32] scales.",
+        "sglang treats every F8/I8/U8 weight as MXFP8 then; any other layer stops the load, "
+        "and shards that disagree on quant_format turn the rule off.",
+        "quant_format=mxfp8 with an int8_tensorwise layer",
+        "Remove quant_format and use explicit markers, or quantize every layer as MXFP8.",
+        f"sglang 0.5.23 inspect_comfy_quant_markers ({SGQ}), quant_format=mxfp8 synthesis "
+        "(cases mxfp8_quant_format_with_int8_layer, "
+        "mxfp8_mixed_quant_format_shards, recorded).",
+    ),
+    Rule(
+        "QC605",
+        "dtype-stops-comfyui-default-loader",
+        E,
+        "F8_E8M0 tensor: ComfyUI's default (DynamicVRAM) loader cannot read the file",
+        effects("none", "fails"),
+        Safety.SAFE,
+        "No tensor of the checkpoint is stored as F8_E8M0 (MXFP8 block scales are U8).",
+        "With DynamicVRAM (the default on NVIDIA GPUs) ComfyUI parses the safetensors header "
+        "itself and maps dtypes through a table without F8_E8M0: any such tensor, marked "
+        "layer or not, raises KeyError before a layer is built. With --cpu or "
+        "--disable-dynamic-vram safetensors.safe_open reads it (a marked MXFP8 layer is then "
+        "only degraded). The verdict describes the default GPU setup.",
+        "blocks.0.attn.qkv.weight_scale F8_E8M0 [128, 4]",
+        "Relabel the bytes as U8 (the same E8M0 exponents: lossless).",
+        f"{CUI_UTILS} (its _TYPES dtype table, ~L133) and main.py / cli_args.py "
+        f"enables_dynamic_vram; {CUI_RUN}.",
+    ),
+    *(
+        Rule(
+            code,
+            f"format-needs-comfyui-{release}",
+            INFO,
+            f"format ComfyUI loads only from {release} on",
+            effects("none", "none"),
+            None,
+            f"Layers use formats ComfyUI releases before {release} do not know "
+            f"({', '.join(formats)}).",
+            "ComfyUI's QUANT_ALGOS table grew release by release; an older ComfyUI stops with "
+            'KeyError / "Unsupported quantization format" on a format it does not know. The '
+            "newest modelled release loads it, so the finding is informational there; the "
+            "per-release effects say which releases fail."
+            + (
+                " [GUESS]: this step's ComfyUI code was not read; the model follows Forge "
+                "Neo's port and third-party probes."
+                if guess
+                else ""
+            ),
+            f'{{"format": "{formats[0]}"}}',
+            f"Use ComfyUI {release} or newer, or requantize the layers to a format the older "
+            "release loads (float8_e4m3fn, nvfp4).",
+            f"{CUI_QOPS} QUANT_ALGOS and its history: {note}"
+            + (" [GUESS]" if guess and "[GUESS]" not in note else ""),
+        )
+        for code, release, formats, note, guess in _STEPS
+    ),
+    Rule(
+        "QC610",
+        "format-unsupported-by-comfyui",
+        E,
+        "format the modelled ComfyUI release does not load",
+        effects("none", "fails"),
+        Safety.SAFE,
+        "Layers meant for ComfyUI @0271a469 use a format in its QUANT_ALGOS (w6a8_int8 "
+        "arrived after PR #16483).",
+        "An older ComfyUI looks the format up in QUANT_ALGOS and stops (KeyError / "
+        '"Unsupported quantization format"); the newer release that added it loads the '
+        "file.",
+        '{"format": "w6a8_int8", "group_size": 32}',
+        "Relabel the layer to the format the same tensors load as (w6a8_int8 -> "
+        "asym_w4a8_int8: ComfyUI @0271a469 reads its 6-bit layout from the row width), or "
+        "update ComfyUI.",
+        "ComfyUI @0271a469 comfy/quant_ops.py QUANT_ALGOS (read); w6a8_int8 in ComfyUI after "
+        "PR #16483 is [GUESS]: read in Forge Neo's port and third-party probes, not "
+        "upstream.",
+    ),
+    Rule(
+        "QC611",
+        "sglang-0518-markers-not-read",
+        E,
+        "sglang 0.5.18 does not read comfy_quant markers",
+        effects("none", "none"),
+        None,
+        "The file's quantization is one sglang 0.5.18 recognises: NVFP4 layers (found from "
+        "their tensors), or float8_e4m3fn layers declared in the header "
+        "_quantization_metadata (format_version + layers).",
+        "sglang 0.5.18 has no marker inspector: INT8, W4A8, W4A4 and MXFP8 Comfy files, and "
+        "files whose layers are marked only by .comfy_quant tensors, are not recognised as "
+        "quantized (fails on 0.5.18 only; from 0.5.19 on the inspector reads them).",
+        "int8_tensorwise ConvRot layers marked by .comfy_quant tensors",
+        "Use sglang >= 0.5.19.",
+        "sglang 0.5.18 wheel, " + SGQ + ": no inspect_comfy_quant_markers; "
+        "get_quant_config_from_safetensors_metadata / _build_nvfp4_config_from_safetensors_"
+        "files only (consumers.md 1.2, 2.1); run by tests/rules/diff_sglang. [GUESS]: that "
+        "0.5.18 computes a rotated NVFP4 layer wrongly (ModelOpt ignores convrot; needs a "
+        "GPU to run).",
+    ),
+    Rule(
+        "QC612",
+        "sglang-0519-markers-not-identical",
+        E,
+        "header and tensor markers of a layer differ (sglang 0.5.19)",
+        effects("none", "none"),
+        Safety.SAFE,
+        "Every marker source of a layer (header entry, tensor marker, each shard) holds the "
+        "same object.",
+        'sglang 0.5.19 requires the sources of one prefix to be identical ("Conflicting '
+        'Comfy quantization markers"); from 0.5.20 on they are merged field by field.',
+        'header {"format": "int8_tensorwise"} and tensor {"format": "int8_tensorwise", '
+        '"per_row": true}',
+        "Write one marker per layer (the merged fields as the tensor marker, header entry "
+        "dropped).",
+        "sglang 0.5.19 inspect_comfy_quant_markers (" + SGQ + ", whole-object comparison; "
+        "0.5.20 _merge_comfy_quant_marker), run by tests/diff_sglang.",
+    ),
+    Rule(
+        "QC613",
+        "sglang-0519-int8-marker-refused",
+        E,
+        "INT8 marker sglang 0.5.19's config class refuses",
+        effects("none", "none"),
+        Safety.UNSAFE,
+        "In an INT8-only or W4A4 file every int8_tensorwise marker sets convrot: true; beside "
+        "W4A8 an INT8 companion has a scalar scale, beside NVFP4 a row-wise one.",
+        "sglang 0.5.19's KitchenInt8Config has no embedding exemption (\"Serialized "
+        'kitchen_int8 layer X must set convrot=true"): a ConvRot file with a plain INT8 '
+        "embedding fails; 0.5.20 exempts INT8 embeddings.",
+        "ConvRot int8_tensorwise linears beside a plain int8_tensorwise embedding",
+        "Use sglang >= 0.5.20; for 0.5.19 requantize the layer with ConvRot (a marker that "
+        "already names convrot_groupsize only lost convrot: true, which fix sets).",
+        "sglang 0.5.19 configs/kitchen_int8_config.py, configs/kitchen_w4a8_config.py, "
+        "comfy_nvfp4.py constructors (" + SGQC + "), run by tests/diff_sglang.",
+    ),
+    Rule(
+        "QC614",
+        "sglang-0519-nvfp4-needs-fpmm",
+        E,
+        "NVFP4 layer without full_precision_matrix_mult (sglang 0.5.19)",
+        effects("none", "none"),
+        Safety.SAFE,
+        "Every nvfp4 marker sets full_precision_matrix_mult: true.",
+        "sglang 0.5.19's ComfyNvfp4Config refuses NVFP4 layers without it (\"Comfy NVFP4 "
+        'layer X must request full_precision_matrix_mult"); 0.5.20 drops the requirement.',
+        '{"format": "nvfp4"}',
+        "Set full_precision_matrix_mult: true (fix --target sglang@0.5.19 does).",
+        "sglang 0.5.19 comfy_nvfp4.py ComfyNvfp4Config (" + SGQC + "), run by tests/diff_sglang.",
+    ),
+    Rule(
+        "QC615",
+        "sglang-mxfp8-scales-swizzled-twice",
+        Severity.WARNING,
+        "MXFP8 layers compute noise on sglang 0.5.19-0.5.21",
+        effects("none", "none"),
+        None,
+        "No MXFP8 layers when the target is sglang 0.5.19, 0.5.20 or 0.5.21.",
+        "Those releases pass every check on MXFP8 files but hand FlashInfer scales that are "
+        "swizzled a second time: the output is noise, with no error. 0.5.22 fixed it "
+        "(ComfyMXFP8LinearMethod, PR #38028).",
+        '{"format": "mxfp8"}',
+        "Use sglang >= 0.5.22, or another format for older releases.",
+        "sglang 0.5.19-0.5.22 wheels (mxfp8.py; consumers.md 2.1) [READ, not run: the "
+        "kernel path needs a GPU].",
+    ),
 ]

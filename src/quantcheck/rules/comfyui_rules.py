@@ -25,8 +25,12 @@ DEFAULT_LOADER_UNREADABLE = frozenset({"F8_E8M0"})
 #: ComfyUI's rotation group when a rotated INT8 marker names none (comfy/ops.py ~L1232).
 CONVROT_DEFAULT = 256
 _ABSENT = object()
-_STEP_RULES = {R.QC606.code: R.QC606, R.QC607.code: R.QC607, R.QC608.code: R.QC608,
-               R.QC609.code: R.QC609}
+_STEP_RULES = {
+    R.QC606.code: R.QC606,
+    R.QC607.code: R.QC607,
+    R.QC608.code: R.QC608,
+    R.QC609.code: R.QC609,
+}
 
 
 class ComfyuiChecks:
@@ -48,13 +52,21 @@ def _unreadable_dtypes(ck: Checkpoint) -> Iterator[Diagnostic]:
     for t in ck.tensors.values():
         if t.dtype in DEFAULT_LOADER_UNREADABLE:
             yield Diagnostic(
-                R.QC605, f"{t.name} is {t.dtype}: ComfyUI's default safetensors loader "
-                         "(DynamicVRAM, the default on NVIDIA GPUs) has no such dtype and "
-                         "raises KeyError before any layer is built; with --cpu or "
-                         "--disable-dynamic-vram it loads",
-                file=t.file, tensor=t.name, effects=_eff(NONE, FAILS),
-                fix=Fix(f"relabel {t.name} as U8 (same bytes)", Safety.SAFE, "relabel",
-                        (("dtype", "U8"),)))
+                R.QC605,
+                f"{t.name} is {t.dtype}: ComfyUI's default safetensors loader "
+                "(DynamicVRAM, the default on NVIDIA GPUs) has no such dtype and "
+                "raises KeyError before any layer is built; with --cpu or "
+                "--disable-dynamic-vram it loads",
+                file=t.file,
+                tensor=t.name,
+                effects=_eff(NONE, FAILS),
+                fix=Fix(
+                    f"relabel {t.name} as U8 (same bytes)",
+                    Safety.SAFE,
+                    "relabel",
+                    (("dtype", "U8"),),
+                ),
+            )
 
 
 def format_steps(ck: Checkpoint) -> Iterator[Diagnostic]:
@@ -80,22 +92,38 @@ def format_steps(ck: Checkpoint) -> Iterator[Diagnostic]:
             f"{n} layer{'s' if n != 1 else ''} use{'' if n != 1 else 's'} {what}: ComfyUI "
             f"loads {'them' if n != 1 else 'it'} from {release} on"
             + ("" if known else " (a format quantcheck does not check yet)"),
-            file=first[release], data={"release": release, "formats": sorted(counts)})
+            file=first[release],
+            data={"release": release, "formats": sorted(counts)},
+        )
 
 
 def _convrot_default(layer: Layer) -> Iterator[Diagnostic]:
     m, w = layer.marker, layer.weight
-    if (m is None or w is None or m.format != "int8_tensorwise" or m.get("convrot") is not True
-            or m.get("convrot_groupsize", _ABSENT) is not _ABSENT or len(w.shape) != 2):
+    if (
+        m is None
+        or w is None
+        or m.format != "int8_tensorwise"
+        or m.get("convrot") is not True
+        or m.get("convrot_groupsize", _ABSENT) is not _ABSENT
+        or len(w.shape) != 2
+    ):
         return
     k = w.shape[1]
     divides = k % CONVROT_DEFAULT == 0
     yield Diagnostic(
-        R.QC320, f"rotated int8_tensorwise marker has no convrot_groupsize: ComfyUI rotates "
-                 f"with {CONVROT_DEFAULT}, "
-                 + ("which is correct only if the weights were rotated with 256" if divides
-                    else f"which does not divide K={k}: the first forward raises"),
-        file=m.sources[-1].file, layer=layer.prefix,
+        R.QC320,
+        f"rotated int8_tensorwise marker has no convrot_groupsize: ComfyUI rotates "
+        f"with {CONVROT_DEFAULT}, "
+        + (
+            "which is correct only if the weights were rotated with 256"
+            if divides
+            else f"which does not divide K={k}: the first forward raises"
+        ),
+        file=m.sources[-1].file,
+        layer=layer.prefix,
         effects=_eff(NONE, DEGRADED if divides else FAILS),
-        fix=Fix(f"add \"convrot_groupsize\": {CONVROT_DEFAULT} if the weights were rotated "
-                "with it", Safety.DISPLAY))
+        fix=Fix(
+            f'add "convrot_groupsize": {CONVROT_DEFAULT} if the weights were rotated with it',
+            Safety.DISPLAY,
+        ),
+    )

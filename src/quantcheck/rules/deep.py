@@ -76,8 +76,9 @@ def deep_check(ck: Checkpoint, read_weights: bool = False) -> list[Diagnostic]:
     return out
 
 
-def _layer_values(layer: Layer, spec: FormatSpec, dims: Dims,
-                  got: dict[str, np.ndarray]) -> Iterator[Diagnostic]:
+def _layer_values(
+    layer: Layer, spec: FormatSpec, dims: Dims, got: dict[str, np.ndarray]
+) -> Iterator[Diagnostic]:
     import numpy as np
 
     file = layer.weight.file if layer.weight else None
@@ -90,48 +91,70 @@ def _layer_values(layer: Layer, spec: FormatSpec, dims: Dims,
             raw = arr.view(np.uint8)
             n255 = int(np.count_nonzero(raw == 255))
             if n255:
-                yield Diagnostic(R.QC404, f"{n255} of {raw.size} E8M0 block scales are byte 255 "
-                                          "(NaN): those blocks dequantize to NaN", tensor=name,
-                                 **where)
+                yield Diagnostic(
+                    R.QC404,
+                    f"{n255} of {raw.size} E8M0 block scales are byte 255 "
+                    "(NaN): those blocks dequantize to NaN",
+                    tensor=name,
+                    **where,
+                )
             continue
         vals = arr.astype(np.float64)
         bad = int(np.count_nonzero(~np.isfinite(vals)))
         if bad:
             code = R.QC409 if suffix == "weight_codebook" else R.QC401
-            yield Diagnostic(code, f"{bad} of {vals.size} values of {suffix} are NaN or Inf: the "
-                                   "layer computes NaN", tensor=name, **where)
+            yield Diagnostic(
+                code,
+                f"{bad} of {vals.size} values of {suffix} are NaN or Inf: the layer computes NaN",
+                tensor=name,
+                **where,
+            )
             continue
         if suffix == "weight_codebook":
             if vals.size > 1 and np.any(np.diff(vals.ravel()) < 0):
-                yield Diagnostic(R.QC409, "weight_codebook is not sorted ascending; W4A8 "
-                                          "quantizers assume sorted levels", tensor=name,
-                                 severity=Severity.WARNING, effects=_eff(NONE, NONE), **where)
+                yield Diagnostic(
+                    R.QC409,
+                    "weight_codebook is not sorted ascending; W4A8 quantizers assume sorted levels",
+                    tensor=name,
+                    severity=Severity.WARNING,
+                    effects=_eff(NONE, NONE),
+                    **where,
+                )
             continue
         if suffix in ANY_SIGN:
             continue
         neg = int(np.count_nonzero(vals < 0))
         if neg:
-            yield Diagnostic(R.QC402, f"{neg} of {vals.size} values of {suffix} are negative; "
-                                      "scales multiply, so the signs of those weights flip",
-                             tensor=name, **where)
+            yield Diagnostic(
+                R.QC402,
+                f"{neg} of {vals.size} values of {suffix} are negative; "
+                "scales multiply, so the signs of those weights flip",
+                tensor=name,
+                **where,
+            )
         zero = int(np.count_nonzero(vals == 0))
         if zero and suffix in STRICT and suffix not in BLOCK.get(spec.name, ()):
             whole = zero == vals.size
             yield Diagnostic(
-                R.QC403, f"{'every' if whole else f'{zero} of {vals.size}'} value"
-                         f"{'' if zero == 1 and not whole else 's'} of {suffix} "
-                         f"{'is' if zero == 1 and not whole else 'are'} zero: "
-                         f"{'the whole layer' if whole else 'those rows/blocks'} compute zero",
-                tensor=name, severity=None if whole else Severity.INFO,
-                effects=None if whole else _eff(NONE, NONE), **where)
+                R.QC403,
+                f"{'every' if whole else f'{zero} of {vals.size}'} value"
+                f"{'' if zero == 1 and not whole else 's'} of {suffix} "
+                f"{'is' if zero == 1 and not whole else 'are'} zero: "
+                f"{'the whole layer' if whole else 'those rows/blocks'} compute zero",
+                tensor=name,
+                severity=None if whole else Severity.INFO,
+                effects=None if whole else _eff(NONE, NONE),
+                **where,
+            )
     if spec.pad and "weight_scale" in got:
         yield from _swizzle_padding(layer, spec, dims, got["weight_scale"], where)
     if "weight" in got:
         yield from _codes(layer, spec, got["weight"], where)
 
 
-def _swizzle_padding(layer: Layer, spec: FormatSpec, dims: Dims, arr: np.ndarray,
-                     where: dict[str, Any]) -> Iterator[Diagnostic]:
+def _swizzle_padding(
+    layer: Layer, spec: FormatSpec, dims: Dims, arr: np.ndarray, where: dict[str, Any]
+) -> Iterator[Diagnostic]:
     """Padding of a swizzled block-scale matrix is zero; the bytes can show a wrong layout."""
     import numpy as np
 
@@ -152,27 +175,38 @@ def _swizzle_padding(layer: Layer, spec: FormatSpec, dims: Dims, arr: np.ndarray
     name = f"{layer.prefix}.weight_scale"
     if swz_pad and not lin_pad:
         yield Diagnostic(
-            R.QC406, f"weight_scale looks stored row-major, not in the 128x4 swizzled layout: "
-                     f"read swizzled, {swz_pad} padding entries are non-zero; read row-major "
-                     "all padding is zero. Runtimes unswizzle it and get scrambled scales",
-            tensor=name, **where)
+            R.QC406,
+            f"weight_scale looks stored row-major, not in the 128x4 swizzled layout: "
+            f"read swizzled, {swz_pad} padding entries are non-zero; read row-major "
+            "all padding is zero. Runtimes unswizzle it and get scrambled scales",
+            tensor=name,
+            **where,
+        )
     elif swz_pad:
         yield Diagnostic(
-            R.QC405, f"{swz_pad} padding entries of the swizzled weight_scale are non-zero "
-                     f"(logical [{r}, {c}] in a [{pr}, {pc}] tile layout); writers zero them",
-            tensor=name, **where)
+            R.QC405,
+            f"{swz_pad} padding entries of the swizzled weight_scale are non-zero "
+            f"(logical [{r}, {c}] in a [{pr}, {pc}] tile layout); writers zero them",
+            tensor=name,
+            **where,
+        )
 
 
-def _codes(layer: Layer, spec: FormatSpec, w: np.ndarray,
-           where: dict[str, Any]) -> Iterator[Diagnostic]:
+def _codes(
+    layer: Layer, spec: FormatSpec, w: np.ndarray, where: dict[str, Any]
+) -> Iterator[Diagnostic]:
     """Weight codes the format never writes, and all-zero layers (needs --read-weights)."""
     import numpy as np
 
     raw = w.view(np.uint8)
     name = f"{layer.prefix}.weight"
     if not np.any(raw):
-        yield Diagnostic(R.QC408, "every byte of the weight is zero: the layer computes zero",
-                         tensor=name, **where)
+        yield Diagnostic(
+            R.QC408,
+            "every byte of the weight is zero: the layer computes zero",
+            tensor=name,
+            **where,
+        )
         return
     if spec.name in ("float8_e4m3fn", "mxfp8"):
         nan = int(np.count_nonzero((raw & 0x7F) == 0x7F))
@@ -186,6 +220,10 @@ def _codes(layer: Layer, spec: FormatSpec, w: np.ndarray,
     else:
         return
     if nan:
-        yield Diagnostic(R.QC407, f"{nan} weight codes are {what}", tensor=name,
-                         fix=Fix("requantize the layer from its original weights",
-                                 Safety.DISPLAY), **where)
+        yield Diagnostic(
+            R.QC407,
+            f"{nan} weight codes are {what}",
+            tensor=name,
+            fix=Fix("requantize the layer from its original weights", Safety.DISPLAY),
+            **where,
+        )

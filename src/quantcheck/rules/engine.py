@@ -27,8 +27,9 @@ if TYPE_CHECKING:
     from typing import Any
 
 
-def layer_findings(layer: Layer, legacy: bool, mxfp8_meta: bool,
-                   runtime_checks: list[Any]) -> Iterator[Diagnostic]:
+def layer_findings(
+    layer: Layer, legacy: bool, mxfp8_meta: bool, runtime_checks: list[Any]
+) -> Iterator[Diagnostic]:
     """Every per-layer rule for one layer: the format rules, then each runtime's own."""
     yield from format_findings(layer, legacy, mxfp8_meta)
     for checks in runtime_checks:
@@ -55,15 +56,22 @@ def shared_layer_cache(on: bool) -> None:
     _SHARED = {} if on else None
 
 
-def _shared_key(layer: Layer, legacy: bool, mxfp8_meta: bool,
-                files: dict[str, int]) -> tuple[object, ...]:
+def _shared_key(
+    layer: Layer, legacy: bool, mxfp8_meta: bool, files: dict[str, int]
+) -> tuple[object, ...]:
     """The layer's signature with each file replaced by its position among the shards."""
     m = layer.marker
     ts = layer.tensors
-    return (len(files), legacy, mxfp8_meta, repr(m.fields) if m else None,
-            tuple((s.origin, files.get(s.file, s.file)) for s in m.sources) if m else None,
-            tuple(ts), tuple((t[1], t[2], files.get(t[5], t[5])) for t in ts.values()),
-            is_embedding_name(layer))
+    return (
+        len(files),
+        legacy,
+        mxfp8_meta,
+        repr(m.fields) if m else None,
+        tuple((s.origin, files.get(s.file, s.file)) for s in m.sources) if m else None,
+        tuple(ts),
+        tuple((t[1], t[2], files.get(t[5], t[5])) for t in ts.values()),
+        is_embedding_name(layer),
+    )
 
 
 def _portable(found: list[Diagnostic], prefix: str, files: tuple[str, ...]) -> bool:
@@ -71,9 +79,12 @@ def _portable(found: list[Diagnostic], prefix: str, files: tuple[str, ...]) -> b
     files appear only in the fields it rewrites, never in the text."""
     names = [prefix, *files, *(base_name(f) for f in files)]
     for d in found:
-        if (d.layer not in (prefix, None) or (d.file is not None and d.file not in files)
-                or (d.tensor is not None and not d.tensor.startswith(prefix))
-                or (d.pointer is not None and prefix not in d.pointer)):
+        if (
+            d.layer not in (prefix, None)
+            or (d.file is not None and d.file not in files)
+            or (d.tensor is not None and not d.tensor.startswith(prefix))
+            or (d.pointer is not None and prefix not in d.pointer)
+        ):
             return False
         text = f"{d.message}\0{d.data!r}\0{d.fix!r}"
         if any(n in text for n in names):
@@ -85,18 +96,29 @@ def _moved(d: Diagnostic, old: str, new: str, files: dict[str, str]) -> Diagnost
     """A copy of `d` for layer `new` (was `old`), its file renamed through `files`."""
     tensor = d.tensor
     if tensor is not None and tensor.startswith(old):
-        tensor = new + tensor[len(old):]
-    return Diagnostic(d.code, d.message, file=None if d.file is None else files[d.file],
-                      tensor=tensor, layer=new if d.layer == old else d.layer,
-                      pointer=None if d.pointer is None else d.pointer.replace(old, new, 1),
-                      fix=d.fix, effects=d.effects, severity=d.severity, data=d.data)
+        tensor = new + tensor[len(old) :]
+    return Diagnostic(
+        d.code,
+        d.message,
+        file=None if d.file is None else files[d.file],
+        tensor=tensor,
+        layer=new if d.layer == old else d.layer,
+        pointer=None if d.pointer is None else d.pointer.replace(old, new, 1),
+        fix=d.fix,
+        effects=d.effects,
+        severity=d.severity,
+        data=d.data,
+    )
 
 
-def _shared_format_findings(shared: dict[tuple[object, ...], tuple[str, tuple[str, ...],
-                                                                   list[Diagnostic]]],
-                            layer: Layer, legacy: bool, mxfp8_meta: bool,
-                            files: dict[str, int], shard_names: tuple[str, ...]
-                            ) -> list[Diagnostic]:
+def _shared_format_findings(
+    shared: dict[tuple[object, ...], tuple[str, tuple[str, ...], list[Diagnostic]]],
+    layer: Layer,
+    legacy: bool,
+    mxfp8_meta: bool,
+    files: dict[str, int],
+    shard_names: tuple[str, ...],
+) -> list[Diagnostic]:
     """`format_findings`, reused from an earlier checkpoint's layer of the same signature."""
     key = _shared_key(layer, legacy, mxfp8_meta, files)
     hit = shared.get(key)
@@ -111,8 +133,11 @@ def _shared_format_findings(shared: dict[tuple[object, ...], tuple[str, tuple[st
         if len(shared) >= SHARED_MAX:
             shared.clear()
         same = {f: f for f in shard_names}
-        shared[key] = (layer.prefix, shard_names, [_moved(d, layer.prefix, layer.prefix, same)
-                                                   for d in found])
+        shared[key] = (
+            layer.prefix,
+            shard_names,
+            [_moved(d, layer.prefix, layer.prefix, same) for d in found],
+        )
     return found
 
 
@@ -122,8 +147,13 @@ _DTYPE_SHAPE_FILE = itemgetter(1, 2, 5)
 def _signature(layer: Layer) -> tuple[object, ...]:
     m = layer.marker
     ts = layer.tensors
-    return (repr(m.fields) if m else None, m.sources[-1].file if m else None, tuple(ts),
-            tuple(map(_DTYPE_SHAPE_FILE, ts.values())), is_embedding_name(layer))
+    return (
+        repr(m.fields) if m else None,
+        m.sources[-1].file if m else None,
+        tuple(ts),
+        tuple(map(_DTYPE_SHAPE_FILE, ts.values())),
+        is_embedding_name(layer),
+    )
 
 
 def _renamed(d: Diagnostic, old: str, layer: Layer) -> Diagnostic:
@@ -133,12 +163,24 @@ def _renamed(d: Diagnostic, old: str, layer: Layer) -> Diagnostic:
     new = layer.prefix
     tensor = d.tensor
     if tensor is not None and tensor.startswith(old):
-        info = layer.tensors.get(tensor[len(old) + 1:]) if tensor[len(old):len(old) + 1] == "." \
+        info = (
+            layer.tensors.get(tensor[len(old) + 1 :])
+            if tensor[len(old) : len(old) + 1] == "."
             else None
-        tensor = info[0] if info is not None else new + tensor[len(old):]
-    return Diagnostic(d.code, d.message, file=d.file, tensor=tensor, layer=new,
-                      pointer=None if d.pointer is None else d.pointer.replace(old, new, 1),
-                      fix=d.fix, effects=d.effects, severity=d.severity, data=d.data)
+        )
+        tensor = info[0] if info is not None else new + tensor[len(old) :]
+    return Diagnostic(
+        d.code,
+        d.message,
+        file=d.file,
+        tensor=tensor,
+        layer=new,
+        pointer=None if d.pointer is None else d.pointer.replace(old, new, 1),
+        fix=d.fix,
+        effects=d.effects,
+        severity=d.severity,
+        data=d.data,
+    )
 
 
 def run_all_rules(ck: Checkpoint) -> list[Diagnostic]:

@@ -29,9 +29,13 @@ def blocking_findings(layer: Layer, *, marker_only: bool = False) -> list[Diagno
     found = list(check_marker_fields(layer.marker))
     if not marker_only:
         found += check_layer(layer, False, False)
-    return [d for d in found if d.effective_severity is Severity.ERROR
-            and not d.code.startswith(RUNTIME_SUPPORT)
-            and d.effective_effects.get("comfyui", Effect.NONE) is not Effect.NONE]
+    return [
+        d
+        for d in found
+        if d.effective_severity is Severity.ERROR
+        and not d.code.startswith(RUNTIME_SUPPORT)
+        and d.effective_effects.get("comfyui", Effect.NONE) is not Effect.NONE
+    ]
 
 
 def numeric_refusal(layer: Layer, *, marker_only: bool = False) -> str | None:

@@ -54,8 +54,10 @@ def _unmarked(layer: Layer, mxfp8_meta: bool) -> Iterator[Diagnostic]:
     noted = w.dtype in SGLANG_NOTED and not mxfp8_meta  # quant_format=mxfp8: QC604's domain
     if mxfp8_meta and w.dtype in SGLANG_NOTED:
         eff = _eff(NONE, DEGRADED)
-        hint = ("sglang takes it as MXFP8 from __metadata__.quant_format, but ComfyUI reads "
-                "only markers and loads the codes without their block scales")
+        hint = (
+            "sglang takes it as MXFP8 from __metadata__.quant_format, but ComfyUI reads "
+            "only markers and loads the codes without their block scales"
+        )
     elif w.dtype.startswith("F8") and "weight_scale" not in layer.tensors:
         eff = _eff(FAILS if noted else NONE, NONE)
         hint = "a plain FP8 cast (ComfyUI loads it as-is; sglang needs a marker)"
@@ -64,9 +66,14 @@ def _unmarked(layer: Layer, mxfp8_meta: bool) -> Iterator[Diagnostic]:
         hint = "quantized storage without a marker (ComfyUI loads the raw codes as weights)"
     fix, why = _marker_fix(layer)
     yield Diagnostic(
-        R.QC314, f"weight is {w.dtype} {list(w.shape)} but the layer has no comfy_quant marker: "
-                 f"{hint}{why}", file=w.file, tensor=w.name, layer=layer.prefix, effects=eff,
-        fix=fix)
+        R.QC314,
+        f"weight is {w.dtype} {list(w.shape)} but the layer has no comfy_quant marker: {hint}{why}",
+        file=w.file,
+        tensor=w.name,
+        layer=layer.prefix,
+        effects=eff,
+        fix=fix,
+    )
 
 
 def _marker_fix(layer: Layer) -> tuple[Fix | None, str]:
@@ -78,8 +85,12 @@ def _marker_fix(layer: Layer) -> tuple[Fix | None, str]:
         fields, why = None, "its marker tensor could not be read (see the marker finding)"
     if fields is None:
         return None, f"; no marker can be added automatically: {why}"
-    return Fix(f"add the marker {json.dumps(fields)} (the tensors imply it)", Safety.SAFE,
-               "add-marker", (("format", fields["format"]),)), ""
+    return Fix(
+        f"add the marker {json.dumps(fields)} (the tensors imply it)",
+        Safety.SAFE,
+        "add-marker",
+        (("format", fields["format"]),),
+    ), ""
 
 
 def _check_marked(layer: Layer, spec: FormatSpec) -> Iterator[Diagnostic]:
@@ -89,29 +100,58 @@ def _check_marked(layer: Layer, spec: FormatSpec) -> Iterator[Diagnostic]:
     sg = _sglang_checks(spec)
     if w.dtype in HIGH_PRECISION:
         yield Diagnostic(
-            R.QC304, f"marker says {spec.name} but the weight is {w.dtype} {list(w.shape)}: the "
-                     "layer was left unquantized", file=marker_file, tensor=w.name,
-            layer=layer.prefix, effects=_eff(FAILS if spec.sglang == "validated" and
-                                             spec.name != "float8_e4m3fn" else DEGRADED if sg
-                                             else NONE, DEGRADED),
-            fix=Fix("remove the stale marker (keeps the 16-bit weights), or quantize the layer "
-                    "with --unsafe-fixes", Safety.SAFE, "drop-marker"))
+            R.QC304,
+            f"marker says {spec.name} but the weight is {w.dtype} {list(w.shape)}: the "
+            "layer was left unquantized",
+            file=marker_file,
+            tensor=w.name,
+            layer=layer.prefix,
+            effects=_eff(
+                FAILS
+                if spec.sglang == "validated" and spec.name != "float8_e4m3fn"
+                else DEGRADED
+                if sg
+                else NONE,
+                DEGRADED,
+            ),
+            fix=Fix(
+                "remove the stale marker (keeps the 16-bit weights), or quantize the layer "
+                "with --unsafe-fixes",
+                Safety.SAFE,
+                "drop-marker",
+            ),
+        )
         return
     if w.dtype not in spec.weight_dtypes:
         want = "/".join(sorted(spec.weight_dtypes))
         yield Diagnostic(
-            R.QC303, f"weight is {w.dtype}; {spec.name} stores {want}", file=w.file,
-            tensor=w.name, layer=layer.prefix, pointer=json_pointer(w.name, "dtype"),
+            R.QC303,
+            f"weight is {w.dtype}; {spec.name} stores {want}",
+            file=w.file,
+            tensor=w.name,
+            layer=layer.prefix,
+            pointer=json_pointer(w.name, "dtype"),
             effects=_eff(FAILS if spec.sglang == "validated" else NONE, DEGRADED),
-            fix=Fix("the marker names the wrong format, or the weight was re-cast; correct "
-                    "the marker or re-export", Safety.DISPLAY))
+            fix=Fix(
+                "the marker names the wrong format, or the weight was re-cast; correct "
+                "the marker or re-export",
+                Safety.DISPLAY,
+            ),
+        )
         return
     if len(w.shape) != 2:
         yield Diagnostic(
-            R.QC306, f"weight has shape {list(w.shape)}; {spec.name} layers are 2-D [N, K]",
-            file=w.file, tensor=w.name, layer=layer.prefix, pointer=json_pointer(w.name, "shape"),
-            effects=_eff(FAILS if sg else NONE, NONE if layer.marker and
-                         layer.marker.get("num_experts") is not None else DEGRADED))
+            R.QC306,
+            f"weight has shape {list(w.shape)}; {spec.name} layers are 2-D [N, K]",
+            file=w.file,
+            tensor=w.name,
+            layer=layer.prefix,
+            pointer=json_pointer(w.name, "shape"),
+            effects=_eff(
+                FAILS if sg else NONE,
+                NONE if layer.marker and layer.marker.get("num_experts") is not None else DEGRADED,
+            ),
+        )
         return
     dims = derive_dims(spec, layer)
     assert dims is not None
@@ -127,24 +167,35 @@ def _companions(layer: Layer, spec: FormatSpec, dims: Dims, sg: bool) -> Iterato
             need_c, need_s = c.required_comfyui, c.required_sglang and sg
             if need_c or need_s:
                 yield Diagnostic(
-                    R.QC301, f"{spec.name} needs {layer.prefix}.{c.suffix}; it is missing",
-                    file=layer.weight.file if layer.weight else None, layer=layer.prefix,
+                    R.QC301,
+                    f"{spec.name} needs {layer.prefix}.{c.suffix}; it is missing",
+                    file=layer.weight.file if layer.weight else None,
+                    layer=layer.prefix,
                     tensor=f"{layer.prefix}.{c.suffix}",
-                    effects=_eff(FAILS if need_s else NONE, FAILS if need_c else NONE))
+                    effects=_eff(FAILS if need_s else NONE, FAILS if need_c else NONE),
+                )
             continue
         yield from _companion_dtype(layer, spec, c, t.dtype, sg, t.name, t.file)
         yield from _companion_shape(layer, spec, c, dims, sg)
         if not c.comfyui_loads:
             yield Diagnostic(
-                R.QC313, f"{c.suffix} is present; ComfyUI never loads it, so the layer "
-                         "computes without it", file=t.file, tensor=t.name, layer=layer.prefix,
+                R.QC313,
+                f"{c.suffix} is present; ComfyUI never loads it, so the layer computes without it",
+                file=t.file,
+                tensor=t.name,
+                layer=layer.prefix,
                 effects=_eff(NONE, DEGRADED),
-                fix=Fix("requantize without it (symmetric mode) for ComfyUI", Safety.UNSAFE,
-                        "requantize-symmetric"))
+                fix=Fix(
+                    "requantize without it (symmetric mode) for ComfyUI",
+                    Safety.UNSAFE,
+                    "requantize-symmetric",
+                ),
+            )
 
 
-def _companion_dtype(layer: Layer, spec: FormatSpec, c: Companion, dtype: str, sg: bool,
-                     name: str, file: str) -> Iterator[Diagnostic]:
+def _companion_dtype(
+    layer: Layer, spec: FormatSpec, c: Companion, dtype: str, sg: bool, name: str, file: str
+) -> Iterator[Diagnostic]:
     ok_c = c.comfyui_dtypes is None or dtype in c.comfyui_dtypes or not c.comfyui_loads
     ok_s = not sg or c.sglang_dtypes is None or dtype in c.sglang_dtypes
     if ok_c and ok_s:
@@ -155,29 +206,43 @@ def _companion_dtype(layer: Layer, spec: FormatSpec, c: Companion, dtype: str, s
     who = " and ".join(x for x, bad in (("sglang", not ok_s), ("ComfyUI", not ok_c)) if bad)
     fix = _dtype_fix(dtype, wanted)
     yield Diagnostic(
-        R.QC305, f"{c.suffix} is {dtype}; {who} need{'s' if ' and ' not in who else ''} {want}",
-        file=file, tensor=name, layer=layer.prefix, pointer=json_pointer(name, "dtype"),
-        effects=_eff(NONE if ok_s else FAILS, NONE if ok_c else FAILS), fix=fix,
-        data={"suffix": c.suffix, "dtype": dtype, "wanted": sorted(wanted)})
+        R.QC305,
+        f"{c.suffix} is {dtype}; {who} need{'s' if ' and ' not in who else ''} {want}",
+        file=file,
+        tensor=name,
+        layer=layer.prefix,
+        pointer=json_pointer(name, "dtype"),
+        effects=_eff(NONE if ok_s else FAILS, NONE if ok_c else FAILS),
+        fix=fix,
+        data={"suffix": c.suffix, "dtype": dtype, "wanted": sorted(wanted)},
+    )
 
 
 def _dtype_fix(dtype: str, wanted: frozenset[str]) -> Fix | None:
     if "F32" in wanted and dtype in WIDENS_TO_F32:
-        return Fix(f"cast {dtype} -> F32 (exact: every {dtype} value is an F32 value)",
-                   Safety.SAFE, "cast-f32")
+        return Fix(
+            f"cast {dtype} -> F32 (exact: every {dtype} value is an F32 value)",
+            Safety.SAFE,
+            "cast-f32",
+        )
     if "F32" in wanted and dtype == "F64":
-        return Fix("cast F64 -> F32 (safe when every value is exactly representable; checked "
-                   "when fixing)", Safety.SAFE, "cast-f32")
+        return Fix(
+            "cast F64 -> F32 (safe when every value is exactly representable; checked when fixing)",
+            Safety.SAFE,
+            "cast-f32",
+        )
     one_byte = {"U8", "F8_E4M3", "F8_E8M0"}
     if dtype in one_byte and wanted & one_byte:
         target = sorted(wanted & one_byte)[0]
-        return Fix(f"relabel the same bytes as {target}", Safety.SAFE, "relabel",
-                   (("dtype", target),))
+        return Fix(
+            f"relabel the same bytes as {target}", Safety.SAFE, "relabel", (("dtype", target),)
+        )
     return None
 
 
-def _companion_shape(layer: Layer, spec: FormatSpec, c: Companion, dims: Dims,
-                     sg: bool) -> Iterator[Diagnostic]:
+def _companion_shape(
+    layer: Layer, spec: FormatSpec, c: Companion, dims: Dims, sg: bool
+) -> Iterator[Diagnostic]:
     t = layer.tensors[c.suffix]
     shape = t.shape
     d = _stored_dims(spec, dims)
@@ -190,36 +255,60 @@ def _companion_shape(layer: Layer, spec: FormatSpec, c: Companion, dims: Dims,
         return
     if spec.pad and c.sglang_shapes is not None and comfy_ok:
         yield Diagnostic(
-            R.QC308, f"{c.suffix} is stored in ComfyUI's padded, swizzled layout "
-                     f"{list(shape)} for a weight of {list(dims.weight_shape)}; sglang loads "
-                     f"{spec.name} only unpadded {_sg_need(spec)} and expects "
-                     f"{list(sg_shapes[0])}",
-            file=t.file, tensor=t.name, layer=layer.prefix,
-            pointer=json_pointer(t.name, "shape"), effects=_eff(FAILS, NONE),
-            fix=Fix("dequantize this layer to BF16 for sglang (never re-lay padded data)",
-                    Safety.UNSAFE, "dequantize-layer"))
+            R.QC308,
+            f"{c.suffix} is stored in ComfyUI's padded, swizzled layout "
+            f"{list(shape)} for a weight of {list(dims.weight_shape)}; sglang loads "
+            f"{spec.name} only unpadded {_sg_need(spec)} and expects "
+            f"{list(sg_shapes[0])}",
+            file=t.file,
+            tensor=t.name,
+            layer=layer.prefix,
+            pointer=json_pointer(t.name, "shape"),
+            effects=_eff(FAILS, NONE),
+            fix=Fix(
+                "dequantize this layer to BF16 for sglang (never re-lay padded data)",
+                Safety.UNSAFE,
+                "dequantize-layer",
+            ),
+        )
         return
     fix = None
     if c.suffix == "weight_scale" and spec.name == "int8_tensorwise" and shape == (dims.N,):
-        fix = Fix(f"reshape [{dims.N}] -> [{dims.N}, 1] (same bytes)", Safety.SAFE, "reshape",
-                  (("shape", (dims.N, 1)),))
+        fix = Fix(
+            f"reshape [{dims.N}] -> [{dims.N}, 1] (same bytes)",
+            Safety.SAFE,
+            "reshape",
+            (("shape", (dims.N, 1)),),
+        )
         # ComfyUI's int8 kernel reads [N] per row; only its dequantize (LoRA, fallback) fails.
         comfy_ok = True
         yield Diagnostic(
-            R.QC319, f"{c.suffix} has shape [{dims.N}]: ComfyUI loads and runs the layer, but "
-                     "its QuantizedTensor.dequantize() cannot broadcast the scale, so applying "
-                     "a LoRA or the full-precision fallback fails", file=t.file, tensor=t.name,
-            layer=layer.prefix, pointer=json_pointer(t.name, "shape"),
-            effects=_eff(NONE, DEGRADED), fix=fix)
+            R.QC319,
+            f"{c.suffix} has shape [{dims.N}]: ComfyUI loads and runs the layer, but "
+            "its QuantizedTensor.dequantize() cannot broadcast the scale, so applying "
+            "a LoRA or the full-precision fallback fails",
+            file=t.file,
+            tensor=t.name,
+            layer=layer.prefix,
+            pointer=json_pointer(t.name, "shape"),
+            effects=_eff(NONE, DEGRADED),
+            fix=fix,
+        )
         if sg_ok:
             return
     expected = comfy_shapes if not comfy_ok else sg_shapes
     want = " or ".join(str(list(x)) for x in expected)
     yield Diagnostic(
-        R.QC307, f"{c.suffix} has shape {list(shape)}; for a weight of {list(dims.weight_shape)} "
-                 f"{spec.name} needs {want}",
-        file=t.file, tensor=t.name, layer=layer.prefix, pointer=json_pointer(t.name, "shape"),
-        effects=_eff(NONE if sg_ok else FAILS, NONE if comfy_ok else FAILS), fix=fix)
+        R.QC307,
+        f"{c.suffix} has shape {list(shape)}; for a weight of {list(dims.weight_shape)} "
+        f"{spec.name} needs {want}",
+        file=t.file,
+        tensor=t.name,
+        layer=layer.prefix,
+        pointer=json_pointer(t.name, "shape"),
+        effects=_eff(NONE if sg_ok else FAILS, NONE if comfy_ok else FAILS),
+        fix=fix,
+    )
 
 
 def _sg_need(spec: FormatSpec) -> str:
@@ -242,9 +331,13 @@ def _extras(layer: Layer, spec: FormatSpec) -> Iterator[Diagnostic]:
     for suffix, t in layer.tensors.items():
         if suffix not in known:
             yield Diagnostic(
-                R.QC302, f"{suffix} is not part of {spec.name}; runtimes ignore it",
-                file=t.file, tensor=t.name, layer=layer.prefix,
-                fix=Fix(f"remove {t.name}", Safety.SAFE, "drop-tensor"))
+                R.QC302,
+                f"{suffix} is not part of {spec.name}; runtimes ignore it",
+                file=t.file,
+                tensor=t.name,
+                layer=layer.prefix,
+                fix=Fix(f"remove {t.name}", Safety.SAFE, "drop-tensor"),
+            )
 
 
 def _sizes(layer: Layer, spec: FormatSpec, dims: Dims, sg: bool) -> Iterator[Diagnostic]:
@@ -253,20 +346,33 @@ def _sizes(layer: Layer, spec: FormatSpec, dims: Dims, sg: bool) -> Iterator[Dia
     file = layer.marker.sources[-1].file if layer.marker else w.file
     if spec.name == "asym_w4a8_int8" and dims.bits == 6:
         yield Diagnostic(
-            R.QC312, f"6-bit W4A8 layer (weight {list(w.shape)} holds {dims.K} columns of 6-bit "
-                     "codes); sglang always reads W4A8 as 4-bit and cannot load it",
-            file=w.file, tensor=w.name, layer=layer.prefix, effects=_eff(FAILS, NONE),
-            fix=Fix("dequantize this layer, or requantize it as 4-bit, for sglang",
-                    Safety.UNSAFE, "requantize"))
+            R.QC312,
+            f"6-bit W4A8 layer (weight {list(w.shape)} holds {dims.K} columns of 6-bit "
+            "codes); sglang always reads W4A8 as 4-bit and cannot load it",
+            file=w.file,
+            tensor=w.name,
+            layer=layer.prefix,
+            effects=_eff(FAILS, NONE),
+            fix=Fix(
+                "dequantize this layer, or requantize it as 4-bit, for sglang",
+                Safety.UNSAFE,
+                "requantize",
+            ),
+        )
     cols = dims.weight_shape[1]
     if spec.packing == "int4_lo" and cols * 8 != dims.K * dims.bits:
         yield Diagnostic(
-            R.QC321, f"weight {list(w.shape)} holds {cols * 8 // dims.bits} columns of "
-                     f"{dims.bits}-bit codes, but weight_s_rel x group_size {dims.g} says "
-                     f"K={dims.K} ({dims.K * dims.bits // 8} bytes a row)",
-            file=w.file, tensor=w.name, layer=layer.prefix,
-            pointer=json_pointer(w.name, "shape"), effects=_eff(FAILS if sg else NONE, FAILS),
-            data={"bits": dims.bits, "K": dims.K})
+            R.QC321,
+            f"weight {list(w.shape)} holds {cols * 8 // dims.bits} columns of "
+            f"{dims.bits}-bit codes, but weight_s_rel x group_size {dims.g} says "
+            f"K={dims.K} ({dims.K * dims.bits // 8} bytes a row)",
+            file=w.file,
+            tensor=w.name,
+            layer=layer.prefix,
+            pointer=json_pointer(w.name, "shape"),
+            effects=_eff(FAILS if sg else NONE, FAILS),
+            data={"bits": dims.bits, "K": dims.K},
+        )
         return
     for name, ok, text in spec.constraints:
         if not ok(dims):
@@ -274,7 +380,12 @@ def _sizes(layer: Layer, spec: FormatSpec, dims: Dims, sg: bool) -> Iterator[Dia
             if not sg and comfy is NONE:
                 continue
             yield Diagnostic(
-                R.QC311, f"{spec.name} needs {text}; this layer has K={dims.K}, "
-                         f"group_size={dims.g or '-'}, convrot_groupsize={dims.cg or '-'}",
-                file=file, tensor=f"{layer.prefix}.comfy_quant", layer=layer.prefix,
-                effects=_eff(FAILS if sg else NONE, comfy), data={"constraint": name})
+                R.QC311,
+                f"{spec.name} needs {text}; this layer has K={dims.K}, "
+                f"group_size={dims.g or '-'}, convrot_groupsize={dims.cg or '-'}",
+                file=file,
+                tensor=f"{layer.prefix}.comfy_quant",
+                layer=layer.prefix,
+                effects=_eff(FAILS if sg else NONE, comfy),
+                data={"constraint": name},
+            )

@@ -19,14 +19,33 @@ if TYPE_CHECKING:
 
 FAILS, DEGRADED, NONE = Effect.FAILS, Effect.DEGRADED, Effect.NONE
 #: Keys real producers write that no runtime reads: tolerated silently.
-TOLERATED = frozenset({"orig_dtype", "per_row", "orig_shape", "params", "num_experts",
-                       "group_size", "convrot", "convrot_groupsize", "quant_group_size"})
+TOLERATED = frozenset(
+    {
+        "orig_dtype",
+        "per_row",
+        "orig_shape",
+        "params",
+        "num_experts",
+        "group_size",
+        "convrot",
+        "convrot_groupsize",
+        "quant_group_size",
+    }
+)
 MODEL_PREFIXES = ("model.diffusion_model.", "diffusion_model.")
 #: Model prefixes ComfyUI strips before its second convert_old_quants pass (comfy/sd.py).
 COMFYUI_STRIPPED = ("model.diffusion_model.",)
 #: Values sglang derives itself; a producer writing them can contradict the derived ones.
-DERIVED = frozenset({"_activation_scheme", "_is_rowwise", "_is_tensorwise_scalar",
-                     "_has_codebook", "_has_correction", "_has_pre_quant_scale"})
+DERIVED = frozenset(
+    {
+        "_activation_scheme",
+        "_is_rowwise",
+        "_is_tensorwise_scalar",
+        "_has_codebook",
+        "_has_correction",
+        "_has_pre_quant_scale",
+    }
+)
 
 
 def _file(m: Marker) -> str:
@@ -66,32 +85,46 @@ def _orphan(ck: Checkpoint, m: Marker) -> Iterator[Diagnostic]:
         # attaches entries written without the prefix to the prefixed tensors.
         reattached = any(match == p + m.prefix for p in COMFYUI_STRIPPED)
         yield Diagnostic(
-            R.QC222, f"_quantization_metadata names layer {m.prefix!r}, but the tensors are "
-                     f"under {match!r}; "
-                     + ("sglang matches names exactly and treats that layer as unmarked "
-                        "(ComfyUI re-attaches the entry after stripping the model prefix)"
-                        if reattached else "runtimes match names exactly, so that layer is "
-                        "treated as unmarked"), file=_file(m), layer=m.prefix,
+            R.QC222,
+            f"_quantization_metadata names layer {m.prefix!r}, but the tensors are "
+            f"under {match!r}; "
+            + (
+                "sglang matches names exactly and treats that layer as unmarked "
+                "(ComfyUI re-attaches the entry after stripping the model prefix)"
+                if reattached
+                else "runtimes match names exactly, so that layer is treated as unmarked"
+            ),
+            file=_file(m),
+            layer=m.prefix,
             pointer="/__metadata__/_quantization_metadata",
             effects=_eff(FAILS, NONE if reattached else DEGRADED),
-            fix=Fix(f"write the marker as the tensor {match}.comfy_quant and drop the header "
-                    "entry", Safety.SAFE, "header-to-tensor-markers",
-                    (("prefix", match),)))
+            fix=Fix(
+                f"write the marker as the tensor {match}.comfy_quant and drop the header entry",
+                Safety.SAFE,
+                "header-to-tensor-markers",
+                (("prefix", match),),
+            ),
+        )
         return
     fmt = m.format
-    validated = isinstance(fmt, str) and FORMATS.get(fmt) is not None and \
-        FORMATS[fmt].sglang == "validated"
+    validated = (
+        isinstance(fmt, str) and FORMATS.get(fmt) is not None and FORMATS[fmt].sglang == "validated"
+    )
     yield Diagnostic(
-        R.QC223, f"marker for {m.prefix!r} has no {m.prefix}.weight in the checkpoint",
-        file=_file(m), tensor=_tensor(m), layer=m.prefix,
+        R.QC223,
+        f"marker for {m.prefix!r} has no {m.prefix}.weight in the checkpoint",
+        file=_file(m),
+        tensor=_tensor(m),
+        layer=m.prefix,
         effects=_eff(FAILS if validated else NONE, NONE),
-        fix=Fix("remove the stale marker", Safety.SAFE, "drop-marker"))
+        fix=Fix("remove the stale marker", Safety.SAFE, "drop-marker"),
+    )
 
 
 def _renamed_prefix(ck: Checkpoint, prefix: str) -> str | None:
     """The tensor prefix a header layer name means, by adding or removing a model prefix."""
     candidates = [p + prefix for p in MODEL_PREFIXES]
-    candidates += [prefix[len(p):] for p in MODEL_PREFIXES if prefix.startswith(p)]
+    candidates += [prefix[len(p) :] for p in MODEL_PREFIXES if prefix.startswith(p)]
     for c in candidates:
         layer = ck.layers.get(c)
         if layer is not None and layer.weight is not None:
@@ -103,27 +136,48 @@ def _format_name(m: Marker) -> Iterator[Diagnostic]:
     fmt = m.format
     if "format" not in m.fields and m.get("format") is None:
         yield Diagnostic(
-            R.QC212, f"marker has no \"format\" key: {json.dumps(m.fields)[:120]}",
-            file=_file(m), tensor=_tensor(m), layer=m.prefix, effects=_eff(FAILS, FAILS))
+            R.QC212,
+            f'marker has no "format" key: {json.dumps(m.fields)[:120]}',
+            file=_file(m),
+            tensor=_tensor(m),
+            layer=m.prefix,
+            effects=_eff(FAILS, FAILS),
+        )
         return
     if not isinstance(fmt, str) or fmt not in FORMATS:
         near = _near_format(fmt)
         hint = f"; did you mean {near!r}?" if near else ""
-        fix = Fix(f"set \"format\": {json.dumps(near)}", Safety.SAFE, "set-format",
-                  (("format", near),)) if near else None
+        fix = (
+            Fix(f'set "format": {json.dumps(near)}', Safety.SAFE, "set-format", (("format", near),))
+            if near
+            else None
+        )
         yield Diagnostic(
-            R.QC213, f"format {json.dumps(fmt)} is not a known format{hint}",
-            file=_file(m), tensor=_tensor(m), layer=m.prefix, effects=_eff(FAILS, FAILS),
-            fix=fix)
+            R.QC213,
+            f"format {json.dumps(fmt)} is not a known format{hint}",
+            file=_file(m),
+            tensor=_tensor(m),
+            layer=m.prefix,
+            effects=_eff(FAILS, FAILS),
+            fix=fix,
+        )
         return
     spec = FORMATS[fmt]
     if spec.third_party:
         yield Diagnostic(
-            R.QC214, f"format {fmt!r} is a third-party format ({spec.title}): {spec.note}; "
-                     "neither ComfyUI nor sglang loads it",
-            file=_file(m), tensor=_tensor(m), layer=m.prefix, effects=_eff(FAILS, FAILS),
-            fix=Fix("dequantize or requantize the layer to a supported format",
-                    Safety.UNSAFE, "requantize"))
+            R.QC214,
+            f"format {fmt!r} is a third-party format ({spec.title}): {spec.note}; "
+            "neither ComfyUI nor sglang loads it",
+            file=_file(m),
+            tensor=_tensor(m),
+            layer=m.prefix,
+            effects=_eff(FAILS, FAILS),
+            fix=Fix(
+                "dequantize or requantize the layer to a supported format",
+                Safety.UNSAFE,
+                "requantize",
+            ),
+        )
     elif not spec.comfyui:
         yield _comfyui_unsupported(m, spec)
 
@@ -133,13 +187,22 @@ def _comfyui_unsupported(m: Marker, spec: FormatSpec) -> Diagnostic:
     since = f" (added {spec.comfyui_since})" if spec.comfyui_since else ""
     fix = None
     if spec.loads_as:
-        fix = Fix(f"set \"format\": {json.dumps(spec.loads_as)} (the same tensors; ComfyUI "
-                  f"@0271a469 loads them as {spec.loads_as})", Safety.SAFE, "set-format",
-                  (("format", spec.loads_as),))
+        fix = Fix(
+            f'set "format": {json.dumps(spec.loads_as)} (the same tensors; ComfyUI '
+            f"@0271a469 loads them as {spec.loads_as})",
+            Safety.SAFE,
+            "set-format",
+            (("format", spec.loads_as),),
+        )
     return Diagnostic(
-        R.QC610, f"ComfyUI @0271a469 has no {spec.name} in QUANT_ALGOS{since}; it stops "
-                 "at this layer", file=_file(m), tensor=_tensor(m), layer=m.prefix,
-        effects=_eff(NONE, FAILS), fix=fix)
+        R.QC610,
+        f"ComfyUI @0271a469 has no {spec.name} in QUANT_ALGOS{since}; it stops at this layer",
+        file=_file(m),
+        tensor=_tensor(m),
+        layer=m.prefix,
+        effects=_eff(NONE, FAILS),
+        fix=fix,
+    )
 
 
 def _near_format(fmt: Any) -> str | None:
@@ -148,9 +211,17 @@ def _near_format(fmt: Any) -> str | None:
     low = fmt.strip().lower().replace("-", "_")
     if low in FORMATS and not FORMATS[low].third_party:
         return low
-    aliases = {"fp8": "float8_e4m3fn", "float8": "float8_e4m3fn", "fp8_e4m3": "float8_e4m3fn",
-               "float8_e4m3": "float8_e4m3fn", "fp8_e5m2": "float8_e5m2", "int8": None,
-               "w4a8": "asym_w4a8_int8", "w4a4": "convrot_w4a4", "awq": "awq_w4a16"}
+    aliases = {
+        "fp8": "float8_e4m3fn",
+        "float8": "float8_e4m3fn",
+        "fp8_e4m3": "float8_e4m3fn",
+        "float8_e4m3": "float8_e4m3fn",
+        "fp8_e5m2": "float8_e5m2",
+        "int8": None,
+        "w4a8": "asym_w4a8_int8",
+        "w4a4": "convrot_w4a4",
+        "awq": "awq_w4a16",
+    }
     return aliases.get(low)
 
 
@@ -161,11 +232,19 @@ def _underscore_keys(m: Marker) -> Iterator[Diagnostic]:
     derived = [k for k in keys if k in DERIVED]
     eff = _eff(DEGRADED if derived else NONE, NONE)
     yield Diagnostic(
-        R.QC215, f"marker carries producer-written underscore keys {keys}; "
-                 + ("sglang derives these itself and a stale value can contradict the file"
-                    if derived else "runtimes reserve _ keys for derived values"),
-        file=_file(m), tensor=_tensor(m), layer=m.prefix, effects=eff,
-        fix=Fix(f"drop {', '.join(keys)}", Safety.SAFE, "drop-keys", (("keys", tuple(keys)),)))
+        R.QC215,
+        f"marker carries producer-written underscore keys {keys}; "
+        + (
+            "sglang derives these itself and a stale value can contradict the file"
+            if derived
+            else "runtimes reserve _ keys for derived values"
+        ),
+        file=_file(m),
+        tensor=_tensor(m),
+        layer=m.prefix,
+        effects=eff,
+        fix=Fix(f"drop {', '.join(keys)}", Safety.SAFE, "drop-keys", (("keys", tuple(keys)),)),
+    )
 
 
 def _keys(m: Marker, spec: FormatSpec) -> Iterator[Diagnostic]:
@@ -173,59 +252,105 @@ def _keys(m: Marker, spec: FormatSpec) -> Iterator[Diagnostic]:
     for k in m.fields:
         if k not in known and k not in TOLERATED and not k.startswith("_"):
             yield Diagnostic(
-                R.QC216, f"key {k!r} is not read by {spec.name} layers; it is ignored",
-                file=_file(m), tensor=_tensor(m), layer=m.prefix)
+                R.QC216,
+                f"key {k!r} is not read by {spec.name} layers; it is ignored",
+                file=_file(m),
+                tensor=_tensor(m),
+                layer=m.prefix,
+            )
     for key in spec.keys:
         raw = m.get(key.name)
-        present = key.name in m.fields or (isinstance(m.fields.get("params"), dict)
-                                           and key.name in m.fields["params"])
+        present = key.name in m.fields or (
+            isinstance(m.fields.get("params"), dict) and key.name in m.fields["params"]
+        )
         if key.name == "convrot":
             yield from _convrot(m, spec, raw, present)
         elif key.name in ("convrot_groupsize", "group_size"):
             yield from _size_key(m, spec, key.name, raw, present, key.default, key.allowed)
         elif key.allowed is not None and present and raw not in key.allowed:
             yield Diagnostic(
-                R.QC221, f"{key.name} is {json.dumps(raw)}; {spec.name} accepts "
-                         f"{', '.join(json.dumps(a) for a in key.allowed)}",
-                file=_file(m), tensor=_tensor(m), layer=m.prefix, effects=_eff(FAILS, FAILS))
+                R.QC221,
+                f"{key.name} is {json.dumps(raw)}; {spec.name} accepts "
+                f"{', '.join(json.dumps(a) for a in key.allowed)}",
+                file=_file(m),
+                tensor=_tensor(m),
+                layer=m.prefix,
+                effects=_eff(FAILS, FAILS),
+            )
         elif present and not isinstance(raw, key.types):
             yield Diagnostic(
-                R.QC221, f"{key.name} is {json.dumps(raw)}; it must be a JSON "
-                         f"{'boolean' if key.types == (bool,) else key.types[0].__name__}",
-                file=_file(m), tensor=_tensor(m), layer=m.prefix, effects=_eff(NONE, FAILS))
+                R.QC221,
+                f"{key.name} is {json.dumps(raw)}; it must be a JSON "
+                f"{'boolean' if key.types == (bool,) else key.types[0].__name__}",
+                file=_file(m),
+                tensor=_tensor(m),
+                layer=m.prefix,
+                effects=_eff(NONE, FAILS),
+            )
 
 
 def _convrot(m: Marker, spec: FormatSpec, raw: Any, present: bool) -> Iterator[Diagnostic]:
     if spec.name == "asym_w4a8_int8" and not present:
         yield Diagnostic(
-            R.QC225, "asym_w4a8_int8 marker has no \"convrot\": true; ComfyUI always "
-                     "rotates W4A8 (its saver never writes the key) but sglang refuses the "
-                     "layer without it", file=_file(m), tensor=_tensor(m), layer=m.prefix,
+            R.QC225,
+            'asym_w4a8_int8 marker has no "convrot": true; ComfyUI always '
+            "rotates W4A8 (its saver never writes the key) but sglang refuses the "
+            "layer without it",
+            file=_file(m),
+            tensor=_tensor(m),
+            layer=m.prefix,
             effects=_eff(FAILS, NONE),
-            fix=Fix("add \"convrot\": true", Safety.SAFE, "set-key",
-                    (("key", "convrot"), ("value", True))))
+            fix=Fix(
+                'add "convrot": true', Safety.SAFE, "set-key", (("key", "convrot"), ("value", True))
+            ),
+        )
         return
     if present and raw is not True and raw is not False and raw is not None:
         truthy = bool(raw)
         yield Diagnostic(
-            R.QC218, f"convrot is {json.dumps(raw)}, not a JSON boolean; sglang requires "
-                     "exactly true for rotated layers" if truthy else
-                     f"convrot is {json.dumps(raw)}, not a JSON boolean",
-            file=_file(m), tensor=_tensor(m), layer=m.prefix,
+            R.QC218,
+            f"convrot is {json.dumps(raw)}, not a JSON boolean; sglang requires "
+            "exactly true for rotated layers"
+            if truthy
+            else f"convrot is {json.dumps(raw)}, not a JSON boolean",
+            file=_file(m),
+            tensor=_tensor(m),
+            layer=m.prefix,
             effects=_eff(FAILS if truthy else NONE, NONE),
-            fix=Fix(f"write \"convrot\": {json.dumps(truthy)}", Safety.SAFE, "set-key",
-                    (("key", "convrot"), ("value", truthy))))
+            fix=Fix(
+                f'write "convrot": {json.dumps(truthy)}',
+                Safety.SAFE,
+                "set-key",
+                (("key", "convrot"), ("value", truthy)),
+            ),
+        )
     elif spec.name == "asym_w4a8_int8" and raw is False:
         yield Diagnostic(
-            R.QC225, "asym_w4a8_int8 marker sets \"convrot\": false; ComfyUI rotates W4A8 "
-                     "anyway and sglang refuses the layer", file=_file(m), tensor=_tensor(m),
-            layer=m.prefix, effects=_eff(FAILS, NONE),
-            fix=Fix("write \"convrot\": true", Safety.SAFE, "set-key",
-                    (("key", "convrot"), ("value", True))))
+            R.QC225,
+            'asym_w4a8_int8 marker sets "convrot": false; ComfyUI rotates W4A8 '
+            "anyway and sglang refuses the layer",
+            file=_file(m),
+            tensor=_tensor(m),
+            layer=m.prefix,
+            effects=_eff(FAILS, NONE),
+            fix=Fix(
+                'write "convrot": true',
+                Safety.SAFE,
+                "set-key",
+                (("key", "convrot"), ("value", True)),
+            ),
+        )
 
 
-def _size_key(m: Marker, spec: FormatSpec, name: str, raw: Any, present: bool, default: int,
-              allowed: tuple[Any, ...] | None) -> Iterator[Diagnostic]:
+def _size_key(
+    m: Marker,
+    spec: FormatSpec,
+    name: str,
+    raw: Any,
+    present: bool,
+    default: int,
+    allowed: tuple[Any, ...] | None,
+) -> Iterator[Diagnostic]:
     rotated = spec.name != "int8_tensorwise" or m.get("convrot") is True or bool(m.get("convrot"))
     if name == "convrot_groupsize" and not rotated:
         return
@@ -235,17 +360,31 @@ def _size_key(m: Marker, spec: FormatSpec, name: str, raw: Any, present: bool, d
     code = R.QC219 if name == "convrot_groupsize" else R.QC220
     if value is None:
         yield Diagnostic(
-            code, f"{name} is {json.dumps(raw)}; it must be a JSON integer", file=_file(m),
-            tensor=_tensor(m), layer=m.prefix, effects=_eff(FAILS, FAILS))
+            code,
+            f"{name} is {json.dumps(raw)}; it must be a JSON integer",
+            file=_file(m),
+            tensor=_tensor(m),
+            layer=m.prefix,
+            effects=_eff(FAILS, FAILS),
+        )
         return
     if name == "convrot_groupsize":
         if spec.name == "int8_tensorwise" and not present:
             yield Diagnostic(
-                R.QC219, "rotated int8_tensorwise marker has no convrot_groupsize; ComfyUI "
-                         f"assumes {default} but sglang requires the key",
-                file=_file(m), tensor=_tensor(m), layer=m.prefix, effects=_eff(FAILS, NONE),
-                fix=Fix(f"add \"convrot_groupsize\": {default} (ComfyUI's default)", Safety.SAFE,
-                        "set-key", (("key", "convrot_groupsize"), ("value", default))))
+                R.QC219,
+                "rotated int8_tensorwise marker has no convrot_groupsize; ComfyUI "
+                f"assumes {default} but sglang requires the key",
+                file=_file(m),
+                tensor=_tensor(m),
+                layer=m.prefix,
+                effects=_eff(FAILS, NONE),
+                fix=Fix(
+                    f'add "convrot_groupsize": {default} (ComfyUI\'s default)',
+                    Safety.SAFE,
+                    "set-key",
+                    (("key", "convrot_groupsize"), ("value", default)),
+                ),
+            )
             return
         power_of_4 = value >= 4 and (value & (value - 1)) == 0 and (value.bit_length() - 1) % 2 == 0
         if allowed and value not in allowed:
@@ -253,27 +392,50 @@ def _size_key(m: Marker, spec: FormatSpec, name: str, raw: Any, present: bool, d
             # rotation) need a power of 4: the layer fails when it is built.
             sg = FAILS if spec.name != "asym_w4a8_int8" or not power_of_4 else NONE
             yield Diagnostic(
-                R.QC219, f"convrot_groupsize is {value}; rotation groups are "
-                         f"{', '.join(map(str, allowed[:-1]))} or {allowed[-1]}",
-                file=_file(m), tensor=_tensor(m), layer=m.prefix,
-                effects=_eff(sg, NONE if power_of_4 else FAILS))
+                R.QC219,
+                f"convrot_groupsize is {value}; rotation groups are "
+                f"{', '.join(map(str, allowed[:-1]))} or {allowed[-1]}",
+                file=_file(m),
+                tensor=_tensor(m),
+                layer=m.prefix,
+                effects=_eff(sg, NONE if power_of_4 else FAILS),
+            )
         elif isinstance(raw, float | str) and spec.name == "int8_tensorwise":
             yield Diagnostic(
-                R.QC219, f"convrot_groupsize is {json.dumps(raw)}, not a JSON integer; sglang "
-                         "compares it by value and type", file=_file(m), tensor=_tensor(m),
-                layer=m.prefix, effects=_eff(FAILS if isinstance(raw, str) else NONE, NONE),
-                fix=Fix(f"write \"convrot_groupsize\": {value}", Safety.SAFE, "set-key",
-                        (("key", "convrot_groupsize"), ("value", value))))
+                R.QC219,
+                f"convrot_groupsize is {json.dumps(raw)}, not a JSON integer; sglang "
+                "compares it by value and type",
+                file=_file(m),
+                tensor=_tensor(m),
+                layer=m.prefix,
+                effects=_eff(FAILS if isinstance(raw, str) else NONE, NONE),
+                fix=Fix(
+                    f'write "convrot_groupsize": {value}',
+                    Safety.SAFE,
+                    "set-key",
+                    (("key", "convrot_groupsize"), ("value", value)),
+                ),
+            )
         return
     if spec.name == "asym_w4a8_int8" and not (value >= 4 and (16 % value == 0 or value % 16 == 0)):
         yield Diagnostic(
-            R.QC220, f"group_size is {value}; W4A8 needs group_size >= 4 that divides 16 or is "
-                     "a multiple of 16", file=_file(m), tensor=_tensor(m), layer=m.prefix,
-            effects=_eff(FAILS, FAILS))
+            R.QC220,
+            f"group_size is {value}; W4A8 needs group_size >= 4 that divides 16 or is "
+            "a multiple of 16",
+            file=_file(m),
+            tensor=_tensor(m),
+            layer=m.prefix,
+            effects=_eff(FAILS, FAILS),
+        )
     elif value <= 0:
         yield Diagnostic(
-            R.QC220, f"group_size is {value}; it must be positive", file=_file(m),
-            tensor=_tensor(m), layer=m.prefix, effects=_eff(FAILS, FAILS))
+            R.QC220,
+            f"group_size is {value}; it must be positive",
+            file=_file(m),
+            tensor=_tensor(m),
+            layer=m.prefix,
+            effects=_eff(FAILS, FAILS),
+        )
 
 
 def _int_text(raw: Any) -> int | None:

@@ -62,4 +62,5 @@ def find_rule(text: str) -> Rule | None:
             return rule
     return None
 
+
 __all__ = ["FAMILIES", "Rule", "all_rules", "effects", "find_rule", "get_rule"]

@@ -63,5 +63,4 @@ def effects(*by_position: str, **by_name: str) -> dict[str, Effect]:
     from quantcheck.runtimes import BUILTIN
     from quantcheck.runtimes import effects as runtime_effects
 
-    return runtime_effects(*by_position, *("none",) * (len(BUILTIN) - len(by_position)),
-                           **by_name)
+    return runtime_effects(*by_position, *("none",) * (len(BUILTIN) - len(by_position)), **by_name)

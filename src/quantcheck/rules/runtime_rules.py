@@ -51,8 +51,9 @@ def sglang_config_class(ck: Checkpoint) -> tuple[str | None, list[str], str | No
         return None, formats, str(exc)
 
 
-def check_file_runtime(ck: Checkpoint, formats: list[str], refusal: str | None
-                       ) -> Iterator[Diagnostic]:
+def check_file_runtime(
+    ck: Checkpoint, formats: list[str], refusal: str | None
+) -> Iterator[Diagnostic]:
     """Whole-file findings: legacy scaled_fp8, quant_format=mxfp8, format mixes."""
     yield from _legacy_scaled_fp8(ck)
     yield from _quant_format(ck)
@@ -61,9 +62,12 @@ def check_file_runtime(ck: Checkpoint, formats: list[str], refusal: str | None
     known = all(f in FORMATS for f in formats)
     if known and len(formats) > 1:
         yield Diagnostic(
-            R.QC602, f"sglang cannot load this mix of formats ({', '.join(formats)}): "
-                     f"\"{refusal}\"", file=_first_file(ck), effects=_eff(FAILS, NONE),
-            data={"formats": formats})
+            R.QC602,
+            f'sglang cannot load this mix of formats ({", ".join(formats)}): "{refusal}"',
+            file=_first_file(ck),
+            effects=_eff(FAILS, NONE),
+            data={"formats": formats},
+        )
 
 
 def check_layer_runtime(layer: Layer, config_class: str | None) -> Iterator[Diagnostic]:
@@ -75,19 +79,37 @@ def check_layer_runtime(layer: Layer, config_class: str | None) -> Iterator[Diag
     spec = FORMATS.get(fmt) if isinstance(fmt, str) else None
     if spec is not None and spec.sglang == "unsupported" and not spec.third_party:
         yield Diagnostic(
-            R.QC601, f"sglang 0.5.23 has no {spec.name} support: its resolver refuses the "
-                     "checkpoint", file=file, layer=layer.prefix, effects=_eff(FAILS, NONE),
-            fix=Fix("requantize the layer to a format sglang loads (or dequantize it)",
-                    Safety.UNSAFE, "requantize"))
-    if (fmt == "int8_tensorwise" and not layer.marker.get("convrot")
-            and layer.weight.dtype == "I8" and not is_embedding_name(layer)):
+            R.QC601,
+            f"sglang 0.5.23 has no {spec.name} support: its resolver refuses the checkpoint",
+            file=file,
+            layer=layer.prefix,
+            effects=_eff(FAILS, NONE),
+            fix=Fix(
+                "requantize the layer to a format sglang loads (or dequantize it)",
+                Safety.UNSAFE,
+                "requantize",
+            ),
+        )
+    if (
+        fmt == "int8_tensorwise"
+        and not layer.marker.get("convrot")
+        and layer.weight.dtype == "I8"
+        and not is_embedding_name(layer)
+    ):
         yield Diagnostic(
-            R.QC316, "int8_tensorwise marker without convrot on a linear layer: sglang "
-                     "treats it as an embedding marker and builds this linear unquantized",
-            file=file, layer=layer.prefix, effects=_eff(DEGRADED, NONE),
-            fix=Fix("requantize with ConvRot (convrot: true, convrot_groupsize "
-                    f"{'/'.join(map(str, ROTATION_GROUPS))}) for sglang", Safety.UNSAFE,
-                    "requantize"))
+            R.QC316,
+            "int8_tensorwise marker without convrot on a linear layer: sglang "
+            "treats it as an embedding marker and builds this linear unquantized",
+            file=file,
+            layer=layer.prefix,
+            effects=_eff(DEGRADED, NONE),
+            fix=Fix(
+                "requantize with ConvRot (convrot: true, convrot_groupsize "
+                f"{'/'.join(map(str, ROTATION_GROUPS))}) for sglang",
+                Safety.UNSAFE,
+                "requantize",
+            ),
+        )
     if config_class is None:
         return
     try:
@@ -96,13 +118,17 @@ def check_layer_runtime(layer: Layer, config_class: str | None) -> Iterator[Diag
         msg = str(exc)
         if isinstance(exc, TypeError | OverflowError) or msg.startswith("invalid literal"):
             return  # a size key int() cannot read: QC219/QC220 report it
-        if ("must set convrot=true" in msg or "convrot_groupsize" in msg
-                or "linear_dtype" in msg):
+        if "must set convrot=true" in msg or "convrot_groupsize" in msg or "linear_dtype" in msg:
             return  # QC218/QC219/QC221/QC225 report these
         code = R.QC318 if msg.startswith("Rotated NVFP4") else R.QC603
         yield Diagnostic(
-            code, f"sglang's {config_class} refuses this layer: \"{msg}\"", file=file,
-            layer=layer.prefix, effects=_eff(FAILS, NONE), data={"config_class": config_class})
+            code,
+            f'sglang\'s {config_class} refuses this layer: "{msg}"',
+            file=file,
+            layer=layer.prefix,
+            effects=_eff(FAILS, NONE),
+            data={"config_class": config_class},
+        )
 
 
 class SglangChecks:
@@ -119,13 +145,14 @@ class SglangChecks:
     def layer_findings(self, layer: Layer) -> Iterator[Diagnostic]:
         yield from check_layer_runtime(layer, self.config_class)
         if layer.marker is not None and layer.weight is not None:
-            yield from release_rules.layer_findings(layer, _sglang_view(layer),
-                                                    self.config_class)
+            yield from release_rules.layer_findings(layer, _sglang_view(layer), self.config_class)
 
 
 #: Formats sglang 0.5.23 cannot load at all.
-SGLANG_NEVER = {"float8_e5m2": "sglang has no float8_e5m2 support",
-                "awq_w4a16": "sglang has no awq_w4a16 support"}
+SGLANG_NEVER = {
+    "float8_e5m2": "sglang has no float8_e5m2 support",
+    "awq_w4a16": "sglang has no awq_w4a16 support",
+}
 
 
 def sglang_quantize_refusal(fmt: str, options: dict[str, Any], n: int, k: int) -> str | None:
@@ -140,11 +167,15 @@ def sglang_quantize_refusal(fmt: str, options: dict[str, Any], n: int, k: int) -
             return "sglang builds INT8 linears without ConvRot unquantized (use --convrot)"
         return None
     if fmt == "nvfp4" and (n % 128 or k % 64):
-        return (f"sglang loads NVFP4 only unpadded (N % 128 == 0 and K % 64 == 0); "
-                f"this layer is [{n}, {k}]")
+        return (
+            f"sglang loads NVFP4 only unpadded (N % 128 == 0 and K % 64 == 0); "
+            f"this layer is [{n}, {k}]"
+        )
     if fmt == "mxfp8" and (n % 128 or k % 128):
-        return (f"sglang loads MXFP8 only unpadded (N % 128 == 0 and K % 128 == 0); "
-                f"this layer is [{n}, {k}]")
+        return (
+            f"sglang loads MXFP8 only unpadded (N % 128 == 0 and K % 128 == 0); "
+            f"this layer is [{n}, {k}]"
+        )
     return None
 
 
@@ -163,11 +194,18 @@ def _legacy_scaled_fp8(ck: Checkpoint) -> Iterator[Diagnostic]:
         return
     n = sum(1 for la in ck.layers.values() if la.has("scale_weight"))
     yield Diagnostic(
-        R.QC315, f"legacy ComfyUI 'scaled_fp8' checkpoint ({n} layers with scale_weight, no "
-                 "comfy_quant markers): ComfyUI converts it on load, sglang refuses it",
-        file=ck.tensors[keys[0]].file, tensor=keys[0], effects=_eff(FAILS, NONE),
-        fix=Fix("convert to per-layer markers (scale_weight -> weight_scale, "
-                "float8_e4m3fn markers)", Safety.SAFE, "convert-scaled-fp8"))
+        R.QC315,
+        f"legacy ComfyUI 'scaled_fp8' checkpoint ({n} layers with scale_weight, no "
+        "comfy_quant markers): ComfyUI converts it on load, sglang refuses it",
+        file=ck.tensors[keys[0]].file,
+        tensor=keys[0],
+        effects=_eff(FAILS, NONE),
+        fix=Fix(
+            "convert to per-layer markers (scale_weight -> weight_scale, float8_e4m3fn markers)",
+            Safety.SAFE,
+            "convert-scaled-fp8",
+        ),
+    )
 
 
 def _quant_format(ck: Checkpoint) -> Iterator[Diagnostic]:
@@ -176,9 +214,12 @@ def _quant_format(ck: Checkpoint) -> Iterator[Diagnostic]:
     if values != {"mxfp8"}:
         if "mxfp8" in values:
             yield Diagnostic(
-                R.QC604, f"shards disagree on __metadata__.quant_format ({sorted(values)}); "
-                         "sglang then ignores it and needs explicit markers",
-                file=_first_file(ck), effects=_eff(DEGRADED, NONE))
+                R.QC604,
+                f"shards disagree on __metadata__.quant_format ({sorted(values)}); "
+                "sglang then ignores it and needs explicit markers",
+                file=_first_file(ck),
+                effects=_eff(DEGRADED, NONE),
+            )
         return
     for la in ck.layers.values():
         w = la.weight
@@ -186,12 +227,22 @@ def _quant_format(ck: Checkpoint) -> Iterator[Diagnostic]:
             continue
         scale = la.tensors.get("weight_scale")
         fmt = la.marker.format if la.marker else "mxfp8"
-        shaped = (w.dtype == "F8_E4M3" and len(w.shape) == 2 and w.shape[1] % 32 == 0
-                  and scale is not None and scale.dtype == "U8"
-                  and scale.shape == (w.shape[0], w.shape[1] // 32))
+        shaped = (
+            w.dtype == "F8_E4M3"
+            and len(w.shape) == 2
+            and w.shape[1] % 32 == 0
+            and scale is not None
+            and scale.dtype == "U8"
+            and scale.shape == (w.shape[0], w.shape[1] // 32)
+        )
         if fmt != "mxfp8" or not shaped:
             yield Diagnostic(
-                R.QC604, f"__metadata__.quant_format is mxfp8, so sglang requires every "
-                         f"F8/I8/U8 weight to be MXFP8 [N, K] with a U8 [N, K/32] scale; this "
-                         f"{fmt} layer is not", file=w.file, tensor=w.name, layer=la.prefix,
-                effects=_eff(FAILS, NONE))
+                R.QC604,
+                f"__metadata__.quant_format is mxfp8, so sglang requires every "
+                f"F8/I8/U8 weight to be MXFP8 [N, K] with a U8 [N, K/32] scale; this "
+                f"{fmt} layer is not",
+                file=w.file,
+                tensor=w.name,
+                layer=la.prefix,
+                effects=_eff(FAILS, NONE),
+            )

@@ -31,8 +31,11 @@ def _header_declared(ck: Checkpoint) -> set[str]:
             doc = json.loads(raw) if isinstance(raw, str) else None
         except ValueError:
             continue
-        if isinstance(doc, dict) and "format_version" in doc and isinstance(doc.get("layers"),
-                                                                            dict):
+        if (
+            isinstance(doc, dict)
+            and "format_version" in doc
+            and isinstance(doc.get("layers"), dict)
+        ):
             out.update(doc["layers"])
     return out
 
@@ -47,16 +50,25 @@ def file_findings(ck: Checkpoint, marked: list[Layer]) -> Iterator[Diagnostic]:
         other = [f for f in formats if f not in HEADER_PATH_FORMATS]
         # NVFP4 layers are also found from their tensors (U8 weight + F8 block scale), so
         # only the other layers need the header declaration
-        undeclared = [la.prefix for la in marked if la.prefix not in declared
-                      and not (la.marker and la.marker.format == "nvfp4")]
+        undeclared = [
+            la.prefix
+            for la in marked
+            if la.prefix not in declared and not (la.marker and la.marker.format == "nvfp4")
+        ]
         if mxfp8_meta or other or undeclared:
-            why = (f"its {', '.join(other or ['mxfp8'])} layers" if mxfp8_meta or other else
-                   f"{len(undeclared)} layers marked only by .comfy_quant tensors "
-                   f"(e.g. {undeclared[0]})")
+            why = (
+                f"its {', '.join(other or ['mxfp8'])} layers"
+                if mxfp8_meta or other
+                else f"{len(undeclared)} layers marked only by .comfy_quant tensors "
+                f"(e.g. {undeclared[0]})"
+            )
             yield Diagnostic(
-                R.QC611, f"sglang 0.5.18 has no marker inspector and does not recognise "
-                         f"{why} as quantized (from 0.5.19 on it does)", file=first,
-                data={"formats": formats})
+                R.QC611,
+                f"sglang 0.5.18 has no marker inspector and does not recognise "
+                f"{why} as quantized (from 0.5.19 on it does)",
+                file=first,
+                data={"formats": formats},
+            )
     for la in marked:
         m = la.marker
         if m is None or len(m.sources) < 2:
@@ -65,20 +77,28 @@ def file_findings(ck: Checkpoint, marked: list[Layer]) -> Iterator[Diagnostic]:
         if any(o != objs[0] for o in objs[1:]):
             where = " vs ".join(f"{src.origin} {src.key}" for src in m.sources)
             yield Diagnostic(
-                R.QC612, f"marker sources differ ({where}): sglang 0.5.19 requires them "
-                         "identical (\"Conflicting Comfy quantization markers\"); 0.5.20+ "
-                         "merges them", file=m.sources[-1].file, layer=la.prefix,
-                fix=_single_marker_fix(m.sources, la.prefix))
+                R.QC612,
+                f"marker sources differ ({where}): sglang 0.5.19 requires them "
+                'identical ("Conflicting Comfy quantization markers"); 0.5.20+ '
+                "merges them",
+                file=m.sources[-1].file,
+                layer=la.prefix,
+                fix=_single_marker_fix(m.sources, la.prefix),
+            )
     mx = [la.prefix for la in marked if la.marker and la.marker.format == "mxfp8"]
     if mx or mxfp8_meta:
         yield Diagnostic(
-            R.QC615, f"MXFP8 layers ({len(mx) or 'quant_format'}): sglang 0.5.19-0.5.21 load "
-                     "them without error but swizzle their scales twice, so they compute "
-                     "noise; fixed in 0.5.22", file=first)
+            R.QC615,
+            f"MXFP8 layers ({len(mx) or 'quant_format'}): sglang 0.5.19-0.5.21 load "
+            "them without error but swizzle their scales twice, so they compute "
+            "noise; fixed in 0.5.22",
+            file=first,
+        )
 
 
-def layer_findings(layer: Layer, view: dict[str, Any], config_class: str | None
-                   ) -> Iterator[Diagnostic]:
+def layer_findings(
+    layer: Layer, view: dict[str, Any], config_class: str | None
+) -> Iterator[Diagnostic]:
     """QC613 and QC614: the 0.5.19 constructors' marker rules for one marked layer (`view`:
     the marker with sglang's derived INT8 flags; `config_class`: the 0.5.23 name)."""
     fmt = view.get("format")
@@ -94,26 +114,48 @@ def layer_findings(layer: Layer, view: dict[str, Any], config_class: str | None
         if why is not None:
             rotated = "convrot_groupsize" in view and config_class != "KitchenW4A8Config"
             yield Diagnostic(
-                R.QC613, f"sglang 0.5.19 refuses this int8_tensorwise marker without convrot: "
-                         f"{why} (0.5.20+ exempts INT8 embeddings)", file=file,
+                R.QC613,
+                f"sglang 0.5.19 refuses this int8_tensorwise marker without convrot: "
+                f"{why} (0.5.20+ exempts INT8 embeddings)",
+                file=file,
                 layer=layer.prefix,
-                fix=Fix("set convrot: true (the marker names convrot_groupsize, so the "
-                        "weights are rotated)", Safety.UNSAFE, "set-key",
-                        (("key", "convrot"), ("value", True))) if rotated else None)
-    if (config_class == "ComfyNvfp4Config" and fmt == "nvfp4"
-            and view.get("full_precision_matrix_mult") is not True):
+                fix=Fix(
+                    "set convrot: true (the marker names convrot_groupsize, so the "
+                    "weights are rotated)",
+                    Safety.UNSAFE,
+                    "set-key",
+                    (("key", "convrot"), ("value", True)),
+                )
+                if rotated
+                else None,
+            )
+    if (
+        config_class == "ComfyNvfp4Config"
+        and fmt == "nvfp4"
+        and view.get("full_precision_matrix_mult") is not True
+    ):
         yield Diagnostic(
-            R.QC614, "sglang 0.5.19 requires full_precision_matrix_mult: true on every NVFP4 "
-                     "layer (\"Comfy NVFP4 layer ... must request full_precision_matrix_mult\")",
-            file=file, layer=layer.prefix,
-            fix=Fix("set full_precision_matrix_mult: true", Safety.SAFE, "set-key",
-                    (("key", "full_precision_matrix_mult"), ("value", True))))
+            R.QC614,
+            "sglang 0.5.19 requires full_precision_matrix_mult: true on every NVFP4 "
+            'layer ("Comfy NVFP4 layer ... must request full_precision_matrix_mult")',
+            file=file,
+            layer=layer.prefix,
+            fix=Fix(
+                "set full_precision_matrix_mult: true",
+                Safety.SAFE,
+                "set-key",
+                (("key", "full_precision_matrix_mult"), ("value", True)),
+            ),
+        )
 
 
 def _single_marker_fix(sources: list[Any], prefix: str) -> Fix:
     """Header entry -> merged tensor marker (the entry dropped), else one rewritten marker."""
     if any(src.origin == "header" for src in sources):
-        return Fix("write the merged marker as the layer's tensor marker and drop its header "
-                   "entry", Safety.SAFE, "header-to-tensor-markers", (("prefix", prefix),))
-    return Fix("write the merged marker as the layer's only marker", Safety.SAFE,
-               "rewrite-marker")
+        return Fix(
+            "write the merged marker as the layer's tensor marker and drop its header entry",
+            Safety.SAFE,
+            "header-to-tensor-markers",
+            (("prefix", prefix),),
+        )
+    return Fix("write the merged marker as the layer's only marker", Safety.SAFE, "rewrite-marker")

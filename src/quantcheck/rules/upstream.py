@@ -14,5 +14,7 @@ CUI_QOPS = "Comfy-Org/ComfyUI @0271a469 comfy/quant_ops.py"
 CUI_UTILS = "Comfy-Org/ComfyUI @783545f6 comfy/utils.py load_safetensors"
 CUI_SD = "Comfy-Org/ComfyUI @783545f6 comfy/sd.py load_diffusion_model_state_dict"
 #: How the ComfyUI facts were established (quoted in every ComfyUI rule's evidence).
-CUI_RUN = ("established by running ComfyUI's unpatched loader layer by layer on CPU with "
-           "comfy-kitchen 0.2.40 (../shared/spec/comfyui-loader-facts.md)")
+CUI_RUN = (
+    "established by running ComfyUI's unpatched loader layer by layer on CPU with "
+    "comfy-kitchen 0.2.40 (../shared/spec/comfyui-loader-facts.md)"
+)

@@ -7,12 +7,17 @@ from quantcheck.runtimes.comfyui_releases import comfyui_runtime
 from quantcheck.runtimes.registry import Runtime, register_runtime
 from quantcheck.runtimes.sglang_releases import SGLANG_RELEASES
 
-SGLANG = register_runtime(Runtime(
-    "sglang", "sglang", SGLANG_RELEASES,
-    checks="quantcheck.rules.runtime_rules:SglangChecks",
-    quantize_refusal="quantcheck.rules.runtime_rules:sglang_quantize_refusal",
-    doc="sglang's ComfyUI-checkpoint loader: marker inspector, format resolver and the "
-        "config classes' constructors (format support, format mixes, quant_format)."))
+SGLANG = register_runtime(
+    Runtime(
+        "sglang",
+        "sglang",
+        SGLANG_RELEASES,
+        checks="quantcheck.rules.runtime_rules:SglangChecks",
+        quantize_refusal="quantcheck.rules.runtime_rules:sglang_quantize_refusal",
+        doc="sglang's ComfyUI-checkpoint loader: marker inspector, format resolver and the "
+        "config classes' constructors (format support, format mixes, quant_format).",
+    )
+)
 COMFYUI = register_runtime(comfyui_runtime())  # releases: comfyui_releases.py
 
 #: The built-in runtimes in the order the catalogs write their effects.

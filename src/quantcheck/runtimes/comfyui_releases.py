@@ -30,19 +30,34 @@ from quantcheck.runtimes.registry import Release, Runtime
 
 #: Each step: (release name, rule code reporting formats that need it, formats it adds, note).
 STEPS: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
-    ("v0.16", "", ("float8_e4m3fn", "float8_e5m2", "nvfp4"),
-     "ComfyUI v0.16.x: FP8 (e4m3fn, e5m2) and NVFP4 (PR #11635); read in Forge Neo's port "
-     "bfd09a1 of v0.16.4."),
-    ("v0.27", "QC606", ("mxfp8", "int8_tensorwise"),
-     "ComfyUI v0.27.0: + int8_tensorwise (PR #14636, commit 1a510f04) and mxfp8 (only when "
-     "the installed comfy-kitchen has TensorCoreMXFP8Layout); read in Forge Neo's port 939c56d."),
-    ("cd9452e", "QC607", ("convrot_w4a4", "asym_w4a8_int8"),
-     "Comfy-Org/ComfyUI cd9452e: + convrot_w4a4 and asym_w4a8_int8 (PR #15308)."),
-    ("0271a469", "QC608", ("awq_w4a16",),
-     "Comfy-Org/ComfyUI 0271a469: + awq_w4a16."),
-    ("pr16483", "QC609", ("w6a8_int8",),
-     "[GUESS] ComfyUI after PR #16483 (merged 2026-09-29): + w6a8_int8; upstream's file at "
-     "the merge was not read, and the merge commit is unknown (named by the PR)."),
+    (
+        "v0.16",
+        "",
+        ("float8_e4m3fn", "float8_e5m2", "nvfp4"),
+        "ComfyUI v0.16.x: FP8 (e4m3fn, e5m2) and NVFP4 (PR #11635); read in Forge Neo's port "
+        "bfd09a1 of v0.16.4.",
+    ),
+    (
+        "v0.27",
+        "QC606",
+        ("mxfp8", "int8_tensorwise"),
+        "ComfyUI v0.27.0: + int8_tensorwise (PR #14636, commit 1a510f04) and mxfp8 (only when "
+        "the installed comfy-kitchen has TensorCoreMXFP8Layout); read in Forge Neo's port 939c56d.",
+    ),
+    (
+        "cd9452e",
+        "QC607",
+        ("convrot_w4a4", "asym_w4a8_int8"),
+        "Comfy-Org/ComfyUI cd9452e: + convrot_w4a4 and asym_w4a8_int8 (PR #15308).",
+    ),
+    ("0271a469", "QC608", ("awq_w4a16",), "Comfy-Org/ComfyUI 0271a469: + awq_w4a16."),
+    (
+        "pr16483",
+        "QC609",
+        ("w6a8_int8",),
+        "[GUESS] ComfyUI after PR #16483 (merged 2026-09-29): + w6a8_int8; upstream's file at "
+        "the merge was not read, and the merge commit is unknown (named by the PR).",
+    ),
 )
 
 #: The release that first loads each format (formats not listed: no ComfyUI release does).
@@ -72,7 +87,10 @@ RELEASES: tuple[Release, ...] = _releases()
 def comfyui_runtime() -> Runtime:
     """The ComfyUI runtime record: its releases, oldest first, and its own checks."""
     return Runtime(
-        "comfyui", "ComfyUI", RELEASES,
+        "comfyui",
+        "ComfyUI",
+        RELEASES,
         checks="quantcheck.rules.comfyui_rules:ComfyuiChecks",
         doc="ComfyUI's quantized-op loader (comfy/ops.py, QUANT_ALGOS) with comfy-kitchen; "
-            "verdicts describe the default GPU setup (DynamicVRAM safetensors loader).")
+        "verdicts describe the default GPU setup (DynamicVRAM safetensors loader).",
+    )

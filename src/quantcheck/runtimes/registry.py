@@ -165,11 +165,13 @@ def parse_target(value: str) -> str:
         name = value.partition("@")[0]
         if name != "all" and name in _RUNTIMES:
             rels = ", ".join(_RUNTIMES[name].release_names())
-            raise ValueError(f"unknown release in {value!r}: {name} models {rels} "
-                             f"(or {name}@all)") from None
-        raise ValueError(f"unknown target {value!r}: choose from "
-                         f"{', '.join(target_choices())}, NAME@RELEASE, NAME@all, all@all"
-                         ) from None
+            raise ValueError(
+                f"unknown release in {value!r}: {name} models {rels} (or {name}@all)"
+            ) from None
+        raise ValueError(
+            f"unknown target {value!r}: choose from "
+            f"{', '.join(target_choices())}, NAME@RELEASE, NAME@all, all@all"
+        ) from None
     return value
 
 
@@ -216,8 +218,9 @@ def resolved(effects: dict[str, Effect]) -> bool:
     return _plain and effects.keys() == _RUNTIMES.keys()
 
 
-def resolve_effects(code: str, given: dict[str, Effect] | None,
-                    declared: dict[str, Effect]) -> dict[str, Effect]:
+def resolve_effects(
+    code: str, given: dict[str, Effect] | None, declared: dict[str, Effect]
+) -> dict[str, Effect]:
     """The effect of a finding on every registered runtime (`effect_on` for each)."""
     src = given if given is not None else declared
     if resolved(src):
@@ -225,15 +228,21 @@ def resolve_effects(code: str, given: dict[str, Effect] | None,
     return {rt.name: effect_on(rt, code, given, declared) for rt in _RUNTIMES.values()}
 
 
-def effect_at(key: str, code: str, given: dict[str, Effect] | None,
-              declared: dict[str, Effect]) -> Effect:
+def effect_at(
+    key: str, code: str, given: dict[str, Effect] | None, declared: dict[str, Effect]
+) -> Effect:
     """What a finding of rule `code` does to one target key (`sglang`, `sglang@0.5.19`)."""
     rt, rel = split_target(key)
     return effect_on(rt, code, given, declared, rel)
 
 
-def effect_on(runtime: Runtime, code: str, given: dict[str, Effect] | None,
-              declared: dict[str, Effect], release: str | None = None) -> Effect:
+def effect_on(
+    runtime: Runtime,
+    code: str,
+    given: dict[str, Effect] | None,
+    declared: dict[str, Effect],
+    release: str | None = None,
+) -> Effect:
     """What a finding of rule `code` does to `runtime` at `release` (None: its newest; the
     lookup order in the module doc; a base runtime is looked up at its newest)."""
     rt: Runtime | None = runtime

@@ -17,24 +17,46 @@ FAILS, DEGRADED, NONE = Effect.FAILS, Effect.DEGRADED, Effect.NONE
 #: Rule codes as strings: this data module sits below the rule registry (no import cycle);
 #: tests/rules/test_sglang_releases.py checks every code is a registered rule.
 SGLANG_RELEASES: tuple[Release, ...] = (
-    Release("0.5.18", {"QC611": FAILS, "QC318": DEGRADED},
-            note="no marker inspector: only the header path (float8 -> whole-model FP8, "
-                 "nvfp4 -> ModelOpt, NVFP4 also found from its tensors) is honoured; a "
-                 "rotated NVFP4 layer goes to ModelOpt, which ignores convrot [GUESS: "
-                 "degraded, not run on a GPU]"),
-    Release("0.5.19", {"QC611": NONE, "QC612": FAILS, "QC613": FAILS, "QC614": FAILS,
-                       "QC615": DEGRADED, "QC318": NONE},
-            note="inspector introduced: identical markers per layer, convrot on every INT8 "
-                 "marker (KitchenInt8Config), full_precision_matrix_mult on every NVFP4 "
-                 "layer; MXFP8 scales swizzled twice"),
-    Release("0.5.20", {"QC612": NONE, "QC613": NONE, "QC614": NONE, "QC318": FAILS},
-            note="markers merged field by field; INT8 embeddings exempt; NVFP4 rejects "
-                 "convrot"),
-    Release("0.5.21", note="identical to 0.5.20 in the inspector, resolver and config "
-                           "classes (wheels compared)"),
-    Release("0.5.22", {"QC615": NONE},
-            note="ConvRotInt8Config: messages say 'convrot_int8' instead of 'kitchen_int8'; "
-                 "MXFP8 scales no longer swizzled twice (PR #38028)"),
-    Release("0.5.23", note="adds the header format rowwise-float8_e4m3fn (format_version "
-                           "\"1.1\"); marker rules identical to 0.5.22"),
+    Release(
+        "0.5.18",
+        {"QC611": FAILS, "QC318": DEGRADED},
+        note="no marker inspector: only the header path (float8 -> whole-model FP8, "
+        "nvfp4 -> ModelOpt, NVFP4 also found from its tensors) is honoured; a "
+        "rotated NVFP4 layer goes to ModelOpt, which ignores convrot [GUESS: "
+        "degraded, not run on a GPU]",
+    ),
+    Release(
+        "0.5.19",
+        {
+            "QC611": NONE,
+            "QC612": FAILS,
+            "QC613": FAILS,
+            "QC614": FAILS,
+            "QC615": DEGRADED,
+            "QC318": NONE,
+        },
+        note="inspector introduced: identical markers per layer, convrot on every INT8 "
+        "marker (KitchenInt8Config), full_precision_matrix_mult on every NVFP4 "
+        "layer; MXFP8 scales swizzled twice",
+    ),
+    Release(
+        "0.5.20",
+        {"QC612": NONE, "QC613": NONE, "QC614": NONE, "QC318": FAILS},
+        note="markers merged field by field; INT8 embeddings exempt; NVFP4 rejects convrot",
+    ),
+    Release(
+        "0.5.21",
+        note="identical to 0.5.20 in the inspector, resolver and config classes (wheels compared)",
+    ),
+    Release(
+        "0.5.22",
+        {"QC615": NONE},
+        note="ConvRotInt8Config: messages say 'convrot_int8' instead of 'kitchen_int8'; "
+        "MXFP8 scales no longer swizzled twice (PR #38028)",
+    ),
+    Release(
+        "0.5.23",
+        note="adds the header format rowwise-float8_e4m3fn (format_version "
+        '"1.1"); marker rules identical to 0.5.22',
+    ),
 )

@@ -18,14 +18,16 @@ import types
 from pathlib import Path
 from typing import Any
 
-REAL = ("sglang.multimodal_gen.runtime.utils.quantization_utils",
-        "sglang.multimodal_gen.runtime.layers.quantization.comfy_fp8",
-        "sglang.multimodal_gen.runtime.layers.quantization.comfy_int8",
-        "sglang.multimodal_gen.runtime.layers.quantization.comfy_nvfp4",
-        "sglang.multimodal_gen.runtime.layers.quantization.configs.kitchen_int8_config",
-        "sglang.multimodal_gen.runtime.layers.quantization.configs.convrot_int8_config",
-        "sglang.multimodal_gen.runtime.layers.quantization.configs.kitchen_w4a8_config",
-        "sglang.multimodal_gen.runtime.layers.quantization.configs.kitchen_w4a4_config")
+REAL = (
+    "sglang.multimodal_gen.runtime.utils.quantization_utils",
+    "sglang.multimodal_gen.runtime.layers.quantization.comfy_fp8",
+    "sglang.multimodal_gen.runtime.layers.quantization.comfy_int8",
+    "sglang.multimodal_gen.runtime.layers.quantization.comfy_nvfp4",
+    "sglang.multimodal_gen.runtime.layers.quantization.configs.kitchen_int8_config",
+    "sglang.multimodal_gen.runtime.layers.quantization.configs.convrot_int8_config",
+    "sglang.multimodal_gen.runtime.layers.quantization.configs.kitchen_w4a8_config",
+    "sglang.multimodal_gen.runtime.layers.quantization.configs.kitchen_w4a4_config",
+)
 
 
 def _special(name: str) -> Any:
@@ -37,6 +39,7 @@ def _special(name: str) -> Any:
         return "auto"
     if name == "init_logger":
         import logging
+
         return logging.getLogger
     if name in ("GROUP_SIZES", "JIT_GROUP_SIZES"):
         return (64, 128, 256, 512)

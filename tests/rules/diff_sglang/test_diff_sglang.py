@@ -33,8 +33,10 @@ from .loader import load_release
 from .real import real_verdict
 from .wheels import PINNED, extract
 
-pytestmark = pytest.mark.skipif(os.environ.get("QUANTCHECK_DIFF_SGLANG") != "1",
-                                reason="set QUANTCHECK_DIFF_SGLANG=1 (make diff-sglang)")
+pytestmark = pytest.mark.skipif(
+    os.environ.get("QUANTCHECK_DIFF_SGLANG") != "1",
+    reason="set QUANTCHECK_DIFF_SGLANG=1 (make diff-sglang)",
+)
 
 FC1 = "blocks.0.mlp.fc1"
 PLAIN_INT8 = {"format": "int8_tensorwise"}
@@ -44,19 +46,22 @@ CASES: dict[str, Build] = {
     "fp8-header-declared": file(fp8, header_meta({P: FP8_MARK})),
     "int8-convrot": file(int8),
     "int8-convrot-plus-plain-embedding": file(
-        lambda: [*int8(), *int8("embed_tokens", mark=PLAIN_INT8)]),
+        lambda: [*int8(), *int8("embed_tokens", mark=PLAIN_INT8)]
+    ),
     "int8-header-and-tensor-complementary": file(int8, header_meta({P: PLAIN_INT8})),
-    "int8-header-identical": file(int8, header_meta({P: {"format": "int8_tensorwise",
-                                                          "convrot": True,
-                                                          "convrot_groupsize": 16}})),
+    "int8-header-identical": file(
+        int8,
+        header_meta({P: {"format": "int8_tensorwise", "convrot": True, "convrot_groupsize": 16}}),
+    ),
     "nvfp4-plain": file(nvfp4),
-    "nvfp4-fpmm": file(lambda: nvfp4(mark={"format": "nvfp4",
-                                           "full_precision_matrix_mult": True})),
-    "nvfp4-rotated": file(lambda: nvfp4(mark={"format": "nvfp4", "convrot": True,
-                                              "full_precision_matrix_mult": True})),
+    "nvfp4-fpmm": file(lambda: nvfp4(mark={"format": "nvfp4", "full_precision_matrix_mult": True})),
+    "nvfp4-rotated": file(
+        lambda: nvfp4(mark={"format": "nvfp4", "convrot": True, "full_precision_matrix_mult": True})
+    ),
     "nvfp4-header-declared": file(
         lambda: nvfp4(mark={"format": "nvfp4", "full_precision_matrix_mult": True}),
-        header_meta({P: {"format": "nvfp4", "full_precision_matrix_mult": True}})),
+        header_meta({P: {"format": "nvfp4", "full_precision_matrix_mult": True}}),
+    ),
     "mxfp8-marker": file(mxfp8),
     "mxfp8-quant-format": file(lambda: mxfp8()[:-1], {"quant_format": "mxfp8"}),
     "w4a8": file(w4a8),
@@ -84,8 +89,9 @@ def test_every_modelled_release_is_pinned() -> None:
 
 
 @pytest.mark.parametrize("version", RELEASES)
-def test_release_agrees_with_quantcheck(version: str, trees: dict[str, Path],
-                                        tmp_path: Path) -> None:
+def test_release_agrees_with_quantcheck(
+    version: str, trees: dict[str, Path], tmp_path: Path
+) -> None:
     mod = load_release(trees[version])
     disagree = []
     for name, build in CASES.items():
@@ -96,6 +102,8 @@ def test_release_agrees_with_quantcheck(version: str, trees: dict[str, Path],
         key = f"sglang@{version}"
         ours = check_paths(paths, target=key).target_status(key)["status"]
         if loads != (ours != "fails"):
-            disagree.append(f"{name}: sglang {version} {'loads' if loads else 'refuses'} "
-                            f"({why}); quantcheck says {ours}")
+            disagree.append(
+                f"{name}: sglang {version} {'loads' if loads else 'refuses'} "
+                f"({why}); quantcheck says {ours}"
+            )
     assert not disagree, "\n".join(disagree)

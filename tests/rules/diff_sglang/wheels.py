@@ -24,8 +24,10 @@ PINNED = {
     "0.5.23": "00b3cd5b265ac76c64185fbb6b95424f324ddd9f428d0306b77bc9db9d859937",
 }
 #: what the tests execute of each wheel (the marker inspector, resolver and config classes)
-MEMBERS = ("sglang/multimodal_gen/runtime/utils/quantization_utils.py",
-           "sglang/multimodal_gen/runtime/layers/quantization/")
+MEMBERS = (
+    "sglang/multimodal_gen/runtime/utils/quantization_utils.py",
+    "sglang/multimodal_gen/runtime/layers/quantization/",
+)
 
 
 def cache_dir() -> Path:
@@ -48,10 +50,27 @@ def wheel(version: str, *, download: bool = True) -> Path | None:
     path = folder / name
     if not path.exists() and download:
         folder.mkdir(parents=True, exist_ok=True)
-        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--quiet",
-                        "--only-binary=:all:", "--python-version", "3.11",
-                        "--platform", "manylinux_2_34_x86_64", f"sglang=={version}",
-                        "-d", str(folder)], check=False, capture_output=True, timeout=600)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                "--quiet",
+                "--only-binary=:all:",
+                "--python-version",
+                "3.11",
+                "--platform",
+                "manylinux_2_34_x86_64",
+                f"sglang=={version}",
+                "-d",
+                str(folder),
+            ],
+            check=False,
+            capture_output=True,
+            timeout=600,
+        )
     if not path.exists():
         return None
     got = sha256(path)

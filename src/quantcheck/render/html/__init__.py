@@ -24,8 +24,14 @@ def render_html(data: ReportData, generated: str | None = None) -> str:
     return render_page(data, stamp, __version__)
 
 
-def build_report(paths: list[str], *, compare: Any = None, target: str = "all",
-                 deep: bool = False, generated: str | None = None) -> str:
+def build_report(
+    paths: list[str],
+    *,
+    compare: Any = None,
+    target: str = "all",
+    deep: bool = False,
+    generated: str | None = None,
+) -> str:
     """Open `paths`, check them, and render the report. `compare` is a CompareResult-like
     object (`.layers` rows with prefix and rel_l2, optional `.problems`) or None."""
     from quantcheck.check import check_checkpoint

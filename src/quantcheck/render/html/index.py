@@ -28,8 +28,9 @@ def page_name(i: int, name: str) -> str:
     return f"{i + 1:04d}-{slug}.html"
 
 
-def build_pages(specs: list[Any], *, target: str = "all", deep: bool = False,
-                generated: str | None = None) -> dict[str, str]:
+def build_pages(
+    specs: list[Any], *, target: str = "all", deep: bool = False, generated: str | None = None
+) -> dict[str, str]:
     """File name -> HTML for the index and each quantized checkpoint's page."""
     from quantcheck import __version__
     from quantcheck.check import check_checkpoint
@@ -42,8 +43,14 @@ def build_pages(specs: list[Any], *, target: str = "all", deep: bool = False,
     rows: list[dict[str, Any]] = []
     targets: tuple[str, ...] = ()
     for i, spec in enumerate(specs):
-        row: dict[str, Any] = {"name": spec.name, "page": None, "size": None, "formats": "",
-                               "status": {}, "note": ""}
+        row: dict[str, Any] = {
+            "name": spec.name,
+            "page": None,
+            "size": None,
+            "formats": "",
+            "status": {},
+            "note": "",
+        }
         try:
             with load_checkpoint(spec.paths) as ck:
                 report = check_checkpoint(ck, target=target, deep=deep)
@@ -54,8 +61,7 @@ def build_pages(specs: list[Any], *, target: str = "all", deep: bool = False,
                 else:
                     row["formats"] = ", ".join(checkpoint_formats(ck)) or "–"
                     row["status"] = {t: report.target_status(t) for t in report.targets}
-                    html = render_html(collect(ck, report, None, target=target, deep=deep),
-                                       stamp)
+                    html = render_html(collect(ck, report, None, target=target, deep=deep), stamp)
                     row["page"] = page_name(i, spec.name)
                     pages[row["page"]] = html.replace("<nav>", f"<nav>{BACK}", 1)
         except (InputError, OSError) as exc:
@@ -65,43 +71,57 @@ def build_pages(specs: list[Any], *, target: str = "all", deep: bool = False,
     return pages
 
 
-def index_html(rows: list[dict[str, Any]], targets: tuple[str, ...], generated: str,
-               version: str) -> str:
+def index_html(
+    rows: list[dict[str, Any]], targets: tuple[str, ...], generated: str, version: str
+) -> str:
     """The table of checkpoints."""
     head = "".join(f"<th>{escape(t)}</th>" for t in targets)
     body = []
     counts: dict[str, int] = {}
     for r in rows:
         name = escape(r["name"])
-        link = f'<a href="{escape(r["page"])}"><code>{name}</code></a>' if r["page"] \
+        link = (
+            f'<a href="{escape(r["page"])}"><code>{name}</code></a>'
+            if r["page"]
             else f"<code>{name}</code>"
+        )
         size = human_bytes(r["size"]) if r["size"] is not None else "–"
         if r["status"]:
             cells = "".join(_status_cell(r["status"][t]) for t in targets)
-            worst = max((r["status"][t]["status"] for t in targets),
-                        key=("ok", "degraded", "fails").index)
+            worst = max(
+                (r["status"][t]["status"] for t in targets), key=("ok", "degraded", "fails").index
+            )
         else:
             cells = f'<td colspan="{len(targets)}" class="caption">{escape(r["note"])}</td>'
             worst = "not quantized" if r["note"].startswith("not") else "unreadable"
         counts[worst] = counts.get(worst, 0) + 1
-        body.append(f"<tr><td>{link}</td><td class=\"num\">{size}</td>"
-                    f"<td>{escape(r['formats'])}</td>{cells}</tr>")
+        body.append(
+            f'<tr><td>{link}</td><td class="num">{size}</td>'
+            f"<td>{escape(r['formats'])}</td>{cells}</tr>"
+        )
     total = " · ".join(f"{n} {k}" for k, n in counts.items())
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            '<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f"<title>quantcheck report · {len(rows)} checkpoints</title><style>{CSS}</style>"
-            "</head><body><main><header><h1>quantcheck report "
-            f"<span>{len(rows)} checkpoints</span></h1><p class=\"caption\">{escape(total)} · "
-            f"generated {escape(generated)} by quantcheck {escape(version)}</p></header>"
-            '<section id="checkpoints"><h2>Checkpoints</h2><div class="scroll">'
-            f'<table class="data"><thead><tr><th>checkpoint</th><th>size</th><th>formats</th>'
-            f"{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div></section>"
-            "</main></body></html>\n")
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>quantcheck report · {len(rows)} checkpoints</title><style>{CSS}</style>"
+        "</head><body><main><header><h1>quantcheck report "
+        f'<span>{len(rows)} checkpoints</span></h1><p class="caption">{escape(total)} · '
+        f"generated {escape(generated)} by quantcheck {escape(version)}</p></header>"
+        '<section id="checkpoints"><h2>Checkpoints</h2><div class="scroll">'
+        f'<table class="data"><thead><tr><th>checkpoint</th><th>size</th><th>formats</th>'
+        f"{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div></section>"
+        "</main></body></html>\n"
+    )
 
 
 def _status_cell(st: dict[str, Any]) -> str:
     color = STATUS_COLORS[st["status"]]
-    detail = f" ({st['errors']} blocking, {st['degraded']} degrading)" \
-        if st["errors"] or st["degraded"] else ""
-    return (f'<td><span class="pill" style="background:{color}">{escape(st["status"])}</span>'
-            f"<small>{escape(detail)}</small></td>")
+    detail = (
+        f" ({st['errors']} blocking, {st['degraded']} degrading)"
+        if st["errors"] or st["degraded"]
+        else ""
+    )
+    return (
+        f'<td><span class="pill" style="background:{color}">{escape(st["status"])}</span>'
+        f"<small>{escape(detail)}</small></td>"
+    )

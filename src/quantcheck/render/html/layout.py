@@ -11,8 +11,24 @@ _DIGITS = re.compile(r"(\d+)")
 
 #: Category ranks: attention, MLP, anything else, modulation, norms.
 _ATTN, _MLP, _OTHER, _MOD, _NORM = range(5)
-_ROLE = {"q": 0, "k": 1, "v": 2, "qkv": 3, "kv": 3, "out": 4, "o": 4, "proj": 4,
-         "gate": 0, "up": 1, "fc1": 1, "w1": 0, "w3": 1, "down": 2, "fc2": 2, "w2": 2}
+_ROLE = {
+    "q": 0,
+    "k": 1,
+    "v": 2,
+    "qkv": 3,
+    "kv": 3,
+    "out": 4,
+    "o": 4,
+    "proj": 4,
+    "gate": 0,
+    "up": 1,
+    "fc1": 1,
+    "w1": 0,
+    "w3": 1,
+    "down": 2,
+    "fc2": 2,
+    "w2": 2,
+}
 
 
 @dataclass
@@ -68,8 +84,12 @@ def kind_key(kind: str) -> tuple[int, int, int, tuple[tuple[int, int | str], ...
         cat = _MLP
     else:
         cat = _OTHER
-    stream = int(any(t.startswith(("txt", "add_", "to_add")) or "context" in t or "added" in t
-                     for t in tokens))
+    stream = int(
+        any(
+            t.startswith(("txt", "add_", "to_add")) or "context" in t or "added" in t
+            for t in tokens
+        )
+    )
     return cat, stream, _role(tokens), natural_key(kind)
 
 

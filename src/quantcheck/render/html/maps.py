@@ -28,49 +28,72 @@ def heat_fill(scale: LogScale) -> Callable[[LayerView], str]:
     def fill(la: LayerView) -> str:
         v = la.rel_l2
         return MISSING if v is None else heat_color(scale(v))
+
     return fill
 
 
 def legend_html(layers: list[LayerView]) -> str:
     """Swatches for every format present (most layers first) and the severity outlines."""
     counts = Counter(la.format for la in layers)
-    items = [f'<span class="key"><span class="sw" style="background:{format_color(f)}"></span>'
-             f'{escape(f)} <small>{n}</small></span>' for f, n in counts.most_common()]
+    items = [
+        f'<span class="key"><span class="sw" style="background:{format_color(f)}"></span>'
+        f"{escape(f)} <small>{n}</small></span>"
+        for f, n in counts.most_common()
+    ]
     sev = Counter(la.severity for la in layers if la.severity)
     for name in ("error", "warning", "info"):
-        items.append(f'<span class="key"><span class="sw outline" style="border-color:'
-                     f'{SEVERITY_COLORS[name]}"></span>{name} <small>{sev.get(name, 0)}</small>'
-                     "</span>")
+        items.append(
+            f'<span class="key"><span class="sw outline" style="border-color:'
+            f'{SEVERITY_COLORS[name]}"></span>{name} <small>{sev.get(name, 0)}</small>'
+            "</span>"
+        )
     return f'<div class="legend">{"".join(items)}</div>'
 
 
-def flat_list_html(ids: list[int], layers: list[LayerView], fill: Callable[[LayerView], str],
-                   anchor: str, meta: Callable[[LayerView], str]) -> str:
+def flat_list_html(
+    ids: list[int],
+    layers: list[LayerView],
+    fill: Callable[[LayerView], str],
+    anchor: str,
+    meta: Callable[[LayerView], str],
+) -> str:
     """Layers outside any block grid, in the given (sorted) order, with the grid's colours."""
     rows = []
     for i in ids:
         la = layers[i]
         sev = f" sev-{la.severity}" if la.severity and anchor == "L" else ""
-        rows.append(f'<li id="{anchor}{i}" title="{escape(tooltip(la))}"><span class="sw{sev}" '
-                    f'style="background:{fill(la)}"></span><code>{escape(la.prefix)}</code>'
-                    f'<span class="meta">{escape(meta(la))}</span></li>')
+        rows.append(
+            f'<li id="{anchor}{i}" title="{escape(tooltip(la))}"><span class="sw{sev}" '
+            f'style="background:{fill(la)}"></span><code>{escape(la.prefix)}</code>'
+            f'<span class="meta">{escape(meta(la))}</span></li>'
+        )
     return f'<ul class="flat">{"".join(rows)}</ul>'
 
 
-def _grids_html(layout: Layout, layers: list[LayerView], fill: Callable[[LayerView], str],
-                anchor: str, meta: Callable[[LayerView], str], outline: bool) -> str:
+def _grids_html(
+    layout: Layout,
+    layers: list[LayerView],
+    fill: Callable[[LayerView], str],
+    anchor: str,
+    meta: Callable[[LayerView], str],
+    outline: bool,
+) -> str:
     parts = []
     for g in layout.grids:
         n = len(g.cells)
-        parts.append(f'<div class="family"><h3>{escape(g.label)} <small>{escape(g.family)} · '
-                     f'{len(g.blocks)} blocks × {len(g.kinds)} kinds · {n} layers</small></h3>'
-                     f'<div class="scroll">{grid_svg(g, layers, fill, anchor, outline)}</div>'
-                     "</div>")
+        parts.append(
+            f'<div class="family"><h3>{escape(g.label)} <small>{escape(g.family)} · '
+            f"{len(g.blocks)} blocks × {len(g.kinds)} kinds · {n} layers</small></h3>"
+            f'<div class="scroll">{grid_svg(g, layers, fill, anchor, outline)}</div>'
+            "</div>"
+        )
     if layout.others:
         title = "Layers outside blocks" if layout.grids else "Layers (sorted by name)"
-        parts.append(f'<div class="family"><h3>{title} <small>{len(layout.others)} layers'
-                     f'</small></h3>{flat_list_html(layout.others, layers, fill, anchor, meta)}'
-                     "</div>")
+        parts.append(
+            f'<div class="family"><h3>{title} <small>{len(layout.others)} layers'
+            f"</small></h3>{flat_list_html(layout.others, layers, fill, anchor, meta)}"
+            "</div>"
+        )
     return "".join(parts)
 
 
@@ -81,13 +104,18 @@ def _format_meta(la: LayerView) -> str:
 
 def format_map_html(layout: Layout, layers: list[LayerView]) -> str:
     """The format map section."""
-    caption = ("Rows are blocks, columns the layer kinds of a block; colour is the format. "
-               "Outlined cells have diagnostics. Hover a cell for the layer's details."
-               if layout.grids else "Not block-structured: every layer, sorted by name, "
-               "coloured by format. Hover a row for details.")
+    caption = (
+        "Rows are blocks, columns the layer kinds of a block; colour is the format. "
+        "Outlined cells have diagnostics. Hover a cell for the layer's details."
+        if layout.grids
+        else "Not block-structured: every layer, sorted by name, "
+        "coloured by format. Hover a row for details."
+    )
     grids = _grids_html(layout, layers, format_fill, "L", _format_meta, True)
-    return (f'<section id="format-map"><h2>Format map</h2><p class="caption">{caption}</p>'
-            f"{legend_html(layers)}{grids}</section>")
+    return (
+        f'<section id="format-map"><h2>Format map</h2><p class="caption">{caption}</p>'
+        f"{legend_html(layers)}{grids}</section>"
+    )
 
 
 def heat_map_html(layout: Layout, layers: list[LayerView], problems: list[dict[str, str]]) -> str:
@@ -95,17 +123,31 @@ def heat_map_html(layout: Layout, layers: list[LayerView], problems: list[dict[s
     values = [v for la in layers if (v := la.rel_l2) is not None]
     scale = LogScale(values)
     compared = len(values)
-    grids = _grids_html(layout, layers, heat_fill(scale), "H",
-                        lambda la: f"rel L2 {num(la.rel_l2)} · {la.format}", False)
-    parts = [f'<section id="compare"><h2>Error against the original</h2><p class="caption">'
-             f"Relative L2 error per layer ({compared} of {len(layers)} layers compared; grey: "
-             f"not compared). Same grid as the format map.</p>",
-             heat_legend_svg(num(scale.lo), num(scale.hi)), grids, _worst_html(layers, scale)]
+    grids = _grids_html(
+        layout,
+        layers,
+        heat_fill(scale),
+        "H",
+        lambda la: f"rel L2 {num(la.rel_l2)} · {la.format}",
+        False,
+    )
+    parts = [
+        f'<section id="compare"><h2>Error against the original</h2><p class="caption">'
+        f"Relative L2 error per layer ({compared} of {len(layers)} layers compared; grey: "
+        f"not compared). Same grid as the format map.</p>",
+        heat_legend_svg(num(scale.lo), num(scale.hi)),
+        grids,
+        _worst_html(layers, scale),
+    ]
     if problems:
-        items = "".join(f"<li><code>{escape(str(p.get('prefix', '')))}</code>: "
-                        f"{escape(str(p.get('problem', '')))}</li>" for p in problems)
-        parts.append(f"<h3>Not compared <small>{len(problems)}</small></h3>"
-                     f'<ul class="problems">{items}</ul>')
+        items = "".join(
+            f"<li><code>{escape(str(p.get('prefix', '')))}</code>: "
+            f"{escape(str(p.get('problem', '')))}</li>"
+            for p in problems
+        )
+        parts.append(
+            f'<h3>Not compared <small>{len(problems)}</small></h3><ul class="problems">{items}</ul>'
+        )
     parts.append("</section>")
     return "".join(parts)
 
@@ -115,16 +157,20 @@ def _worst_html(layers: list[LayerView], scale: LogScale) -> str:
     for rank, la in enumerate(worst(layers), 1):
         m = la.metrics or {}
         v = la.rel_l2 or 0.0
-        rows.append(f'<tr><td class="num">{rank}</td><td><a href="#H{la.index}"><code>'
-                    f'{escape(la.prefix)}</code></a></td><td><span class="sw" style="background:'
-                    f'{format_color(la.format)}"></span>{escape(la.format)}</td>'
-                    f'<td class="num">{num(v)}</td><td>'
-                    f'{meter_svg(scale(v), 1.0, heat_color(scale(v)), 120)}</td>'
-                    f'<td class="num">{num(m.get("cosine"), 6)}</td>'
-                    f'<td class="num">{num(m.get("snr_db"))}</td>'
-                    f'<td class="num">{num(m.get("max_abs"))}</td></tr>')
+        rows.append(
+            f'<tr><td class="num">{rank}</td><td><a href="#H{la.index}"><code>'
+            f'{escape(la.prefix)}</code></a></td><td><span class="sw" style="background:'
+            f'{format_color(la.format)}"></span>{escape(la.format)}</td>'
+            f'<td class="num">{num(v)}</td><td>'
+            f"{meter_svg(scale(v), 1.0, heat_color(scale(v)), 120)}</td>"
+            f'<td class="num">{num(m.get("cosine"), 6)}</td>'
+            f'<td class="num">{num(m.get("snr_db"))}</td>'
+            f'<td class="num">{num(m.get("max_abs"))}</td></tr>'
+        )
     if not rows:
         return "<p>No layer could be compared.</p>"
-    return ('<h3>The 20 worst layers</h3><table class="data"><thead><tr><th>#</th><th>layer</th>'
-            "<th>format</th><th>rel L2</th><th></th><th>cosine</th><th>SNR dB</th>"
-            f'<th>max |err|</th></tr></thead><tbody>{"".join(rows)}</tbody></table>')
+    return (
+        '<h3>The 20 worst layers</h3><table class="data"><thead><tr><th>#</th><th>layer</th>'
+        "<th>format</th><th>rel L2</th><th></th><th>cosine</th><th>SNR dB</th>"
+        f"<th>max |err|</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    )

@@ -57,8 +57,9 @@ def format_key(record: dict[str, Any]) -> str:
     return record["format"] or f"unquantized {record['weight']['dtype']}"
 
 
-def collect(ck: Checkpoint, report: Report, compare: Any = None, *, target: str = "all",
-            deep: bool = False) -> ReportData:
+def collect(
+    ck: Checkpoint, report: Report, compare: Any = None, *, target: str = "all", deep: bool = False
+) -> ReportData:
     """Join the inspect summary, the diagnostics and compare rows by layer prefix."""
     summary = summarize(ck)
     layers = [LayerView(i, r["prefix"], format_key(r), r) for i, r in enumerate(summary["layers"])]
@@ -89,6 +90,7 @@ def _tensor_layer(tensor: str | None) -> str:
 
 def worst(layers: list[LayerView], n: int = 20) -> list[LayerView]:
     """The `n` compared layers with the largest relative L2 error (NaN and inf first)."""
+
     def key(la: LayerView) -> float:
         v = la.rel_l2
         return math.inf if v is None or math.isnan(v) else v

@@ -91,14 +91,20 @@ def render_page(data: ReportData, generated: str, version: str) -> str:
         nav.append(("compare", "Error"))
     nav.append(("layers", "All layers"))
     links = "".join(f'<a href="#{a}">{t}</a>' for a, t in nav)
-    body = [header_html(data, generated, version), releases_html(data),
-            format_map_html(layout, data.layers),
-            sizes_html(data), diagnostics_html(data)]
+    body = [
+        header_html(data, generated, version),
+        releases_html(data),
+        format_map_html(layout, data.layers),
+        sizes_html(data),
+        diagnostics_html(data),
+    ]
     if data.compared:
         body.append(heat_map_html(layout, data.layers, data.compare_problems))
     body.append(layers_table_html(data))
     names = ", ".join(base_name(f["path"]) for f in data.summary["files"])
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            '<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f"<title>quantcheck report · {escape(names)}</title><style>{CSS}</style></head>"
-            f'<body><nav>{links}</nav><main>{"".join(body)}</main></body></html>\n')
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>quantcheck report · {escape(names)}</title><style>{CSS}</style></head>"
+        f"<body><nav>{links}</nav><main>{''.join(body)}</main></body></html>\n"
+    )

@@ -28,8 +28,13 @@ def _columns(kinds: list[str], cw: int) -> list[int]:
     return xs
 
 
-def grid_svg(grid: Grid, layers: list[LayerView], fill: Callable[[LayerView], str],
-             anchor: str, outline: bool = True) -> str:
+def grid_svg(
+    grid: Grid,
+    layers: list[LayerView],
+    fill: Callable[[LayerView], str],
+    anchor: str,
+    outline: bool = True,
+) -> str:
     """One family as rows of blocks and columns of kinds; each cell has id `<anchor><index>`
     and hover text, and (with `outline`) the layer's worst severity as its border."""
     ncols, nrows = len(grid.kinds), len(grid.blocks)
@@ -41,62 +46,84 @@ def grid_svg(grid: Grid, layers: list[LayerView], fill: Callable[[LayerView], st
     head = int(min(200, longest * _CHAR * 0.72 + 16))
     width = xs[-1] + cw + int(longest * _CHAR * 0.72) + 8 if xs else _LEFT
     height = head + nrows * ch + 4
-    out = [f'<svg class="grid" xmlns="http://www.w3.org/2000/svg" width="{width}" '
-           f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
-           f'aria-label="{escape(grid.label)}">']
+    out = [
+        f'<svg class="grid" xmlns="http://www.w3.org/2000/svg" width="{width}" '
+        f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
+        f'aria-label="{escape(grid.label)}">'
+    ]
     for x, kind in zip(xs, grid.kinds, strict=True):
         cx, cy = x + cw / 2, head - 6
-        out.append(f'<text class="col" x="{cx:.1f}" y="{cy}" '
-                   f'transform="rotate(-45 {cx:.1f} {cy})">{escape(kind)}</text>')
+        out.append(
+            f'<text class="col" x="{cx:.1f}" y="{cy}" '
+            f'transform="rotate(-45 {cx:.1f} {cy})">{escape(kind)}</text>'
+        )
     for r, block in enumerate(grid.blocks):
         y = head + r * ch
         out.append(f'<text class="row" x="{_LEFT - 6}" y="{y + ch / 2 + 4:.0f}">{block}</text>')
         for x, kind in zip(xs, grid.kinds, strict=True):
             i = grid.cells.get((block, kind))
             if i is None:
-                out.append(f'<rect class="empty" x="{x + 1}" y="{y + 1}" width="{cw - 2}" '
-                           f'height="{ch - 2}" fill="{MISSING}"/>')
+                out.append(
+                    f'<rect class="empty" x="{x + 1}" y="{y + 1}" width="{cw - 2}" '
+                    f'height="{ch - 2}" fill="{MISSING}"/>'
+                )
                 continue
             out.append(_cell(layers[i], x, y, cw, ch, fill(layers[i]), anchor, outline))
     out.append("</svg>")
     return "".join(out)
 
 
-def _cell(la: LayerView, x: int, y: int, cw: int, ch: int, color: str, anchor: str,
-          outline: bool) -> str:
-    rect = (f'<rect class="c" id="{anchor}{la.index}" x="{x + 1}" y="{y + 1}" width="{cw - 2}" '
-            f'height="{ch - 2}" fill="{color}"><title>{escape(tooltip(la))}</title></rect>')
+def _cell(
+    la: LayerView, x: int, y: int, cw: int, ch: int, color: str, anchor: str, outline: bool
+) -> str:
+    rect = (
+        f'<rect class="c" id="{anchor}{la.index}" x="{x + 1}" y="{y + 1}" width="{cw - 2}" '
+        f'height="{ch - 2}" fill="{color}"><title>{escape(tooltip(la))}</title></rect>'
+    )
     if not outline or la.severity is None:
         return rect
     sev = SEVERITY_COLORS[la.severity]
-    inner = (f'<rect class="sev" x="{x + 3.5}" y="{y + 3.5}" width="{cw - 7}" height="{ch - 7}" '
-             'fill="none" stroke="#fff" stroke-width="1"/>' if ch >= 16 else "")
-    return (rect + f'<rect class="sev" x="{x + 2}" y="{y + 2}" width="{cw - 4}" height="{ch - 4}"'
-            f' fill="none" stroke="{sev}" stroke-width="2"/>{inner}')
+    inner = (
+        f'<rect class="sev" x="{x + 3.5}" y="{y + 3.5}" width="{cw - 7}" height="{ch - 7}" '
+        'fill="none" stroke="#fff" stroke-width="1"/>'
+        if ch >= 16
+        else ""
+    )
+    return (
+        rect + f'<rect class="sev" x="{x + 2}" y="{y + 2}" width="{cw - 4}" height="{ch - 4}"'
+        f' fill="none" stroke="{sev}" stroke-width="2"/>{inner}'
+    )
 
 
 def bar_svg(parts: list[tuple[float, str, str]], width: int = 640, height: int = 22) -> str:
     """A stacked horizontal bar of (value, colour, hover text) parts."""
     total = sum(v for v, _, _ in parts) or 1.0
-    out = [f'<svg class="bar" xmlns="http://www.w3.org/2000/svg" width="{width}" '
-           f'height="{height}" viewBox="0 0 {width} {height}">']
+    out = [
+        f'<svg class="bar" xmlns="http://www.w3.org/2000/svg" width="{width}" '
+        f'height="{height}" viewBox="0 0 {width} {height}">'
+    ]
     x = 0.0
     for v, color, label in parts:
         w = width * v / total
-        out.append(f'<rect x="{x:.2f}" y="0" width="{max(w, 0.5):.2f}" height="{height}" '
-                   f'fill="{color}"><title>{escape(label)}</title></rect>')
+        out.append(
+            f'<rect x="{x:.2f}" y="0" width="{max(w, 0.5):.2f}" height="{height}" '
+            f'fill="{color}"><title>{escape(label)}</title></rect>'
+        )
         x += w
     out.append("</svg>")
     return "".join(out)
 
 
-def meter_svg(value: float, maximum: float, color: str, width: int = 160,
-              mark: float | None = None) -> str:
+def meter_svg(
+    value: float, maximum: float, color: str, width: int = 160, mark: float | None = None
+) -> str:
     """A single bar for a table cell, with an optional reference mark (e.g. 16 bits)."""
     w = width * min(max(value / maximum, 0.0), 1.0) if maximum > 0 else 0.0
-    out = [f'<svg class="meter" xmlns="http://www.w3.org/2000/svg" width="{width}" height="12" '
-           f'viewBox="0 0 {width} 12"><rect x="0" y="2" width="{width}" height="8" '
-           f'fill="#eee"/><rect x="0" y="2" width="{w:.1f}" height="8" fill="{color}"/>']
+    out = [
+        f'<svg class="meter" xmlns="http://www.w3.org/2000/svg" width="{width}" height="12" '
+        f'viewBox="0 0 {width} 12"><rect x="0" y="2" width="{width}" height="8" '
+        f'fill="#eee"/><rect x="0" y="2" width="{w:.1f}" height="8" fill="{color}"/>'
+    ]
     if mark is not None and maximum > 0:
         mx = width * min(mark / maximum, 1.0) - 1
         out.append(f'<rect x="{mx:.1f}" y="0" width="2" height="12" fill="#444"/>')
@@ -107,11 +134,14 @@ def meter_svg(value: float, maximum: float, color: str, width: int = 160,
 def heat_legend_svg(lo: str, hi: str, width: int = 320) -> str:
     """The heat scale as a gradient with its end labels."""
     stops = heat_stops()
-    grad = "".join(f'<stop offset="{i / (len(stops) - 1):.3f}" stop-color="{c}"/>'
-                   for i, c in enumerate(stops))
-    return (f'<svg class="legend-heat" xmlns="http://www.w3.org/2000/svg" width="{width + 120}" '
-            f'height="34" viewBox="0 0 {width + 120} 34"><defs><linearGradient id="heatgrad">'
-            f'{grad}</linearGradient></defs><text x="0" y="16" class="lbl">{escape(lo)}</text>'
-            f'<rect x="60" y="4" width="{width}" height="16" fill="url(#heatgrad)"/>'
-            f'<text x="{width + 66}" y="16" class="lbl">{escape(hi)}</text>'
-            f'<text x="60" y="32" class="lbl">relative L2 error, log scale</text></svg>')
+    grad = "".join(
+        f'<stop offset="{i / (len(stops) - 1):.3f}" stop-color="{c}"/>' for i, c in enumerate(stops)
+    )
+    return (
+        f'<svg class="legend-heat" xmlns="http://www.w3.org/2000/svg" width="{width + 120}" '
+        f'height="34" viewBox="0 0 {width + 120} 34"><defs><linearGradient id="heatgrad">'
+        f'{grad}</linearGradient></defs><text x="0" y="16" class="lbl">{escape(lo)}</text>'
+        f'<rect x="60" y="4" width="{width}" height="16" fill="url(#heatgrad)"/>'
+        f'<text x="{width + 66}" y="16" class="lbl">{escape(hi)}</text>'
+        f'<text x="60" y="32" class="lbl">relative L2 error, log scale</text></svg>'
+    )

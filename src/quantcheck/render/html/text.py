@@ -50,14 +50,19 @@ def tooltip(la: LayerView) -> str:
     r = la.record
     n, k = r["logical_shape"]
     approx = "" if r.get("logical_shape_exact", True) else "≤ "
-    lines = [la.prefix, f"format: {la.format}",
-             f"weight: {r['weight']['dtype']}{shape(r['weight']['shape'])}",
-             f"logical N×K: {approx}{n}×{k}",
-             f"size: {human_bytes(r['bytes'])} · {num(r['bits_per_weight'])} bits/weight"]
+    lines = [
+        la.prefix,
+        f"format: {la.format}",
+        f"weight: {r['weight']['dtype']}{shape(r['weight']['shape'])}",
+        f"logical N×K: {approx}{n}×{k}",
+        f"size: {human_bytes(r['bytes'])} · {num(r['bits_per_weight'])} bits/weight",
+    ]
     if la.metrics:
         m = la.metrics
-        lines.append(f"rel L2 {num(m.get('rel_l2'))} · cosine {num(m.get('cosine'), 6)} · "
-                     f"SNR {num(m.get('snr_db'))} dB · max |err| {num(m.get('max_abs'))}")
+        lines.append(
+            f"rel L2 {num(m.get('rel_l2'))} · cosine {num(m.get('cosine'), 6)} · "
+            f"SNR {num(m.get('snr_db'))} dB · max |err| {num(m.get('max_abs'))}"
+        )
     for d in la.diagnostics[:8]:
         lines.append(f"{d.effective_severity.value} {d.code} {d.name}: {d.message}")
     if len(la.diagnostics) > 8:
