@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from quantcheck.rules.levels import Effect, Safety, Severity
-from quantcheck.rules.rule import Rule, effects
+from quantcheck.rules.rule import Rule, effects, rule_in_doc_order
 
 E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 BOTH_FAIL = effects("fails", "fails")
@@ -31,17 +31,17 @@ def _r(
     action: str | None = None,
     repair: str = "",
 ) -> Rule:
-    return Rule(
+    return rule_in_doc_order(
         code,
         name,
         sev,
         title,
-        eff or BOTH_FAIL,
-        fix,
         checks,
         why,
         example,
         remedy,
+        eff or BOTH_FAIL,
+        fix,
         evidence,
         action=action,
         repair=repair,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from quantcheck.rules.levels import Effect, Safety, Severity
-from quantcheck.rules.rule import Rule, effects
+from quantcheck.rules.levels import Safety, Severity
+from quantcheck.rules.rule import effects, rule_in_doc_order
 from quantcheck.rules.upstream import CUI_OPS, CUI_RUN, CUI_SD, SGQ, SGQC
 
 E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
@@ -14,37 +14,7 @@ CUI_MARKER = (
 )
 
 
-def _r(
-    code: str,
-    name: str,
-    sev: Severity,
-    title: str,
-    checks: str,
-    why: str,
-    example: str,
-    remedy: str,
-    eff: dict[str, Effect],
-    fix: Safety | None,
-    evidence: str,
-    *,
-    action: str | None = None,
-    repair: str = "",
-) -> Rule:
-    return Rule(
-        code,
-        name,
-        sev,
-        title,
-        eff,
-        fix,
-        checks,
-        why,
-        example,
-        remedy,
-        evidence,
-        action=action,
-        repair=repair,
-    )
+_r = rule_in_doc_order  # catalog entries list the prose before the effects
 
 
 RULES = [

@@ -64,3 +64,38 @@ def effects(*by_position: str, **by_name: str) -> dict[str, Effect]:
     from quantcheck.runtimes import effects as runtime_effects
 
     return runtime_effects(*by_position, *("none",) * (len(BUILTIN) - len(by_position)), **by_name)
+
+
+def rule_in_doc_order(
+    code: str,
+    name: str,
+    sev: Severity,
+    title: str,
+    checks: str,
+    why: str,
+    example: str,
+    remedy: str,
+    eff: dict[str, Effect],
+    fix: Safety | None,
+    evidence: str,
+    *,
+    action: str | None = None,
+    repair: str = "",
+) -> Rule:
+    """A `Rule` from arguments in the order the catalogs write them: the prose (checks, why,
+    example, remedy) before the effects, fix safety and evidence."""
+    return Rule(
+        code,
+        name,
+        sev,
+        title,
+        eff,
+        fix,
+        checks,
+        why,
+        example,
+        remedy,
+        evidence,
+        action=action,
+        repair=repair,
+    )
