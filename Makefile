@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP_DEV := $(VENV)/.stamp-dev
 STAMP_BASE := $(VENV)/.stamp-base
 
-.PHONY: demo test lint typecheck bench examples clean diff-sglang
+.PHONY: demo test lint typecheck bench examples clean diff-sglang regen
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -23,16 +23,16 @@ demo: $(STAMP_BASE)
 	@$(BIN)/python examples/demo.py
 
 test: $(STAMP_DEV) typecheck
-	$(BIN)/ruff check src tests benchmarks examples docs
-	$(BIN)/ruff format --check src tests benchmarks examples docs
+	$(BIN)/ruff check src tests benchmarks examples docs tools
+	$(BIN)/ruff format --check src tests benchmarks examples docs tools
 	@echo "numeric contract with torch's baseline kernels, one thread everywhere:"
 	ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1 QUANTCHECK_THREADS=1 \
 	  $(BIN)/python -m pytest -q -p no:cacheprovider tests/numeric
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP_DEV) typecheck
-	$(BIN)/ruff check src tests benchmarks examples docs
-	$(BIN)/ruff format --check src tests benchmarks examples docs
+	$(BIN)/ruff check src tests benchmarks examples docs tools
+	$(BIN)/ruff format --check src tests benchmarks examples docs tools
 
 typecheck: $(STAMP_DEV)
 	$(BIN)/mypy src
@@ -51,3 +51,6 @@ diff-sglang: $(STAMP_DEV)
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info
+
+regen: $(STAMP_DEV)
+	$(BIN)/python tools/regen.py

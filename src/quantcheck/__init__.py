@@ -25,7 +25,7 @@ def load(path: str | os.PathLike[str] | list[str]) -> Checkpoint:
     return load_checkpoint(path if isinstance(path, list) else [str(path)])
 
 
-def check(path: str | list[str], target: str = "all", deep: bool = False) -> Report:
+def check(path: str | list[str], target: str = "default", deep: bool = False) -> Report:
     """Run every rule on a checkpoint and return the report."""
     from quantcheck.check import check_paths
 

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 def select_diagnostics(
     diags: Iterable[Diagnostic],
     *,
-    target: str | None = "all",
+    target: str | None = "default",
     select: list[str] | None = None,
     ignore: list[str] | None = None,
 ) -> list[Diagnostic]:
@@ -74,7 +74,7 @@ def run_rules(ck: Checkpoint) -> list[Diagnostic]:
 def check_checkpoint(
     ck: Checkpoint,
     *,
-    target: str = "all",
+    target: str = "default",
     select: list[str] | None = None,
     ignore: list[str] | None = None,
     deep: bool = False,

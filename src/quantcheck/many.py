@@ -123,7 +123,7 @@ class CheckpointResult:
 def check_spec(
     spec: CheckpointSpec | str | list[str],
     *,
-    target: str = "all",
+    target: str = "default",
     select: list[str] | None = None,
     ignore: list[str] | None = None,
     deep: bool = False,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from quantcheck._record import factory, record
 from quantcheck.diagnostics import Diagnostic, Effect, Severity
-from quantcheck.runtimes import runtime_names
+from quantcheck.runtimes import default_targets
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
@@ -19,7 +19,7 @@ class Report:
 
     inputs: list[dict[str, Any]]
     diagnostics: list[Diagnostic]
-    targets: tuple[str, ...] = factory(runtime_names)
+    targets: tuple[str, ...] = factory(default_targets)
     stats: dict[str, int] = factory(dict)
     #: per runtime with several modelled releases: `release_matrix` (computed before the
     #: target filter, so it covers every release whatever `targets` shows)

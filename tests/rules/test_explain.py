@@ -13,7 +13,7 @@ import pytest
 from quantcheck.check import check_paths
 from quantcheck.cli.main import main
 from quantcheck.explain.lookup import explain
-from quantcheck.explain.messages import PATTERNS, MessagePattern, match_message
+from quantcheck.explain.messages import MessagePattern, all_patterns, match_message
 from quantcheck.rules.registry import all_rules
 
 from .conftest import SEEDS as SEED_DIR
@@ -47,7 +47,7 @@ def instantiate(template: str, **values: str) -> str:
     return template.format(**filled)
 
 
-@pytest.mark.parametrize("pattern", PATTERNS, ids=lambda p: p.template[:50])
+@pytest.mark.parametrize("pattern", all_patterns(), ids=lambda p: p.template[:50])
 def test_every_pattern_matches_its_instantiated_message(pattern: MessagePattern) -> None:
     text = instantiate(pattern.template, prefix=LAYER, key=f"{LAYER}.comfy_quant")
     match = match_message(text)

@@ -82,7 +82,8 @@ def test_registered_runtime_reaches_targets_summary_and_effects(
 ) -> None:
     assert FAKE in runtime_names() and FAKE in target_choices()
     paths = [str(p) for p in _plain_fp8_cast(tmp_path)]
-    report = check_paths(paths)
+    assert check_paths(paths).targets == ("sglang", "comfyui")  # default: sglang, comfyui
+    report = check_paths(paths, target="all")
     assert report.targets == ("sglang", "comfyui", FAKE, FORK)
     d = next(d for d in report.diagnostics if d.code == "QC314")
     eff = d.effective_effects
@@ -94,15 +95,19 @@ def test_registered_runtime_reaches_targets_summary_and_effects(
     assert main(["check", "--target", FAKE, *paths]) == 1  # QC314 is an error
     out = capsys.readouterr().out
     assert f"{FAKE}: degraded" in out and "sglang:" not in out
-    main(["check", "--format", "json", *paths])
+    main(["check", "--format", "json", "--target", "all", *paths])
     doc = json.loads(capsys.readouterr().out)
     assert set(doc["targets"]) == {"sglang", "comfyui", FAKE, FORK}
+    main(["check", "--format", "json", "--target", f"comfyui,{FAKE}@1.0", *paths])
+    doc = json.loads(capsys.readouterr().out)
+    assert list(doc["targets"]) == ["comfyui", f"{FAKE}@1.0"]
     assert "- `fakert`: FakeRT 1.1 — a test runtime" in rules_markdown()
 
 
 def test_runtime_checks_report_for_that_runtime_only(fake_runtimes: None, tmp_path: Path) -> None:
     paths = [str(p) for p in file(nvfp4)(tmp_path)]
-    report = check_paths(paths)
+    assert not any("fakert" in d.message for d in check_paths(paths).diagnostics)
+    report = check_paths(paths, target="all")
     ours = [d for d in report.diagnostics if d.message == "fakert has no nvfp4 support"]
     assert ours and ours[0].targets == [FAKE]
     # release 1.1 (the newest, what a bare name means) changed QC601 to degraded
@@ -114,6 +119,18 @@ def test_runtime_checks_report_for_that_runtime_only(fake_runtimes: None, tmp_pa
 
 def test_without_the_fixture_nothing_is_left_behind() -> None:
     assert runtime_names() == ("sglang", "comfyui")
+
+
+def test_target_lists_and_unknown_names(fake_runtimes: None) -> None:
+    from quantcheck.runtimes import parse_target, targets_of
+
+    assert targets_of("default") == ("sglang", "comfyui")
+    assert targets_of("all") == ("sglang", "comfyui", FAKE, FORK)
+    assert targets_of(f"{FAKE}@all,sglang,{FAKE}@1.0") == (f"{FAKE}@1.0", f"{FAKE}@1.1", "sglang")
+    with pytest.raises(ValueError, match="unknown target 'nope'"):
+        parse_target("sglang,nope")
+    with pytest.raises(ValueError, match=f"{FAKE} models 1.0, 1.1"):
+        parse_target(f"comfyui,{FAKE}@9")
 
 
 def test_double_registration_is_refused(fake_runtimes: None) -> None:

@@ -53,7 +53,7 @@ def add_many_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from quantcheck.diagnostics import TARGETS, Severity
+    from quantcheck.diagnostics import Severity
     from quantcheck.io.limits import remote_limits
     from quantcheck.many import check_many
     from quantcheck.model.discover import discover
@@ -64,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
         read_baseline,
         write_baseline,
     )
+    from quantcheck.runtimes import targets_of
 
     def split(values: list[str]) -> list[str]:
         return [v for item in values for v in item.split(",") if v.strip()]
@@ -99,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
         return 2 if any(r.error for r in results) else 0
     if known is not None:
         apply_baseline(results, known)
-    targets = TARGETS if args.target == "all" else (args.target,)
+    targets = targets_of(args.target)
     _write_report(args, results, targets)
     return many.exit_code(results, Severity(args.fail_on))
 

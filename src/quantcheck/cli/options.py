@@ -38,8 +38,9 @@ def add_output_format(p: argparse.ArgumentParser, choices: tuple[str, ...]) -> N
 
 
 def target_value(value: str) -> str:
-    """argparse `type` for `--target`: a runtime, `NAME@RELEASE`, `NAME@all`, `all` or
-    `all@all` (unknown runtimes and releases are a usage error naming the modelled ones)."""
+    """argparse `type` for `--target`: a runtime, `NAME@RELEASE`, `NAME@all`, `default`, `all`,
+    `all@all` or a comma-separated list of those (unknown runtimes and releases are a usage
+    error naming the modelled ones)."""
     from quantcheck.runtimes import parse_target
 
     try:
@@ -49,12 +50,14 @@ def target_value(value: str) -> str:
 
 
 TARGET_HELP = (
-    "runtime to judge the file for (default: all = every runtime's newest modelled "
-    "release); NAME@RELEASE (e.g. sglang@0.5.19) one release, NAME@all every "
-    "modelled release of NAME, all@all every release of every runtime"
+    "runtime(s) to judge the file for: default = sglang and comfyui (their newest "
+    "modelled release), all = every modelled runtime, NAME one runtime; NAME@RELEASE "
+    "(e.g. sglang@0.5.19) one release, NAME@all every modelled release of NAME, all@all "
+    "every release of every runtime; several as a comma-separated list "
+    "(e.g. comfyui,sdnext)"
 )
 
 
 def add_target(p: argparse.ArgumentParser, help: str = TARGET_HELP) -> None:
     """`--target` with release support (dest `target`)."""
-    p.add_argument("--target", type=target_value, default="all", metavar="TARGET", help=help)
+    p.add_argument("--target", type=target_value, default="default", metavar="TARGET", help=help)

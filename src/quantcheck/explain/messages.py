@@ -123,7 +123,7 @@ def _compile(template: str) -> tuple[re.Pattern[str], tuple[str, ...]]:
     return re.compile("".join(parts)), tuple(names)
 
 
-def _p(
+def pattern(
     template: str,
     rule: Rule,
     *causes: str,
@@ -185,7 +185,7 @@ def _unsupported_by_comfyui() -> list[Any]:
 FALLBACK = "a layer kept its marker after falling back to 16-bit during export"
 DOWNCAST = "a conversion script re-saved every tensor in half precision, scales included"
 PATTERNS: list[MessagePattern] = [
-    _p(
+    pattern(
         "Comfy INT8 layer {prefix!r} needs I8 weights and F32 scales, got {weight_dtype} and "
         "{scale_dtype}",
         R.QC305,
@@ -194,13 +194,13 @@ PATTERNS: list[MessagePattern] = [
         "the marker names int8_tensorwise but the layer is stored in another format",
         refine=_by_weight("I8"),
     ),
-    _p(
+    pattern(
         "Comfy W4A8 layer {prefix!r} needs F32 channel scales, got {channel_dtype}",
         R.QC305,
         DOWNCAST,
         "an exporter wrote channel scales in the weight's dtype",
     ),
-    _p(
+    pattern(
         "Comfy W4A8 layer {prefix!r} needs I8 weights and FP8 group scales, got {weight_dtype} "
         "and {scale_dtype}",
         R.QC305,
@@ -209,7 +209,7 @@ PATTERNS: list[MessagePattern] = [
         FALLBACK,
         refine=_by_weight("I8"),
     ),
-    _p(
+    pattern(
         "Comfy W4A4 layer {prefix!r} needs I8 packed weights and F32 scales, got {weight_dtype} "
         "and {scale_dtype}",
         R.QC305,
@@ -217,7 +217,7 @@ PATTERNS: list[MessagePattern] = [
         FALLBACK,
         refine=_by_weight("I8"),
     ),
-    _p(
+    pattern(
         "Comfy NVFP4 layer {prefix!r} needs U8 packed weights and FP8 block scales, got "
         "{weight_dtype} and {scale_dtype}",
         R.QC305,
@@ -225,14 +225,14 @@ PATTERNS: list[MessagePattern] = [
         FALLBACK,
         refine=_by_weight("U8"),
     ),
-    _p(
+    pattern(
         "Comfy NVFP4 layer {prefix!r} needs a scalar F32 weight_scale_2, got {scale_2}",
         R.QC305,
         DOWNCAST,
         "a [2] or [N] global scale (QC307)",
         refine=_dtype_or_shape(("F32",), "scale_2"),
     ),
-    _p(
+    pattern(
         "Comfy NVFP4 layer {prefix!r} has incompatible weight/scale shapes: {weight_shape} and "
         "{scale_shape}",
         R.QC308,
@@ -240,28 +240,28 @@ PATTERNS: list[MessagePattern] = [
         "sglang cannot",
         "the block scales were stored unswizzled or re-laid",
     ),
-    _p(
+    pattern(
         "Comfy NVFP4 layer {prefix!r} has an incompatible pre_quant_scale: {pqs}",
         R.QC307,
         "pre_quant_scale of the wrong length or dtype",
         refine=_dtype_or_shape(("BF16", "F16", "F32"), "pqs"),
     ),
-    _p(
+    pattern(
         "Comfy NVFP4 layer {prefix!r} needs a 2D packed weight, got {weight_shape}",
         R.QC306,
         "an expert bank or a conv weight was quantized as a linear",
     ),
-    _p(
+    pattern(
         "Comfy W4A8 layer {prefix!r} needs a 2D packed weight, got {weight_shape}",
         R.QC306,
         "an expert bank or a conv weight was quantized as a linear",
     ),
-    _p(
+    pattern(
         "Comfy tensorwise INT8 layer {prefix!r} needs a 2D weight, got {weight_shape}",
         R.QC306,
         "an expert bank or a conv weight was quantized as a linear",
     ),
-    _p(
+    pattern(
         "Comfy W4A8 layer {prefix!r} has incompatible weight/scale shapes: {weight_shape}, "
         "{s_rel_shape}, and {s_channel_shape}",
         R.QC307,
@@ -269,98 +269,98 @@ PATTERNS: list[MessagePattern] = [
         "group_size in the marker differs from the one used to quantize",
         "group_size written as a float or string (QC220)",
     ),
-    _p(
+    pattern(
         "Comfy W4A8 layer {prefix!r} needs an F32[16] codebook",
         R.QC305,
         "codebook saved in half precision",
         "a codebook that is not 16 entries (QC307)",
     ),
-    _p(
+    pattern(
         "Comfy W4A8 layer {prefix!r} has an incompatible correction tensor",
         R.QC305,
         "comfy-kitchen writes weight_correction in the weight's dtype (BF16); sglang wants F32",
         "correction stored [N, K/g] instead of [K/g, N] (QC307)",
     ),
-    _p(
+    pattern(
         "Comfy W4A8 layer {prefix!r} has invalid group_size={group_size}",
         R.QC220,
         "group_size below 4 in the marker",
     ),
-    _p(
+    pattern(
         "Comfy W4A4 layer {prefix!r} has incompatible weight/scale shapes: {weight_shape} and "
         "{scale_shape}",
         R.QC307,
         "per-group scales written instead of one scale per row",
     ),
-    _p(
+    pattern(
         "Comfy W4A4 layer {prefix!r} has unsupported convrot_groupsize={convrot_groupsize}",
         R.QC219,
         "a rotation group other than 16, 64 or 256",
     ),
-    _p(
+    pattern(
         "Comfy W4A4 layer {prefix!r} has input size {K}, incompatible with quant_group_size=64 "
         "and convrot_groupsize={convrot_groupsize}",
         R.QC311,
         "K not a multiple of 64 or of the rotation group",
     ),
-    _p(
+    pattern(
         "Comfy INT8 layer {prefix!r} has incompatible weight/scale shapes: {weight_shape} and "
         "{scale_shape}",
         R.QC307,
         "row scales saved as [N] instead of [N, 1]",
     ),
-    _p(
+    pattern(
         "Comfy layer {prefix!r} is missing checkpoint tensors: {missing}",
         R.QC301,
         "scales dropped by a filter that kept only .weight tensors",
         "a marker left for a layer that was removed (QC223)",
     ),
-    _p(
+    pattern(
         "Quantized weights are missing comfy_quant metadata: {first5}",
         R.QC314,
         "a plain FP8 cast or a legacy scaled_fp8 file (QC315)",
         "header marker names without the model.diffusion_model. prefix (QC222)",
     ),
-    _p(
+    pattern(
         "Invalid Comfy quantization marker {key!r} in {path}",
         R.QC201,
         "marker bytes zeroed or truncated by a broken exporter (QC203)",
     ),
-    _p(
+    pattern(
         "Comfy quantization marker {key!r} must contain a JSON object",
         R.QC202,
         "the marker holds a bare string or list",
     ),
-    _p(
+    pattern(
         "Conflicting Comfy quantization markers for {prefix!r}",
         R.QC210,
         "header _quantization_metadata and the tensor marker disagree",
         "two shards carry different markers for one layer",
     ),
-    _p("Invalid _quantization_metadata in {path}", R.QC208, "the header string is not JSON"),
-    _p(
+    pattern("Invalid _quantization_metadata in {path}", R.QC208, "the header string is not JSON"),
+    pattern(
         "_quantization_metadata in {path} must contain an object",
         R.QC208,
         "the header string is JSON but not an object",
     ),
-    _p(
+    pattern(
         "_quantization_metadata in {path} must contain a layers object",
         R.QC208,
         'ModelOpt-style {"quant_algo": …} metadata instead of ComfyUI\'s layers map',
     ),
-    _p(
+    pattern(
         "Comfy quantization metadata for {prefix!r} must be an object",
         R.QC209,
         "a layers entry written as a bare format string",
     ),
-    _p(
+    pattern(
         "MXFP8 layer {prefix!r} has incompatible weight/scale metadata: {weight_meta} and "
         "{scale_meta}",
         R.QC604,
         "quant_format=mxfp8 beside layers of another format",
         "comfy-kitchen's padded swizzled scale, or an F8_E8M0-typed scale",
     ),
-    _p(
+    pattern(
         "Unsupported Comfy quantization format(s): {formats}",
         R.QC602,
         "a mix of formats sglang cannot resolve (e.g. FP8 + INT8)",
@@ -369,12 +369,12 @@ PATTERNS: list[MessagePattern] = [
         "a misspelt or non-string format (QC213)",
         refine=_formats,
     ),
-    _p(
+    pattern(
         "Serialized convrot_int8 layer {prefix!r} must set convrot=true",
         R.QC218,
         "convrot written as 1 or a string",
     ),
-    _p(
+    pattern(
         "Serialized convrot_int8 layer {prefix!r} must declare convrot_groupsize in "
         "(16, 64, 256), got {value}",
         R.QC219,
@@ -382,7 +382,7 @@ PATTERNS: list[MessagePattern] = [
     ),
     # sglang 0.5.19-0.5.21 said "kitchen_int8" (KitchenInt8Config; renamed in 0.5.22), and
     # 0.5.19 had no INT8 embedding exemption: a marker without convrot is QC613 there.
-    _p(
+    pattern(
         "Serialized kitchen_int8 layer {prefix!r} must set convrot=true",
         R.QC613,
         "sglang 0.5.19: a plain INT8 embedding (or linear) in a ConvRot file",
@@ -390,7 +390,7 @@ PATTERNS: list[MessagePattern] = [
         runtime="sglang 0.5.19-0.5.21",
         target="sglang@0.5.19",
     ),
-    _p(
+    pattern(
         "Serialized kitchen_int8 layer {prefix!r} must declare convrot_groupsize in "
         "(16, 64, 256), got {value}",
         R.QC219,
@@ -398,59 +398,61 @@ PATTERNS: list[MessagePattern] = [
         runtime="sglang 0.5.19-0.5.21",
         target="sglang@0.5.19",
     ),
-    _p(
+    pattern(
         "Comfy NVFP4 layer {prefix!r} must request full_precision_matrix_mult",
         R.QC614,
         "an NVFP4 marker without full_precision_matrix_mult: true (sglang 0.5.19 only)",
         runtime="sglang 0.5.19",
         target="sglang@0.5.19",
     ),
-    _p(
+    pattern(
         "Serialized W4A8 layer {prefix!r} must set convrot=true",
         R.QC225,
         "ComfyUI's saver never writes convrot for W4A8",
     ),
-    _p(
+    pattern(
         "Serialized W4A8 layer {prefix!r} has input size {K}, incompatible with "
         "group_size={gs} and convrot_groupsize={cg}",
         R.QC311,
         "group sizes that do not divide K",
     ),
-    _p(
+    pattern(
         "Serialized W4A4 layer {prefix!r} has unsupported linear_dtype={text!r}; expected one "
         "of ('int4', 'int8')",
         R.QC221,
         "a typo in linear_dtype",
     ),
-    _p(
+    pattern(
         "Unsupported Comfy W4A8 format for {prefix!r}: {format}",
         R.QC603,
         "an INT8 ConvRot linear beside W4A8 layers",
     ),
-    _p(
+    pattern(
         "Unsupported Comfy NVFP4 companion for {prefix!r}: {format}",
         R.QC603,
         "an INT8 ConvRot linear beside NVFP4 layers",
     ),
-    _p(
+    pattern(
         "Rotated NVFP4 weights are not supported: {prefix!r}",
         R.QC318,
         "convrot copied into an NVFP4 marker",
     ),
-    _p("Got unsupported ScalarType {scalar}", R.QC204, "the marker tensor was saved as BF16/FP8"),
-    _p(
+    pattern(
+        "Got unsupported ScalarType {scalar}", R.QC204, "the marker tensor was saved as BF16/FP8"
+    ),
+    pattern(
         "Dtype not understood: {dtype}",
         R.QC204,
         "the marker tensor was saved as F6",
         runtime=f"safetensors (via {SGLANG.label})",
     ),
-    _p(
+    pattern(
         "Unsupported quantization format",
         R.QC213,
         "a misspelt or fork-only format",
         runtime=COMFYUI.title,
     ),
-    _p(
+    pattern(
         "packed row width {cols} does not match K={K} at 4 or 6 bits",
         R.QC321,
         "weight, weight_s_rel or the marker's group_size from different quantizations",
@@ -458,7 +460,7 @@ PATTERNS: list[MessagePattern] = [
         runtime=f"comfy-kitchen (via {COMFYUI.title})",
         target="comfyui",
     ),
-    _p(
+    pattern(
         "6-bit storage needs K divisible by 32 and group_size a multiple of 16, got K={K}, "
         "group_size={group_size}",
         R.QC311,
@@ -468,7 +470,7 @@ PATTERNS: list[MessagePattern] = [
         target="comfyui",
     ),
     *(
-        _p(
+        pattern(
             f"KeyError: '{f.name}'",
             R.QC610,
             f"a ComfyUI from before {f.name} was added ({f.comfyui_since})",
@@ -483,11 +485,30 @@ PATTERNS: list[MessagePattern] = [
 #: longest line the matcher sees whole; a longer line is searched in overlapping windows of
 #: twice this, so any message up to MAX_LINE characters is still found wherever it sits.
 MAX_LINE = 2000
-_LEADS = re.compile(
-    "|".join(
-        sorted({re.escape(p.template.split("{", 1)[0]) for p in PATTERNS}, key=len, reverse=True)
-    )
-)
+_ALL: list[Any] = [-1, [], None]  # [registry generation, patterns, leads regex]
+
+
+def all_patterns() -> list[MessagePattern]:
+    """PATTERNS, then each registered runtime's own (`Runtime.messages`), in registration
+    order (an earlier pattern wins when two match)."""
+    return _all()[0]
+
+
+def _all() -> tuple[list[MessagePattern], re.Pattern[str]]:
+    from quantcheck.runtimes import load, registry, runtimes
+
+    if _ALL[0] != registry.generation:
+        pats = list(PATTERNS)
+        for rt in runtimes():
+            if rt.messages:
+                pats.extend(load(rt.messages))
+        leads = {re.escape(p.template.split("{", 1)[0]) for p in pats}
+        _ALL[:] = [
+            registry.generation,
+            pats,
+            re.compile("|".join(sorted(leads, key=len, reverse=True))),
+        ]
+    return _ALL[1], _ALL[2]
 
 
 def _units(text: str) -> tuple[list[str], list[str]]:
@@ -518,9 +539,10 @@ def match_message(text: str) -> MessageMatch | None:
     fields). A message wrapped over two lines is found in the joined pair.
     """
     lines, pairs = _units(text)
+    patterns, leads = _all()
     for units in (lines, pairs):
-        candidates = [u for u in units if _LEADS.search(u)]
-        for p in PATTERNS:
+        candidates = [u for u in units if leads.search(u)]
+        for p in patterns:
             for unit in candidates:
                 m = p.regex.search(unit)
                 if m:

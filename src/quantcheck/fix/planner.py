@@ -6,7 +6,7 @@ until no fix applies, so `fix` converges and a second run changes nothing.
 
 Safety: `safe` fixes keep every value (casts to F32 that are exact, relabels of 1-byte scales,
 reshapes, marker rewrites); `unsafe` ones change numbers and need `unsafe=True`; `display-only`
-ones are never applied. Conflicts: with target "all", an unsafe fix for a problem only some
+ones are never applied. Conflicts: with several targets, an unsafe fix for a problem only some
 runtimes have is refused (it would change numbers for a runtime that loads the layer fine), and
 a safe fix whose result shows a new problem for another runtime is refused; both name the two
 runtimes. Missing markers are added only for the unambiguous layouts of `marker_infer`:
@@ -146,7 +146,7 @@ def unrepairable(ck: Checkpoint) -> list[Diagnostic]:
 
 
 def plan_fixes(
-    ck: Checkpoint, *, target: str = "all", unsafe: bool = False, max_rounds: int = 8
+    ck: Checkpoint, *, target: str = "default", unsafe: bool = False, max_rounds: int = 8
 ) -> FixPlan:
     """Plan every applicable fix for `target`; nothing is written."""
     plan = FixPlan(target)

@@ -13,6 +13,8 @@ FAMILIES = {
     "QC4": "numeric (deep checks of stored values)",
     "QC5": "shards and indexes",
     "QC6": "runtime compatibility (format support and mixes)",
+    "QC7": "other runtimes (Forge Neo, SD.Next, InvokeAI, stable-diffusion.cpp, "
+    "DiffSynth-Studio, musubi-tuner)",
 }
 
 
@@ -21,10 +23,16 @@ def all_rules() -> dict[str, Rule]:
     """Every rule by code, from all catalog modules; duplicate codes or names are a bug."""
     from quantcheck.rules import (
         catalog_container,
+        catalog_diffsynth,
+        catalog_forge_neo,
+        catalog_invokeai,
         catalog_layers,
         catalog_markers,
+        catalog_musubi,
         catalog_numeric,
         catalog_runtime,
+        catalog_sdcpp,
+        catalog_sdnext,
         catalog_shards,
     )
 
@@ -37,6 +45,12 @@ def all_rules() -> dict[str, Rule]:
         catalog_numeric,
         catalog_shards,
         catalog_runtime,
+        catalog_forge_neo,
+        catalog_sdnext,
+        catalog_invokeai,
+        catalog_sdcpp,
+        catalog_diffsynth,
+        catalog_musubi,
     ):
         for rule in module.RULES:
             if rule.code in table or rule.name in names:

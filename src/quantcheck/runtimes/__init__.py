@@ -24,6 +24,7 @@ from quantcheck.runtimes.builtin import BUILTIN
 from quantcheck.runtimes.registry import (
     Release,
     Runtime,
+    default_targets,
     effect_at,
     effect_on,
     effects,
@@ -47,6 +48,7 @@ __all__ = [
     "BUILTIN",
     "Release",
     "Runtime",
+    "default_targets",
     "effect_at",
     "effect_on",
     "effects",

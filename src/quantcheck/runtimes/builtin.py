@@ -14,6 +14,7 @@ SGLANG = register_runtime(
         SGLANG_RELEASES,
         checks="quantcheck.rules.runtime_rules:SglangChecks",
         quantize_refusal="quantcheck.rules.runtime_rules:sglang_quantize_refusal",
+        default_target=True,
         doc="sglang's ComfyUI-checkpoint loader: marker inspector, format resolver and the "
         "config classes' constructors (format support, format mixes, quant_format).",
     )

@@ -91,6 +91,7 @@ def comfyui_runtime() -> Runtime:
         "ComfyUI",
         RELEASES,
         checks="quantcheck.rules.comfyui_rules:ComfyuiChecks",
+        default_target=True,
         doc="ComfyUI's quantized-op loader (comfy/ops.py, QUANT_ALGOS) with comfy-kitchen; "
         "verdicts describe the default GPU setup (DynamicVRAM safetensors loader).",
     )

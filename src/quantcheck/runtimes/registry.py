@@ -39,6 +39,12 @@ class Runtime:
     based_on: str | None = None
     effects: dict[str, Effect] = factory(dict)
     doc: str = ""
+    #: Judged when no `--target` is given (sglang and ComfyUI, the runtimes the format is
+    #: defined for); every other runtime is judged with `--target all` or by name.
+    default_target: bool = False
+    #: "module:attribute" naming a list of `explain.messages.MessagePattern`: the runtime's
+    #: own error messages, so `quantcheck explain` recognises them (loaded on first use).
+    messages: str = ""
 
     @property
     def newest(self) -> Release:
@@ -97,7 +103,7 @@ def _update() -> None:
 
 def register_runtime(runtime: Runtime) -> Runtime:
     """Add a runtime; registering a name twice is an error."""
-    if runtime.name in _RUNTIMES or runtime.name == "all":
+    if runtime.name in _RUNTIMES or runtime.name in ("all", "default"):
         raise ValueError(f"runtime {runtime.name!r} is already registered")
     if runtime.based_on is not None and runtime.based_on not in _RUNTIMES:
         raise ValueError(f"runtime {runtime.name!r} is based on unknown {runtime.based_on!r}")
@@ -125,10 +131,15 @@ def get_runtime(name: str) -> Runtime:
     return _RUNTIMES[name]
 
 
+def default_targets() -> tuple[str, ...]:
+    """The runtimes judged when no target is named (`Runtime.default_target`)."""
+    return tuple(n for n, rt in _RUNTIMES.items() if rt.default_target)
+
+
 def target_choices() -> tuple[str, ...]:
-    """`--target` values: every runtime, and "all" (each also as `NAME@RELEASE`, `NAME@all`,
-    `all@all`: `parse_target` accepts those)."""
-    return ("all", *_RUNTIMES)
+    """`--target` values: every runtime, "default" and "all" (each also as `NAME@RELEASE`,
+    `NAME@all`, `all@all`, and comma-separated lists: `parse_target` accepts those)."""
+    return ("default", "all", *_RUNTIMES)
 
 
 def split_target(key: str) -> tuple[Runtime, str | None]:
@@ -143,11 +154,23 @@ def split_target(key: str) -> tuple[Runtime, str | None]:
 
 
 def targets_of(target: str) -> tuple[str, ...]:
-    """The target keys a `--target` value means: `all` -> every runtime (newest release);
-    `NAME` -> NAME (its newest); `NAME@REL` -> that release; `NAME@all` -> every modelled
-    release of NAME, oldest first; `all@all` -> every release of every runtime."""
+    """The target keys a `--target` value means: `default` -> the default runtimes (newest
+    release); `all` -> every runtime; `NAME` -> NAME (its newest); `NAME@REL` -> that release;
+    `NAME@all` -> every modelled release of NAME, oldest first; `all@all` / `default@all` ->
+    every release of those runtimes; `A,B` -> A's keys then B's (each once)."""
+    if "," in target:
+        keys: dict[str, None] = {}
+        for part in target.split(","):
+            if part.strip():
+                keys.update(dict.fromkeys(targets_of(part.strip())))
+        return tuple(keys)
     name, at, rel = target.partition("@")
-    names = runtime_names() if name == "all" else (name,)
+    if name == "all":
+        names = runtime_names()
+    elif name == "default":
+        names = default_targets()
+    else:
+        names = (name,)
     if not at:
         return names
     if rel == "all":
@@ -157,21 +180,26 @@ def targets_of(target: str) -> tuple[str, ...]:
 
 def parse_target(value: str) -> str:
     """`value` if it names modelled runtimes/releases, else ValueError saying what is."""
-    try:
-        keys = targets_of(value)
-        for key in keys:
-            split_target(key)
-    except KeyError:
-        name = value.partition("@")[0]
-        if name != "all" and name in _RUNTIMES:
-            rels = ", ".join(_RUNTIMES[name].release_names())
+    for part in value.split(",") if "," in value else (value,):
+        part = part.strip()
+        try:
+            keys = targets_of(part)
+            for key in keys:
+                split_target(key)
+            if not keys:
+                raise KeyError(part)
+        except KeyError:
+            name = part.partition("@")[0]
+            if name in _RUNTIMES:
+                rels = ", ".join(_RUNTIMES[name].release_names())
+                raise ValueError(
+                    f"unknown release in {part!r}: {name} models {rels} (or {name}@all)"
+                ) from None
             raise ValueError(
-                f"unknown release in {value!r}: {name} models {rels} (or {name}@all)"
+                f"unknown target {part!r}: choose from "
+                f"{', '.join(target_choices())}, NAME@RELEASE, NAME@all, all@all, "
+                "or a comma-separated list of those"
             ) from None
-        raise ValueError(
-            f"unknown target {value!r}: choose from "
-            f"{', '.join(target_choices())}, NAME@RELEASE, NAME@all, all@all"
-        ) from None
     return value
 
 

@@ -28,7 +28,7 @@ def build_report(
     paths: list[str],
     *,
     compare: Any = None,
-    target: str = "all",
+    target: str = "default",
     deep: bool = False,
     generated: str | None = None,
 ) -> str:

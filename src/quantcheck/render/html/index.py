@@ -29,7 +29,7 @@ def page_name(i: int, name: str) -> str:
 
 
 def build_pages(
-    specs: list[Any], *, target: str = "all", deep: bool = False, generated: str | None = None
+    specs: list[Any], *, target: str = "default", deep: bool = False, generated: str | None = None
 ) -> dict[str, str]:
     """File name -> HTML for the index and each quantized checkpoint's page."""
     from quantcheck import __version__

@@ -42,7 +42,7 @@ class ReportData:
     summary: dict[str, Any]
     layers: list[LayerView]
     report: Report
-    target: str = "all"
+    target: str = "default"
     deep: bool = False
     compared: bool = False
     compare_problems: list[dict[str, str]] = field(default_factory=list)
@@ -58,7 +58,12 @@ def format_key(record: dict[str, Any]) -> str:
 
 
 def collect(
-    ck: Checkpoint, report: Report, compare: Any = None, *, target: str = "all", deep: bool = False
+    ck: Checkpoint,
+    report: Report,
+    compare: Any = None,
+    *,
+    target: str = "default",
+    deep: bool = False,
 ) -> ReportData:
     """Join the inspect summary, the diagnostics and compare rows by layer prefix."""
     summary = summarize(ck)

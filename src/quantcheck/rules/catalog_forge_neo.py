@@ -1,0 +1,7 @@
+"""QC7xx: Forge Neo's own rules (what it refuses or silently changes)."""
+
+from __future__ import annotations
+
+from quantcheck.rules.rule import Rule
+
+RULES: list[Rule] = []
