@@ -1,6 +1,7 @@
-"""w6a8_int8 end to end: `quantize --format w6a8_int8`, its verdicts, and `fix --target comfyui`
-relabelling it to asym_w4a8_int8 (the same tensors ComfyUI @0271a469 loads) without changing a
-value; for sglang the layer is only repairable with --unsafe-fixes (dequantized)."""
+"""w6a8_int8 end to end: `quantize --format w6a8_int8`, its verdicts, and `fix --target
+comfyui@0271a469` relabelling it to asym_w4a8_int8 (the same tensors that release loads) without
+changing a value; the newest ComfyUI step (pr16483) loads it as it is; for sglang the layer is
+only repairable with --unsafe-fixes (dequantized)."""
 
 from __future__ import annotations
 
@@ -38,15 +39,16 @@ def test_quantize_writes_w6a8_and_runtimes_judge_it(tmp_path: Path) -> None:
         assert layer.marker is not None and layer.marker.format == "w6a8_int8"
         assert layer.weight is not None and layer.weight.shape == (64, 192)
         assert set(layer.tensors) == {"weight", "weight_s_rel", "weight_s_channel", "comfy_quant"}
-    assert _codes(out, "comfyui") == {"QC610"}
+    assert _codes(out, "comfyui@0271a469") >= {"QC610"}
+    assert _codes(out, "comfyui") == set()  # the newest step loads w6a8_int8
     assert _codes(out, "sglang") == {"QC601"}
 
 
 def test_fix_for_comfyui_relabels_without_changing_values(tmp_path: Path) -> None:
     out = _w6a8_file(tmp_path)
     fixed = tmp_path / "fixed.safetensors"
-    assert main(["fix", str(out), "-o", str(fixed), "--target", "comfyui"]) == 0
-    assert _codes(fixed, "comfyui") == set()
+    assert main(["fix", str(out), "-o", str(fixed), "--target", "comfyui@0271a469"]) == 0
+    assert _codes(fixed, "comfyui@0271a469") == set()
     with load_checkpoint(str(out)) as a, load_checkpoint(str(fixed)) as b:
         la, lb = a.layers[LAYER], b.layers[LAYER]
         assert la.marker is not None and lb.marker is not None

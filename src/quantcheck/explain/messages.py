@@ -175,11 +175,24 @@ def _formats(v: dict[str, str]) -> str:
     return R.QC601.code if len(names) == 1 else R.QC602.code
 
 
-def _unsupported_by_comfyui() -> list[Any]:
-    """Real formats the modelled ComfyUI release lacks (its QUANT_ALGOS lookup: KeyError)."""
-    from quantcheck.formats.table import FORMATS
+def _added_to_comfyui_later() -> list[tuple[str, str, Rule, str]]:
+    """(format, release, rule, fix target) for each format a ComfyUI step after the oldest
+    added (an older ComfyUI's QUANT_ALGOS lookup raises KeyError): the per-layer code where the
+    step has one (QC610, whose fix relabels for the release before the step), else the step's
+    file-level code (QC606-QC609, no fix)."""
+    from quantcheck.runtimes.comfyui_releases import LAYER_CODE, STEPS, before
 
-    return [f for f in FORMATS.values() if not f.comfyui and not f.third_party]
+    return [
+        (
+            fmt,
+            name,
+            getattr(R, LAYER_CODE.get(name) or code),
+            f"comfyui@{before(name)}" if name in LAYER_CODE else "",
+        )
+        for name, code, fmts, _ in STEPS
+        if code
+        for fmt in fmts
+    ]
 
 
 FALLBACK = "a layer kept its marker after falling back to 16-bit during export"
@@ -471,13 +484,13 @@ PATTERNS: list[MessagePattern] = [
     ),
     *(
         pattern(
-            f"KeyError: '{f.name}'",
-            R.QC610,
-            f"a ComfyUI from before {f.name} was added ({f.comfyui_since})",
-            runtime=COMFYUI.label,
-            target="comfyui",
+            f"KeyError: '{fmt}'",
+            rule,
+            f"a ComfyUI from before {release}, which added {fmt}",
+            runtime=COMFYUI.title,
+            target=target,
         )
-        for f in _unsupported_by_comfyui()
+        for fmt, release, rule, target in _added_to_comfyui_later()
     ),
 ]
 

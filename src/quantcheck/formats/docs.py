@@ -25,12 +25,24 @@ def _dtypes(d: frozenset[str] | None) -> str:
     return "any" if d is None else "/".join(sorted(d))
 
 
+def _comfyui_support(spec: FormatSpec) -> str:
+    """`yes (from v0.27)`: the ComfyUI release data says which step first loads the format."""
+    from quantcheck.runtimes.comfyui_releases import FORMAT_SINCE, GUESSED, STEPS
+
+    since = FORMAT_SINCE.get(spec.name)
+    if not spec.comfyui or since is None:
+        return "no"
+    if since == STEPS[0][0]:
+        return "yes"
+    return f"yes (from {since}{' [GUESS]' if since in GUESSED else ''})"
+
+
 def format_section(spec: FormatSpec) -> list[str]:
     """The Markdown section of one format."""
     support = (
         "third-party (loaded by neither runtime)"
         if spec.third_party
-        else (f"ComfyUI: {'yes' if spec.comfyui else 'no'}; sglang: {spec.sglang}")
+        else (f"ComfyUI: {_comfyui_support(spec)}; sglang: {spec.sglang}")
     )
     out = [
         f"### {spec.name}",

@@ -106,9 +106,9 @@ class FormatSpec:
     pad: int = 0  # NVFP4 16, MXFP8 32: weights zero-padded to this multiple
     companions: tuple[Companion, ...] = ()
     keys: tuple[MarkerKey, ...] = ()
-    comfyui: bool = True  # in the modelled ComfyUI release's QUANT_ALGOS
-    #: When `comfyui` is False for a real format: the first ComfyUI change that adds it.
-    comfyui_since: str = ""
+    #: In some modelled ComfyUI release's QUANT_ALGOS; which release first loads it is release
+    #: data (`quantcheck.runtimes.comfyui_releases.FORMAT_SINCE`), not a field here.
+    comfyui: bool = True
     #: A format the same tensors load as where this one is unknown (a lossless relabel).
     loads_as: str = ""
     sglang: str = "validated"  # "validated", "unchecked", "unsupported"
@@ -536,8 +536,6 @@ FORMATS: dict[str, FormatSpec] = {
                     doc="producers write true; ComfyUI always rotates W6A8",
                 ),
             ),
-            comfyui=False,
-            comfyui_since="after PR #16483, merged 2026-09-29",
             loads_as="asym_w4a8_int8",
             sglang="unsupported",
             note="asym_w4a8_int8's 6-bit layout under its own name; ComfyUI @0271a469 loads the "
@@ -670,7 +668,7 @@ FORMATS: dict[str, FormatSpec] = {
     )
 }
 
-#: Formats ComfyUI's QUANT_ALGOS holds.
+#: Formats some modelled ComfyUI release's QUANT_ALGOS holds (the newest holds them all).
 COMFYUI_FORMATS = frozenset(n for n, f in FORMATS.items() if f.comfyui)
 #: Formats sglang 0.5.23's inspector validates (mxfp8 is resolved but explicit markers unchecked).
 SGLANG_VALIDATED = frozenset(n for n, f in FORMATS.items() if f.sglang == "validated")

@@ -5,11 +5,17 @@ from __future__ import annotations
 from quantcheck.rules.levels import Safety, Severity
 from quantcheck.rules.rule import Rule, effects
 from quantcheck.rules.upstream import CUI_QOPS, CUI_RUN, CUI_UTILS, SGQ, SGQC
-from quantcheck.runtimes.comfyui_releases import GUESSED, STEPS
+from quantcheck.runtimes.comfyui_releases import GUESSED, LAYER_CODE, STEPS, before
 
 E, INFO = Severity.ERROR, Severity.INFO
 #: (code, release, formats, note, guessed) for each ComfyUI step after the oldest.
 _STEPS = [(code, name, fmts, note, name in GUESSED) for name, code, fmts, note in STEPS if code]
+#: The same for each step with a per-layer code (QC610: formats added after 0271a469).
+_LAYER_STEPS = [
+    (LAYER_CODE[name], name, fmts, note, name in GUESSED)
+    for name, _, fmts, note in STEPS
+    if name in LAYER_CODE
+]
 
 RULES = [
     Rule(
@@ -123,25 +129,33 @@ RULES = [
         )
         for code, release, formats, note, guess in _STEPS
     ),
-    Rule(
-        "QC610",
-        "format-unsupported-by-comfyui",
-        E,
-        "format the modelled ComfyUI release does not load",
-        effects("none", "fails"),
-        Safety.SAFE,
-        "Layers meant for ComfyUI @0271a469 use a format in its QUANT_ALGOS (w6a8_int8 "
-        "arrived after PR #16483).",
-        "An older ComfyUI looks the format up in QUANT_ALGOS and stops (KeyError / "
-        '"Unsupported quantization format"); the newer release that added it loads the '
-        "file.",
-        '{"format": "w6a8_int8", "group_size": 32}',
-        "Relabel the layer to the format the same tensors load as (w6a8_int8 -> "
-        "asym_w4a8_int8: ComfyUI @0271a469 reads its 6-bit layout from the row width), or "
-        "update ComfyUI.",
-        "ComfyUI @0271a469 comfy/quant_ops.py QUANT_ALGOS (read); w6a8_int8 in ComfyUI after "
-        "PR #16483 is [GUESS]: read in Forge Neo's port and third-party probes, not "
-        "upstream.",
+    *(
+        Rule(
+            code,
+            "format-unsupported-by-comfyui",
+            E,
+            f"format ComfyUI up to {before(release)} does not load",
+            effects("none", "none"),
+            Safety.SAFE,
+            f"Layers meant for ComfyUI up to {before(release)} use a format in its QUANT_ALGOS "
+            f"({', '.join(formats)} arrived with {release}"
+            + (" [GUESS]" if guess else "")
+            + ").",
+            "ComfyUI up to "
+            + before(release)
+            + " looks the format up in QUANT_ALGOS and stops (KeyError / "
+            '"Unsupported quantization format"); the release that added it loads the '
+            "file. The effect per release is release data (runtimes/comfyui_releases.py): "
+            f"fails up to {before(release)}, none from {release} on, so the finding shows only "
+            f"with --target comfyui@{before(release)} (or older, or comfyui@all).",
+            f'{{"format": "{formats[0]}", "group_size": 32}}',
+            "Relabel the layer to the format the same tensors load as (w6a8_int8 -> "
+            f"asym_w4a8_int8: ComfyUI {before(release)} reads its 6-bit layout from the row "
+            f"width), or update ComfyUI to {release} or newer.",
+            f"ComfyUI @{before(release)} comfy/quant_ops.py QUANT_ALGOS (read); {note}"
+            + (" [GUESS]" if guess and "[GUESS]" not in note else ""),
+        )
+        for code, release, formats, note, guess in _LAYER_STEPS
     ),
     Rule(
         "QC611",

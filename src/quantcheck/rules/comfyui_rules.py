@@ -1,12 +1,14 @@
 """ComfyUI's own rules (the `checks` hook of its runtime record): what its loader does that the
 format table cannot say — the default safetensors loader's dtype table, the release that first
-loads each format, and the ConvRot group-size default.
+loads each format (QC606-QC610; which releases each breaks is release data in
+`runtimes/comfyui_releases.py`), and the ConvRot group-size default.
 
 The upstream lines each rule follows are cited in the rule's evidence (catalog_*.py).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 from quantcheck.diagnostics import Diagnostic, Fix
@@ -17,7 +19,7 @@ from quantcheck.rules import codes as R
 from quantcheck.rules.levels import Effect, Safety
 from quantcheck.runtimes import comfyui_releases
 from quantcheck.runtimes import effects as _eff
-from quantcheck.runtimes.comfyui_releases import FORMAT_SINCE, STEP_CODE
+from quantcheck.runtimes.comfyui_releases import FORMAT_SINCE, GUESSED, LAYER_CODE, STEP_CODE
 
 FAILS, DEGRADED, NONE = Effect.FAILS, Effect.DEGRADED, Effect.NONE
 #: Dtypes ComfyUI's DynamicVRAM loader (comfy/utils.py load_safetensors, `_TYPES`) cannot map.
@@ -30,6 +32,7 @@ _STEP_RULES = {
     R.QC607.code: R.QC607,
     R.QC608.code: R.QC608,
     R.QC609.code: R.QC609,
+    R.QC610.code: R.QC610,
 }
 
 
@@ -45,7 +48,8 @@ class ComfyuiChecks:
             yield from format_steps(self.ck)
 
     def layer_findings(self, layer: Layer) -> Iterator[Diagnostic]:
-        return _convrot_default(layer)
+        yield from _format_added_later(layer)
+        yield from _convrot_default(layer)
 
 
 def _unreadable_dtypes(ck: Checkpoint) -> Iterator[Diagnostic]:
@@ -95,6 +99,40 @@ def format_steps(ck: Checkpoint) -> Iterator[Diagnostic]:
             file=first[release],
             data={"release": release, "formats": sorted(counts)},
         )
+
+
+def _format_added_later(layer: Layer) -> Iterator[Diagnostic]:
+    """QC610: a layer whose format a later ComfyUI step added (`LAYER_CODE`); the release data
+    says which releases it breaks, the message which release lacks it and which adds it."""
+    m = layer.marker
+    if m is None or layer.weight is None or not isinstance(m.format, str):
+        return
+    step = FORMAT_SINCE.get(m.format)
+    code = LAYER_CODE.get(step or "")
+    if step is None or not code:
+        return
+    spec = FORMATS.get(m.format)
+    guess = " [GUESS]" if step in GUESSED else ""
+    fix = None
+    if spec is not None and spec.loads_as:
+        fix = Fix(
+            f'set "format": {json.dumps(spec.loads_as)} (the same tensors; ComfyUI '
+            f"{comfyui_releases.before(step)} loads them as {spec.loads_as})",
+            Safety.SAFE,
+            "set-format",
+            (("format", spec.loads_as),),
+        )
+    tensor = next((s.key for s in reversed(m.sources) if s.origin == "tensor"), None)
+    yield Diagnostic(
+        _STEP_RULES[code],
+        f"ComfyUI up to {comfyui_releases.before(step)} has no {m.format} in QUANT_ALGOS and "
+        f"stops at this layer; {step}{guess} adds it",
+        file=m.sources[-1].file,
+        tensor=tensor,
+        layer=layer.prefix,
+        fix=fix,
+        data={"release": step, "lacking": comfyui_releases.before(step)},
+    )
 
 
 def _convrot_default(layer: Layer) -> Iterator[Diagnostic]:

@@ -178,31 +178,6 @@ def _format_name(m: Marker) -> Iterator[Diagnostic]:
                 "requantize",
             ),
         )
-    elif not spec.comfyui:
-        yield _comfyui_unsupported(m, spec)
-
-
-def _comfyui_unsupported(m: Marker, spec: FormatSpec) -> Diagnostic:
-    """QC610: a real format the modelled ComfyUI release lacks (added by a later one)."""
-    since = f" (added {spec.comfyui_since})" if spec.comfyui_since else ""
-    fix = None
-    if spec.loads_as:
-        fix = Fix(
-            f'set "format": {json.dumps(spec.loads_as)} (the same tensors; ComfyUI '
-            f"@0271a469 loads them as {spec.loads_as})",
-            Safety.SAFE,
-            "set-format",
-            (("format", spec.loads_as),),
-        )
-    return Diagnostic(
-        R.QC610,
-        f"ComfyUI @0271a469 has no {spec.name} in QUANT_ALGOS{since}; it stops at this layer",
-        file=_file(m),
-        tensor=_tensor(m),
-        layer=m.prefix,
-        effects=_eff(NONE, FAILS),
-        fix=fix,
-    )
 
 
 def _near_format(fmt: Any) -> str | None:

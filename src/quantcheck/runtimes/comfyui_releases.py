@@ -6,6 +6,8 @@ one exists and else by the commit that introduced the change; each is a delta on
 before. A layer whose format arrived in a later step is reported (by `ComfyuiChecks`) with that
 step's code, QC606-QC609: the oldest release sets every such code to "fails", and the step that
 adds the format sets its code back to "none". The newest release therefore loads every format.
+A step may also name a per-layer code (`LAYER_CODE`: QC610 for the formats added after
+0271a469, the release quantcheck's layer rules were read at); its effect follows the same step.
 
 Sources (../shared/spec/consumers.md §2.2):
 - v0.16: float8_e4m3fn, float8_e5m2, nvfp4 (NVFP4: ComfyUI PR #11635). Read in Forge Neo's
@@ -64,19 +66,32 @@ STEPS: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
 FORMAT_SINCE: dict[str, str] = {fmt: name for name, _, fmts, _ in STEPS for fmt in fmts}
 #: The rule code reporting a layer that needs the release (empty for the oldest release).
 STEP_CODE: dict[str, str] = {name: code for name, code, _, _ in STEPS}
-#: Whether ComfyUI's checks report QC606-QC609. Off by default: on the newest release they
-#: change nothing, and a valid INT8/W4A8/AWQ file would carry an informational finding in
-#: every report. The per-release matrix (`--target comfyui@release`) turns it on.
+#: The per-layer error a step's formats draw (beside the file-level step code): QC610 for the
+#: formats ComfyUI gained after 0271a469, whose layers an older ComfyUI stops at.
+LAYER_CODE: dict[str, str] = {"pr16483": "QC610"}
+#: Whether ComfyUI's checks report QC606-QC609 (tests may turn it off). They never reach a
+#: report for the newest release (no effect there): only `--target comfyui@RELEASE` shows them.
 REPORT_STEPS = True
 #: Releases whose guessed behaviour `explain` and the docs must call a guess.
 GUESSED = frozenset({"pr16483"})
 
 
+def step_codes(name: str) -> tuple[str, ...]:
+    """The codes whose effect the step `name` turns from "fails" to "none"."""
+    return tuple(c for c in (STEP_CODE.get(name, ""), LAYER_CODE.get(name, "")) if c)
+
+
+def before(name: str) -> str:
+    """The release just before step `name` (the newest that lacks its formats)."""
+    names = [n for n, _, _, _ in STEPS]
+    return names[names.index(name) - 1]
+
+
 def _releases() -> tuple[Release, ...]:
-    oldest = {c: Effect.FAILS for _, c, _, _ in STEPS if c}
+    oldest = {c: Effect.FAILS for n, _, _, _ in STEPS for c in step_codes(n)}
     out = []
-    for i, (name, code, fmts, note) in enumerate(STEPS):
-        effects = oldest if i == 0 else {code: Effect.NONE}
+    for i, (name, _, fmts, note) in enumerate(STEPS):
+        effects = oldest if i == 0 else dict.fromkeys(step_codes(name), Effect.NONE)
         out.append(Release(name, effects, f"{note} Formats: {', '.join(fmts)}."))
     return tuple(out)
 
