@@ -154,6 +154,37 @@ class Diagnostic:
                 out[rt.name] = per
         return out
 
+    def affected_releases(self) -> dict[str, list[str]]:
+        """Per runtime whose effects differ between its releases: the releases (oldest first)
+        this finding breaks or degrades (the JSON / SARIF `releases`)."""
+        return {
+            rt: [r for r, e in per.items() if e is not Effect.NONE]
+            for rt, per in self.release_effects().items()
+        }
+
+    def target_labels(self, keys: tuple[str, ...] | None = None) -> list[str]:
+        """The runtimes this finding affects as the text report names them: `sglang` (its
+        newest release, or every release), and, for a runtime whose releases differ and that
+        `keys` target by release (`sglang@0.5.19`, `sglang@all`; None: every runtime), the
+        releases it affects: `sglang@0.5.19`, `sglang ≤0.5.21`. For target keys without a
+        release this is `targets` (the default report is unchanged)."""
+        from quantcheck.runtimes.registry import release_label
+
+        per_release = self.release_effects()
+        by_release = (
+            None if keys is None else {k.partition("@")[0] for k in keys if "@" in k}
+        )
+        out = []
+        for name, eff in self.effective_effects.items():
+            per = per_release.get(name)
+            if per is None or (by_release is not None and name not in by_release):
+                if eff is not Effect.NONE:
+                    out.append(name)
+                continue
+            hit = {r for r, e in per.items() if e is not Effect.NONE}
+            out.append(release_label(name, list(per), hit))
+        return out
+
     def affects_any_release(self) -> bool:
         """Whether any modelled release of any runtime is broken or degraded by this."""
         if self.targets:
@@ -188,7 +219,11 @@ class Diagnostic:
                 {
                     "release_effects": {
                         rt: {r: e.value for r, e in per.items()} for rt, per in rel.items()
-                    }
+                    },
+                    "releases": {
+                        rt: [r for r, e in per.items() if e is not Effect.NONE]
+                        for rt, per in rel.items()
+                    },
                 }
                 if (rel := self.release_effects())
                 else {}

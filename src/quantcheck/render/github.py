@@ -8,6 +8,10 @@ from quantcheck.diagnostics import Diagnostic
 from quantcheck.results import Report
 from quantcheck.textsafe import clean
 
+TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
+
 LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
 
 
@@ -32,3 +36,15 @@ def iter_lines(diagnostics: Iterable[Diagnostic]) -> Iterator[str]:
         if d.file:
             props.insert(0, f"file={_esc(d.file, True)}")
         yield f"::{LEVEL[d.effective_severity.value]} {','.join(props)}::{_esc(msg)}"
+
+
+def release_notices(rows: Iterable[tuple[str, str, dict[str, Any]]]) -> Iterator[str]:
+    """One notice per checkpoint and runtime with several releases: the release it needs and
+    its status on each (`rows`: checkpoint, runtime, release matrix entry)."""
+    from quantcheck.results import release_line
+
+    for checkpoint, name, entry in rows:
+        title = _esc(f"quantcheck releases: {name}", True)
+        yield f"::notice file={_esc(checkpoint, True)},title={title}::" + _esc(
+            release_line(name, entry)
+        )

@@ -82,11 +82,14 @@ def iter_text_lines(
 
 
 def table(results: list[CheckpointResult], targets: tuple[str, ...], c: bool) -> str:
-    """CHECKPOINT SIZE FORMATS and one status column per runtime."""
+    """CHECKPOINT SIZE FORMATS and one status column per target key. Keys with a release
+    (`sglang@0.5.19`) get a two-line header: the runtime over its releases' columns, each
+    column headed by its release alone (the columns stay as narrow as their statuses)."""
     from quantcheck.many import NOT_QUANTIZED
     from quantcheck.render.inspect_text import human_bytes
 
-    rows = [["CHECKPOINT", "SIZE", "FORMATS", *(t.upper() for t in targets)]]
+    groups, heads = column_heads(targets)
+    rows = [["CHECKPOINT", "SIZE", "FORMATS", *heads]]
     for r in results:
         formats = (
             "not a quantized checkpoint" if r.kind == NOT_QUANTIZED else ",".join(r.formats) or "-"
@@ -99,8 +102,14 @@ def table(results: list[CheckpointResult], targets: tuple[str, ...], c: bool) ->
                 *(r.status(t) for t in targets),
             ]
         )
+    top = ["", "", "", *groups] if any(groups) else None
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    if top is not None:
+        widths = [max(w, len(g)) for w, g in zip(widths, top, strict=True)]
     lines = []
+    if top is not None:
+        cells = [g.ljust(w) for g, w in zip(top, widths, strict=True)]
+        lines.append(paint("  ".join(cells).rstrip(), "bold", c))
     for n, row in enumerate(rows):
         cells = [row[0].ljust(widths[0]), row[1].rjust(widths[1]), row[2].ljust(widths[2])]
         for i, st in enumerate(row[3:], start=3):
@@ -108,6 +117,25 @@ def table(results: list[CheckpointResult], targets: tuple[str, ...], c: bool) ->
             cells.append(paint(st.ljust(widths[i]), style, c) if style else st.ljust(widths[i]))
         lines.append("  ".join(cells).rstrip())
     return "\n".join(lines)
+
+
+def column_heads(targets: tuple[str, ...]) -> tuple[list[str], list[str]]:
+    """(group line, column line) of the status columns: `sglang@0.5.19` is `0.5.19` under a
+    `SGLANG` group (named over the first of its consecutive columns); a bare `sglang` is
+    `SGLANG` with no group. Without release keys the group line is all empty."""
+    groups, heads = [], []
+    prev = None
+    for t in targets:
+        name, at, rel = t.partition("@")
+        if at:
+            groups.append(name.upper() if name != prev else "")
+            heads.append(rel)
+            prev = name
+        else:
+            groups.append("")
+            heads.append(name.upper())
+            prev = None
+    return groups, heads
 
 
 def worst_status(r: CheckpointResult, targets: tuple[str, ...]) -> str:
@@ -231,6 +259,7 @@ def _document(results: list[CheckpointResult], targets: tuple[str, ...]) -> dict
         for k, v in e["summary"].items():
             summary[k] = summary.get(k, 0) + v
     summary["suppressed"] = sum(len(r.suppressed) for r in results)
+    merged = merged_releases(results)
     return {
         "schema_version": CHECK_SCHEMA_VERSION,
         "tool": "quantcheck",
@@ -241,6 +270,7 @@ def _document(results: list[CheckpointResult], targets: tuple[str, ...]) -> dict
         "diagnostics": diagnostics,
         "suppressed": suppressed,
         "summary": summary,
+        **({"releases": merged} if merged else {}),
     }
 
 
@@ -308,8 +338,44 @@ def iter_located(
     if fmt == "sarif":
         from quantcheck.render.sarif import iter_chunks
 
-        return iter_chunks(located_diagnostics(results), merged_releases(results))
-    from quantcheck.render.github import iter_lines
+        return iter_chunks(
+            located_diagnostics(results),
+            merged_releases(results),
+            checkpoint_statuses(results, targets) if by_release(targets) else None,
+        )
+    import itertools
+
+    from quantcheck.render.github import iter_lines, release_notices
     from quantcheck.render.json_out import join_lines
 
-    return join_lines(iter_lines(located_diagnostics(results)))
+    notices = release_notices(release_rows(results)) if by_release(targets) else iter(())
+    return join_lines(itertools.chain(iter_lines(located_diagnostics(results)), notices))
+
+
+def by_release(targets: tuple[str, ...]) -> bool:
+    """Whether the target keys name releases (`sglang@0.5.19`, `sglang@all`): then SARIF and
+    GitHub output carry each checkpoint's per-release statuses (not for the default targets,
+    whose output stays as it was)."""
+    return any("@" in t for t in targets)
+
+
+def release_rows(results: list[CheckpointResult]) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    """(checkpoint, runtime, release matrix entry) for every checked checkpoint."""
+    for r in results:
+        if r.report is not None and r.kind == "checked":
+            for name, entry in r.report.releases.items():
+                yield display_path(redact_url(r.name)), name, entry
+
+
+def checkpoint_statuses(
+    results: list[CheckpointResult], targets: tuple[str, ...]
+) -> list[dict[str, Any]]:
+    """Per checkpoint: its status per target key and its release matrix (SARIF properties)."""
+    return [
+        {
+            "checkpoint": display_path(redact_url(r.name)),
+            "targets": {t: r.status(t) for t in targets},
+            "releases": r.report.releases if r.report is not None else {},
+        }
+        for r in results
+    ]

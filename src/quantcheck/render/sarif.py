@@ -22,13 +22,21 @@ def render(report: Report) -> str:
 
 
 def iter_chunks(
-    diagnostics: Iterable[Diagnostic], releases: dict[str, Any] | None = None
+    diagnostics: Iterable[Diagnostic],
+    releases: dict[str, Any] | None = None,
+    checkpoints: list[dict[str, Any]] | None = None,
 ) -> Iterator[str]:
     """The SARIF document in pieces, one result at a time (`render` joins them); `releases`
-    (the per-release verdicts) goes into the run's properties."""
+    (the per-release verdicts) and `checkpoints` (each checkpoint's status per target key and
+    release matrix, when the targets name releases) go into the run's properties."""
     rules = list(all_rules().values())
     index = {r.code: i for i, r in enumerate(rules)}
-    return iter_dumps(_document(rules, Stream(_results(diagnostics, index)), releases))
+    props: dict[str, Any] = {}
+    if releases:
+        props["releases"] = releases
+    if checkpoints:
+        props["checkpoints"] = checkpoints
+    return iter_dumps(_document(rules, Stream(_results(diagnostics, index)), props))
 
 
 def _results(diagnostics: Iterable[Diagnostic], index: dict[str, int]) -> Iterator[object]:
@@ -47,13 +55,19 @@ def _results(diagnostics: Iterable[Diagnostic], index: dict[str, int]) -> Iterat
             "level": LEVEL[d.effective_severity.value],
             "message": {"text": d.message},
             "locations": [loc] if loc else [],
-            "properties": {"targets": d.targets, "fix": d.fix.to_json() if d.fix else None},
+            "properties": {
+                "targets": d.targets,
+                "fix": d.fix.to_json() if d.fix else None,
+                **(
+                    {"releases": rel, "labels": d.target_labels()}
+                    if (rel := d.affected_releases())
+                    else {}
+                ),
+            },
         }
 
 
-def _document(
-    rules: list[Any], results: Stream, releases: dict[str, Any] | None
-) -> dict[str, object]:
+def _document(rules: list[Any], results: Stream, props: dict[str, Any]) -> dict[str, object]:
     return {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
@@ -77,7 +91,7 @@ def _document(
                     }
                 },
                 "results": results,
-                **({"properties": {"releases": releases}} if releases else {}),
+                **({"properties": props} if props else {}),
             }
         ],
     }

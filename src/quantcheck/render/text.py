@@ -25,7 +25,8 @@ def iter_lines(report: Report, color: bool | None = None) -> Iterator[str]:
             for d in group:
                 sev = d.effective_severity.value
                 tag = paint(f"{sev:<7}", SEVERITY_STYLE[sev], c)
-                targets = f" [{', '.join(d.targets)}]" if d.targets else ""
+                labels = d.target_labels(report.targets)
+                targets = f" [{', '.join(labels)}]" if labels else ""
                 # tensors inside the layer are named by their suffix in the message already
                 inside = d.tensor and (d.tensor == where or d.tensor.startswith(where + "."))
                 tensor = f"{d.tensor}: " if d.tensor and not inside else ""

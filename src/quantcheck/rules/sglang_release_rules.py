@@ -1,5 +1,6 @@
 """QC611-QC615: what older sglang releases require or get wrong (consumers.md §2.1). Emitted
-whatever the target; `runtimes/sglang_releases.py` says which releases they break."""
+whatever the target; `runtimes/sglang_releases.py` says which releases they break, and the
+messages name those releases from that data (`span`)."""
 
 from __future__ import annotations
 
@@ -11,14 +12,26 @@ from quantcheck.model.checkpoint import Checkpoint
 from quantcheck.model.layers import Layer
 from quantcheck.rules import codes as R
 from quantcheck.rules.levels import Safety
+from quantcheck.runtimes import get_runtime, release_span
+from quantcheck.runtimes.sglang_releases import HEADER_PATH_FORMATS
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
     from typing import Any
 
-#: Formats sglang 0.5.18's header path honours (float8 -> Fp8Config, nvfp4 -> ModelOpt; NVFP4
-#: layers are recognised from their tensors too, FP8 ones only from a header declaration).
-HEADER_PATH_FORMATS = ("float8_e4m3fn", "nvfp4")
+__all__ = ["HEADER_PATH_FORMATS", "file_findings", "layer_findings", "span"]
+
+
+def span(code: str) -> tuple[str, str]:
+    """(the sglang releases the release data says rule `code` breaks or degrades, in few
+    words: `0.5.19`, `0.5.19–0.5.21`; the first newer release it does not, "" if none)."""
+    rt = get_runtime("sglang")
+    names = rt.release_names()
+    hit = rt.affected(code)
+    if not hit:
+        return "", ""
+    after = names.index(hit[-1]) + 1
+    return release_span(names, set(hit)).lstrip("≤"), names[after] if after < len(names) else ""
 
 
 def _header_declared(ck: Checkpoint) -> set[str]:
@@ -62,10 +75,11 @@ def file_findings(ck: Checkpoint, marked: list[Layer]) -> Iterator[Diagnostic]:
                 else f"{len(undeclared)} layers marked only by .comfy_quant tensors "
                 f"(e.g. {undeclared[0]})"
             )
+            old, new = span(R.QC611.code)
             yield Diagnostic(
                 R.QC611,
-                f"sglang 0.5.18 has no marker inspector and does not recognise "
-                f"{why} as quantized (from 0.5.19 on it does)",
+                f"sglang {old} has no marker inspector and does not recognise "
+                f"{why} as quantized (from {new} on it does)",
                 file=first,
                 data={"formats": formats},
             )
@@ -76,10 +90,11 @@ def file_findings(ck: Checkpoint, marked: list[Layer]) -> Iterator[Diagnostic]:
         objs = [src.fields for src in m.sources]
         if any(o != objs[0] for o in objs[1:]):
             where = " vs ".join(f"{src.origin} {src.key}" for src in m.sources)
+            old, new = span(R.QC612.code)
             yield Diagnostic(
                 R.QC612,
-                f"marker sources differ ({where}): sglang 0.5.19 requires them "
-                'identical ("Conflicting Comfy quantization markers"); 0.5.20+ '
+                f"marker sources differ ({where}): sglang {old} requires them "
+                f'identical ("Conflicting Comfy quantization markers"); {new}+ '
                 "merges them",
                 file=m.sources[-1].file,
                 layer=la.prefix,
@@ -87,11 +102,12 @@ def file_findings(ck: Checkpoint, marked: list[Layer]) -> Iterator[Diagnostic]:
             )
     mx = [la.prefix for la in marked if la.marker and la.marker.format == "mxfp8"]
     if mx or mxfp8_meta:
+        old, new = span(R.QC615.code)
         yield Diagnostic(
             R.QC615,
-            f"MXFP8 layers ({len(mx) or 'quant_format'}): sglang 0.5.19-0.5.21 load "
+            f"MXFP8 layers ({len(mx) or 'quant_format'}): sglang {old} load "
             "them without error but swizzle their scales twice, so they compute "
-            "noise; fixed in 0.5.22",
+            f"noise; fixed in {new}",
             file=first,
         )
 
@@ -113,10 +129,11 @@ def layer_findings(
             why = "ComfyNvfp4Config takes only row-wise INT8 companions"
         if why is not None:
             rotated = "convrot_groupsize" in view and config_class != "KitchenW4A8Config"
+            old, new = span(R.QC613.code)
             yield Diagnostic(
                 R.QC613,
-                f"sglang 0.5.19 refuses this int8_tensorwise marker without convrot: "
-                f"{why} (0.5.20+ exempts INT8 embeddings)",
+                f"sglang {old} refuses this int8_tensorwise marker without convrot: "
+                f"{why} ({new}+ exempts INT8 embeddings)",
                 file=file,
                 layer=layer.prefix,
                 fix=Fix(
@@ -136,8 +153,8 @@ def layer_findings(
     ):
         yield Diagnostic(
             R.QC614,
-            "sglang 0.5.19 requires full_precision_matrix_mult: true on every NVFP4 "
-            'layer ("Comfy NVFP4 layer ... must request full_precision_matrix_mult")',
+            f"sglang {span(R.QC614.code)[0]} requires full_precision_matrix_mult: true on "
+            'every NVFP4 layer ("Comfy NVFP4 layer ... must request full_precision_matrix_mult")',
             file=file,
             layer=layer.prefix,
             fix=Fix(

@@ -80,6 +80,15 @@ class Runtime:
     def release_names(self) -> tuple[str, ...]:
         return tuple(rel.name for rel in self.releases)
 
+    def affected(self, code: str) -> list[str]:
+        """The releases (oldest first) whose own effect table says rule `code` breaks or
+        degrades them (the release data only, not a rule's declared effects)."""
+        return [
+            r.name
+            for r in self.releases
+            if self.effect_table(r.name).get(code, Effect.NONE) is not Effect.NONE
+        ]
+
     @property
     def label(self) -> str:
         """`title newest-release`, as docs and messages name what is modelled."""
@@ -201,6 +210,39 @@ def parse_target(value: str) -> str:
                 "or a comma-separated list of those"
             ) from None
     return value
+
+
+def release_span(names: tuple[str, ...] | list[str], hit: set[str] | list[str]) -> str:
+    """The releases `hit` among `names` (oldest first) in few words: `0.5.19`, `≤0.5.21`,
+    `≥0.5.20`, `0.5.19–0.5.21`, or runs joined by ", " (`0.5.18, ≥0.5.20`); "" for none."""
+    runs: list[list[int]] = []
+    for i, name in enumerate(names):
+        if name in hit:
+            if runs and runs[-1][1] == i - 1:
+                runs[-1][1] = i
+            else:
+                runs.append([i, i])
+    parts = []
+    last = len(names) - 1
+    for a, b in runs:
+        if a == b:
+            parts.append(names[a])
+        elif a == 0:
+            parts.append(f"≤{names[b]}")
+        elif b == last:
+            parts.append(f"≥{names[a]}")
+        else:
+            parts.append(f"{names[a]}–{names[b]}")
+    return ", ".join(parts)
+
+
+def release_label(runtime: str, names: tuple[str, ...] | list[str], hit: set[str]) -> str:
+    """A runtime with the releases `hit` among its modelled `names`: `sglang` (all of them),
+    `sglang@0.5.19` (one), `sglang ≤0.5.21` (a span)."""
+    if all(n in hit for n in names):
+        return runtime
+    span = release_span(names, hit)
+    return f"{runtime}@{span}" if span in names else f"{runtime} {span}"
 
 
 def release_keys(runtime: str) -> tuple[str, ...]:

@@ -13,6 +13,10 @@ from quantcheck.rules.levels import Effect
 from quantcheck.runtimes.registry import Release
 
 FAILS, DEGRADED, NONE = Effect.FAILS, Effect.DEGRADED, Effect.NONE
+#: Formats sglang 0.5.18's header path honours (no marker inspector: float8 -> Fp8Config,
+#: nvfp4 -> ModelOpt; NVFP4 layers are recognised from their tensors too, FP8 ones only from a
+#: header declaration). QC611 reports the other layers; its effect is this release's delta.
+HEADER_PATH_FORMATS = ("float8_e4m3fn", "nvfp4")
 
 #: Rule codes as strings: this data module sits below the rule registry (no import cycle);
 #: tests/rules/test_sglang_releases.py checks every code is a registered rule.

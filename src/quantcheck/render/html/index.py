@@ -49,6 +49,7 @@ def build_pages(
             "size": None,
             "formats": "",
             "status": {},
+            "releases": {},
             "note": "",
         }
         try:
@@ -61,6 +62,7 @@ def build_pages(
                 else:
                     row["formats"] = ", ".join(checkpoint_formats(ck)) or "–"
                     row["status"] = {t: report.target_status(t) for t in report.targets}
+                    row["releases"] = report.releases
                     html = render_html(collect(ck, report, None, target=target, deep=deep), stamp)
                     row["page"] = page_name(i, spec.name)
                     pages[row["page"]] = html.replace("<nav>", f"<nav>{BACK}", 1)
@@ -74,8 +76,37 @@ def build_pages(
 def index_html(
     rows: list[dict[str, Any]], targets: tuple[str, ...], generated: str, version: str
 ) -> str:
-    """The table of checkpoints."""
-    head = "".join(f"<th>{escape(t)}</th>" for t in targets)
+    """The table of checkpoints: one verdict column per target key. Keys with a release
+    (`--target sglang@all`) are grouped under their runtime, each column headed by its release,
+    and each such runtime gets a `needs` column (the release from which every newer modelled
+    one loads the checkpoint)."""
+    from quantcheck.render.many import by_release, column_heads
+
+    needs = list(dict.fromkeys(t.partition("@")[0] for t in targets if "@" in t))
+    if by_release(targets):
+        _, heads = column_heads(targets)
+        head = "".join(
+            f"<th>{escape(h if '@' in t else t)}</th>" for t, h in zip(targets, heads, strict=True)
+        )
+    else:
+        head = "".join(f"<th>{escape(t)}</th>" for t in targets)
+    head += "".join(f"<th>{escape(n)} needs</th>" for n in needs)
+    top = ""
+    if by_release(targets):
+        spans: list[list[Any]] = []  # [runtime or "", columns]
+        for t in targets:
+            name, at, _ = t.partition("@")
+            label = name if at else ""
+            if label and spans and spans[-1][0] == label:
+                spans[-1][1] += 1
+            else:
+                spans.append([label, 1])
+        top = (
+            '<tr><th colspan="3"></th>'
+            + "".join(f'<th colspan="{n}">{escape(g)}</th>' for g, n in spans)
+            + (f'<th colspan="{len(needs)}"></th>' if needs else "")
+            + "</tr>"
+        )
     body = []
     counts: dict[str, int] = {}
     for r in rows:
@@ -88,11 +119,15 @@ def index_html(
         size = human_bytes(r["size"]) if r["size"] is not None else "–"
         if r["status"]:
             cells = "".join(_status_cell(r["status"][t]) for t in targets)
+            cells += "".join(_needs_cell(r.get("releases", {}).get(n)) for n in needs)
             worst = max(
                 (r["status"][t]["status"] for t in targets), key=("ok", "degraded", "fails").index
             )
         else:
-            cells = f'<td colspan="{len(targets)}" class="caption">{escape(r["note"])}</td>'
+            cells = (
+                f'<td colspan="{len(targets) + len(needs)}" class="caption">'
+                f"{escape(r['note'])}</td>"
+            )
             worst = "not quantized" if r["note"].startswith("not") else "unreadable"
         counts[worst] = counts.get(worst, 0) + 1
         body.append(
@@ -108,10 +143,20 @@ def index_html(
         f'<span>{len(rows)} checkpoints</span></h1><p class="caption">{escape(total)} · '
         f"generated {escape(generated)} by quantcheck {escape(version)}</p></header>"
         '<section id="checkpoints"><h2>Checkpoints</h2><div class="scroll">'
-        f'<table class="data"><thead><tr><th>checkpoint</th><th>size</th><th>formats</th>'
+        f'<table class="data"><thead>{top}<tr><th>checkpoint</th><th>size</th><th>formats</th>'
         f"{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div></section>"
         "</main></body></html>\n"
     )
+
+
+def _needs_cell(entry: dict[str, Any] | None) -> str:
+    """`≥ 0.5.20`, or `none` when the newest modelled release does not load the checkpoint
+    correctly (the title lists every release's status)."""
+    if entry is None:
+        return "<td>–</td>"
+    text = "none" if entry["needs"] is None else f"≥ {entry['needs']}"
+    title = " · ".join(f"{r} {st}" for r, st in entry["statuses"].items())
+    return f'<td title="{escape(title)}">{escape(text)}</td>'
 
 
 def _status_cell(st: dict[str, Any]) -> str:
