@@ -105,7 +105,9 @@ RULES = [
         Rule(
             code,
             f"format-needs-comfyui-{release}",
-            INFO,
+            # an error, as the loader stops on those releases (exit 1 for such a target);
+            # a note where a per-layer code (QC610) reports each layer as the error
+            INFO if release in LAYER_CODE else E,
             f"format ComfyUI loads only from {release} on",
             effects("none", "none"),
             None,
@@ -113,8 +115,14 @@ RULES = [
             f"({', '.join(formats)}).",
             "ComfyUI's QUANT_ALGOS table grew release by release; an older ComfyUI stops with "
             'KeyError / "Unsupported quantization format" on a format it does not know. The '
-            "newest modelled release loads it, so the finding is informational there; the "
-            "per-release effects say which releases fail."
+            "newest modelled release loads it, so the finding shows only with --target "
+            f"comfyui@RELEASE (a release before {release}) or comfyui@all; the per-release "
+            "effects (release data) say which releases fail."
+            + (
+                f" A summary note: {LAYER_CODE[release]} reports each such layer as the error."
+                if release in LAYER_CODE
+                else ""
+            )
             + (
                 " [GUESS]: this step's ComfyUI code was not read; the model follows Forge "
                 "Neo's port and third-party probes."

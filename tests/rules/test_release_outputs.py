@@ -1,0 +1,232 @@
+"""Release-aware outputs (issue 13): findings labelled with the releases they affect, the
+per-release columns of the many-checkpoint outputs, and ComfyUI's format steps as release data
+(QC606-QC610), each shown failing on the release before its step and loading from it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from quantcheck.check import check_paths
+from quantcheck.cli.main import main
+from quantcheck.formats.docs import format_section
+from quantcheck.formats.table import FORMATS
+from quantcheck.render import sarif, text
+from quantcheck.render.many import column_heads
+from quantcheck.rules import codes as R
+from quantcheck.runtimes import get_runtime, release_label, release_span
+from quantcheck.runtimes.comfyui_releases import LAYER_CODE, STEPS
+
+from ._build import Build, awq, file, fp8, int8, mxfp8, nvfp4, w4a8, w6a8
+
+SG = ("0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
+
+
+def _paths(build: Build, where: Path) -> list[str]:
+    where.mkdir(parents=True, exist_ok=True)
+    return [str(p) for p in build(where)]
+
+
+def _lines(out: str, code: str) -> list[str]:
+    return [line for line in out.splitlines() if f" {code} " in line]
+
+
+# --- the words for a set of releases ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("hit", "span", "label"),
+    [
+        ({"0.5.19"}, "0.5.19", "sglang@0.5.19"),
+        ({"0.5.18", "0.5.19", "0.5.20", "0.5.21"}, "≤0.5.21", "sglang ≤0.5.21"),
+        ({"0.5.20", "0.5.21", "0.5.22", "0.5.23"}, "≥0.5.20", "sglang ≥0.5.20"),
+        ({"0.5.19", "0.5.20", "0.5.21"}, "0.5.19–0.5.21", "sglang 0.5.19–0.5.21"),
+        ({"0.5.18", "0.5.20", "0.5.21", "0.5.22", "0.5.23"}, "0.5.18, ≥0.5.20", None),
+        (set(SG), "≤0.5.23", "sglang"),
+    ],
+)
+def test_release_span_and_label(hit: set[str], span: str, label: str | None) -> None:
+    assert release_span(SG, hit) == span
+    if label is not None:
+        assert release_label("sglang", SG, hit) == label
+
+
+# --- labels on diagnostic lines ----------------------------------------------------------------
+
+
+def test_release_only_findings_are_labelled_with_their_releases(tmp_path: Path) -> None:
+    paths = _paths(file(nvfp4), tmp_path / "a") + _paths(file(mxfp8), tmp_path / "b")
+    out = "\n".join(
+        text.render(check_paths([p], target="sglang@all"), False) for p in paths
+    )
+    assert _lines(out, "QC614") and all(
+        line.endswith("[sglang@0.5.19]") for line in _lines(out, "QC614")
+    )
+    assert _lines(out, "QC611")[0].endswith("[sglang@0.5.18]")
+    assert _lines(out, "QC615")[0].endswith("[sglang 0.5.19–0.5.21]")
+
+
+def test_a_finding_on_every_release_keeps_the_runtime_name(tmp_path: Path) -> None:
+    paths = _paths(file(awq), tmp_path)
+    out = text.render(check_paths(paths, target="sglang@all"), False)
+    assert _lines(out, "QC601") and all(line.endswith("[sglang]") for line in _lines(out, "QC601"))
+
+
+def test_default_report_lines_are_unchanged(tmp_path: Path) -> None:
+    """Without release targets a label is the runtime list it always was, even for a finding
+    whose effect differs between releases (QC318 fails sglang >= 0.5.20 only)."""
+    paths = _paths(
+        file(lambda: nvfp4(mark={"format": "nvfp4", "convrot": True})), tmp_path
+    )
+    report = check_paths(paths)
+    for d in report.diagnostics:
+        assert d.target_labels(report.targets) == d.targets
+    hit = [d for d in report.diagnostics if d.code == R.QC318.code]
+    assert hit and hit[0].release_effects()  # differs between releases, still labelled plainly
+    assert _lines(text.render(report, False), "QC318")[0].endswith("[sglang]")
+
+
+def test_labels_in_json_and_sarif(tmp_path: Path) -> None:
+    paths = _paths(file(nvfp4), tmp_path)
+    report = check_paths(paths, target="sglang@0.5.19")
+    doc = next(d for d in report.to_json()["diagnostics"] if d["code"] == R.QC614.code)
+    assert doc["releases"] == {"sglang": ["0.5.19"]}
+    assert doc["release_effects"]["sglang"]["0.5.19"] == "fails"
+    result = next(
+        r for r in json.loads(sarif.render(report))["runs"][0]["results"] if r["ruleId"] == "QC614"
+    )
+    assert result["properties"]["releases"] == {"sglang": ["0.5.19"]}
+    assert result["properties"]["labels"] == ["sglang@0.5.19"]
+
+
+# --- the many-checkpoint outputs with releases ------------------------------------------------
+
+
+def _two(tmp_path: Path) -> list[str]:
+    return _paths(file(nvfp4), tmp_path / "a") + _paths(file(int8), tmp_path / "b")
+
+
+def test_column_heads_group_releases_under_their_runtime() -> None:
+    groups, heads = column_heads(("sglang@0.5.18", "sglang@0.5.19", "comfyui", "comfyui@v0.16"))
+    assert groups == ["SGLANG", "", "", "COMFYUI"]
+    assert heads == ["0.5.18", "0.5.19", "COMFYUI", "v0.16"]
+    assert column_heads(("sglang", "comfyui")) == (["", ""], ["SGLANG", "COMFYUI"])
+
+
+def test_table_with_releases_has_a_runtime_line_over_release_columns(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    paths = _two(tmp_path)
+    main(["check", "-q", "--no-color", "--target", "sglang@all", *paths])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["SGLANG"]
+    assert lines[1].split() == ["CHECKPOINT", "SIZE", "FORMATS", *SG]
+    # the runtime name sits over the first release column
+    assert lines[0].index("SGLANG") == lines[1].index("0.5.18")
+    nvfp4_row = next(line for line in lines if "nvfp4" in line).split()
+    assert nvfp4_row[-6:] == ["ok", "fails", "ok", "ok", "ok", "ok"]
+    main(["check", "-q", "--no-color", *paths])
+    assert capsys.readouterr().out.splitlines()[0].split()[-2:] == ["SGLANG", "COMFYUI"]
+
+
+def test_json_sarif_github_carry_per_release_statuses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    paths = _two(tmp_path)
+    main(["check", "--output-format", "json", "--target", "sglang@all", *paths])
+    doc = json.loads(capsys.readouterr().out)
+    nv = next(c for c in doc["checkpoints"] if "nvfp4" in c["formats"])
+    assert nv["targets"]["sglang@0.5.19"]["status"] == "fails"
+    assert nv["releases"]["sglang"]["needs"] == "0.5.20"
+    assert doc["targets"]["sglang@0.5.18"]["status"] == "fails"  # the INT8 file there
+    assert doc["releases"]["sglang"]["needs"] == "0.5.20"  # every checkpoint loads from there
+    main(["check", "--output-format", "sarif", "--target", "sglang@all", *paths])
+    props = json.loads(capsys.readouterr().out)["runs"][0]["properties"]
+    per = {Path(c["checkpoint"]).parent.name: c for c in props["checkpoints"]}
+    assert per["a"]["targets"]["sglang@0.5.19"] == "fails"
+    assert per["b"]["targets"]["sglang@0.5.18"] == "fails"
+    assert per["b"]["releases"]["sglang"]["needs"] == "0.5.19"
+    main(["check", "--output-format", "github", "--target", "sglang@all", *paths])
+    notices = [x for x in capsys.readouterr().out.splitlines() if x.startswith("::notice")]
+    assert len(notices) == 2 and any("sglang needs >= 0.5.20" in x for x in notices)
+    main(["check", "--output-format", "github", *paths])  # default targets: no notices
+    assert "::notice" not in capsys.readouterr().out
+
+
+def test_html_index_groups_release_columns_and_says_what_each_needs(tmp_path: Path) -> None:
+    from quantcheck.model.discover import discover
+    from quantcheck.render.html.index import build_pages
+
+    paths = _two(tmp_path)
+    pages = build_pages(discover(paths), target="sglang@all,comfyui", generated="x")
+    index = pages["index.html"]
+    assert '<th colspan="6">sglang</th>' in index
+    assert "<th>0.5.19</th>" in index and "<th>comfyui</th>" in index
+    assert "<th>sglang needs</th>" in index
+    assert "≥ 0.5.20" in index and "≥ 0.5.19" in index
+    plain = build_pages(discover(paths), generated="x")["index.html"]
+    assert "needs</th>" not in plain and "colspan=\"6\"" not in plain
+
+
+# --- ComfyUI's format steps, each a release delta ---------------------------------------------
+
+#: step -> a checkpoint needing exactly that step (its formats arrive there)
+NEEDS_STEP: dict[str, Build] = {
+    "v0.27": file(int8),
+    "cd9452e": file(w4a8),
+    "0271a469": file(awq),
+    "pr16483": file(w6a8),
+}
+
+
+def test_every_step_after_the_oldest_has_a_case() -> None:
+    assert set(NEEDS_STEP) == {name for name, code, _, _ in STEPS if code}
+
+
+@pytest.mark.parametrize("step", NEEDS_STEP)
+def test_comfyui_step_fails_before_and_loads_from_it(
+    step: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    names = get_runtime("comfyui").release_names()
+    prev = names[names.index(step) - 1]
+    paths = _paths(NEEDS_STEP[step], tmp_path)
+    assert main(["check", "--no-color", "--target", f"comfyui@{prev}", *paths]) == 1
+    out = capsys.readouterr().out
+    assert f"comfyui@{prev}: fails" in out
+    assert main(["check", "--no-color", "--target", f"comfyui@{step}", *paths]) == 0
+    assert f"comfyui@{step}: ok" in capsys.readouterr().out
+    main(["check", "--no-color", "--target", "comfyui@all", *paths])
+    out = capsys.readouterr().out
+    assert f"releases: comfyui needs >= {step} (" in out
+    for name in names:
+        want = "fails" if names.index(name) < names.index(step) else "ok"
+        assert f"{name} {want}" in out.split("releases: comfyui", 1)[1].splitlines()[0]
+
+
+def test_qc610_effect_is_release_data(tmp_path: Path) -> None:
+    """QC610 follows the pr16483 step: fails up to 0271a469, none on the newest, and its
+    message names the release that lacks the format and the one that adds it."""
+    rt = get_runtime("comfyui")
+    assert {"pr16483": R.QC610.code} == LAYER_CODE
+    assert rt.affected(R.QC610.code) == ["v0.16", "v0.27", "cd9452e", "0271a469"]
+    paths = _paths(file(w6a8), tmp_path)
+    assert R.QC610.code not in {d.code for d in check_paths(paths, target="comfyui").diagnostics}
+    old = check_paths(paths, target="comfyui@0271a469")
+    hit = [d for d in old.diagnostics if d.code == R.QC610.code]
+    assert hit and "up to 0271a469" in hit[0].message
+    assert "pr16483 [GUESS] adds it" in hit[0].message
+    assert old.target_status("comfyui@0271a469")["status"] == "fails"
+    assert check_paths(paths, target="comfyui").target_status("comfyui")["status"] == "ok"
+
+
+def test_format_docs_say_which_comfyui_release_adds_a_format() -> None:
+    assert "ComfyUI: yes (from pr16483 [GUESS])" in "\n".join(format_section(FORMATS["w6a8_int8"]))
+    assert "ComfyUI: yes (from v0.27)" in "\n".join(format_section(FORMATS["int8_tensorwise"]))
+    assert "ComfyUI: yes;" in "\n".join(format_section(FORMATS["nvfp4"]))
+
+
+def test_fp8_needs_no_comfyui_step(tmp_path: Path) -> None:
+    report = check_paths(_paths(file(fp8), tmp_path), target="comfyui@all")
+    assert report.releases["comfyui"]["needs"] == "v0.16"
