@@ -10,8 +10,8 @@ import argparse
 import sys
 from typing import Any
 
+from quantcheck.cli.options import target_value
 from quantcheck.formats.table import FORMATS
-from quantcheck.runtimes import target_choices
 from quantcheck.textsafe import clean
 
 
@@ -96,10 +96,13 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
     )
     p.add_argument(
         "--target",
-        choices=target_choices(),
+        type=target_value,
         default="all",
-        help="runtime(s) the result must load on; layers the format cannot take "
-        "there stay unquantized (default: all)",
+        metavar="TARGET",
+        help="runtime(s) the result must load on, as for check: NAME, NAME@RELEASE (e.g. "
+        "sglang@0.5.19), NAME@all, all, all@all or a comma-separated list; layers the format "
+        "cannot take there stay unquantized, a format a release cannot load is refused, and "
+        "marker fields a release needs are written (default: all)",
     )
     p.add_argument(
         "--no-convrot",
@@ -203,13 +206,14 @@ def plan_quantize(
 ) -> tuple[Any, list[str], dict[str, str]]:
     """(draft, quantized prefixes, skipped prefix -> reason); `refused` layers (the quantizer
     refused their values, e.g. NaN) stay as they are."""
-    from quantcheck.convert.eligible import shape_refusal, skip_reason
+    from quantcheck.convert.eligible import marker_fields, shape_refusal, skip_reason
     from quantcheck.convert.layer import quantize_layer
     from quantcheck.fix.actions import replace_layer
     from quantcheck.fix.draft import Draft
     from quantcheck.runtimes import targets_of
 
     draft = Draft.of(ck)
+    extra = marker_fields(fmt, target)
     done: list[str] = []
     skipped: dict[str, str] = {}
     for prefix, layer in ck.layers.items():
@@ -234,6 +238,8 @@ def plan_quantize(
         cur = draft.get(w.name)
         assert cur is not None
         lazy, marker = quantize_layer(cur.data, w.dtype, w.shape, fmt, options)
+        if extra and marker is not None:
+            marker = {**marker, **extra}
         lazy.name = prefix
         replace_layer(draft, prefix, lazy, marker)
         draft.log("quantize", prefix, f"{fmt} {list(w.shape)}", "unsafe")

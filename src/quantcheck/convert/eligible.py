@@ -1,4 +1,6 @@
-"""Which layers `quantize` converts, and whether a format can take a layer's shape per runtime.
+"""Which layers `quantize` converts, and whether a format can take a layer's shape per runtime
+and release (a target key: `sglang`, `sglang@0.5.19`; the release data says what a release cannot
+load and which marker fields it needs: `Release.quantize`, `Release.marker_fields`).
 
 Standard library only. Defaults: only 2-D `<layer>.weight` tensors in F32/F16/BF16 whose layer
 name does not read as a norm or an embedding; biases and 1-D tensors are never quantized.
@@ -11,7 +13,7 @@ import fnmatch
 from typing import Any
 
 from quantcheck.formats.table import quantize_refusal
-from quantcheck.runtimes import get_runtime, load
+from quantcheck.runtimes import load, split_target, targets_of
 
 FLOAT_WEIGHTS = frozenset({"F32", "F16", "BF16"})
 SKIP_WORDS = ("norm", "embed", "wte", "tok_emb", "token_emb", "pos_emb", "ln_")
@@ -59,6 +61,22 @@ def shape_refusal(fmt: str, n: int, k: int, options: dict[str, Any], target: str
 
 
 def _runtime_refusal(fmt: str, options: dict[str, Any], n: int, k: int, target: str) -> str | None:
-    """The runtime's own refusal (its record's `quantize_refusal` hook); n = k = 0: any shape."""
-    ref = get_runtime(target).quantize_refusal
+    """The release's refusal of the format (its release data), then the runtime's own (its
+    record's `quantize_refusal` hook); n = k = 0: any shape."""
+    rt, release = split_target(target)
+    if not n:
+        why = rt.quantize_table(release).get(fmt)
+        if why:
+            return why
+    ref = rt.quantize_refusal
     return load(ref)(fmt, options, n, k) if ref else None
+
+
+def marker_fields(fmt: str, target: str) -> dict[str, Any]:
+    """Marker fields the releases `target` names need on `fmt` layers beyond what the
+    quantizer writes (sglang 0.5.19: `full_precision_matrix_mult` on NVFP4)."""
+    out: dict[str, Any] = {}
+    for key in targets_of(target):
+        rt, release = split_target(key)
+        out.update(rt.marker_table(release).get(fmt, {}))
+    return out

@@ -13,11 +13,19 @@ if TYPE_CHECKING:
 
 @record
 class Release:
-    """One modelled release: its name and what changes from it on (effects by rule code)."""
+    """One modelled release: its name and what changes from it on (effects by rule code).
+
+    `quantize`: formats `quantize --target NAME@RELEASE` cannot write for this release on
+    (format -> why; None: writable again from this release). `marker_fields`: marker fields
+    `quantize` adds to a format's layers from this release on (format -> fields; {}: none
+    again). Both are deltas on the release before, like `effects`.
+    """
 
     name: str
     effects: dict[str, Effect] = factory(dict)
     note: str = ""
+    quantize: dict[str, str | None] = factory(dict)
+    marker_fields: dict[str, dict[str, Any]] = factory(dict)
 
 
 @record
@@ -67,6 +75,28 @@ class Runtime:
                 raise KeyError(f"{self.name} has no modelled release {release!r}")
         self.__dict__.setdefault("_tables", {})[key] = out
         return out
+
+    def quantize_table(self, release: str | None = None) -> dict[str, str]:
+        """Formats `quantize` cannot write for `release` (None: the newest): format -> why."""
+        out: dict[str, str | None] = {}
+        for rel in self._up_to(release):
+            out.update(rel.quantize)
+        return {f: why for f, why in out.items() if why}
+
+    def marker_table(self, release: str | None = None) -> dict[str, dict[str, Any]]:
+        """Marker fields `quantize` adds per format for `release` (None: the newest)."""
+        out: dict[str, dict[str, Any]] = {}
+        for rel in self._up_to(release):
+            out.update(rel.marker_fields)
+        return {f: fields for f, fields in out.items() if fields}
+
+    def _up_to(self, release: str | None) -> tuple[Release, ...]:
+        if release is None:
+            return self.releases
+        names = self.release_names()
+        if release not in names:
+            raise KeyError(f"{self.name} has no modelled release {release!r}")
+        return self.releases[: names.index(release) + 1]
 
     def release(self, name: str | None) -> Release:
         """The release called `name` (None: the newest); KeyError if not modelled."""

@@ -4,7 +4,10 @@ wheels' own code against these verdicts). Standard library only.
 
 The rules each release switches on or off are emitted by `SglangChecks` whatever the release
 (QC611–QC615, declared "none" for the newest); a release's delta says which of them break or
-degrade that release, and which newest-release rules it does not have yet (QC318).
+degrade that release, and which newest-release rules it does not have yet (QC318). A release
+also says what `quantize --target sglang@RELEASE` must not write (`quantize`: 0.5.18 reads no
+tensor markers, 0.5.19-0.5.21 compute MXFP8 as noise) and which marker fields it must write
+(`marker_fields`: 0.5.19 needs full_precision_matrix_mult on NVFP4).
 """
 
 from __future__ import annotations
@@ -18,12 +21,25 @@ FAILS, DEGRADED, NONE = Effect.FAILS, Effect.DEGRADED, Effect.NONE
 #: header declaration). QC611 reports the other layers; its effect is this release's delta.
 HEADER_PATH_FORMATS = ("float8_e4m3fn", "nvfp4")
 
+#: Formats 0.5.18 does not read from `.comfy_quant` tensor markers (what `quantize` writes):
+#: every marker format but NVFP4, which it finds from the layer's tensors.
+_NO_INSPECTOR = (
+    "sglang 0.5.18 has no marker inspector: it does not read the comfy_quant markers "
+    "quantize writes (only NVFP4 layers, found from their tensors); use sglang >= 0.5.19"
+)
+_MARKER_ONLY = ("float8_e4m3fn", "int8_tensorwise", "asym_w4a8_int8", "convrot_w4a4", "mxfp8")
+_MXFP8_NOISE = (
+    "sglang 0.5.19-0.5.21 load MXFP8 without error but swizzle its scales twice and compute "
+    "noise (QC615); use sglang >= 0.5.22"
+)
+
 #: Rule codes as strings: this data module sits below the rule registry (no import cycle);
 #: tests/rules/test_sglang_releases.py checks every code is a registered rule.
 SGLANG_RELEASES: tuple[Release, ...] = (
     Release(
         "0.5.18",
         {"QC611": FAILS, "QC318": DEGRADED},
+        quantize=dict.fromkeys(_MARKER_ONLY, _NO_INSPECTOR),
         note="no marker inspector: only the header path (float8 -> whole-model FP8, "
         "nvfp4 -> ModelOpt, NVFP4 also found from its tensors) is honoured; a "
         "rotated NVFP4 layer goes to ModelOpt, which ignores convrot [GUESS: "
@@ -39,6 +55,8 @@ SGLANG_RELEASES: tuple[Release, ...] = (
             "QC615": DEGRADED,
             "QC318": NONE,
         },
+        quantize={**dict.fromkeys(_MARKER_ONLY, None), "mxfp8": _MXFP8_NOISE},
+        marker_fields={"nvfp4": {"full_precision_matrix_mult": True}},
         note="inspector introduced: identical markers per layer, convrot on every INT8 "
         "marker (KitchenInt8Config), full_precision_matrix_mult on every NVFP4 "
         "layer; MXFP8 scales swizzled twice",
@@ -46,6 +64,7 @@ SGLANG_RELEASES: tuple[Release, ...] = (
     Release(
         "0.5.20",
         {"QC612": NONE, "QC613": NONE, "QC614": NONE, "QC318": FAILS},
+        marker_fields={"nvfp4": {}},
         note="markers merged field by field; INT8 embeddings exempt; NVFP4 rejects convrot",
     ),
     Release(
@@ -55,6 +74,7 @@ SGLANG_RELEASES: tuple[Release, ...] = (
     Release(
         "0.5.22",
         {"QC615": NONE},
+        quantize={"mxfp8": None},
         note="ConvRotInt8Config: messages say 'convrot_int8' instead of 'kitchen_int8'; "
         "MXFP8 scales no longer swizzled twice (PR #38028)",
     ),
