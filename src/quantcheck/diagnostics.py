@@ -143,8 +143,16 @@ class Diagnostic:
 
     def release_effects(self) -> dict[str, dict[str, Effect]]:
         """Effects per runtime and modelled release, only for runtimes where they differ
-        between releases (empty for most findings)."""
+        between releases (empty for most findings). Shared by the findings of one kind: do
+        not modify."""
         runtimes = _RUNTIMES or _runtimes()
+        given = self.effects
+        memo = ("releases", self.code, None if given is None else tuple(given.items()))
+        if _AT[0] != runtimes.generation:
+            _AT[:] = [runtimes.generation, {}]
+        hit: dict[str, dict[str, Effect]] | None = _AT[1].get(memo)
+        if hit is not None:
+            return hit
         out: dict[str, dict[str, Effect]] = {}
         for rt in runtimes.runtimes():
             if len(rt.releases) < 2:
@@ -152,6 +160,7 @@ class Diagnostic:
             per = {r.name: self.effect_at(f"{rt.name}@{r.name}") for r in rt.releases}
             if len(set(per.values())) > 1:
                 out[rt.name] = per
+        _AT[1][memo] = out
         return out
 
     def affected_releases(self) -> dict[str, list[str]]:
@@ -170,6 +179,14 @@ class Diagnostic:
         release this is `targets` (the default report is unchanged)."""
         from quantcheck.runtimes.registry import release_label
 
+        runtimes = _RUNTIMES or _runtimes()
+        given = self.effects
+        memo = ("labels", keys, self.code, None if given is None else tuple(given.items()))
+        if _AT[0] != runtimes.generation:
+            _AT[:] = [runtimes.generation, {}]
+        hit: tuple[str, ...] | None = _AT[1].get(memo)
+        if hit is not None:
+            return list(hit)
         per_release = self.release_effects()
         by_release = (
             None if keys is None else {k.partition("@")[0] for k in keys if "@" in k}
@@ -181,8 +198,10 @@ class Diagnostic:
                 if eff is not Effect.NONE:
                     out.append(name)
                 continue
-            hit = {r for r, e in per.items() if e is not Effect.NONE}
-            out.append(release_label(name, list(per), hit))
+            out.append(
+                release_label(name, list(per), {r for r, e in per.items() if e is not Effect.NONE})
+            )
+        _AT[1][memo] = tuple(out)
         return out
 
     def affects_any_release(self) -> bool:
