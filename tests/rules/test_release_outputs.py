@@ -230,3 +230,11 @@ def test_format_docs_say_which_comfyui_release_adds_a_format() -> None:
 def test_fp8_needs_no_comfyui_step(tmp_path: Path) -> None:
     report = check_paths(_paths(file(fp8), tmp_path), target="comfyui@all")
     assert report.releases["comfyui"]["needs"] == "v0.16"
+
+
+def test_html_page_labels_findings_with_their_releases(tmp_path: Path) -> None:
+    from quantcheck.render.html import build_report
+
+    paths = _paths(file(nvfp4), tmp_path)
+    html = build_report(paths, target="sglang@all", generated="x")
+    assert 'class="targets">sglang@0.5.19<' in html

@@ -117,7 +117,8 @@ def diagnostics_html(data: ReportData) -> str:
         first = ds[0]
         sev = first.effective_severity.value
         title = getattr(first.rule, "title", "")
-        targets = sorted({t for d in ds for t in d.targets})
+        # runtime names, or the releases a finding affects when the target names releases
+        targets = sorted({t for d in ds for t in d.target_labels(data.report.targets)})
         items = "".join(_diag_item(d, index) for d in ds)
         opened = " open" if len(ds) <= 12 else ""
         parts.append(
