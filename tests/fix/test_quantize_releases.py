@@ -96,3 +96,23 @@ def test_unknown_release_is_a_usage_error(
         _quantize(_plain(tmp_path), tmp_path / "o.safetensors", "nvfp4", "sglang@0.5.99")
     assert exc.value.code == 2
     assert "sglang models 0.5.18" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("fmt", "too_old", "first"),
+    [
+        ("int8_tensorwise", "v0.16", "v0.27"),
+        ("convrot_w4a4", "v0.27", "cd9452e"),
+        ("w6a8_int8", "0271a469", "pr16483"),
+    ],
+)
+def test_comfyui_release_refuses_a_format_from_a_later_step(
+    fmt: str, too_old: str, first: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = _plain(tmp_path)
+    assert _quantize(src, tmp_path / "old.safetensors", fmt, f"comfyui@{too_old}") == 2
+    assert f"ComfyUI before {first} has no {fmt}" in capsys.readouterr().err
+    out = tmp_path / "new.safetensors"
+    assert _quantize(src, out, fmt, f"comfyui@{first}") == 0
+    key = f"comfyui@{first}"
+    assert check_paths([str(out)], target=key).target_status(key)["status"] == "ok"
