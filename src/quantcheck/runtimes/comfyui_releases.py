@@ -91,7 +91,7 @@ def _releases() -> tuple[Release, ...]:
     """Each step as a delta: the oldest release fails every later step's codes and refuses to
     have `quantize` write a later step's formats; each step lifts its own."""
     oldest = {c: Effect.FAILS for n, _, _, _ in STEPS for c in step_codes(n)}
-    later = {
+    later: dict[str, str | None] = {
         fmt: f"ComfyUI before {name} has no {fmt} in QUANT_ALGOS (added in {name}"
         + (" [GUESS]" if name in GUESSED else "")
         + ")"
@@ -101,7 +101,7 @@ def _releases() -> tuple[Release, ...]:
     out = []
     for i, (name, _, fmts, note) in enumerate(STEPS):
         effects = oldest if i == 0 else dict.fromkeys(step_codes(name), Effect.NONE)
-        quantize: dict[str, str | None] = later if i == 0 else dict.fromkeys(fmts)
+        quantize: dict[str, str | None] = later if i == 0 else dict.fromkeys(fmts, None)
         out.append(
             Release(name, effects, f"{note} Formats: {', '.join(fmts)}.", quantize=quantize)
         )
