@@ -11,8 +11,8 @@ from __future__ import annotations
 from quantcheck.diagnostics import Diagnostic, Effect, Severity
 from quantcheck.model.layers import Layer
 
-#: QC6xx say whether a runtime release loads a format at all (QC610: w6a8_int8 on ComfyUI
-#: @0271a469), not that the layer's numbers are unreadable: they never block.
+#: QC6xx say whether a runtime release loads a format at all (QC610: w6a8_int8 on ComfyUI up
+#: to 0271a469), not that the layer's numbers are unreadable: they never block.
 RUNTIME_SUPPORT = "QC6"
 
 
