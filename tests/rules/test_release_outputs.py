@@ -238,3 +238,16 @@ def test_html_page_labels_findings_with_their_releases(tmp_path: Path) -> None:
     paths = _paths(file(nvfp4), tmp_path)
     html = build_report(paths, target="sglang@all", generated="x")
     assert 'class="targets">sglang@0.5.19<' in html
+
+
+def test_docs_and_explain_give_effects_per_release() -> None:
+    from quantcheck.rules.docs import rules_markdown
+    from quantcheck.runtimes import release_summary
+
+    assert release_summary(get_runtime("comfyui"), "QC610", R.QC610.effects) == "fails ≤0271a469"
+    assert release_summary(get_runtime("sglang"), "QC318", R.QC318.effects) == (
+        "degraded 0.5.18, none 0.5.19"
+    )
+    assert release_summary(get_runtime("sglang"), "QC601", R.QC601.effects) == ""
+    assert "| none | none (fails ≤0271a469) | safe |" in rules_markdown()
+    assert "comfyui: none (fails ≤0271a469)" in R.QC610.doc()

@@ -38,7 +38,15 @@ class Rule:
     def doc(self) -> str:
         """The rule's documentation as plain text (what `quantcheck explain CODE` prints)."""
         fix = self.fix.value if self.fix else "none"
-        effects = ", ".join(f"{t}: {e.value}" for t, e in self.effects.items())
+        from quantcheck.runtimes import get_runtime, release_summary, runtime_names
+
+        def per_release(t: str) -> str:
+            if t not in runtime_names():
+                return ""
+            per = release_summary(get_runtime(t), self.code, self.effects)
+            return f" ({per})" if per else ""
+
+        effects = ", ".join(f"{t}: {e.value}{per_release(t)}" for t, e in self.effects.items())
         parts = [
             f"{self.code} {self.name} ({self.severity.value}) — {self.title}",
             "",

@@ -275,6 +275,19 @@ def release_label(runtime: str, names: tuple[str, ...] | list[str], hit: set[str
     return f"{runtime}@{span}" if span in names else f"{runtime} {span}"
 
 
+def release_summary(runtime: Runtime, code: str, declared: dict[str, Effect]) -> str:
+    """The releases where a rule's effect on `runtime` differs from its newest release's, for
+    the docs and `explain`: `fails ≤0271a469`, `degraded 0.5.18, none 0.5.19` ("" when every
+    modelled release has the same effect)."""
+    per = {r.name: effect_on(runtime, code, None, declared, r.name) for r in runtime.releases}
+    newest = per[runtime.newest.name]
+    names = runtime.release_names()
+    order = [e for e in dict.fromkeys(per.values()) if e is not newest]
+    return ", ".join(
+        f"{e.value} {release_span(names, {r for r, x in per.items() if x is e})}" for e in order
+    )
+
+
 def release_keys(runtime: str) -> tuple[str, ...]:
     """`runtime@release` for every modelled release of `runtime`, oldest first."""
     return tuple(f"{runtime}@{r.name}" for r in _RUNTIMES[runtime].releases)
