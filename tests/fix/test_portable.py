@@ -107,6 +107,19 @@ CONFLICT = file(
     lambda: int8("blocks.0.attn.qkv") + int8("blocks.0.attn.out"),
     header_meta({"blocks.0.attn.qkv": {**INT8_CONVROT, "convrot_groupsize": 64}}),
 )
+#: stable-diffusion.cpp's extension: header top-level params as defaults for its entries
+HEADER_PARAMS = file(
+    lambda: _no_markers(int8("blocks.0.a")) + int8("blocks.0.b", mark=INT8_CONVROT),
+    {
+        QMETA: json.dumps(
+            {
+                "format_version": "1.0",
+                "params": {"convrot": True, "convrot_groupsize": 64},
+                "layers": {"blocks.0.a": {"format": "int8_tensorwise"}},
+            }
+        )
+    },
+)
 GENERATED = {
     "header-only": HEADER_ONLY,
     "marker-only": MARKER_ONLY,
@@ -115,6 +128,7 @@ GENERATED = {
     "sharded": SHARDED,
     "unaligned-nvfp4": UNALIGNED_NVFP4,
     "conflict": CONFLICT,
+    "header-params": HEADER_PARAMS,
     "w4a4-header": file(lambda: w4a4("blocks.0.w4a4"), header_meta({})),
 }
 
@@ -178,7 +192,8 @@ def _quantized_layers(files: list[Path]) -> list[str]:
 
 def _curable(d, plan: FixPlan) -> bool:
     """Whether a byte-level repair exists for `d` that the portable fix did not make."""
-    if (d.code, where_of(d)) in plan.refused or (d.layer or "") in plan.portable_refused:
+    mine = plan.portable_refused
+    if (d.code, where_of(d)) in plan.refused or (d.layer or "") in mine or d.tensor in mine:
         return False  # refused with a reason (a conflict between targets, or a guess)
     fix = fix_of(d)
     return fix is not None and fix.action is not None and fix.safety is Safety.SAFE
@@ -293,7 +308,8 @@ def test_conflicting_fields_are_refused_not_guessed(tmp_path: Path) -> None:
     out = tmp_path / "out.safetensors"
     plan = _portable(paths, out)
     assert "blocks.0.attn.qkv" in plan.portable_refused
-    assert "convrot_groupsize" in plan.portable_refused["blocks.0.attn.qkv"]
+    topic, why = plan.portable_refused["blocks.0.attn.qkv"]
+    assert topic == "marker-conflict" and "convrot_groupsize" in why
     # the conflicting layer's marker tensor is left exactly as it was
     old = tensor_bytes([str(p) for p in paths])
     assert tensor_bytes([str(out)])["blocks.0.attn.qkv.comfy_quant"] == old[
@@ -303,7 +319,19 @@ def test_conflicting_fields_are_refused_not_guessed(tmp_path: Path) -> None:
     # the other layer is still made portable
     assert header_reader([out])["blocks.0.attn.out"] == marker_reader([out])["blocks.0.attn.out"]
     topics = {c.topic: c for c in plan.choices}
-    assert "not-made-portable" in topics and topics["not-made-portable"].display_only
+    assert topics["marker-conflict"].display_only
+    assert topics["marker-conflict"].layers == ("blocks.0.attn.qkv",)
+
+
+def test_header_top_level_params_are_not_guessed_into_markers(tmp_path: Path) -> None:
+    paths = HEADER_PARAMS(tmp_path)
+    out = tmp_path / "out.safetensors"
+    plan = _portable(paths, out)
+    topic, why = plan.portable_refused["blocks.0.a"]
+    assert topic == "header-params" and "stable-diffusion.cpp" in why
+    assert "blocks.0.a" not in marker_reader([out])  # left as it is
+    # a layer that names every key itself is still written to both places
+    assert header_reader([out])["blocks.0.b"] == marker_reader([out])["blocks.0.b"] == INT8_CONVROT
 
 
 @pytest.mark.parametrize(

@@ -90,8 +90,8 @@ class FixPlan:
     remaining: list[Diagnostic] = field(default_factory=list)
     converged: bool = True
     profile: str = "default"
-    #: portable: layers left as they are, and why (`quantcheck.fix.portable`).
-    portable_refused: dict[str, str] = field(default_factory=dict)
+    #: portable: layers (or scale tensors) left as they are: (topic, why).
+    portable_refused: dict[str, tuple[str, str]] = field(default_factory=dict)
     #: portable: what was chosen between targets, and what no byte-level repair can do.
     choices: list[Choice] = field(default_factory=list)
 

@@ -78,8 +78,10 @@ class Choice:
             head = f"chose {', '.join(self.chose)} over {', '.join(self.over)}"
         elif self.over:
             head = f"cannot serve {', '.join(self.over)}"
+        elif self.chose:
+            head = f"chose {', '.join(self.chose)}"
         else:
-            head = f"served {', '.join(self.chose) or 'every target'}"
+            head = "left as it is"
         tail = " (display-only: no byte-level repair)" if self.display_only else ""
         return f"{self.topic}: {head}{where if self.layers else ''} because {self.because}{tail}"
 
@@ -124,6 +126,32 @@ def merged_fields(layer: Layer) -> tuple[dict[str, Any] | None, str]:
             out.setdefault(k, v)
             first.setdefault(k, label)
     return _copy(out), ""
+
+
+def header_defaults(ck: Checkpoint, layer: Layer) -> dict[str, Any]:
+    """Top-level `params` of the `_quantization_metadata` in the layer's weight file: defaults
+    stable-diffusion.cpp applies to every header entry of that file (no other reader does)."""
+    w = layer.weight
+    shard = next((s for s in ck.shards if w is not None and s.name == w.file), None)
+    text = shard.header.metadata.get(QMETA) if shard is not None else None
+    try:
+        doc = json.loads(text) if text is not None else None
+    except (ValueError, RecursionError):
+        return {}
+    params = doc.get("params") if isinstance(doc, dict) else None
+    return params if isinstance(params, dict) else {}
+
+
+def defaults_problem(ck: Checkpoint, layer: Layer, fields: dict[str, Any]) -> str:
+    """Why the header's top-level params make the layer mean two things (else "")."""
+    given = {k: v for k, v in header_defaults(ck, layer).items() if k not in fields}
+    if not given:
+        return ""
+    return (
+        f"the header's top-level params give {json.dumps(given)}, which stable-diffusion.cpp "
+        "applies to this layer's header entry and every other reader ignores; quantcheck does "
+        "not guess which reading the weights were written for"
+    )
 
 
 def normalize(spec: FormatSpec, fields: dict[str, Any], scope: tuple[str, ...]) -> list[str]:
@@ -192,10 +220,10 @@ def _synced(layer: Layer, fields: dict[str, Any]) -> tuple[bool, bool]:
 
 
 def apply_portable(
-    draft: Draft, target: str, locked: set[str], refused: dict[str, str]
+    draft: Draft, target: str, locked: set[str], refused: dict[str, tuple[str, str]]
 ) -> None:
     """One round of portable edits on every quantized layer not `locked` by a structural fix
-    this round; layers that cannot be made portable go to `refused` (layer -> why)."""
+    this round; what cannot be made portable goes to `refused` (layer or tensor -> topic, why)."""
     scope = targets_of(target)
     for prefix, layer in draft.ck.layers.items():
         spec = quantized_spec(layer)
@@ -211,13 +239,17 @@ def apply_portable(
         else:
             got, why = merged_fields(layer)
             if got is None:
-                refused[prefix] = why
+                refused[prefix] = ("marker-conflict", why)
                 continue
             fields, edited = got, False
         done = normalize(spec, fields, scope)
+        why = defaults_problem(draft.ck, layer, fields)
+        if why and not edited:
+            refused[prefix] = ("header-params", why)
+            continue
         problem = layer_problem(spec, fields)
         if problem is not None:
-            refused.setdefault(prefix, problem[1])
+            refused[prefix] = problem
         if edited:
             draft.set_marker(prefix, fields)  # a fix rewrote it: the sync writes both copies
             if done:
@@ -263,7 +295,9 @@ def sync_markers(draft: Draft, d: Diagnostic, p: dict[str, Any], target: str) ->
 PORTABLE_ACTIONS = {"sync-markers": sync_markers}
 
 
-def _scales_to_f32(draft: Draft, layer: Layer, spec: FormatSpec, refused: dict[str, str]) -> None:
+def _scales_to_f32(
+    draft: Draft, layer: Layer, spec: FormatSpec, refused: dict[str, tuple[str, str]]
+) -> None:
     """Item (b): scales every reader accepts as F32 are widened to F32 (exact casts only)."""
     for c in spec.companions:
         wanted = [s for s in (c.comfyui_dtypes, c.sglang_dtypes) if s is not None]
@@ -275,7 +309,7 @@ def _scales_to_f32(draft: Draft, layer: Layer, spec: FormatSpec, refused: dict[s
         try:
             text = cast_f32(draft, t)
         except Refused as exc:
-            refused.setdefault(layer.prefix, str(exc))
+            refused[t.name] = ("scale-not-f32", str(exc))
             continue
         draft.log(CODE, t.name, f"{text}: every reader takes F32 scales", "safe", (), layer.prefix)
 
@@ -304,24 +338,18 @@ def _names(scope: tuple[str, ...]) -> list[str]:
     return list(dict.fromkeys(k.partition("@")[0] for k in scope))
 
 
-def portable_choices(ck: Checkpoint, target: str, refused: dict[str, str]) -> list[Choice]:
+def portable_choices(
+    ck: Checkpoint, target: str, refused: dict[str, tuple[str, str]]
+) -> list[Choice]:
     """What the portable output chose between targets, and what it could not do (items d, e)."""
     scope = targets_of(target)
     names = [n for n in _names(scope) if n in runtime_names()]
     out: list[Choice] = []
-    by_topic: dict[str, list[str]] = {}
-    why_of: dict[str, str] = {}
-    for prefix, why in refused.items():
-        layer = ck.layers.get(prefix)
-        spec = quantized_spec(layer) if layer else None
-        problem = None
-        if spec is not None and layer is not None and layer.marker is not None:
-            problem = layer_problem(spec, dict(layer.marker.fields))
-        topic = problem[0] if problem and problem[1] == why else "not-made-portable"
-        by_topic.setdefault(topic, []).append(prefix)
-        why_of.setdefault(topic, why)
-    for topic, layers in by_topic.items():
-        out.append(Choice(topic, (), tuple(names), tuple(layers), why_of[topic], True))
+    grouped: dict[tuple[str, str], list[str]] = {}
+    for where, reason in refused.items():
+        grouped.setdefault(reason, []).append(where)
+    for (topic, why), layers in grouped.items():
+        out.append(Choice(topic, (), (), tuple(layers), why, True))
     specs = {p: s for p, la in ck.layers.items() if (s := quantized_spec(la)) is not None}
     nvfp4 = {p: ck.layers[p] for p, s in specs.items() if s.name == "nvfp4"}
     padded = [n for n in names if n in PADDED_NVFP4]
