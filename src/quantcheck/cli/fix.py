@@ -64,7 +64,12 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
         metavar="OUT",
         help="output file (a folder for sharded input); required unless --dry-run or --diff",
     )
-    add_target(p, "runtime (and release: NAME@RELEASE) to repair for (default: all)")
+    add_target(
+        p,
+        "runtimes to repair for: default (sglang and comfyui), all (every runtime), NAME, "
+        "NAME@RELEASE, NAME@all, all@all, or a comma-separated list; with --profile portable "
+        "it also decides which consumers win where they need different bytes",
+    )
     p.add_argument(
         "--unsafe-fixes", action="store_true", help="also apply fixes that change numbers"
     )
@@ -73,7 +78,7 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
         choices=("default", "portable"),
         default="default",
         help="default: repair the findings; portable: also sync header and tensor markers, "
-        "F32 scales and explicit keys for every consumer (see below)",
+        "F32 scales and explicit keys for every consumer (see 'profiles' above)",
     )
     p.add_argument(
         "--output-format",

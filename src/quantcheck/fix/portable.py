@@ -417,7 +417,28 @@ def portable_choices(
                 True,
             )
         )
+    floats = [f for f in formats if "float8" in f]
+    if floats and len(formats) > 1 and "sglang" in names and _declared(ck):
+        out.append(
+            Choice(
+                "sglang-header-path",
+                tuple(n for n in names if n != "sglang"),
+                ("sglang",),
+                (),
+                f"the header now declares every layer, and sglang's header path "
+                "(get_quant_config_from_safetensors_metadata: --transformer-weights-path "
+                f"overrides, text encoders) reads a header naming any float8 format "
+                f"({', '.join(floats)}) as one whole-model FP8 config, although the file also "
+                f"holds {', '.join(f for f in formats if f not in floats)}; header-only readers "
+                "need the declarations. sglang's marker path is unaffected",
+            )
+        )
     return out
+
+
+def _declared(ck: Checkpoint) -> bool:
+    """Whether any file's header `_quantization_metadata` declares layers."""
+    return any(s.origin == "header" for m in ck.markers.values() for s in m.sources)
 
 
 def _aligned(layer: Layer) -> bool:
