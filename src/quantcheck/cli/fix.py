@@ -222,7 +222,8 @@ def print_plan(plan: object, unsafe: bool) -> None:
 
     assert isinstance(plan, FixPlan)
     real = [e for e in plan.edits if e.safety != "rewrite"]
-    print(f"fix ({plan.target}): {len(real)} fix{'es' if len(real) != 1 else ''}")
+    label = plan.target + (", portable" if plan.profile == "portable" else "")
+    print(f"fix ({label}): {len(real)} fix{'es' if len(real) != 1 else ''}")
     for e in plan.edits:
         print(f"  {e.code}  [{e.safety}] {clean(e.description)}")
     left = plan.unapplied(unsafe)

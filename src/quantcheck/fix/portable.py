@@ -252,8 +252,11 @@ def apply_portable(
             refused[prefix] = problem
         if edited:
             draft.set_marker(prefix, fields)  # a fix rewrote it: the sync writes both copies
-            if done:
-                draft.log(CODE, prefix, f"{'; '.join(done)} in the marker of {prefix}", "safe")
+            extra = f" ({'; '.join(done)})" if done else ""
+            draft.log(
+                CODE, prefix, f"write the fixed marker of {prefix} as its header entry too{extra}",
+                "safe",
+            )
             continue
         tensor_ok, header_ok = _synced(layer, fields)
         if tensor_ok and header_ok:
