@@ -128,23 +128,31 @@ def merged_fields(layer: Layer) -> tuple[dict[str, Any] | None, str]:
     return _copy(out), ""
 
 
-def header_defaults(ck: Checkpoint, layer: Layer) -> dict[str, Any]:
-    """Top-level `params` of the `_quantization_metadata` in the layer's weight file: defaults
+def header_defaults(ck: Checkpoint) -> dict[str, dict[str, Any]]:
+    """Per file: the top-level `params` of its `_quantization_metadata`, defaults
     stable-diffusion.cpp applies to every header entry of that file (no other reader does)."""
-    w = layer.weight
-    shard = next((s for s in ck.shards if w is not None and s.name == w.file), None)
-    text = shard.header.metadata.get(QMETA) if shard is not None else None
-    try:
-        doc = json.loads(text) if text is not None else None
-    except (ValueError, RecursionError):
-        return {}
-    params = doc.get("params") if isinstance(doc, dict) else None
-    return params if isinstance(params, dict) else {}
+    out: dict[str, dict[str, Any]] = {}
+    for shard in ck.shards:
+        text = shard.header.metadata.get(QMETA)
+        if text is None or '"params"' not in text:
+            continue
+        try:
+            doc = json.loads(text)
+        except (ValueError, RecursionError):
+            continue
+        params = doc.get("params") if isinstance(doc, dict) else None
+        if isinstance(params, dict) and params:
+            out[shard.name] = params
+    return out
 
 
-def defaults_problem(ck: Checkpoint, layer: Layer, fields: dict[str, Any]) -> str:
-    """Why the header's top-level params make the layer mean two things (else "")."""
-    given = {k: v for k, v in header_defaults(ck, layer).items() if k not in fields}
+def defaults_problem(
+    defaults: dict[str, dict[str, Any]], layer: Layer, fields: dict[str, Any]
+) -> str:
+    """Why the header's top-level params (of the weight's file, where the layer's header entry
+    is written) make the layer mean two things (else "")."""
+    params = defaults.get(layer.weight.file, {}) if layer.weight is not None else {}
+    given = {k: v for k, v in params.items() if k not in fields}
     if not given:
         return ""
     return (
@@ -225,6 +233,7 @@ def apply_portable(
     """One round of portable edits on every quantized layer not `locked` by a structural fix
     this round; what cannot be made portable goes to `refused` (layer or tensor -> topic, why)."""
     scope = targets_of(target)
+    defaults = header_defaults(draft.ck)
     for prefix, layer in draft.ck.layers.items():
         spec = quantized_spec(layer)
         if spec is None or prefix in locked:
@@ -243,7 +252,7 @@ def apply_portable(
                 continue
             fields, edited = got, False
         done = normalize(spec, fields, scope)
-        why = defaults_problem(draft.ck, layer, fields)
+        why = defaults_problem(defaults, layer, fields)
         if why and not edited:
             refused[prefix] = ("header-params", why)
             continue
