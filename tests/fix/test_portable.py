@@ -311,10 +311,11 @@ def test_full_precision_only_for_sglang_0519(tmp_path: Path) -> None:
     assert chosen == [("sglang@0.5.19",)]
 
 
-def test_conflicting_fields_are_refused_not_guessed(tmp_path: Path) -> None:
+@pytest.mark.parametrize("target", ["all", "all@all"])  # all@all: QC612's merge is held too
+def test_conflicting_fields_are_refused_not_guessed(target: str, tmp_path: Path) -> None:
     paths = CONFLICT(tmp_path)
     out = tmp_path / "out.safetensors"
-    plan = _portable(paths, out)
+    plan = _portable(paths, out, target)
     assert "blocks.0.attn.qkv" in plan.portable_refused
     topic, why = plan.portable_refused["blocks.0.attn.qkv"]
     assert topic == "marker-conflict" and "convrot_groupsize" in why

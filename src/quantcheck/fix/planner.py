@@ -322,10 +322,20 @@ def _apply_all(
     return locked
 
 
+#: Fixes that write one merged marker for a layer, settling a conflict by picking a source.
+MERGING = frozenset({"resolve-conflict", "header-to-tensor-markers", "rewrite-marker"})
+
+
 def _refuse_guesses(diags: list[Diagnostic], refused: dict[tuple[str, str], str]) -> None:
     """portable: a conflict the tensors cannot settle is not resolved by picking a source."""
+    torn = {
+        d.layer
+        for d in diags
+        if d.code == R.QC210.code and d.data.get("field") != "format" and d.layer
+    }
     for d in diags:
-        if d.code == R.QC210.code and d.data.get("field") != "format":
+        fix = fix_of(d)
+        if d.layer in torn and fix is not None and fix.action in MERGING:
             refused.setdefault(
                 (d.code, where_of(d)),
                 "the portable profile does not pick one of two marker values; the layer is "
