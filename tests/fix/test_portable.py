@@ -33,8 +33,11 @@ from rules._build import (
     fp8,
     header_meta,
     int8,
+    marker,
+    mxfp8,
     nvfp4,
     shards,
+    t,
     w4a4,
 )
 
@@ -120,6 +123,14 @@ HEADER_PARAMS = file(
         )
     },
 )
+#: MXFP8 padded the same way (N = 96): ComfyUI reads it, sglang has no layout for it
+UNALIGNED_MXFP8 = file(
+    lambda: [
+        t("blocks.0.mx.weight", "F8_E4M3", (96, 64)),
+        t("blocks.0.mx.weight_scale", "U8", (128, 4)),
+        marker("blocks.0.mx", {"format": "mxfp8"}),
+    ]
+)
 GENERATED = {
     "header-only": HEADER_ONLY,
     "marker-only": MARKER_ONLY,
@@ -127,6 +138,7 @@ GENERATED = {
     "keys": KEYS,
     "sharded": SHARDED,
     "unaligned-nvfp4": UNALIGNED_NVFP4,
+    "unaligned-mxfp8": UNALIGNED_MXFP8,
     "conflict": CONFLICT,
     "header-params": HEADER_PARAMS,
     "w4a4-header": file(lambda: w4a4("blocks.0.w4a4"), header_meta({})),
@@ -393,6 +405,17 @@ def test_unaligned_nvfp4_keeps_the_padded_layout_and_says_so(tmp_path: Path) -> 
     fix_to(paths, out, target="sglang", unsafe=True, profile="portable")
     assert tensor_bytes([str(out)])["blocks.0.nvfp4.weight"][0] == "BF16"
     assert marker_reader([out]) == {} and header_reader([out]) == {}
+
+
+def test_unaligned_mxfp8_keeps_the_padded_layout_and_says_so(tmp_path: Path) -> None:
+    paths = UNALIGNED_MXFP8(tmp_path)
+    plan = _portable(paths, tmp_path / "out.safetensors")
+    layout = [c for c in plan.choices if c.topic == "mxfp8-scale-layout"]
+    assert layout and layout[0].chose == ("comfyui",) and layout[0].layers == ("blocks.0.mx",)
+    (tmp_path / "aligned").mkdir()
+    aligned = file(lambda: mxfp8("blocks.0.mx", n=128, k=128))(tmp_path / "aligned")
+    plan = _portable(aligned, tmp_path / "a.safetensors")
+    assert not [c for c in plan.choices if c.topic == "mxfp8-scale-layout"]
 
 
 @pytest.fixture

@@ -48,6 +48,12 @@ CODE = "portable"
 #: [N, K/16] and unswizzles it: one set of bytes serves both only when N%128 == 0 and K%64 == 0.
 PADDED_NVFP4 = ("comfyui", "sdnext", "forge-neo")
 UNPADDED_NVFP4 = ("sglang",)
+#: format -> (readers of the padded swizzled layout, block along K, K multiple for which it has
+#: sglang's [N, K/block] shape too; N must be a multiple of 128). SD.Next has no MXFP8.
+PADDED_LAYOUTS = {
+    "nvfp4": (PADDED_NVFP4, 16, 64),
+    "mxfp8": (("comfyui", "forge-neo"), 32, 128),
+}
 #: SD.Next `detect_comfy_quant` rejects files that mix formats across layers.
 ONE_FORMAT_PER_FILE = ("sdnext",)
 #: The release that refuses NVFP4 layers without full_precision_matrix_mult, and the runtimes
@@ -364,21 +370,23 @@ def portable_choices(
         out.append(Choice(topic, (), (), tuple(layers), why, True))
     specs = {p: s for p, la in ck.layers.items() if (s := quantized_spec(la)) is not None}
     nvfp4 = {p: ck.layers[p] for p, s in specs.items() if s.name == "nvfp4"}
-    padded = [n for n in names if n in PADDED_NVFP4]
     sg = [n for n in names if n in UNPADDED_NVFP4]
-    odd = [p for p, la in nvfp4.items() if not _aligned(la)]
-    if odd and sg and padded:
+    for fmt, (readers, block, k_mult) in PADDED_LAYOUTS.items():
+        padded = [n for n in names if n in readers]
+        odd = [p for p, s in specs.items() if s.name == fmt and not _aligned(ck.layers[p])]
+        if not (odd and sg and padded):
+            continue
         out.append(
             Choice(
-                "nvfp4-scale-layout",
+                f"{fmt}-scale-layout",
                 tuple(padded),
                 tuple(sg),
                 tuple(odd),
-                "these layers are not N % 128 == 0 and K % 64 == 0, so ComfyUI's padded "
-                "swizzled block scales (what SD.Next also needs) cannot have sglang's exact "
-                "[N, K/16] shape, and no re-layout computes correctly on sglang (it unswizzles "
-                "the scales); the padded layout is kept. For sglang, dequantize them: "
-                "fix --target sglang --unsafe-fixes",
+                f"these layers are not N % 128 == 0 and K % {k_mult} == 0, so ComfyUI's "
+                f"padded swizzled block scales (what {', '.join(padded)} read) cannot have "
+                f"sglang's exact [N, K/{block}] shape, and no re-layout computes correctly on "
+                "sglang (it unswizzles the scales); the padded layout is kept. For sglang, "
+                "dequantize them: fix --target sglang --unsafe-fixes",
                 True,
             )
         )
@@ -454,6 +462,8 @@ def _declared(ck: Checkpoint) -> bool:
 
 
 def _aligned(layer: Layer) -> bool:
+    """Whether the padded swizzled block scale has sglang's exact [N, K/block] shape."""
     spec = quantized_spec(layer)
     dims = derive_dims(spec, layer) if spec else None
-    return dims is not None and dims.N % 128 == 0 and dims.K % 64 == 0
+    k_mult = PADDED_LAYOUTS[spec.name][2] if spec and spec.name in PADDED_LAYOUTS else 1
+    return dims is not None and dims.N % 128 == 0 and dims.K % k_mult == 0
