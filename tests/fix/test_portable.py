@@ -510,3 +510,12 @@ def test_sync_markers_action_writes_both_copies_in_any_profile(tmp_path: Path) -
     m = out.markers["blocks.0.attn.qkv"]
     assert sorted(s.origin for s in m.sources) == ["header", "tensor"]
     assert m.sources[0].fields == m.sources[1].fields == INT8_CONVROT
+
+
+def test_cli_json_with_diff_is_one_document(tmp_path: Path, capsys) -> None:
+    paths = MARKER_ONLY(tmp_path)
+    args = ["fix", str(paths[0]), "--profile", "portable", "--diff", "--output-format", "json"]
+    main(args)
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["kind"] == "fix" and doc["written"] is None
+    assert "_quantization_metadata" in doc["diff"]

@@ -120,11 +120,12 @@ def run(args: argparse.Namespace) -> int:
         as_json = getattr(args, "output_format", "text") == "json"
         if not as_json:
             print_plan(plan, args.unsafe_fixes)
-        if args.diff:
-            sys.stdout.write(header_diff(ck, plan.files))
+        diff = header_diff(ck, plan.files) if args.diff else None
+        if diff is not None and not as_json:
+            sys.stdout.write(diff)
         if args.dry_run or args.diff:
             if as_json:
-                _print_json(plan, args.unsafe_fixes, None)
+                _print_json(plan, args.unsafe_fixes, None, diff)
             return _exit(plan, args.unsafe_fixes)
         assert out is not None
         _write(ck, plan, out, index)
@@ -135,7 +136,9 @@ def run(args: argparse.Namespace) -> int:
     return _exit(plan, args.unsafe_fixes)
 
 
-def plan_json(plan: object, unsafe: bool, written: str | None = None) -> dict[str, object]:
+def plan_json(
+    plan: object, unsafe: bool, written: str | None = None, diff: str | None = None
+) -> dict[str, object]:
     """The plan as JSON: edits, what was not fixed and why, and the portable choices."""
     from quantcheck.fix.planner import FixPlan
 
@@ -168,13 +171,17 @@ def plan_json(plan: object, unsafe: bool, written: str | None = None) -> dict[st
     }
     if plan.profile == "portable":
         doc["portable"] = [c.to_json() for c in plan.choices]
+    if diff is not None:
+        doc["diff"] = diff
     return doc
 
 
-def _print_json(plan: object, unsafe: bool, written: str | None) -> None:
+def _print_json(
+    plan: object, unsafe: bool, written: str | None, diff: str | None = None
+) -> None:
     from quantcheck.render.json_out import dumps
 
-    print(dumps("fix", plan_json(plan, unsafe, written)))
+    print(dumps("fix", plan_json(plan, unsafe, written, diff)))
 
 
 def _exit(plan: object, unsafe: bool) -> int:
