@@ -20,8 +20,9 @@ block scales of layers that are not N % 128 == 0 and K % 64 == 0 (MXFP8: K % 128
 ComfyUI's padded swizzled layout (SD.Next's too); sglang has no layout that computes them
 correctly, only a dequantized layer (`--target sglang --unsafe-fixes`), so nothing is re-laid;
 `full_precision_matrix_mult` costs SD.Next speed and is written only for sglang 0.5.19; (e)
-SD.Next's one format per file cannot be repaired by bytes. Which runtime wants what is the data below, by runtime name: a runtime registered later
-under one of these names joins without a code change.
+SD.Next's one format per file cannot be repaired by bytes. Which runtime wants what is the
+data below, by runtime name: a runtime registered later under one of these names joins without
+a code change.
 """
 
 from __future__ import annotations
