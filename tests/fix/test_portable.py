@@ -396,7 +396,7 @@ def test_unaligned_nvfp4_keeps_the_padded_layout_and_says_so(tmp_path: Path) -> 
         "blocks.0.nvfp4.weight_scale"
     ]
     layout = [c for c in plan.choices if c.topic == "nvfp4-scale-layout"]
-    assert layout and layout[0].chose == ("comfyui",) and layout[0].over == ("sglang",)
+    assert layout and "comfyui" in layout[0].chose and layout[0].over == ("sglang",)
     assert "--target sglang --unsafe-fixes" in layout[0].because
     # only sglang targeted: no choice to make; with --unsafe-fixes the layer is dequantized
     plan = _portable(paths, tmp_path / "s.safetensors", target="sglang")
@@ -411,7 +411,8 @@ def test_unaligned_mxfp8_keeps_the_padded_layout_and_says_so(tmp_path: Path) -> 
     paths = UNALIGNED_MXFP8(tmp_path)
     plan = _portable(paths, tmp_path / "out.safetensors")
     layout = [c for c in plan.choices if c.topic == "mxfp8-scale-layout"]
-    assert layout and layout[0].chose == ("comfyui",) and layout[0].layers == ("blocks.0.mx",)
+    assert layout and "comfyui" in layout[0].chose and layout[0].layers == ("blocks.0.mx",)
+    assert "sdnext" not in layout[0].chose  # SD.Next has no MXFP8
     (tmp_path / "aligned").mkdir()
     aligned = file(lambda: mxfp8("blocks.0.mx", n=128, k=128))(tmp_path / "aligned")
     plan = _portable(aligned, tmp_path / "a.safetensors")
