@@ -483,7 +483,8 @@ def test_cli_text_report_and_help(tmp_path: Path, capsys) -> None:
     paths = UNALIGNED_NVFP4(tmp_path)
     main(["fix", str(paths[0]), "--profile", "portable", "--target", "all", "--dry-run"])
     text = capsys.readouterr().out
-    assert "portable (2):" in text and "chose comfyui over sglang" in text
+    assert "portable (" in text and "nvfp4-scale-layout: chose comfyui" in text
+    assert "over sglang for 1 layer (blocks.0.nvfp4)" in text
     with pytest.raises(SystemExit):
         main(["fix", "--help"])
     assert "stable-diffusion.cpp reads only the header" in capsys.readouterr().out
