@@ -110,7 +110,7 @@ CONFLICT = file(
     lambda: int8("blocks.0.attn.qkv") + int8("blocks.0.attn.out"),
     header_meta({"blocks.0.attn.qkv": {**INT8_CONVROT, "convrot_groupsize": 64}}),
 )
-#: stable-diffusion.cpp's extension: header top-level params as defaults for its entries
+#: header top-level params (defaults in stable-diffusion.cpp's unmerged PR #1829 only)
 HEADER_PARAMS = file(
     lambda: _no_markers(int8("blocks.0.a")) + int8("blocks.0.b", mark=INT8_CONVROT),
     {
@@ -169,7 +169,7 @@ def _portable(paths: list[Path], out: Path, target: str = "all") -> FixPlan:
 
 
 def header_reader(files: list[Path]) -> dict[str, dict]:
-    """What a header-only reader (stable-diffusion.cpp) sees: `_quantization_metadata` layers."""
+    """What a header-only reader (sglang's header path) sees: `_quantization_metadata` layers."""
     from safetensors import safe_open
 
     out: dict[str, dict] = {}
@@ -182,7 +182,7 @@ def header_reader(files: list[Path]) -> dict[str, dict]:
 
 
 def marker_reader(files: list[Path]) -> dict[str, dict]:
-    """What a marker-only reader (DiffSynth-Studio, musubi-tuner) sees: `.comfy_quant` tensors."""
+    """What a marker-only reader (DiffSynth-Studio, musubi-tuner, stable-diffusion.cpp) sees."""
     from safetensors import safe_open
 
     out: dict[str, dict] = {}
@@ -344,15 +344,20 @@ def test_conflicting_fields_are_refused_not_guessed(target: str, tmp_path: Path)
     assert topics["marker-conflict"].layers == ("blocks.0.attn.qkv",)
 
 
-def test_header_top_level_params_are_not_guessed_into_markers(tmp_path: Path) -> None:
+def test_header_top_level_params_are_reported_not_applied(tmp_path: Path) -> None:
     paths = HEADER_PARAMS(tmp_path)
     out = tmp_path / "out.safetensors"
     plan = _portable(paths, out)
-    topic, why = plan.portable_refused["blocks.0.a"]
-    assert topic == "header-params" and "stable-diffusion.cpp" in why
-    assert "blocks.0.a" not in marker_reader([out])  # left as it is
-    # a layer that names every key itself is still written to both places
+    want = {"format": "int8_tensorwise"}  # what every modelled reader reads today
+    assert header_reader([out])["blocks.0.a"] == marker_reader([out])["blocks.0.a"] == want
     assert header_reader([out])["blocks.0.b"] == marker_reader([out])["blocks.0.b"] == INT8_CONVROT
+    notes = [c for c in plan.choices if c.topic == "header-params"]
+    assert notes and notes[0].layers == ("blocks.0.a",) and "PR #1829" in notes[0].because
+    from safetensors import safe_open
+
+    with safe_open(str(out), framework="numpy") as h:
+        doc = json.loads(h.metadata()[QMETA])
+    assert doc["params"] == {"convrot": True, "convrot_groupsize": 64}  # kept as it was
 
 
 @pytest.mark.parametrize(
@@ -487,7 +492,7 @@ def test_cli_text_report_and_help(tmp_path: Path, capsys) -> None:
     assert "over sglang for 1 layer (blocks.0.nvfp4)" in text
     with pytest.raises(SystemExit):
         main(["fix", "--help"])
-    assert "stable-diffusion.cpp reads only the header" in capsys.readouterr().out
+    assert "sglang's header path only the header" in capsys.readouterr().out
 
 
 def test_sync_markers_action_writes_both_copies_in_any_profile(tmp_path: Path) -> None:

@@ -1,10 +1,12 @@
 """`fix --profile portable`: one file that every consumer reads the same way.
 
-Consumers read markers from different places (../shared/spec/consumers.md §1.2, copied here as
-facts): stable-diffusion.cpp reads only the header `_quantization_metadata`; DiffSynth-Studio,
-musubi-tuner and WanVideoWrapper read only `.comfy_quant` tensors; SD.Next, Forge Neo and
-ComfyUI read both, the header overwriting; sglang 0.5.19 wants both identical. So, for every
-quantized layer, the portable profile writes:
+Consumers read markers from different places (../shared/spec/consumers.md §1.2, and the
+runtime records): DiffSynth-Studio, musubi-tuner, WanVideoWrapper and stable-diffusion.cpp
+(merged code; an unmerged branch read the header instead) read only `.comfy_quant` tensors,
+the last at the top level only; sglang's header path reads only the header
+`_quantization_metadata`; SD.Next, Forge Neo and ComfyUI read both, the header overwriting;
+sglang 0.5.19 wants both identical. So, for every quantized layer, the portable profile
+writes:
 
 (a) the header entry and the tensor marker as the SAME object (the fields of both merged; a
     field the two disagree on is never guessed: the layer is left as it is and reported);
@@ -137,8 +139,8 @@ def merged_fields(layer: Layer) -> tuple[dict[str, Any] | None, str]:
 
 
 def header_defaults(ck: Checkpoint) -> dict[str, dict[str, Any]]:
-    """Per file: the top-level `params` of its `_quantization_metadata`, defaults
-    stable-diffusion.cpp applies to every header entry of that file (no other reader does)."""
+    """Per file: the top-level `params` of its `_quantization_metadata` (defaults for every
+    header entry in stable-diffusion.cpp's unmerged PR #1829; no modelled reader applies them)."""
     out: dict[str, dict[str, Any]] = {}
     for shard in ck.shards:
         text = shard.header.metadata.get(QMETA)
@@ -152,22 +154,6 @@ def header_defaults(ck: Checkpoint) -> dict[str, dict[str, Any]]:
         if isinstance(params, dict) and params:
             out[shard.name] = params
     return out
-
-
-def defaults_problem(
-    defaults: dict[str, dict[str, Any]], layer: Layer, fields: dict[str, Any]
-) -> str:
-    """Why the header's top-level params (of the weight's file, where the layer's header entry
-    is written) make the layer mean two things (else "")."""
-    params = defaults.get(layer.weight.file, {}) if layer.weight is not None else {}
-    given = {k: v for k, v in params.items() if k not in fields}
-    if not given:
-        return ""
-    return (
-        f"the header's top-level params give {json.dumps(given)}, which stable-diffusion.cpp "
-        "applies to this layer's header entry and every other reader ignores; quantcheck does "
-        "not guess which reading the weights were written for"
-    )
 
 
 def normalize(spec: FormatSpec, fields: dict[str, Any], scope: tuple[str, ...]) -> list[str]:
@@ -241,7 +227,6 @@ def apply_portable(
     """One round of portable edits on every quantized layer not `locked` by a structural fix
     this round; what cannot be made portable goes to `refused` (layer or tensor -> topic, why)."""
     scope = targets_of(target)
-    defaults = header_defaults(draft.ck)
     for prefix, layer in draft.ck.layers.items():
         spec = quantized_spec(layer)
         if spec is None or prefix in locked:
@@ -260,10 +245,6 @@ def apply_portable(
                 continue
             fields, edited = got, False
         done = normalize(spec, fields, scope)
-        why = defaults_problem(defaults, layer, fields)
-        if why and not edited:
-            refused[prefix] = ("header-params", why)
-            continue
         problem = layer_problem(spec, fields)
         if problem is not None:
             refused[prefix] = problem
@@ -423,6 +404,7 @@ def portable_choices(
                     f"add --target {FPMM_REQUIRED} to set it",
                 )
             )
+    out += _header_params(ck, specs)
     formats = sorted({s.name for s in specs.values()})
     one = [n for n in names if n in ONE_FORMAT_PER_FILE]
     if len(formats) > 1 and one:
@@ -456,6 +438,33 @@ def portable_choices(
             )
         )
     return out
+
+
+def _header_params(ck: Checkpoint, specs: dict[str, FormatSpec]) -> list[Choice]:
+    """A note on header top-level `params` that would change a layer if a reader applied them."""
+    defaults = header_defaults(ck)
+    hit: dict[str, None] = {}
+    for p in specs:
+        layer = ck.layers[p]
+        params = defaults.get(layer.weight.file, {}) if layer.weight is not None else {}
+        if layer.marker is not None and any(k not in layer.marker.fields for k in params):
+            hit[p] = None
+    if not hit:
+        return []
+    keys = sorted({k for params in defaults.values() for k in params})
+    return [
+        Choice(
+            "header-params",
+            (),
+            (),
+            tuple(hit),
+            f"the header's top-level params ({', '.join(keys)}) are kept but not written into "
+            "these layers' markers: no modelled reader applies them (stable-diffusion.cpp's "
+            "unmerged PR #1829 read them as defaults); if the weights were written with them, "
+            "add them to each marker",
+            True,
+        )
+    ]
 
 
 def _declared(ck: Checkpoint) -> bool:
