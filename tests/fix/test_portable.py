@@ -526,3 +526,23 @@ def test_cli_json_with_diff_is_one_document(tmp_path: Path, capsys) -> None:
     doc = json.loads(capsys.readouterr().out)
     assert doc["kind"] == "fix" and doc["written"] is None
     assert "_quantization_metadata" in doc["diff"]
+
+
+def test_a_fix_action_the_planner_lacks_is_refused_not_a_crash(tmp_path: Path) -> None:
+    """Rules of runtimes merged later may name actions this planner does not implement."""
+    from quantcheck.diagnostics import Diagnostic, Fix
+    from quantcheck.fix.draft import Draft
+    from quantcheck.fix.planner import _apply_all
+    from quantcheck.rules import codes as R
+
+    paths = MARKER_ONLY(tmp_path)
+    refused: dict = {}
+    with load_checkpoint([str(p) for p in paths]) as ck:
+        draft = Draft.of(ck)
+        d = Diagnostic(
+            R.QC612, "test", layer="blocks.0.attn.qkv", fix=Fix("x", Safety.SAFE, "no-such-fix")
+        )
+        _apply_all(draft, [d], "all", False, refused)
+    why = "quantcheck has no fix action 'no-such-fix'"
+    assert refused == {(R.QC612.code, "blocks.0.attn.qkv"): why}
+    assert draft.edits == []

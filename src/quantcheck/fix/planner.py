@@ -19,6 +19,11 @@ runtimes. Missing markers are added only for the unambiguous layouts of `marker_
 
 Never guessed: I8 [N, K] with an [N, 1] / [N] scale (row-wise vs ConvRot), W4A8, W4A4, FP8
 without a scale.
+
+`profile="portable"` (`quantcheck.fix.portable`) adds, in every round after the diagnostics'
+fixes, the edits that make each quantized layer read the same in every consumer (header and
+tensor markers in sync, F32 scales, explicit keys); markers are then written to both places,
+and a conflict between two marker values is left as it is instead of being merged.
 """
 
 from __future__ import annotations
