@@ -41,7 +41,7 @@ from quantcheck.formats.table import FORMATS, FormatSpec
 from quantcheck.model.checkpoint import Checkpoint
 from quantcheck.model.layers import Layer
 from quantcheck.model.markers import _strict_equal
-from quantcheck.runtimes import runtime_names, targets_of
+from quantcheck.runtimes import get_runtime, runtime_names, targets_of
 
 PROFILES = ("default", "portable")
 #: The label of portable edits in the plan (they answer no single diagnostic).
@@ -396,7 +396,7 @@ def portable_choices(
             out.append(
                 Choice(
                     "nvfp4-full-precision",
-                    tuple(names),
+                    tuple(f"{n}@{get_runtime(n).newest.name}" for n in names),
                     (FPMM_REQUIRED,),
                     tuple(missing),
                     "full_precision_matrix_mult was not set: it keeps these layers on the "
