@@ -16,11 +16,17 @@ def sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def fix_to(paths: list[Path], out: Path, target: str = "all", unsafe: bool = False) -> FixPlan:
+def fix_to(
+    paths: list[Path],
+    out: Path,
+    target: str = "all",
+    unsafe: bool = False,
+    profile: str = "default",
+) -> FixPlan:
     """What `quantcheck fix` does, returning the plan."""
     with load_checkpoint([str(p) for p in paths]) as ck:
         dest, index = output_layout(ck, str(out))
-        plan = plan_fixes(ck, target=target, unsafe=unsafe)
+        plan = plan_fixes(ck, target=target, unsafe=unsafe, profile=profile)
         write_checkpoint(
             name_files(ck, plan.files), dest, index_name=index, index_meta=index_metadata(ck)
         )

@@ -21,8 +21,32 @@ DESCRIPTIONS = {
         "--unsafe-fixes also changes numbers (quantize a layer its marker describes, dequantize or "
         "requantize layers a runtime cannot take). With --target all, a fix that helps one runtime "
         "and hurts the other is refused. Output is streamed to a temp file beside OUT, re-read and "
-        "re-checked, then moved into place.\n\nexit codes: 0 nothing left to fix, 1 problems "
-        "remain, 2 could not run."
+        "re-checked, then moved into place.\n\n"
+        "profiles:\n"
+        "  default   repair what the --target runtimes report (markers end up as .comfy_quant "
+        "tensors).\n"
+        "  portable  also write one file every consumer reads the same way: each quantized "
+        "layer's\n"
+        "            marker both as its .comfy_quant tensor and in the header "
+        "_quantization_metadata\n"
+        "            (DiffSynth-Studio, musubi-tuner and stable-diffusion.cpp read only the "
+        "tensors,\n"
+        "            sglang's header path only the header), the same object in both; scales as "
+        "F32; convrot,\n"
+        "            convrot_groupsize and params keys explicit. A field the header and the "
+        "tensor\n"
+        "            disagree on is never guessed: the layer is reported and left alone. Where "
+        "two\n"
+        "            targets need different bytes (NVFP4 block-scale padding, SD.Next's one "
+        "format per\n"
+        "            file, full_precision_matrix_mult for sglang@0.5.19) the report says which "
+        "target it\n"
+        "            chose and why; --target decides (e.g. --target all@all includes "
+        "sglang@0.5.19).\n\n"
+        "examples:\n"
+        "  quantcheck fix in.safetensors -o out.safetensors --profile portable --target all\n"
+        "  quantcheck fix in.safetensors --profile portable --dry-run --output-format json\n\n"
+        "exit codes: 0 nothing left to fix, 1 problems remain, 2 could not run."
     )
 }
 
@@ -40,9 +64,28 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
         metavar="OUT",
         help="output file (a folder for sharded input); required unless --dry-run or --diff",
     )
-    add_target(p, "runtime (and release: NAME@RELEASE) to repair for (default: all)")
+    add_target(
+        p,
+        "runtimes to repair for: default (sglang and comfyui), all (every runtime), NAME, "
+        "NAME@RELEASE, NAME@all, all@all, or a comma-separated list; with --profile portable "
+        "it also decides which consumers win where they need different bytes",
+    )
     p.add_argument(
         "--unsafe-fixes", action="store_true", help="also apply fixes that change numbers"
+    )
+    p.add_argument(
+        "--profile",
+        choices=("default", "portable"),
+        default="default",
+        help="default: repair the findings; portable: also sync header and tensor markers, "
+        "F32 scales and explicit keys for every consumer (see 'profiles' above)",
+    )
+    p.add_argument(
+        "--output-format",
+        choices=("text", "json"),
+        default="text",
+        dest="output_format",
+        help="plan report format (default: text)",
     )
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
@@ -72,16 +115,73 @@ def run(args: argparse.Namespace) -> int:
             from quantcheck.cli.output import output_layout
 
             out, index = output_layout(ck, args.output)
-        plan = plan_fixes(ck, target=args.target, unsafe=args.unsafe_fixes)
-        print_plan(plan, args.unsafe_fixes)
-        if args.diff:
-            sys.stdout.write(header_diff(ck, plan.files))
+        profile = getattr(args, "profile", "default")
+        plan = plan_fixes(ck, target=args.target, unsafe=args.unsafe_fixes, profile=profile)
+        as_json = getattr(args, "output_format", "text") == "json"
+        if not as_json:
+            print_plan(plan, args.unsafe_fixes)
+        diff = header_diff(ck, plan.files) if args.diff else None
+        if diff is not None and not as_json:
+            sys.stdout.write(diff)
         if args.dry_run or args.diff:
+            if as_json:
+                _print_json(plan, args.unsafe_fixes, None, diff)
             return _exit(plan, args.unsafe_fixes)
         assert out is not None
         _write(ck, plan, out, index)
-        print(f"wrote {clean(out)}")
+        if as_json:
+            _print_json(plan, args.unsafe_fixes, out)
+        else:
+            print(f"wrote {clean(out)}")
     return _exit(plan, args.unsafe_fixes)
+
+
+def plan_json(
+    plan: object, unsafe: bool, written: str | None = None, diff: str | None = None
+) -> dict[str, object]:
+    """The plan as JSON: edits, what was not fixed and why, and the portable choices."""
+    from quantcheck.fix.planner import FixPlan
+
+    assert isinstance(plan, FixPlan)
+    doc: dict[str, object] = {
+        "target": plan.target,
+        "profile": plan.profile,
+        "edits": [
+            {
+                "code": e.code,
+                "where": e.where,
+                "safety": e.safety,
+                "description": e.description,
+                "layer": e.layer,
+            }
+            for e in plan.edits
+        ],
+        "not_fixed": [
+            {
+                "code": o.diagnostic.code,
+                "where": o.diagnostic.layer or o.diagnostic.tensor or o.diagnostic.file or "",
+                "message": o.diagnostic.message,
+                "status": o.status,
+                "detail": o.detail,
+            }
+            for o in plan.unapplied(unsafe)
+        ],
+        "converged": plan.converged,
+        "written": written,
+    }
+    if plan.profile == "portable":
+        doc["portable"] = [c.to_json() for c in plan.choices]
+    if diff is not None:
+        doc["diff"] = diff
+    return doc
+
+
+def _print_json(
+    plan: object, unsafe: bool, written: str | None, diff: str | None = None
+) -> None:
+    from quantcheck.render.json_out import dumps
+
+    print(dumps("fix", plan_json(plan, unsafe, written, diff)))
 
 
 def _exit(plan: object, unsafe: bool) -> int:
@@ -129,7 +229,8 @@ def print_plan(plan: object, unsafe: bool) -> None:
 
     assert isinstance(plan, FixPlan)
     real = [e for e in plan.edits if e.safety != "rewrite"]
-    print(f"fix ({plan.target}): {len(real)} fix{'es' if len(real) != 1 else ''}")
+    label = plan.target + (", portable" if plan.profile == "portable" else "")
+    print(f"fix ({label}): {len(real)} fix{'es' if len(real) != 1 else ''}")
     for e in plan.edits:
         print(f"  {e.code}  [{e.safety}] {clean(e.description)}")
     left = plan.unapplied(unsafe)
@@ -146,6 +247,10 @@ def print_plan(plan: object, unsafe: bool) -> None:
         print(f"  {d.code}  {clean(where)}: {clean(d.message)} ({clean(why)})")
     if not plan.converged:
         print("  (fixes did not settle after 8 rounds; the rest is left as it is)")
+    if plan.profile == "portable":
+        print(f"portable ({len(plan.choices)}):" if plan.choices else "portable: no choices")
+        for c in plan.choices:
+            print(f"  {clean(c.text())}")
 
 
 def _lines(

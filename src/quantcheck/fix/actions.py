@@ -71,7 +71,11 @@ def _f64_exact(t: OutTensor) -> bool:
 
 
 def _cast_f32(draft: Draft, d: Diagnostic, p: dict[str, Any], target: str) -> str:
-    t = _tensor(draft, d)
+    return cast_f32(draft, _tensor(draft, d))
+
+
+def cast_f32(draft: Draft, t: OutTensor) -> str:
+    """Cast one F16/BF16/F64 tensor of the draft to F32; Refused unless every value is kept."""
     if t.dtype not in ("F16", "BF16", "F64"):
         raise Refused(f"{t.name} is {t.dtype}; only F16/BF16/F64 are cast to F32")
     if t.dtype == "F64" and not _f64_exact(t):

@@ -52,10 +52,16 @@ class Draft:
     header_drop: set[str] = field(default_factory=set)
     edits: list[Edit] = field(default_factory=list)
     touched: set[str] = field(default_factory=set)
+    #: True (`fix --profile portable`): a rewritten marker is written both as the layer's
+    #: `.comfy_quant` tensor and as its header `_quantization_metadata` entry (same object);
+    #: False: as the tensor only, its header entry dropped.
+    sync_header: bool = False
+    #: Header entries to write: layer prefix -> marker fields (in the file of the layer's weight).
+    header_set: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, ck: Checkpoint) -> Draft:
-        d = cls(ck)
+    def of(cls, ck: Checkpoint, sync_header: bool = False) -> Draft:
+        d = cls(ck, sync_header=sync_header)
         for i, shard in enumerate(ck.shards):
             h = shard.header
             d.files.append(
@@ -132,11 +138,27 @@ class Draft:
     def drop_header_entry(self, key: str) -> None:
         self.header_drop.add(key)
 
+    def set_header_entry(self, prefix: str, fields: dict[str, Any]) -> None:
+        """Write `fields` as the header entry of `prefix` (in its weight's file; the entry is
+        removed from any other file's header); the marker tensor is left as it is."""
+        self.header_set[prefix] = fields
+
+    def home(self, prefix: str) -> int:
+        """Index of the file holding the layer's weight (else its marker tensor, else 0)."""
+        for name in (f"{prefix}.weight", prefix + MARKER_SUFFIX):
+            if name in self.where:
+                return self.where[name]
+        return 0
+
     # ---------------------------------------------------------------- output
     def _apply_markers(self) -> None:
         for prefix, fields in self.markers.items():
             name = prefix + MARKER_SUFFIX
-            self.header_drop.add(prefix)
+            if fields is not None and (self.sync_header or prefix in self.header_set):
+                self.header_set[prefix] = fields
+            else:
+                self.header_drop.add(prefix)
+                self.header_set.pop(prefix, None)
             if fields is None:
                 self.drop(name)
                 continue
@@ -150,7 +172,9 @@ class Draft:
             self.add(OutTensor(name, "U8", (len(data),), Data(data)), anchor)
         self.markers = {}
 
-    def _metadata(self, meta: dict[str, str]) -> dict[str, str]:
+    def _metadata(self, meta: dict[str, str], index: int = 0) -> dict[str, str]:
+        if self.header_set:
+            return self._synced_metadata(meta, index)
         text = meta.get(QMETA)
         if text is None or not self.header_drop:
             return meta
@@ -170,12 +194,39 @@ class Draft:
             del out[QMETA]
         return out
 
+    def _synced_metadata(self, meta: dict[str, str], index: int) -> dict[str, str]:
+        """`meta` with this file's `header_set` entries written and dropped entries removed; a
+        new `_quantization_metadata` gets `format_version` "1.0" (as ComfyUI writes it)."""
+        here = {p: f for p, f in self.header_set.items() if self.home(p) == index}
+        gone = (self.header_drop - self.header_set.keys()) | (self.header_set.keys() - here.keys())
+        text = meta.get(QMETA)
+        doc: Any = {"format_version": "1.0", "layers": {}}
+        if text is not None:
+            try:
+                doc = json.loads(text)
+            except (ValueError, RecursionError):
+                return meta
+            if not isinstance(doc, dict) or not isinstance(doc.get("layers", {}), dict):
+                return meta
+        layers = doc.setdefault("layers", {})
+        if not here and not (gone & layers.keys()):
+            return meta
+        for key in gone:
+            layers.pop(key, None)
+        layers.update(here)
+        out = dict(meta)
+        if layers:
+            out[QMETA] = json.dumps(doc)
+        else:
+            out.pop(QMETA, None)
+        return out
+
     def files_out(self) -> list[OutFile]:
         """The edited checkpoint as output files (markers written, header entries dropped)."""
         self._apply_markers()
         outs: list[OutFile] = []
         for i, f in enumerate(self.files):
-            out = OutFile(f.name, metadata=self._metadata(f.metadata))
+            out = OutFile(f.name, metadata=self._metadata(f.metadata, i))
             stack = list(reversed(f.order))
             seen: set[str] = set()
             while stack:

@@ -19,6 +19,11 @@ runtimes. Missing markers are added only for the unambiguous layouts of `marker_
 
 Never guessed: I8 [N, K] with an [N, 1] / [N] scale (row-wise vs ConvRot), W4A8, W4A4, FP8
 without a scale.
+
+`profile="portable"` (`quantcheck.fix.portable`) adds, in every round after the diagnostics'
+fixes, the edits that make each quantized layer read the same in every consumer (header and
+tensor markers in sync, F32 scales, explicit keys); markers are then written to both places,
+and a conflict between two marker values is left as it is instead of being merged.
 """
 
 from __future__ import annotations
@@ -30,6 +35,13 @@ from quantcheck.check import run_rules, select_diagnostics
 from quantcheck.diagnostics import Diagnostic, Fix, Safety
 from quantcheck.fix.actions import ACTIONS, UNSAFE_ACTIONS, Refused
 from quantcheck.fix.draft import Draft, Edit
+from quantcheck.fix.portable import (
+    PORTABLE_ACTIONS,
+    PROFILES,
+    Choice,
+    apply_portable,
+    portable_choices,
+)
 from quantcheck.io.header import read_header
 from quantcheck.io.writer import OutFile, PlannedSource
 from quantcheck.model.checkpoint import Checkpoint, Shard, assemble
@@ -82,6 +94,11 @@ class FixPlan:
     final: Checkpoint | None = None
     remaining: list[Diagnostic] = field(default_factory=list)
     converged: bool = True
+    profile: str = "default"
+    #: portable: layers (or scale tensors) left as they are: (topic, why).
+    portable_refused: dict[str, tuple[str, str]] = field(default_factory=dict)
+    #: portable: what was chosen between targets, and what no byte-level repair can do.
+    choices: list[Choice] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -146,10 +163,19 @@ def unrepairable(ck: Checkpoint) -> list[Diagnostic]:
 
 
 def plan_fixes(
-    ck: Checkpoint, *, target: str = "default", unsafe: bool = False, max_rounds: int = 8
+    ck: Checkpoint,
+    *,
+    target: str = "default",
+    unsafe: bool = False,
+    max_rounds: int = 8,
+    profile: str = "default",
 ) -> FixPlan:
-    """Plan every applicable fix for `target`; nothing is written."""
-    plan = FixPlan(target)
+    """Plan every applicable fix for `target`; nothing is written. `profile="portable"` also
+    writes every quantized layer so that every consumer reads it the same way
+    (`quantcheck.fix.portable`)."""
+    if profile not in PROFILES:
+        raise ValueError(f"unknown fix profile {profile!r}: choose from {', '.join(PROFILES)}")
+    plan = FixPlan(target, profile=profile)
     names = [os.path.basename(s.name) for s in ck.shards]
     cur = ck
     diags = select_diagnostics(run_rules(cur), target=target)
@@ -158,10 +184,14 @@ def plan_fixes(
         plan.files = files
         if not draft.edits:
             plan.final, plan.remaining = cur, diags
-            return plan
+            break
         plan.edits += draft.edits
         cur, diags = nxt, after
-    plan.final, plan.remaining, plan.converged = cur, diags, False
+    else:
+        plan.final, plan.remaining, plan.converged = cur, diags, False
+    if profile == "portable":
+        assert plan.final is not None
+        plan.choices = portable_choices(plan.final, target, plan.portable_refused)
     return plan
 
 
@@ -174,9 +204,14 @@ def _round(
     names: list[str],
 ) -> tuple[Draft, list[OutFile], Checkpoint, list[Diagnostic]]:
     """One round; edits whose result breaks another runtime are refused and the round redone."""
+    portable = plan.profile == "portable"
     while True:
-        draft = Draft.of(cur)
-        _apply_all(draft, diags, target, unsafe, plan.refused)
+        draft = Draft.of(cur, sync_header=portable)
+        if portable:
+            _refuse_guesses(diags, plan.refused)
+        locked = _apply_all(draft, diags, target, unsafe, plan.refused)
+        if portable:
+            apply_portable(draft, target, locked, plan.portable_refused)
         files = draft.files_out()
         if not draft.edits:
             return draft, files, cur, diags
@@ -228,7 +263,8 @@ def _apply_all(
     target: str,
     unsafe: bool,
     refused: dict[tuple[str, str], str],
-) -> None:
+) -> set[str]:
+    """Apply every applicable fix; returns the layers a structural fix changed."""
     locked: set[str] = set()
     rank = {a: i for i, a in enumerate(ORDER)}
     todo = [(d, fix_of(d)) for d in diags]
@@ -272,8 +308,12 @@ def _apply_all(
                 f"--target {hit[0]} to apply it for that runtime only"
             )
             continue
+        run = ACTIONS.get(action) or PORTABLE_ACTIONS.get(action)
+        if run is None:
+            refused[key] = f"quantcheck has no fix action {action!r}"
+            continue
         try:
-            text = ACTIONS[action](draft, d, dict(fix.params), target)
+            text = run(draft, d, dict(fix.params), target)
         except Refused as exc:
             if action == "quantize-layer":  # fall back to the safe fix: drop the marker
                 text = f"{exc}; " + ACTIONS["drop-marker"](draft, d, {}, target)
@@ -284,6 +324,28 @@ def _apply_all(
         draft.log(d.code, where_of(d), text, safety, tuple(_affected(d, scope)), layer)
         if action in STRUCTURAL and layer:
             locked.add(layer)
+    return locked
+
+
+#: Fixes that write one merged marker for a layer, settling a conflict by picking a source.
+MERGING = frozenset({"resolve-conflict", "header-to-tensor-markers", "rewrite-marker"})
+
+
+def _refuse_guesses(diags: list[Diagnostic], refused: dict[tuple[str, str], str]) -> None:
+    """portable: a conflict the tensors cannot settle is not resolved by picking a source."""
+    torn = {
+        d.layer
+        for d in diags
+        if d.code == R.QC210.code and d.data.get("field") != "format" and d.layer
+    }
+    for d in diags:
+        fix = fix_of(d)
+        if d.layer in torn and fix is not None and fix.action in MERGING:
+            refused.setdefault(
+                (d.code, where_of(d)),
+                "the portable profile does not pick one of two marker values; the layer is "
+                "left as it is",
+            )
 
 
 # ----------------------------------------------------------------------------- actions

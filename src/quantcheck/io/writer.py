@@ -132,6 +132,7 @@ class PlannedSource:
             pos += t.data.nbytes
         self._size = pos
         self._cache: dict[int, bytes] = {}
+        self._starts: list[int] | None = None
 
     @property
     def size(self) -> int:
@@ -139,9 +140,16 @@ class PlannedSource:
 
     def pieces(self, offset: int, n: int) -> Iterator[tuple[Payload, int, int]]:
         """(payload, offset within it, length) covering [offset, offset+n) of the data section."""
-        for start, t in self._spans:
+        import bisect
+
+        if self._starts is None:
+            self._starts = [start for start, _ in self._spans]
+        first = max(0, bisect.bisect_right(self._starts, offset) - 1)  # O(log n) per read
+        for start, t in self._spans[first:]:
+            if start >= offset + n:
+                break
             end = start + t.data.nbytes
-            if end <= offset or start >= offset + n:
+            if end <= offset:
                 continue
             lo, hi = max(offset, start), min(offset + n, end)
             yield t.data, lo - start, hi - lo
