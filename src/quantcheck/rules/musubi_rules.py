@@ -145,7 +145,7 @@ def _marker(layer: Layer) -> Iterator[Diagnostic]:
         )
     g = tm.get("convrot_groupsize")
     w = layer.tensors["weight"]
-    if not is_power_of_four(g):
+    if not isinstance(g, int) or not is_power_of_four(g):
         found = "absent" if "convrot_groupsize" not in tm else repr(g)
         yield _diag(
             R.QC753,

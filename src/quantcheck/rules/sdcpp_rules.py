@@ -39,7 +39,7 @@ PACKED_FORMATS = frozenset(
 )
 FP8_DTYPES = frozenset({"F8_E4M3", "F8_E5M2"})
 #: Rules for what sd.cpp loads without an error but computes wrongly (the rest stop the load).
-SILENT = frozenset({"QC741", "QC742", "QC749"})
+SILENT = frozenset({R.QC741.code, R.QC742.code, R.QC749.code})
 #: The names sd.cpp (after PR #1913) and ComfyUI give an FP8 weight's scale.
 FP8_SCALES = ("weight_scale", "scale_weight")
 
