@@ -131,6 +131,8 @@ def test_non_u8_marker_fails_sdcpp_only(tmp_path: Path) -> None:
     hit = next(d for d in report.diagnostics if d.code == "QC205")
     assert hit.effective_effects["sdcpp"] is Effect.FAILS
     assert hit.effective_effects["comfyui"] is Effect.NONE
+    # sd.cpp's table does not hide the general warning from the default report
+    assert "QC205" in {d.code for d in check_paths(paths).diagnostics}
 
 
 def test_explain_round_trip() -> None:

@@ -4,7 +4,20 @@ from __future__ import annotations
 
 from quantcheck.formats.docs import formats_markdown
 from quantcheck.rules.registry import FAMILIES, all_rules
-from quantcheck.runtimes import runtimes
+from quantcheck.rules.rule import Rule
+from quantcheck.runtimes import Runtime, effect_on, runtimes
+
+
+def _effect_cell(rt: Runtime, r: Rule) -> str:
+    """The rule's effect on the runtime's newest release (its effects table first, as
+    `effect_on` resolves it), then any release where it differs."""
+    newest = effect_on(rt, r.code, None, r.effects)
+    older = [
+        f"{rel.name}: {e.value}"
+        for rel in rt.releases[:-1]
+        if (e := effect_on(rt, r.code, None, r.effects, rel.name)) is not newest
+    ]
+    return newest.value + (f" ({', '.join(older)})" if older else "")
 
 
 def rules_markdown() -> str:
@@ -37,7 +50,7 @@ def rules_markdown() -> str:
             fix = r.fix.value if r.fix else "—"
             out.append(
                 f"| [{r.code}](#{r.code.lower()}) | {r.name} | {r.severity.value} | "
-                + "".join(f"{r.effects[rt.name].value} | " for rt in rts)
+                + "".join(f"{_effect_cell(rt, r)} | " for rt in rts)
                 + f"{fix} |"
             )
         out.append("")
