@@ -140,3 +140,10 @@ def test_explain_round_trip() -> None:
     rendered, ok = explain(text)
     assert ok and "QC748" in rendered and "stable-diffusion.cpp bcc7e295" in rendered
     assert "--target sdcpp" in rendered
+
+
+def test_string_group_fails_the_marker_parse(tmp_path: Path) -> None:
+    mark = {**INT8_CONVROT, "convrot_groupsize": "16"}
+    report = check_paths([str(p) for p in file(lambda: int8(mark=mark))(tmp_path)], target="sdcpp")
+    hit = next(d for d in report.diagnostics if d.code == "QC746")
+    assert "parsing ComfyUI quantization metadata tensor failed" in hit.message

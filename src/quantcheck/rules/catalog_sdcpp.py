@@ -135,11 +135,11 @@ RULES = [
         "ConvRot group stable-diffusion.cpp refuses",
         _fails(),
         None,
-        "A rotated int8_tensorwise marker has a top-level integer convrot_groupsize that is a "
+        "A rotated int8_tensorwise marker has a top-level numeric convrot_groupsize that is a "
         "power of four and divides K.",
         "sd.cpp reads convrot_groupsize at the marker's top level (0 when absent: it does not "
         "default to 256 like ComfyUI) and refuses a group that is not a power of four or does "
-        "not divide K; a non-integer group fails the marker's parse.",
+        "not divide K; a group that is not a JSON number fails the marker's parse.",
         '{"format": "int8_tensorwise", "convrot": true} (no convrot_groupsize)',
         "Write the group the weights were rotated with as a top-level convrot_groupsize.",
         f"{ST_IO} read_comfy_quant_config (~L135: json.value(\"convrot_groupsize\", 0)) and "

@@ -151,7 +151,8 @@ def _convrot_group(
     layer: Layer, tm: dict[str, Any], k: int, nested: dict[str, Any]
 ) -> Iterator[Diagnostic]:
     g = tm.get("convrot_groupsize", 0)
-    if isinstance(g, bool) or not isinstance(g, (int, float)):
+    # nlohmann::json converts numbers and booleans to int (true -> 1); anything else throws
+    if not isinstance(g, (int, float)):
         what = "a string" if isinstance(g, str) else type(g).__name__
         yield _diag(
             R.QC746,
