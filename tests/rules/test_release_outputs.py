@@ -249,5 +249,5 @@ def test_docs_and_explain_give_effects_per_release() -> None:
         "degraded 0.5.18, none 0.5.19"
     )
     assert release_summary(get_runtime("sglang"), "QC601", R.QC601.effects) == ""
-    assert "| none | none (fails ≤0271a469) | safe |" in rules_markdown()
+    assert "| none | none (fails ≤0271a469) |" in rules_markdown()
     assert "comfyui: none (fails ≤0271a469)" in R.QC610.doc()

@@ -64,7 +64,8 @@ def test_declared_fix_safety_matches_emitted(case: RuleCase, tmp_path: Path) -> 
     declared display-only (so `rules` and `explain` never promise a fix `fix` cannot apply).
     """
     rule = all_rules()[case.code]
-    report = check_paths([str(p) for p in case.build(tmp_path)], **case.check_kwargs)
+    paths = [str(p) for p in case.build(tmp_path)]
+    report = check_paths(paths, **{"target": "all", **case.check_kwargs})
     hits = [d for d in report.diagnostics if d.code == case.code]
     assert hits
     for d in hits:

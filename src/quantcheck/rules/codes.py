@@ -117,6 +117,24 @@ QC612: Rule  # sglang-0519-markers-not-identical
 QC613: Rule  # sglang-0519-int8-marker-refused
 QC614: Rule  # sglang-0519-nvfp4-needs-fpmm
 QC615: Rule  # sglang-mxfp8-scales-swizzled-twice
+QC740: Rule  # sdcpp-format-not-loaded
+QC741: Rule  # sdcpp-fp8-scale-ignored
+QC742: Rule  # sdcpp-mxfp8-scales-dropped
+QC743: Rule  # sdcpp-int8-unclaimed
+QC744: Rule  # sdcpp-int8-scale-shape
+QC745: Rule  # sdcpp-int8-scale-missing
+QC746: Rule  # sdcpp-convrot-group
+QC747: Rule  # sdcpp-dtype-unsupported
+QC748: Rule  # sdcpp-int8-weight-not-i8
+QC749: Rule  # sdcpp-convrot-in-params
+QC750: Rule  # musubi-missing-siblings
+QC751: Rule  # musubi-format-unsupported
+QC752: Rule  # musubi-convrot-required
+QC753: Rule  # musubi-convrot-group
+QC754: Rule  # musubi-weight-layout
+QC755: Rule  # musubi-scale-layout
+QC756: Rule  # musubi-marker-not-1d
+QC757: Rule  # musubi-duplicate-scale
 
 __all__ = [
     "QC101",
@@ -212,4 +230,22 @@ __all__ = [
     "QC613",
     "QC614",
     "QC615",
+    "QC740",
+    "QC741",
+    "QC742",
+    "QC743",
+    "QC744",
+    "QC745",
+    "QC746",
+    "QC747",
+    "QC748",
+    "QC749",
+    "QC750",
+    "QC751",
+    "QC752",
+    "QC753",
+    "QC754",
+    "QC755",
+    "QC756",
+    "QC757",
 ]

@@ -4,7 +4,9 @@ and ComfyUI."""
 from __future__ import annotations
 
 from quantcheck.runtimes.comfyui_releases import comfyui_runtime
+from quantcheck.runtimes.musubi import musubi_runtime
 from quantcheck.runtimes.registry import Runtime, register_runtime
+from quantcheck.runtimes.sdcpp import sdcpp_runtime
 from quantcheck.runtimes.sglang_releases import SGLANG_RELEASES
 
 SGLANG = register_runtime(
@@ -23,3 +25,5 @@ COMFYUI = register_runtime(comfyui_runtime())  # releases: comfyui_releases.py
 
 #: The built-in runtimes in the order the catalogs write their effects.
 BUILTIN: tuple[str, ...] = (SGLANG.name, COMFYUI.name)
+register_runtime(sdcpp_runtime())
+register_runtime(musubi_runtime())

@@ -1,0 +1,155 @@
+"""musubi-tuner as a target (`--target musubi`): its release and the generic codes' effects.
+
+What "loading" means here: musubi-tuner loads DiT checkpoints (and the Qwen3-VL text encoder)
+to train LoRAs on them or to generate. A BF16/FP16 checkpoint it quantizes itself; a file
+that is already quantized must pass `inspect_convrot_int8_artifact`
+(kohya-ss/musubi-tuner @725869d `src/musubi_tuner/modules/convrot_int8_utils.py`), which
+admits only ConvRot INT8 triples (I8 [N, K] weight, F32 [N, 1] scale, U8 1-D `.comfy_quant`
+with format int8_tensorwise, convrot true and a power-of-four group dividing K) and raises
+"Invalid ConvRot INT8 artifact {path}, layer {m}: ..." for anything else. That gate is what
+this target models; its verdict "ok" means the gate passes.
+
+Not modelled: the per-model topology checks of the MiniMax-H3 / Qwen3-VL loaders (exact layer
+counts, PR #1024), and `nvfp4_utils.py` @456eceb (Comfy NVFP4 + AWQ frozen text encoders,
+K % 32), a separate text-encoder path; the open PR #1081 (NVFP4 DiT, mixed NVFP4/INT8).
+
+Standard library only (the check path imports it); codes are strings (the rule registry
+imports the runtimes).
+"""
+
+from __future__ import annotations
+
+from quantcheck.rules.levels import Effect
+from quantcheck.runtimes.registry import Release, Runtime
+
+FAILS, DEGRADED = Effect.FAILS, Effect.DEGRADED
+
+#: What each generic code does to musubi (codes not listed: nothing, see LEFT_NONE).
+EFFECTS: dict[str, Effect] = {
+    # container: musubi reads headers with its own MemoryEfficientSafeOpen and the tensors
+    # with torch; a broken container stops it [GUESS for gaps/overlaps/trailing bytes].
+    **dict.fromkeys(
+        (
+            "QC101",
+            "QC102",
+            "QC103",
+            "QC104",
+            "QC105",
+            "QC106",
+            "QC109",
+            "QC110",
+            "QC111",
+            "QC112",
+            "QC113",
+            "QC114",
+            "QC115",
+            "QC116",
+            "QC117",
+            "QC118",
+            "QC120",
+        ),
+        FAILS,
+    ),
+    "QC107": DEGRADED,  # json.loads keeps the last of duplicate keys
+    # tensor markers: U8 (checked while scanning), bytes decoded as UTF-8 then json.loads,
+    # which refuses a BOM, NUL bytes and non-objects.
+    **dict.fromkeys(("QC201", "QC202", "QC203", "QC204", "QC205", "QC207"), FAILS),
+    # shards: a key seen twice across files is refused ("Duplicate normalized safetensors
+    # key"); the index is validated by resolve_safetensors_files.
+    **dict.fromkeys(("QC501", "QC502", "QC503", "QC504", "QC506"), FAILS),
+    # numerics: the INT8 scales are used as stored.
+    **dict.fromkeys(("QC401", "QC402", "QC403", "QC407", "QC408"), DEGRADED),
+}
+
+#: Generic codes consciously left NONE for musubi, with the reason.
+LEFT_NONE: dict[str, str] = {
+    "QC108": "__metadata__ is not used to load the ConvRot layers [GUESS]",
+    "QC119": "no sub-byte dtypes are read",
+    "QC122": "header length need not be a multiple of 8",
+    "QC121": "one code for a malformed entry (fails everywhere: sglang and ComfyUI say so) and "
+    "for harmless extra entry fields (explicitly unaffected), so it is not overridden here",
+    "QC206": "no size limit on .comfy_quant tensors",
+    "QC208": "the header _quantization_metadata is not read",
+    "QC209": "the header _quantization_metadata is not read",
+    "QC210": "only the tensor marker is read",
+    "QC211": "only the tensor marker is read",
+    "QC212": "its own rule is QC751 (any format but int8_tensorwise)",
+    "QC213": "its own rule is QC751",
+    "QC214": "its own rule is QC751",
+    "QC215": "underscore keys are not read",
+    "QC216": "unknown keys are not read",
+    "QC218": "its own rule is QC752 (convrot must be exactly true)",
+    "QC219": "its own rule is QC753 (powers of four >= 4, 1024 included)",
+    "QC220": "group_size is not read (its formats are QC751)",
+    "QC221": "its own rules cover the keys it reads",
+    "QC222": "the header _quantization_metadata is not read",
+    "QC223": "its own rule is QC750 (a .comfy_quant needs a weight and a scale)",
+    "QC225": "W4A8 is refused anyway (QC750/QC751)",
+    "QC301": "its own rule is QC750",
+    "QC302": "extra tensors are left to the model loader",
+    "QC303": "its own rule is QC754",
+    "QC304": "its own rule is QC754",
+    "QC305": "its own rule is QC755",
+    "QC306": "its own rule is QC754",
+    "QC307": "its own rule is QC755",
+    "QC308": "NVFP4/MXFP8 are refused anyway (QC751)",
+    "QC311": "its formats are refused anyway (QC751)",
+    "QC312": "W4A8 is refused anyway (QC750/QC751)",
+    "QC313": "W4A8 is refused anyway (QC750/QC751)",
+    "QC314": "an unmarked F8/BF16 weight without a scale is not an artifact; I8 is QC750",
+    "QC315": "legacy scaled_fp8 has no .weight_scale: not an artifact",
+    "QC316": "its own rule is QC752",
+    "QC318": "NVFP4 is refused anyway (QC751)",
+    "QC319": "ComfyUI's dequantize path",
+    "QC320": "its own rule is QC753 (no default group)",
+    "QC321": "packed formats are refused anyway (QC750/QC751)",
+    "QC404": "MXFP8 is refused anyway (QC751)",
+    "QC405": "NVFP4 is refused anyway (QC751)",
+    "QC406": "NVFP4/MXFP8 are refused anyway (QC751)",
+    "QC409": "W4A8 is refused anyway (QC750)",
+    "QC505": "the index is not compared with the shards",
+    **{
+        c: "sglang's and ComfyUI's own rules"
+        for c in (
+            "QC601",
+            "QC602",
+            "QC603",
+            "QC604",
+            "QC605",
+            "QC606",
+            "QC607",
+            "QC608",
+            "QC609",
+            "QC610",
+            "QC611",
+            "QC612",
+            "QC613",
+            "QC614",
+            "QC615",
+        )
+    },
+}
+
+RELEASES: tuple[Release, ...] = (
+    Release(
+        "725869d",
+        note="kohya-ss/musubi-tuner 725869d: inspect_convrot_int8_artifact (ConvRot INT8 "
+        "triples only; PR #1024 merged).",
+    ),
+)
+
+
+def musubi_runtime() -> Runtime:
+    """The musubi-tuner runtime record."""
+    return Runtime(
+        "musubi",
+        "musubi-tuner",
+        RELEASES,
+        checks="quantcheck.rules.musubi_rules:MusubiChecks",
+        effects=dict(EFFECTS),
+        doc="musubi-tuner's pre-quantized DiT gate, inspect_convrot_int8_artifact "
+        "(kohya-ss/musubi-tuner 725869d, modules/convrot_int8_utils.py): ConvRot INT8 "
+        "triples from .comfy_quant tensors only; a pass means musubi accepts the file.",
+        default_target=False,
+        messages="quantcheck.explain.messages_musubi:PATTERNS",
+    )

@@ -1,0 +1,164 @@
+"""stable-diffusion.cpp as a target (`--target sdcpp`): releases, effects of the generic codes.
+
+What is modelled: leejet/stable-diffusion.cpp master at bcc7e295 (PR #1857, merged
+2026-08-11), its only merged ComfyUI-quantization reader. It reads the `<layer>.comfy_quant`
+TENSOR markers (U8, at most 64 KiB, JSON object; `format`, `convrot`, `convrot_groupsize` at
+the top level only) and never the header's `_quantization_metadata`; it implements
+`int8_tensorwise` (+ConvRot, group a power of four dividing K, one F32 scale per row) and loads
+FP8 weights by dtype. The next release step is PR #1913 (merged 2026-08-26): FP8 weights keep
+their scalar or per-channel scale (`.scale_weight` read as `.weight_scale`); before it, scaled
+FP8 files load without their scales and render white images (PR #1898's description).
+
+Not modelled: commit 1aaa4929 (PR #1829, closed without merging) read only the header
+`_quantization_metadata` (with top-level `params` defaults), accepted `convrot_w4a4`, and
+silently reset a ConvRot group that does not divide K to 0; no merged sd.cpp behaves so.
+sd.cpp loads one safetensors file per model argument: index files and shard sets are not read.
+
+Standard library only (the check path imports it); codes are strings (the rule registry
+imports the runtimes).
+"""
+
+from __future__ import annotations
+
+from quantcheck.rules.levels import Effect
+from quantcheck.runtimes.registry import Release, Runtime
+
+FAILS, DEGRADED = Effect.FAILS, Effect.DEGRADED
+
+#: What each generic code does to sd.cpp (codes not listed: nothing, see LEFT_NONE).
+EFFECTS: dict[str, Effect] = {
+    # container: its own header parser (read_safetensors_file) checks the header length, JSON,
+    # dtype table, offsets against the file size and each tensor's byte count.
+    **dict.fromkeys(
+        (
+            "QC101",
+            "QC102",
+            "QC103",
+            "QC104",
+            "QC105",
+            "QC106",
+            "QC109",
+            "QC110",
+            "QC111",
+            "QC112",
+            "QC113",
+            "QC114",
+            "QC117",
+            "QC120",
+        ),
+        FAILS,
+    ),
+    "QC107": DEGRADED,  # nlohmann::json keeps one of the duplicate keys
+    # tensor markers: U8 only, at most 64 KiB, parsed with nlohmann::json::parse inside a try;
+    # a value of the wrong type (convrot not a boolean) throws in json.value().
+    **dict.fromkeys(("QC201", "QC202", "QC203", "QC204", "QC205", "QC206", "QC218"), FAILS),
+    # layers: a quantized weight that is not 2-D never matches the model's Linear shape.
+    "QC306": FAILS,
+    # numerics: the INT8 scales are used as stored.
+    **dict.fromkeys(("QC401", "QC402", "QC403", "QC407", "QC408"), DEGRADED),
+}
+
+#: Generic codes consciously left NONE for sd.cpp, with the reason.
+LEFT_NONE: dict[str, str] = {
+    "QC108": "non-string __metadata__ values are skipped, not refused",
+    "QC115": "gaps between tensors are not checked",
+    "QC116": "overlapping tensors are not checked",
+    "QC118": "trailing bytes are not checked",
+    "QC119": "no sub-byte dtypes are read",
+    "QC122": "header length need not be a multiple of 8",
+    "QC121": "one code for a malformed entry (fails everywhere: sglang and ComfyUI say so) and "
+    "for harmless extra entry fields (explicitly unaffected), so it is not overridden here",
+    "QC207": "a UTF-8 BOM is skipped by nlohmann::json (UTF-16 would fail) [GUESS]",
+    "QC208": "the header _quantization_metadata is not read",
+    "QC209": "the header _quantization_metadata is not read",
+    "QC210": "only the tensor marker is read (QC743 reports header-only I8 layers)",
+    "QC211": "only the tensor marker is read",
+    "QC212": "a marker without format leaves the layer plain (QC743 for I8 weights)",
+    "QC213": "unknown formats are ignored (QC740/QC743 report weights it cannot use)",
+    "QC214": "unknown formats are ignored (QC740/QC743 report weights it cannot use)",
+    "QC215": "underscore keys are not read",
+    "QC216": "unknown keys are not read",
+    "QC219": "sd.cpp's own group rule is QC746 (powers of four, 4 and 1024 included)",
+    "QC220": "group_size is not read (its formats are QC740)",
+    "QC221": "its own rules cover the keys it reads (QC746, QC749)",
+    "QC222": "the header _quantization_metadata is not read",
+    "QC223": "a marker without a weight configures nothing",
+    "QC225": "W4A8 is not loaded at all (QC740)",
+    "QC301": "its own INT8 rule is QC745; FP8 layers load without a scale",
+    "QC302": "extra companions are reported as unknown tensors and ignored",
+    "QC303": "FP8 weights load by dtype; its INT8 rule is QC748",
+    "QC304": "FP8 markers on 16-bit weights change nothing; its INT8 rule is QC748",
+    "QC305": "an INT8 scale of another float dtype is converted to F32 on load [GUESS]",
+    "QC307": "its own INT8 scale rule is QC744",
+    "QC308": "NVFP4/MXFP8 layouts are reported by QC740/QC742",
+    "QC311": "the INT8 path has no K alignment (ggml I8 blocks are 1)",
+    "QC312": "W4A8 is not loaded at all (QC740)",
+    "QC313": "W4A8 is not loaded at all (QC740)",
+    "QC314": "unmarked FP8 loads by dtype; unmarked I8 is QC743, U8 is QC740",
+    "QC315": "legacy scaled_fp8 layers are FP8 layers with a scale: QC741",
+    "QC316": "INT8 without ConvRot is supported",
+    "QC318": "NVFP4 is not loaded at all (QC740)",
+    "QC319": "ComfyUI's dequantize path",
+    "QC320": "sd.cpp's own group rule is QC746 (no default of 256)",
+    "QC321": "packed formats are not loaded at all (QC740)",
+    "QC404": "MXFP8 scales are dropped anyway (QC742)",
+    "QC405": "NVFP4 is not loaded at all (QC740)",
+    "QC406": "NVFP4/MXFP8 are not loaded correctly anyway (QC740/QC742)",
+    "QC409": "W4A8 is not loaded at all (QC740)",
+    "QC501": "one file per model argument: shards are not combined",
+    "QC502": "index files are not read",
+    "QC503": "index files are not read",
+    "QC504": "index files are not read",
+    "QC505": "index files are not read",
+    "QC506": "one file per model argument: shard sets are not read",
+    **{
+        c: "sglang's and ComfyUI's own rules"
+        for c in (
+            "QC601",
+            "QC602",
+            "QC603",
+            "QC604",
+            "QC605",
+            "QC606",
+            "QC607",
+            "QC608",
+            "QC609",
+            "QC610",
+            "QC611",
+            "QC612",
+            "QC613",
+            "QC614",
+            "QC615",
+        )
+    },
+}
+
+RELEASES: tuple[Release, ...] = (
+    Release(
+        "bcc7e295",
+        note="master at PR #1857 (2026-08-11): .comfy_quant tensor markers, int8_tensorwise "
+        "(+ConvRot); FP8 loaded without its scale.",
+    ),
+    Release(
+        "pr1913",
+        {"QC741": Effect.NONE},
+        note="PR #1913 (merged 2026-08-26): FP8 E4M3/E5M2 weights keep scalar or per-channel "
+        "scales (read from its description; the merge commit was not read).",
+    ),
+)
+
+
+def sdcpp_runtime() -> Runtime:
+    """The stable-diffusion.cpp runtime record."""
+    return Runtime(
+        "sdcpp",
+        "stable-diffusion.cpp",
+        RELEASES,
+        checks="quantcheck.rules.sdcpp_rules:SdcppChecks",
+        effects=dict(EFFECTS),
+        doc="stable-diffusion.cpp's safetensors reader and Linear (leejet/stable-diffusion.cpp "
+        "master bcc7e295, src/model_io/safetensors_io.cpp): .comfy_quant tensor markers only, "
+        "int8_tensorwise (+ConvRot); FP8 scales applied from PR #1913.",
+        default_target=False,
+        messages="quantcheck.explain.messages_sdcpp:PATTERNS",
+    )
