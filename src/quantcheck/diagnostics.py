@@ -175,8 +175,8 @@ class Diagnostic:
         """The runtimes this finding affects as the text report names them: `sglang` (its
         newest release, or every release), and, for a runtime whose releases differ and that
         `keys` target by release (`sglang@0.5.19`, `sglang@all`; None: every runtime), the
-        releases it affects: `sglang@0.5.19`, `sglang ≤0.5.21`. For target keys without a
-        release this is `targets` (the default report is unchanged)."""
+        releases it affects: `sglang@0.5.19`, `sglang ≤0.5.21`. Only runtimes `keys` name are
+        listed (a default report does not name runtimes it was not asked about)."""
         from quantcheck.runtimes.registry import release_label
 
         runtimes = _RUNTIMES or _runtimes()
@@ -191,8 +191,11 @@ class Diagnostic:
         by_release = (
             None if keys is None else {k.partition("@")[0] for k in keys if "@" in k}
         )
+        named = None if keys is None else {k.partition("@")[0] for k in keys}
         out = []
         for name, eff in self.effective_effects.items():
+            if named is not None and name not in named:
+                continue
             per = per_release.get(name)
             if per is None or (by_release is not None and name not in by_release):
                 if eff is not Effect.NONE:
