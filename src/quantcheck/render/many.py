@@ -174,6 +174,7 @@ def _entry(r: CheckpointResult) -> dict[str, Any]:
             targets=full.targets,
             stats=full.stats,
             releases=full.releases,
+            paths=full.paths,
         )
         entry = shell.to_json()
         entry["targets"] = {t: full.target_status(t) for t in full.targets}

@@ -3,8 +3,10 @@ on the release before (consumers.md §2.1, read in the PyPI wheels; `tests/diff_
 wheels' own code against these verdicts). Standard library only.
 
 The rules each release switches on or off are emitted by `SglangChecks` whatever the release
-(QC611–QC615, declared "none" for the newest); a release's delta says which of them break or
-degrade that release, and which newest-release rules it does not have yet (QC318).
+(QC611–QC615 and QC619, declared "none" for the newest; QC620–QC623, the rowwise FP8 header
+path, declared for the newest and switched off before 0.5.23); a release's delta says which
+of them break or degrade that release, and which newest-release rules it does not have yet
+(QC318).
 """
 
 from __future__ import annotations
@@ -19,11 +21,20 @@ FAILS, DEGRADED, NONE = Effect.FAILS, Effect.DEGRADED, Effect.NONE
 SGLANG_RELEASES: tuple[Release, ...] = (
     Release(
         "0.5.18",
-        {"QC611": FAILS, "QC318": DEGRADED},
+        {
+            "QC611": FAILS,
+            "QC318": DEGRADED,
+            "QC619": DEGRADED,
+            "QC620": DEGRADED,
+            "QC621": NONE,
+            "QC622": NONE,
+            "QC623": NONE,
+        },
         note="no marker inspector: only the header path (float8 -> whole-model FP8, "
-        "nvfp4 -> ModelOpt, NVFP4 also found from its tensors) is honoured; a "
-        "rotated NVFP4 layer goes to ModelOpt, which ignores convrot [GUESS: "
-        "degraded, not run on a GPU]",
+        "nvfp4 -> ModelOpt, NVFP4 also found from its tensors, group size from the first "
+        "layer) is honoured; a rotated NVFP4 layer goes to ModelOpt, which ignores convrot "
+        "[GUESS: degraded, not run on a GPU]; a rowwise-float8_e4m3fn header is read as "
+        "whole-model per-tensor FP8 (until 0.5.22)",
     ),
     Release(
         "0.5.19",
@@ -34,6 +45,7 @@ SGLANG_RELEASES: tuple[Release, ...] = (
             "QC614": FAILS,
             "QC615": DEGRADED,
             "QC318": NONE,
+            "QC619": NONE,
         },
         note="inspector introduced: identical markers per layer, convrot on every INT8 "
         "marker (KitchenInt8Config), full_precision_matrix_mult on every NVFP4 "
@@ -56,7 +68,9 @@ SGLANG_RELEASES: tuple[Release, ...] = (
     ),
     Release(
         "0.5.23",
+        {"QC620": NONE, "QC621": FAILS, "QC622": FAILS, "QC623": FAILS},
         note="adds the header format rowwise-float8_e4m3fn (format_version "
-        '"1.1"); marker rules identical to 0.5.22',
+        '"1.1", RowwiseFp8Config, RowwiseFp8Error not caught); marker rules identical to '
+        "0.5.22",
     ),
 )

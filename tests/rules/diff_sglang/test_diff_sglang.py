@@ -9,8 +9,10 @@ passes files whose layers then compute something else (QC316, QC615).
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,6 +20,7 @@ from quantcheck.check import check_paths
 from quantcheck.runtimes import get_runtime
 
 from .._build import (
+    INT8_CONVROT,
     Build,
     P,
     awq,
@@ -27,6 +30,7 @@ from .._build import (
     int8,
     mxfp8,
     nvfp4,
+    t,
     w4a8,
 )
 from .loader import load_release
@@ -69,6 +73,66 @@ CASES: dict[str, Build] = {
     "e5m2": file(lambda: fp8(weight="F8_E5M2", mark={"format": "float8_e5m2"})),
     "awq": file(awq),
 }
+
+ROWWISE = "rowwise-float8_e4m3fn"
+ROWWISE_DESC = {ROWWISE: {"scale_recipe": "rowwise"}}
+
+
+def rowwise(
+    *,
+    version: str = "1.1",
+    scale: tuple[str, tuple[int, ...]] = ("F32", (64,)),
+    quant_configs: Any = ROWWISE_DESC,
+    other: dict[str, Any] | None = None,
+    bf16_scale: bool = False,
+) -> Build:
+    """A rowwise FP8 file: one rowwise layer (F8_E4M3 [64, 64], its scale) and one bf16 layer."""
+    layers = {P: {"format": ROWWISE}, FC1: {"format": "bf16"}, **(other or {})}
+    doc: dict[str, Any] = {"format_version": version, "layers": layers}
+    if quant_configs is not None:
+        doc["quant_configs"] = quant_configs
+
+    def make() -> list[Any]:
+        out = [
+            t(f"{P}.weight", "F8_E4M3", (64, 64)),
+            t(f"{P}.weight_scale", *scale),
+            t(f"{FC1}.weight", "BF16", (64, 64)),
+        ]
+        if bf16_scale:
+            out.append(t(f"{FC1}.weight_scale", "F32", (64,)))
+        return out
+
+    return file(make, {"_quantization_metadata": json.dumps(doc)})
+
+
+#: Files sglang's header path reads (get_quant_config_from_safetensors_metadata, 0.5.23's
+#: rowwise FP8 config, 0.5.18's NVFP4 builder), beside the marker files above.
+HEADER_CASES: dict[str, Build] = {
+    "fp8-header-partial": file(
+        lambda: [*fp8(), *fp8(FC1)], header_meta({P: FP8_MARK})
+    ),
+    "fp8-header-plus-int8-declared": file(
+        lambda: [*fp8(), *int8(FC1)],
+        header_meta({P: FP8_MARK, FC1: INT8_CONVROT}),
+    ),
+    "e5m2-header-declared": file(
+        lambda: fp8(weight="F8_E5M2", mark={"format": "float8_e5m2"}),
+        header_meta({P: {"format": "float8_e5m2"}}),
+    ),
+    "fp8-header-without-format-version": file(
+        fp8, {"_quantization_metadata": json.dumps({"layers": {P: FP8_MARK}})}
+    ),
+    "fp8-header-not-json": file(fp8, {"_quantization_metadata": "{not json"}),
+    "rowwise-ok": rowwise(),
+    "rowwise-format-version-1.0": rowwise(version="1.0"),
+    "rowwise-scale-per-row-2d": rowwise(scale=("F32", (64, 1))),
+    "rowwise-scale-bf16": rowwise(scale=("BF16", (64,))),
+    "rowwise-without-descriptor": rowwise(quant_configs=None),
+    "rowwise-recipe-tensorwise": rowwise(quant_configs={ROWWISE: {"scale_recipe": "tensor"}}),
+    "rowwise-beside-fp8-layer": rowwise(other={"blocks.1.attn.qkv": FP8_MARK}),
+    "rowwise-bf16-layer-with-scale": rowwise(bf16_scale=True),
+}
+CASES.update(HEADER_CASES)
 RELEASES = tuple(PINNED)
 
 
@@ -98,12 +162,18 @@ def test_release_agrees_with_quantcheck(
         folder = tmp_path / name
         folder.mkdir()
         paths = [str(p) for p in build(folder)]
-        loads, why = real_verdict(mod, paths)
+        loads, why, path = real_verdict(mod, paths)
         key = f"sglang@{version}"
-        ours = check_paths(paths, target=key).target_status(key)["status"]
+        status = check_paths(paths, target=key).target_status(key)
+        ours = status["status"]
         if loads != (ours != "fails"):
             disagree.append(
                 f"{name}: sglang {version} {'loads' if loads else 'refuses'} "
                 f"({why}); quantcheck says {ours}"
+            )
+        if (path == "header") != (status["path"] == "header"):
+            disagree.append(
+                f"{name}: sglang {version} reads it through its {path} path ({why}); "
+                f"quantcheck says {status['path']} ({status['path_reason']})"
             )
     assert not disagree, "\n".join(disagree)
