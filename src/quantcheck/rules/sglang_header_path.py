@@ -117,11 +117,12 @@ def float8_layers(doc: dict[str, Any]) -> list[tuple[str, str]]:
     layers = doc.get("layers")
     if not isinstance(layers, dict):
         return []
-    return [
-        (name, v["format"])
-        for name, v in layers.items()
-        if isinstance(v, dict) and isinstance(v.get("format", ""), str) and "float8" in v["format"]
-    ]
+    out = []
+    for name, v in layers.items():
+        fmt = v.get("format", "") if isinstance(v, dict) else None
+        if isinstance(fmt, str) and "float8" in fmt:
+            out.append((name, fmt))
+    return out
 
 
 def route(hd: HeaderDoc, release: str) -> Route | None:

@@ -36,7 +36,8 @@ POINTER = "/__metadata__/_quantization_metadata"
 #: Codes that stay on sglang when its header path takes the file: the header-path rules, and
 #: (by family) the container and shard rules (the files must still be readable and whole).
 HEADER_CODES = frozenset(
-    ("QC616", "QC617", "QC618", "QC619", "QC620", "QC621", "QC622", "QC623")
+    r.code
+    for r in (R.QC616, R.QC617, R.QC618, R.QC619, R.QC620, R.QC621, R.QC622, R.QC623)
 )
 
 
@@ -83,8 +84,8 @@ class HeaderPathChecks:
 
     def _path(self) -> Iterator[Diagnostic]:
         header = {rel: p for rel, p in self.paths.items() if p.path == "header"}
-        if not header:
-            return
+        if not self.everywhere:
+            return  # the JSON summary's `path` still says which release reads the header
         newest = self.paths[self.releases[-1]]
         shown = newest if newest.path == "header" else next(iter(header.values()))
         head = (

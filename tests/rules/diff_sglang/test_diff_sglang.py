@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -30,7 +29,7 @@ from .._build import (
     int8,
     mxfp8,
     nvfp4,
-    t,
+    rowwise,
     w4a8,
 )
 from .loader import load_release
@@ -74,37 +73,6 @@ CASES: dict[str, Build] = {
     "awq": file(awq),
 }
 
-ROWWISE = "rowwise-float8_e4m3fn"
-ROWWISE_DESC = {ROWWISE: {"scale_recipe": "rowwise"}}
-
-
-def rowwise(
-    *,
-    version: str = "1.1",
-    scale: tuple[str, tuple[int, ...]] = ("F32", (64,)),
-    quant_configs: Any = ROWWISE_DESC,
-    other: dict[str, Any] | None = None,
-    bf16_scale: bool = False,
-) -> Build:
-    """A rowwise FP8 file: one rowwise layer (F8_E4M3 [64, 64], its scale) and one bf16 layer."""
-    layers = {P: {"format": ROWWISE}, FC1: {"format": "bf16"}, **(other or {})}
-    doc: dict[str, Any] = {"format_version": version, "layers": layers}
-    if quant_configs is not None:
-        doc["quant_configs"] = quant_configs
-
-    def make() -> list[Any]:
-        out = [
-            t(f"{P}.weight", "F8_E4M3", (64, 64)),
-            t(f"{P}.weight_scale", *scale),
-            t(f"{FC1}.weight", "BF16", (64, 64)),
-        ]
-        if bf16_scale:
-            out.append(t(f"{FC1}.weight_scale", "F32", (64,)))
-        return out
-
-    return file(make, {"_quantization_metadata": json.dumps(doc)})
-
-
 #: Files sglang's header path reads (get_quant_config_from_safetensors_metadata, 0.5.23's
 #: rowwise FP8 config, 0.5.18's NVFP4 builder), beside the marker files above.
 HEADER_CASES: dict[str, Build] = {
@@ -128,7 +96,9 @@ HEADER_CASES: dict[str, Build] = {
     "rowwise-scale-per-row-2d": rowwise(scale=("F32", (64, 1))),
     "rowwise-scale-bf16": rowwise(scale=("BF16", (64,))),
     "rowwise-without-descriptor": rowwise(quant_configs=None),
-    "rowwise-recipe-tensorwise": rowwise(quant_configs={ROWWISE: {"scale_recipe": "tensor"}}),
+    "rowwise-recipe-tensorwise": rowwise(
+        quant_configs={"rowwise-float8_e4m3fn": {"scale_recipe": "tensor"}}
+    ),
     "rowwise-beside-fp8-layer": rowwise(other={"blocks.1.attn.qkv": FP8_MARK}),
     "rowwise-bf16-layer-with-scale": rowwise(bf16_scale=True),
 }
