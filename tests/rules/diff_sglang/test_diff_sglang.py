@@ -1,5 +1,8 @@
-"""Differential tests: each sglang release's own inspector/resolver/config classes (PyPI
-wheels, pinned by SHA-256) against quantcheck's verdict for that release (`make diff-sglang`).
+"""Differential tests: each sglang release's own header path, inspector/resolver/config classes
+(PyPI wheels, pinned by SHA-256) against quantcheck's verdict for that release (`make
+diff-sglang`), in the order of sglang's text-encoder loader: the header path
+(`get_quant_config_from_safetensors_metadata`; 0.5.23's rowwise FP8 config; 0.5.18's NVFP4
+builder) first, then the markers. Both the verdict and the path (header or not) must agree.
 
 Skipped unless QUANTCHECK_DIFF_SGLANG=1 (they download about 180 MB of wheels once).
 A verdict agrees when quantcheck says "fails" exactly where the release's code refuses the file
