@@ -151,8 +151,8 @@ RULES = [
         effects("none", "none"),
         None,
         "The file's quantization is one sglang 0.5.18 recognises: NVFP4 layers (found from "
-        "their tensors), or float8_e4m3fn layers declared in the header "
-        "_quantization_metadata (format_version + layers).",
+        "their tensors), or a header _quantization_metadata (format_version + layers) with a "
+        'layer format containing "float8", which makes the whole file FP8 (QC616).',
         "sglang 0.5.18 has no marker inspector: INT8, W4A8, W4A4 and MXFP8 Comfy files, and "
         "files whose layers are marked only by .comfy_quant tensors, are not recognised as "
         "quantized (fails on 0.5.18 only; from 0.5.19 on the inspector reads them).",
