@@ -716,9 +716,9 @@ def marker_int(value: Any, default: int, present: bool = True) -> int | None:
 ROWWISE_FP8 = "rowwise-float8_e4m3fn"
 ROWWISE_BF16 = "bf16"
 HEADER_FORMATS: dict[str, str] = {
-    ROWWISE_FP8: "sglang >= 0.5.23 row-wise FP8 layer (F8_E4M3 [N, K] weight, F32 [N] "
-    "weight_scale, optional F32 [1] input_scale)",
-    ROWWISE_BF16: "sglang >= 0.5.23 row-wise FP8 file: a layer kept unquantized",
+    ROWWISE_FP8: "a row-wise FP8 layer: F8_E4M3 [N, K] weight, F32 [N] weight_scale, "
+    "optional F32 [1] input_scale",
+    ROWWISE_BF16: "a layer the row-wise FP8 file keeps unquantized",
 }
 #: `format_version` values sglang 0.5.23's rowwise path accepts (SUPPORTED_FORMAT_VERSIONS).
 ROWWISE_FORMAT_VERSIONS = ("1.1",)

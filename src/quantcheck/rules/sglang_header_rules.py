@@ -97,10 +97,7 @@ class HeaderPathChecks:
         configs = {p.route.config for p in header.values() if p.route is not None}
         per = ""
         if len(configs) > 1 or len(header) != len(self.paths):
-            per = "; per release: " + ", ".join(
-                f"{rel} {p.path}" + (f" ({p.route.config})" if p.route else "")
-                for rel, p in self.paths.items()
-            )
+            per = "; per release: " + ", ".join(_runs(self.paths))
         tail = (
             ": its text-encoder and --transformer-weights-path loaders try this before the "
             "marker inspector, so the comfy_quant marker rules do not apply to sglang for it "
@@ -147,7 +144,7 @@ class HeaderPathChecks:
             R.QC617,
             f"sglang's header path builds one whole-model Fp8Config for this file, so its "
             f"{n} {', '.join(sorted(other))} layer{'s' if n > 1 else ''} (e.g. {first!r}) "
-            f"{'are' if n > 1 else 'is'} built as per-tensor FP8 linears without an error (the "
+            f"{'are' if n > 1 else 'is'} built as per-tensor FP8 without an error (the "
             "markers that say otherwise are never read)",
             file=fp8.file,
             pointer=POINTER,
@@ -412,6 +409,19 @@ class HeaderPathChecks:
                 )
             )
         return out
+
+
+def _runs(paths: dict[str, SglangPath]) -> list[str]:
+    """`0.5.18-0.5.22 header (Fp8Config)`, `0.5.23 header (RowwiseFp8Config)`: consecutive
+    releases with the same path and config as one item."""
+    runs: list[tuple[str, str, str]] = []  # (first, last, text)
+    for rel, p in paths.items():
+        text = p.path + (f" ({p.route.config})" if p.route else "")
+        if runs and runs[-1][2] == text:
+            runs[-1] = (runs[-1][0], rel, text)
+        else:
+            runs.append((rel, rel, text))
+    return [f"{a}-{b} {t}" if a != b else f"{a} {t}" for a, b, t in runs]
 
 
 def header_path_of(ck: Checkpoint) -> dict[str, SglangPath]:
