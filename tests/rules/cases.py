@@ -828,6 +828,15 @@ RUNTIME = [
         message="NVFP4 group size 12",
     ),
     RuleCase(
+        "QC624",
+        "header-format-null",
+        file(fp8, header_meta({P: {"format": None}})),
+        SG_ONLY,
+        file(fp8, header_meta({P: FP8_MARK})),
+        twin_allows=HEADER_FP8,
+        message="raises TypeError",
+    ),
+    RuleCase(
         "QC620",
         "rowwise-header-format",
         rowwise(),

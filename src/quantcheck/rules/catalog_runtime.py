@@ -399,4 +399,23 @@ RULES = [
         "layers.",
         f"sglang 0.5.23 {SGRF} _validate_fp8_tensors; run by tests/rules/diff_sglang.",
     ),
+    Rule(
+        "QC624",
+        "sglang-header-path-raises",
+        E,
+        "sglang's header path raises on a header layer format",
+        effects("fails", "none"),
+        None,
+        "Every layer entry of a header _quantization_metadata (with format_version and "
+        "layers) has a string format.",
+        'handle_fp8_metadata_format tests `"float8" in format` for each layer until one '
+        "matches; a format that is null, a number or true/false before any float8 layer raises "
+        "TypeError (\"argument of type 'NoneType' is not iterable\"), which "
+        "get_quant_config_from_safetensors_metadata does not catch, so the load stops before "
+        "the markers are read.",
+        '"layers": {"blocks.0.attn.qkv": {"format": null}}',
+        "Write each header layer's format as a string (or drop the entry).",
+        f"sglang 0.5.18-0.5.23 {SGQ} handle_fp8_metadata_format (read; run by "
+        "tests/rules/diff_sglang).",
+    ),
 ]

@@ -125,6 +125,7 @@ QC620: Rule  # header-format-rowwise-fp8
 QC621: Rule  # rowwise-fp8-format-version
 QC622: Rule  # rowwise-fp8-header-contract
 QC623: Rule  # rowwise-fp8-layer-tensors
+QC624: Rule  # sglang-header-path-raises
 
 __all__ = [
     "QC101",
@@ -228,4 +229,5 @@ __all__ = [
     "QC621",
     "QC622",
     "QC623",
+    "QC624",
 ]

@@ -62,9 +62,10 @@ class Route:
     """What the header path builds for one file at one release."""
 
     file: str
-    config: str  # "RowwiseFp8Config", "Fp8Config", "ModelOptFp4Config", "quant_method X"
+    config: str  # "RowwiseFp8Config", "Fp8Config", "ModelOptFp4Config", "quant_method X",
+    # or the exception it raises ("TypeError")
     why: str
-    kind: str  # "rowwise", "fp8", "nvfp4", "declared"
+    kind: str  # "rowwise", "fp8", "nvfp4", "declared", "error"
 
 
 def header_docs(ck: Checkpoint) -> list[HeaderDoc]:
@@ -125,6 +126,26 @@ def float8_layers(doc: dict[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
+def fp8_scan_error(doc: dict[str, Any]) -> tuple[str, Any] | None:
+    """(layer, format) where handle_fp8_metadata_format raises TypeError: its
+    `any("float8" in v.get("format", "") ...)` meets a format that is a number, true/false or
+    null before any float8 layer (the exception is not caught: the load stops)."""
+    if "quant_method" in doc or "format_version" not in doc or "layers" not in doc:
+        return None
+    layers = doc.get("layers")
+    if not isinstance(layers, dict):
+        return None
+    for name, v in layers.items():
+        if not isinstance(v, dict):
+            continue
+        fmt = v.get("format", "")
+        if fmt is None or isinstance(fmt, bool | int | float):
+            return name, fmt
+        if isinstance(fmt, str | list | dict) and "float8" in fmt:
+            return None  # any() stops at the first float8 layer
+    return None
+
+
 def route(hd: HeaderDoc, release: str) -> Route | None:
     """What `get_quant_config_from_safetensors_metadata` builds for this shard at `release`
     (None: it returns None and the loader goes on)."""
@@ -137,6 +158,16 @@ def route(hd: HeaderDoc, release: str) -> Route | None:
             "RowwiseFp8Config",
             f'the header declares "{ROWWISE_FP8}" layers (_get_serialized_quant_config)',
             "rowwise",
+        )
+    bad = fp8_scan_error(doc)
+    if bad is not None:
+        return Route(
+            hd.file,
+            "TypeError",
+            f"layer {bad[0]!r} has format {json.dumps(bad[1])}: handle_fp8_metadata_format "
+            "tests '\"float8\" in format' and raises TypeError, which "
+            "get_quant_config_from_safetensors_metadata does not catch",
+            "error",
         )
     f8 = float8_layers(doc)
     if f8:

@@ -37,7 +37,7 @@ POINTER = "/__metadata__/_quantization_metadata"
 #: (by family) the container and shard rules (the files must still be readable and whole).
 HEADER_CODES = frozenset(
     r.code
-    for r in (R.QC616, R.QC617, R.QC618, R.QC619, R.QC620, R.QC621, R.QC622, R.QC623)
+    for r in (R.QC616, R.QC617, R.QC618, R.QC619, R.QC620, R.QC621, R.QC622, R.QC623, R.QC624)
 )
 
 
@@ -63,7 +63,8 @@ class HeaderPathChecks:
         self.paths = {rel: sglang_path(ck, rel, self.docs) for rel in self.releases}
         #: the header path takes the file on every release (the marker rules never run)
         self.everywhere = all(
-            p.route is not None and p.route.kind in ("fp8", "rowwise") for p in self.paths.values()
+            p.route is not None and p.route.kind in ("fp8", "rowwise", "error")
+            for p in self.paths.values()
         )
         newest = self.paths[self.releases[-1]]
         self.rowwise: HeaderDoc | None = None
@@ -75,6 +76,7 @@ class HeaderPathChecks:
 
     def file_findings(self) -> Iterator[Diagnostic]:
         yield from self._path()
+        yield from self._raises()
         yield from self._swept()
         yield from self._ignored()
         yield from self._nvfp4_group_size()
@@ -111,6 +113,21 @@ class HeaderPathChecks:
             file=shown.route.file if shown.route else None,
             pointer=POINTER,
             data={"paths": {rel: p.path for rel, p in self.paths.items()}},
+        )
+
+    def _raises(self) -> Iterator[Diagnostic]:
+        """QC624: the header path raises before any marker is read."""
+        hit = next(
+            (p for p in self.paths.values() if p.route is not None and p.route.kind == "error"),
+            None,
+        )
+        if hit is None or hit.route is None:
+            return
+        yield Diagnostic(
+            R.QC624,
+            f"sglang's header path stops the load: {hit.route.why}",
+            file=hit.route.file,
+            pointer=POINTER,
         )
 
     def _swept(self) -> Iterator[Diagnostic]:

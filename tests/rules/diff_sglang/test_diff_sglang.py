@@ -94,6 +94,10 @@ HEADER_CASES: dict[str, Build] = {
         fp8, {"_quantization_metadata": json.dumps({"layers": {P: FP8_MARK}})}
     ),
     "fp8-header-not-json": file(fp8, {"_quantization_metadata": "{not json"}),
+    "header-format-null": file(fp8, header_meta({P: {"format": None}})),
+    "header-format-null-after-float8": file(
+        lambda: [*fp8(), *fp8(FC1)], header_meta({P: FP8_MARK, FC1: {"format": None}})
+    ),
     "rowwise-ok": rowwise(),
     "rowwise-format-version-1.0": rowwise(version="1.0"),
     "rowwise-scale-per-row-2d": rowwise(scale=("F32", (64, 1))),
