@@ -142,3 +142,24 @@ def test_rowwise_format_as_tensor_marker_stays_unknown(tmp_path: Path) -> None:
 def test_explain_knows_rowwise_errors(message: str, code: str) -> None:
     found = match_message(message)
     assert found is not None and found.code == code
+
+
+def test_cli_json_top_level_path_when_checkpoints_agree(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from quantcheck.cli.main import main
+
+    a, b, c = (tmp_path / n for n in "abc")
+    for d in (a, b, c):
+        d.mkdir()
+    header = file(fp8, header_meta({P: FP8_MARK}))
+    both = [str(header(a)[0]), str(header(b)[0])]
+    main(["check", "--output-format", "json", *both])
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["targets"]["sglang"]["path"] == "header"
+    assert [e["targets"]["sglang"]["path"] for e in doc["checkpoints"]] == ["header", "header"]
+    mixed = [both[0], str(file(fp8)(c)[0])]
+    main(["check", "--output-format", "json", *mixed])
+    doc = json.loads(capsys.readouterr().out)
+    assert "path" not in doc["targets"]["sglang"]
+    assert [e["targets"]["sglang"]["path"] for e in doc["checkpoints"]] == ["header", "markers"]
