@@ -25,6 +25,9 @@ SGLANG_RELEASES: tuple[Release, ...] = (
             "QC611": FAILS,
             "QC318": DEGRADED,
             "QC619": DEGRADED,
+            # padded NVFP4 scales: no inspector to refuse them; the ModelOpt builder infers a
+            # wrong group size from them instead (QC619)
+            "QC308": DEGRADED,
             "QC620": DEGRADED,
             "QC621": NONE,
             "QC622": NONE,
@@ -46,6 +49,7 @@ SGLANG_RELEASES: tuple[Release, ...] = (
             "QC615": DEGRADED,
             "QC318": NONE,
             "QC619": NONE,
+            "QC308": FAILS,
         },
         note="inspector introduced: identical markers per layer, convrot on every INT8 "
         "marker (KitchenInt8Config), full_precision_matrix_mult on every NVFP4 "

@@ -98,6 +98,15 @@ HEADER_CASES: dict[str, Build] = {
     "header-format-null-after-float8": file(
         lambda: [*fp8(), *fp8(FC1)], header_meta({P: FP8_MARK, FC1: {"format": None}})
     ),
+    "nvfp4-padded-scales": file(
+        lambda: nvfp4(n=128, k=48, mark={"format": "nvfp4", "full_precision_matrix_mult": True})
+    ),
+    "nvfp4-aligned-and-padded": file(
+        lambda: [
+            *nvfp4(mark={"format": "nvfp4", "full_precision_matrix_mult": True}),
+            *nvfp4(FC1, n=128, k=48, mark={"format": "nvfp4", "full_precision_matrix_mult": True}),
+        ]
+    ),
     "rowwise-ok": rowwise(),
     "rowwise-format-version-1.0": rowwise(version="1.0"),
     "rowwise-scale-per-row-2d": rowwise(scale=("F32", (64, 1))),
