@@ -30,6 +30,7 @@ import json
 
 from quantcheck._record import record
 from quantcheck.formats.table import ROWWISE_BF16, ROWWISE_FP8
+from quantcheck.io.json_depth import MAX_DEPTH, too_deep
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
@@ -41,6 +42,12 @@ if TYPE_CHECKING:
 ROWWISE_SINCE = (0, 5, 23)
 NO_INSPECTOR = (0, 5, 18)
 READER = "get_quant_config_from_safetensors_metadata"
+
+
+def short(value: Any, limit: int = 80) -> str:
+    """`repr(value)` as sglang prints it, cut to `limit` characters for a message."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def version(release: str) -> tuple[int, ...]:
@@ -90,6 +97,8 @@ def header_docs(ck: Checkpoint) -> list[HeaderDoc]:
                     doc = json.loads(raw2)
                 except (ValueError, RecursionError):
                     doc = None
+        if doc is not None and too_deep(doc, MAX_DEPTH + 2):
+            doc = None  # hostile nesting: not modelled (every later walk must stay shallow)
         out.append(HeaderDoc(shard.name, key, doc, bad))
     return out
 
@@ -164,7 +173,7 @@ def route(hd: HeaderDoc, release: str) -> Route | None:
         return Route(
             hd.file,
             "TypeError",
-            f"layer {bad[0]!r} has format {json.dumps(bad[1])}: handle_fp8_metadata_format "
+            f"layer {short(bad[0])} has format {json.dumps(bad[1])}: handle_fp8_metadata_format "
             "tests '\"float8\" in format' and raises TypeError, which "
             "get_quant_config_from_safetensors_metadata does not catch",
             "error",
@@ -176,15 +185,16 @@ def route(hd: HeaderDoc, release: str) -> Route | None:
             hd.file,
             "Fp8Config",
             f"{hd.key} has format_version and layers but no quant_method, and layer "
-            f'{name!r} has format "{fmt}", which contains "float8" (handle_fp8_metadata_format)',
+            f'{short(name)} has format "{short(fmt)[1:-1]}", which contains "float8" '
+            "(handle_fp8_metadata_format)",
             "fp8",
         )
     method = doc.get("quant_method")
     if method:
         return Route(
             hd.file,
-            f"quant_method {method!r}",
-            f"{hd.key} declares quant_method {method!r} (a config failing to build returns "
+            f"quant_method {short(method)}",
+            f"{hd.key} declares quant_method {short(method)} (a config failing to build returns "
             "None silently)",
             "declared",
         )
@@ -201,7 +211,7 @@ def nvfp4_route(ck: Checkpoint, docs: list[HeaderDoc]) -> Route | None:
     return Route(
         first[0],
         "ModelOptFp4Config",
-        f"the header or the tensors name NVFP4 layers (e.g. {first[1]!r})",
+        f"the header or the tensors name NVFP4 layers (e.g. {short(first[1])})",
         "nvfp4",
     )
 

@@ -25,6 +25,7 @@ from quantcheck.rules.sglang_header_path import (
     nvfp4_layers,
     route,
     sglang_path,
+    short,
     version,
 )
 
@@ -152,7 +153,7 @@ class HeaderPathChecks:
             fmt = m.format
             if fmt == "float8_e4m3fn" or (isinstance(fmt, str) and fmt in HEADER_FORMATS):
                 continue
-            other.setdefault(str(fmt), []).append(la.prefix)
+            other.setdefault(fmt if isinstance(fmt, str) else short(fmt), []).append(la.prefix)
         if not other:
             return
         n = sum(len(v) for v in other.values())
@@ -267,12 +268,13 @@ class HeaderPathChecks:
         if ver not in ROWWISE_FORMAT_VERSIONS:
             yield Diagnostic(
                 R.QC621,
-                f"the header declares {ROWWISE_FP8} layers with format_version {ver!r}: sglang "
-                f'0.5.23 raises RowwiseFp8Error ("unsupported quantization format_version '
-                f"{ver!r}; expected one of {list(ROWWISE_FORMAT_VERSIONS)}\")",
+                f"the header declares {ROWWISE_FP8} layers with format_version {short(ver)}: "
+                'sglang 0.5.23 raises RowwiseFp8Error ("unsupported quantization '
+                f"format_version {short(ver)}; expected one of "
+                f"{list(ROWWISE_FORMAT_VERSIONS)}\")",
                 file=hd.file,
                 pointer=POINTER + "/format_version",
-                data={"format_version": ver},
+                data={"format_version": short(ver)},
             )
         layers = doc.get("layers")
         problems: list[str] = []
@@ -288,7 +290,9 @@ class HeaderPathChecks:
             if bad:
                 name, fmt = bad[0]
                 more = f" ({len(bad)} layers)" if len(bad) > 1 else ""
-                problems.append(f"unknown quant format {fmt!r} for layer {name!r}{more}")
+                problems.append(
+                    f"unknown quant format {short(fmt)} for layer {short(name)}{more}"
+                )
             if not self.fp8_layers:
                 problems.append(
                     f"_quantization_metadata declares no quantized layers ({ROWWISE_FP8})"
@@ -299,8 +303,8 @@ class HeaderPathChecks:
             problems.append(f"missing quant_configs[{ROWWISE_FP8!r}] layout descriptor")
         elif desc.get("scale_recipe") != "rowwise":
             problems.append(
-                f"unsupported FP8 scale_recipe {desc.get('scale_recipe')!r}; only 'rowwise' is "
-                "supported"
+                f"unsupported FP8 scale_recipe {short(desc.get('scale_recipe'))}; only 'rowwise' "
+                "is supported"
             )
         for text in problems:
             yield Diagnostic(
