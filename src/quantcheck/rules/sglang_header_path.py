@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 
 from quantcheck._record import record
-from quantcheck.formats.table import ROWWISE_BF16, ROWWISE_FP8
+from quantcheck.formats.table import ROWWISE_FP8
 from quantcheck.io.json_depth import MAX_DEPTH, too_deep
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
@@ -119,7 +119,7 @@ def declared_formats(doc: dict[str, Any]) -> set[str]:
     return out
 
 
-def float8_layers(doc: dict[str, Any]) -> list[tuple[str, str]]:
+def float8_layers(doc: dict[str, Any]) -> list[tuple[str, Any]]:
     """(layer, format) of the layers whose format contains "float8" (handle_fp8_metadata_
     format's test), when the doc has `format_version` and `layers` and no `quant_method`."""
     if "quant_method" in doc or "format_version" not in doc or "layers" not in doc:
@@ -130,7 +130,7 @@ def float8_layers(doc: dict[str, Any]) -> list[tuple[str, str]]:
     out = []
     for name, v in layers.items():
         fmt = v.get("format", "") if isinstance(v, dict) else None
-        if isinstance(fmt, str) and "float8" in fmt:
+        if isinstance(fmt, str | list | dict) and "float8" in fmt:  # Python's `in`, as sglang
             out.append((name, fmt))
     return out
 
@@ -185,7 +185,7 @@ def route(hd: HeaderDoc, release: str) -> Route | None:
             hd.file,
             "Fp8Config",
             f"{hd.key} has format_version and layers but no quant_method, and layer "
-            f'{short(name)} has format "{short(fmt)[1:-1]}", which contains "float8" '
+            f"{short(name)} has format {short(fmt)}, which contains 'float8' "
             "(handle_fp8_metadata_format)",
             "fp8",
         )
@@ -312,8 +312,6 @@ def sglang_path(ck: Checkpoint, release: str, docs: list[HeaderDoc] | None = Non
 
 
 __all__ = [
-    "ROWWISE_BF16",
-    "ROWWISE_FP8",
     "HeaderDoc",
     "Route",
     "SglangPath",
@@ -323,4 +321,5 @@ __all__ = [
     "nvfp4_layers",
     "route",
     "sglang_path",
+    "short",
 ]

@@ -23,10 +23,8 @@ from quantcheck.rules.sglang_header_path import (
     header_docs,
     nvfp4_group_size,
     nvfp4_layers,
-    route,
     sglang_path,
     short,
-    version,
 )
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
@@ -445,10 +443,4 @@ def _runs(paths: dict[str, SglangPath]) -> list[str]:
     return [f"{a}-{b} {t}" if a != b else f"{a} {t}" for a, b, t in runs]
 
 
-def header_path_of(ck: Checkpoint) -> dict[str, SglangPath]:
-    """Per release, the path sglang reads `ck` through."""
-    docs = header_docs(ck)
-    return {rel: sglang_path(ck, rel, docs) for rel in _releases()}
-
-
-__all__ = ["HEADER_CODES", "HeaderPathChecks", "header_path_of", "path_json", "route", "version"]
+__all__ = ["HEADER_CODES", "HeaderPathChecks", "path_json"]
