@@ -122,7 +122,26 @@ def check_checkpoint(
         "layers": sum(1 for la in ck.layers.values() if la.weight is not None),
         "markers": len(ck.markers),
     }
-    return Report(inputs=inputs, diagnostics=diags, targets=targets, stats=stats, releases=releases)
+    return Report(
+        inputs=inputs,
+        diagnostics=diags,
+        targets=targets,
+        stats=stats,
+        releases=releases,
+        paths=target_paths(ck, targets),
+    )
+
+
+def target_paths(ck: Checkpoint, keys: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+    """Per target key whose runtime has a `paths` hook: the summary keys it adds."""
+    from quantcheck.runtimes import load, split_target
+
+    out: dict[str, dict[str, Any]] = {}
+    for key in keys:
+        rt, rel = split_target(key)
+        if rt.paths:
+            out[key] = load(rt.paths)(ck, rel)
+    return out
 
 
 def file_labels(paths: list[str]) -> dict[str, str]:

@@ -24,9 +24,13 @@ class Report:
     #: per runtime with several modelled releases: `release_matrix` (computed before the
     #: target filter, so it covers every release whatever `targets` shows)
     releases: dict[str, dict[str, Any]] = factory(dict)
+    #: per target key: extra summary keys its runtime computes (sglang: `path`, the reader
+    #: that takes the file, `path_reason`, `path_config`)
+    paths: dict[str, dict[str, Any]] = factory(dict)
 
     def target_status(self, target: str) -> dict[str, Any]:
-        """ok / degraded / fails for one runtime, with how many problems affect it."""
+        """ok / degraded / fails for one runtime, with how many problems affect it (and, for
+        a runtime with a `paths` hook, which of its readers takes the file)."""
         fails = degraded = 0
         for d in self.diagnostics:
             eff = d.effect_at(target)
@@ -35,7 +39,8 @@ class Report:
             elif eff is Effect.DEGRADED:
                 degraded += 1
         status = "fails" if fails else "degraded" if degraded else "ok"
-        return {"status": status, "errors": fails, "degraded": degraded}
+        out = {"status": status, "errors": fails, "degraded": degraded}
+        return {**out, **self.paths.get(target, {})}
 
     def count(self, severity: Severity) -> int:
         return sum(1 for d in self.diagnostics if d.effective_severity is severity)

@@ -275,3 +275,37 @@ def index(
         return [idx]
 
     return build
+
+
+# --- sglang 0.5.23's rowwise FP8 header format (header-only: no comfy_quant markers) ---------
+
+ROWWISE = "rowwise-float8_e4m3fn"
+ROWWISE_DESC = {ROWWISE: {"scale_recipe": "rowwise"}}
+ROWWISE_BF16_LAYER = "blocks.0.mlp.fc1"
+
+
+def rowwise(
+    *,
+    version: str = "1.1",
+    scale: tuple[str, tuple[int, ...]] = ("F32", (64,)),
+    quant_configs: Any = ROWWISE_DESC,
+    other: dict[str, Any] | None = None,
+    bf16_scale: bool = False,
+) -> Build:
+    """A rowwise FP8 file: one rowwise layer (F8_E4M3 [64, 64], its scale) and one bf16 layer."""
+    layers = {P: {"format": ROWWISE}, ROWWISE_BF16_LAYER: {"format": "bf16"}, **(other or {})}
+    doc: dict[str, Any] = {"format_version": version, "layers": layers}
+    if quant_configs is not None:
+        doc["quant_configs"] = quant_configs
+
+    def make() -> list[Any]:
+        out = [
+            t(f"{P}.weight", "F8_E4M3", (64, 64)),
+            t(f"{P}.weight_scale", *scale),
+            t("blocks.0.mlp.fc1.weight", "BF16", (64, 64)),
+        ]
+        if bf16_scale:
+            out.append(t("blocks.0.mlp.fc1.weight_scale", "F32", (64,)))
+        return out
+
+    return file(make, {"_quantization_metadata": json.dumps(doc)})

@@ -27,6 +27,7 @@ from ._build import (
     nvfp4,
     raw_bytes,
     raw_file,
+    rowwise,
     shards,
     t,
     w4a4,
@@ -73,6 +74,10 @@ def _mxfp8_e8m0():
 
 SG_ONLY = eff("fails", "none")
 ALL_SG = {"target": "sglang@all"}
+#: what a header-declared FP8 twin still reports: sglang reads it through its header path
+HEADER_FP8 = ("QC616",)
+#: what a valid rowwise FP8 file reports: the header path, and ComfyUI not knowing the format
+ROWWISE_OK = ("QC616", "QC620")
 ALL_CUI = {"target": "comfyui@all"}
 FP8_MARK = {"format": "float8_e4m3fn"}
 #: What every w6a8_int8 file reports: sglang 0.5.23 lacks it, and so does ComfyUI up to
@@ -247,6 +252,7 @@ MARKERS = [
         file(fp8, {"_quantization_metadata": json.dumps({"quant_algo": "NVFP4"})}),
         FAIL2,
         file(fp8, header_meta({P: FP8_MARK})),
+        twin_allows=HEADER_FP8,
     ),
     RuleCase(
         "QC209",
@@ -254,6 +260,7 @@ MARKERS = [
         file(fp8, header_meta({P: "float8_e4m3fn"})),
         FAIL2,
         file(fp8, header_meta({P: FP8_MARK})),
+        twin_allows=HEADER_FP8,
     ),
     RuleCase(
         "QC210",
@@ -261,6 +268,7 @@ MARKERS = [
         file(fp8, header_meta({P: {"format": "nvfp4"}})),
         eff("fails", "degraded"),
         file(fp8, header_meta({P: FP8_MARK})),
+        twin_allows=HEADER_FP8,
         message="'format'",
     ),
     RuleCase(
@@ -383,20 +391,21 @@ MARKERS = [
     RuleCase(
         "QC222",
         "header-without-model-prefix",
-        file(lambda: fp8(f"model.diffusion_model.{P}")[:-1], header_meta({P: FP8_MARK})),
+        # INT8, not FP8: a float8 header makes sglang's header path take the whole file (QC616)
+        file(lambda: int8(f"model.diffusion_model.{P}")[:-1], header_meta({P: INT8_CONVROT})),
         SG_ONLY,
         message="ComfyUI re-attaches",
         twin=file(
-            lambda: fp8(f"model.diffusion_model.{P}")[:-1],
-            header_meta({f"model.diffusion_model.{P}": FP8_MARK}),
+            lambda: int8(f"model.diffusion_model.{P}")[:-1],
+            header_meta({f"model.diffusion_model.{P}": INT8_CONVROT}),
         ),
     ),
     RuleCase(
         "QC222",
         "header-with-extra-prefix",
-        file(lambda: fp8()[:-1], header_meta({f"model.diffusion_model.{P}": FP8_MARK})),
+        file(lambda: int8()[:-1], header_meta({f"model.diffusion_model.{P}": INT8_CONVROT})),
         eff("fails", "degraded"),
-        file(lambda: fp8()[:-1], header_meta({P: FP8_MARK})),
+        file(lambda: int8()[:-1], header_meta({P: INT8_CONVROT})),
     ),
     RuleCase(
         "QC223", "stale-marker", file(lambda: [*fp8(), marker(FC1, FP8_MARK)]), SG_ONLY, file(fp8)
@@ -733,6 +742,7 @@ RUNTIME = [
         NONE2,
         file(fp8, header_meta({P: FP8_MARK})),
         check_kwargs=ALL_SG,
+        twin_allows=HEADER_FP8,
         message="sglang 0.5.18 has no marker inspector",
     ),
     RuleCase(
@@ -742,7 +752,7 @@ RUNTIME = [
         NONE2,
         file(fp8, header_meta({P: FP8_MARK})),
         check_kwargs=ALL_SG,
-        twin_allows=("QC611",),
+        twin_allows=("QC611", *HEADER_FP8),
     ),
     RuleCase(
         "QC613",
@@ -770,6 +780,117 @@ RUNTIME = [
         NONE2,
         file(fp8, header_meta({P: FP8_MARK})),
         check_kwargs=ALL_SG,
+        twin_allows=HEADER_FP8,
+    ),
+    # sglang's header path (sglang_header_rules.py): which reader takes the file, per release.
+    RuleCase(
+        "QC616",
+        "fp8-header-declared",
+        file(fp8, header_meta({P: FP8_MARK})),
+        NONE2,
+        file(fp8),
+        message="through its header path",
+    ),
+    RuleCase(
+        "QC617",
+        "fp8-header-sweeps-int8",
+        file(lambda: [*fp8(), *int8(FC1)], header_meta({P: FP8_MARK, FC1: INT8_CONVROT})),
+        eff("degraded", "none"),
+        file(lambda: [*fp8(), *fp8(FC1)], header_meta({P: FP8_MARK, FC1: FP8_MARK})),
+        twin_allows=HEADER_FP8,
+        message="1 int8_tensorwise layer",
+    ),
+    RuleCase(
+        "QC617",
+        "fp8-header-sweeps-e5m2",
+        file(
+            lambda: [*fp8(), *fp8(FC1, weight="F8_E5M2", mark={"format": "float8_e5m2"})],
+            header_meta({P: FP8_MARK}),
+        ),
+        eff("degraded", "none"),
+        file(lambda: [*fp8(), *fp8(FC1)], header_meta({P: FP8_MARK})),
+        twin_allows=HEADER_FP8,
+    ),
+    RuleCase(
+        "QC618",
+        "header-without-format-version",
+        file(fp8, {"_quantization_metadata": json.dumps({"layers": {P: FP8_MARK}})}),
+        NONE2,
+        file(fp8, header_meta({P: FP8_MARK})),
+        twin_allows=HEADER_FP8,
+        message="no format_version",
+    ),
+    RuleCase(
+        "QC619",
+        "nvfp4-padded-scales-0518",
+        file(lambda: nvfp4(n=128, k=48)),
+        NONE2,
+        file(nvfp4),
+        check_kwargs=ALL_SG,
+        twin_allows=("QC614",),
+        message="NVFP4 group size 12",
+    ),
+    RuleCase(
+        "QC624",
+        "header-format-null",
+        file(fp8, header_meta({P: {"format": None}})),
+        SG_ONLY,
+        file(fp8, header_meta({P: FP8_MARK})),
+        twin_allows=HEADER_FP8,
+        message="raises TypeError",
+    ),
+    RuleCase(
+        "QC620",
+        "rowwise-header-format",
+        rowwise(),
+        eff("none", "fails"),
+        file(fp8),
+        message="rowwise FP8 path",
+    ),
+    RuleCase(
+        "QC621",
+        "rowwise-format-version-1.0",
+        rowwise(version="1.0"),
+        eff("fails", "none"),
+        rowwise(),
+        twin_allows=ROWWISE_OK,
+        message="expected one of ['1.1']",
+    ),
+    RuleCase(
+        "QC622",
+        "rowwise-without-descriptor",
+        rowwise(quant_configs=None),
+        eff("fails", "none"),
+        rowwise(),
+        twin_allows=ROWWISE_OK,
+        message="layout descriptor",
+    ),
+    RuleCase(
+        "QC622",
+        "rowwise-beside-fp8-layer",
+        rowwise(other={"blocks.1.attn.qkv": FP8_MARK}),
+        eff("fails", "none"),
+        rowwise(),
+        twin_allows=ROWWISE_OK,
+        message="unknown quant format 'float8_e4m3fn'",
+    ),
+    RuleCase(
+        "QC623",
+        "rowwise-scale-per-row-2d",
+        rowwise(scale=("F32", (64, 1))),
+        eff("fails", "none"),
+        rowwise(),
+        twin_allows=ROWWISE_OK,
+        message="row-wise scale must have shape [64], got [64, 1]",
+    ),
+    RuleCase(
+        "QC623",
+        "rowwise-bf16-layer-with-scale",
+        rowwise(bf16_scale=True),
+        eff("fails", "none"),
+        rowwise(),
+        twin_allows=ROWWISE_OK,
+        message="unexpected quantization tensor",
     ),
 ]
 

@@ -46,7 +46,13 @@ def test_json_shape(seeds: str, capsys: pytest.CaptureFixture) -> None:
     assert doc["schema_version"] == 2  # 2: a check document lists checkpoints
     assert [i["path"].rsplit("/", 1)[-1] for i in doc["inputs"]] == ["broken_seeds.safetensors"]
     assert set(doc["targets"]) == {"sglang", "comfyui"}
-    assert doc["targets"]["sglang"] == {"status": "fails", "errors": 3, "degraded": 2}
+    # plus which of sglang's readers takes the file (additive: `path`, sglang targets only)
+    assert doc["targets"]["sglang"] == {
+        "status": "fails",
+        "errors": 3,
+        "degraded": 2,
+        "path": "markers",
+    }
     # The seed's W4A8 layer has BF16 channel scales: ComfyUI's first forward raises (issue 13).
     assert doc["targets"]["comfyui"] == {"status": "fails", "errors": 1, "degraded": 1}
     assert doc["diagnostics"]

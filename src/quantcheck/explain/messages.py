@@ -1,5 +1,6 @@
 """Known runtime error messages (sglang 0.5.19-0.5.23, both INT8 message generations:
-"kitchen_int8" up to 0.5.21, "convrot_int8" from 0.5.22; ComfyUI) as patterns mapped to rules."""
+"kitchen_int8" up to 0.5.21, "convrot_int8" from 0.5.22, and 0.5.23's RowwiseFp8Error texts;
+ComfyUI) as patterns mapped to rules."""
 
 from __future__ import annotations
 
@@ -449,6 +450,80 @@ PATTERNS: list[MessagePattern] = [
         "Rotated NVFP4 weights are not supported: {prefix!r}",
         R.QC318,
         "convrot copied into an NVFP4 marker",
+    ),
+    # sglang 0.5.23's rowwise FP8 header path (layers/quantization/rowwise_fp8.py):
+    # RowwiseFp8Error, raised through get_quant_config_from_safetensors_metadata uncaught.
+    pattern(
+        "unsupported quantization format_version {version}; expected one of ['1.1']",
+        R.QC621,
+        'a rowwise-float8_e4m3fn header written with ComfyUI\'s format_version "1.0"',
+        "format_version written as a number (1.1) instead of the string",
+    ),
+    pattern(
+        "_quantization_metadata has no 'layers' map",
+        R.QC622,
+        "a rowwise FP8 declaration only in quant_configs, or layers that is not an object",
+    ),
+    pattern(
+        "unknown quant format {fmt} for layer {prefix!r}",
+        R.QC622,
+        "a comfy_quant format (float8_e4m3fn, int8_tensorwise, …) beside rowwise FP8 layers",
+        "an unquantized layer not declared as bf16",
+    ),
+    pattern(
+        "_quantization_metadata declares no quantized layers (rowwise-float8_e4m3fn)",
+        R.QC622,
+        "rowwise-float8_e4m3fn named only in quant_configs",
+    ),
+    pattern(
+        "missing quant_configs['rowwise-float8_e4m3fn'] layout descriptor",
+        R.QC622,
+        "the header has layers but no quant_configs descriptor",
+    ),
+    pattern(
+        "unsupported FP8 scale_recipe {recipe}; only 'rowwise' is supported",
+        R.QC622,
+        "a per-tensor or block recipe in quant_configs",
+    ),
+    pattern(
+        "FP8 layer {prefix!r} missing weight tensor {tensor!r}",
+        R.QC623,
+        "a header layer name that differs from the tensor names (model prefix)",
+    ),
+    pattern(
+        "FP8 layer {prefix!r} missing weight_scale tensor {tensor!r}",
+        R.QC623,
+        "the scale saved as scale_weight or weight_scale_inv",
+    ),
+    pattern(
+        "expected dtype F8_E4M3, got {dtype}",
+        R.QC623,
+        "an unquantized or E5M2 weight declared rowwise-float8_e4m3fn",
+    ),
+    pattern(
+        "expected 2-D weight, got shape {found}",
+        R.QC623,
+        "a conv or fused weight declared rowwise FP8",
+    ),
+    pattern(
+        "row-wise scale must have shape [{N}], got {found}",
+        R.QC623,
+        "a ComfyUI-style [N, 1] per-row scale or a per-tensor scalar",
+    ),
+    pattern(
+        "static input_scale must be float32 shape [1], got dtype={dtype} shape={shape}",
+        R.QC623,
+        "a scalar [] input_scale (ComfyUI FP8 writes one)",
+    ),
+    pattern(
+        "unexpected quantization tensor {tensor!r} for a non-FP8 layer",
+        R.QC623,
+        "a bf16 layer or an undeclared layer still carrying weight_scale / input_scale",
+    ),
+    pattern(
+        "expected dtype F32, got {dtype}",
+        R.QC623,
+        "a BF16 or F16 row-wise weight_scale",
     ),
     pattern(
         "Got unsupported ScalarType {scalar}", R.QC204, "the marker tensor was saved as BF16/FP8"

@@ -704,3 +704,19 @@ def marker_int(value: Any, default: int, present: bool = True) -> int | None:
     if isinstance(value, float) and value.is_integer():
         return int(value)
     return None
+
+
+#: Header-only formats: names a runtime reads from `__metadata__._quantization_metadata`
+#: `layers` but that are no comfy_quant marker format (no entry in FORMATS, no codec). sglang
+#: 0.5.23's rowwise FP8 path (`layers/quantization/rowwise_fp8.py`) reads these two, with
+#: `format_version` "1.1" and `quant_configs["rowwise-float8_e4m3fn"].scale_recipe` "rowwise";
+#: ComfyUI looks them up in QUANT_ALGOS like any marker and stops.
+ROWWISE_FP8 = "rowwise-float8_e4m3fn"
+ROWWISE_BF16 = "bf16"
+HEADER_FORMATS: dict[str, str] = {
+    ROWWISE_FP8: "a row-wise FP8 layer: F8_E4M3 [N, K] weight, F32 [N] weight_scale, "
+    "optional F32 [1] input_scale",
+    ROWWISE_BF16: "a layer the row-wise FP8 file keeps unquantized",
+}
+#: `format_version` values sglang 0.5.23's rowwise path accepts (SUPPORTED_FORMAT_VERSIONS).
+ROWWISE_FORMAT_VERSIONS = ("1.1",)

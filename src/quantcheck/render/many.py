@@ -202,6 +202,7 @@ def _entry(r: CheckpointResult) -> dict[str, Any]:
             targets=full.targets,
             stats=full.stats,
             releases=full.releases,
+            paths=full.paths,
         )
         entry = shell.to_json()
         entry["targets"] = {t: full.target_status(t) for t in full.targets}
@@ -245,6 +246,10 @@ def _document(results: list[CheckpointResult], targets: tuple[str, ...]) -> dict
             "errors": sum(e["targets"].get(t, {}).get("errors", 0) for e in checkpoints),
             "degraded": sum(e["targets"].get(t, {}).get("degraded", 0) for e in checkpoints),
         }
+        # the reader that takes the files (sglang's `path`), when every checkpoint agrees
+        seen = {e["targets"][t]["path"] for e in checkpoints if "path" in e["targets"].get(t, {})}
+        if len(seen) == 1:
+            per_target[t]["path"] = seen.pop()
     kinds = [r.kind for r in results]
     summary: dict[str, int] = {
         "checkpoints": len(results),

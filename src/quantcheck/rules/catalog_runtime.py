@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from quantcheck.rules.levels import Safety, Severity
 from quantcheck.rules.rule import Rule, effects
-from quantcheck.rules.upstream import CUI_QOPS, CUI_RUN, CUI_UTILS, SGQ, SGQC
+from quantcheck.rules.upstream import CUI_QOPS, CUI_RUN, CUI_UTILS, SGQ, SGQC, SGRF, SGTE, SGTL
 from quantcheck.runtimes.comfyui_releases import GUESSED, LAYER_CODE, STEPS, before
 
 E, INFO = Severity.ERROR, Severity.INFO
@@ -173,8 +173,8 @@ RULES = [
         effects("none", "none"),
         None,
         "The file's quantization is one sglang 0.5.18 recognises: NVFP4 layers (found from "
-        "their tensors), or float8_e4m3fn layers declared in the header "
-        "_quantization_metadata (format_version + layers).",
+        "their tensors), or a header _quantization_metadata (format_version + layers) with a "
+        'layer format containing "float8", which makes the whole file FP8 (QC616).',
         "sglang 0.5.18 has no marker inspector: INT8, W4A8, W4A4 and MXFP8 Comfy files, and "
         "files whose layers are marked only by .comfy_quant tensors, are not recognised as "
         "quantized (fails on 0.5.18 only; from 0.5.19 on the inspector reads them).",
@@ -251,5 +251,193 @@ RULES = [
         "Use sglang >= 0.5.22, or another format for older releases.",
         "sglang 0.5.19-0.5.22 wheels (mxfp8.py; consumers.md 2.1) [READ, not run: the "
         "kernel path needs a GPU].",
+    ),
+    Rule(
+        "QC616",
+        "sglang-header-path",
+        INFO,
+        "sglang reads this file through its header path, not its marker rules",
+        effects("none", "none"),
+        None,
+        "Says which of sglang's two readers takes the file, per release: the header path "
+        "(get_quant_config_from_safetensors_metadata on __metadata__._quantization_metadata; "
+        "0.5.18 also _build_nvfp4_config_from_safetensors_files) or the comfy_quant marker "
+        "inspector.",
+        "sglang's text-encoder loader (0.5.19-0.5.23) asks the header path first and its "
+        "--transformer-weights-path loader asks only the header path: a header with "
+        "format_version and layers, no quant_method, and any layer format containing "
+        '"float8" becomes one whole-model Fp8Config (0.5.23: a "rowwise-float8_e4m3fn" '
+        "layer becomes RowwiseFp8Config), and the markers are never inspected, so the marker "
+        "rules do not apply to sglang for that file (the MiniMax-H3 and ComfyUI single-file "
+        "loaders read markers first). The JSON summary's sglang target carries the same as "
+        "`path`.",
+        '_quantization_metadata {"format_version": "1.0", "layers": {"blocks.0.attn.qkv": '
+        '{"format": "float8_e4m3fn"}}}',
+        "Nothing to do when the whole file is FP8; otherwise see the other header-path "
+        "findings (QC617-QC623), or drop the header declaration so sglang reads the markers.",
+        f"sglang 0.5.18-0.5.23 wheels: {SGQ} get_quant_config_from_safetensors_metadata, "
+        f"handle_fp8_metadata_format (identical 0.5.18-0.5.22), 0.5.23 "
+        f"_get_serialized_quant_config; callers {SGTE} _get_encoder_quant_config (header, "
+        f"then quanto, then markers) and {SGTL} _resolve_weight_override_quantization / "
+        "_resolve_quant_config; run by tests/rules/diff_sglang.",
+    ),
+    Rule(
+        "QC617",
+        "sglang-header-fp8-sweeps-layers",
+        Severity.WARNING,
+        "sglang's header path loads non-FP8 layers as FP8",
+        effects("degraded", "none"),
+        None,
+        "When sglang's header path builds its whole-model Fp8Config, every quantized layer of "
+        "the file is float8_e4m3fn.",
+        "handle_fp8_metadata_format turns the whole header into one Fp8Config as soon as one "
+        'layer format contains "float8": float8_e5m2, int8_tensorwise, nvfp4 and every other '
+        "layer is then built as a per-tensor FP8 linear (Fp8Config has no per-layer formats "
+        "and the header sets no ignored_layers), without an error; the weights are cast or "
+        "fail at weight load. [GUESS] for the load step: not run on a GPU. Unquantized "
+        "linears are built FP8 too.",
+        "float8_e4m3fn and int8_tensorwise layers declared in one _quantization_metadata",
+        "Keep one format per file for sglang, or drop the header declaration so sglang's "
+        "marker inspector reads the layers.",
+        f"sglang 0.5.18-0.5.23 {SGQ} handle_fp8_metadata_format and "
+        f"{SGQC}fp8.py Fp8Config.from_config / get_quant_method (read); config step run by "
+        "tests/rules/diff_sglang.",
+    ),
+    Rule(
+        "QC618",
+        "sglang-header-ignored-silently",
+        Severity.WARNING,
+        "sglang's header path ignores this header declaration without a word",
+        effects("none", "none"),
+        None,
+        "A header _quantization_metadata meant for sglang's header path is one it reads: "
+        "valid JSON, with format_version beside layers.",
+        "get_quant_config_from_safetensors_metadata returns None without a message when the "
+        "JSON does not parse (it then tries __metadata__.quantization_config) or when "
+        "format_version is missing, and every exception while it builds a config is "
+        "swallowed (except Exception: return None). sglang 0.5.19+ then reads the markers; "
+        "0.5.18 sees an unquantized file (QC611).",
+        '_quantization_metadata {"layers": {"blocks.0.attn.qkv": {"format": '
+        '"float8_e4m3fn"}}} without format_version',
+        'Write valid JSON with "format_version" (ComfyUI writes "1.0").',
+        f"sglang 0.5.18-0.5.23 {SGQ} get_quant_config_from_safetensors_metadata (read; the "
+        "None is run by tests/rules/diff_sglang).",
+    ),
+    Rule(
+        "QC619",
+        "sglang-0518-nvfp4-group-size",
+        Severity.WARNING,
+        "sglang 0.5.18 infers one NVFP4 group size from the first layer",
+        effects("none", "none"),
+        None,
+        "Every NVFP4 layer's weight columns and block-scale columns give group size 16 "
+        "(2 * weight.shape[1] / scale.shape[1]).",
+        "sglang 0.5.18 builds its ModelOpt NVFP4 config (_build_nvfp4_config_from_"
+        "safetensors_files) with the group size of the first NVFP4 layer in name order and "
+        "applies it to every layer; padded or swizzled block scales (N % 128, K % 64) give "
+        "another number and the layers compute with the wrong grouping, without an error. "
+        "From 0.5.19 on the marker inspector requires (N, K/16) scales.",
+        "blocks.0.attn.qkv.weight U8 [128, 24] with weight_scale F8_E4M3 [128, 4]",
+        "Use sglang >= 0.5.19, or write NVFP4 layers with N % 128 == 0 and K % 64 == 0.",
+        f"sglang 0.5.18 {SGQ} _build_nvfp4_config_from_safetensors_files and "
+        "_infer_nvfp4_group_size_from_shapes (read); run by tests/rules/diff_sglang. "
+        "[GUESS] for the compute step (needs a GPU).",
+    ),
+    Rule(
+        "QC620",
+        "header-format-rowwise-fp8",
+        E,
+        "sglang >= 0.5.23 header-only rowwise FP8 format",
+        effects("none", "fails"),
+        None,
+        'The header formats "rowwise-float8_e4m3fn" and "bf16" are read only by sglang '
+        ">= 0.5.23's rowwise FP8 path (not comfy_quant marker formats).",
+        "sglang 0.5.23 reads them from _quantization_metadata (RowwiseFp8Config). Older "
+        'sglang sees "float8" in the name and builds its whole-model per-tensor Fp8Config, '
+        "whose (1,) scales do not take the [N] row-wise ones (degraded or fails at weight "
+        "load; [GUESS]: not run on a GPU). ComfyUI reads header layers as markers and does "
+        "not know the format.",
+        '"layers": {"blocks.0.attn.qkv": {"format": "rowwise-float8_e4m3fn"}}',
+        "Use sglang >= 0.5.23; for ComfyUI requantize the layers (e.g. float8_e4m3fn with a "
+        "per-tensor scale).",
+        f"sglang 0.5.23 {SGRF} (FP8_FORMAT, BF16_FORMAT) and {SGQ} "
+        "_get_serialized_quant_config; 0.5.18-0.5.22 handle_fp8_metadata_format; run by "
+        "tests/rules/diff_sglang. ComfyUI effect as for any unknown format (QC213).",
+    ),
+    Rule(
+        "QC621",
+        "rowwise-fp8-format-version",
+        E,
+        'rowwise FP8 header without format_version "1.1"',
+        effects("fails", "none"),
+        None,
+        'A header declaring "rowwise-float8_e4m3fn" layers has format_version "1.1" '
+        "(the string).",
+        "sglang 0.5.23 raises RowwiseFp8Error (\"unsupported quantization format_version "
+        "…; expected one of ['1.1']\") and the error is not caught: the load stops. Older "
+        "releases only need the key to exist.",
+        '{"format_version": "1.0", "layers": {"blocks.0.attn.qkv": {"format": '
+        '"rowwise-float8_e4m3fn"}}}',
+        'Set "format_version": "1.1" once the layers follow the rowwise contract.',
+        f"sglang 0.5.23 {SGRF} RowwiseFp8Config._from_metadata (SUPPORTED_FORMAT_VERSIONS); "
+        "run by tests/rules/diff_sglang.",
+    ),
+    Rule(
+        "QC622",
+        "rowwise-fp8-header-contract",
+        E,
+        "rowwise FP8 header sglang 0.5.23 refuses",
+        effects("fails", "none"),
+        None,
+        'A header declaring "rowwise-float8_e4m3fn" layers has a non-empty layers map whose '
+        'every entry is "rowwise-float8_e4m3fn" or "bf16", and quant_configs['
+        '"rowwise-float8_e4m3fn"] = {"scale_recipe": "rowwise"}.',
+        "sglang 0.5.23 raises RowwiseFp8Error (\"unknown quant format … for layer …\", "
+        '"missing quant_configs[…] layout descriptor", "unsupported FP8 scale_recipe …") '
+        "and the load stops: other formats cannot share a rowwise file.",
+        '"layers": {"a": {"format": "rowwise-float8_e4m3fn"}, "b": {"format": '
+        '"float8_e4m3fn"}} without quant_configs',
+        "Declare every other layer as bf16 (unquantized) and write the quant_configs "
+        "descriptor, or use comfy_quant markers instead of the rowwise header.",
+        f"sglang 0.5.23 {SGRF} RowwiseFp8Config._from_metadata; run by "
+        "tests/rules/diff_sglang.",
+    ),
+    Rule(
+        "QC623",
+        "rowwise-fp8-layer-tensors",
+        E,
+        "rowwise FP8 layer tensors sglang 0.5.23 refuses",
+        effects("fails", "none"),
+        None,
+        "Each rowwise-float8_e4m3fn layer stores an F8_E4M3 2-D weight [N, K], an F32 "
+        "weight_scale [N] and optionally an F32 input_scale [1]; no other layer stores a "
+        "weight_scale or input_scale.",
+        "sglang 0.5.23 checks these tensors in _validate_fp8_tensors and raises "
+        "RowwiseFp8Error for the first layer in name order that differs (\"row-wise scale "
+        'must have shape [N]", "expected dtype F8_E4M3", "unexpected quantization tensor … '
+        'for a non-FP8 layer").',
+        "blocks.0.attn.qkv.weight_scale F32 [128, 1] (a ComfyUI INT8-style per-row scale)",
+        "Store the row scales as F32 [N] and the weight as F8_E4M3; drop scales of bf16 "
+        "layers.",
+        f"sglang 0.5.23 {SGRF} _validate_fp8_tensors; run by tests/rules/diff_sglang.",
+    ),
+    Rule(
+        "QC624",
+        "sglang-header-path-raises",
+        E,
+        "sglang's header path raises on a header layer format",
+        effects("fails", "none"),
+        None,
+        "Every layer entry of a header _quantization_metadata (with format_version and "
+        "layers) has a string format.",
+        'handle_fp8_metadata_format tests `"float8" in format` for each layer until one '
+        "matches; a format that is null, a number or true/false before any float8 layer raises "
+        "TypeError (\"argument of type 'NoneType' is not iterable\"), which "
+        "get_quant_config_from_safetensors_metadata does not catch, so the load stops before "
+        "the markers are read.",
+        '"layers": {"blocks.0.attn.qkv": {"format": null}}',
+        "Write each header layer's format as a string (or drop the entry).",
+        f"sglang 0.5.18-0.5.23 {SGQ} handle_fp8_metadata_format (read; run by "
+        "tests/rules/diff_sglang).",
     ),
 ]

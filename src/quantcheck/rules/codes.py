@@ -117,6 +117,15 @@ QC612: Rule  # sglang-0519-markers-not-identical
 QC613: Rule  # sglang-0519-int8-marker-refused
 QC614: Rule  # sglang-0519-nvfp4-needs-fpmm
 QC615: Rule  # sglang-mxfp8-scales-swizzled-twice
+QC616: Rule  # sglang-header-path
+QC617: Rule  # sglang-header-fp8-sweeps-layers
+QC618: Rule  # sglang-header-ignored-silently
+QC619: Rule  # sglang-0518-nvfp4-group-size
+QC620: Rule  # header-format-rowwise-fp8
+QC621: Rule  # rowwise-fp8-format-version
+QC622: Rule  # rowwise-fp8-header-contract
+QC623: Rule  # rowwise-fp8-layer-tensors
+QC624: Rule  # sglang-header-path-raises
 QC740: Rule  # sdcpp-format-not-loaded
 QC741: Rule  # sdcpp-fp8-scale-ignored
 QC742: Rule  # sdcpp-mxfp8-scales-dropped
@@ -230,6 +239,15 @@ __all__ = [
     "QC613",
     "QC614",
     "QC615",
+    "QC616",
+    "QC617",
+    "QC618",
+    "QC619",
+    "QC620",
+    "QC621",
+    "QC622",
+    "QC623",
+    "QC624",
     "QC740",
     "QC741",
     "QC742",

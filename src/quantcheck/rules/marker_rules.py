@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterator
 
 from quantcheck.diagnostics import Diagnostic, Effect, Fix, Safety
-from quantcheck.formats.table import FORMATS, FormatSpec, marker_int
+from quantcheck.formats.table import FORMATS, HEADER_FORMATS, FormatSpec, marker_int
 from quantcheck.model.markers import Marker
 from quantcheck.rules import codes as R
 from quantcheck.runtimes import effects as _eff
@@ -142,6 +142,18 @@ def _format_name(m: Marker) -> Iterator[Diagnostic]:
             tensor=_tensor(m),
             layer=m.prefix,
             effects=_eff(FAILS, FAILS),
+        )
+        return
+    header = any(s.origin == "header" for s in m.sources)
+    if isinstance(fmt, str) and fmt in HEADER_FORMATS and header:
+        yield Diagnostic(
+            R.QC620,
+            f"format {fmt!r} is a header-only format of sglang >= 0.5.23's rowwise FP8 path "
+            f"({HEADER_FORMATS[fmt]}): older sglang reads the header as whole-model "
+            "per-tensor FP8, ComfyUI does not know it",
+            file=_file(m),
+            layer=m.prefix,
+            pointer="/__metadata__/_quantization_metadata",
         )
         return
     if not isinstance(fmt, str) or fmt not in FORMATS:

@@ -16,6 +16,7 @@ from quantcheck.model.checkpoint import Checkpoint
 from quantcheck.model.layers import Layer
 from quantcheck.rules import codes as R
 from quantcheck.rules import sglang_release_rules as release_rules
+from quantcheck.rules.sglang_header_rules import HeaderPathChecks
 from quantcheck.runtimes import effects as _eff
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
@@ -137,15 +138,26 @@ class SglangChecks:
     def __init__(self, ck: Checkpoint) -> None:
         self.ck = ck
         self.config_class, self.formats, self.refusal = sglang_config_class(ck)
+        self.header = HeaderPathChecks(ck)
 
     def file_findings(self) -> Iterator[Diagnostic]:
         yield from check_file_runtime(self.ck, self.formats, self.refusal)
         yield from release_rules.file_findings(self.ck, _marked_layers(self.ck))
+        yield from self.header.file_findings()
 
     def layer_findings(self, layer: Layer) -> Iterator[Diagnostic]:
         yield from check_layer_runtime(layer, self.config_class)
         if layer.marker is not None and layer.weight is not None:
             yield from release_rules.layer_findings(layer, _sglang_view(layer), self.config_class)
+        yield from self.header.layer_findings(layer)
+
+    def finish(self, diags: list[Diagnostic]) -> list[Diagnostic]:
+        """Every rule's findings, once all have run: when sglang's header path takes the file
+        (QC616), the marker path's findings stop concerning sglang."""
+        from quantcheck.runtimes import get_runtime
+
+        codes = {c for rel in get_runtime("sglang").releases for c in rel.effects}
+        return self.header.finish(diags, codes)
 
 
 #: Formats sglang 0.5.23 cannot load at all.

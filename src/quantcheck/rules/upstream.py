@@ -6,6 +6,10 @@ SGQ = "python/sglang/multimodal_gen/runtime/utils/quantization_utils.py"
 #: sglang 0.5.23: the Comfy config classes (ConvRotInt8Config, KitchenW4A8Config,
 #: KitchenW4A4Config, ComfyFp8Config, ComfyNvfp4Config) and their layer builds.
 SGQC = "python/sglang/multimodal_gen/runtime/layers/quantization/"
+#: sglang 0.5.23's rowwise FP8 header path, and the two loaders that call the header path.
+SGRF = "python/sglang/multimodal_gen/runtime/layers/quantization/rowwise_fp8.py"
+SGTE = "python/sglang/multimodal_gen/runtime/loader/component_loaders/text_encoder_loader.py"
+SGTL = "python/sglang/multimodal_gen/runtime/loader/transformer_load_utils.py"
 #: ComfyUI (Comfy-Org/ComfyUI) at quantcheck's reference commit: the quantized-op loader
 #: `_load_quantized_module` (~L1200-1290) and `comfy/quant_ops.py` (QUANT_ALGOS, layouts).
 CUI_OPS = "Comfy-Org/ComfyUI @0271a469 comfy/ops.py _load_quantized_module"

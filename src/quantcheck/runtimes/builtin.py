@@ -16,9 +16,12 @@ SGLANG = register_runtime(
         SGLANG_RELEASES,
         checks="quantcheck.rules.runtime_rules:SglangChecks",
         quantize_refusal="quantcheck.rules.runtime_rules:sglang_quantize_refusal",
+        paths="quantcheck.rules.sglang_header_rules:path_json",
         default_target=True,
-        doc="sglang's ComfyUI-checkpoint loader: marker inspector, format resolver and the "
-        "config classes' constructors (format support, format mixes, quant_format).",
+        doc="sglang's ComfyUI-checkpoint loader: the header path "
+        "(get_quant_config_from_safetensors_metadata, tried first), then the marker "
+        "inspector, format resolver and the config classes' constructors (format support, "
+        "format mixes, quant_format).",
     )
 )
 COMFYUI = register_runtime(comfyui_runtime())  # releases: comfyui_releases.py

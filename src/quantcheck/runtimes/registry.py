@@ -53,6 +53,9 @@ class Runtime:
     #: "module:attribute" naming a list of `explain.messages.MessagePattern`: the runtime's
     #: own error messages, so `quantcheck explain` recognises them (loaded on first use).
     messages: str = ""
+    #: "module:callable" (checkpoint, release name or None for the newest) -> dict of extra
+    #: keys for that target's JSON summary (sglang: which reader takes the file, `path`).
+    paths: str = ""
 
     @property
     def newest(self) -> Release:

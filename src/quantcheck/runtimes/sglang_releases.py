@@ -3,11 +3,12 @@ on the release before (consumers.md §2.1, read in the PyPI wheels; `tests/diff_
 wheels' own code against these verdicts). Standard library only.
 
 The rules each release switches on or off are emitted by `SglangChecks` whatever the release
-(QC611–QC615, declared "none" for the newest); a release's delta says which of them break or
-degrade that release, and which newest-release rules it does not have yet (QC318). A release
-also says what `quantize --target sglang@RELEASE` must not write (`quantize`: 0.5.18 reads no
-tensor markers, 0.5.19-0.5.21 compute MXFP8 as noise) and which marker fields it must write
-(`marker_fields`: 0.5.19 needs full_precision_matrix_mult on NVFP4).
+(QC611–QC615 and QC619, declared "none" for the newest; QC620–QC623, the rowwise FP8 header
+path, declared for the newest and switched off before 0.5.23); a release's delta says which
+of them break or degrade that release, and which newest-release rules it does not have yet
+(QC318). A release also says what `quantize --target sglang@RELEASE` must not write
+(`quantize`: 0.5.18 reads no tensor markers, 0.5.19-0.5.21 compute MXFP8 as noise) and which
+marker fields it must write (`marker_fields`: 0.5.19 needs full_precision_matrix_mult on NVFP4).
 """
 
 from __future__ import annotations
@@ -38,12 +39,24 @@ _MXFP8_NOISE = (
 SGLANG_RELEASES: tuple[Release, ...] = (
     Release(
         "0.5.18",
-        {"QC611": FAILS, "QC318": DEGRADED},
+        {
+            "QC611": FAILS,
+            "QC318": DEGRADED,
+            "QC619": DEGRADED,
+            # padded NVFP4 scales: no inspector to refuse them; the ModelOpt builder infers a
+            # wrong group size from them instead (QC619)
+            "QC308": DEGRADED,
+            "QC620": DEGRADED,
+            "QC621": NONE,
+            "QC622": NONE,
+            "QC623": NONE,
+        },
         quantize=dict.fromkeys(_MARKER_ONLY, _NO_INSPECTOR),
         note="no marker inspector: only the header path (float8 -> whole-model FP8, "
-        "nvfp4 -> ModelOpt, NVFP4 also found from its tensors) is honoured; a "
-        "rotated NVFP4 layer goes to ModelOpt, which ignores convrot [GUESS: "
-        "degraded, not run on a GPU]",
+        "nvfp4 -> ModelOpt, NVFP4 also found from its tensors, group size from the first "
+        "layer) is honoured; a rotated NVFP4 layer goes to ModelOpt, which ignores convrot "
+        "[GUESS: degraded, not run on a GPU]; a rowwise-float8_e4m3fn header is read as "
+        "whole-model per-tensor FP8 (until 0.5.22)",
     ),
     Release(
         "0.5.19",
@@ -54,6 +67,8 @@ SGLANG_RELEASES: tuple[Release, ...] = (
             "QC614": FAILS,
             "QC615": DEGRADED,
             "QC318": NONE,
+            "QC619": NONE,
+            "QC308": FAILS,
         },
         quantize={**dict.fromkeys(_MARKER_ONLY, None), "mxfp8": _MXFP8_NOISE},
         marker_fields={"nvfp4": {"full_precision_matrix_mult": True}},
@@ -80,7 +95,9 @@ SGLANG_RELEASES: tuple[Release, ...] = (
     ),
     Release(
         "0.5.23",
+        {"QC620": NONE, "QC621": FAILS, "QC622": FAILS, "QC623": FAILS},
         note="adds the header format rowwise-float8_e4m3fn (format_version "
-        '"1.1"); marker rules identical to 0.5.22',
+        '"1.1", RowwiseFp8Config, RowwiseFp8Error not caught); marker rules identical to '
+        "0.5.22",
     ),
 )

@@ -1,8 +1,9 @@
 """Import one sglang release's marker code with every heavy dependency stubbed.
 
-The real, unmodified files of the wheel are executed for: the marker inspector and resolver
-(`utils/quantization_utils.py`) and the Comfy config classes (`layers/quantization/comfy_*.py`,
-`configs/kitchen_*_config.py`, `configs/convrot_int8_config.py`). Every other `sglang.*` module
+The real, unmodified files of the wheel are executed for: the header path, marker inspector and
+resolver (`utils/quantization_utils.py`), the Comfy config classes (`layers/quantization/
+comfy_*.py`, `configs/kitchen_*_config.py`, `configs/convrot_int8_config.py`) and 0.5.23's
+rowwise FP8 config (`layers/quantization/rowwise_fp8.py`). Every other `sglang.*` module
 is a stub whose attributes are permissive classes, so the config constructors' marker checks
 run while GPU kernels, model layers and the srt runtime are never imported. The platform is a
 CPU host (neither CUDA nor MPS), the ConvRot INT8 backend "auto".
@@ -27,6 +28,8 @@ REAL = (
     "sglang.multimodal_gen.runtime.layers.quantization.configs.convrot_int8_config",
     "sglang.multimodal_gen.runtime.layers.quantization.configs.kitchen_w4a8_config",
     "sglang.multimodal_gen.runtime.layers.quantization.configs.kitchen_w4a4_config",
+    # 0.5.23's rowwise FP8 header path (absent before: the finder then stubs it)
+    "sglang.multimodal_gen.runtime.layers.quantization.rowwise_fp8",
 )
 
 

@@ -1,36 +1,44 @@
-"""What one sglang release's own code decides for a checkpoint: loads quantized, or not."""
+"""What one sglang release's own code decides for a checkpoint: loads quantized, or not, and
+through which of its two readers."""
 
 from __future__ import annotations
 
 import types
 
-#: exceptions the inspector, resolver and constructors raise for files they refuse
+#: exceptions the header path, inspector, resolver and constructors raise for files they
+#: refuse (0.5.23's RowwiseFp8Error is a ValueError)
 REFUSALS = (ValueError, NotImplementedError, TypeError, KeyError, OverflowError)
 
 
-def real_verdict(mod: types.ModuleType, paths: list[str]) -> tuple[bool, str]:
-    """(loads as a quantized checkpoint, why) under release module `mod`.
+def real_verdict(mod: types.ModuleType, paths: list[str]) -> tuple[bool, str, str]:
+    """(loads as a quantized checkpoint, why, path) under release module `mod`; path is
+    "header" when the header path decides, else "markers" or "none".
 
-    Releases with `inspect_comfy_quant_markers` (0.5.19+): inspector, resolver, then the chosen
-    config class built from the markers (its constructor's marker checks). 0.5.18 has no
-    inspector: only the header path (`get_quant_config_from_safetensors_metadata`, the NVFP4
-    header builder) can recognise the file.
+    The order of sglang's text-encoder loader (`_get_encoder_quant_config`, 0.5.19+): the
+    header path `get_quant_config_from_safetensors_metadata` per file (a config, or an
+    exception, ends it), then the marker inspector, resolver and the chosen config class
+    (its constructor's marker checks). 0.5.18 has no inspector: its transformer loader tries
+    the header path, then the NVFP4 builder over the file list.
     """
+    for path in paths:
+        try:
+            config = mod.get_quant_config_from_safetensors_metadata(path)
+        except REFUSALS as exc:
+            return False, f"header path: {type(exc).__name__}: {exc}", "header"
+        if config is not None:
+            return True, f"header path: {type(config).__name__}", "header"
     if not hasattr(mod, "inspect_comfy_quant_markers"):
-        for path in paths:
-            try:
-                if mod.get_quant_config_from_safetensors_metadata(path) is not None:
-                    return True, "header path: quantization config"
-                if mod.build_nvfp4_config_from_safetensors(path) is not None:
-                    return True, "header path: NVFP4 config"
-            except REFUSALS as exc:
-                return False, f"header path: {type(exc).__name__}: {exc}"
-        return False, "no marker inspector; header path found nothing"
+        try:
+            if mod.build_nvfp4_config_from_safetensors_list(paths) is not None:
+                return True, "header path: NVFP4 config", "header"
+        except REFUSALS as exc:
+            return False, f"header path: {type(exc).__name__}: {exc}", "header"
+        return False, "no marker inspector; header path found nothing", "none"
     try:
         markers = mod.inspect_comfy_quant_markers(paths)
         config = mod.resolve_comfy_checkpoint_quantization(markers)
     except REFUSALS as exc:
-        return False, f"{type(exc).__name__}: {exc}"
+        return False, f"{type(exc).__name__}: {exc}", "markers"
     if config is None:
-        return False, "no markers: loaded as unquantized"
-    return True, type(config).__name__
+        return False, "no markers: loaded as unquantized", "none"
+    return True, type(config).__name__, "markers"

@@ -1,5 +1,8 @@
-"""Differential tests: each sglang release's own inspector/resolver/config classes (PyPI
-wheels, pinned by SHA-256) against quantcheck's verdict for that release (`make diff-sglang`).
+"""Differential tests: each sglang release's own header path, inspector/resolver/config classes
+(PyPI wheels, pinned by SHA-256) against quantcheck's verdict for that release (`make
+diff-sglang`), in the order of sglang's text-encoder loader: the header path
+(`get_quant_config_from_safetensors_metadata`; 0.5.23's rowwise FP8 config; 0.5.18's NVFP4
+builder) first, then the markers. Both the verdict and the path (header or not) must agree.
 
 Skipped unless QUANTCHECK_DIFF_SGLANG=1 (they download about 180 MB of wheels once).
 A verdict agrees when quantcheck says "fails" exactly where the release's code refuses the file
@@ -9,6 +12,7 @@ passes files whose layers then compute something else (QC316, QC615).
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -18,6 +22,7 @@ from quantcheck.check import check_paths
 from quantcheck.runtimes import get_runtime
 
 from .._build import (
+    INT8_CONVROT,
     Build,
     P,
     awq,
@@ -27,6 +32,7 @@ from .._build import (
     int8,
     mxfp8,
     nvfp4,
+    rowwise,
     w4a8,
 )
 from .loader import load_release
@@ -69,6 +75,50 @@ CASES: dict[str, Build] = {
     "e5m2": file(lambda: fp8(weight="F8_E5M2", mark={"format": "float8_e5m2"})),
     "awq": file(awq),
 }
+
+#: Files sglang's header path reads (get_quant_config_from_safetensors_metadata, 0.5.23's
+#: rowwise FP8 config, 0.5.18's NVFP4 builder), beside the marker files above.
+HEADER_CASES: dict[str, Build] = {
+    "fp8-header-partial": file(
+        lambda: [*fp8(), *fp8(FC1)], header_meta({P: FP8_MARK})
+    ),
+    "fp8-header-plus-int8-declared": file(
+        lambda: [*fp8(), *int8(FC1)],
+        header_meta({P: FP8_MARK, FC1: INT8_CONVROT}),
+    ),
+    "e5m2-header-declared": file(
+        lambda: fp8(weight="F8_E5M2", mark={"format": "float8_e5m2"}),
+        header_meta({P: {"format": "float8_e5m2"}}),
+    ),
+    "fp8-header-without-format-version": file(
+        fp8, {"_quantization_metadata": json.dumps({"layers": {P: FP8_MARK}})}
+    ),
+    "fp8-header-not-json": file(fp8, {"_quantization_metadata": "{not json"}),
+    "header-format-null": file(fp8, header_meta({P: {"format": None}})),
+    "header-format-null-after-float8": file(
+        lambda: [*fp8(), *fp8(FC1)], header_meta({P: FP8_MARK, FC1: {"format": None}})
+    ),
+    "nvfp4-padded-scales": file(
+        lambda: nvfp4(n=128, k=48, mark={"format": "nvfp4", "full_precision_matrix_mult": True})
+    ),
+    "nvfp4-aligned-and-padded": file(
+        lambda: [
+            *nvfp4(mark={"format": "nvfp4", "full_precision_matrix_mult": True}),
+            *nvfp4(FC1, n=128, k=48, mark={"format": "nvfp4", "full_precision_matrix_mult": True}),
+        ]
+    ),
+    "rowwise-ok": rowwise(),
+    "rowwise-format-version-1.0": rowwise(version="1.0"),
+    "rowwise-scale-per-row-2d": rowwise(scale=("F32", (64, 1))),
+    "rowwise-scale-bf16": rowwise(scale=("BF16", (64,))),
+    "rowwise-without-descriptor": rowwise(quant_configs=None),
+    "rowwise-recipe-tensorwise": rowwise(
+        quant_configs={"rowwise-float8_e4m3fn": {"scale_recipe": "tensor"}}
+    ),
+    "rowwise-beside-fp8-layer": rowwise(other={"blocks.1.attn.qkv": FP8_MARK}),
+    "rowwise-bf16-layer-with-scale": rowwise(bf16_scale=True),
+}
+CASES.update(HEADER_CASES)
 RELEASES = tuple(PINNED)
 
 
@@ -98,12 +148,18 @@ def test_release_agrees_with_quantcheck(
         folder = tmp_path / name
         folder.mkdir()
         paths = [str(p) for p in build(folder)]
-        loads, why = real_verdict(mod, paths)
+        loads, why, path = real_verdict(mod, paths)
         key = f"sglang@{version}"
-        ours = check_paths(paths, target=key).target_status(key)["status"]
+        status = check_paths(paths, target=key).target_status(key)
+        ours = status["status"]
         if loads != (ours != "fails"):
             disagree.append(
                 f"{name}: sglang {version} {'loads' if loads else 'refuses'} "
                 f"({why}); quantcheck says {ours}"
+            )
+        if (path == "header") != (status["path"] == "header"):
+            disagree.append(
+                f"{name}: sglang {version} reads it through its {path} path ({why}); "
+                f"quantcheck says {status['path']} ({status['path_reason']})"
             )
     assert not disagree, "\n".join(disagree)
