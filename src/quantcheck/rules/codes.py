@@ -117,6 +117,17 @@ QC612: Rule  # sglang-0519-markers-not-identical
 QC613: Rule  # sglang-0519-int8-marker-refused
 QC614: Rule  # sglang-0519-nvfp4-needs-fpmm
 QC615: Rule  # sglang-mxfp8-scales-swizzled-twice
+QC720: Rule  # invokeai-dequantized-at-load
+QC721: Rule  # invokeai-convrot-weights-rotated
+QC722: Rule  # invokeai-scales-misread
+QC723: Rule  # invokeai-weight-shape-after-dequantize
+QC724: Rule  # invokeai-companions-kept
+QC730: Rule  # diffsynth-format-not-loaded
+QC731: Rule  # diffsynth-marker-without-weight-or-scale
+QC732: Rule  # diffsynth-convrot-group-refused
+QC733: Rule  # diffsynth-header-markers-ignored
+QC734: Rule  # diffsynth-unexpected-companions
+QC735: Rule  # diffsynth-marker-dtype-cast
 
 __all__ = [
     "QC101",
@@ -212,4 +223,15 @@ __all__ = [
     "QC613",
     "QC614",
     "QC615",
+    "QC720",
+    "QC721",
+    "QC722",
+    "QC723",
+    "QC724",
+    "QC730",
+    "QC731",
+    "QC732",
+    "QC733",
+    "QC734",
+    "QC735",
 ]

@@ -23,3 +23,5 @@ COMFYUI = register_runtime(comfyui_runtime())  # releases: comfyui_releases.py
 
 #: The built-in runtimes in the order the catalogs write their effects.
 BUILTIN: tuple[str, ...] = (SGLANG.name, COMFYUI.name)
+register_runtime(__import__("quantcheck.runtimes.invokeai", fromlist=["_"]).invokeai_runtime())
+register_runtime(__import__("quantcheck.runtimes.diffsynth", fromlist=["_"]).diffsynth_runtime())
