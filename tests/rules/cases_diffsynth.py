@@ -7,10 +7,13 @@ outcomes are confirmed by DiffSynth-Studio's own code in tests/rules/diff_consum
 
 from __future__ import annotations
 
+import json
+
 from ._build import INT8_CONVROT, P, file, fp8, header_meta, int8, marker, nvfp4, t
 from ._case import RuleCase
 
 ON = {"target": "diffsynth"}
+BOM = b"\xef\xbb\xbf"
 
 
 def ds(effect: str) -> dict[str, str]:
@@ -83,5 +86,15 @@ CASES = [
         file(int8),
         check_kwargs=ON,
         message="VALUES",
+    ),
+    RuleCase(
+        "QC736",
+        "diffsynth-marker-utf8-bom",
+        file(lambda: [*int8()[:2], marker(P, None, raw=BOM + json.dumps(INT8_CONVROT).encode())]),
+        ds("fails"),
+        file(int8),
+        twin_allows=(),
+        check_kwargs=ON,
+        message="is not valid JSON",
     ),
 ]

@@ -27,8 +27,8 @@ PATTERNS: list[MessagePattern] = [
         target="invokeai",
     ),
     pattern(
-        "size mismatch for {key}: copying a param with shape {ckpt_shape} from checkpoint, "
-        "the shape in current model is {model_shape}.",
+        "size mismatch for {key}: copying a param with shape {found} from checkpoint, "
+        "the shape in current model is {wanted}",
         R.QC723,
         PACKED,
         "a padded NVFP4/MXFP8 layout (more rows or columns than the layer)",

@@ -122,4 +122,20 @@ RULES: list[Rule] = [
         Safety.DISPLAY,
         f"{DS} _parse_marker; {DS_RUN}.",
     ),
+    rule_in_doc_order(
+        "QC736",
+        "diffsynth-marker-not-plain-utf8",
+        E,
+        "marker text with a BOM or in UTF-16/32: DiffSynth-Studio refuses it",
+        "Each comfy_quant marker tensor is plain UTF-8 JSON (no byte-order mark).",
+        "ComfyUI decodes markers with json.loads on the bytes, which accepts a BOM and "
+        "UTF-16/32 (QC207); DiffSynth-Studio decodes with bytes.decode() (strict UTF-8, the BOM "
+        "kept) and json.loads on the text, which raises (\"`X.comfy_quant` is not valid JSON: "
+        "Unexpected UTF-8 BOM\").",
+        "blocks.0.attn.qkv.comfy_quant = EF BB BF + '{\"format\": \"int8_tensorwise\"}'",
+        "Rewrite the marker as plain UTF-8 JSON bytes.",
+        _FAILS,
+        Safety.DISPLAY,
+        f"{DS} _parse_marker; {DS_RUN}.",
+    ),
 ]

@@ -128,6 +128,7 @@ QC732: Rule  # diffsynth-convrot-group-refused
 QC733: Rule  # diffsynth-header-markers-ignored
 QC734: Rule  # diffsynth-unexpected-companions
 QC735: Rule  # diffsynth-marker-dtype-cast
+QC736: Rule  # diffsynth-marker-not-plain-utf8
 
 __all__ = [
     "QC101",
@@ -234,4 +235,5 @@ __all__ = [
     "QC733",
     "QC734",
     "QC735",
+    "QC736",
 ]

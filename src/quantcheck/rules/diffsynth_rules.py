@@ -55,7 +55,9 @@ def _tensor_fields(layer: Layer) -> dict[str, Any] | None:
     return None
 
 
-def _diag(code: Any, message: str, layer: Layer, tensor: str | None = None, **kw: Any) -> Any:
+def _diag(
+    code: Any, message: str, layer: Layer, tensor: str | None = None, **kw: Any
+) -> Diagnostic:
     t = layer.tensors.get("comfy_quant") or layer.weight
     return Diagnostic(
         code,
@@ -193,6 +195,21 @@ def _header_only(layer: Layer) -> Diagnostic:
     )
 
 
+def _not_utf8(found: Diagnostic) -> Diagnostic:
+    """QC207 (a BOM, or UTF-16/32 marker text) as DiffSynth meets it: a refusal."""
+    return Diagnostic(
+        R.QC736,
+        "marker text starts with a byte-order mark or is UTF-16/32: DiffSynth-Studio 2.1.12 "
+        "decodes it with bytes.decode() (strict UTF-8, BOM kept) and json.loads, and raises "
+        f'ValueError: "`{found.layer}.comfy_quant` is not valid JSON"; it wants plain UTF-8',
+        file=found.file,
+        tensor=found.tensor,
+        layer=found.layer,
+        effects=_eff(**_FAILS),
+        fix=Fix("rewrite the marker as plain UTF-8 JSON bytes", Safety.DISPLAY),
+    )
+
+
 class DiffsynthChecks:
     """DiffSynth-Studio's own rules for one checkpoint (judged per file: they read the marker
     tensors apart from the header markers, which the layer cache does not tell apart)."""
@@ -201,6 +218,9 @@ class DiffsynthChecks:
         self.ck = ck
 
     def file_findings(self) -> Iterator[Diagnostic]:
+        for d in self.ck.diagnostics:
+            if d.code == R.QC207.code:
+                yield _not_utf8(d)
         for layer in self.ck.layers.values():
             yield from check_layer(layer)
 

@@ -19,10 +19,9 @@ EFFECTS: dict[str, Effect] = {
         FAILS,
     ),
     "QC107": DEGRADED,
-    # marker tensors _parse_marker cannot decode: "`X.comfy_quant` is not valid JSON" (a UTF-8
-    # BOM or UTF-16 text too: it decodes with bytes.decode() then json.loads(str)); a JSON
+    # marker tensors _parse_marker cannot decode: "`X.comfy_quant` is not valid JSON"; a JSON
     # value that is not an object stops it with AttributeError
-    **dict.fromkeys(["QC201", "QC202", "QC203", "QC204", "QC207"], FAILS),
+    **dict.fromkeys(["QC201", "QC202", "QC203", "QC204"], FAILS),
     # the weight is wrapped as the marker says whatever it holds (comfy-kitchen computes
     # with it); a scale of another shape is used as it is
     **dict.fromkeys(["QC303", "QC304", "QC306", "QC307"], DEGRADED),
@@ -40,6 +39,7 @@ LEFT_NONE: dict[str, str] = {
     **dict.fromkeys(["QC119", "QC122"], "layout notes safetensors accepts"),
     "QC205": "U8 and I8 markers decode; other dtypes are QC735",
     "QC206": "DiffSynth reads a marker of any size",
+    "QC207": "QC736 reports a BOM / UTF-16 marker for DiffSynth (it refuses it)",
     **dict.fromkeys(
         ["QC208", "QC209", "QC210", "QC211", "QC222"],
         "DiffSynth never reads the header _quantization_metadata (a header-only layer is QC733)",
@@ -69,7 +69,7 @@ LEFT_NONE: dict[str, str] = {
         "sglang's and ComfyUI's own loaders (safetensors reads F8_E8M0)",
     ),
 }
-OWN_CODES = ("QC730", "QC731", "QC732", "QC733", "QC734", "QC735")
+OWN_CODES = ("QC730", "QC731", "QC732", "QC733", "QC734", "QC735", "QC736")
 RELEASES = (
     Release(
         "2.1.12",

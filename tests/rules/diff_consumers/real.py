@@ -85,7 +85,8 @@ def diffsynth_outcome(
         shell = fmt.linear_cls(
             k, n, False, layout=fmt.layout_cls, compute_dtype=torch.bfloat16
         )
-        state = {key[len(prefix) + 1 :]: v for key, v in rebuilt.items() if key.startswith(f"{prefix}.")}
+        mine = f"{prefix}."
+        state = {key[len(mine) :]: v for key, v in rebuilt.items() if key.startswith(mine)}
         try:
             shell.load_state_dict(state, assign=True)
         except RuntimeError as exc:

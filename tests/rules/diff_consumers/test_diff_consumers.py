@@ -55,7 +55,7 @@ def _ours(path: str, target: str) -> tuple[str, set[str]]:
     codes = {
         d.code
         for d in report.diagnostics
-        if d.effective_effects.get(target) is not None and d.effective_effects[target].value != "none"
+        if target in d.effective_effects and d.effective_effects[target].value != "none"
     }
     return report.target_status(target)["status"], codes
 
