@@ -104,3 +104,25 @@ def test_dequantized_shape(
     weight: tuple[int, ...], scale: tuple[int, ...], want: tuple[int, ...] | None
 ) -> None:
     assert dequantized_shape(weight, scale)[0] == want
+
+
+def test_harmless_instance_stays_harmless(tmp_path: Path) -> None:
+    """QC121 has a harmless instance (extra entry fields: every reader ignores them) and a
+    fatal one (an entry without dtype); InvokeAI's table makes the code fail, not the former."""
+    import json
+    import struct
+
+    def write(name: str, entry: dict) -> str:
+        text = json.dumps({"x.weight": entry}).encode()
+        text += b" " * (-len(text) % 8)
+        path = tmp_path / name
+        path.write_bytes(struct.pack("<Q", len(text)) + text + bytes(8))
+        return str(path)
+
+    good = {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}
+    extra = write("extra.safetensors", {**good, "x": 1})
+    broken = write("broken.safetensors", {"shape": [2], "data_offsets": [0, 8]})
+    for path, want in ((extra, "ok"), (broken, "fails")):
+        report = check_paths([path], target=NAME)
+        assert "QC121" in {d.code for d in report.diagnostics}
+        assert report.target_status(NAME)["status"] == want
