@@ -85,4 +85,14 @@ CASES = [
         check_kwargs=ON,
         message="input_scale",
     ),
+    RuleCase(
+        "QC725",
+        "invokeai-legacy-scale-weight",
+        file(lambda: [t(f"{P}.weight", "F8_E4M3", (64, 64)), t(f"{P}.scale_weight", "F32", ())]),
+        inv("degraded"),
+        file(fp8),
+        twin_allows=("QC720",),
+        check_kwargs=ON,
+        message="Z-Image and FLUX.2",
+    ),
 ]

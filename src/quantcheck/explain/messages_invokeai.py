@@ -17,6 +17,13 @@ PATTERNS: list[MessagePattern] = [
         target="invokeai",
     ),
     pattern(
+        "Dequantized {count} ComfyUI quantized weights",  # the Z-Image loader's copy
+        R.QC720,
+        "InvokeAI's Z-Image loader multiplied each weight_scale into its weight: BF16 weights",
+        runtime=RT,
+        target="invokeai",
+    ),
+    pattern(
         "{source} has {count} weights that WanTransformer3DModel has nowhere to put "
         "(modules: {modules}).",
         R.QC724,

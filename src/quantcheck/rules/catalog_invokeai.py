@@ -117,4 +117,26 @@ RULES: list[Rule] = [
         "and util/state_dict_loading.py load_state_dict_ignoring_extras (read); which keys "
         f"survive: {INV_RUN}.",
     ),
+    rule_in_doc_order(
+        "QC725",
+        "invokeai-scale-weight-dropped",
+        W,
+        "legacy scale_weight: some InvokeAI loaders drop it and load unscaled codes",
+        "No layer meant for InvokeAI's Z-Image or FLUX.2 loaders is scaled by scale_weight "
+        "(legacy scaled_fp8).",
+        "The shared helper (Qwen-Image, Wan) multiplies scale_weight in like weight_scale; the "
+        "Z-Image single-file loader filters scale_weight / scaled_fp8 out before anything is "
+        "dequantized (its own comment calls this a pre-existing bug), and the FLUX.2 loader's "
+        "copy multiplies only weight_scale and then drops scale_weight. There the FP8 codes load "
+        "unscaled: wrong weights, no error.",
+        "blocks.0.attn.qkv.weight F8_E4M3 + blocks.0.attn.qkv.scale_weight F32 [] + scaled_fp8",
+        "Rename scale_weight to weight_scale (and write float8_e4m3fn markers): every InvokeAI "
+        "loader multiplies weight_scale in.",
+        effects(**{_I: "degraded"}),
+        Safety.DISPLAY,
+        "InvokeAI 6.14.2 (PyPI wheel) model_loaders/z_image.py _load_from_singlefile (~L455-500, "
+        "keys_to_remove and the comment on scaled-fp8 checkpoints) and flux.py "
+        "_dequantize_fp8_weights (~L1080-1130): read in the wheel, not run (the differential "
+        "tests run the shared comfyui_state_dict_utils.py helpers, which apply scale_weight).",
+    ),
 ]

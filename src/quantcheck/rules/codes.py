@@ -122,6 +122,7 @@ QC721: Rule  # invokeai-convrot-weights-rotated
 QC722: Rule  # invokeai-scales-misread
 QC723: Rule  # invokeai-weight-shape-after-dequantize
 QC724: Rule  # invokeai-companions-kept
+QC725: Rule  # invokeai-scale-weight-dropped
 QC730: Rule  # diffsynth-format-not-loaded
 QC731: Rule  # diffsynth-marker-without-weight-or-scale
 QC732: Rule  # diffsynth-convrot-group-refused
@@ -229,6 +230,7 @@ __all__ = [
     "QC722",
     "QC723",
     "QC724",
+    "QC725",
     "QC730",
     "QC731",
     "QC732",

@@ -148,6 +148,32 @@ def invokeai_view(layer: Layer) -> tuple[str, str, dict[str, Any]]:
     return "wrong", "", {}
 
 
+def _legacy_scales(ck: Checkpoint) -> Iterator[Diagnostic]:
+    """Layers scaled by `scale_weight` (legacy scaled_fp8): some InvokeAI loaders drop it."""
+    layers = [la for la in ck.layers.values() if la.weight is not None and la.has("scale_weight")]
+    if not layers:
+        return
+    n = len(layers)
+    w = layers[0].weight
+    assert w is not None
+    yield Diagnostic(
+        R.QC725,
+        f"{n} layer{'s' if n != 1 else ''} {'are' if n != 1 else 'is'} scaled by scale_weight "
+        "(legacy scaled_fp8): InvokeAI 6.14.2's Qwen-Image and Wan loaders multiply it in, but "
+        "its Z-Image and FLUX.2 single-file loaders drop scale_weight without applying it, so "
+        "there the layers load as unscaled FP8 codes: wrong weights, and InvokeAI does NOT raise",
+        file=w.file,
+        layer=layers[0].prefix if n == 1 else None,
+        effects=_eff(**{NAME: "degraded"}),
+        fix=Fix(
+            "rename scale_weight to weight_scale and mark the layers float8_e4m3fn (every "
+            "InvokeAI loader multiplies weight_scale in)",
+            Safety.DISPLAY,
+        ),
+        data={"layers": n},
+    )
+
+
 class InvokeaiChecks:
     """InvokeAI's own rules for one checkpoint."""
 
@@ -166,6 +192,7 @@ class InvokeaiChecks:
                 fmt = la.format if isinstance(la.format, str) else "unmarked"
                 exact[fmt] = exact.get(fmt, 0) + 1
                 first = first or w.file
+        yield from _legacy_scales(self.ck)
         if not exact:
             return
         n = sum(exact.values())

@@ -57,7 +57,8 @@ LEFT_NONE: dict[str, str] = {
     ),
     "QC314": "an unmarked scaled weight is dequantized like any other (and an unscaled F8 "
     "weight is cast)",
-    "QC315": "InvokeAI dequantizes legacy scale_weight files",
+    "QC315": "InvokeAI's shared helper dequantizes legacy scale_weight files (QC725: the "
+    "loaders that drop it)",
     **dict.fromkeys(
         ["QC404", "QC405", "QC406", "QC409"],
         "block-scale and codebook formats fail or compute garbage anyway (QC722, QC723)",
@@ -68,7 +69,7 @@ LEFT_NONE: dict[str, str] = {
         "sglang's and ComfyUI's own loaders (InvokeAI reads F8_E8M0 through safetensors)",
     ),
 }
-OWN_CODES = ("QC720", "QC721", "QC722", "QC723", "QC724")
+OWN_CODES = ("QC720", "QC721", "QC722", "QC723", "QC724", "QC725")
 RELEASES = (
     Release(
         "6.14.2",
