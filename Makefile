@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP_DEV := $(VENV)/.stamp-dev
 STAMP_BASE := $(VENV)/.stamp-base
 
-.PHONY: demo test lint typecheck bench examples clean diff-sglang regen
+.PHONY: demo test lint typecheck bench examples clean diff-sglang diff-consumers regen
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,13 @@ bench: $(STAMP_DEV)
 # $QUANTCHECK_SGLANG_WHEELS); needs torch (CPU) and safetensors (the `oracle` extra).
 diff-sglang: $(STAMP_DEV)
 	QUANTCHECK_DIFF_SGLANG=1 $(BIN)/python -m pytest -q tests/rules/diff_sglang
+
+# InvokeAI 6.14.2's and DiffSynth-Studio 2.1.12's own loader functions against quantcheck's
+# invokeai/diffsynth verdicts. Downloads the two pinned wheels (~14 MB) once into
+# ~/.cache/quantcheck/consumer-wheels (or $QUANTCHECK_CONSUMER_WHEELS); needs torch (CPU),
+# safetensors and comfy-kitchen (the `oracle` extra).
+diff-consumers: $(STAMP_DEV)
+	QUANTCHECK_DIFF_CONSUMERS=1 $(BIN)/python -m pytest -q tests/rules/diff_consumers
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info

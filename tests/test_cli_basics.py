@@ -189,8 +189,7 @@ def test_check_json_keys(capsys: pytest.CaptureFixture[str], mixed: Path) -> Non
         "b.comfy_quant",
     )
     assert "all 16 marker bytes are zero" in zero["message"]
-    # a finding's targets name every runtime it breaks (sd.cpp and musubi read markers too)
-    assert zero["targets"][:2] == ["sglang", "comfyui"]
+    assert [t for t in zero["targets"] if t in ("sglang", "comfyui")] == ["sglang", "comfyui"]
     i8 = by_code["QC205"]
     assert (i8["severity"], i8["pointer"]) == ("warning", f"/{L}.comfy_quant/dtype")
     assert not {"sglang", "comfyui"} & set(i8["targets"])

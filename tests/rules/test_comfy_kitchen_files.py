@@ -17,9 +17,12 @@ from quantcheck.check import check_paths
 from quantcheck.compat.sglang import simulate_load
 from quantcheck.io.header import read_header
 from quantcheck.io.source import LocalFile
+from quantcheck.runtimes import default_targets
 
 pytestmark = pytest.mark.oracle
 P = "blocks.0.attn.qkv"
+
+DEFAULT = default_targets()  # other runtimes' effects: their own tests
 
 
 def save(
@@ -51,8 +54,8 @@ def save(
 def verdict(path: str) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
     report = check_paths([path])
     status = {t: report.target_status(t)["status"] for t in ("sglang", "comfyui")}
-    effects = {  # on the default targets (other runtimes: test_runtime_<name>.py)
-        d.code: {t: e.value for t, e in d.effective_effects.items() if t in status}
+    effects = {
+        d.code: {t: e.value for t, e in d.effective_effects.items() if t in DEFAULT}
         for d in report.diagnostics
     }
     return status, effects

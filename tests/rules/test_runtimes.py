@@ -33,7 +33,7 @@ from ._build import file, fp8, nvfp4
 FAKE = "fakert"
 FORK = "fakefork"
 #: The runtimes registered when quantcheck is imported, in registration order.
-REGISTERED = ("sglang", "comfyui", "sdcpp", "musubi")
+REGISTERED = ("sglang", "comfyui", "invokeai", "sdcpp", "diffsynth", "musubi")
 
 
 class FakeChecks:

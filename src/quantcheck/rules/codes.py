@@ -126,6 +126,19 @@ QC621: Rule  # rowwise-fp8-format-version
 QC622: Rule  # rowwise-fp8-header-contract
 QC623: Rule  # rowwise-fp8-layer-tensors
 QC624: Rule  # sglang-header-path-raises
+QC720: Rule  # invokeai-dequantized-at-load
+QC721: Rule  # invokeai-convrot-weights-rotated
+QC722: Rule  # invokeai-scales-misread
+QC723: Rule  # invokeai-weight-shape-after-dequantize
+QC724: Rule  # invokeai-companions-kept
+QC725: Rule  # invokeai-scale-weight-dropped
+QC730: Rule  # diffsynth-format-not-loaded
+QC731: Rule  # diffsynth-marker-without-weight-or-scale
+QC732: Rule  # diffsynth-convrot-group-refused
+QC733: Rule  # diffsynth-header-markers-ignored
+QC734: Rule  # diffsynth-unexpected-companions
+QC735: Rule  # diffsynth-marker-dtype-cast
+QC736: Rule  # diffsynth-marker-not-plain-utf8
 QC740: Rule  # sdcpp-format-not-loaded
 QC741: Rule  # sdcpp-fp8-scale-ignored
 QC742: Rule  # sdcpp-mxfp8-scales-dropped
@@ -248,6 +261,19 @@ __all__ = [
     "QC622",
     "QC623",
     "QC624",
+    "QC720",
+    "QC721",
+    "QC722",
+    "QC723",
+    "QC724",
+    "QC725",
+    "QC730",
+    "QC731",
+    "QC732",
+    "QC733",
+    "QC734",
+    "QC735",
+    "QC736",
     "QC740",
     "QC741",
     "QC742",

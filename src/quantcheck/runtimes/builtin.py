@@ -1,9 +1,11 @@
-"""The runtimes quantcheck models today: sglang (releases 0.5.18-0.5.23, `sglang_releases`)
-and ComfyUI."""
+"""The runtimes quantcheck models: sglang (releases 0.5.18-0.5.23, `sglang_releases`) and
+ComfyUI (the default targets), then the other consumers of these files, one module each."""
 
 from __future__ import annotations
 
 from quantcheck.runtimes.comfyui_releases import comfyui_runtime
+from quantcheck.runtimes.diffsynth import diffsynth_runtime
+from quantcheck.runtimes.invokeai import invokeai_runtime
 from quantcheck.runtimes.musubi import musubi_runtime
 from quantcheck.runtimes.registry import Runtime, register_runtime
 from quantcheck.runtimes.sdcpp import sdcpp_runtime
@@ -28,5 +30,8 @@ COMFYUI = register_runtime(comfyui_runtime())  # releases: comfyui_releases.py
 
 #: The built-in runtimes in the order the catalogs write their effects.
 BUILTIN: tuple[str, ...] = (SGLANG.name, COMFYUI.name)
-register_runtime(sdcpp_runtime())
-register_runtime(musubi_runtime())
+#: The other consumers (issue 14), judged with `--target all` or by name.
+OTHERS = tuple(
+    register_runtime(make()).name
+    for make in (invokeai_runtime, sdcpp_runtime, diffsynth_runtime, musubi_runtime)
+)

@@ -361,6 +361,8 @@ def effect_on(
 ) -> Effect:
     """What a finding of rule `code` does to `runtime` at `release` (None: its newest; the
     lookup order in the module doc; a base runtime is looked up at its newest)."""
+    if given and all(e is Effect.NONE for e in given.values()):
+        return Effect.NONE  # an instance its check marks harmless for every runtime
     rt: Runtime | None = runtime
     while rt is not None:
         hit = rt.effect_table(release if rt is runtime else None).get(code)

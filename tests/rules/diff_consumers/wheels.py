@@ -1,0 +1,94 @@
+"""The InvokeAI and DiffSynth-Studio wheels the differential tests run, pinned by SHA-256.
+
+`pip download --no-deps NAME==V` (pure-Python wheels) into a cache folder
+(`QUANTCHECK_CONSUMER_WHEELS`, default ~/.cache/quantcheck/consumer-wheels); a wheel whose hash
+differs from the pin is refused. Only the modules the tests execute are extracted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+#: (project, version) -> (wheel file name, sha256 as on PyPI, downloaded 2026-12-03)
+PINNED = {
+    ("invokeai", "6.14.2"): (
+        "invokeai-6.14.2-py3-none-any.whl",
+        "7833fe4255d4d7ebe5083ee2170e6c041d91e88c39c27d0b8dfda17ecdf8ebe2",
+    ),
+    ("diffsynth", "2.1.12"): (
+        "diffsynth-2.1.12-py3-none-any.whl",
+        "399ed6012da0309982cfdce9e83a293f00b2f20621e4dde195658d54ff49394f",
+    ),
+}
+#: what the tests execute of each wheel
+MEMBERS = {
+    "invokeai": ("invokeai/backend/model_manager/load/model_loaders/comfyui_state_dict_utils.py",),
+    "diffsynth": (
+        "diffsynth/core/quant/base.py",
+        "diffsynth/core/quant/backends/comfy_kitchen.py",
+    ),
+}
+
+
+def cache_dir() -> Path:
+    default = Path.home() / ".cache" / "quantcheck" / "consumer-wheels"
+    return Path(os.environ.get("QUANTCHECK_CONSUMER_WHEELS", default))
+
+
+def sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def wheel(project: str, version: str, *, download: bool = True) -> Path | None:
+    """The verified wheel (downloaded if missing and `download`), else None."""
+    name, pin = PINNED[(project, version)]
+    folder = cache_dir()
+    path = folder / name
+    if not path.exists() and download:
+        folder.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                "--quiet",
+                "--only-binary=:all:",
+                f"{project}=={version}",
+                "-d",
+                str(folder),
+            ],
+            check=False,
+            capture_output=True,
+            timeout=600,
+        )
+    if not path.exists():
+        return None
+    got = sha256(path)
+    if got != pin:
+        raise RuntimeError(f"{name}: sha256 {got} is not the pinned {pin}")
+    return path
+
+
+def extract(project: str, version: str, into: Path, *, download: bool = True) -> Path | None:
+    """The project's executed modules under `into/<project>-<version>/` (the tree root)."""
+    whl = wheel(project, version, download=download)
+    if whl is None:
+        return None
+    root = into / f"{project}-{version}"
+    members = MEMBERS[project]
+    if not all((root / m).exists() for m in members):
+        with zipfile.ZipFile(whl) as z:
+            for m in members:
+                z.extract(m, root)
+    return root
