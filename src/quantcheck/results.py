@@ -25,6 +25,12 @@ class Report:
     #: target filter, so it covers every release whatever `targets` shows)
     releases: dict[str, dict[str, Any]] = factory(dict)
 
+    @property
+    def runtime_names(self) -> tuple[str, ...]:
+        """The runtimes the report's targets name (`sglang@0.5.19` -> `sglang`), in order:
+        renderers show per-finding targets and effects for these only."""
+        return tuple(dict.fromkeys(t.partition("@")[0] for t in self.targets))
+
     def target_status(self, target: str) -> dict[str, Any]:
         """ok / degraded / fails for one runtime, with how many problems affect it."""
         fails = degraded = 0
@@ -59,7 +65,7 @@ class Report:
             "tool": "quantcheck",
             "inputs": self.inputs,
             "targets": {t: self.target_status(t) for t in self.targets},
-            "diagnostics": [d.to_json() for d in self.diagnostics],
+            "diagnostics": [d.to_json(self.runtime_names) for d in self.diagnostics],
             "summary": self.summary(),
             **({"releases": self.releases} if self.releases else {}),
         }

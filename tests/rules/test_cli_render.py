@@ -10,6 +10,7 @@ import pytest
 
 from quantcheck.cli.main import main
 from quantcheck.rules.registry import all_rules
+from quantcheck.runtimes import runtime_names
 
 from ._build import file, int8, nvfp4, w4a8
 
@@ -179,4 +180,4 @@ def test_rules_lists_every_code(capsys: pytest.CaptureFixture) -> None:
     doc = json.loads(out)
     assert (doc["schema_version"], doc["kind"]) == (1, "rules")
     assert [r["code"] for r in doc["rules"]] == list(all_rules())
-    assert all(set(r["effects"]) == {"sglang", "comfyui"} for r in doc["rules"])
+    assert all(set(r["effects"]) == set(runtime_names()) for r in doc["rules"])

@@ -51,8 +51,9 @@ def save(
 def verdict(path: str) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
     report = check_paths([path])
     status = {t: report.target_status(t)["status"] for t in ("sglang", "comfyui")}
-    effects = {
-        d.code: {t: e.value for t, e in d.effective_effects.items()} for d in report.diagnostics
+    effects = {  # the runtimes these files were established on
+        d.code: {t: d.effective_effects[t].value for t in ("sglang", "comfyui")}
+        for d in report.diagnostics
     }
     return status, effects
 

@@ -31,6 +31,8 @@ from quantcheck.runtimes import (
 from ._build import file, fp8, nvfp4
 
 FAKE = "fakert"
+#: Every runtime quantcheck registers, in registration order.
+BUILT_IN = ("sglang", "comfyui", "forge-neo", "sdnext")
 FORK = "fakefork"
 
 
@@ -84,7 +86,7 @@ def test_registered_runtime_reaches_targets_summary_and_effects(
     paths = [str(p) for p in _plain_fp8_cast(tmp_path)]
     assert check_paths(paths).targets == ("sglang", "comfyui")  # default: sglang, comfyui
     report = check_paths(paths, target="all")
-    assert report.targets == ("sglang", "comfyui", FAKE, FORK)
+    assert report.targets == (*BUILT_IN, FAKE, FORK)
     d = next(d for d in report.diagnostics if d.code == "QC314")
     eff = d.effective_effects
     assert eff[FAKE] is Effect.DEGRADED  # the runtime's own effects table
@@ -97,7 +99,7 @@ def test_registered_runtime_reaches_targets_summary_and_effects(
     assert f"{FAKE}: degraded" in out and "sglang:" not in out
     main(["check", "--format", "json", "--target", "all", *paths])
     doc = json.loads(capsys.readouterr().out)
-    assert set(doc["targets"]) == {"sglang", "comfyui", FAKE, FORK}
+    assert set(doc["targets"]) == {*BUILT_IN, FAKE, FORK}
     main(["check", "--format", "json", "--target", f"comfyui,{FAKE}@1.0", *paths])
     doc = json.loads(capsys.readouterr().out)
     assert list(doc["targets"]) == ["comfyui", f"{FAKE}@1.0"]
@@ -118,14 +120,14 @@ def test_runtime_checks_report_for_that_runtime_only(fake_runtimes: None, tmp_pa
 
 
 def test_without_the_fixture_nothing_is_left_behind() -> None:
-    assert runtime_names() == ("sglang", "comfyui")
+    assert runtime_names() == BUILT_IN
 
 
 def test_target_lists_and_unknown_names(fake_runtimes: None) -> None:
     from quantcheck.runtimes import parse_target, targets_of
 
     assert targets_of("default") == ("sglang", "comfyui")
-    assert targets_of("all") == ("sglang", "comfyui", FAKE, FORK)
+    assert targets_of("all") == (*BUILT_IN, FAKE, FORK)
     assert targets_of(f"{FAKE}@all,sglang,{FAKE}@1.0") == (f"{FAKE}@1.0", f"{FAKE}@1.1", "sglang")
     with pytest.raises(ValueError, match="unknown target 'nope'"):
         parse_target("sglang,nope")

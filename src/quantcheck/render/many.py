@@ -193,8 +193,9 @@ def _diagnostic_dicts(results: list[CheckpointResult], key: str) -> Iterator[dic
             found = r.report.diagnostics
         else:
             continue
+        shown = r.report.runtime_names if r.report is not None else None
         for d in found:
-            yield {"checkpoint": r.name, **d.to_json()}
+            yield {"checkpoint": r.name, **d.to_json(shown)}
 
 
 def _document(results: list[CheckpointResult], targets: tuple[str, ...]) -> dict[str, Any]:
@@ -308,7 +309,8 @@ def iter_located(
     if fmt == "sarif":
         from quantcheck.render.sarif import iter_chunks
 
-        return iter_chunks(located_diagnostics(results), merged_releases(results))
+        shown = tuple(dict.fromkeys(t.partition("@")[0] for t in targets))
+        return iter_chunks(located_diagnostics(results), merged_releases(results), shown)
     from quantcheck.render.github import iter_lines
     from quantcheck.render.json_out import join_lines
 

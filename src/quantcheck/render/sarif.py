@@ -18,20 +18,27 @@ LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 
 
 def render(report: Report) -> str:
-    return "".join(iter_chunks(report.diagnostics, report.releases))
+    return "".join(iter_chunks(report.diagnostics, report.releases, report.runtime_names))
 
 
 def iter_chunks(
-    diagnostics: Iterable[Diagnostic], releases: dict[str, Any] | None = None
+    diagnostics: Iterable[Diagnostic],
+    releases: dict[str, Any] | None = None,
+    runtimes: tuple[str, ...] | None = None,
 ) -> Iterator[str]:
     """The SARIF document in pieces, one result at a time (`render` joins them); `releases`
-    (the per-release verdicts) goes into the run's properties."""
+    (the per-release verdicts) goes into the run's properties; `runtimes` limits each
+    result's targets to those runtimes (None: every registered one)."""
     rules = list(all_rules().values())
     index = {r.code: i for i, r in enumerate(rules)}
-    return iter_dumps(_document(rules, Stream(_results(diagnostics, index)), releases))
+    return iter_dumps(_document(rules, Stream(_results(diagnostics, index, runtimes)), releases))
 
 
-def _results(diagnostics: Iterable[Diagnostic], index: dict[str, int]) -> Iterator[object]:
+def _results(
+    diagnostics: Iterable[Diagnostic],
+    index: dict[str, int],
+    runtimes: tuple[str, ...] | None = None,
+) -> Iterator[object]:
     for d in diagnostics:
         loc: dict[str, object] = {}
         if d.file:
@@ -47,7 +54,10 @@ def _results(diagnostics: Iterable[Diagnostic], index: dict[str, int]) -> Iterat
             "level": LEVEL[d.effective_severity.value],
             "message": {"text": d.message},
             "locations": [loc] if loc else [],
-            "properties": {"targets": d.targets, "fix": d.fix.to_json() if d.fix else None},
+            "properties": {
+                "targets": [t for t in d.targets if runtimes is None or t in runtimes],
+                "fix": d.fix.to_json() if d.fix else None,
+            },
         }
 
 

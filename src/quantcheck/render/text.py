@@ -18,6 +18,7 @@ def iter_lines(report: Report, color: bool | None = None) -> Iterator[str]:
     """The report's lines one at a time (`render` joins them with newlines)."""
     c = use_color() if color is None else color
     diags = report.diagnostics
+    shown = report.runtime_names
     for file, in_file in groupby(diags, key=lambda d: d.file or ""):
         yield paint(clean(file or "(inputs)"), "bold", c)
         for where, group in groupby(in_file, key=lambda d: d.layer or d.tensor or ""):
@@ -25,7 +26,8 @@ def iter_lines(report: Report, color: bool | None = None) -> Iterator[str]:
             for d in group:
                 sev = d.effective_severity.value
                 tag = paint(f"{sev:<7}", SEVERITY_STYLE[sev], c)
-                targets = f" [{', '.join(d.targets)}]" if d.targets else ""
+                hit = [t for t in d.targets if t in shown]
+                targets = f" [{', '.join(hit)}]" if hit else ""
                 # tensors inside the layer are named by their suffix in the message already
                 inside = d.tensor and (d.tensor == where or d.tensor.startswith(where + "."))
                 tensor = f"{d.tensor}: " if d.tensor and not inside else ""

@@ -117,6 +117,17 @@ QC612: Rule  # sglang-0519-markers-not-identical
 QC613: Rule  # sglang-0519-int8-marker-refused
 QC614: Rule  # sglang-0519-nvfp4-needs-fpmm
 QC615: Rule  # sglang-mxfp8-scales-swizzled-twice
+QC701: Rule  # format-unsupported-by-forge-neo
+QC702: Rule  # format-needs-forge-neo-939c56d
+QC703: Rule  # header-replaces-marker-in-forge-neo
+QC710: Rule  # format-unsupported-by-sdnext
+QC711: Rule  # format-mix-refused-by-sdnext
+QC712: Rule  # nvfp4-marker-refused-by-sdnext
+QC713: Rule  # convrot-group-refused-by-sdnext
+QC714: Rule  # weight-dtype-refused-by-sdnext
+QC715: Rule  # nvfp4-scales-unpadded-for-sdnext
+QC716: Rule  # header-replaces-marker-in-sdnext
+QC717: Rule  # marker-params-ignored-by-sdnext
 
 __all__ = [
     "QC101",
@@ -212,4 +223,15 @@ __all__ = [
     "QC613",
     "QC614",
     "QC615",
+    "QC701",
+    "QC702",
+    "QC703",
+    "QC710",
+    "QC711",
+    "QC712",
+    "QC713",
+    "QC714",
+    "QC715",
+    "QC716",
+    "QC717",
 ]

@@ -10,7 +10,8 @@ from quantcheck.runtimes import runtimes
 def rules_markdown() -> str:
     """Every rule: a summary table per family, then each rule's full documentation."""
     rules = list(all_rules().values())
-    rts = [rt for rt in runtimes() if all(rt.name in r.effects for r in rules)]
+    rts = runtimes()
+    effects = {r.code: r.runtime_effects() for r in rules}
     out = [
         "# quantcheck rules",
         "",
@@ -37,7 +38,7 @@ def rules_markdown() -> str:
             fix = r.fix.value if r.fix else "—"
             out.append(
                 f"| [{r.code}](#{r.code.lower()}) | {r.name} | {r.severity.value} | "
-                + "".join(f"{r.effects[rt.name].value} | " for rt in rts)
+                + "".join(f"{effects[r.code][rt.name].value} | " for rt in rts)
                 + f"{fix} |"
             )
         out.append("")

@@ -4,7 +4,7 @@ and ComfyUI."""
 from __future__ import annotations
 
 from quantcheck.runtimes.comfyui_releases import comfyui_runtime
-from quantcheck.runtimes.registry import Runtime, register_runtime
+from quantcheck.runtimes.registry import Runtime, load, register_runtime
 from quantcheck.runtimes.sglang_releases import SGLANG_RELEASES
 
 SGLANG = register_runtime(
@@ -23,3 +23,5 @@ COMFYUI = register_runtime(comfyui_runtime())  # releases: comfyui_releases.py
 
 #: The built-in runtimes in the order the catalogs write their effects.
 BUILTIN: tuple[str, ...] = (SGLANG.name, COMFYUI.name)
+register_runtime(load("quantcheck.runtimes.forge_neo:forge_neo_runtime")())
+register_runtime(load("quantcheck.runtimes.sdnext:sdnext_runtime")())

@@ -117,7 +117,8 @@ def diagnostics_html(data: ReportData) -> str:
         first = ds[0]
         sev = first.effective_severity.value
         title = getattr(first.rule, "title", "")
-        targets = sorted({t for d in ds for t in d.targets})
+        shown = data.report.runtime_names
+        targets = sorted({t for d in ds for t in d.targets if t in shown})
         items = "".join(_diag_item(d, index) for d in ds)
         opened = " open" if len(ds) <= 12 else ""
         parts.append(
