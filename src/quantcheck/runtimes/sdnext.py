@@ -66,7 +66,10 @@ EFFECTS: dict[str, Effect] = {
     "QC303": D,
     "QC304": D,
     "QC306": D,  # the marked module is no nn.Linear -> fallback
-    "QC307": F,  # shape mismatch on a matching key: a hard load_state_dict error
+    # a scale of the wrong shape: adopt_nvfp4_layer refuses NVFP4 block scales (fallback,
+    # QC715); INT8/FP8 scales are reshaped to (-1, 1) and meet SDNQ's scale parameter, whose
+    # exact outcome (fallback or load error) was not traced: [GUESS] degraded at least
+    "QC307": D,
     "QC314": D,  # unmarked quantized weights: scale keys unexpected -> fallback
     "QC315": D,  # legacy scaled_fp8: no markers, scale_weight keys unexpected -> fallback
     "QC318": D,  # nvfp4 + convrot (QC712 is SD.Next's own finding)
