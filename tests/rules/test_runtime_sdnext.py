@@ -8,6 +8,7 @@ test_rule_table.py); here: what the table cannot say.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -192,3 +193,13 @@ def test_explain_round_trip(capsys: pytest.CaptureFixture) -> None:
     assert m is not None and m.code == "QC212"
     assert main(["explain", log]) == 0
     assert "--target sdnext" in capsys.readouterr().out
+
+
+def test_html_report_has_one_verdict_per_runtime(tmp_path: Path) -> None:
+    out = tmp_path / "r.html"
+    example = str(EXAMPLES / "mxfp8.safetensors")
+    assert main(["report", "--target", "all", "-o", str(out), example]) == 0
+    page = out.read_text()
+    cards = re.findall(r'<div class="lbl">([\w-]+)</div><div class="val">(\w+)</div>', page)
+    verdicts = {name: status for name, status in cards if status in ("ok", "degraded", "fails")}
+    assert verdicts == {"sglang": "ok", "comfyui": "ok", "forge-neo": "ok", NAME: "degraded"}
