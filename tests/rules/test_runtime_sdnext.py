@@ -21,7 +21,19 @@ from quantcheck.rules.registry import all_rules
 from quantcheck.runtimes import get_runtime
 from quantcheck.runtimes.sdnext import EFFECTS, LEFT_NONE
 
-from ._build import INT8_CONVROT, P, file, fp8, header_meta, int8, nvfp4, t, w4a8
+from ._build import (
+    INT8_CONVROT,
+    P,
+    entry,
+    file,
+    fp8,
+    header_meta,
+    int8,
+    nvfp4,
+    raw_file,
+    t,
+    w4a8,
+)
 
 NAME = "sdnext"
 OWN = tuple(f"QC71{n}" for n in range(8))
@@ -98,6 +110,19 @@ def test_generic_finding_stays_general_in_the_default_report(tmp_path: Path) -> 
     assert d.effective_effects[NAME].value == "degraded"
     doc = next(x for x in default.to_json()["diagnostics"] if x["code"] == "QC302")
     assert doc["targets"] == [] and set(doc["effects"]) == {"sglang", "comfyui"}
+
+
+def test_a_harmless_instance_of_a_failing_code_stays_harmless(tmp_path: Path) -> None:
+    # QC121 fails every reader when an entry lacks a field (SD.Next's table: fails), but an
+    # entry with an extra field is read by all of them (the check says: unaffected)
+    extra = raw_file({"a.weight": {**entry("F32", [4], 0, 16), "offset": 0}}, bytes(16))
+    d = _codes(extra(tmp_path), "all")["QC121"][0]
+    assert d.effective_effects[NAME].value == "none" and d.targets == []
+    other = tmp_path / "b"
+    other.mkdir()
+    lacking = raw_file({"a.weight": {"dtype": "F32", "shape": [4]}}, bytes(16))
+    d = _codes(lacking(other), "all")["QC121"][0]
+    assert d.effective_effects[NAME].value == "fails"
 
 
 def test_sdnext_findings_stay_out_of_the_default_report(tmp_path: Path) -> None:

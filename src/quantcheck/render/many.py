@@ -8,9 +8,10 @@ on all diagnostics at once, each diagnostic's `file` being the path of the file 
 
 from __future__ import annotations
 
-from quantcheck.diagnostics import TARGETS, Severity
+from quantcheck.diagnostics import Severity
 from quantcheck.render.style import STATUS_STYLE, paint, use_color
 from quantcheck.results import Report
+from quantcheck.runtimes import default_targets
 from quantcheck.textsafe import clean, redact_url
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
@@ -20,6 +21,9 @@ if TYPE_CHECKING:
 
     from quantcheck.diagnostics import Diagnostic
     from quantcheck.many import CheckpointResult
+
+#: The targets a renderer judges when none are given: the default ones (as `check` does).
+TARGETS: tuple[str, ...] = default_targets()
 
 #: The check document's version: 2 lists checkpoints (see docs/json-schema.md).
 CHECK_SCHEMA_VERSION = 2

@@ -4,7 +4,8 @@ A runtime is one record (`builtin.py` holds sglang and ComfyUI). The registry dr
 choices, the per-target summary, the per-runtime effects of every diagnostic and the docs;
 adding a runtime is `register_runtime(Runtime(...))`, never an edit of the rule engine.
 
-How a diagnostic's effect on runtime R is found (`effect_on`), first hit wins:
+How a diagnostic's effect on runtime R is found (`effect_on`), first hit wins (a finding
+whose check gave it `unaffected()` effects is none on every runtime, tables included):
 1. R's own table `Runtime.effects` (code -> effect: what R's code does with that finding),
    updated by its releases' changes up to the newest;
 2. the effects the check gave the diagnostic, for R by name;
