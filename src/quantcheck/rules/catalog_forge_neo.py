@@ -47,7 +47,10 @@ RULES = [
         "per-release effects say which releases fail.",
         '{"format": "int8_tensorwise", "convrot": true, "convrot_groupsize": 256}',
         "Update Forge Neo to 939c56d or newer, or requantize to float8_e4m3fn / nvfp4.",
-        f"{QOPS}.",
+        f"{QOPS}; Forge Neo issues #1263 (int8 requested, 2026-06-29) and #1324 (int8 "
+        "ConvRot files loading, 2026-07-17). [GUESS]: that the ops file at 939c56d already "
+        "had the mxfp8 / int8 branches (read: the v0.16.4 port at 700441c without them, the "
+        "v0.27.0 port at 1835c9c with them); if it did not, these formats load from 1835c9c.",
     ),
     Rule(
         "QC703",

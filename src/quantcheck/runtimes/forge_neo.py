@@ -46,7 +46,8 @@ STEPS: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         "939c56d",
         "QC702",
         ("mxfp8", "int8_tensorwise"),
-        "backend/quant_ops.py at 939c56d, a port of ComfyUI v0.27.0: + mxfp8, int8_tensorwise.",
+        "backend/quant_ops.py at 939c56d, a port of ComfyUI v0.27.0: + mxfp8, int8_tensorwise "
+        "([GUESS] with the ops file's branches for them, read only at 1835c9c).",
     ),
     (
         "1835c9c",
