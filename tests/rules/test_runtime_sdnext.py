@@ -228,3 +228,21 @@ def test_html_report_has_one_verdict_per_runtime(tmp_path: Path) -> None:
     cards = re.findall(r'<div class="lbl">([\w-]+)</div><div class="val">(\w+)</div>', page)
     verdicts = {name: status for name, status in cards if status in ("ok", "degraded", "fails")}
     assert verdicts == {"sglang": "ok", "comfyui": "ok", "forge-neo": "ok", NAME: "degraded"}
+
+
+ROTATED = {"format": "int8_tensorwise", "convrot": True}
+
+
+@pytest.mark.parametrize(
+    ("code", "make"),
+    [
+        ("QC714", lambda: fp8(weight="U8")),
+        ("QC717", lambda: int8(mark={**ROTATED, "params": {"convrot_groupsize": 16}})),
+    ],
+)
+def test_fix_for_sdnext_repairs_the_file(code: str, make, tmp_path: Path) -> None:
+    [src] = file(make)(tmp_path)
+    assert code in _codes([src])
+    out = tmp_path / "fixed.safetensors"
+    assert main(["fix", "--target", NAME, str(src), "-o", str(out)]) in (0, 1)
+    assert check_paths([str(out)], target="all").target_status(NAME)["status"] == "ok"
