@@ -6,7 +6,7 @@ names the effect on every runtime it means, so an SD.Next rule never leaks into 
 
 from __future__ import annotations
 
-from ._build import INT8_CONVROT, P, file, fp8, header_meta, int8, marker, mxfp8, nvfp4, t
+from ._build import INT8_CONVROT, P, file, fp8, header_meta, int8, mxfp8, nvfp4
 from ._case import RuleCase
 
 
@@ -53,7 +53,6 @@ CASES = [
         sdn("degraded"),
         file(nvfp4),
         check_kwargs=ON,
-        twin_allows=(),
         message="combines nvfp4 with convrot",
     ),
     RuleCase(
@@ -129,6 +128,3 @@ CASES = [
         message="top level only",
     ),
 ]
-
-#: `marker` and `t` are re-exported for rows that build tensors by hand.
-__all__ = ["CASES", "marker", "t"]
