@@ -196,6 +196,12 @@ def test_many_checkpoint_table_has_a_column_per_runtime(capsys: pytest.CaptureFi
     out = capsys.readouterr().out
     head = next(line for line in out.splitlines() if line.startswith("CHECKPOINT"))
     assert head.split()[-4:] == ["SGLANG", "COMFYUI", "FORGE-NEO", "SDNEXT"]
+    # the total counts each checkpoint's worst verdict over the runtimes asked for
+    total = out.strip().splitlines()[-1]
+    assert total.startswith("9 checkpoints: 3 ok, 1 degraded, 5 failing"), total
+    main(["check", str(EXAMPLES)])
+    total = capsys.readouterr().out.strip().splitlines()[-1]
+    assert total.startswith("9 checkpoints: 6 ok, 3 failing"), total
 
 
 def test_explain_round_trip(capsys: pytest.CaptureFixture) -> None:

@@ -82,7 +82,7 @@ def iter_text_lines(
                 yield ""
     yield table(results, targets, c)
     if not quiet:
-        yield total_line(results) + suppressed_line(results)
+        yield total_line(results, targets) + suppressed_line(results)
 
 
 def table(results: list[CheckpointResult], targets: tuple[str, ...], c: bool) -> str:
