@@ -10,7 +10,7 @@ from quantcheck.io.source import base_name
 from quantcheck.model.checkpoint import Checkpoint, load_checkpoint
 from quantcheck.results import Report, kind_of, release_matrix
 from quantcheck.rules.levels import Effect
-from quantcheck.runtimes import default_targets, runtimes, targets_of
+from quantcheck.runtimes import targets_of
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
@@ -58,30 +58,11 @@ def select_diagnostics(
 
 def _concerns(d: Diagnostic, keys: tuple[str, ...]) -> bool:
     """Whether a finding belongs in a report for target keys `keys`: it breaks or degrades
-    one of them, or no modelled release of any runtime it concerns (a general finding)."""
+    one of them, or no modelled release of any runtime (a general finding; what a runtime's own
+    effects table says of a generic code does not count: `Diagnostic.affects_any_release`)."""
     if any(d.effect_at(k) is not Effect.NONE for k in keys):
         return True
-    if not d.affects_any_release():
-        return True
-    return not any(
-        d.effect_at(f"{rt.name}@{rel.name}") is not Effect.NONE
-        for rt in runtimes()
-        if rt.name in _concerned(d, keys)
-        for rel in rt.releases
-    )
-
-
-def _concerned(d: Diagnostic, keys: tuple[str, ...]) -> set[str]:
-    """The runtimes whose releases decide whether a finding is general: the default targets,
-    the ones asked for, and the ones its rule or check names. A generic code that only a
-    runtime judged by name decides on (its `Runtime.effects` table) stays general for the
-    others, so registering a runtime never changes the default report."""
-    given = d.effects if d.effects is not None else d.rule.effects
-    return (
-        set(default_targets())
-        | {k.partition("@")[0] for k in keys}
-        | {name for name, e in given.items() if e is not Effect.NONE}
-    )
+    return not d.affects_any_release()
 
 
 def run_rules(ck: Checkpoint) -> list[Diagnostic]:

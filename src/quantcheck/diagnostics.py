@@ -208,9 +208,11 @@ class Diagnostic:
         return out
 
     def affects_any_release(self) -> bool:
-        """Whether any modelled release of any runtime is broken or degraded by this."""
-        if self.targets:
-            return True
+        """Whether any modelled release of any runtime is broken or degraded by this.
+
+        An effect a non-default runtime's own `effects` table gives this code (what a generic
+        finding does to that runtime) does not count: the finding stays general, so reports
+        for other targets keep showing it as before that runtime was added."""
         runtimes = _RUNTIMES or _runtimes()
         given = self.effects
         memo = ("*", self.code, None if given is None else tuple(given.items()))
@@ -218,13 +220,27 @@ class Diagnostic:
             _AT[:] = [runtimes.generation, {}]
         hit = _AT[1].get(memo)
         if hit is None:
-            hit = _AT[1][memo] = bool(self.release_effects())
+            table_only = {
+                rt.name
+                for rt in runtimes.runtimes()
+                if not rt.default_target and self.code in rt.effects
+            }
+            hit = _AT[1][memo] = any(t not in table_only for t in self.targets) or any(
+                t not in table_only for t in self.release_effects()
+            )
         return bool(hit)
 
     def sort_key(self) -> tuple[str, str, str, str]:
         return (self.file or "", self.layer or self.tensor or "", self.code, self.message)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, runtimes: tuple[str, ...] | None = None) -> dict[str, Any]:
+        """The finding as JSON; `runtimes` (a report's runtime names) limits `targets`,
+        `effects` and `release_effects` to those runtimes (None: every registered one)."""
+        eff = self.effective_effects
+        rel = self.release_effects()
+        if runtimes is not None:
+            eff = {t: e for t, e in eff.items() if t in runtimes}
+            rel = {t: per for t, per in rel.items() if t in runtimes}
         return {
             "code": self.code,
             "name": self.name,
@@ -234,8 +250,8 @@ class Diagnostic:
             "tensor": self.tensor,
             "layer": self.layer,
             "pointer": self.pointer,
-            "targets": self.targets,
-            "effects": {t: e.value for t, e in self.effective_effects.items()},
+            "targets": [t for t, e in eff.items() if e is not Effect.NONE],
+            "effects": {t: e.value for t, e in eff.items()},
             "fix": self.fix.to_json() if self.fix else None,
             **(
                 {
@@ -247,7 +263,7 @@ class Diagnostic:
                         for rt, per in rel.items()
                     },
                 }
-                if (rel := self.release_effects())
+                if rel
                 else {}
             ),
         }

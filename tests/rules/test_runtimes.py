@@ -33,7 +33,16 @@ from ._build import file, fp8, nvfp4
 FAKE = "fakert"
 FORK = "fakefork"
 #: The runtimes registered when quantcheck is imported, in registration order.
-REGISTERED = ("sglang", "comfyui", "invokeai", "sdcpp", "diffsynth", "musubi")
+REGISTERED = (
+    "sglang",
+    "comfyui",
+    "forge-neo",
+    "sdnext",
+    "invokeai",
+    "sdcpp",
+    "diffsynth",
+    "musubi",
+)
 
 
 class FakeChecks:

@@ -234,7 +234,9 @@ def cmd_rules(args: argparse.Namespace) -> int:
                             "severity": r.severity.value,
                             "title": r.title,
                             "fix": r.fix.value if r.fix else None,
-                            "effects": {t: e.value for t, e in r.effects.items()},
+                            "effects": {
+                                t: e.value for t, e in r.runtime_effects().items()
+                            },
                         }
                         for r in rules.values()
                     ]
@@ -243,7 +245,7 @@ def cmd_rules(args: argparse.Namespace) -> int:
         )
         return 0
     for r in rules.values():
-        eff = " ".join(f"{t}:{e.value}" for t, e in r.effects.items())
+        eff = " ".join(f"{t}:{e.value}" for t, e in r.runtime_effects().items())
         fix = f"fix:{r.fix.value}" if r.fix else "no fix"
         print(f"{r.code}  {r.name:<34} {r.severity.value:<8} {fix:<18} {eff}")
         print(f"       {r.title}")

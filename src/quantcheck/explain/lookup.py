@@ -46,6 +46,6 @@ def _rule_json(rule: Any) -> dict[str, Any]:
         "example": rule.example,
         "fix": rule.remedy,
         "fix_safety": rule.fix.value if rule.fix else None,
-        "effects": {t: e.value for t, e in rule.effects.items()},
+        "effects": {t: e.value for t, e in rule.runtime_effects().items()},
         "evidence": rule.evidence,
     }

@@ -562,6 +562,8 @@ PATTERNS: list[MessagePattern] = [
             f"KeyError: '{fmt}'",
             rule,
             f"a ComfyUI from before {release}, which added {fmt}",
+            "Forge Neo, whose format table (quant_ops.py QUANT_ALGOS) likely lacks it: "
+            "`quantcheck check --target forge-neo` (QC701)",
             runtime=COMFYUI.title,
             target=target,
         )

@@ -8,9 +8,10 @@ on all diagnostics at once, each diagnostic's `file` being the path of the file 
 
 from __future__ import annotations
 
-from quantcheck.diagnostics import TARGETS, Severity
+from quantcheck.diagnostics import Severity
 from quantcheck.render.style import STATUS_STYLE, paint, use_color
 from quantcheck.results import Report
+from quantcheck.runtimes import default_targets
 from quantcheck.textsafe import clean, redact_url
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
@@ -20,6 +21,9 @@ if TYPE_CHECKING:
 
     from quantcheck.diagnostics import Diagnostic
     from quantcheck.many import CheckpointResult
+
+#: The targets a renderer judges when none are given: the default ones (as `check` does).
+TARGETS: tuple[str, ...] = default_targets()
 
 #: The check document's version: 2 lists checkpoints (see docs/json-schema.md).
 CHECK_SCHEMA_VERSION = 2
@@ -78,7 +82,7 @@ def iter_text_lines(
                 yield ""
     yield table(results, targets, c)
     if not quiet:
-        yield total_line(results) + suppressed_line(results)
+        yield total_line(results, targets) + suppressed_line(results)
 
 
 def table(results: list[CheckpointResult], targets: tuple[str, ...], c: bool) -> str:
@@ -222,8 +226,9 @@ def _diagnostic_dicts(results: list[CheckpointResult], key: str) -> Iterator[dic
             found = r.report.diagnostics
         else:
             continue
+        shown = r.report.runtime_names if r.report is not None else None
         for d in found:
-            yield {"checkpoint": r.name, **d.to_json()}
+            yield {"checkpoint": r.name, **d.to_json(shown)}
 
 
 def _document(results: list[CheckpointResult], targets: tuple[str, ...]) -> dict[str, Any]:
@@ -347,6 +352,7 @@ def iter_located(
             located_diagnostics(results),
             merged_releases(results),
             checkpoint_statuses(results, targets) if by_release(targets) else None,
+            targets,
         )
     import itertools
 

@@ -18,17 +18,22 @@ LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 
 
 def render(report: Report) -> str:
-    return "".join(iter_chunks(report.diagnostics, report.releases))
+    return "".join(
+        iter_chunks(report.diagnostics, report.releases, targets=report.targets)
+    )
 
 
 def iter_chunks(
     diagnostics: Iterable[Diagnostic],
     releases: dict[str, Any] | None = None,
     checkpoints: list[dict[str, Any]] | None = None,
+    targets: tuple[str, ...] | None = None,
 ) -> Iterator[str]:
     """The SARIF document in pieces, one result at a time (`render` joins them); `releases`
     (the per-release verdicts) and `checkpoints` (each checkpoint's status per target key and
-    release matrix, when the targets name releases) go into the run's properties."""
+    release matrix, when the targets name releases) go into the run's properties; `targets`
+    (target keys) limits each result's targets and labels to those runtimes (None: every
+    registered one)."""
     rules = list(all_rules().values())
     index = {r.code: i for i, r in enumerate(rules)}
     props: dict[str, Any] = {}
@@ -36,10 +41,15 @@ def iter_chunks(
         props["releases"] = releases
     if checkpoints:
         props["checkpoints"] = checkpoints
-    return iter_dumps(_document(rules, Stream(_results(diagnostics, index)), props))
+    return iter_dumps(_document(rules, Stream(_results(diagnostics, index, targets)), props))
 
 
-def _results(diagnostics: Iterable[Diagnostic], index: dict[str, int]) -> Iterator[object]:
+def _results(
+    diagnostics: Iterable[Diagnostic],
+    index: dict[str, int],
+    targets: tuple[str, ...] | None = None,
+) -> Iterator[object]:
+    names = None if targets is None else {k.partition("@")[0] for k in targets}
     for d in diagnostics:
         loc: dict[str, object] = {}
         if d.file:
@@ -56,10 +66,10 @@ def _results(diagnostics: Iterable[Diagnostic], index: dict[str, int]) -> Iterat
             "message": {"text": d.message},
             "locations": [loc] if loc else [],
             "properties": {
-                "targets": d.targets,
+                "targets": [t for t in d.targets if names is None or t in names],
                 "fix": d.fix.to_json() if d.fix else None,
                 **(
-                    {"releases": rel, "labels": d.target_labels()}
+                    {"releases": rel, "labels": d.target_labels(targets)}
                     if (rel := d.affected_releases())
                     else {}
                 ),

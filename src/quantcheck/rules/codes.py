@@ -126,6 +126,17 @@ QC621: Rule  # rowwise-fp8-format-version
 QC622: Rule  # rowwise-fp8-header-contract
 QC623: Rule  # rowwise-fp8-layer-tensors
 QC624: Rule  # sglang-header-path-raises
+QC701: Rule  # format-unsupported-by-forge-neo
+QC702: Rule  # format-needs-forge-neo-939c56d
+QC703: Rule  # header-replaces-marker-in-forge-neo
+QC710: Rule  # format-unsupported-by-sdnext
+QC711: Rule  # format-mix-refused-by-sdnext
+QC712: Rule  # nvfp4-marker-refused-by-sdnext
+QC713: Rule  # convrot-group-refused-by-sdnext
+QC714: Rule  # weight-dtype-refused-by-sdnext
+QC715: Rule  # nvfp4-scales-unpadded-for-sdnext
+QC716: Rule  # header-replaces-marker-in-sdnext
+QC717: Rule  # marker-params-ignored-by-sdnext
 QC720: Rule  # invokeai-dequantized-at-load
 QC721: Rule  # invokeai-convrot-weights-rotated
 QC722: Rule  # invokeai-scales-misread
@@ -261,6 +272,17 @@ __all__ = [
     "QC622",
     "QC623",
     "QC624",
+    "QC701",
+    "QC702",
+    "QC703",
+    "QC710",
+    "QC711",
+    "QC712",
+    "QC713",
+    "QC714",
+    "QC715",
+    "QC716",
+    "QC717",
     "QC720",
     "QC721",
     "QC722",

@@ -35,18 +35,26 @@ class Rule:
     def family(self) -> str:
         return self.code[:3] + "xx"
 
+    def runtime_effects(self) -> dict[str, Effect]:
+        """The effect on every registered runtime at its newest release, as a finding of this
+        rule with no effects of its own gets it: the runtime's effects table, the declared
+        effects, then the runtime it is based on (what docs and `explain` show)."""
+        from quantcheck.runtimes import effect_on, runtimes
+
+        return {rt.name: effect_on(rt, self.code, None, self.effects) for rt in runtimes()}
+
     def doc(self) -> str:
         """The rule's documentation as plain text (what `quantcheck explain CODE` prints)."""
         fix = self.fix.value if self.fix else "none"
-        from quantcheck.runtimes import get_runtime, release_summary, runtime_names
+        from quantcheck.runtimes import get_runtime, release_summary
 
         def per_release(t: str) -> str:
-            if t not in runtime_names():
-                return ""
             per = release_summary(get_runtime(t), self.code, self.effects)
             return f" ({per})" if per else ""
 
-        effects = ", ".join(f"{t}: {e.value}{per_release(t)}" for t, e in self.effects.items())
+        effects = ", ".join(
+            f"{t}: {e.value}{per_release(t)}" for t, e in self.runtime_effects().items()
+        )
         parts = [
             f"{self.code} {self.name} ({self.severity.value}) — {self.title}",
             "",

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from quantcheck.runtimes.comfyui_releases import comfyui_runtime
 from quantcheck.runtimes.diffsynth import diffsynth_runtime
+from quantcheck.runtimes.forge_neo import forge_neo_runtime
 from quantcheck.runtimes.invokeai import invokeai_runtime
 from quantcheck.runtimes.musubi import musubi_runtime
 from quantcheck.runtimes.registry import Runtime, register_runtime
 from quantcheck.runtimes.sdcpp import sdcpp_runtime
+from quantcheck.runtimes.sdnext import sdnext_runtime
 from quantcheck.runtimes.sglang_releases import SGLANG_RELEASES
 
 SGLANG = register_runtime(
@@ -31,7 +33,14 @@ COMFYUI = register_runtime(comfyui_runtime())  # releases: comfyui_releases.py
 #: The built-in runtimes in the order the catalogs write their effects.
 BUILTIN: tuple[str, ...] = (SGLANG.name, COMFYUI.name)
 #: The other consumers (issue 14), judged with `--target all` or by name.
-OTHERS = tuple(
+OTHERS: tuple[str, ...] = tuple(
     register_runtime(make()).name
-    for make in (invokeai_runtime, sdcpp_runtime, diffsynth_runtime, musubi_runtime)
+    for make in (
+        forge_neo_runtime,
+        sdnext_runtime,
+        invokeai_runtime,
+        sdcpp_runtime,
+        diffsynth_runtime,
+        musubi_runtime,
+    )
 )
