@@ -190,7 +190,7 @@ def _discover_hub(
         from quantcheck.io.remote import read_remote_json
 
         try:
-            doc = read_remote_json(hp.name(prefix + index_rel))
+            doc = read_remote_json(hp.name(prefix + index_rel), ahead=True)
         except (OSError, ValueError):
             return []  # checking the index reports why
         wmap = doc.get("weight_map") if isinstance(doc, dict) else None
