@@ -88,7 +88,8 @@ def _check_args(p: argparse.ArgumentParser) -> None:
         "--max-bytes",
         default="64M",
         metavar="SIZE",
-        help="most bytes read per remote file, e.g. 500K, 64M (default: 64M)",
+        help="most bytes read per remote checkpoint (all its shards), e.g. 500K, 64M "
+        "(default: 64M)",
     )
 
 

@@ -23,7 +23,7 @@ from quantcheck.io.http import (
     redact,
     status_error,
 )
-from quantcheck.io.limits import MAX_BYTES
+from quantcheck.io.limits import MAX_BYTES, ByteBudget
 from quantcheck.io.multipart import (
     parse_content_range,
     read_byteranges,
@@ -67,6 +67,7 @@ class HttpSource:
         first_read: int | None = None,
         stream_limit: int = STREAM_LIMIT,
         max_bytes: int | None = MAX_BYTES,
+        budget: ByteBudget | None = None,
     ) -> None:
         origin_of(url)
         self.url = url
@@ -75,7 +76,8 @@ class HttpSource:
         self.warnings: list[str] = []
         self.revision: str | None = None
         self.etag: str | None = None
-        self._stats = Stats(limit=max_bytes)
+        # `budget` is shared with the checkpoint's other shards; else this file has its own
+        self._stats = Stats(budget=budget or ByteBudget(max_bytes))
         self._client = HttpClient(settings or HttpSettings(), self._stats)
         self._cache = SpanCache()
         self._fetch_url = url
@@ -89,7 +91,8 @@ class HttpSource:
         self._body_pos = 0
         try:
             first = max(FIRST_READ if first_read is None else first_read, 16)
-            self._open(first if max_bytes is None else max(16, min(first, max_bytes)))
+            left = self._stats.budget.left()  # type: ignore[union-attr]
+            self._open(first if left is None else max(16, min(first, left)))
         except BaseException:
             self.close()
             raise
@@ -218,12 +221,14 @@ class HttpSource:
 
     def _budget(self, more: int) -> None:
         """Refuse, before asking, a read that would take this file past its byte cap."""
-        limit = self._stats.limit
-        if limit is not None and self._stats.bytes + more > limit:
+        budget = self._stats.budget
+        if budget is not None and not budget.allows(more):
+            mine = self._stats.bytes
+            shards = f", {budget.used:,} by the whole checkpoint" if budget.used > mine else ""
             raise RemoteError(
-                f"{self._where}: checking it needs more than the {limit:,}-byte "
-                f"cap per checkpoint ({self._stats.bytes:,} bytes read, {more:,} "
-                "more asked); raise --max-bytes to read it"
+                f"{self._where}: checking it needs more than the {budget.limit:,}-byte "
+                f"cap per checkpoint ({mine:,} bytes read from this file"
+                f"{shards}, {more:,} more asked); raise --max-bytes to read it"
             )
 
     def _fetch(self, gaps: list[Span]) -> None:

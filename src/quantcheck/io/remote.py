@@ -18,7 +18,7 @@ from quantcheck.diagnostics import Diagnostic, json_pointer
 from quantcheck.io import hub
 from quantcheck.io.http import HttpClient, RemoteError, redact
 from quantcheck.io.httpsource import HttpSource
-from quantcheck.io.limits import byte_cap
+from quantcheck.io.limits import current_budget
 from quantcheck.io.source import is_remote
 from quantcheck.rules import codes as R
 
@@ -68,10 +68,11 @@ def _locate(url: str) -> tuple[str, str]:
 
 
 def open_remote_source(url: str) -> HttpSource:
-    """A ByteSource for one remote safetensors file (fetches its first ~100 KB now)."""
+    """A ByteSource for one remote safetensors file (fetches its first range now). Inside
+    `limits.checkpoint_budget()` every file opened shares one byte cap."""
     _refuse_offline(url)
     fetch, name = _locate(url)
-    return HttpSource(fetch, name, settings=hub.settings(), max_bytes=byte_cap())
+    return HttpSource(fetch, name, settings=hub.settings(), budget=current_budget())
 
 
 def expand_remote(url: str) -> tuple[list[str], str | None, list[Diagnostic]]:

@@ -253,6 +253,8 @@ def load_checkpoint(
     """Open every shard, read headers and marker bytes, group layers and merge markers.
 
     `jobs` > 1 opens remote shards concurrently (same result, fewer waits on latency)."""
+    from quantcheck.io.limits import checkpoint_budget
+
     if isinstance(paths, str | os.PathLike):
         paths = [os.fspath(paths)]
     files, index, diags = expand_inputs(list(paths))
@@ -260,12 +262,13 @@ def load_checkpoint(
         raise InputError("no input files")
     ck = Checkpoint(inputs=list(paths), index=index)
     ck.diagnostics += diags
-    if jobs > 1 and sum("://" in f for f in files) > 1:
-        from quantcheck.io.prefetch import open_shards
+    with checkpoint_budget():  # --max-bytes bounds the checkpoint, all shards together
+        if jobs > 1 and sum("://" in f for f in files) > 1:
+            from quantcheck.io.prefetch import open_shards
 
-        shards = open_shards(files, jobs, _open_shard, read_markers=read_markers)
-    else:
-        shards = [_open_shard(f) for f in files]
+            shards = open_shards(files, jobs, _open_shard, read_markers=read_markers)
+        else:
+            shards = [_open_shard(f) for f in files]
     assemble(ck, shards, read_markers=read_markers)
     if index is not None:
         ck.diagnostics += _check_weight_map(index, ck)
