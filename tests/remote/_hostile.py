@@ -309,14 +309,17 @@ class _Handler(socketserver.StreamRequestHandler):
         return self.ranged(req, {"ETag": '"cdn-etag"'})
 
     def mode_script(self, req: Request) -> bool:
-        """The next canned answer of `set_script` (a status and headers, or "reset": close
-        without answering), then correct Range answers once the script is used up."""
+        """The next canned answer of `set_script` (a status and headers, "reset": close
+        without answering, or "drop": close halfway through the body), then correct Range
+        answers once the script is used up."""
         with self.server.served.lock:
             step = self.server.script.pop(0) if self.server.script else None
         if step is None:
             return self.ranged(req)
         if step == "reset":
             return False
+        if step == "drop":  # a correct answer whose connection closes halfway through the body
+            return self.mode_short(req)
         status, headers = step
         return self.send(status, {"Content-Length": "4", **headers}, b"nope")
 
@@ -355,8 +358,8 @@ class HostileServer:
         self._server.data = data
 
     def set_script(self, steps: list[object]) -> None:
-        """Canned answers for `/script/…` requests, in order: ("503 Busy", {headers}) or
-        "reset"."""
+        """Canned answers for `/script/…` requests, in order: ("503 Busy", {headers}),
+        "reset" (close without answering) or "drop" (close halfway through the body)."""
         self._server.script = list(steps)
 
     def url(self, mode: str, name: str = "model.safetensors", host: str = "127.0.0.1") -> str:

@@ -42,6 +42,10 @@ class TransientError(RemoteError):
     """The connection was reset or closed before an answer: worth one more try later."""
 
 
+class BodyDropped(TransientError):
+    """The connection closed in the middle of a body: the request is worth sending again."""
+
+
 def env_timeout() -> float:
     """Seconds to wait for any byte: `QUANTCHECK_HTTP_TIMEOUT`, default 20."""
     raw = os.environ.get("QUANTCHECK_HTTP_TIMEOUT", "").strip()
@@ -427,7 +431,9 @@ class HttpClient:
         if isinstance(exc, ssl.SSLError):
             raise RemoteError(f"{where}: TLS error ({exc.reason or exc})") from None
         if isinstance(exc, http.client.IncompleteRead):
-            raise RemoteError(f"{where}: connection closed mid-body") from None
+            raise BodyDropped(f"{where}: connection closed mid-body") from None
+        if isinstance(exc, ConnectionResetError | BrokenPipeError):
+            raise BodyDropped(f"{where}: connection reset mid-body ({exc})") from None
         if isinstance(exc, http.client.HTTPException | ConnectionError):
             detail = str(exc) or type(exc).__name__
             raise RemoteError(f"{where}: broken HTTP answer ({detail})") from None

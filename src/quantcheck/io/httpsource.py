@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import struct
 import sys
+from collections.abc import Callable
+from typing import Any
 
 from quantcheck.io.header import MAX_HEADER
 from quantcheck.io.http import (
     CHUNK,
+    BodyDropped,
     HttpClient,
     HttpSettings,
     RemoteError,
@@ -92,7 +95,7 @@ class HttpSource:
         try:
             first = max(FIRST_READ if first_read is None else first_read, 16)
             left = self._stats.budget.left()  # type: ignore[union-attr]
-            self._open(first if left is None else max(16, min(first, left)))
+            self._again(self._open, first if left is None else max(16, min(first, left)))
         except BaseException:
             self.close()
             raise
@@ -235,20 +238,41 @@ class HttpSource:
         spans = coalesce(gaps, MERGE_GAP)
         self._budget(sum(e - s for s, e in spans))
         if not self._ranges:
-            self._stream(spans)
+            self._again(self._stream, spans)
             return
         if len(spans) > 1 and self._multi is not False:
             for batch in batches(spans, MAX_RANGE_HEADER):
                 # _multi_request may set _multi: mypy keeps the narrowing from the `if` above
                 if self._multi is False:  # type: ignore[comparison-overlap]
                     break
-                self._multi_request(batch)
+                self._again(self._multi_request, batch)
             spans = [g for s, e in spans for g in self._cache.missing(s, e)]
         for s, e in spans:
             if not self._ranges:
-                self._stream([(s, e)] + [g for g in spans if g[0] > s])
+                self._again(self._stream, [(s, e)] + [g for g in spans if g[0] > s])
                 return
-            self._single(s, e)
+            if self._cache.missing(s, e):
+                self._again(self._single, s, e)
+
+    def _again(self, request: Callable[..., None], *args: Any) -> None:
+        """Run one request; when its connection drops mid-body, send it again (what is still
+        missing), with the same bounded attempts and backoff as 429/5xx answers."""
+        policy = self._client.settings.retry
+        attempts = max(1, policy.attempts)
+        for attempt in range(1, attempts + 1):
+            try:
+                request(*args)
+                return
+            except BodyDropped as exc:
+                self._drop_body()
+                if attempt == attempts:
+                    raise BodyDropped(f"{exc} (gave up after {attempts} attempts)") from None
+                if request == self._multi_request:
+                    args = ([g for s, e in args[0] for g in self._cache.missing(s, e)],)
+                    if not args[0]:
+                        return
+                self._stats.retries += 1
+                policy.wait(policy.backoff(attempt))
 
     def _single(self, s: int, e: int) -> None:
         asked = f"bytes={s}-{e - 1}"
@@ -373,7 +397,7 @@ class HttpSource:
         return data
 
     def _short(self, start: int, end: int, got_to: int) -> RemoteError:
-        return RemoteError(
+        return BodyDropped(
             f"{self._where}: short body: got {got_to - start:,} of "
             f"{end - start:,} bytes (bytes {start}-{end - 1}) before the "
             "connection closed"
