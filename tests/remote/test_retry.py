@@ -8,7 +8,7 @@ from email.utils import formatdate
 import pytest
 
 import quantcheck.io.retry as retry
-from quantcheck.io.http import HttpSettings, RemoteError
+from quantcheck.io.http import HttpClient, HttpSettings, RemoteError
 from quantcheck.io.httpsource import HttpSource
 from quantcheck.io.retry import RetryPolicy
 
@@ -200,3 +200,19 @@ def test_check_through_mid_body_drops_equals_local(
     assert isinstance(remote, dict) and isinstance(local, dict), err
     assert remote["summary"] == local["summary"]
     assert len(waits) == 3
+
+
+def test_an_index_dropped_midway_is_fetched_again(
+    served: HostileServer, waits: list[float]
+) -> None:
+    from quantcheck.io import hub
+
+    served.set_data(b'{"weight_map": {"a": "model.safetensors"}}' + b" " * 40_000)
+    served.set_script(["drop"])
+    client = HttpClient(HttpSettings(timeout=2, retry=RetryPolicy(rand=lambda: 1.0)))
+    try:
+        raw, _ = hub.fetch_bytes(client, served.url("script", "model.safetensors.index.json"))
+    finally:
+        client.close()
+    assert raw.startswith(b'{"weight_map"') and len(raw) == 40_000 + 42
+    assert waits == [0.5]
