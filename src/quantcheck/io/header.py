@@ -286,8 +286,8 @@ def _read_entries(doc: dict[str, Any], h: Header, diag: Any) -> tuple[int, int]:
     previous one ended (offsets relative to the data section), else -1.
 
     The fast path takes an entry with exactly dtype, shape and data_offsets, a dtype of whole
-    bytes, a shape of 0-2 positive integers and offsets that span exactly its bytes: all a
-    valid header's entries, in a few tests each. Any other entry goes through
+    bytes, a shape of positive integers and offsets that span exactly its bytes: all a valid
+    header's entries but empty tensors, in a few tests each. Any other entry goes through
     `_read_entry`, which validates it field by field and reports what is wrong.
     """
     base = h.data_start
@@ -307,7 +307,7 @@ def _read_entries(doc: dict[str, Any], h: Header, diag: Any) -> tuple[int, int]:
                 width = width_of.get(dtype) if type(dtype) is str else None
                 if width is not None and type(shape) is list and type(offs) is list:
                     nd = len(shape)
-                    if len(offs) == 2 and nd < 3:
+                    if len(offs) == 2:
                         begin, end = offs
                         if nd == 2:
                             a, b = shape
@@ -321,6 +321,11 @@ def _read_entries(doc: dict[str, Any], h: Header, diag: Any) -> tuple[int, int]:
                             numel = a if type(a) is int and a > 0 else -1
                         else:
                             numel = 1
+                            for a in shape:
+                                if type(a) is not int or a <= 0 or numel > U64_MAX:
+                                    numel = -1  # the field-by-field path says what is wrong
+                                    break
+                                numel *= a
                         if (
                             numel > 0
                             and type(begin) is int
