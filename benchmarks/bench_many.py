@@ -92,14 +92,25 @@ def header_bytes(paths: list[str]) -> int:
 
 
 BEST = [False]
+#: the clock: wall time, or (--cpu) CPU time of this process and its children, which a busy
+#: shared machine disturbs far less than wall time (it leaves out the waits for a core)
+CLOCK = [time.perf_counter]
+
+
+def cpu_time() -> float:
+    import resource
+
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + kids.ru_utime + kids.ru_stime
 
 
 def timed(fn: object, runs: int) -> float:
     times = []
+    clock = CLOCK[0]
     for _ in range(runs):
-        t0 = time.perf_counter()
+        t0 = clock()
         fn()  # type: ignore[operator]
-        times.append(time.perf_counter() - t0)
+        times.append(clock() - t0)
     return (min(times) if BEST[0] else statistics.median(times)) * 1000
 
 
@@ -112,8 +123,11 @@ def main(argv: list[str]) -> None:
     ap.add_argument("--folder", type=Path, help="check this folder (made earlier with --keep)")
     ap.add_argument("--src", help="import quantcheck from this src folder")
     ap.add_argument("--best", action="store_true", help="fastest run instead of the median")
+    ap.add_argument("--cpu", action="store_true", help="CPU time instead of wall time")
     args = ap.parse_args(argv)
     BEST[0] = args.best
+    if args.cpu:
+        CLOCK[0] = cpu_time
     if args.src:
         SRC[0] = str(Path(args.src).resolve())
     sys.path.insert(0, SRC[0])
@@ -140,7 +154,8 @@ def main(argv: list[str]) -> None:
         n = len(paths)
         print(
             f"{n} checkpoints, headers {header_total:,} bytes in all; code from {SRC[0]}; "
-            f"{'fastest' if args.best else 'medians'} of {args.runs} warm runs\n"
+            f"{'fastest' if args.best else 'medians'} of {args.runs} warm runs, "
+            f"{'CPU' if args.cpu else 'wall'} time\n"
         )
         print("| measurement | ms | per checkpoint µs | ratio |")
         print("|---|---:|---:|---|")
