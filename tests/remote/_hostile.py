@@ -85,9 +85,18 @@ class _Handler(socketserver.StreamRequestHandler):
         return self.server.data
 
     def send(
-        self, status: str, headers: dict[str, str], body: bytes = b"", chunk: int = 16384
+        self,
+        status: str,
+        headers: dict[str, str],
+        body: bytes = b"",
+        chunk: int = 16384,
+        cut: bool = False,
     ) -> bool:
+        """Send an answer; `cut` sends only the first half of the body (headers unchanged),
+        and the caller then closes the connection."""
         head = f"HTTP/1.1 {status}\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+        if cut:
+            body = body[: len(body) // 2]
         sent = 0
         try:
             self.wfile.write((head + "\r\n").encode("latin-1"))
@@ -103,7 +112,11 @@ class _Handler(socketserver.StreamRequestHandler):
         return ok
 
     def ranged(
-        self, req: Request, extra: dict[str, str] | None = None, multi: str = "multipart"
+        self,
+        req: Request,
+        extra: dict[str, str] | None = None,
+        multi: str = "multipart",
+        cut: bool = False,
     ) -> bool:
         """A correct Range answer (multi-range per `multi`: multipart, whole, first)."""
         size = len(self.data)
@@ -128,6 +141,7 @@ class _Handler(socketserver.StreamRequestHandler):
                     "Content-Length": str(b - a),
                 },
                 self.data[a:b],
+                cut=cut,
             )
         body = b""
         for a, b in ranges:
@@ -144,6 +158,7 @@ class _Handler(socketserver.StreamRequestHandler):
                 "Content-Length": str(len(body)),
             },
             body,
+            cut=cut,
         )
 
     def wait(self) -> None:
@@ -320,7 +335,8 @@ class _Handler(socketserver.StreamRequestHandler):
             return False
         if step == "drop":  # a correct answer whose connection closes halfway through the body
             if "range" in req.headers:
-                return self.mode_short(req)
+                self.ranged(req, cut=True)
+                return False
             size = len(self.data)
             self.send("200 OK", {"Content-Length": str(size)}, self.data[: size // 2])
             return False

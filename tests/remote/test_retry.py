@@ -216,3 +216,19 @@ def test_an_index_dropped_midway_is_fetched_again(
         client.close()
     assert raw.startswith(b'{"weight_map"') and len(raw) == 40_000 + 42
     assert waits == [0.5]
+
+
+def test_a_multipart_body_dropped_midway_is_fetched_again(
+    served: HostileServer, waits: list[float]
+) -> None:
+    """Markers far apart go out as one multi-range request; its multipart body is cut
+    halfway: the parts still missing are asked again, and the bytes are the file's."""
+    data = EXAMPLE.read_bytes()
+    settings = HttpSettings(timeout=2, retry=RetryPolicy(rand=lambda: 1.0, base=0.25))
+    src = HttpSource(served.url("script", EXAMPLE.name), settings=settings, first_read=1024)
+    served.set_script(["drop"])
+    spans = [(2048, 100), (len(data) // 2, 5000), (len(data) - 300, 300)]
+    assert src.read_many(spans) == [data[o : o + n] for o, n in spans]
+    assert waits == [0.25]
+    assert "," in served.served.requests[1].headers["range"]
+    assert len(served.served.requests) == 3

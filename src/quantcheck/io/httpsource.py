@@ -265,12 +265,16 @@ class HttpSource:
                 return
             except BodyDropped as exc:
                 self._drop_body()
+                self._client.close()  # the next attempt opens a fresh connection
                 if attempt == attempts:
                     raise BodyDropped(f"{exc} (gave up after {attempts} attempts)") from None
-                if request == self._multi_request:
-                    args = ([g for s, e in args[0] for g in self._cache.missing(s, e)],)
-                    if not args[0]:
+                if request == self._multi_request:  # ask only for the parts still missing
+                    rest = [g for s, e in args[0] for g in self._cache.missing(s, e)]
+                    if not rest:
                         return
+                    request, args = (
+                        (self._single, rest[0]) if len(rest) == 1 else (request, (rest,))
+                    )
                 self._stats.retries += 1
                 policy.wait(policy.backoff(attempt))
 
