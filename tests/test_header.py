@@ -156,6 +156,45 @@ CASES = [
         "key 'k' appears more than once",
         st=False,
     ),
+    # a repeated tensor whose first value holds no string: only the count of keys tells
+    case(
+        "dup-tensor-first-a-number",
+        dup('{"a":5,"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}'),
+        "QC107",
+        "key 'a' appears more than once",
+    ),
+    # the same key spelled two ways ("a\/b" is "a/b"), names with escaped quotes and
+    # backslashes: repeats are still found
+    case(
+        "dup-metadata-key-escaped-slash",
+        dup(
+            '{"__metadata__":{"a/b":"1","a\\/b":"2"},'
+            '"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}'
+        ),
+        "QC107",
+        "key 'a/b' appears more than once",
+        st=False,
+    ),
+    case(
+        "dup-tensor-escaped-quote",
+        dup(
+            '{"x\\"y":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},'
+            '"x\\"y":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}'
+        ),
+        "QC107",
+        "appears more than once",
+        st=False,
+    ),
+    case(
+        "dup-tensor-escaped-backslash",
+        dup(
+            '{"x\\\\":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},'
+            '"x\\\\":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}'
+        ),
+        "QC107",
+        "appears more than once",
+        st=False,
+    ),
     # QC108: __metadata__ not a string -> string map
     case(
         "meta-int-value",
@@ -421,6 +460,9 @@ KNOWN_DIFFERENCES = {
     "dup-tensor": "QC107: safetensors keeps the last duplicate tensor silently; we flag it "
     "because two tools may read different tensors",
     "dup-metadata-key": "QC107: a repeated __metadata__ key is kept-last by safetensors' map",
+    "dup-metadata-key-escaped-slash": "QC107: the same, the key spelled two ways",
+    "dup-tensor-escaped-quote": "QC107: as dup-tensor, a name with an escaped quote",
+    "dup-tensor-escaped-backslash": "QC107: as dup-tensor, a name with an escaped backslash",
 }
 
 
@@ -769,3 +811,110 @@ def test_extra_entry_fields_warn_and_keep_the_tensor() -> None:
     [d] = h.diagnostics
     assert (d.code, d.effective_severity.value, d.targets) == ("QC121", "warning", [])
     assert list(h.tensors) == ["a"]
+
+
+@pytest.mark.parametrize(
+    "meta",
+    [
+        {"_quantization_metadata": json.dumps({"layers": {"a": {"format": "float8_e4m3fn"}}})},
+        {"quote": 'say "hi"', "slash": "a/b", "tab": "a\tb", "nl": "x\ny"},
+        {"backslash": "C:\\models\\x", "quote": '"'},
+    ],
+)
+def test_escapes_without_repeats_are_not_duplicates(
+    meta: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Metadata with escaped quotes (a JSON string inside a value, as ComfyUI writes
+    `_quantization_metadata`), slashes or backslashes has no repeated key: none is reported,
+    and without escaped backslashes the re-parse with a key hook is not even needed."""
+    import quantcheck.io.header as header
+
+    data = raw({"__metadata__": meta, "a": entry("U8", [1], 0, 1)}, b"\0", pad=True)
+    h = read_header(MemorySource(data))
+    assert h.diagnostics == [] and h.metadata == meta
+    if not any("\\" in k or "\\" in v for k, v in meta.items()):
+
+        def no_reparse(self: object, pairs: object) -> None:
+            raise AssertionError("header parsed again for duplicate keys")
+
+        monkeypatch.setattr(header._Duplicates, "__call__", no_reparse)
+        assert read_header(MemorySource(data)).diagnostics == []
+
+
+def _entry_variants() -> list[object]:
+    """Entries near the edges of the fast path: every shape, dtype and offset form it
+    takes or refuses."""
+    shapes: list[object] = [
+        [], [1], [3], [0], [2, 3], [0, 3], [3, 0], [True], [1.0], [-1], [2, 3, 4], [1, 1, 1, 1],
+        [2**64], [2**32, 2**32], [2**33, 2**32], [2**63, 2], ["3"], [None], [[2]], 5, None,
+        [2**64, 0], [2**70, 2**70],
+    ]
+    offsets: list[object] = [
+        [0, 0], [0, 1], [0, 4], [0, 6], [0, 24], [0, 48], [0, 96], [2, 26], [4, 0], [-1, 3],
+        [0, 2**64 * 4], [0, 2**66], [0, 2**64], [0], [0, 1, 2], [0.0, 4], [True, 4], "0-4", None,
+    ]
+    out: list[object] = []
+    for dtype in ("U8", "F32", "BF16", "F64", "F4", "F6_E2M3", "FP8", 7, None):
+        for shape in shapes:
+            for offs in offsets:
+                out.append({"dtype": dtype, "shape": shape, "data_offsets": offs})
+    out += [
+        5, [], "x", None, {}, {"dtype": "U8", "shape": [1]},
+        {"dtype": "U8", "shape": [1], "data_offsets": [0, 1], "extra": 1},
+        {"dtype": "U8", "shape": [1], "offsets": [0, 1]},
+    ]
+    return out
+
+
+def test_fast_entry_path_agrees_with_field_by_field_validation(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every entry the one-pass fast path accepts, the field-by-field path accepts alike;
+    every other entry is reported exactly as before. The slow path alone is forced by
+    emptying the table of whole-byte dtypes."""
+    import quantcheck.io.header as header
+
+    def read(entries: dict[str, object]) -> tuple[object, ...]:
+        data = raw(entries, b"\0" * 64, pad=True)
+        h = read_header(MemorySource(data, name="x.safetensors"))
+        return (
+            h.usable,
+            h.rejected,
+            list(h.tensors.items()),
+            [(d.code, d.message, d.tensor, d.pointer) for d in h.diagnostics],
+        )
+
+    variants = _entry_variants()
+    for i in range(0, len(variants), 50):
+        entries = {f"t{j}": e for j, e in enumerate(variants[i : i + 50], start=i)}
+        fast = read(entries)
+        with monkeypatch.context() as m:
+            m.setattr(header, "_WHOLE_BYTES", {})
+            slow = read(entries)
+        assert fast == slow
+    # tilings in header order, out of order, with gaps, overlaps and short or long data
+    u8 = [entry("U8", [4], 0), entry("U8", [4], 4), entry("U8", [2, 2], 8)]
+    layouts = [
+        u8,
+        u8[::-1],
+        [u8[0], u8[2]],
+        [u8[0], u8[0], u8[1]],
+        [entry("U8", [4], 1), entry("U8", [4], 5)],
+        [u8[0], entry("U8", [0], 4), u8[1]],
+    ]
+    for layout in layouts:
+        for data in (b"", b"\0" * 11, b"\0" * 12, b"\0" * 13):
+            doc = raw({f"t{j}": e for j, e in enumerate(layout)}, data, pad=True)
+            fast = read_header(MemorySource(doc))
+            with monkeypatch.context() as m:
+                m.setattr(header, "_WHOLE_BYTES", {})
+                slow = read_header(MemorySource(doc))
+            assert [(d.code, d.message) for d in fast.diagnostics] == [
+                (d.code, d.message) for d in slow.diagnostics
+            ]
+            assert fast.tensors == slow.tensors
+    for e in variants:  # one at a time: the tiling findings of a single entry too
+        fast = read({"t": e})
+        with monkeypatch.context() as m:
+            m.setattr(header, "_WHOLE_BYTES", {})
+            assert read({"t": e}) == fast, e

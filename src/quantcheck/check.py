@@ -87,20 +87,21 @@ def check_checkpoint(
         from quantcheck.rules.deep import deep_check
 
         diags.extend(deep_check(ck, read_weights=read_weights))
-    diags = select_diagnostics(diags, target=None, select=select, ignore=ignore)
-    releases = release_matrix(diags, targets_of(target))
-    diags = select_diagnostics(diags, target=target)
+    if select or ignore:
+        diags = select_diagnostics(diags, target=None, select=select, ignore=ignore)
+    targets = targets_of(target)
+    releases = release_matrix(diags, targets)
+    diags = select_diagnostics(diags, target=target) if diags else diags
     labels = file_labels([s.name for s in ck.shards] + ([ck.index] if ck.index else []))
     for d in diags:
         if d.file is not None:
             d.file = labels.get(d.file, d.file)
     diags.sort(key=Diagnostic.sort_key)
-    targets = targets_of(target)
     inputs = [input_record(ck, s) for s in range(len(ck.shards))]
     stats = {
         "files": len(ck.shards),
         "tensors": len(ck.tensors),
-        "layers": sum(1 for la in ck.layers.values() if la.weight is not None),
+        "layers": sum(1 for la in ck.layers.values() if "weight" in la.tensors),
         "markers": len(ck.markers),
     }
     return Report(

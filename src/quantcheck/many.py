@@ -181,7 +181,8 @@ def check_many(
             out = []
             for s in specs:
                 out.append(check_spec(s, **options))
-                bar.advance(redact_url(s.name))
+                if bar.enabled:
+                    bar.advance(redact_url(s.name))
             return out
         from quantcheck.io.batch import map_bounded
 

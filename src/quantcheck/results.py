@@ -81,24 +81,44 @@ def release_matrix(diags: list[Diagnostic], keys: tuple[str, ...]) -> dict[str, 
     (ok / degraded / fails) per release, oldest first, the oldest release that loads the file
     correctly (`oldest_ok`), and `needs`: the release from which every newer modelled release
     loads it (None when the newest does not)."""
-    from quantcheck.runtimes import get_runtime
+    from quantcheck.runtimes import get_runtime, registry
 
-    out: dict[str, dict[str, Any]] = {}
-    kinds = list(distinct_kinds(diags).values())  # effects depend only on code + given effects
-    for key in keys:
-        name = key.partition("@")[0]
-        rt = get_runtime(name)
-        if name in out or len(rt.releases) < 2:
-            continue
-        per: dict[str, str] = {}
-        for rel in rt.releases:
-            at = f"{name}@{rel.name}"
-            effs = {d.effect_at(at) for d in kinds}
-            per[rel.name] = (
-                "fails" if Effect.FAILS in effs else "degraded" if Effect.DEGRADED in effs else "ok"
-            )
-        out[name] = _entry(per)
-    return out
+    by_kind = distinct_kinds(diags)  # effects depend only on code + given effects
+    memo = (tuple(by_kind), keys)
+    if _MATRICES[0] != registry.generation:  # a runtime was (un)registered
+        _MATRICES[:] = [registry.generation, {}]
+    known: dict[Any, dict[str, dict[str, str]]] = _MATRICES[1]
+    statuses = known.get(memo)
+    if statuses is None:
+        statuses = {}
+        kinds = list(by_kind.values())
+        for key in keys:
+            name = key.partition("@")[0]
+            rt = get_runtime(name)
+            if name in statuses or len(rt.releases) < 2:
+                continue
+            per: dict[str, str] = {}
+            for rel in rt.releases:
+                at = f"{name}@{rel.name}"
+                effs = {d.effect_at(at) for d in kinds}
+                per[rel.name] = (
+                    "fails"
+                    if Effect.FAILS in effs
+                    else "degraded"
+                    if Effect.DEGRADED in effs
+                    else "ok"
+                )
+            statuses[name] = per
+        if len(known) >= 1024:
+            known.clear()
+        known[memo] = statuses
+    return {name: _entry(dict(per)) for name, per in statuses.items()}
+
+
+#: [registry generation, {(kinds of findings, target keys): statuses per runtime}]: many
+#: checkpoints share a handful of kinds (a clean one has none), so the matrix is computed once
+#: per combination.
+_MATRICES: list[Any] = [-1, {}]
 
 
 def kind_of(d: Diagnostic) -> tuple[str, tuple[tuple[str, Effect], ...] | None]:

@@ -289,6 +289,7 @@ def test_same_shard_name_given_as_files_keeps_the_layout(tmp_path: Path) -> None
         main(
             [
                 "fix",
+                "--as-one",
                 str(tmp_path / "a" / "model.safetensors"),
                 str(tmp_path / "b" / "model.safetensors"),
                 "-o",

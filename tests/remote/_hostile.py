@@ -85,9 +85,18 @@ class _Handler(socketserver.StreamRequestHandler):
         return self.server.data
 
     def send(
-        self, status: str, headers: dict[str, str], body: bytes = b"", chunk: int = 16384
+        self,
+        status: str,
+        headers: dict[str, str],
+        body: bytes = b"",
+        chunk: int = 16384,
+        cut: bool = False,
     ) -> bool:
+        """Send an answer; `cut` sends only the first half of the body (headers unchanged),
+        and the caller then closes the connection."""
         head = f"HTTP/1.1 {status}\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+        if cut:
+            body = body[: len(body) // 2]
         sent = 0
         try:
             self.wfile.write((head + "\r\n").encode("latin-1"))
@@ -103,7 +112,11 @@ class _Handler(socketserver.StreamRequestHandler):
         return ok
 
     def ranged(
-        self, req: Request, extra: dict[str, str] | None = None, multi: str = "multipart"
+        self,
+        req: Request,
+        extra: dict[str, str] | None = None,
+        multi: str = "multipart",
+        cut: bool = False,
     ) -> bool:
         """A correct Range answer (multi-range per `multi`: multipart, whole, first)."""
         size = len(self.data)
@@ -128,6 +141,7 @@ class _Handler(socketserver.StreamRequestHandler):
                     "Content-Length": str(b - a),
                 },
                 self.data[a:b],
+                cut=cut,
             )
         body = b""
         for a, b in ranges:
@@ -144,6 +158,7 @@ class _Handler(socketserver.StreamRequestHandler):
                 "Content-Length": str(len(body)),
             },
             body,
+            cut=cut,
         )
 
     def wait(self) -> None:
@@ -309,13 +324,21 @@ class _Handler(socketserver.StreamRequestHandler):
         return self.ranged(req, {"ETag": '"cdn-etag"'})
 
     def mode_script(self, req: Request) -> bool:
-        """The next canned answer of `set_script` (a status and headers, or "reset": close
-        without answering), then correct Range answers once the script is used up."""
+        """The next canned answer of `set_script` (a status and headers, "reset": close
+        without answering, or "drop": close halfway through the body), then correct Range
+        answers once the script is used up."""
         with self.server.served.lock:
             step = self.server.script.pop(0) if self.server.script else None
         if step is None:
             return self.ranged(req)
         if step == "reset":
+            return False
+        if step == "drop":  # a correct answer whose connection closes halfway through the body
+            if "range" in req.headers:
+                self.ranged(req, cut=True)
+                return False
+            size = len(self.data)
+            self.send("200 OK", {"Content-Length": str(size)}, self.data[: size // 2])
             return False
         status, headers = step
         return self.send(status, {"Content-Length": "4", **headers}, b"nope")
@@ -355,8 +378,8 @@ class HostileServer:
         self._server.data = data
 
     def set_script(self, steps: list[object]) -> None:
-        """Canned answers for `/script/…` requests, in order: ("503 Busy", {headers}) or
-        "reset"."""
+        """Canned answers for `/script/…` requests, in order: ("503 Busy", {headers}),
+        "reset" (close without answering) or "drop" (close halfway through the body)."""
         self._server.script = list(steps)
 
     def url(self, mode: str, name: str = "model.safetensors", host: str = "127.0.0.1") -> str:

@@ -65,3 +65,17 @@ def test_repo_listing_is_many_checkpoints(
         capsys, "check", "--output-format", "json", "--exclude", "sub/*", many_repo
     )
     assert rc == 0 and len(doc["checkpoints"]) == 2
+
+
+def test_repo_listing_fetches_each_index_once(
+    many_repo: str, hub: Nginx, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Discovery reads the index to know which shards it claims; the check of that index
+    must reuse the same document instead of asking the server again."""
+    hub.clear_log()
+    rc, doc, err = run_cli(capsys, "check", "--output-format", "json", many_repo)
+    assert rc == 1 and isinstance(doc, dict), err
+    index_gets = [row for row in hub.log() if row[1].endswith(".index.json")]
+    assert len(index_gets) == 1, index_gets
+    listings = [row for row in hub.log() if "/api/" in row[1]]
+    assert len(listings) == 1, listings

@@ -8,7 +8,7 @@ from email.utils import formatdate
 import pytest
 
 import quantcheck.io.retry as retry
-from quantcheck.io.http import HttpSettings, RemoteError
+from quantcheck.io.http import HttpClient, HttpSettings, RemoteError
 from quantcheck.io.httpsource import HttpSource
 from quantcheck.io.retry import RetryPolicy
 
@@ -152,3 +152,83 @@ def test_backoff_has_jitter_and_a_ceiling() -> None:
     assert [low.backoff(n) for n in (1, 2, 3)] == [0.5, 1.0, 2.0]
     assert [high.backoff(n) for n in (1, 2, 3)] == [1.0, 2.0, 4.0]
     assert high.backoff(20) == 30.0
+
+
+def test_a_body_dropped_midway_is_fetched_again(
+    served: HostileServer, waits: list[float]
+) -> None:
+    """The first range's connection closes halfway through its body, twice: sent again
+    with backoff, like a 503, and the bytes read are the file's."""
+    served.set_script(["drop", "drop"])
+    src = open_source(served, base=0.5)
+    assert src.size == EXAMPLE.stat().st_size
+    assert src.read(0, src.size) == EXAMPLE.read_bytes()
+    assert waits == [0.5, 1.0]
+    assert len(served.served.requests) == 3
+
+
+def test_a_later_range_dropped_midway_is_fetched_again(
+    served: HostileServer, waits: list[float]
+) -> None:
+    data = EXAMPLE.read_bytes()
+    settings = HttpSettings(timeout=2, retry=RetryPolicy(rand=lambda: 1.0, base=0.25))
+    src = HttpSource(served.url("script", EXAMPLE.name), settings=settings, first_read=1024)
+    served.set_script(["drop"])
+    assert src.read(4096, 20_000) == data[4096:24_096]
+    assert waits == [0.25]
+    assert len(served.served.requests) == 3
+
+
+def test_mid_body_drops_give_up_with_a_clear_error(
+    served: HostileServer, waits: list[float], capsys: pytest.CaptureFixture[str]
+) -> None:
+    served.set_script(["drop"] * 10)
+    code, _, err = run_cli(capsys, "check", served.url("script", EXAMPLE.name))
+    assert code == 2 and "Traceback" not in err
+    assert "short body" in err and "gave up after 4 attempts" in err, err
+    assert len(waits) == 3
+    assert len(served.served.requests) == 4
+
+
+def test_check_through_mid_body_drops_equals_local(
+    served: HostileServer, waits: list[float], capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, local, _ = run_cli(capsys, "check", "--format", "json", str(EXAMPLE))
+    served.set_script(["drop", "drop", "drop"])
+    url = served.url("script", EXAMPLE.name)
+    _, remote, err = run_cli(capsys, "check", "--format", "json", url)
+    assert isinstance(remote, dict) and isinstance(local, dict), err
+    assert remote["summary"] == local["summary"]
+    assert len(waits) == 3
+
+
+def test_an_index_dropped_midway_is_fetched_again(
+    served: HostileServer, waits: list[float]
+) -> None:
+    from quantcheck.io import hub
+
+    served.set_data(b'{"weight_map": {"a": "model.safetensors"}}' + b" " * 40_000)
+    served.set_script(["drop"])
+    client = HttpClient(HttpSettings(timeout=2, retry=RetryPolicy(rand=lambda: 1.0)))
+    try:
+        raw, _ = hub.fetch_bytes(client, served.url("script", "model.safetensors.index.json"))
+    finally:
+        client.close()
+    assert raw.startswith(b'{"weight_map"') and len(raw) == 40_000 + 42
+    assert waits == [0.5]
+
+
+def test_a_multipart_body_dropped_midway_is_fetched_again(
+    served: HostileServer, waits: list[float]
+) -> None:
+    """Markers far apart go out as one multi-range request; its multipart body is cut
+    halfway: the parts still missing are asked again, and the bytes are the file's."""
+    data = EXAMPLE.read_bytes()
+    settings = HttpSettings(timeout=2, retry=RetryPolicy(rand=lambda: 1.0, base=0.25))
+    src = HttpSource(served.url("script", EXAMPLE.name), settings=settings, first_read=1024)
+    served.set_script(["drop"])
+    spans = [(2048, 100), (len(data) // 2, 5000), (len(data) - 300, 300)]
+    assert src.read_many(spans) == [data[o : o + n] for o, n in spans]
+    assert waits == [0.25]
+    assert "," in served.served.requests[1].headers["range"]
+    assert len(served.served.requests) == 3

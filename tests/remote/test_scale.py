@@ -188,3 +188,26 @@ def test_jobs_with_a_missing_shard_is_a_clear_error(
     )
     assert code == 2
     assert "HTTP 404" in err and "b.safetensors" in err, err
+
+
+@pytest.mark.parametrize("jobs", ["1", "4"])
+def test_byte_cap_bounds_a_checkpoint_not_each_shard(
+    hub: Nginx, capsys: pytest.CaptureFixture[str], jobs: str
+) -> None:
+    """Every shard fits under the cap, the checkpoint does not: the check stops (exit 2)
+    instead of fetching up to the cap once per shard."""
+    url = "hf://acme/sharded/model.safetensors.index.json"
+    code, doc, err = run_cli(capsys, "check", "--format", "json", "--jobs", jobs, url)
+    assert code in (0, 1) and isinstance(doc, dict), err
+    per_shard = [i["bytes_fetched"] for i in doc["inputs"] if "bytes_fetched" in i]
+    assert len(per_shard) == 2, doc["inputs"]
+    cap = max(per_shard) + (sum(per_shard) - max(per_shard)) // 2
+    assert max(per_shard) < cap < sum(per_shard)
+    hub.clear_log()
+    code, _, err = run_cli(capsys, "check", "--jobs", jobs, "--max-bytes", str(cap), url)
+    assert code == 2, err
+    assert f"{cap:,}-byte cap per checkpoint" in err and "Traceback" not in err, err
+    sent = sum(int(row[5]) for row in hub.log() if row[1].endswith(".safetensors"))
+    assert sent <= cap + 64 * 1024
+    code, _, err = run_cli(capsys, "check", "--max-bytes", str(sum(per_shard)), url)
+    assert code in (0, 1), err

@@ -28,11 +28,9 @@ def add_many_arguments(p: argparse.ArgumentParser) -> None:
         metavar="GLOB",
         help="in folders and repos: leave out files matching GLOB; repeatable",
     )
-    p.add_argument(
-        "--as-one",
-        action="store_true",
-        help="read all PATHs as the shards of one checkpoint (the pre-0.3 reading)",
-    )
+    from quantcheck.cli.options import add_as_one
+
+    add_as_one(p)
     p.add_argument(
         "-q",
         "--quiet",

@@ -56,7 +56,10 @@ class DeprecatedTo(argparse.Action):
 
 
 def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
+    from quantcheck.cli.options import add_as_one
+
     p.add_argument("paths", nargs="+", metavar="IN", help="checkpoint file, folder or index")
+    add_as_one(p)
     p.add_argument(
         "-o",
         "--output",
@@ -176,8 +179,10 @@ def options_of(args: argparse.Namespace) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     from quantcheck.model.checkpoint import load_checkpoint
+    from quantcheck.model.discover import one_checkpoint
 
-    with load_checkpoint(args.paths) as ck:
+    paths = one_checkpoint(args.paths, args.command, as_one=args.as_one)
+    with load_checkpoint(paths) as ck:
         from quantcheck.fix.planner import unrepairable
 
         bad = unrepairable(ck)

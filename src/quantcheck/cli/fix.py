@@ -6,7 +6,7 @@ import argparse
 import difflib
 import sys
 
-from quantcheck.cli.options import add_target
+from quantcheck.cli.options import add_as_one, add_target
 from quantcheck.textsafe import clean
 
 TYPE_CHECKING = False  # `typing` costs start-up time
@@ -87,6 +87,7 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
         dest="output_format",
         help="plan report format (default: text)",
     )
+    add_as_one(p)
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
     mode.add_argument(
@@ -97,11 +98,13 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
 def run(args: argparse.Namespace) -> int:
     from quantcheck.fix.planner import plan_fixes, unrepairable
     from quantcheck.model.checkpoint import load_checkpoint
+    from quantcheck.model.discover import one_checkpoint
 
     if not (args.output or args.dry_run or args.diff):
         print("quantcheck: error: fix needs -o OUT (or --dry-run / --diff)", file=sys.stderr)
         return 2
-    with load_checkpoint(args.paths) as ck:
+    paths = one_checkpoint(args.paths, "fix", as_one=args.as_one)
+    with load_checkpoint(paths) as ck:
         bad = unrepairable(ck)
         if bad:
             print(

@@ -88,7 +88,8 @@ def _check_args(p: argparse.ArgumentParser) -> None:
         "--max-bytes",
         default="64M",
         metavar="SIZE",
-        help="most bytes read per remote file, e.g. 500K, 64M (default: 64M)",
+        help="most bytes read per remote checkpoint (all its shards), e.g. 500K, 64M "
+        "(default: 64M)",
     )
 
 
@@ -97,6 +98,9 @@ def _inspect_args(p: argparse.ArgumentParser) -> None:
     add_output_format(p, ("text", "json"))
     p.add_argument("--layers", metavar="GLOB", help="only layers whose prefix matches GLOB")
     p.add_argument("--summary", action="store_true", help="totals and metadata only")
+    from quantcheck.cli.inspect import add_arguments
+
+    add_arguments(p)
 
 
 def _rules_args(p: argparse.ArgumentParser) -> None:
@@ -189,26 +193,9 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    from quantcheck.model.checkpoint import load_checkpoint
-    from quantcheck.model.inventory import summarize
+    from quantcheck.cli.inspect import run
 
-    with load_checkpoint(args.paths) as ck:
-        doc = summarize(ck)
-    if args.layers:
-        import fnmatch
-
-        doc["layers"] = [r for r in doc["layers"] if fnmatch.fnmatchcase(r["prefix"], args.layers)]
-    if args.output_format == "json":
-        import json
-
-        from quantcheck.textsafe import json_safe
-
-        print(json_safe(json.dumps(doc, indent=2, ensure_ascii=False)))
-    else:
-        from quantcheck.render.inspect_text import render_inspect
-
-        print(render_inspect(doc, summary_only=args.summary))
-    return 0
+    return run(args)
 
 
 def cmd_rules(args: argparse.Namespace) -> int:

@@ -61,3 +61,12 @@ TARGET_HELP = (
 def add_target(p: argparse.ArgumentParser, help: str = TARGET_HELP) -> None:
     """`--target` with release support (dest `target`)."""
     p.add_argument("--target", type=target_value, default="default", metavar="TARGET", help=help)
+
+
+def add_as_one(p: argparse.ArgumentParser) -> None:
+    """`--as-one`: several PATHs are the shards of one checkpoint (the pre-0.3 reading)."""
+    p.add_argument(
+        "--as-one",
+        action="store_true",
+        help="read all PATHs as the shards of one checkpoint (the pre-0.3 reading)",
+    )

@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from quantcheck.rules.rule import Rule
 
 MAX_HEADER = 100_000_000
-_NO_META: Any = object()
 _BY_OFFSETS = itemgetter(3, 4)
 U64_MAX = 2**64 - 1
 ENTRY_KEYS = frozenset({"dtype", "shape", "data_offsets"})
@@ -164,7 +163,9 @@ def read_header(source: ByteSource, prefetch: bytes | None = None) -> Header:
         detail = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
         diag(R.QC105, f"header is not valid JSON{where}: {detail}")
         return h
-    if "\\u" in text and _lone_surrogate(doc):
+    # one-character search first: CPython finds "\\" with memchr, a 2-character needle is
+    # ~80x slower, and most headers have no backslash at all
+    if "\\" in text and "\\u" in text and _lone_surrogate(doc):
         diag(
             R.QC105,
             "header is not valid JSON: a \\u escape encodes a lone UTF-16 surrogate, "
@@ -177,11 +178,14 @@ def read_header(source: ByteSource, prefetch: bytes | None = None) -> Header:
     if n % 8:
         diag(R.QC122, f"header length {n} is not a multiple of 8")
     h.usable = True
-    raw_meta = doc.get("__metadata__", _NO_META)
+    strings = len(doc)  # every top-level key is a string of the text
+    if "__metadata__" in doc:
+        strings += _strings_in(doc["__metadata__"])
     _read_metadata(doc, h, diag)
-    n_entries = _read_entries(doc, h, diag)
-    _check_layout(h, diag)
-    for key in dict.fromkeys(_duplicate_keys(text, raw_meta, n_entries)):
+    more, tiled = _read_entries(doc, h, diag)
+    strings += more
+    _check_layout(h, diag, tiled)
+    for key in dict.fromkeys(_duplicate_keys(text, strings)):
         diag(
             R.QC107,
             f"key {key!r} appears more than once in one JSON object; parsers keep only the last",
@@ -191,36 +195,43 @@ def read_header(source: ByteSource, prefetch: bytes | None = None) -> Header:
     return h
 
 
-def _duplicate_keys(text: str, h_meta: Any, n_entries: dict[str, int]) -> list[str]:
+def _duplicate_keys(text: str, strings: int) -> list[str]:
     """Keys repeated within one JSON object of the header.
 
-    Fast path: in a header without repeats, each tensor entry's field names occur exactly once
-    per entry, and `__metadata__` (re-read alone) has no repeats; only when a count is off is the
-    whole header parsed again with a hook that sees every key.
+    Fast path: a repeated key drops a key (and its value) from the parsed document, so the
+    document then holds fewer strings than the text has. `strings` is how many strings (keys
+    and string values) the parsed header holds; when the text has exactly twice as many
+    string-delimiting quotes, no key was dropped. Only otherwise is the header parsed again
+    with a hook that sees every key. (A quote is a delimiter unless escaped; without `\\\\` in
+    the text every backslash starts an escape, so the escaped quotes are exactly the `\\"`.)
     """
-    # A key spelled with escapes ("d\\u0074ype") is not counted, so any escape takes the slow path
-    fine = "\\u" not in text and all(text.count(f'"{f}"') == n for f, n in n_entries.items())
-    if fine and h_meta is not _NO_META:
-        fine = text.count('"__metadata__"') == 1 and _metadata_unique(text, h_meta)
-    if fine:
+    if "\\" not in text:  # no escape at all (a one-character search: memchr)
+        if text.count('"') == 2 * strings:
+            return []
+    elif "\\\\" not in text and text.count('"') - text.count('\\"') == 2 * strings:
         return []
     dups = _Duplicates()
     json.loads(text, object_pairs_hook=dups)
     return dups.found
 
 
-def _metadata_unique(text: str, meta: Any) -> bool:
-    """Re-decode only the `__metadata__` value and check it has no repeated keys."""
-    at = text.index('"__metadata__"') + len('"__metadata__"')
-    at = text.index(":", at) + 1
-    while text[at] in " \t\r\n":
-        at += 1
-    dups = _Duplicates()
-    try:
-        value, _ = json.JSONDecoder(object_pairs_hook=dups).raw_decode(text, at)
-    except ValueError:
-        return False
-    return value == meta and not dups.found
+def _strings_in(value: Any) -> int:
+    """How many strings (object keys and string values) a parsed JSON value holds; iterative,
+    so no nesting depth the parser accepted can overflow the stack."""
+    n = 0
+    stack = [value]
+    pop, push = stack.pop, stack.extend
+    while stack:
+        v = pop()
+        t = type(v)
+        if t is str:
+            n += 1
+        elif t is dict:
+            n += len(v)
+            push(v.values())
+        elif t is list:
+            push(v)
+    return n
 
 
 def _lone_surrogate(doc: Any) -> bool:
@@ -269,98 +280,151 @@ def _read_metadata(doc: dict[str, Any], h: Header, diag: Any) -> None:
 
 
 BITS = {name: d.bits for name, d in DTYPES.items()}
+#: dtypes of whole bytes per element (8 bits or more): rows always start on a byte boundary.
+_WHOLE_BYTES = {name: bits >> 3 for name, bits in BITS.items() if bits >= 8}
 
 
-def _read_entries(doc: dict[str, Any], h: Header, diag: Any) -> dict[str, int]:
-    """Validate every tensor entry; return how many entries hold each field name.
+def _read_entries(doc: dict[str, Any], h: Header, diag: Any) -> tuple[int, int]:
+    """Validate every tensor entry. Returns how many strings (keys, string values) the
+    entries' values hold (for `_duplicate_keys`; the names are counted by the caller), and
+    where the data ends when every entry took the fast path and each tensor starts where the
+    previous one ended (offsets relative to the data section), else -1.
 
-    The fast path is one pass with no helper calls.
+    The fast path takes an entry with exactly dtype, shape and data_offsets, a dtype of whole
+    bytes, a shape of positive integers and offsets that span exactly its bytes: all a valid
+    header's entries but empty tensors, in a few tests each. Any other entry goes through
+    `_read_entry`, which validates it field by field and reports what is wrong.
     """
     base = h.data_start
     tensors = h.tensors
     file = h.file
-    bits_of = BITS
+    width_of = _WHOLE_BYTES
     new, TI = tuple.__new__, TensorInfo
-    well_formed = 0
-    counts = {"data_offsets": 0, "dtype": 0, "shape": 0}
+    strings = 0
+    pos = 0  # end of the tensors so far while they tile the data in header order, else -1
     for name, e in doc.items():
-        if type(e) is not dict or len(e) != 3 or e.keys() != ENTRY_KEYS:
-            if type(e) is dict and e.keys() > ENTRY_KEYS:
-                _extra_fields(name, e, diag)  # readers ignore unknown fields: validate the rest
+        if type(e) is dict and len(e) == 3:
+            try:
+                dtype, shape, offs = e["dtype"], e["shape"], e["data_offsets"]
+            except KeyError:
+                pass
             else:
-                if type(e) is dict:
-                    for f in counts:
-                        counts[f] += f in e
-                _malformed_entry(name, e, diag)
-                h.rejected += 1
-                continue
-        well_formed += 1
-        dtype, shape, offs = e["dtype"], e["shape"], e["data_offsets"]
-        bits = bits_of.get(dtype) if type(dtype) is str else None
-        numel = 1
-        overflow = False
-        shape_ok = type(shape) is list
-        if shape_ok:
-            for d in shape:
-                if type(d) is not int or d < 0:
-                    shape_ok = False
-                    break
-                if not overflow:
-                    numel *= d
-                    # Stop multiplying once past 64 bits: keeps the integer small (no huge
-                    # products from many large dims) and, like safetensors' checked multiply,
-                    # a later 0 does not undo the overflow.
-                    overflow = numel > U64_MAX
-        offs_ok = type(offs) is list and len(offs) == 2
-        if offs_ok:
-            begin, end = offs
-            offs_ok = type(begin) is int and type(end) is int and 0 <= begin <= end
-        if bits is None or not shape_ok or not offs_ok:
+                width = width_of.get(dtype) if type(dtype) is str else None
+                if width is not None and type(shape) is list and type(offs) is list:
+                    nd = len(shape)
+                    if len(offs) == 2:
+                        begin, end = offs
+                        if nd == 2:
+                            a, b = shape
+                            numel = (
+                                a * b
+                                if type(a) is int and type(b) is int and a > 0 and b > 0
+                                else -1
+                            )
+                        elif nd == 1:
+                            (a,) = shape
+                            numel = a if type(a) is int and a > 0 else -1
+                        else:
+                            numel = 1
+                            for a in shape:
+                                if type(a) is not int or a <= 0 or numel > U64_MAX:
+                                    numel = -1  # the field-by-field path says what is wrong
+                                    break
+                                numel *= a
+                        if (
+                            numel > 0
+                            and type(begin) is int
+                            and type(end) is int
+                            and begin >= 0
+                            and numel * width == end - begin
+                            and end - begin <= U64_MAX
+                            and numel <= U64_MAX
+                        ):
+                            strings += 4  # three field names and the dtype
+                            pos = end if begin == pos else -1
+                            tensors[name] = new(
+                                TI, (name, dtype, tuple(shape), base + begin, base + end, file)
+                            )
+                            continue
+        strings += _strings_in(e)
+        pos = -1
+        _read_entry(name, e, h, diag)
+    return strings, pos
+
+
+def _read_entry(name: str, e: Any, h: Header, diag: Any) -> None:
+    """Validate one entry field by field: a tensor, or diagnostics saying what is wrong."""
+    if type(e) is not dict or len(e) != 3 or e.keys() != ENTRY_KEYS:
+        if type(e) is dict and e.keys() > ENTRY_KEYS:
+            _extra_fields(name, e, diag)  # readers ignore unknown fields: validate the rest
+        else:
+            _malformed_entry(name, e, diag)
             h.rejected += 1
-            _bad_fields(name, dtype, bits, shape, shape_ok, offs, offs_ok, diag)
-            continue
-        total_bits = numel * bits
-        if overflow or total_bits > U64_MAX * 8:
-            size = (
-                "has more elements than" if overflow else f"is {total_bits // 8:,} bytes, more than"
-            )
-            diag(
-                R.QC112,
-                f"shape {json.dumps(shape)[:80]} of {dtype} {size} 64 bits can count",
-                tensor=name,
-                pointer=json_pointer(name, "shape"),
-            )
-            h.rejected += 1
-            continue
-        if total_bits & 7:
-            diag(
-                R.QC113,
-                f"{numel} elements of {dtype} are {total_bits} bits, not a whole number of bytes",
-                tensor=name,
-                pointer=json_pointer(name, "shape"),
-            )
-            h.rejected += 1
-            continue
-        if total_bits >> 3 != end - begin:
-            diag(
-                R.QC114,
-                f"{dtype} {shape} needs {total_bits // 8:,} bytes but data_offsets "
-                f"span {end - begin:,}",
-                tensor=name,
-                pointer=json_pointer(name, "data_offsets"),
-            )
-            h.rejected += 1
-            continue
-        if bits < 8 and shape and (shape[-1] * bits) & 7:
-            diag(
-                R.QC119,
-                f"rows of {shape[-1]} {dtype} elements are {shape[-1] * bits} bits; "
-                "rows do not start on byte boundaries",
-                tensor=name,
-                pointer=json_pointer(name, "shape"),
-            )
-        tensors[name] = new(TI, (name, dtype, tuple(shape), base + begin, base + end, file))
-    return {f: n + well_formed for f, n in counts.items()}
+            return
+    dtype, shape, offs = e["dtype"], e["shape"], e["data_offsets"]
+    bits = BITS.get(dtype) if type(dtype) is str else None
+    numel = 1
+    overflow = False
+    shape_ok = type(shape) is list
+    if shape_ok:
+        for d in shape:
+            if type(d) is not int or d < 0:
+                shape_ok = False
+                break
+            if not overflow:
+                numel *= d
+                # Stop multiplying once past 64 bits: keeps the integer small (no huge
+                # products from many large dims) and, like safetensors' checked multiply,
+                # a later 0 does not undo the overflow.
+                overflow = numel > U64_MAX
+    offs_ok = type(offs) is list and len(offs) == 2
+    if offs_ok:
+        begin, end = offs
+        offs_ok = type(begin) is int and type(end) is int and 0 <= begin <= end
+    if bits is None or not shape_ok or not offs_ok:
+        h.rejected += 1
+        _bad_fields(name, dtype, bits, shape, shape_ok, offs, offs_ok, diag)
+        return
+    total_bits = numel * bits
+    if overflow or total_bits > U64_MAX * 8:
+        size = "has more elements than" if overflow else f"is {total_bits // 8:,} bytes, more than"
+        diag(
+            R.QC112,
+            f"shape {json.dumps(shape)[:80]} of {dtype} {size} 64 bits can count",
+            tensor=name,
+            pointer=json_pointer(name, "shape"),
+        )
+        h.rejected += 1
+        return
+    if total_bits & 7:
+        diag(
+            R.QC113,
+            f"{numel} elements of {dtype} are {total_bits} bits, not a whole number of bytes",
+            tensor=name,
+            pointer=json_pointer(name, "shape"),
+        )
+        h.rejected += 1
+        return
+    if total_bits >> 3 != end - begin:
+        diag(
+            R.QC114,
+            f"{dtype} {shape} needs {total_bits // 8:,} bytes but data_offsets "
+            f"span {end - begin:,}",
+            tensor=name,
+            pointer=json_pointer(name, "data_offsets"),
+        )
+        h.rejected += 1
+        return
+    if bits < 8 and shape and (shape[-1] * bits) & 7:
+        diag(
+            R.QC119,
+            f"rows of {shape[-1]} {dtype} elements are {shape[-1] * bits} bits; "
+            "rows do not start on byte boundaries",
+            tensor=name,
+            pointer=json_pointer(name, "shape"),
+        )
+    base = h.data_start
+    h.tensors[name] = TensorInfo(name, dtype, tuple(shape), base + begin, base + end, h.file)
 
 
 def _extra_fields(name: str, e: dict[str, Any], diag: Any) -> None:
@@ -431,11 +495,18 @@ def _bad_fields(
         )
 
 
-def _check_layout(h: Header, diag: Any) -> None:
-    """Offsets tile the data section exactly: no gaps, no overlaps, nothing missing or extra."""
+def _check_layout(h: Header, diag: Any, tiled: int = -1) -> None:
+    """Offsets tile the data section exactly: no gaps, no overlaps, nothing missing or extra.
+
+    `tiled` >= 0: the entries, in header order, already tile `[0, tiled)` of the data (no gap,
+    no overlap), so only the end is left to compare with the file size."""
     expected = h.data_start
     prev = None
-    for name, _, _, begin, end, _ in sorted(h.tensors.values(), key=_BY_OFFSETS):
+    if tiled >= 0:
+        expected += tiled
+    for name, _, _, begin, end, _ in (
+        () if tiled >= 0 else sorted(h.tensors.values(), key=_BY_OFFSETS)
+    ):
         if begin > expected and not h.rejected:
             diag(
                 R.QC115,

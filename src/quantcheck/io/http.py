@@ -19,6 +19,7 @@ from typing import NoReturn
 from urllib.parse import quote, urljoin, urlsplit
 
 from quantcheck._version import __version__
+from quantcheck.io.limits import ByteBudget
 from quantcheck.io.retry import RETRY_STATUSES, RetryPolicy
 from quantcheck.io.source import SourceError
 from quantcheck.textsafe import redact_url
@@ -39,6 +40,10 @@ class RemoteError(SourceError):
 
 class TransientError(RemoteError):
     """The connection was reset or closed before an answer: worth one more try later."""
+
+
+class BodyDropped(TransientError):
+    """The connection closed in the middle of a body: the request is worth sending again."""
 
 
 def env_timeout() -> float:
@@ -98,6 +103,19 @@ class Stats:
     retries: int = 0
     #: most body bytes this source may read (None: no cap); a server cannot push it past.
     limit: int | None = None
+    #: a byte budget shared with the other shards of the checkpoint (replaces `limit`).
+    budget: ByteBudget | None = None
+
+    def over(self, n: int) -> bool:
+        """Count `n` more body bytes; True once past the limit or the shared budget."""
+        self.bytes += n
+        if self.budget is not None:
+            return not self.budget.spend(n)
+        return self.limit is not None and self.bytes > self.limit
+
+    @property
+    def cap(self) -> int | None:
+        return self.budget.limit if self.budget is not None else self.limit
 
 
 @dataclass(slots=True)
@@ -187,12 +205,11 @@ class Response:
         except (OSError, http.client.HTTPException, ValueError) as exc:
             self._client.fail(self.url, exc, self._dog)
         stats = self._client.stats
-        stats.bytes += len(data)
-        if stats.limit is not None and stats.bytes > stats.limit:
+        if stats.over(len(data)):
             self._dog.cancel()
             raise RemoteError(
                 f"{redact(self.url)}: checking it needs more than the "
-                f"{stats.limit:,}-byte cap per checkpoint; raise --max-bytes "
+                f"{stats.cap:,}-byte cap per checkpoint; raise --max-bytes "
                 "to read it"
             )
         if not data and self._dog.fired:
@@ -414,7 +431,9 @@ class HttpClient:
         if isinstance(exc, ssl.SSLError):
             raise RemoteError(f"{where}: TLS error ({exc.reason or exc})") from None
         if isinstance(exc, http.client.IncompleteRead):
-            raise RemoteError(f"{where}: connection closed mid-body") from None
+            raise BodyDropped(f"{where}: connection closed mid-body") from None
+        if isinstance(exc, ConnectionResetError | BrokenPipeError):
+            raise BodyDropped(f"{where}: connection reset mid-body ({exc})") from None
         if isinstance(exc, http.client.HTTPException | ConnectionError):
             detail = str(exc) or type(exc).__name__
             raise RemoteError(f"{where}: broken HTTP answer ({detail})") from None

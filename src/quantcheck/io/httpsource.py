@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import struct
 import sys
+from collections.abc import Callable
+from typing import Any
 
 from quantcheck.io.header import MAX_HEADER
 from quantcheck.io.http import (
     CHUNK,
+    BodyDropped,
     HttpClient,
     HttpSettings,
     RemoteError,
@@ -23,7 +26,7 @@ from quantcheck.io.http import (
     redact,
     status_error,
 )
-from quantcheck.io.limits import MAX_BYTES
+from quantcheck.io.limits import MAX_BYTES, ByteBudget
 from quantcheck.io.multipart import (
     parse_content_range,
     read_byteranges,
@@ -67,6 +70,7 @@ class HttpSource:
         first_read: int | None = None,
         stream_limit: int = STREAM_LIMIT,
         max_bytes: int | None = MAX_BYTES,
+        budget: ByteBudget | None = None,
     ) -> None:
         origin_of(url)
         self.url = url
@@ -75,7 +79,8 @@ class HttpSource:
         self.warnings: list[str] = []
         self.revision: str | None = None
         self.etag: str | None = None
-        self._stats = Stats(limit=max_bytes)
+        # `budget` is shared with the checkpoint's other shards; else this file has its own
+        self._stats = Stats(budget=budget or ByteBudget(max_bytes))
         self._client = HttpClient(settings or HttpSettings(), self._stats)
         self._cache = SpanCache()
         self._fetch_url = url
@@ -89,7 +94,8 @@ class HttpSource:
         self._body_pos = 0
         try:
             first = max(FIRST_READ if first_read is None else first_read, 16)
-            self._open(first if max_bytes is None else max(16, min(first, max_bytes)))
+            left = self._stats.budget.left()  # type: ignore[union-attr]
+            self._again(self._open, first if left is None else max(16, min(first, left)))
         except BaseException:
             self.close()
             raise
@@ -218,32 +224,59 @@ class HttpSource:
 
     def _budget(self, more: int) -> None:
         """Refuse, before asking, a read that would take this file past its byte cap."""
-        limit = self._stats.limit
-        if limit is not None and self._stats.bytes + more > limit:
+        budget = self._stats.budget
+        if budget is not None and not budget.allows(more):
+            mine = self._stats.bytes
+            shards = f", {budget.used:,} by the whole checkpoint" if budget.used > mine else ""
             raise RemoteError(
-                f"{self._where}: checking it needs more than the {limit:,}-byte "
-                f"cap per checkpoint ({self._stats.bytes:,} bytes read, {more:,} "
-                "more asked); raise --max-bytes to read it"
+                f"{self._where}: checking it needs more than the {budget.limit:,}-byte "
+                f"cap per checkpoint ({mine:,} bytes read from this file"
+                f"{shards}, {more:,} more asked); raise --max-bytes to read it"
             )
 
     def _fetch(self, gaps: list[Span]) -> None:
         spans = coalesce(gaps, MERGE_GAP)
         self._budget(sum(e - s for s, e in spans))
         if not self._ranges:
-            self._stream(spans)
+            self._again(self._stream, spans)
             return
         if len(spans) > 1 and self._multi is not False:
             for batch in batches(spans, MAX_RANGE_HEADER):
                 # _multi_request may set _multi: mypy keeps the narrowing from the `if` above
                 if self._multi is False:  # type: ignore[comparison-overlap]
                     break
-                self._multi_request(batch)
+                self._again(self._multi_request, batch)
             spans = [g for s, e in spans for g in self._cache.missing(s, e)]
         for s, e in spans:
             if not self._ranges:
-                self._stream([(s, e)] + [g for g in spans if g[0] > s])
+                self._again(self._stream, [(s, e)] + [g for g in spans if g[0] > s])
                 return
-            self._single(s, e)
+            if self._cache.missing(s, e):
+                self._again(self._single, s, e)
+
+    def _again(self, request: Callable[..., None], *args: Any) -> None:
+        """Run one request; when its connection drops mid-body, send it again (what is still
+        missing), with the same bounded attempts and backoff as 429/5xx answers."""
+        policy = self._client.settings.retry
+        attempts = max(1, policy.attempts)
+        for attempt in range(1, attempts + 1):
+            try:
+                request(*args)
+                return
+            except BodyDropped as exc:
+                self._drop_body()
+                self._client.close()  # the next attempt opens a fresh connection
+                if attempt == attempts:
+                    raise BodyDropped(f"{exc} (gave up after {attempts} attempts)") from None
+                if request == self._multi_request:  # ask only for the parts still missing
+                    rest = [g for s, e in args[0] for g in self._cache.missing(s, e)]
+                    if not rest:
+                        return
+                    request, args = (
+                        (self._single, rest[0]) if len(rest) == 1 else (request, (rest,))
+                    )
+                self._stats.retries += 1
+                policy.wait(policy.backoff(attempt))
 
     def _single(self, s: int, e: int) -> None:
         asked = f"bytes={s}-{e - 1}"
@@ -368,7 +401,7 @@ class HttpSource:
         return data
 
     def _short(self, start: int, end: int, got_to: int) -> RemoteError:
-        return RemoteError(
+        return BodyDropped(
             f"{self._where}: short body: got {got_to - start:,} of "
             f"{end - start:,} bytes (bytes {start}-{end - 1}) before the "
             "connection closed"

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from urllib.parse import quote, urljoin
 
 from quantcheck.io.http import (
+    BodyDropped,
     HttpClient,
     HttpSettings,
     RemoteError,
@@ -151,7 +152,22 @@ def list_folder(hp: HubPath) -> list[str]:
 
 
 def fetch_bytes(client: HttpClient, url: str, what: str = "file") -> tuple[bytes, str | None]:
-    """GET a small document (at most MAX_JSON bytes): (body, Link header)."""
+    """GET a small document (at most MAX_JSON bytes): (body, Link header). A body cut short
+    (fewer bytes than its Content-Length) is asked for again, as a 5xx is."""
+    policy = client.settings.retry
+    attempts = max(1, policy.attempts)
+    for attempt in range(1, attempts + 1):
+        try:
+            return _fetch_once(client, url, what)
+        except BodyDropped as exc:
+            if attempt == attempts:
+                raise BodyDropped(f"{exc} (gave up after {attempts} attempts)") from None
+            client.stats.retries += 1
+            policy.wait(policy.backoff(attempt))
+    raise AssertionError("unreachable")
+
+
+def _fetch_once(client: HttpClient, url: str, what: str) -> tuple[bytes, str | None]:
     resp = client.get(url, {"Accept": "application/json"})
     try:
         if resp.status != 200:
@@ -165,6 +181,12 @@ def fetch_bytes(client: HttpClient, url: str, what: str = "file") -> tuple[bytes
         raw = resp.read(MAX_JSON + 1)
         if len(raw) > MAX_JSON:
             raise RemoteError(f"{redact(url)}: {what} is over {MAX_JSON // 2**20} MiB")
+        length = resp.header("Content-Length")
+        if length is not None and length.isdigit() and len(raw) < int(length):
+            raise BodyDropped(
+                f"{redact(url)}: short body: got {len(raw):,} of {int(length):,} bytes of the "
+                f"{what} before the connection closed"
+            )
         return raw, resp.header("Link")
     finally:
         resp.release()

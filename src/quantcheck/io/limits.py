@@ -1,23 +1,72 @@
-"""Limits of one run's remote reads: bytes per remote file (`--max-bytes`) and concurrent
-reads (`--jobs`). Cheap to import: the CLI reads them before knowing whether any input is
-remote."""
+"""Limits of one run's remote reads: bytes per checkpoint (`--max-bytes`, shared by all its
+shards) and concurrent reads (`--jobs`). Cheap to import: the CLI reads them before knowing
+whether any input is remote."""
 
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 
-#: most bytes one remote file may cost by default (header, markers, --deep scales); a check
-#: that needs more fails with a clear error instead of turning into a large download.
+#: most bytes one remote checkpoint (all its shards) may cost by default (header, markers,
+#: --deep scales); a check that needs more fails with a clear error instead of turning into a
+#: large download.
 MAX_BYTES = 64 * 1024 * 1024
 #: most concurrent reads by default: about what a browser opens to one host (6-8), polite to a
 #: hub that rate-limits, and enough to hide 50-100 ms of latency per request.
 MAX_DEFAULT_JOBS = 8
 #: a hard ceiling for `--jobs`: more threads than this only add contention and server load.
 MAX_JOBS = 64
-#: the byte cap of every remote file opened from now on (None: no cap).
+#: the byte cap of every remote checkpoint opened from now on (None: no cap).
 _BYTE_CAP: list[int | None] = [MAX_BYTES]
+
+
+class ByteBudget:
+    """Bytes one checkpoint may still fetch, shared by its shards' sources (thread-safe)."""
+
+    __slots__ = ("_lock", "limit", "used")
+
+    def __init__(self, limit: int | None) -> None:
+        self.limit = limit
+        self.used = 0
+        self._lock = threading.Lock()
+
+    def spend(self, n: int) -> bool:
+        """Count `n` bytes read; False once the total is past the limit."""
+        with self._lock:
+            self.used += n
+            return self.limit is None or self.used <= self.limit
+
+    def allows(self, more: int) -> bool:
+        """Whether `more` bytes can still be asked for."""
+        return self.limit is None or self.used + more <= self.limit
+
+    def left(self) -> int | None:
+        return None if self.limit is None else max(0, self.limit - self.used)
+
+
+#: the budget of the checkpoint being opened (None: each remote file gets its own).
+_CURRENT: ContextVar[ByteBudget | None] = ContextVar("quantcheck_byte_budget", default=None)
+
+
+def current_budget() -> ByteBudget:
+    """The budget of the checkpoint being opened (`checkpoint_budget`), else a fresh one."""
+    return _CURRENT.get() or ByteBudget(byte_cap())
+
+
+@contextmanager
+def checkpoint_budget(budget: ByteBudget | None = None) -> Iterator[ByteBudget]:
+    """Remote files opened inside the block (in this thread) share one byte budget: the cap
+    bounds a checkpoint, not each of its shards. Pass `budget` to join one from another
+    thread (shards opened concurrently)."""
+    budget = budget or _CURRENT.get() or ByteBudget(byte_cap())
+    token = _CURRENT.set(budget)
+    try:
+        yield budget
+    finally:
+        _CURRENT.reset(token)
 
 
 def default_jobs() -> int:
@@ -27,12 +76,13 @@ def default_jobs() -> int:
 
 
 def byte_cap() -> int | None:
-    """Most bytes a remote file may cost (default 64 MiB; `set_byte_cap` changes it)."""
+    """Most bytes a remote checkpoint may cost (default 64 MiB; `set_byte_cap` changes it)."""
     return _BYTE_CAP[0]
 
 
 def set_byte_cap(limit: int | None) -> int | None:
-    """Set the byte cap of remote files opened from now on (all threads); the old one back."""
+    """Set the byte cap of remote checkpoints opened from now on (all threads); the old one
+    back."""
     if limit is not None and limit < 16:
         raise ValueError(f"byte cap {limit} is below 16 bytes")
     old, _BYTE_CAP[0] = _BYTE_CAP[0], limit

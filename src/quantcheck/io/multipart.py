@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable
 from typing import Protocol
 
-from quantcheck.io.http import RemoteError
+from quantcheck.io.http import BodyDropped, RemoteError
 
 MAX_LINE = 1024
 MAX_PART_HEADERS = 32
@@ -72,7 +72,7 @@ def read_byteranges(
             )
         data = body.read(end - start)
         if len(data) != end - start:
-            raise RemoteError(
+            raise BodyDropped(
                 f"{where}: short body: multipart part {start}-{end - 1} has "
                 f"{len(data)} of {end - start} bytes"
             )
@@ -83,7 +83,7 @@ def _next_line(body: Body, where: str) -> bytes:
     for _ in range(MAX_BLANK):
         raw = body.readline(MAX_LINE)
         if not raw:
-            raise RemoteError(
+            raise BodyDropped(
                 f"{where}: short body: multipart answer ends before its closing boundary"
             )
         line = raw.rstrip(b"\r\n")
@@ -101,7 +101,7 @@ def _part_range(
         line = raw.rstrip(b"\r\n")
         if not line:
             if not raw:
-                raise RemoteError(f"{where}: short body inside multipart part headers")
+                raise BodyDropped(f"{where}: short body inside multipart part headers")
             if found is None:
                 raise RemoteError(f"{where}: multipart part has no valid Content-Range")
             accept(*found)

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from quantcheck.io.batch import map_bounded
+from quantcheck.io.limits import checkpoint_budget, current_budget
 from quantcheck.io.source import base_name
 from quantcheck.model.markers import MARKER_SUFFIX, MAX_MARKER_BYTES
 from quantcheck.progress import Progress
@@ -35,10 +36,13 @@ def prefetch_markers(source: Any, header: Any) -> None:
 def open_shards(
     files: list[str], jobs: int, opener: Callable[[str], S], *, read_markers: bool = True
 ) -> list[S]:
-    """`opener(f)` for every file on `jobs` threads (with marker bytes prefetched), in order."""
+    """`opener(f)` for every file on `jobs` threads (with marker bytes prefetched), in order.
+    The files share the caller's byte budget (`limits.checkpoint_budget`)."""
+    budget = current_budget()
 
     def one(f: str) -> S:
-        shard = opener(f)
+        with checkpoint_budget(budget):
+            shard = opener(f)
         if read_markers and "://" in f:
             header = shard.header  # type: ignore[attr-defined]
             if header.usable:

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import json
 import posixpath
+import threading
 from urllib.parse import urlsplit
 
 from quantcheck.diagnostics import Diagnostic, json_pointer
 from quantcheck.io import hub
 from quantcheck.io.http import HttpClient, RemoteError, redact
 from quantcheck.io.httpsource import HttpSource
-from quantcheck.io.limits import byte_cap
+from quantcheck.io.limits import current_budget
 from quantcheck.io.source import is_remote
 from quantcheck.rules import codes as R
 
@@ -35,6 +36,12 @@ _INDEX_DOCS: dict[str, object] = {}
 #: display name (credentials and query redacted) -> URL to fetch, for remote index files.
 _INDEX_URLS: dict[str, str] = {}
 _INDEX_KEEP = 8
+#: raw bytes of index files read before their checkpoint is checked (a hub listing reads each
+#: index to group shards), by display name: the check takes them instead of asking again.
+_INDEX_RAW: dict[str, bytes] = {}
+#: most bytes `_INDEX_RAW` holds (beyond it an index is simply fetched again when checked).
+RAW_KEEP_BYTES = 32 * 1024 * 1024
+_RAW_LOCK = threading.Lock()
 
 
 def _refuse_offline(url: str) -> None:
@@ -61,10 +68,11 @@ def _locate(url: str) -> tuple[str, str]:
 
 
 def open_remote_source(url: str) -> HttpSource:
-    """A ByteSource for one remote safetensors file (fetches its first ~100 KB now)."""
+    """A ByteSource for one remote safetensors file (fetches its first range now). Inside
+    `limits.checkpoint_budget()` every file opened shares one byte cap."""
     _refuse_offline(url)
     fetch, name = _locate(url)
-    return HttpSource(fetch, name, settings=hub.settings(), max_bytes=byte_cap())
+    return HttpSource(fetch, name, settings=hub.settings(), budget=current_budget())
 
 
 def expand_remote(url: str) -> tuple[list[str], str | None, list[Diagnostic]]:
@@ -116,11 +124,10 @@ def _expand_index(
     name: str, fetch: str, listing: set[str] | None
 ) -> tuple[list[str], str | None, list[Diagnostic]]:
     """Shard names from a remote index's weight_map, checked like local index files."""
-    client = HttpClient(hub.settings())
-    try:
-        raw, _ = hub.fetch_bytes(client, fetch, what="index")
-    finally:
-        client.close()
+    with _RAW_LOCK:
+        raw = _INDEX_RAW.pop(name, None)
+    if raw is None:
+        raw = _fetch_index(fetch)
     diags: list[Diagnostic] = []
     try:
         doc = json.loads(raw)
@@ -172,19 +179,37 @@ def _remember(name: str, fetch: str, doc: object) -> None:
     _INDEX_URLS[name] = fetch
 
 
-def read_remote_json(url: str) -> object:
-    """A remote index's JSON document (the copy read by `expand_remote`, else fetched now)."""
+def _fetch_index(fetch: str) -> bytes:
+    client = HttpClient(hub.settings())
+    try:
+        return hub.fetch_bytes(client, fetch, what="index")[0]
+    finally:
+        client.close()
+
+
+def _keep_raw(name: str, raw: bytes) -> None:
+    """Hold an index read ahead of its check (bounded by RAW_KEEP_BYTES in all)."""
+    with _RAW_LOCK:
+        _INDEX_RAW.pop(name, None)
+        held = sum(len(v) for v in _INDEX_RAW.values())
+        if held + len(raw) <= RAW_KEEP_BYTES:
+            _INDEX_RAW[name] = raw
+
+
+def read_remote_json(url: str, *, ahead: bool = False) -> object:
+    """A remote index's JSON document (the copy read by `expand_remote`, else fetched now).
+
+    `ahead=True` (discovery reading an index before its check) keeps the bytes for
+    `expand_remote`, which then sends no second request."""
     if url in _INDEX_DOCS:
         return _INDEX_DOCS.pop(url)
     _refuse_offline(url)
     fetch = (
         hub.resolve_url(hub.parse(url)) if url.startswith("hf://") else _INDEX_URLS.get(url, url)
     )
-    client = HttpClient(hub.settings())
-    try:
-        raw, _ = hub.fetch_bytes(client, fetch, what="index")
-    finally:
-        client.close()
+    raw = _fetch_index(fetch)
+    if ahead:
+        _keep_raw(url, raw)
     try:
         return json.loads(raw)
     except (ValueError, RecursionError) as exc:

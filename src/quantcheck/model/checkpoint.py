@@ -260,10 +260,17 @@ def load_checkpoint(
         raise InputError("no input files")
     ck = Checkpoint(inputs=list(paths), index=index)
     ck.diagnostics += diags
-    if jobs > 1 and sum("://" in f for f in files) > 1:
-        from quantcheck.io.prefetch import open_shards
+    remote = sum("://" in f for f in files)
+    if remote:
+        from quantcheck.io.limits import checkpoint_budget
 
-        shards = open_shards(files, jobs, _open_shard, read_markers=read_markers)
+        with checkpoint_budget():  # --max-bytes bounds the checkpoint, all shards together
+            if jobs > 1 and remote > 1:
+                from quantcheck.io.prefetch import open_shards
+
+                shards = open_shards(files, jobs, _open_shard, read_markers=read_markers)
+            else:
+                shards = [_open_shard(f) for f in files]
     else:
         shards = [_open_shard(f) for f in files]
     assemble(ck, shards, read_markers=read_markers)
@@ -313,7 +320,9 @@ def assemble(ck: Checkpoint, shards: list[Shard], *, read_markers: bool = True) 
             ck.quant_formats[f] = qf
         for k, v in header.metadata.items():
             ck.metadata.setdefault(k, v)
-        for name, t in header.tensors.items():
+        if len(shards) == 1:  # one file: no name can repeat across shards
+            ck.tensors.update(header.tensors)
+        for name, t in header.tensors.items() if len(shards) > 1 else ():
             if name in seen_in:
                 ck.diagnostics.append(
                     Diagnostic(

@@ -190,7 +190,7 @@ def _discover_hub(
         from quantcheck.io.remote import read_remote_json
 
         try:
-            doc = read_remote_json(hp.name(prefix + index_rel))
+            doc = read_remote_json(hp.name(prefix + index_rel), ahead=True)
         except (OSError, ValueError):
             return []  # checking the index reports why
         wmap = doc.get("weight_map") if isinstance(doc, dict) else None
@@ -239,3 +239,25 @@ def _list_hub_tree(hp: object) -> list[str]:
         raise RemoteError(f"{hub.tree_url(hp)}: listing has more than {hub.MAX_PAGES} pages")
     finally:
         client.close()
+
+
+def one_checkpoint(args: list[str], command: str, *, as_one: bool = False) -> list[str]:
+    """The paths of the one checkpoint a command that writes one output (`fix`, `quantize`,
+    `dequantize`) may be given: `args` unchanged when they name one checkpoint (or with
+    `as_one`). Raises InputError (exit 2) when they name several unrelated checkpoints, as
+    `check` would read them."""
+    from quantcheck.errors import InputError
+
+    if as_one:
+        return list(args)
+    specs = discover(list(args))
+    if len(specs) <= 1:
+        return list(args)
+    from quantcheck.textsafe import redact_url
+
+    names = ", ".join(redact_url(s.name) for s in specs[:3])
+    more = f" and {len(specs) - 3} more" if len(specs) > 3 else ""
+    raise InputError(
+        f"{command} writes one checkpoint, but the arguments name {len(specs)} checkpoints "
+        f"({names}{more}); give one, or add --as-one if they are the shards of one checkpoint"
+    )
