@@ -20,6 +20,7 @@ from quantcheck.model.checkpoint import Checkpoint
 from quantcheck.model.layers import Layer
 from quantcheck.model.markers import UNREADABLE_MARKER_DTYPES
 from quantcheck.rules import codes as R
+from quantcheck.rules.layer_memo import memo_findings
 from quantcheck.rules.levels import Safety
 from quantcheck.runtimes import effects as _eff
 
@@ -211,8 +212,9 @@ def _not_utf8(found: Diagnostic) -> Diagnostic:
 
 
 class DiffsynthChecks:
-    """DiffSynth-Studio's own rules for one checkpoint (judged per file: they read the marker
-    tensors apart from the header markers, which the layer cache does not tell apart)."""
+    """DiffSynth-Studio's own rules for one checkpoint (judged in the file pass, once per
+    `layer_memo.layer_key`: they read the marker tensors apart from the header markers, which
+    the engine's layer cache does not tell apart)."""
 
     def __init__(self, ck: Checkpoint) -> None:
         self.ck = ck
@@ -221,8 +223,7 @@ class DiffsynthChecks:
         for d in self.ck.diagnostics:
             if d.code == R.QC207.code:
                 yield _not_utf8(d)
-        for layer in self.ck.layers.values():
-            yield from check_layer(layer)
+        yield from memo_findings(self.ck.layers.values(), check_layer)
 
     def layer_findings(self, layer: Layer) -> Iterator[Diagnostic]:
         return iter(())

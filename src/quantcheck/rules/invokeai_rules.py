@@ -23,6 +23,7 @@ from quantcheck.formats.table import FORMATS
 from quantcheck.model.checkpoint import Checkpoint
 from quantcheck.model.layers import Layer
 from quantcheck.rules import codes as R
+from quantcheck.rules.layer_memo import memo_value
 from quantcheck.rules.levels import Safety
 from quantcheck.runtimes import effects as _eff
 
@@ -183,11 +184,15 @@ class InvokeaiChecks:
     def file_findings(self) -> Iterator[Diagnostic]:
         exact: dict[str, int] = {}
         first = ""
-        for la in self.ck.layers.values():
+        layers = [
+            la
+            for la in self.ck.layers.values()
+            if la.weight is not None and la.weight.dtype in QUANTIZED_DTYPES
+        ]
+        outcomes = memo_value(layers, lambda la: invokeai_view(la)[0])
+        for la, outcome in zip(layers, outcomes, strict=True):
             w = la.weight
-            if w is None or w.dtype not in QUANTIZED_DTYPES:
-                continue
-            outcome, _, _ = invokeai_view(la)
+            assert w is not None
             if outcome == "exact":
                 fmt = la.format if isinstance(la.format, str) else "unmarked"
                 exact[fmt] = exact.get(fmt, 0) + 1
