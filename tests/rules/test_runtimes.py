@@ -42,6 +42,7 @@ REGISTERED = (
     "sdcpp",
     "diffsynth",
     "musubi",
+    "comfyui-cpu",
 )
 
 

@@ -212,10 +212,20 @@ def _companion_dtype(
         tensor=name,
         layer=layer.prefix,
         pointer=json_pointer(name, "dtype"),
-        effects=_eff(NONE if ok_s else FAILS, NONE if ok_c else FAILS),
+        effects=_eff(
+            NONE if ok_s else FAILS, NONE if ok_c else FAILS, **_cpu_loader(spec, c, dtype)
+        ),
         fix=fix,
         data={"suffix": c.suffix, "dtype": dtype, "wanted": sorted(wanted)},
     )
+
+
+def _cpu_loader(spec: FormatSpec, c: Companion, dtype: str) -> dict[str, Effect]:
+    """ComfyUI's safe_open loader (`comfyui-cpu`) reads an F8_E8M0 MXFP8 block scale the
+    default loader cannot (QC605 stops that one): the layer loads, degraded."""
+    if spec.name == "mxfp8" and c.suffix == "weight_scale" and dtype == "F8_E8M0":
+        return {"comfyui-cpu": DEGRADED}
+    return {}
 
 
 def _dtype_fix(dtype: str, wanted: frozenset[str]) -> Fix | None:

@@ -3,6 +3,7 @@ ComfyUI (the default targets), then the other consumers of these files, one modu
 
 from __future__ import annotations
 
+from quantcheck.runtimes.comfyui_cpu import comfyui_cpu_runtime
 from quantcheck.runtimes.comfyui_releases import comfyui_runtime
 from quantcheck.runtimes.diffsynth import diffsynth_runtime
 from quantcheck.runtimes.forge_neo import forge_neo_runtime
@@ -44,3 +45,6 @@ OTHERS: tuple[str, ...] = tuple(
         musubi_runtime,
     )
 )
+#: ComfyUI with the safe_open loader (`--cpu`), a fork of `comfyui` (registered last, so the
+#: catalogs' positional effects keep their order).
+COMFYUI_CPU = register_runtime(comfyui_cpu_runtime())
