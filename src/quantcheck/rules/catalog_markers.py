@@ -306,13 +306,16 @@ RULES = [
         E,
         "group_size is not a usable group length",
         "group_size is a positive JSON integer; for W4A8 >= 4 and dividing 16 or a multiple of 16.",
-        "Both runtimes refuse or miscompute W4A8/AWQ layers with other group sizes.",
+        "Both runtimes refuse or miscompute W4A8/AWQ layers with other group sizes. A size "
+        'written as text ("16") is read by ComfyUI with int() and refused by sglang only.',
         '{"format": "asym_w4a8_int8", "group_size": 24}',
-        "Requantize with a supported group size.",
+        "Requantize with a supported group size; write a text size as a JSON integer (safe).",
         effects("fails", "fails"),
-        None,
+        Safety.SAFE,
         "sglang 0.5.23 KitchenW4A8Config layer build (read) and case w4a8_group_size_24; "
-        "comfy-kitchen 0.2.40 tensor/w4a8_int8.py quantize_w4a8_int8_weight (run).",
+        "comfy-kitchen 0.2.40 tensor/w4a8_int8.py quantize_w4a8_int8_weight (run); ComfyUI "
+        f"int() of group_size ({CUI_OPS} ~L1262 asym_w4a8_int8, ~L1272 awq_w4a16; run: "
+        "tests/rules/diff_comfyui case w4a8-group-string).",
     ),
     _r(
         "QC221",

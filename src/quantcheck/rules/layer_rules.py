@@ -222,9 +222,11 @@ def _companion_dtype(
 
 def _cpu_loader(spec: FormatSpec, c: Companion, dtype: str) -> dict[str, Effect]:
     """ComfyUI's safe_open loader (`comfyui-cpu`) reads an F8_E8M0 MXFP8 block scale the
-    default loader cannot (QC605 stops that one): the layer loads, degraded."""
+    default loader cannot (QC605 stops that one), and `_load_quantized_module` views the scale
+    as float8_e8m0fnu anyway (comfy/ops.py @0271a469 ~L1213): the same bytes, the same layer
+    (tests/rules/diff_comfyui, case mxfp8-scales-f8-e8m0)."""
     if spec.name == "mxfp8" and c.suffix == "weight_scale" and dtype == "F8_E8M0":
-        return {"comfyui-cpu": DEGRADED}
+        return {"comfyui-cpu": NONE}
     return {}
 
 

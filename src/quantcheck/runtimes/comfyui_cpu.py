@@ -12,9 +12,10 @@ Everything after the header read is the same code (`comfy/ops.py _load_quantized
 `QUANT_ALGOS`), so the target is a fork (`based_on="comfyui"`) whose effects table changes only
 what the loader choice changes:
 - QC605 (an F8_E8M0 tensor): none — safe_open maps it.
-- QC305 on an MXFP8 `weight_scale` stored as F8_E8M0: degraded instead of fails (the instance
-  says so by name, `layer_rules._companion_dtype`): the file loads and the format's scales are
-  meant to be U8 bytes.
+- QC305 on an MXFP8 `weight_scale` stored as F8_E8M0: none instead of fails (the instance says
+  so by name, `layer_rules._companion_dtype`): `_load_quantized_module` views the scale as
+  float8_e8m0fnu whatever its stored dtype (comfy/ops.py @0271a469 ~L1213), so the layer is
+  the same as with U8 bytes (established by tests/rules/diff_comfyui, ComfyUI's own code).
 
 Release steps: a `based_on` fork's base is looked up at the base's NEWEST release
 (`registry.effect_on`), so `comfyui-cpu@v0.27` could not see ComfyUI's per-release format

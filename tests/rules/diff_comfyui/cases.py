@@ -1,0 +1,140 @@
+"""The generated checkpoints: one quantized linear layer each, for every format ComfyUI
+@0271a469 has, and the broken variants quantcheck's ComfyUI rules catch.
+
+Layers are quantcheck's own quantizer on a fixed random weight (the builders of
+`diff_consumers/cases.py`), edited where a case breaks them; the reference weight is
+quantcheck's dequantization of the layer before the edit (None for raw cases: only load and
+forward are judged there).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from quantcheck.io.build import RawTensor, write_safetensors
+
+from .._build import awq, t, w4a8
+from ..diff_consumers.cases import (
+    F32_ONE,
+    INT8,
+    ROT16,
+    Case,
+    Layers,
+    P,
+    _marker,
+    _no_group,
+    layer_case,
+    raw_case,
+)
+
+Tensors = dict[str, tuple[str, np.ndarray]]
+
+
+def _relabel(suffix: str, dtype: str):
+    def edit(ts: Tensors) -> None:
+        ts[suffix] = (dtype, ts[suffix][1])
+
+    return edit
+
+
+def _to_bf16(suffix: str):
+    def edit(ts: Tensors) -> None:
+        import ml_dtypes
+
+        ts[suffix] = ("BF16", ts[suffix][1].astype(np.float32).astype(ml_dtypes.bfloat16))
+
+    return edit
+
+
+def _set(**fields: Any):
+    return lambda conf: _marker({**conf, **fields})
+
+
+def _drop(*names: str):
+    return lambda conf: _marker({k: v for k, v in conf.items() if k not in names})
+
+
+def _w4a4_odd_k(group: int = 16) -> list[RawTensor]:
+    """convrot_w4a4 with K = 96 (K/2 = 48 is not a multiple of 32)."""
+    return [
+        t(f"{P}.weight", "I8", (64, 48)),
+        t(f"{P}.weight_scale", "F32", (64,)),
+        _marker({"format": "convrot_w4a4", "convrot_groupsize": group}),
+    ]
+
+
+def _w4a8_correction() -> list[RawTensor]:
+    return w4a8(n=32, k=64, correction="F32")
+
+
+def _bf16_under_fp8(tmp: Path) -> tuple[str, Layers]:
+    """A BF16 weight (typical magnitudes, ~0.02) under an fp8 marker with scale 1."""
+    import ml_dtypes
+
+    w = (np.random.default_rng(7).standard_normal((64, 64)) * 0.02).astype(ml_dtypes.bfloat16)
+    path = tmp / "model.safetensors"
+    write_safetensors(
+        path,
+        [
+            RawTensor(f"{P}.weight", "BF16", (64, 64), w.tobytes()),
+            RawTensor(f"{P}.weight_scale", "F32", (), np.float32(1.0).tobytes()),
+            _marker({"format": "float8_e4m3fn"}),
+        ],
+    )
+    return str(path), {P: ((64, 64), w.astype(np.float32))}
+
+
+CASES: dict[str, Case] = {
+    # every format ComfyUI @0271a469 has (QUANT_ALGOS), as quantcheck writes it
+    "fp8": layer_case("float8_e4m3fn"),
+    "fp8-input-scale": layer_case("float8_e4m3fn", extra=(("input_scale", "F32", (), F32_ONE),)),
+    "fp8-e5m2": layer_case("float8_e5m2"),
+    "int8-rowwise": layer_case("int8_tensorwise", options=INT8),
+    "int8-convrot": layer_case("int8_tensorwise", options=ROT16),
+    "mxfp8": layer_case("mxfp8"),
+    "nvfp4": layer_case("nvfp4", k=64),
+    "w4a8": layer_case("asym_w4a8_int8", n=64, k=256),
+    "w4a4": layer_case("convrot_w4a4", n=64, k=256),
+    "awq": raw_case(awq, 32, 128),
+    # broken variants
+    "int8-scale-1d": layer_case(
+        "int8_tensorwise",
+        options=INT8,
+        edit=lambda ts: ts.update(weight_scale=("F32", ts["weight_scale"][1].reshape(-1))),
+    ),
+    "int8-convrot-group-string": layer_case(
+        "int8_tensorwise", options=ROT16, marker=_set(convrot_groupsize="16")
+    ),
+    "int8-convrot-16-group-missing": layer_case(
+        "int8_tensorwise", k=256, options=ROT16, marker=_no_group
+    ),
+    "int8-convrot-default-group-too-big": layer_case(
+        "int8_tensorwise", k=64, options=ROT16, marker=_no_group
+    ),
+    "mxfp8-scales-f8-e8m0": layer_case("mxfp8", edit=_relabel("weight_scale", "F8_E8M0")),
+    "mxfp8-no-scales": layer_case("mxfp8", drop=("weight_scale",)),
+    "w4a8-channel-bf16": layer_case(
+        "asym_w4a8_int8", n=64, k=256, edit=_to_bf16("weight_s_channel")
+    ),
+    "w4a8-group-string": layer_case(
+        "asym_w4a8_int8", n=64, k=256, marker=_set(group_size="16")
+    ),
+    "w4a8-group-missing": layer_case("asym_w4a8_int8", n=64, k=256, marker=_drop("group_size")),
+    "w4a8-correction-never-read": raw_case(_w4a8_correction, 32, 64),
+    "w4a4-k-not-multiple-of-64": raw_case(_w4a4_odd_k, 64, 96),
+    "w4a4-group-not-power-of-4": raw_case(lambda: _w4a4_odd_k(32), 64, 96),
+    "w6a8-after-0271a469": layer_case("w6a8_int8", n=64, k=256),
+    "format-unknown": layer_case("float8_e4m3fn", marker=_set(format="float8_e4m3fnuz")),
+    "fp8-bf16-weight": _bf16_under_fp8,
+}
+
+#: Cases that need code the tests do not execute at the pin, and why (none at present).
+NOT_RUN: dict[str, str] = {}
+
+
+def describe() -> str:
+    return json.dumps(sorted(CASES))
