@@ -37,7 +37,7 @@ def test_record_names_its_loader() -> None:
     cpu, base = get_runtime(CPU), get_runtime("comfyui")
     assert cpu.based_on == "comfyui" and not cpu.default_target
     assert cpu.release_names() == base.release_names()
-    assert "safe_open" in cpu.doc and "--cpu" in cpu.doc
+    assert "safe_open" in cpu.doc and "--cpu" in cpu.doc and "dequantized" in cpu.doc
     assert "default GPU setup" in base.doc and "DynamicVRAM" in base.doc
 
 
@@ -55,6 +55,16 @@ def test_mxfp8_e8m0_scales_load_under_safe_open(tmp_path: Path) -> None:
     assert _status(tmp_path / "b", lambda: _mxfp8("F8_E8M0"), CPU) == "ok"
     # the passing twin: U8 scales, as the format stores them
     assert _status(tmp_path / "c", lambda: _mxfp8("U8"), CPU) == "ok"
+
+
+def test_fp8_per_row_scale_fails_only_on_the_gpu_path(tmp_path: Path) -> None:
+    def per_row() -> list:
+        return fp8(scale=("F32", (64, 1)))
+
+    assert _status(tmp_path / "a", per_row, "comfyui") == "fails"
+    assert _status(tmp_path / "b", per_row, CPU) == "ok"
+    # a per-row scale of the wrong length stays a failure on the CPU too
+    assert _status(tmp_path / "c", lambda: fp8(scale=("F32", (32, 1))), CPU) == "fails"
 
 
 def test_loader_independent_failures_follow_comfyui(tmp_path: Path) -> None:

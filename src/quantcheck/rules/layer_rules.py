@@ -318,9 +318,26 @@ def _companion_shape(
         tensor=t.name,
         layer=layer.prefix,
         pointer=json_pointer(t.name, "shape"),
-        effects=_eff(NONE if sg_ok else FAILS, NONE if comfy_ok else FAILS),
+        effects=_eff(
+            NONE if sg_ok else FAILS,
+            NONE if comfy_ok else FAILS,
+            **_cpu_per_row_fp8(spec, c, shape, dims),
+        ),
         fix=fix,
     )
+
+
+def _cpu_per_row_fp8(
+    spec: FormatSpec, c: Companion, shape: tuple[int, ...], dims: Dims
+) -> dict[str, Effect]:
+    """ComfyUI with --cpu (`comfyui-cpu`) runs FP8 layers dequantized (comfy/ops.py
+    get_disabled_quant_formats: no fp8 compute on the CPU), and the dequantize broadcasts an
+    [N, 1] weight_scale per row: the layer is right there (tests/rules/diff_comfyui, cases
+    fp8-scale-per-row*). The GPU path (torch._scaled_mm) refuses it (QC307 fails `comfyui`)."""
+    fp8 = spec.name in ("float8_e4m3fn", "float8_e5m2")
+    if fp8 and c.suffix == "weight_scale" and shape == (dims.N, 1):
+        return {"comfyui-cpu": NONE}
+    return {}
 
 
 def _sg_need(spec: FormatSpec) -> str:

@@ -1,4 +1,4 @@
-"""ComfyUI started with `--cpu` (or `--disable-dynamic-vram`) as its own target: `comfyui-cpu`.
+"""ComfyUI started with `--cpu` as its own target: `comfyui-cpu`.
 
 ComfyUI has two safetensors loaders (../shared/spec/comfyui-loader-facts.md, "Load paths"):
 - the default on NVIDIA GPUs, DynamicVRAM: `main.py` turns it on (`comfy/cli_args.py`
@@ -8,14 +8,23 @@ ComfyUI has two safetensors loaders (../shared/spec/comfyui-loader-facts.md, "Lo
 - with `--cpu` or `--disable-dynamic-vram`: `safetensors.safe_open`, which reads F8_E8M0. This
   target describes it.
 
-Everything after the header read is the same code (`comfy/ops.py _load_quantized_module`,
-`QUANT_ALGOS`), so the target is a fork (`based_on="comfyui"`) whose effects table changes only
-what the loader choice changes:
+`--cpu` also computes on the CPU, where ComfyUI runs fp8 / NVFP4 / MXFP8 layers dequantized
+(`comfy/ops.py get_disabled_quant_formats`: no such compute on the device). ComfyUI on a GPU
+with `--disable-dynamic-vram` reads files like this target but computes like `comfyui`: it is
+not modelled on its own (only QC605 would differ from `comfyui`).
+
+Everything else is the same code (`comfy/ops.py _load_quantized_module`, `QUANT_ALGOS`), so the
+target is a fork (`based_on="comfyui"`) whose effects differ only where the loader or the CPU
+compute path changes the outcome (each established by tests/rules/diff_comfyui, ComfyUI's own
+code at 0271a469):
 - QC605 (an F8_E8M0 tensor): none — safe_open maps it.
 - QC305 on an MXFP8 `weight_scale` stored as F8_E8M0: none instead of fails (the instance says
   so by name, `layer_rules._companion_dtype`): `_load_quantized_module` views the scale as
   float8_e8m0fnu whatever its stored dtype (comfy/ops.py @0271a469 ~L1213), so the layer is
-  the same as with U8 bytes (established by tests/rules/diff_comfyui, ComfyUI's own code).
+  the same as with U8 bytes.
+- QC307 on an FP8 `weight_scale` of shape [N, 1]: none instead of fails (by name,
+  `layer_rules._cpu_per_row_fp8`): the CPU dequantizes the layer and broadcasts the scale per
+  row; only the GPU's torch._scaled_mm refuses it.
 
 Release steps: a `based_on` fork's base is looked up at the base's NEWEST release
 (`registry.effect_on`), so `comfyui-cpu@v0.27` could not see ComfyUI's per-release format
@@ -51,9 +60,10 @@ def comfyui_cpu_runtime() -> Runtime:
         RELEASES,
         based_on="comfyui",
         effects=dict(EFFECTS),
-        doc="ComfyUI started with --cpu or --disable-dynamic-vram: safetensors are read with "
-        "safetensors.safe_open (not the DynamicVRAM header parser of comfy/utils.py "
-        "load_safetensors), so F8_E8M0 tensors load; the quantized-op loader (comfy/ops.py, "
-        "QUANT_ALGOS) and every other verdict are ComfyUI's.",
+        doc="ComfyUI started with --cpu: safetensors are read with safetensors.safe_open "
+        "(not the DynamicVRAM header parser of comfy/utils.py load_safetensors), so F8_E8M0 "
+        "tensors load, and fp8/NVFP4/MXFP8 layers run dequantized on the CPU "
+        "(get_disabled_quant_formats), so an FP8 [N, 1] weight scale works; the quantized-op "
+        "loader (comfy/ops.py, QUANT_ALGOS) and every other verdict are ComfyUI's.",
         default_target=False,
     )

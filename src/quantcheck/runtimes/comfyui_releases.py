@@ -121,6 +121,7 @@ def comfyui_runtime() -> Runtime:
         default_target=True,
         doc="ComfyUI's quantized-op loader (comfy/ops.py, QUANT_ALGOS) with comfy-kitchen; "
         "verdicts describe the default GPU setup: the DynamicVRAM safetensors loader "
-        "(comfy/utils.py load_safetensors, which cannot read F8_E8M0). The comfyui-cpu target "
-        "describes ComfyUI started with --cpu or --disable-dynamic-vram (safetensors.safe_open).",
+        "(comfy/utils.py load_safetensors, which cannot read F8_E8M0) and the device's quantized "
+        "kernels. The comfyui-cpu target describes ComfyUI started with --cpu "
+        "(safetensors.safe_open, layers computed on the CPU).",
     )

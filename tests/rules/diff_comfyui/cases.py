@@ -85,6 +85,13 @@ def _bf16_under_fp8(tmp: Path) -> tuple[str, Layers]:
     return str(path), {P: ((64, 64), w.astype(np.float32))}
 
 
+def _per_row_scale(ts: Tensors) -> None:
+    """An FP8 per-tensor scale written as the same value per row, [N, 1]."""
+    dtype, a = ts["weight_scale"]
+    n = ts["weight"][1].shape[0]
+    ts["weight_scale"] = (dtype, np.full((n, 1), a, np.float32))
+
+
 CASES: dict[str, Case] = {
     # every format ComfyUI @0271a469 has (QUANT_ALGOS), as quantcheck writes it
     "fp8": layer_case("float8_e4m3fn"),
@@ -129,6 +136,10 @@ CASES: dict[str, Case] = {
     "w6a8-after-0271a469": layer_case("w6a8_int8", n=64, k=256),
     "format-unknown": layer_case("float8_e4m3fn", marker=_set(format="float8_e4m3fnuz")),
     "fp8-bf16-weight": _bf16_under_fp8,
+    "fp8-scale-per-row": layer_case("float8_e4m3fn", edit=_per_row_scale),
+    "fp8-scale-per-row-input-scale": layer_case(
+        "float8_e4m3fn", edit=_per_row_scale, extra=(("input_scale", "F32", (), F32_ONE),)
+    ),
 }
 #: The InvokeAI / DiffSynth cases that say something about ComfyUI too.
 CASES.update(
@@ -156,6 +167,17 @@ CASES.update(
 NOT_RUN: dict[str, str] = {
     "consumers:fp8-legacy-scaled-fp8": "ComfyUI converts legacy scaled_fp8 files in "
     "comfy/utils.py convert_old_quants, which is not executed (not read at the pin)",
+}
+#: Cases whose outcome on a GPU with fp8 compute differs from the CPU run (not executed here:
+#: no GPU), with the `comfyui` verdict and why.
+GPU_DIFFERS: dict[str, tuple[str, str]] = {
+    name: (
+        "fails",
+        "on a GPU with fp8 compute the layer runs through torch._scaled_mm, which refuses a "
+        "per-row weight scale beside a per-tensor input scale "
+        "(../shared/spec/comfyui-loader-facts.md)",
+    )
+    for name in ("fp8-scale-per-row", "fp8-scale-per-row-input-scale")
 }
 #: Cases where quantcheck's verdict cannot follow the real outcome, and why.
 AMBIGUOUS: dict[str, str] = {

@@ -7,10 +7,11 @@ Skipped unless QUANTCHECK_DIFF_COMFYUI=1. The code comes from `QUANTCHECK_COMFYU
 `git fetch` of the pinned commit (source.py), checked against SHA-256 pins before it runs.
 
 The files are read with safe_open, the loader of ComfyUI's `--cpu` (`comfyui-cpu`): that
-verdict must equal the outcome. The default GPU setup (`comfyui`) differs only in its
-safetensors loader, whose dtype table has no F8_E8M0 (comfy/utils.py load_safetensors, not
-executed here): its verdict must equal the outcome, except that a file with an F8_E8M0 tensor
-must fail.
+verdict must equal the outcome. The default GPU setup (`comfyui`) differs in its safetensors
+loader, whose dtype table has no F8_E8M0 (comfy/utils.py load_safetensors, not executed here),
+and in running fp8 / NVFP4 / MXFP8 layers on their quantized kernels (not executed: no GPU):
+its verdict must equal the outcome, except that a file with an F8_E8M0 tensor must fail and
+the cases of `GPU_DIFFERS` must have the verdict recorded there.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from safetensors import safe_open
 
 from quantcheck.check import check_paths
 
-from .cases import AMBIGUOUS, CASES, NOT_RUN
+from .cases import AMBIGUOUS, CASES, GPU_DIFFERS, NOT_RUN
 from .loader import Comfy, load
 from .real import outcome
 from .source import COMMIT, tree
@@ -66,7 +67,7 @@ def test_comfyui_agrees_with_quantcheck(name: str, comfy: Comfy, tmp_path: Path)
     report = check_paths([path], target=f"{cpu_key},{gpu_key}")
     cpu = report.target_status(cpu_key)["status"]
     gpu = report.target_status(gpu_key)["status"]
-    want_gpu = "fails" if _has_e8m0(path) else real
+    want_gpu = "fails" if _has_e8m0(path) else GPU_DIFFERS.get(name, (real, ""))[0]
     assert (cpu, gpu) == (real, want_gpu), (
         f"{name}: ComfyUI {RELEASE} with safe_open: {real} ({why}); quantcheck says "
         f"comfyui-cpu {cpu}, comfyui {gpu} (wanted {want_gpu})"
