@@ -11,6 +11,13 @@ Where it comes from (first that works):
 
 Only the pieces the tests run are executed (see loader.py); the pins cover exactly those.
 Nothing of ComfyUI is stored in this repository.
+
+The project's machines (and CI) reach no GitHub host, and the code-search mirror of
+Comfy-Org/ComfyUI there is a 2025-10 snapshot without the pin; so the tests were run with
+`QUANTCHECK_COMFYUI_SRC` pointing at a folder holding `comfy/quant_ops.py` and the two pinned
+functions of `comfy/ops.py`, written from the code index's stored copy of those files at
+0271a469 (outside the repository). The pins were computed from that copy; the first run from a
+`git fetch` of the commit confirms them (a mismatch fails, naming both hashes).
 """
 
 from __future__ import annotations
