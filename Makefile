@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP_DEV := $(VENV)/.stamp-dev
 STAMP_BASE := $(VENV)/.stamp-base
 
-.PHONY: demo test lint typecheck bench examples clean diff-sglang diff-consumers regen
+.PHONY: demo test lint typecheck bench examples clean diff-sglang diff-consumers diff-comfyui regen
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -55,6 +55,16 @@ diff-sglang: $(STAMP_DEV)
 # safetensors and comfy-kitchen (the `oracle` extra).
 diff-consumers: $(STAMP_DEV)
 	QUANTCHECK_DIFF_CONSUMERS=1 $(BIN)/python -m pytest -q tests/rules/diff_consumers
+
+# ComfyUI's own loading code at the pinned commit 0271a469 (comfy/quant_ops.py,
+# comfy/ops.py _load_quantized_module and get_disabled_quant_formats) against quantcheck's
+# comfyui-cpu@0271a469 / comfyui@0271a469 verdicts. The code comes from $QUANTCHECK_COMFYUI_SRC
+# (a folder with comfy/quant_ops.py and comfy/ops.py) or a `git fetch --depth 1` of the commit
+# from GitHub, cached in ~/.cache/quantcheck/comfyui (or $QUANTCHECK_COMFYUI_CACHE); what runs
+# must match the SHA-256 pins in tests/rules/diff_comfyui/source.py. Needs torch (CPU),
+# safetensors and comfy-kitchen (the `oracle` extra).
+diff-comfyui: $(STAMP_DEV)
+	QUANTCHECK_DIFF_COMFYUI=1 $(BIN)/python -m pytest -q tests/rules/diff_comfyui
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info

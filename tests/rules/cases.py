@@ -365,6 +365,24 @@ MARKERS = [
         file(int8),
         message="not a JSON integer",
     ),
+    # ComfyUI int()s W4A8 / AWQ group sizes too (ops.py ~L1262, ~L1272; diff_comfyui case
+    # w4a8-group-string); only sglang refuses the text.
+    RuleCase(
+        "QC220",
+        "w4a8-group-string",
+        file(lambda: w4a8(mark={**W4A8, "group_size": "16"})),
+        SG_ONLY,
+        file(w4a8),
+        message="ComfyUI reads it with int()",
+    ),
+    RuleCase(
+        "QC219",
+        "w4a4-convrot-groupsize-string",
+        file(lambda: w4a4(mark={"format": "convrot_w4a4", "convrot_groupsize": "16"})),
+        SG_ONLY,
+        file(w4a4),
+        message="not a JSON integer",
+    ),
     RuleCase(
         "QC220",
         "w4a8-group-24",

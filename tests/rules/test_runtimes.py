@@ -36,6 +36,7 @@ FORK = "fakefork"
 REGISTERED = (
     "sglang",
     "comfyui",
+    "comfyui-cpu",
     "forge-neo",
     "sdnext",
     "invokeai",

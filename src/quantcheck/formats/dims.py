@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from quantcheck.formats.table import Dims, FormatSpec, marker_int
+from quantcheck.formats.table import (
+    COMFYUI_INT_KEYS,
+    Dims,
+    FormatSpec,
+    marker_int,
+    marker_int_text,
+)
 
 _ABSENT = object()
 
@@ -20,7 +26,10 @@ def marker_sizes(spec: FormatSpec, layer: Layer) -> tuple[int, int]:
         if key.name in ("group_size", "convrot_groupsize"):
             present = m is not None and m.get(key.name, _ABSENT) is not _ABSENT
             raw = m.get(key.name) if m else None
-            v = marker_int(raw, key.default, present) or 0
+            v = marker_int(raw, key.default, present)
+            if v is None and key.name in COMFYUI_INT_KEYS.get(spec.name, ()):
+                v = marker_int_text(raw)  # ComfyUI int()s it; QC219/QC220 report the text
+            v = v or 0
             if key.name == "group_size":
                 g = v
             else:

@@ -690,6 +690,27 @@ def quantize_refusal(fmt: str, n: int, k: int, options: dict[str, Any]) -> str |
     return f"K={k} does not fit {fmt}{f' ({sizes})' if sizes else ''}: {'; '.join(failed)}"
 
 
+def marker_int_text(value: Any) -> int | None:
+    """A size written as decimal text, as Python's int() reads it (ComfyUI int()s its size
+    keys, comfy/ops.py _load_quantized_module); None if it is not such text."""
+    if not isinstance(value, str):
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        return None
+
+
+#: Marker size keys ComfyUI @0271a469 reads with int() (comfy/ops.py _load_quantized_module
+#: ~L1232-1275), so decimal text works there; sglang compares them by type.
+COMFYUI_INT_KEYS: dict[str, frozenset[str]] = {
+    "int8_tensorwise": frozenset({"convrot_groupsize"}),
+    "convrot_w4a4": frozenset({"convrot_groupsize"}),
+    "asym_w4a8_int8": frozenset({"group_size", "convrot_groupsize"}),
+    "awq_w4a16": frozenset({"group_size"}),
+}
+
+
 def marker_int(value: Any, default: int, present: bool = True) -> int | None:
     """A marker size as runtimes read it: a JSON integer (or integral float); None if invalid.
 

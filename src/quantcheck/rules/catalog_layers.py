@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from quantcheck.rules.levels import Safety, Severity
 from quantcheck.rules.rule import Rule, effects
-from quantcheck.rules.upstream import CUI_OPS, CUI_QOPS, CUI_RUN, SGQ, SGQC
+from quantcheck.rules.upstream import CUI_DIFF, CUI_OPS, CUI_QOPS, CUI_RUN, SGQ, SGQC
 
 E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 SG = f"sglang 0.5.23 inspect_comfy_quant_markers ({SGQ}) and config constructors ({SGQC})"
@@ -23,7 +23,11 @@ RULES = [
         "build the quantized layer.",
         "blocks.0.attn.qkv: float8_e4m3fn marker, F8_E4M3 weight, no weight_scale",
         "Re-export the layer with its scales.",
-        f"{SG} (case fp8_missing_weight_scale, recorded); ComfyUI inferred.",
+        f"{SG} (case fp8_missing_weight_scale, recorded); ComfyUI: 'Missing MXFP8 block "
+        f"scales' / NVFP4 / INT8 / W4A4 / W4A8 / AWQ ValueErrors ({CUI_OPS} ~L1216, ~L1222, "
+        "~L1227, ~L1240, ~L1257, ~L1276); an FP8 layer without weight_scale fails when its "
+        f"QuantizedTensor is built (~L1211, ~L1283; {CUI_DIFF}, cases mxfp8-no-scales, "
+        "consumers:fp8-no-weight-scale).",
     ),
     Rule(
         "QC302",
@@ -53,8 +57,8 @@ RULES = [
         "nvfp4 marker on an I8 weight",
         "Correct the marker to the layer's real format, or re-export.",
         f"{SG} (cases msg_nvfp4_i8_weight, msg_w4a8_u8_weight); "
-        "ComfyUI .to(storage_t) value cast (@0271a469 comfy/ops.py _load_quantized_module, "
-        "read).",
+        "ComfyUI .to(storage_t) value cast (@0271a469 comfy/ops.py _load_quantized_module "
+        f"~L1284, read; {CUI_DIFF}, case consumers:fp8-marker-e5m2-weight).",
     ),
     Rule(
         "QC304",
@@ -71,7 +75,8 @@ RULES = [
         "Remove the marker (safe: keeps the 16-bit weights), or quantize the layer "
         "(--unsafe-fixes).",
         f"{SG} (seed 000, case fp8_marker_on_bf16_weight); ComfyUI value cast "
-        "(read). FP8 markers: sglang does not check the dtype (inferred degraded).",
+        f"({CUI_OPS} ~L1284, read; {CUI_DIFF}, case fp8-bf16-weight). FP8 markers: sglang "
+        "does not check the dtype (inferred degraded).",
     ),
     Rule(
         "QC305",
@@ -90,7 +95,8 @@ RULES = [
         "w4a8_bf16_channel_scale). ComfyUI: a W4A8 weight_s_channel in BF16/F16 is passed "
         f"through uncast ({CUI_OPS} ~L1265) and comfy-kitchen 0.2.40's w4a8_int8_linear "
         "accepts only F32 channel scales in its eager and CUDA constraint tables, so the "
-        f"first forward raises NoCapableBackendError; {CUI_RUN}.",
+        f"first forward raises NoCapableBackendError; {CUI_RUN}; {CUI_DIFF}, case "
+        "w4a8-channel-bf16.",
     ),
     Rule(
         "QC306",
@@ -163,7 +169,8 @@ RULES = [
         "whose K/2 is not a multiple of 32 is refused by comfy-kitchen's CUDA kernel only; "
         "comfy-kitchen then falls back to its eager kernel (registered for every device), "
         "which loads and computes it correctly: no effect on ComfyUI (constraint "
-        f"cuda-k-multiple); {CUI_OPS}, {CUI_RUN}.",
+        f"cuda-k-multiple); {CUI_OPS} (~L1237-1249: quant_group_size 64), {CUI_RUN}; "
+        f"{CUI_DIFF}, cases w4a4-k-not-multiple-of-64, w4a4-group-not-power-of-4.",
     ),
     Rule(
         "QC312",
@@ -212,7 +219,8 @@ RULES = [
         "Requantize symmetric (codebook or uniform) for ComfyUI.",
         f"{CUI_OPS} (~L1252-1271) does not load it and {CUI_QOPS} lists only weight_scale "
         "as a parameter (~L257): the tensor is left as an unexpected key; comfy-kitchen "
-        f"0.2.40 tensor/w4a8_int8.py dequantize_w4a8_int8_weight uses it (read); {CUI_RUN}.",
+        f"0.2.40 tensor/w4a8_int8.py dequantize_w4a8_int8_weight uses it (read); {CUI_RUN}; "
+        f"{CUI_DIFF}, case w4a8-correction-never-read.",
     ),
     Rule(
         "QC314",
@@ -228,7 +236,9 @@ RULES = [
         "Add the marker the tensors imply (`quantcheck fix`; only where unambiguous).",
         f"sglang 0.5.23 inspect_comfy_quant_markers ({SGQ}; cases "
         "fp8_plain_cast_no_marker, recorded); E5M2 is not noted "
-        "by sglang (case fp8_e5m2_no_marker).",
+        "by sglang (case fp8_e5m2_no_marker). ComfyUI casts an unmarked weight to the compute "
+        f"dtype without its scale ({CUI_OPS} ~L1194-1195; {CUI_DIFF}, case "
+        "consumers:fp8-unmarked).",
     ),
     Rule(
         "QC315",
@@ -293,7 +303,8 @@ RULES = [
         "int8_tensorwise weight I8 [3072, 3072] with weight_scale F32 [3072]",
         "Reshape [N] -> [N, 1] (same bytes).",
         f"{CUI_QOPS} QuantizedTensor.dequantize and the int8 layout of comfy-kitchen 0.2.40 "
-        f"tensor/int8.py; {CUI_OPS} loads the scale as stored; {CUI_RUN}.",
+        f"tensor/int8.py; {CUI_OPS} loads the scale as stored (~L1225-1229); {CUI_RUN}; "
+        f"{CUI_DIFF}, case int8-scale-1d.",
     ),
     Rule(
         "QC320",
@@ -310,6 +321,7 @@ RULES = [
         '{"format": "int8_tensorwise", "convrot": true} on a layer with K=3072',
         "Add the group size the weights were rotated with.",
         f"{CUI_OPS} (~L1232-1235: default 256); comfy-kitchen 0.2.40 ConvRot INT8 forward; "
-        f"{CUI_RUN}.",
+        f"{CUI_RUN}; {CUI_DIFF}, cases int8-convrot-16-group-missing, "
+        "int8-convrot-default-group-too-big.",
     ),
 ]

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from quantcheck.rules.levels import Safety, Severity
 from quantcheck.rules.rule import effects, rule_in_doc_order
-from quantcheck.rules.upstream import CUI_OPS, CUI_RUN, CUI_SD, SGQ, SGQC
+from quantcheck.rules.upstream import CUI_DIFF, CUI_OPS, CUI_RUN, CUI_SD, SGQ, SGQC
 
 E, W, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
 SG_MARKER = f"sglang 0.5.23 inspect_comfy_quant_markers ({SGQ}, recorded)"
 CUI_MARKER = (
     "ComfyUI reads markers with json.loads(tensor.numpy().tobytes()) "
-    "(ComfyUI @0271a469 comfy/ops.py _load_quantized_module, read)"
+    "(ComfyUI @0271a469 comfy/ops.py _load_quantized_module ~L1192, read)"
 )
 
 
@@ -47,7 +47,9 @@ RULES = [
         'Write the marker as an object: {"format": "nvfp4"}.',
         effects("fails", "fails"),
         Safety.SAFE,
-        f"{SG_MARKER} (case marker_json_array); ComfyUI effect inferred.",
+        f"{SG_MARKER} (case marker_json_array); ComfyUI: layer_conf.get on the decoded array "
+        f"raises AttributeError ({CUI_OPS} ~L1196; {CUI_DIFF}, case "
+        "consumers:int8-marker-list).",
         action="rebuild-marker",
     ),
     _r(
@@ -62,7 +64,8 @@ RULES = [
         "Recreate the marker from the layer's tensors with `quantcheck fix`.",
         effects("fails", "fails"),
         Safety.SAFE,
-        f"{SG_MARKER} (case marker_zero_bytes); ComfyUI issue #15567.",
+        f"{SG_MARKER} (case marker_zero_bytes); ComfyUI issue #15567; json.loads raises "
+        f"({CUI_OPS} ~L1192; {CUI_DIFF}, case consumers:int8-marker-zeroed).",
         action="rebuild-marker",
     ),
     _r(
@@ -201,8 +204,8 @@ RULES = [
         effects("fails", "fails"),
         None,
         f"{SG_MARKER} and resolve_comfy_checkpoint_quantization (case marker_without_format); "
-        'ComfyUI reads layer_conf["format"] (@0271a469 comfy/ops.py _load_quantized_module, '
-        "read).",
+        'ComfyUI reads layer_conf["format"] and raises "Unknown quantization format" when it '
+        "is missing (@0271a469 comfy/ops.py _load_quantized_module ~L1196-1204, read).",
     ),
     _r(
         "QC213",
@@ -217,7 +220,8 @@ RULES = [
         effects("fails", "fails"),
         Safety.SAFE,
         f"{SG_MARKER} and resolve_comfy_checkpoint_quantization (case unknown_format_awq); "
-        "ComfyUI @0271a469 comfy/quant_ops.py QUANT_ALGOS lookup (read).",
+        "ComfyUI @0271a469 comfy/quant_ops.py QUANT_ALGOS, looked up in comfy/ops.py "
+        f"_load_quantized_module ~L1206 (KeyError; {CUI_DIFF}, case format-unknown).",
     ),
     _r(
         "QC214",
@@ -297,8 +301,9 @@ RULES = [
         f"sglang 0.5.23 ConvRotInt8Config constructor ({SGQC}; case "
         "int8_convrot_missing_groupsize, recorded); power-of-4 rule of comfy-kitchen 0.2.40 "
         "tensor/int8_utils.py _build_hadamard (run). ComfyUI converts a convrot_groupsize "
-        f"written as a string with int() ({CUI_OPS} ~L1234): not a failure there; a missing "
-        f"one defaults to 256 (QC320); {CUI_RUN}.",
+        f"written as a string with int() ({CUI_OPS} ~L1234; W4A4 ~L1244-1246, W4A8 "
+        "~L1268-1270): not a failure there; a missing one defaults to 256 (QC320); "
+        f"{CUI_RUN}; {CUI_DIFF}, case int8-convrot-group-string.",
     ),
     _r(
         "QC220",
@@ -306,13 +311,16 @@ RULES = [
         E,
         "group_size is not a usable group length",
         "group_size is a positive JSON integer; for W4A8 >= 4 and dividing 16 or a multiple of 16.",
-        "Both runtimes refuse or miscompute W4A8/AWQ layers with other group sizes.",
+        "Both runtimes refuse or miscompute W4A8/AWQ layers with other group sizes. A size "
+        'written as text ("16") is read by ComfyUI with int() and refused by sglang only.',
         '{"format": "asym_w4a8_int8", "group_size": 24}',
-        "Requantize with a supported group size.",
+        "Requantize with a supported group size; write a text size as a JSON integer (safe).",
         effects("fails", "fails"),
-        None,
+        Safety.SAFE,
         "sglang 0.5.23 KitchenW4A8Config layer build (read) and case w4a8_group_size_24; "
-        "comfy-kitchen 0.2.40 tensor/w4a8_int8.py quantize_w4a8_int8_weight (run).",
+        "comfy-kitchen 0.2.40 tensor/w4a8_int8.py quantize_w4a8_int8_weight (run); ComfyUI "
+        f"int() of group_size ({CUI_OPS} ~L1262 asym_w4a8_int8, ~L1272 awq_w4a16; run: "
+        "tests/rules/diff_comfyui case w4a8-group-string).",
     ),
     _r(
         "QC221",

@@ -4,7 +4,18 @@ from __future__ import annotations
 
 from quantcheck.rules.levels import Safety, Severity
 from quantcheck.rules.rule import Rule, effects
-from quantcheck.rules.upstream import CUI_QOPS, CUI_RUN, CUI_UTILS, SGQ, SGQC, SGRF, SGTE, SGTL
+from quantcheck.rules.upstream import (
+    CUI_DIFF,
+    CUI_OPS,
+    CUI_QOPS,
+    CUI_RUN,
+    CUI_UTILS,
+    SGQ,
+    SGQC,
+    SGRF,
+    SGTE,
+    SGTL,
+)
 from quantcheck.runtimes.comfyui_releases import GUESSED, LAYER_CODE, STEPS, before
 
 E, INFO = Severity.ERROR, Severity.INFO
@@ -94,12 +105,15 @@ RULES = [
         "With DynamicVRAM (the default on NVIDIA GPUs) ComfyUI parses the safetensors header "
         "itself and maps dtypes through a table without F8_E8M0: any such tensor, marked "
         "layer or not, raises KeyError before a layer is built. With --cpu or "
-        "--disable-dynamic-vram safetensors.safe_open reads it (a marked MXFP8 layer is then "
-        "only degraded). The verdict describes the default GPU setup.",
+        "--disable-dynamic-vram safetensors.safe_open reads it (a marked MXFP8 layer then "
+        "loads unchanged). The verdict describes the default GPU setup; the comfyui-cpu "
+        "target describes --cpu.",
         "blocks.0.attn.qkv.weight_scale F8_E8M0 [128, 4]",
         "Relabel the bytes as U8 (the same E8M0 exponents: lossless).",
         f"{CUI_UTILS} (its _TYPES dtype table, ~L133) and main.py / cli_args.py "
-        f"enables_dynamic_vram; {CUI_RUN}.",
+        f"enables_dynamic_vram; {CUI_RUN}. With safe_open (--cpu, target comfyui-cpu) an "
+        "F8_E8M0 MXFP8 scale loads unchanged: _load_quantized_module views it as "
+        f"float8_e8m0fnu ({CUI_OPS} ~L1214; {CUI_DIFF}, case mxfp8-scales-f8-e8m0).",
     ),
     *(
         Rule(
@@ -160,7 +174,9 @@ RULES = [
             "Relabel the layer to the format the same tensors load as (w6a8_int8 -> "
             f"asym_w4a8_int8: ComfyUI {before(release)} reads its 6-bit layout from the row "
             f"width), or update ComfyUI to {release} or newer.",
-            f"ComfyUI @{before(release)} comfy/quant_ops.py QUANT_ALGOS (read); {note}"
+            f"ComfyUI @{before(release)} comfy/quant_ops.py QUANT_ALGOS (read), looked up in "
+            f"comfy/ops.py _load_quantized_module ~L1206 (KeyError; {CUI_DIFF}, case "
+            f"w6a8-after-0271a469); {note}"
             + (" [GUESS]" if guess and "[GUESS]" not in note else ""),
         )
         for code, release, formats, note, guess in _LAYER_STEPS

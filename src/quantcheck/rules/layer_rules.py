@@ -212,10 +212,22 @@ def _companion_dtype(
         tensor=name,
         layer=layer.prefix,
         pointer=json_pointer(name, "dtype"),
-        effects=_eff(NONE if ok_s else FAILS, NONE if ok_c else FAILS),
+        effects=_eff(
+            NONE if ok_s else FAILS, NONE if ok_c else FAILS, **_cpu_loader(spec, c, dtype)
+        ),
         fix=fix,
         data={"suffix": c.suffix, "dtype": dtype, "wanted": sorted(wanted)},
     )
+
+
+def _cpu_loader(spec: FormatSpec, c: Companion, dtype: str) -> dict[str, Effect]:
+    """ComfyUI's safe_open loader (`comfyui-cpu`) reads an F8_E8M0 MXFP8 block scale the
+    default loader cannot (QC605 stops that one), and `_load_quantized_module` views the scale
+    as float8_e8m0fnu anyway (comfy/ops.py @0271a469 ~L1213): the same bytes, the same layer
+    (tests/rules/diff_comfyui, case mxfp8-scales-f8-e8m0)."""
+    if spec.name == "mxfp8" and c.suffix == "weight_scale" and dtype == "F8_E8M0":
+        return {"comfyui-cpu": NONE}
+    return {}
 
 
 def _dtype_fix(dtype: str, wanted: frozenset[str]) -> Fix | None:
@@ -306,9 +318,26 @@ def _companion_shape(
         tensor=t.name,
         layer=layer.prefix,
         pointer=json_pointer(t.name, "shape"),
-        effects=_eff(NONE if sg_ok else FAILS, NONE if comfy_ok else FAILS),
+        effects=_eff(
+            NONE if sg_ok else FAILS,
+            NONE if comfy_ok else FAILS,
+            **_cpu_per_row_fp8(spec, c, shape, dims),
+        ),
         fix=fix,
     )
+
+
+def _cpu_per_row_fp8(
+    spec: FormatSpec, c: Companion, shape: tuple[int, ...], dims: Dims
+) -> dict[str, Effect]:
+    """ComfyUI with --cpu (`comfyui-cpu`) runs FP8 layers dequantized (comfy/ops.py
+    get_disabled_quant_formats: no fp8 compute on the CPU), and the dequantize broadcasts an
+    [N, 1] weight_scale per row: the layer is right there (tests/rules/diff_comfyui, cases
+    fp8-scale-per-row*). The GPU path (torch._scaled_mm) refuses it (QC307 fails `comfyui`)."""
+    fp8 = spec.name in ("float8_e4m3fn", "float8_e5m2")
+    if fp8 and c.suffix == "weight_scale" and shape == (dims.N, 1):
+        return {"comfyui-cpu": NONE}
+    return {}
 
 
 def _sg_need(spec: FormatSpec) -> str:

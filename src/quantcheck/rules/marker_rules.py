@@ -6,7 +6,14 @@ import json
 from collections.abc import Iterator
 
 from quantcheck.diagnostics import Diagnostic, Effect, Fix, Safety
-from quantcheck.formats.table import FORMATS, HEADER_FORMATS, FormatSpec, marker_int
+from quantcheck.formats.table import (
+    COMFYUI_INT_KEYS,
+    FORMATS,
+    HEADER_FORMATS,
+    FormatSpec,
+    marker_int,
+    marker_int_text,
+)
 from quantcheck.model.markers import Marker
 from quantcheck.rules import codes as R
 from quantcheck.runtimes import effects as _eff
@@ -342,8 +349,9 @@ def _size_key(
     if name == "convrot_groupsize" and not rotated:
         return
     value = marker_int(raw, default, present)
-    if value is None and name == "convrot_groupsize" and spec.name == "int8_tensorwise":
-        value = _int_text(raw)  # ComfyUI int()s it (ops.py ~L1234); sglang refuses a string
+    comfy_int = name in COMFYUI_INT_KEYS.get(spec.name, ())
+    if value is None and comfy_int:
+        value = marker_int_text(raw)  # ComfyUI int()s it (ops.py ~L1232-1275); sglang refuses
     code = R.QC219 if name == "convrot_groupsize" else R.QC220
     if value is None:
         yield Diagnostic(
@@ -387,7 +395,7 @@ def _size_key(
                 layer=m.prefix,
                 effects=_eff(sg, NONE if power_of_4 else FAILS),
             )
-        elif isinstance(raw, float | str) and spec.name == "int8_tensorwise":
+        elif isinstance(raw, str) or (isinstance(raw, float) and spec.name == "int8_tensorwise"):
             yield Diagnostic(
                 R.QC219,
                 f"convrot_groupsize is {json.dumps(raw)}, not a JSON integer; sglang "
@@ -404,6 +412,22 @@ def _size_key(
                 ),
             )
         return
+    if isinstance(raw, str):
+        yield Diagnostic(
+            R.QC220,
+            f"group_size is {json.dumps(raw)}, not a JSON integer; ComfyUI reads it with int(), "
+            "sglang refuses it",
+            file=_file(m),
+            tensor=_tensor(m),
+            layer=m.prefix,
+            effects=_eff(FAILS, NONE),
+            fix=Fix(
+                f'write "group_size": {value}',
+                Safety.SAFE,
+                "set-key",
+                (("key", "group_size"), ("value", value)),
+            ),
+        )
     if spec.name == "asym_w4a8_int8" and not (value >= 4 and (16 % value == 0 or value % 16 == 0)):
         yield Diagnostic(
             R.QC220,
@@ -424,12 +448,3 @@ def _size_key(
             effects=_eff(FAILS, FAILS),
         )
 
-
-def _int_text(raw: Any) -> int | None:
-    """A size written as decimal text, as Python's int() reads it (None if it does not)."""
-    if not isinstance(raw, str):
-        return None
-    try:
-        return int(raw)
-    except ValueError:
-        return None

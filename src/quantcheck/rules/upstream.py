@@ -10,13 +10,17 @@ SGQC = "python/sglang/multimodal_gen/runtime/layers/quantization/"
 SGRF = "python/sglang/multimodal_gen/runtime/layers/quantization/rowwise_fp8.py"
 SGTE = "python/sglang/multimodal_gen/runtime/loader/component_loaders/text_encoder_loader.py"
 SGTL = "python/sglang/multimodal_gen/runtime/loader/transformer_load_utils.py"
-#: ComfyUI (Comfy-Org/ComfyUI) at quantcheck's reference commit: the quantized-op loader
-#: `_load_quantized_module` (~L1200-1290) and `comfy/quant_ops.py` (QUANT_ALGOS, layouts).
+#: ComfyUI (Comfy-Org/ComfyUI) at quantcheck's reference commit 0271a469fe29: the
+#: quantized-op loader `_load_quantized_module` (L1159-1303: marker json.loads ~L1192, the
+#: QUANT_ALGOS lookup ~L1206, per-format branches ~L1211-1280, the storage-dtype value cast
+#: ~L1284, extra parameters ~L1288-1297) and `comfy/quant_ops.py` (QUANT_ALGOS, layouts).
 CUI_OPS = "Comfy-Org/ComfyUI @0271a469 comfy/ops.py _load_quantized_module"
 CUI_QOPS = "Comfy-Org/ComfyUI @0271a469 comfy/quant_ops.py"
 #: ComfyUI's load path at 783545f6: safetensors parsing and key plumbing.
 CUI_UTILS = "Comfy-Org/ComfyUI @783545f6 comfy/utils.py load_safetensors"
 CUI_SD = "Comfy-Org/ComfyUI @783545f6 comfy/sd.py load_diffusion_model_state_dict"
+#: ComfyUI's own code at 0271a469 executed against quantcheck's verdicts (make diff-comfyui).
+CUI_DIFF = "run: tests/rules/diff_comfyui, ComfyUI's own code at 0271a469"
 #: How the ComfyUI facts were established (quoted in every ComfyUI rule's evidence).
 CUI_RUN = (
     "established by running ComfyUI's unpatched loader layer by layer on CPU with "

@@ -3,6 +3,7 @@ ComfyUI (the default targets), then the other consumers of these files, one modu
 
 from __future__ import annotations
 
+from quantcheck.runtimes.comfyui_cpu import comfyui_cpu_runtime
 from quantcheck.runtimes.comfyui_releases import comfyui_runtime
 from quantcheck.runtimes.diffsynth import diffsynth_runtime
 from quantcheck.runtimes.forge_neo import forge_neo_runtime
@@ -29,6 +30,8 @@ SGLANG = register_runtime(
     )
 )
 COMFYUI = register_runtime(comfyui_runtime())  # releases: comfyui_releases.py
+#: ComfyUI started with `--cpu` (the safe_open loader), a fork of `comfyui`.
+COMFYUI_CPU = register_runtime(comfyui_cpu_runtime())
 
 #: The built-in runtimes in the order the catalogs write their effects.
 BUILTIN: tuple[str, ...] = (SGLANG.name, COMFYUI.name)

@@ -120,5 +120,8 @@ def comfyui_runtime() -> Runtime:
         checks="quantcheck.rules.comfyui_rules:ComfyuiChecks",
         default_target=True,
         doc="ComfyUI's quantized-op loader (comfy/ops.py, QUANT_ALGOS) with comfy-kitchen; "
-        "verdicts describe the default GPU setup (DynamicVRAM safetensors loader).",
+        "verdicts describe the default GPU setup: the DynamicVRAM safetensors loader "
+        "(comfy/utils.py load_safetensors, which cannot read F8_E8M0) and the device's quantized "
+        "kernels. The comfyui-cpu target describes ComfyUI started with --cpu "
+        "(safetensors.safe_open, layers computed on the CPU).",
     )

@@ -1,0 +1,129 @@
+"""ComfyUI's code at the pinned commit, from a reproducible source, verified before it runs.
+
+Where it comes from (first that works):
+1. `QUANTCHECK_COMFYUI_SRC`: a folder holding `comfy/quant_ops.py` and `comfy/ops.py` (a
+   checkout at the pin, or only those files). Nothing there is trusted: each definition the
+   tests execute must match its SHA-256 pin below.
+2. The cache `~/.cache/quantcheck/comfyui/<commit>/` (or `$QUANTCHECK_COMFYUI_CACHE/<commit>/`),
+   filled once by `git fetch --depth 1 https://github.com/Comfy-Org/ComfyUI <commit>` into a
+   scratch repository: git checks every object against its id, and the fetched commit must be
+   the pin (`git rev-parse FETCH_HEAD`); the needed files are then written with `git show`.
+
+Only the pieces the tests run are executed (see loader.py); the pins cover exactly those.
+Nothing of ComfyUI is stored in this repository.
+
+The project's machines (and CI) reach no GitHub host, and the code-search mirror of
+Comfy-Org/ComfyUI there is a 2025-10 snapshot without the pin; so the tests were run with
+`QUANTCHECK_COMFYUI_SRC` pointing at a folder holding `comfy/quant_ops.py` and the two pinned
+functions of `comfy/ops.py`, written from the code index's stored copy of those files at
+0271a469 (outside the repository). The pins were computed from that copy; the first run from a
+`git fetch` of the commit confirms them (a mismatch fails, naming both hashes).
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+URL = "https://github.com/Comfy-Org/ComfyUI"
+#: Comfy-Org/ComfyUI 0271a469 (quantcheck's reference commit for its ComfyUI rules).
+COMMIT = "0271a469fe29524fafe5872b737123d65a63e5fc"
+#: The files read at the pin (utils.py is optional: it holds convert_old_quants, header markers).
+FILES = ("comfy/quant_ops.py", "comfy/ops.py", "comfy/utils.py")
+#: SHA-256 of what is executed at the pin: a whole file, or `path::function` (the function's
+#: source text as `ast.get_source_segment` returns it). Taken from the file text at 0271a469.
+PINS = {
+    "comfy/quant_ops.py": "acb89f938544e50ca910bd48f8d10ecda245ff0028b8988830000c97bbdbaebc",
+    "comfy/ops.py::_load_quantized_module": (
+        "5ded89d9facfb509dc049d8628ca7f5d80cb60a937b649f60183ee25d4d925f6"
+    ),
+    "comfy/ops.py::get_disabled_quant_formats": (
+        "077aba6c842a1dc8f09e2657af2787f724aece2e36ae005c75f4ba8537804b3a"
+    ),
+}
+
+
+def cache_root() -> Path:
+    default = Path.home() / ".cache" / "quantcheck" / "comfyui"
+    return Path(os.environ.get("QUANTCHECK_COMFYUI_CACHE", default))
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def function_source(path: Path, name: str) -> str:
+    """The source text of top-level function `name` in `path` (KeyError if absent)."""
+    text = path.read_text(encoding="utf-8")
+    for node in ast.parse(text).body:
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            segment = ast.get_source_segment(text, node)
+            assert segment is not None
+            return segment
+    raise KeyError(f"{path}: no top-level function {name}")
+
+
+def verify(root: Path) -> None:
+    """Raise unless every pinned piece under `root` has its pinned SHA-256."""
+    bad = []
+    for key, want in PINS.items():
+        rel, _, func = key.partition("::")
+        path = root / rel
+        if not path.exists():
+            bad.append(f"{key}: missing under {root}")
+            continue
+        text = function_source(path, func) if func else path.read_text(encoding="utf-8")
+        got = sha256(text)
+        if got != want:
+            bad.append(f"{key}: sha256 {got} is not the pinned {want}")
+    if bad:
+        raise RuntimeError("ComfyUI source is not the pinned code:\n" + "\n".join(bad))
+
+
+def _git_fetch(into: Path) -> bool:
+    """Fetch the pinned commit with git and write FILES under `into`; False if unreachable."""
+    with tempfile.TemporaryDirectory() as scratch:
+        def git(*args: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                ["git", "-C", scratch, *args],
+                capture_output=True,
+                text=True,
+                timeout=600,
+                check=False,
+            )
+
+        git("init", "-q")
+        if git("fetch", "--depth", "1", "-q", URL, COMMIT).returncode != 0:
+            return False
+        head = git("rev-parse", "FETCH_HEAD").stdout.strip()
+        if head != COMMIT:
+            raise RuntimeError(f"fetched {head}, not the pinned {COMMIT}")
+        for rel in FILES:
+            shown = git("show", f"{COMMIT}:{rel}")
+            if shown.returncode != 0:
+                raise RuntimeError(f"{rel} is not in {COMMIT}: {shown.stderr.strip()}")
+            (into / rel).parent.mkdir(parents=True, exist_ok=True)
+            (into / rel).write_text(shown.stdout, encoding="utf-8")
+    return True
+
+
+def tree(*, download: bool = True) -> Path | None:
+    """The verified ComfyUI tree to import from, or None when no source is reachable."""
+    given = os.environ.get("QUANTCHECK_COMFYUI_SRC")
+    if given:
+        root = Path(given)
+        verify(root)
+        return root
+    root = cache_root() / COMMIT
+    if not (root / FILES[0]).exists():
+        if not download:
+            return None
+        root.mkdir(parents=True, exist_ok=True)
+        if not _git_fetch(root):
+            return None
+    verify(root)
+    return root
