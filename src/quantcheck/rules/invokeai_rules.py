@@ -183,11 +183,21 @@ class InvokeaiChecks:
     def file_findings(self) -> Iterator[Diagnostic]:
         exact: dict[str, int] = {}
         first = ""
+        # the view reads only the marker fields and the tensors' dtypes and shapes: layers
+        # alike in those (most of a checkpoint) share one outcome
+        outcomes: dict[tuple[object, ...], str] = {}
         for la in self.ck.layers.values():
             w = la.weight
             if w is None or w.dtype not in QUANTIZED_DTYPES:
                 continue
-            outcome, _, _ = invokeai_view(la)
+            m = la.marker
+            key = (
+                repr(m.fields) if m is not None else None,
+                tuple((k, t.dtype, t.shape) for k, t in la.tensors.items()),
+            )
+            outcome = outcomes.get(key)
+            if outcome is None:
+                outcome = outcomes[key] = invokeai_view(la)[0]
             if outcome == "exact":
                 fmt = la.format if isinstance(la.format, str) else "unmarked"
                 exact[fmt] = exact.get(fmt, 0) + 1
