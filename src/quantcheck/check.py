@@ -39,13 +39,22 @@ def select_diagnostics(
 
     keys = targets_of(target) if target is not None else None
     concerns: dict[Any, bool] = {}  # by kind: effects depend only on code + given effects
+    # the same, by code and the given effects object (findings copied per layer share it;
+    # the entry holds the object, so its id is not reused while the loop runs)
+    by_object: dict[tuple[str, int], tuple[Any, bool]] = {}
     out = []
     for d in diags:
         if keys is not None:
-            kind = kind_of(d)
-            hit = concerns.get(kind)
-            if hit is None:
-                hit = concerns[kind] = _concerns(d, keys)
+            ident = (d.code, id(d.effects))
+            known = by_object.get(ident)
+            if known is None:
+                kind = kind_of(d)
+                hit = concerns.get(kind)
+                if hit is None:
+                    hit = concerns[kind] = _concerns(d, keys)
+                by_object[ident] = (d.effects, hit)
+            else:
+                hit = known[1]
             if not hit:
                 continue
         if select and not matches(d, select):

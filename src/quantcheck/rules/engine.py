@@ -229,7 +229,8 @@ def run_all_rules(ck: Checkpoint, keys: tuple[str, ...] | None = None) -> list[D
     runtime_checks = [load(ref)(ck) for ref in checks_for(keys)]
     for checks in runtime_checks:
         out.extend(checks.file_findings())
-    cache: dict[tuple[object, ...], tuple[str, list[Diagnostic]]] = {}
+    # signature -> (the layer found on, its findings, whether a message names that layer)
+    cache: dict[tuple[object, ...], tuple[str, list[Diagnostic], bool]] = {}
     shared = _SHARED
     shard_names = tuple(s.name for s in ck.shards)
     files = {f: i for i, f in enumerate(shard_names)}
@@ -239,10 +240,10 @@ def run_all_rules(ck: Checkpoint, keys: tuple[str, ...] | None = None) -> list[D
         sig = _signature(layer)
         hit = cache.get(sig)
         if hit is not None:
-            old, cached = hit
+            old, cached, named = hit
             if not cached:  # a clean layer: the common case
                 continue
-            if not any(old in d.message for d in cached):
+            if not named:
                 out.extend(_renamed(d, old, layer) for d in cached)
                 continue
         if shared is not None:
@@ -251,7 +252,8 @@ def run_all_rules(ck: Checkpoint, keys: tuple[str, ...] | None = None) -> list[D
                 found.extend(checks.layer_findings(layer))
         else:
             found = list(layer_findings(layer, legacy, mxfp8_meta, runtime_checks))
-        cache[sig] = (layer.prefix, found)
+        prefix = layer.prefix
+        cache[sig] = (prefix, found, any(prefix in d.message for d in found))
         out.extend(found)
     for checks in runtime_checks:
         finish = getattr(checks, "finish", None)  # optional: a runtime revising its verdict
