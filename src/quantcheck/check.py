@@ -39,13 +39,22 @@ def select_diagnostics(
 
     keys = targets_of(target) if target is not None else None
     concerns: dict[Any, bool] = {}  # by kind: effects depend only on code + given effects
+    # the same, by code and the given effects object (findings copied per layer share it;
+    # the entry holds the object, so its id is not reused while the loop runs)
+    by_object: dict[tuple[str, int], tuple[Any, bool]] = {}
     out = []
     for d in diags:
         if keys is not None:
-            kind = kind_of(d)
-            hit = concerns.get(kind)
-            if hit is None:
-                hit = concerns[kind] = _concerns(d, keys)
+            ident = (d.code, id(d.effects))
+            known = by_object.get(ident)
+            if known is None:
+                kind = kind_of(d)
+                hit = concerns.get(kind)
+                if hit is None:
+                    hit = concerns[kind] = _concerns(d, keys)
+                by_object[ident] = (d.effects, hit)
+            else:
+                hit = known[1]
             if not hit:
                 continue
         if select and not matches(d, select):
@@ -65,11 +74,12 @@ def _concerns(d: Diagnostic, keys: tuple[str, ...]) -> bool:
     return not d.affects_any_release()
 
 
-def run_rules(ck: Checkpoint) -> list[Diagnostic]:
-    """Container and marker findings from loading, plus every rule."""
+def run_rules(ck: Checkpoint, keys: tuple[str, ...] | None = None) -> list[Diagnostic]:
+    """Container and marker findings from loading, plus every rule (`keys`: only the runtime
+    checks a report for those target keys can show, `rules.engine.checks_for`)."""
     from quantcheck.rules.engine import run_all_rules
 
-    return run_all_rules(ck)
+    return run_all_rules(ck, keys)
 
 
 def check_checkpoint(
@@ -82,14 +92,14 @@ def check_checkpoint(
     read_weights: bool = False,
 ) -> Report:
     """Check an opened checkpoint."""
-    diags = run_rules(ck)
+    targets = targets_of(target)
+    diags = run_rules(ck, targets)
     if deep:
         from quantcheck.rules.deep import deep_check
 
         diags.extend(deep_check(ck, read_weights=read_weights))
     if select or ignore:
         diags = select_diagnostics(diags, target=None, select=select, ignore=ignore)
-    targets = targets_of(target)
     releases = release_matrix(diags, targets)
     diags = select_diagnostics(diags, target=target) if diags else diags
     labels = file_labels([s.name for s in ck.shards] + ([ck.index] if ck.index else []))

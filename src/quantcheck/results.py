@@ -38,8 +38,14 @@ class Report:
         """ok / degraded / fails for one runtime, with how many problems affect it (and, for
         a runtime with a `paths` hook, which of its readers takes the file)."""
         fails = degraded = 0
+        # a finding's effect depends only on its code and given effects: findings sharing
+        # both (copies made per layer share the effects dict itself) are looked up once
+        seen: dict[tuple[str, int], Effect] = {}
         for d in self.diagnostics:
-            eff = d.effect_at(target)
+            ident = (d.code, id(d.effects))
+            eff = seen.get(ident)
+            if eff is None:
+                eff = seen[ident] = d.effect_at(target)
             if eff is Effect.FAILS:
                 fails += 1
             elif eff is Effect.DEGRADED:
@@ -129,8 +135,14 @@ def kind_of(d: Diagnostic) -> tuple[str, tuple[tuple[str, Effect], ...] | None]:
 def distinct_kinds(diags: list[Diagnostic]) -> dict[Any, Diagnostic]:
     """One finding per `kind_of` (thousands of findings are usually a handful of kinds)."""
     out: dict[Any, Diagnostic] = {}
+    # (code, the given effects object) -> that object: findings sharing both are one kind
+    # (holding the object keeps its id from being reused while the loop runs)
+    seen: dict[tuple[str, int], Any] = {}
     for d in diags:
-        out.setdefault(kind_of(d), d)
+        ident = (d.code, id(d.effects))
+        if ident not in seen:
+            seen[ident] = d.effects
+            out.setdefault(kind_of(d), d)
     return out
 
 

@@ -20,7 +20,7 @@ from quantcheck.model.layers import Layer
 from quantcheck.rules.layer_rules import check_layer
 from quantcheck.rules.marker_rules import check_marker_fields, check_orphans
 from quantcheck.rules.runtime_rules import is_embedding_name
-from quantcheck.runtimes import load, runtimes
+from quantcheck.runtimes import load, registry, runtimes
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
@@ -183,16 +183,54 @@ def _renamed(d: Diagnostic, old: str, layer: Layer) -> Diagnostic:
     )
 
 
-def run_all_rules(ck: Checkpoint) -> list[Diagnostic]:
-    """Container/marker findings from loading, whole-file rules, then per-layer rules."""
+def checks_for(keys: tuple[str, ...] | None) -> tuple[str, ...]:
+    """The `checks` hooks whose findings a report for target keys `keys` can show (None:
+    every registered runtime's), in registration order.
+
+    A default runtime's checks always run (their findings may affect other runtimes or none).
+    Another runtime's checks run when it is targeted or a targeted runtime is `based_on` it
+    (directly or through others): its checks give their findings effects on that runtime
+    alone, so the findings of an untargeted one are never general (they affect a release of
+    it) and never affect a target key; they could not show in the report nor change its
+    release matrix (tests/test_checks_for.py compares reports with and without the skip)."""
+    hit = _CHECKS_FOR.get((registry.generation, keys))
+    if hit is not None:
+        return hit
+    every = runtimes()
+    by_name = {rt.name: rt for rt in every}
+    if keys is None:
+        wanted = set(by_name)
+    else:
+        wanted = {rt.name for rt in every if rt.default_target}
+        for key in keys:
+            name: str | None = key.partition("@")[0]
+            while name is not None and name not in wanted and name in by_name:
+                wanted.add(name)
+                name = by_name[name].based_on
+    hit = tuple(rt.checks for rt in every if rt.checks and rt.name in wanted)
+    if len(_CHECKS_FOR) >= 256:
+        _CHECKS_FOR.clear()
+    _CHECKS_FOR[(registry.generation, keys)] = hit
+    return hit
+
+
+#: (registry generation, target keys) -> the `checks` hooks to run (`checks_for`)
+_CHECKS_FOR: dict[tuple[int, tuple[str, ...] | None], tuple[str, ...]] = {}
+
+
+def run_all_rules(ck: Checkpoint, keys: tuple[str, ...] | None = None) -> list[Diagnostic]:
+    """Container/marker findings from loading, whole-file rules, then per-layer rules: every
+    runtime's own checks (keys None), or those a report for target keys `keys` can show
+    (`checks_for`)."""
     out = list(ck.diagnostics)
     out.extend(check_orphans(ck))
     legacy = "scaled_fp8" in ck.tensors or any(la.has("scaled_fp8") for la in ck.layers.values())
     mxfp8_meta = {v.lower() for v in ck.quant_formats.values()} == {"mxfp8"}
-    runtime_checks = [load(rt.checks)(ck) for rt in runtimes() if rt.checks]
+    runtime_checks = [load(ref)(ck) for ref in checks_for(keys)]
     for checks in runtime_checks:
         out.extend(checks.file_findings())
-    cache: dict[tuple[object, ...], tuple[str, list[Diagnostic]]] = {}
+    # signature -> (the layer found on, its findings, whether a message names that layer)
+    cache: dict[tuple[object, ...], tuple[str, list[Diagnostic], bool]] = {}
     shared = _SHARED
     shard_names = tuple(s.name for s in ck.shards)
     files = {f: i for i, f in enumerate(shard_names)}
@@ -202,10 +240,10 @@ def run_all_rules(ck: Checkpoint) -> list[Diagnostic]:
         sig = _signature(layer)
         hit = cache.get(sig)
         if hit is not None:
-            old, cached = hit
+            old, cached, named = hit
             if not cached:  # a clean layer: the common case
                 continue
-            if not any(old in d.message for d in cached):
+            if not named:
                 out.extend(_renamed(d, old, layer) for d in cached)
                 continue
         if shared is not None:
@@ -214,7 +252,8 @@ def run_all_rules(ck: Checkpoint) -> list[Diagnostic]:
                 found.extend(checks.layer_findings(layer))
         else:
             found = list(layer_findings(layer, legacy, mxfp8_meta, runtime_checks))
-        cache[sig] = (layer.prefix, found)
+        prefix = layer.prefix
+        cache[sig] = (prefix, found, any(prefix in d.message for d in found))
         out.extend(found)
     for checks in runtime_checks:
         finish = getattr(checks, "finish", None)  # optional: a runtime revising its verdict

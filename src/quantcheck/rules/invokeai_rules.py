@@ -23,7 +23,6 @@ from quantcheck.formats.table import FORMATS
 from quantcheck.model.checkpoint import Checkpoint
 from quantcheck.model.layers import Layer
 from quantcheck.rules import codes as R
-from quantcheck.rules.layer_memo import memo_value
 from quantcheck.rules.levels import Safety
 from quantcheck.runtimes import effects as _eff
 
@@ -184,15 +183,21 @@ class InvokeaiChecks:
     def file_findings(self) -> Iterator[Diagnostic]:
         exact: dict[str, int] = {}
         first = ""
-        layers = [
-            la
-            for la in self.ck.layers.values()
-            if la.weight is not None and la.weight.dtype in QUANTIZED_DTYPES
-        ]
-        outcomes = memo_value(layers, lambda la: invokeai_view(la)[0])
-        for la, outcome in zip(layers, outcomes, strict=True):
+        # the view reads only the marker fields and the tensors' dtypes and shapes: layers
+        # alike in those (most of a checkpoint) share one outcome
+        outcomes: dict[tuple[object, ...], str] = {}
+        for la in self.ck.layers.values():
             w = la.weight
-            assert w is not None
+            if w is None or w.dtype not in QUANTIZED_DTYPES:
+                continue
+            m = la.marker
+            key = (
+                repr(m.fields) if m is not None else None,
+                tuple((k, t.dtype, t.shape) for k, t in la.tensors.items()),
+            )
+            outcome = outcomes.get(key)
+            if outcome is None:
+                outcome = outcomes[key] = invokeai_view(la)[0]
             if outcome == "exact":
                 fmt = la.format if isinstance(la.format, str) else "unmarked"
                 exact[fmt] = exact.get(fmt, 0) + 1

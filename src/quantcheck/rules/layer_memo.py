@@ -2,8 +2,7 @@
 
 `rules/engine.py` runs layer rules once per layer signature, but its signature holds the merged
 marker only. A runtime that reads one marker source apart from the other (DiffSynth-Studio
-reads only the tensor markers) or that counts layers in its file findings (InvokeAI) needs a
-key with every source: `layer_key`. Standard library only.
+reads only the tensor markers) needs a key with every source: `layer_key`. Standard library only.
 """
 
 from __future__ import annotations
@@ -19,15 +18,15 @@ from quantcheck.rules.runtime_rules import is_embedding_name
 _DTYPE_SHAPE_FILE = itemgetter(1, 2, 5)
 
 
-def layer_key(layer: Layer, sources: bool = True) -> tuple[object, ...]:
-    """Everything a layer rule may read except the layer's name: the merged marker and, with
-    `sources`, each marker source where there are several (origin, file, fields), the tensors
+def layer_key(layer: Layer) -> tuple[object, ...]:
+    """Everything a layer rule may read except the layer's name: the merged marker and each
+    marker source (origin, file, and its fields where there are several), the tensors
     (suffix, dtype, shape, file) and whether it reads as an embedding."""
     m = layer.marker
     ts = layer.tensors
     if m is None:
         per: object = None
-    elif sources and len(m.sources) > 1:
+    elif len(m.sources) > 1:
         per = tuple((s.origin, s.file, repr(s.fields)) for s in m.sources)
     else:
         per = tuple((s.origin, s.file) for s in m.sources)
@@ -59,15 +58,3 @@ def memo_findings(
         found = list(compute(layer))
         cache[key] = (layer.prefix, found)
         yield from found
-
-
-def memo_value(layers: Iterable[Layer], compute: Callable[[Layer], object]) -> Iterator[object]:
-    """`compute(layer)` for every layer, computed once per `layer_key` without the marker
-    sources (a value that depends on neither the layer's name nor where its marker came
-    from)."""
-    cache: dict[tuple[object, ...], object] = {}
-    for layer in layers:
-        key = layer_key(layer, sources=False)
-        if key not in cache:
-            cache[key] = compute(layer)
-        yield cache[key]

@@ -42,9 +42,13 @@ def _sglang_view(layer: Layer) -> dict[str, Any]:
     return fields
 
 
-def sglang_config_class(ck: Checkpoint) -> tuple[str | None, list[str], str | None]:
-    """(config class sglang picks, its format list, the resolver's error text if it refuses)."""
-    markers = {la.prefix: _sglang_view(la) for la in _marked_layers(ck)}
+def sglang_config_class(
+    ck: Checkpoint, marked: list[Layer] | None = None
+) -> tuple[str | None, list[str], str | None]:
+    """(config class sglang picks, its format list, the resolver's error text if it refuses);
+    `marked`: `_marked_layers(ck)` when the caller has it."""
+    marked = _marked_layers(ck) if marked is None else marked
+    markers = {la.prefix: _sglang_view(la) for la in marked}
     formats = sorted({str(m.get("format")) for m in markers.values()})
     try:
         return resolve_comfy_checkpoint_quantization(markers), formats, None
@@ -137,12 +141,13 @@ class SglangChecks:
 
     def __init__(self, ck: Checkpoint) -> None:
         self.ck = ck
-        self.config_class, self.formats, self.refusal = sglang_config_class(ck)
+        self.marked = _marked_layers(ck)
+        self.config_class, self.formats, self.refusal = sglang_config_class(ck, self.marked)
         self.header = HeaderPathChecks(ck)
 
     def file_findings(self) -> Iterator[Diagnostic]:
         yield from check_file_runtime(self.ck, self.formats, self.refusal)
-        yield from release_rules.file_findings(self.ck, _marked_layers(self.ck))
+        yield from release_rules.file_findings(self.ck, self.marked)
         yield from self.header.file_findings()
 
     def layer_findings(self, layer: Layer) -> Iterator[Diagnostic]:
@@ -193,7 +198,18 @@ def sglang_quantize_refusal(fmt: str, options: dict[str, Any], n: int, k: int) -
 
 def is_embedding_name(layer: Layer) -> bool:
     """Whether the layer's name reads as an embedding table (sglang treats those apart)."""
-    return _EMBEDDING.search(layer.prefix.lower()) is not None
+    prefix = layer.prefix
+    hit = _EMBEDDING_NAMES.get(prefix)
+    if hit is None:
+        hit = _EMBEDDING.search(prefix.lower()) is not None
+        if len(_EMBEDDING_NAMES) >= 65536:  # checkpoints of one family share layer names
+            _EMBEDDING_NAMES.clear()
+        _EMBEDDING_NAMES[prefix] = hit
+    return hit
+
+
+#: `is_embedding_name` by layer prefix (asked per layer, often for the same names)
+_EMBEDDING_NAMES: dict[str, bool] = {}
 
 
 def _first_file(ck: Checkpoint) -> str | None:

@@ -51,7 +51,16 @@ def short(value: Any, limit: int = 80) -> str:
 
 
 def version(release: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in release.split(".") if x.isdigit())
+    hit = _VERSIONS.get(release)
+    if hit is None:
+        hit = tuple(int(x) for x in release.split(".") if x.isdigit())
+        if len(_VERSIONS) < 256:
+            _VERSIONS[release] = hit
+    return hit
+
+
+#: `version` by release name (a handful of modelled releases, asked per checkpoint)
+_VERSIONS: dict[str, tuple[int, ...]] = {}
 
 
 @record
@@ -292,17 +301,37 @@ def header_route(docs: list[HeaderDoc], release: str) -> Route | None:
 
 def sglang_path(ck: Checkpoint, release: str, docs: list[HeaderDoc] | None = None) -> SglangPath:
     """The path sglang `release` reads `ck` through (module doc: the header-first order)."""
+    return sglang_paths(ck, (release,), docs)[release]
+
+
+def sglang_paths(
+    ck: Checkpoint, releases: tuple[str, ...], docs: list[HeaderDoc] | None = None
+) -> dict[str, SglangPath]:
+    """`sglang_path` for each of `releases`; what does not depend on the release (the NVFP4
+    inference, whether layers are marked) is worked out once."""
     docs = header_docs(ck) if docs is None else docs
+    memo: dict[str, Any] = {}
+    return {rel: _path_at(ck, rel, docs, memo) for rel in releases}
+
+
+def _path_at(
+    ck: Checkpoint, release: str, docs: list[HeaderDoc], memo: dict[str, Any]
+) -> SglangPath:
     r = header_route(docs, release)
     if r is None and version(release) <= NO_INSPECTOR:
-        r = nvfp4_route(ck, docs)
+        if "nvfp4" not in memo:
+            memo["nvfp4"] = nvfp4_route(ck, docs)
+        r = memo["nvfp4"]
     if r is not None:
         reader = "_build_nvfp4_config_from_safetensors_files" if r.kind == "nvfp4" else READER
         return SglangPath(release, "header", f"{reader} -> {r.config}: {r.why}", r)
     if version(release) <= NO_INSPECTOR:
         return SglangPath(release, "none", "no marker inspector, and the header path finds nothing")
-    marked = any(la.marker is not None and la.weight is not None for la in ck.layers.values())
-    if marked or any(v.lower() == "mxfp8" for v in ck.quant_formats.values()):
+    if "marked" not in memo:
+        memo["marked"] = any(
+            la.marker is not None and la.weight is not None for la in ck.layers.values()
+        ) or any(v.lower() == "mxfp8" for v in ck.quant_formats.values())
+    if memo["marked"]:
         return SglangPath(
             release,
             "markers",
@@ -321,5 +350,6 @@ __all__ = [
     "nvfp4_layers",
     "route",
     "sglang_path",
+    "sglang_paths",
     "short",
 ]

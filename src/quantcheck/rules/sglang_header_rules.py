@@ -24,6 +24,7 @@ from quantcheck.rules.sglang_header_path import (
     nvfp4_group_size,
     nvfp4_layers,
     sglang_path,
+    sglang_paths,
     short,
 )
 
@@ -59,7 +60,7 @@ class HeaderPathChecks:
         self.ck = ck
         self.docs = header_docs(ck)
         self.releases = _releases()
-        self.paths = {rel: sglang_path(ck, rel, self.docs) for rel in self.releases}
+        self.paths = sglang_paths(ck, self.releases, self.docs)
         #: the header path takes the file on every release (the marker rules never run)
         self.everywhere = all(
             p.route is not None and p.route.kind in ("fp8", "rowwise", "error")

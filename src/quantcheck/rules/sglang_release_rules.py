@@ -25,6 +25,22 @@ __all__ = ["HEADER_PATH_FORMATS", "file_findings", "layer_findings", "span"]
 def span(code: str) -> tuple[str, str]:
     """(the sglang releases the release data says rule `code` breaks or degrades, in few
     words: `0.5.19`, `0.5.19–0.5.21`; the first newer release it does not, "" if none)."""
+    from quantcheck.runtimes import registry
+
+    key = (registry.generation, code)
+    hit = _SPANS.get(key)
+    if hit is None:
+        if len(_SPANS) >= 256:
+            _SPANS.clear()
+        hit = _SPANS[key] = _span(code)
+    return hit
+
+
+#: `span` by (runtime registry generation, code): the release data changes only with it
+_SPANS: dict[tuple[int, str], tuple[str, str]] = {}
+
+
+def _span(code: str) -> tuple[str, str]:
     rt = get_runtime("sglang")
     names = rt.release_names()
     hit = rt.affected(code)
