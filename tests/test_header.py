@@ -845,13 +845,50 @@ def _entry_variants() -> list[object]:
     """Entries near the edges of the fast path: every shape, dtype and offset form it
     takes or refuses."""
     shapes: list[object] = [
-        [], [1], [3], [0], [2, 3], [0, 3], [3, 0], [True], [1.0], [-1], [2, 3, 4], [1, 1, 1, 1],
-        [2**64], [2**32, 2**32], [2**33, 2**32], [2**63, 2], ["3"], [None], [[2]], 5, None,
-        [2**64, 0], [2**70, 2**70],
+        [],
+        [1],
+        [3],
+        [0],
+        [2, 3],
+        [0, 3],
+        [3, 0],
+        [True],
+        [1.0],
+        [-1],
+        [2, 3, 4],
+        [1, 1, 1, 1],
+        [2**64],
+        [2**32, 2**32],
+        [2**33, 2**32],
+        [2**63, 2],
+        ["3"],
+        [None],
+        [[2]],
+        5,
+        None,
+        [2**64, 0],
+        [2**70, 2**70],
     ]
     offsets: list[object] = [
-        [0, 0], [0, 1], [0, 4], [0, 6], [0, 24], [0, 48], [0, 96], [2, 26], [4, 0], [-1, 3],
-        [0, 2**64 * 4], [0, 2**66], [0, 2**64], [0], [0, 1, 2], [0.0, 4], [True, 4], "0-4", None,
+        [0, 0],
+        [0, 1],
+        [0, 4],
+        [0, 6],
+        [0, 24],
+        [0, 48],
+        [0, 96],
+        [2, 26],
+        [4, 0],
+        [-1, 3],
+        [0, 2**64 * 4],
+        [0, 2**66],
+        [0, 2**64],
+        [0],
+        [0, 1, 2],
+        [0.0, 4],
+        [True, 4],
+        "0-4",
+        None,
     ]
     out: list[object] = []
     for dtype in ("U8", "F32", "BF16", "F64", "F4", "F6_E2M3", "FP8", 7, None):
@@ -859,7 +896,12 @@ def _entry_variants() -> list[object]:
             for offs in offsets:
                 out.append({"dtype": dtype, "shape": shape, "data_offsets": offs})
     out += [
-        5, [], "x", None, {}, {"dtype": "U8", "shape": [1]},
+        5,
+        [],
+        "x",
+        None,
+        {},
+        {"dtype": "U8", "shape": [1]},
         {"dtype": "U8", "shape": [1], "data_offsets": [0, 1], "extra": 1},
         {"dtype": "U8", "shape": [1], "offsets": [0, 1]},
     ]

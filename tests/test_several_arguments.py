@@ -43,9 +43,7 @@ def test_inspect_two_files_is_two_sections(
     assert "mxfp8" in second and "nvfp4" not in second
 
 
-def test_inspect_json_lists_checkpoints(
-    two: list[str], capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_inspect_json_lists_checkpoints(two: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     rc, out, err = run(capsys, "inspect", "--output-format", "json", *two)
     assert rc == 0, err
     doc = json.loads(out)
@@ -59,9 +57,7 @@ def test_inspect_json_lists_checkpoints(
         assert c["error"] is None and [f["path"] for f in c["files"]] == [path]
         _, one, _ = run(capsys, "inspect", "--output-format", "json", path)
         assert {k: v for k, v in c.items() if k not in ("name", "error")} == {
-            k: v
-            for k, v in json.loads(one).items()
-            if k not in ("schema_version", "tool", "kind")
+            k: v for k, v in json.loads(one).items() if k not in ("schema_version", "tool", "kind")
         }
 
 

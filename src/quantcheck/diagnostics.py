@@ -188,9 +188,7 @@ class Diagnostic:
         if hit is not None:
             return list(hit)
         per_release = self.release_effects()
-        by_release = (
-            None if keys is None else {k.partition("@")[0] for k in keys if "@" in k}
-        )
+        by_release = None if keys is None else {k.partition("@")[0] for k in keys if "@" in k}
         named = None if keys is None else {k.partition("@")[0] for k in keys}
         out = []
         for name, eff in self.effective_effects.items():

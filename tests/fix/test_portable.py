@@ -87,13 +87,15 @@ MIXED = file(
 )
 #: FP8 with a BF16 scale, plain INT8 with `convrot: false`, NVFP4 with `convrot: false`
 KEYS = file(
-    lambda: fp8("blocks.0.fp8", scale=("BF16", ()))
-    + int8(
-        "blocks.0.int8",
-        scale=("F32", ()),
-        mark={"format": "int8_tensorwise", "convrot": False},
+    lambda: (
+        fp8("blocks.0.fp8", scale=("BF16", ()))
+        + int8(
+            "blocks.0.int8",
+            scale=("F32", ()),
+            mark={"format": "int8_tensorwise", "convrot": False},
+        )
+        + nvfp4("blocks.0.nvfp4", mark={"format": "nvfp4", "convrot": False})
     )
-    + nvfp4("blocks.0.nvfp4", mark={"format": "nvfp4", "convrot": False})
 )
 #: two shards; the first's header also declares the second's layer
 SHARDED = shards(
@@ -312,9 +314,10 @@ def test_keys_and_scales(tmp_path: Path) -> None:
 def test_full_precision_only_for_sglang_0519(tmp_path: Path) -> None:
     paths = file(lambda: nvfp4("blocks.0.nvfp4"))(tmp_path)
     _portable(paths, tmp_path / "a.safetensors", target="all")
-    assert "full_precision_matrix_mult" not in marker_reader([tmp_path / "a.safetensors"])[
-        "blocks.0.nvfp4"
-    ]
+    assert (
+        "full_precision_matrix_mult"
+        not in marker_reader([tmp_path / "a.safetensors"])["blocks.0.nvfp4"]
+    )
     plan = _portable(paths, tmp_path / "b.safetensors", target="all@all")
     m = marker_reader([tmp_path / "b.safetensors"])["blocks.0.nvfp4"]
     assert m["full_precision_matrix_mult"] is True
@@ -333,9 +336,10 @@ def test_conflicting_fields_are_refused_not_guessed(target: str, tmp_path: Path)
     assert topic == "marker-conflict" and "convrot_groupsize" in why
     # the conflicting layer's marker tensor is left exactly as it was
     old = tensor_bytes([str(p) for p in paths])
-    assert tensor_bytes([str(out)])["blocks.0.attn.qkv.comfy_quant"] == old[
-        "blocks.0.attn.qkv.comfy_quant"
-    ]
+    assert (
+        tensor_bytes([str(out)])["blocks.0.attn.qkv.comfy_quant"]
+        == old["blocks.0.attn.qkv.comfy_quant"]
+    )
     assert header_reader([out])["blocks.0.attn.qkv"]["convrot_groupsize"] == 64
     # the other layer is still made portable
     assert header_reader([out])["blocks.0.attn.out"] == marker_reader([out])["blocks.0.attn.out"]
@@ -370,8 +374,10 @@ def test_header_top_level_params_are_reported_not_applied(tmp_path: Path) -> Non
 def test_markers_that_cannot_mean_one_thing_are_reported(
     mark: dict, topic: str, tmp_path: Path
 ) -> None:
-    layer = nvfp4("blocks.0.x", mark=mark) if mark["format"] == "nvfp4" else int8(
-        "blocks.0.x", mark=mark
+    layer = (
+        nvfp4("blocks.0.x", mark=mark)
+        if mark["format"] == "nvfp4"
+        else int8("blocks.0.x", mark=mark)
     )
     paths = file(lambda: layer)(tmp_path)
     plan = _portable(paths, tmp_path / "out.safetensors")
@@ -397,9 +403,10 @@ def test_unaligned_nvfp4_keeps_the_padded_layout_and_says_so(tmp_path: Path) -> 
     out = tmp_path / "out.safetensors"
     plan = _portable(paths, out)
     old = tensor_bytes([str(p) for p in paths])
-    assert tensor_bytes([str(out)])["blocks.0.nvfp4.weight_scale"] == old[
-        "blocks.0.nvfp4.weight_scale"
-    ]
+    assert (
+        tensor_bytes([str(out)])["blocks.0.nvfp4.weight_scale"]
+        == old["blocks.0.nvfp4.weight_scale"]
+    )
     layout = [c for c in plan.choices if c.topic == "nvfp4-scale-layout"]
     assert layout and "comfyui" in layout[0].chose and layout[0].over == ("sglang",)
     assert "--target sglang --unsafe-fixes" in layout[0].because

@@ -154,9 +154,7 @@ def test_backoff_has_jitter_and_a_ceiling() -> None:
     assert high.backoff(20) == 30.0
 
 
-def test_a_body_dropped_midway_is_fetched_again(
-    served: HostileServer, waits: list[float]
-) -> None:
+def test_a_body_dropped_midway_is_fetched_again(served: HostileServer, waits: list[float]) -> None:
     """The first range's connection closes halfway through its body, twice: sent again
     with backoff, like a 503, and the bytes read are the file's."""
     served.set_script(["drop", "drop"])

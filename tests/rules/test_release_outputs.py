@@ -58,9 +58,7 @@ def test_release_span_and_label(hit: set[str], span: str, label: str | None) -> 
 
 def test_release_only_findings_are_labelled_with_their_releases(tmp_path: Path) -> None:
     paths = _paths(file(nvfp4), tmp_path / "a") + _paths(file(mxfp8), tmp_path / "b")
-    out = "\n".join(
-        text.render(check_paths([p], target="sglang@all"), False) for p in paths
-    )
+    out = "\n".join(text.render(check_paths([p], target="sglang@all"), False) for p in paths)
     assert _lines(out, "QC614") and all(
         line.endswith("[sglang@0.5.19]") for line in _lines(out, "QC614")
     )
@@ -77,9 +75,7 @@ def test_a_finding_on_every_release_keeps_the_runtime_name(tmp_path: Path) -> No
 def test_default_report_lines_are_unchanged(tmp_path: Path) -> None:
     """Without release targets a label is the runtime list it always was, even for a finding
     whose effect differs between releases (QC318 fails sglang >= 0.5.20 only)."""
-    paths = _paths(
-        file(lambda: nvfp4(mark={"format": "nvfp4", "convrot": True})), tmp_path
-    )
+    paths = _paths(file(lambda: nvfp4(mark={"format": "nvfp4", "convrot": True})), tmp_path)
     report = check_paths(paths)
     for d in report.diagnostics:
         assert d.target_labels(report.targets) == [t for t in d.targets if t in report.targets]
@@ -167,7 +163,7 @@ def test_html_index_groups_release_columns_and_says_what_each_needs(tmp_path: Pa
     assert "<th>sglang needs</th>" in index
     assert "≥ 0.5.20" in index and "≥ 0.5.19" in index
     plain = build_pages(discover(paths), generated="x")["index.html"]
-    assert "needs</th>" not in plain and "colspan=\"6\"" not in plain
+    assert "needs</th>" not in plain and 'colspan="6"' not in plain
 
 
 # --- ComfyUI's format steps, each a release delta ---------------------------------------------

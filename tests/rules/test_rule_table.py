@@ -141,8 +141,7 @@ def test_passing_twin(case: RuleCase, tmp_path: Path) -> None:
     relevant = {
         d.code
         for d in report.diagnostics
-        if any(d.effect_at(t) is not Effect.NONE for t in case.expect_targets)
-        or not d.targets
+        if any(d.effect_at(t) is not Effect.NONE for t in case.expect_targets) or not d.targets
     }
     extra = relevant - set(case.twin_allows)
     assert not extra, f"twin is not clean: {sorted(extra)}"

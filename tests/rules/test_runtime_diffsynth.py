@@ -94,14 +94,19 @@ def test_summary_line_shows_diffsynth(capsys: pytest.CaptureFixture) -> None:
 @pytest.mark.parametrize(
     ("text", "code"),
     [
-        ("ValueError: `blocks.0.mlp` uses format `nvfp4`, not in ['float8_e4m3fn', "
-         "'int8_tensorwise'].", "QC730"),
+        (
+            "ValueError: `blocks.0.mlp` uses format `nvfp4`, not in ['float8_e4m3fn', "
+            "'int8_tensorwise'].",
+            "QC730",
+        ),
         ("ValueError: `blocks.0.mlp.comfy_quant` has no `format` field.", "QC730"),
         ("ValueError: `blocks.0.mlp` has a comfy_quant marker but no `weight_scale`.", "QC731"),
-        ("ValueError: The marker of `blocks.0.mlp` asks for convrot with groupsize 256, which "
-         "does not divide in_features=64.", "QC732"),
-        ("ValueError: `blocks.0.mlp.comfy_quant` is not valid JSON: Unexpected UTF-8 BOM",
-         "QC201"),
+        (
+            "ValueError: The marker of `blocks.0.mlp` asks for convrot with groupsize 256, which "
+            "does not divide in_features=64.",
+            "QC732",
+        ),
+        ("ValueError: `blocks.0.mlp.comfy_quant` is not valid JSON: Unexpected UTF-8 BOM", "QC201"),
     ],
 )
 def test_explain_round_trip(text: str, code: str) -> None:

@@ -155,9 +155,7 @@ def test_header_only_file_is_read_like_markers(tmp_path: Path) -> None:
     def bare() -> list:
         return [r for r in w4a8() if not r.name.endswith(".comfy_quant")]
 
-    paths = file(bare, header_meta({P: {"format": "asym_w4a8_int8", "group_size": 16}}))(
-        tmp_path
-    )
+    paths = file(bare, header_meta({P: {"format": "asym_w4a8_int8", "group_size": 16}}))(tmp_path)
     assert "QC710" in _codes(paths)
 
 

@@ -179,9 +179,7 @@ def plan_json(
     return doc
 
 
-def _print_json(
-    plan: object, unsafe: bool, written: str | None, diff: str | None = None
-) -> None:
+def _print_json(plan: object, unsafe: bool, written: str | None, diff: str | None = None) -> None:
     from quantcheck.render.json_out import dumps
 
     print(dumps("fix", plan_json(plan, unsafe, written, diff)))

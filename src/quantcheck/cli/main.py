@@ -221,9 +221,7 @@ def cmd_rules(args: argparse.Namespace) -> int:
                             "severity": r.severity.value,
                             "title": r.title,
                             "fix": r.fix.value if r.fix else None,
-                            "effects": {
-                                t: e.value for t, e in r.runtime_effects().items()
-                            },
+                            "effects": {t: e.value for t, e in r.runtime_effects().items()},
                         }
                         for r in rules.values()
                     ]

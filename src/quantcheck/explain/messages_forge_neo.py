@@ -71,8 +71,7 @@ PATTERNS = [
         'Model "{path}" is corrupt or invalid...',
         R.QC117,
         "an interrupted download (the data section is shorter than the header says)",
-        "a header safetensors cannot parse (see `quantcheck check` for the exact QC1xx "
-        "finding)",
+        "a header safetensors cannot parse (see `quantcheck check` for the exact QC1xx finding)",
         runtime=LABEL,
         target=NAME,
     ),

@@ -38,8 +38,7 @@ PATTERNS: list[MessagePattern] = [
     _p(
         "convrot_groupsize must be an exact power of four and at least 4",
         R.QC753,
-        "the marker has no top-level convrot_groupsize (ComfyUI defaults to 256, musubi "
-        "does not)",
+        "the marker has no top-level convrot_groupsize (ComfyUI defaults to 256, musubi does not)",
         "the group is a float, a string or not a power of four",
     ),
     _p(

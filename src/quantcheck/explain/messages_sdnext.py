@@ -65,8 +65,7 @@ PATTERNS = [
     pattern(
         CQ + " layer {prefix!r} convrot_groupsize={group} is not a power of 4",
         R.QC713,
-        "a rotation group of 32 or 128 (SD.Next builds regular Hadamards of 4^n only) "
-        + FELL_BACK,
+        "a rotation group of 32 or 128 (SD.Next builds regular Hadamards of 4^n only) " + FELL_BACK,
         runtime=LABEL,
         target=NAME,
     ),
@@ -143,8 +142,7 @@ PATTERNS = [
         target=NAME,
     ),
     pattern(
-        "Load model: transformer=native {component} has {n} unexpected keys (sample: "
-        "{sample})",
+        "Load model: transformer=native {component} has {n} unexpected keys (sample: {sample})",
         R.QC302,
         "tensors the format does not use (input_scale of FP8 is dropped, others are not) "
         + FELL_BACK,

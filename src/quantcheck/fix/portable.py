@@ -252,7 +252,9 @@ def apply_portable(
             draft.set_marker(prefix, fields)  # a fix rewrote it: the sync writes both copies
             extra = f" ({'; '.join(done)})" if done else ""
             draft.log(
-                CODE, prefix, f"write the fixed marker of {prefix} as its header entry too{extra}",
+                CODE,
+                prefix,
+                f"write the fixed marker of {prefix} as its header entry too{extra}",
                 "safe",
             )
             continue
@@ -415,7 +417,7 @@ def portable_choices(
                 tuple(one),
                 (),
                 f"the file mixes {', '.join(formats)} and SD.Next loads one format per file "
-                "(\"mixes formats across layers\"; it then loads the base model instead); "
+                '("mixes formats across layers"; it then loads the base model instead); '
                 "no byte-level repair changes that: requantize the layers to one format or "
                 "split the file",
                 True,

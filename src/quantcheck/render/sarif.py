@@ -18,9 +18,7 @@ LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 
 
 def render(report: Report) -> str:
-    return "".join(
-        iter_chunks(report.diagnostics, report.releases, targets=report.targets)
-    )
+    return "".join(iter_chunks(report.diagnostics, report.releases, targets=report.targets))
 
 
 def iter_chunks(

@@ -31,7 +31,7 @@ RULES: list[Rule] = [
         "DiffSynth-Studio's comfy-kitchen backend knows only those two formats; _parse_marker "
         "raises ValueError for any other (\"`X` uses format `F`, not in ['float8_e4m3fn', "
         "'int8_tensorwise'].\") or a marker without format (\"`X.comfy_quant` has no `format` "
-        "field.\"). Only the tensor marker counts: a format given in the header alone does not "
+        'field."). Only the tensor marker counts: a format given in the header alone does not '
         "help.",
         '{"format": "nvfp4"}',
         "Requantize the layers to int8_tensorwise or float8_e4m3fn for DiffSynth-Studio.",
@@ -45,8 +45,8 @@ RULES: list[Rule] = [
         E,
         "marked layer without weight or weight_scale",
         "A layer with a comfy_quant marker tensor has both weight and weight_scale.",
-        "unflatten_state_dict raises ValueError (\"`X` has a comfy_quant marker but no "
-        "`weight`.\" / \"... no `weight_scale`.\") before anything is built.",
+        'unflatten_state_dict raises ValueError ("`X` has a comfy_quant marker but no '
+        '`weight`." / "... no `weight_scale`.") before anything is built.',
         "blocks.0.attn.qkv.comfy_quant and .weight, no .weight_scale",
         "Add the missing scale (or remove the marker of a layer that is not quantized).",
         _FAILS,
@@ -61,8 +61,8 @@ RULES: list[Rule] = [
         "A rotated int8_tensorwise marker's convrot_groupsize (default 256) is an integer that "
         "divides K (the weight's columns).",
         "TensorWiseInt8Format.params_from_marker reads the group with int() and raises "
-        "ValueError (\"The marker of `X` asks for convrot with groupsize G, which does not "
-        "divide in_features=K.\") when it does not divide K.",
+        'ValueError ("The marker of `X` asks for convrot with groupsize G, which does not '
+        'divide in_features=K.") when it does not divide K.',
         '{"format": "int8_tensorwise", "convrot": true} on a layer with K = 3072 (256 does not '
         "divide it)",
         "Write the group size the weights were rotated with (16, 64 or 256, dividing K).",
@@ -115,7 +115,7 @@ RULES: list[Rule] = [
         "Each comfy_quant marker tensor is U8 (I8 also survives).",
         "_parse_marker decodes bytes(marker.to(torch.uint8).tolist()): the tensor's VALUES are "
         "converted, so a marker stored as I16, F32, ... no longer spells its JSON and "
-        "_parse_marker raises \"`X.comfy_quant` is not valid JSON\".",
+        '_parse_marker raises "`X.comfy_quant` is not valid JSON".',
         "blocks.0.attn.qkv.comfy_quant I32 [12]",
         "Rewrite the marker as U8 bytes of its JSON text.",
         _FAILS,
@@ -130,9 +130,9 @@ RULES: list[Rule] = [
         "Each comfy_quant marker tensor is plain UTF-8 JSON (no byte-order mark).",
         "ComfyUI decodes markers with json.loads on the bytes, which accepts a BOM and "
         "UTF-16/32 (QC207); DiffSynth-Studio decodes with bytes.decode() (strict UTF-8, the BOM "
-        "kept) and json.loads on the text, which raises (\"`X.comfy_quant` is not valid JSON: "
-        "Unexpected UTF-8 BOM\").",
-        "blocks.0.attn.qkv.comfy_quant = EF BB BF + '{\"format\": \"int8_tensorwise\"}'",
+        'kept) and json.loads on the text, which raises ("`X.comfy_quant` is not valid JSON: '
+        'Unexpected UTF-8 BOM").',
+        'blocks.0.attn.qkv.comfy_quant = EF BB BF + \'{"format": "int8_tensorwise"}\'',
         "Rewrite the marker as plain UTF-8 JSON bytes.",
         _FAILS,
         Safety.DISPLAY,

@@ -74,8 +74,7 @@ RULES: list[Rule] = [
         "Requantize the layers to float8_e4m3fn or int8_tensorwise for InvokeAI.",
         effects(**{_I: "degraded"}),
         Safety.UNSAFE,
-        f"{INV} _dequantize_comfyui_fp8 (scale.to(compute_dtype), repeat_interleave); "
-        f"{INV_RUN}.",
+        f"{INV} _dequantize_comfyui_fp8 (scale.to(compute_dtype), repeat_interleave); {INV_RUN}.",
     ),
     rule_in_doc_order(
         "QC723",
@@ -106,8 +105,8 @@ RULES: list[Rule] = [
         "scale_weight, scale_input, comfy_quant).",
         "_strip_quantization_metadata drops only those keys; weight_scale_2, input_scale, "
         "weight_s_rel, ... stay in the state dict. The Qwen-Image, FLUX and Z-Image loaders "
-        "ignore unexpected keys (logged at DEBUG); the Wan loader raises (\"... weights that "
-        "WanTransformer3DModel has nowhere to put\").",
+        'ignore unexpected keys (logged at DEBUG); the Wan loader raises ("... weights that '
+        'WanTransformer3DModel has nowhere to put").',
         "blocks.0.attn.qkv.input_scale beside an FP8 weight",
         "Remove the tensors for InvokeAI's Wan loader (an FP8 input_scale is not used once "
         "InvokeAI dequantizes).",

@@ -64,17 +64,16 @@ RULES = [
         "QC752",
         "musubi-convrot-required",
         E,
-        "int8_tensorwise marker without \"convrot\": true",
+        'int8_tensorwise marker without "convrot": true',
         _fails(),
         None,
-        "Every int8_tensorwise .comfy_quant has \"convrot\": true at its top level.",
+        'Every int8_tensorwise .comfy_quant has "convrot": true at its top level.',
         "musubi implements INT8 only with the ConvRot rotation; plain int8_tensorwise, a "
         "convrot of 1, or convrot only inside params are refused.",
         '{"format": "int8_tensorwise"}',
         "Requantize with ConvRot (the rotation changes the weights: setting the flag alone is "
         "wrong).",
-        f'{DECODE} (`values.get("convrot") is not True`, ".comfy_quant convrot must be '
-        'true").',
+        f'{DECODE} (`values.get("convrot") is not True`, ".comfy_quant convrot must be true").',
     ),
     Rule(
         "QC753",
@@ -89,9 +88,8 @@ RULES = [
         "256), refuses booleans and floats, and refuses a group that does not divide the input "
         "width.",
         '{"format": "int8_tensorwise", "convrot": true} (no convrot_groupsize)',
-        "Write the group the weights were rotated with as a top-level integer "
-        "convrot_groupsize.",
-        f"{CONVROT} _is_power_of_four and _decode_convrot_control (\"convrot_groupsize "
+        "Write the group the weights were rotated with as a top-level integer convrot_groupsize.",
+        f'{CONVROT} _is_power_of_four and _decode_convrot_control ("convrot_groupsize '
         'must be an exact power of four and at least 4"); inspect_convrot_int8_artifact '
         '("does not divide input width").',
     ),

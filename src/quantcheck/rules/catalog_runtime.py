@@ -160,9 +160,7 @@ RULES = [
             effects("none", "none"),
             Safety.SAFE,
             f"Layers meant for ComfyUI up to {before(release)} use a format in its QUANT_ALGOS "
-            f"({', '.join(formats)} arrived with {release}"
-            + (" [GUESS]" if guess else "")
-            + ").",
+            f"({', '.join(formats)} arrived with {release}" + (" [GUESS]" if guess else "") + ").",
             "ComfyUI up to "
             + before(release)
             + " looks the format up in QUANT_ALGOS and stops (KeyError / "
@@ -387,9 +385,8 @@ RULES = [
         'rowwise FP8 header without format_version "1.1"',
         effects("fails", "none"),
         None,
-        'A header declaring "rowwise-float8_e4m3fn" layers has format_version "1.1" '
-        "(the string).",
-        "sglang 0.5.23 raises RowwiseFp8Error (\"unsupported quantization format_version "
+        'A header declaring "rowwise-float8_e4m3fn" layers has format_version "1.1" (the string).',
+        'sglang 0.5.23 raises RowwiseFp8Error ("unsupported quantization format_version '
         "…; expected one of ['1.1']\") and the error is not caught: the load stops. Older "
         "releases only need the key to exist.",
         '{"format_version": "1.0", "layers": {"blocks.0.attn.qkv": {"format": '
@@ -408,15 +405,14 @@ RULES = [
         'A header declaring "rowwise-float8_e4m3fn" layers has a non-empty layers map whose '
         'every entry is "rowwise-float8_e4m3fn" or "bf16", and quant_configs['
         '"rowwise-float8_e4m3fn"] = {"scale_recipe": "rowwise"}.',
-        "sglang 0.5.23 raises RowwiseFp8Error (\"unknown quant format … for layer …\", "
+        'sglang 0.5.23 raises RowwiseFp8Error ("unknown quant format … for layer …", '
         '"missing quant_configs[…] layout descriptor", "unsupported FP8 scale_recipe …") '
         "and the load stops: other formats cannot share a rowwise file.",
         '"layers": {"a": {"format": "rowwise-float8_e4m3fn"}, "b": {"format": '
         '"float8_e4m3fn"}} without quant_configs',
         "Declare every other layer as bf16 (unquantized) and write the quant_configs "
         "descriptor, or use comfy_quant markers instead of the rowwise header.",
-        f"sglang 0.5.23 {SGRF} RowwiseFp8Config._from_metadata; run by "
-        "tests/rules/diff_sglang.",
+        f"sglang 0.5.23 {SGRF} RowwiseFp8Config._from_metadata; run by tests/rules/diff_sglang.",
     ),
     Rule(
         "QC623",
@@ -429,12 +425,11 @@ RULES = [
         "weight_scale [N] and optionally an F32 input_scale [1]; no other layer stores a "
         "weight_scale or input_scale.",
         "sglang 0.5.23 checks these tensors in _validate_fp8_tensors and raises "
-        "RowwiseFp8Error for the first layer in name order that differs (\"row-wise scale "
+        'RowwiseFp8Error for the first layer in name order that differs ("row-wise scale '
         'must have shape [N]", "expected dtype F8_E4M3", "unexpected quantization tensor … '
         'for a non-FP8 layer").',
         "blocks.0.attn.qkv.weight_scale F32 [128, 1] (a ComfyUI INT8-style per-row scale)",
-        "Store the row scales as F32 [N] and the weight as F8_E4M3; drop scales of bf16 "
-        "layers.",
+        "Store the row scales as F32 [N] and the weight as F8_E4M3; drop scales of bf16 layers.",
         f"sglang 0.5.23 {SGRF} _validate_fp8_tensors; run by tests/rules/diff_sglang.",
     ),
     Rule(

@@ -37,7 +37,7 @@ RULES = [
         "plain tensor and does not match the model's Linear [N, K]. Either way the load stops.",
         '{"format": "nvfp4"} with a U8 [N, K/2] weight',
         "Requantize the layers as int8_tensorwise (or convert to GGUF) for stable-diffusion.cpp.",
-        f"{ST_IO} read_safetensors_file (~L249: `if (dtype == \"U8\") continue;`); {MANAGER} "
+        f'{ST_IO} read_safetensors_file (~L249: `if (dtype == "U8") continue;`); {MANAGER} '
         '("tensor \'%s\' not in model metadata", "has wrong shape in model metadata").',
     ),
     Rule(
@@ -91,8 +91,7 @@ RULES = [
         "ggml has no I8 matrix product, so the first forward likely aborts; at best the output "
         "is garbage.",
         "an int8_tensorwise layer described only in __metadata__._quantization_metadata",
-        "Write each layer's marker as a .comfy_quant tensor (ComfyUI's own exports carry "
-        "both).",
+        "Write each layer's marker as a .comfy_quant tensor (ComfyUI's own exports carry both).",
         f"{ST_IO} read_safetensors_file (~L209-233: markers come only from `.comfy_quant` "
         "tensors; `__metadata__` gives a string map nobody reads for quantization). [GUESS]: "
         "the abort at the first matmul was not observed.",
@@ -142,7 +141,7 @@ RULES = [
         "not divide K; a group that is not a JSON number fails the marker's parse.",
         '{"format": "int8_tensorwise", "convrot": true} (no convrot_groupsize)',
         "Write the group the weights were rotated with as a top-level convrot_groupsize.",
-        f"{ST_IO} read_comfy_quant_config (~L135: json.value(\"convrot_groupsize\", 0)) and "
+        f'{ST_IO} read_comfy_quant_config (~L135: json.value("convrot_groupsize", 0)) and '
         "read_safetensors_file (~L300-308: power-of-four loop, `ne[0] % group_size`; "
         '"invalid ComfyUI convrot group size for tensor").',
     ),
@@ -172,7 +171,7 @@ RULES = [
         "sd.cpp stops the load at the first such weight.",
         '{"format": "int8_tensorwise"} on a BF16 weight',
         "Remove the marker from layers left in 16-bit, or requantize them.",
-        f"{ST_IO} read_safetensors_file (~L298: \"ComfyUI int8_tensorwise weight is not I8\").",
+        f'{ST_IO} read_safetensors_file (~L298: "ComfyUI int8_tensorwise weight is not I8").',
     ),
     Rule(
         "QC749",
@@ -187,7 +186,7 @@ RULES = [
         "its weights need: wrong output, and sd.cpp does not raise.",
         '{"format": "int8_tensorwise", "params": {"convrot": true, "convrot_groupsize": 256}}',
         "Move convrot and convrot_groupsize to the marker's top level.",
-        f"{ST_IO} read_comfy_quant_config (~L134: json.value(\"convrot\", false) on the "
+        f'{ST_IO} read_comfy_quant_config (~L134: json.value("convrot", false) on the '
         "marker object only).",
     ),
 ]

@@ -59,13 +59,12 @@ RULES = [
         Safety.DISPLAY,
         "NVFP4 markers have no truthy convrot, a group_size of 16 (or none), and when they "
         "name orig_shape, a K divisible by 16.",
-        "detect_comfy_quant refuses nvfp4 with convrot (\"which the format does not define\") "
+        'detect_comfy_quant refuses nvfp4 with convrot ("which the format does not define") '
         "and a group_size other than 16; adopt_nvfp4_layer refuses in_features not divisible "
         "by 16. A group_size int() cannot read raises past the fallback (a load error)."
         + _FALLS_BACK,
         '{"format": "nvfp4", "convrot": true}',
-        "Drop convrot / group_size from NVFP4 markers (NVFP4 is never rotated; its group is "
-        "16).",
+        "Drop convrot / group_size from NVFP4 markers (NVFP4 is never rotated; its group is 16).",
         f"{NT} detect_comfy_quant, adopt_nvfp4_layer; {FALLBACK}.",
     ),
     Rule(
@@ -110,8 +109,7 @@ RULES = [
         "An NVFP4 layer of N rows and K inputs has roundup(N,128) * roundup(K/16,4) block "
         "scales (the padded swizzled layout comfy-kitchen writes).",
         "adopt_nvfp4_layer refuses any other count. sglang 0.5.23 wants exactly (N, K/16) "
-        "instead: one file satisfies both only when N % 128 == 0 and K % 64 == 0."
-        + _FALLS_BACK,
+        "instead: one file satisfies both only when N % 128 == 0 and K % 64 == 0." + _FALLS_BACK,
         "N=64, K=64: weight_scale [64, 4] (unpadded; SD.Next wants 128 * 4 = 512 values)",
         "Store the block scales padded to [roundup(N,128), roundup(K/16,4)] (comfy-kitchen's "
         "layout) for SD.Next.",

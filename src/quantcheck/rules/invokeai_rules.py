@@ -289,8 +289,8 @@ class InvokeaiChecks:
                 R.QC724,
                 f"InvokeAI 6.14.2 keeps {', '.join(leftovers)} of this layer after "
                 "dequantizing (it strips only weight_scale, scale_weight, scale_input and "
-                "markers): its Wan loader refuses such keys (RuntimeError: \"... weights that "
-                "WanTransformer3DModel has nowhere to put\"); its Qwen-Image, FLUX and Z-Image "
+                'markers): its Wan loader refuses such keys (RuntimeError: "... weights that '
+                'WanTransformer3DModel has nowhere to put"); its Qwen-Image, FLUX and Z-Image '
                 "loaders ignore them",
                 file=file,
                 layer=layer.prefix,

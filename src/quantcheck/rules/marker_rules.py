@@ -447,4 +447,3 @@ def _size_key(
             layer=m.prefix,
             effects=_eff(FAILS, FAILS),
         )
-

@@ -72,7 +72,7 @@ class MusubiChecks:
                 R.QC757,
                 layer,
                 f"both {p}.weight_scale and {p}.scale_weight: musubi reads both as "
-                f"{p}.scale_weight and raises \"Duplicate normalized safetensors key "
+                f'{p}.scale_weight and raises "Duplicate normalized safetensors key '
                 f'{p}.scale_weight"',
             )
         marker = t.get("comfy_quant")
@@ -81,11 +81,9 @@ class MusubiChecks:
                 R.QC756,
                 layer,
                 f".comfy_quant is {len(marker.shape)}-D {list(marker.shape)}: {WHAT} "
-                "\".comfy_quant must be one-dimensional\"",
+                '".comfy_quant must be one-dimensional"',
             )
-        missing = [
-            f"{p}.{name}" for name, alt in SIBLINGS if name not in t and alt not in t
-        ]
+        missing = [f"{p}.{name}" for name, alt in SIBLINGS if name not in t and alt not in t]
         if missing:
             yield _diag(
                 R.QC750,
@@ -104,20 +102,20 @@ def _tensors(layer: Layer) -> Iterator[Diagnostic]:
     w = t["weight"]
     s = t.get("weight_scale") or t["scale_weight"]
     if w.dtype != "I8":
-        yield _diag(R.QC754, layer, f"weight is {w.dtype}: {WHAT} \"weight must be INT8/I8\"")
+        yield _diag(R.QC754, layer, f'weight is {w.dtype}: {WHAT} "weight must be INT8/I8"')
     if len(w.shape) != 2:
         yield _diag(
             R.QC754,
             layer,
-            f"weight is {list(w.shape)}: {WHAT} \"weight must be two-dimensional\"",
+            f'weight is {list(w.shape)}: {WHAT} "weight must be two-dimensional"',
         )
     if s.dtype != "F32":
-        yield _diag(R.QC755, layer, f"scale is {s.dtype}: {WHAT} \"scale must be FP32/F32\"")
+        yield _diag(R.QC755, layer, f'scale is {s.dtype}: {WHAT} "scale must be FP32/F32"')
     if len(w.shape) == 2 and tuple(s.shape) != (w.shape[0], 1):
         yield _diag(
             R.QC755,
             layer,
-            f"scale is {list(s.shape)}: {WHAT} \"scale shape must be ({w.shape[0]}, 1)\" "
+            f'scale is {list(s.shape)}: {WHAT} "scale shape must be ({w.shape[0]}, 1)" '
             "(a scalar or [N] scale, which ComfyUI accepts, is refused)",
         )
 

@@ -34,9 +34,7 @@ READABLE_DTYPES = frozenset(
 )
 #: Formats whose weights sd.cpp cannot load: packed I8 widths that do not match the model's
 #: Linear [N, K] ("wrong shape in model metadata"), or U8 weights the reader skips.
-PACKED_FORMATS = frozenset(
-    {"nvfp4", "convrot_w4a4", "asym_w4a8_int8", "w6a8_int8", "awq_w4a16"}
-)
+PACKED_FORMATS = frozenset({"nvfp4", "convrot_w4a4", "asym_w4a8_int8", "w6a8_int8", "awq_w4a16"})
 FP8_DTYPES = frozenset({"F8_E4M3", "F8_E5M2"})
 #: Rules for what sd.cpp loads without an error but computes wrongly (the rest stop the load).
 SILENT = frozenset({R.QC741.code, R.QC742.code, R.QC749.code})
@@ -90,7 +88,7 @@ class SdcppChecks:
                 layer,
                 f"format {fmt}: sd.cpp implements int8_tensorwise only; it loads the packed "
                 f"I8 weight {list(w.shape)} as a plain tensor, which does not match the "
-                "model's Linear [N, K] (\"has wrong shape in model metadata\")",
+                'model\'s Linear [N, K] ("has wrong shape in model metadata")',
             )
         elif fmt == "int8_tensorwise":
             yield from _int8(layer, tm or {})
@@ -158,7 +156,7 @@ def _convrot_group(
             R.QC746,
             layer,
             f"convrot_groupsize is {what} ({g!r}): sd.cpp reads it as an integer and stops with "
-            "\"parsing ComfyUI quantization metadata tensor failed\"",
+            '"parsing ComfyUI quantization metadata tensor failed"',
         )
         return
     g = int(g)

@@ -265,7 +265,7 @@ def _nvfp4_marker(layer: Layer, fields: dict[str, Any], file: str | None) -> Ite
     if fields.get("convrot"):
         yield Diagnostic(
             R.QC712,
-            "nvfp4 marker with convrot (\"combines nvfp4 with convrot, which the format does not "
+            'nvfp4 marker with convrot ("combines nvfp4 with convrot, which the format does not '
             f'define"). {FALLBACK}',
             file=file,
             layer=layer.prefix,

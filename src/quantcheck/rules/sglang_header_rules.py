@@ -176,7 +176,8 @@ class HeaderPathChecks:
                     R.QC618,
                     "__metadata__._quantization_metadata is not valid JSON: sglang's header "
                     "path drops it without a message (get_quant_config_from_safetensors_"
-                    "metadata returns None" + (
+                    "metadata returns None"
+                    + (
                         ", then reads __metadata__.quantization_config)"
                         if hd.key == "quantization_config"
                         else ")"
@@ -270,7 +271,7 @@ class HeaderPathChecks:
                 f"the header declares {ROWWISE_FP8} layers with format_version {short(ver)}: "
                 'sglang 0.5.23 raises RowwiseFp8Error ("unsupported quantization '
                 f"format_version {short(ver)}; expected one of "
-                f"{list(ROWWISE_FORMAT_VERSIONS)}\")",
+                f'{list(ROWWISE_FORMAT_VERSIONS)}")',
                 file=hd.file,
                 pointer=POINTER + "/format_version",
                 data={"format_version": short(ver)},
@@ -289,9 +290,7 @@ class HeaderPathChecks:
             if bad:
                 name, fmt = bad[0]
                 more = f" ({len(bad)} layers)" if len(bad) > 1 else ""
-                problems.append(
-                    f"unknown quant format {short(fmt)} for layer {short(name)}{more}"
-                )
+                problems.append(f"unknown quant format {short(fmt)} for layer {short(name)}{more}")
             if not self.fp8_layers:
                 problems.append(
                     f"_quantization_metadata declares no quantized layers ({ROWWISE_FP8})"

@@ -102,9 +102,7 @@ def _releases() -> tuple[Release, ...]:
     for i, (name, _, fmts, note) in enumerate(STEPS):
         effects = oldest if i == 0 else dict.fromkeys(step_codes(name), Effect.NONE)
         quantize: dict[str, str | None] = later if i == 0 else dict.fromkeys(fmts, None)
-        out.append(
-            Release(name, effects, f"{note} Formats: {', '.join(fmts)}.", quantize=quantize)
-        )
+        out.append(Release(name, effects, f"{note} Formats: {', '.join(fmts)}.", quantize=quantize))
     return tuple(out)
 
 

@@ -39,8 +39,7 @@ STEPS: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
         "bfd09a1",
         "",
         ("float8_e4m3fn", "float8_e5m2", "nvfp4"),
-        "backend/quant_ops.py at bfd09a1, a port of ComfyUI v0.16.4: FP8 (e4m3fn, e5m2) and "
-        "NVFP4.",
+        "backend/quant_ops.py at bfd09a1, a port of ComfyUI v0.16.4: FP8 (e4m3fn, e5m2) and NVFP4.",
     ),
     (
         "939c56d",

@@ -124,9 +124,7 @@ CASES: dict[str, Case] = {
     "w4a8-channel-bf16": layer_case(
         "asym_w4a8_int8", n=64, k=256, edit=_to_bf16("weight_s_channel")
     ),
-    "w4a8-group-string": layer_case(
-        "asym_w4a8_int8", n=64, k=256, marker=_set(group_size="16")
-    ),
+    "w4a8-group-string": layer_case("asym_w4a8_int8", n=64, k=256, marker=_set(group_size="16")),
     "w4a8-group-missing": layer_case("asym_w4a8_int8", n=64, k=256, marker=_drop("group_size")),
     "w4a8-correction-never-read": layer_case(
         "asym_w4a8_int8", n=64, k=256, options={"symmetric": False}

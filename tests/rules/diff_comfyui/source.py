@@ -87,6 +87,7 @@ def verify(root: Path) -> None:
 def _git_fetch(into: Path) -> bool:
     """Fetch the pinned commit with git and write FILES under `into`; False if unreachable."""
     with tempfile.TemporaryDirectory() as scratch:
+
         def git(*args: str) -> subprocess.CompletedProcess[str]:
             return subprocess.run(
                 ["git", "-C", scratch, *args],

@@ -163,9 +163,7 @@ CASES: dict[str, Case] = {
     "int8-marker-zeroed": layer_case(
         "int8_tensorwise", options=INT8, marker=lambda c: _marker(c, raw=bytes(24))
     ),
-    "int8-marker-list": layer_case(
-        "int8_tensorwise", options=INT8, marker=lambda c: _marker([c])
-    ),
+    "int8-marker-list": layer_case("int8_tensorwise", options=INT8, marker=lambda c: _marker([c])),
     "int8-marker-i8": layer_case(
         "int8_tensorwise", options=INT8, marker=lambda c: _marker(c, dtype="I8")
     ),

@@ -82,9 +82,7 @@ def diffsynth_outcome(
             (f for f in mod.FORMATS.values() if f.layout_cls == getattr(weight, "_layout_cls", "")),
             mod.FORMATS["int8_tensorwise"],
         )
-        shell = fmt.linear_cls(
-            k, n, False, layout=fmt.layout_cls, compute_dtype=torch.bfloat16
-        )
+        shell = fmt.linear_cls(k, n, False, layout=fmt.layout_cls, compute_dtype=torch.bfloat16)
         mine = f"{prefix}."
         state = {key[len(mine) :]: v for key, v in rebuilt.items() if key.startswith(mine)}
         try:

@@ -79,9 +79,7 @@ CASES: dict[str, Build] = {
 #: Files sglang's header path reads (get_quant_config_from_safetensors_metadata, 0.5.23's
 #: rowwise FP8 config, 0.5.18's NVFP4 builder), beside the marker files above.
 HEADER_CASES: dict[str, Build] = {
-    "fp8-header-partial": file(
-        lambda: [*fp8(), *fp8(FC1)], header_meta({P: FP8_MARK})
-    ),
+    "fp8-header-partial": file(lambda: [*fp8(), *fp8(FC1)], header_meta({P: FP8_MARK})),
     "fp8-header-plus-int8-declared": file(
         lambda: [*fp8(), *int8(FC1)],
         header_meta({P: FP8_MARK, FC1: INT8_CONVROT}),
