@@ -13,24 +13,9 @@ if TYPE_CHECKING:
 
 def add_many_arguments(p: argparse.ArgumentParser) -> None:
     """The options about many checkpoints and baselines."""
-    p.add_argument(
-        "--include",
-        action="append",
-        default=[],
-        metavar="GLOB",
-        help="in folders and repos: only files whose relative path or name matches "
-        "GLOB; repeatable",
-    )
-    p.add_argument(
-        "--exclude",
-        action="append",
-        default=[],
-        metavar="GLOB",
-        help="in folders and repos: leave out files matching GLOB; repeatable",
-    )
-    from quantcheck.cli.options import add_as_one
+    from quantcheck.cli.options import add_selection
 
-    add_as_one(p)
+    add_selection(p)
     p.add_argument(
         "-q",
         "--quiet",

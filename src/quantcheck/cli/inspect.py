@@ -18,23 +18,9 @@ if TYPE_CHECKING:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The options about several checkpoints (the same as `check`'s)."""
-    from quantcheck.cli.options import add_as_one
+    from quantcheck.cli.options import add_selection
 
-    p.add_argument(
-        "--include",
-        action="append",
-        default=[],
-        metavar="GLOB",
-        help="in folders and repos: only files whose relative path or name matches GLOB",
-    )
-    p.add_argument(
-        "--exclude",
-        action="append",
-        default=[],
-        metavar="GLOB",
-        help="in folders and repos: leave out files matching GLOB; repeatable",
-    )
-    add_as_one(p)
+    add_selection(p)
 
 
 def run(args: argparse.Namespace) -> int:

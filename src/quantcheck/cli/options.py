@@ -63,6 +63,26 @@ def add_target(p: argparse.ArgumentParser, help: str = TARGET_HELP) -> None:
     p.add_argument("--target", type=target_value, default="default", metavar="TARGET", help=help)
 
 
+def add_selection(p: argparse.ArgumentParser) -> None:
+    """`--include` / `--exclude` globs for folders and repos, and `--as-one`."""
+    p.add_argument(
+        "--include",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="in folders and repos: only files whose relative path or name matches GLOB; "
+        "repeatable",
+    )
+    p.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="in folders and repos: leave out files matching GLOB; repeatable",
+    )
+    add_as_one(p)
+
+
 def add_as_one(p: argparse.ArgumentParser) -> None:
     """`--as-one`: several PATHs are the shards of one checkpoint (the pre-0.3 reading)."""
     p.add_argument(

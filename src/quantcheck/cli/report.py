@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from quantcheck.cli.options import add_target
+from quantcheck.cli.options import add_selection, add_target
 from quantcheck.textsafe import clean
 
 DESCRIPTIONS = {
@@ -55,23 +55,7 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
         action="store_true",
         help="also read scale tensors and check their values (needs numpy)",
     )
-    p.add_argument(
-        "--include",
-        action="append",
-        default=[],
-        metavar="GLOB",
-        help="in folders and repos: only files matching GLOB; repeatable",
-    )
-    p.add_argument(
-        "--exclude",
-        action="append",
-        default=[],
-        metavar="GLOB",
-        help="in folders and repos: leave out files matching GLOB; repeatable",
-    )
-    p.add_argument(
-        "--as-one", action="store_true", help="read all PATHs as the shards of one checkpoint"
-    )
+    add_selection(p)
 
 
 def _compare(paths: list[str], original: list[str]) -> Any:

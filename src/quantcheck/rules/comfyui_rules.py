@@ -9,7 +9,7 @@ The upstream lines each rule follows are cited in the rule's evidence (catalog_*
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from quantcheck.diagnostics import Diagnostic, Fix
 from quantcheck.formats.table import FORMATS
@@ -73,20 +73,36 @@ def _unreadable_dtypes(ck: Checkpoint) -> Iterator[Diagnostic]:
             )
 
 
-def format_steps(ck: Checkpoint) -> Iterator[Diagnostic]:
-    """One finding per ComfyUI step the file needs (formats added after the oldest release)."""
+def formats_by_step(
+    ck: Checkpoint,
+    format_of: Callable[[Layer], object],
+    since: dict[str, str],
+    step_code: dict[str, str],
+) -> tuple[dict[str, dict[str, int]], dict[str, str]]:
+    """({release: {format: layers}}, {release: first file}) for the marked layers whose format
+    (`format_of`) a release after the oldest added (`since`: format -> release; releases
+    without a code in `step_code` are left out). ComfyUI and its ports share it."""
     by_step: dict[str, dict[str, int]] = {}
     first: dict[str, str] = {}
     for la in ck.layers.values():
         if la.marker is None or la.weight is None:
             continue
-        fmt = la.marker.format
-        release = FORMAT_SINCE.get(fmt) if isinstance(fmt, str) else None
-        if release is None or not STEP_CODE[release]:
+        fmt = format_of(la)
+        release = since.get(fmt) if isinstance(fmt, str) else None
+        if release is None or not step_code[release]:
             continue
+        assert isinstance(fmt, str)
         counts = by_step.setdefault(release, {})
         counts[fmt] = counts.get(fmt, 0) + 1
         first.setdefault(release, la.weight.file)
+    return by_step, first
+
+
+def format_steps(ck: Checkpoint) -> Iterator[Diagnostic]:
+    """One finding per ComfyUI step the file needs (formats added after the oldest release)."""
+    by_step, first = formats_by_step(
+        ck, lambda la: la.marker.format if la.marker else None, FORMAT_SINCE, STEP_CODE
+    )
     for release, counts in by_step.items():
         n = sum(counts.values())
         what = ", ".join(f"{f} ({c})" for f, c in sorted(counts.items()))

@@ -13,6 +13,7 @@ from quantcheck.formats.table import FORMATS as KNOWN
 from quantcheck.model.checkpoint import Checkpoint
 from quantcheck.model.layers import Layer
 from quantcheck.rules import codes as R
+from quantcheck.rules.comfyui_rules import formats_by_step
 from quantcheck.rules.header_replaces import lost_keys, seen_fields, tensor_source_file
 from quantcheck.rules.levels import Safety, Severity
 from quantcheck.runtimes import effects as _eff
@@ -77,20 +78,12 @@ class ForgeNeoChecks:
 
 def _format_steps(ck: Checkpoint) -> Iterator[Diagnostic]:
     """One finding per Forge Neo release the file needs (formats added after the oldest)."""
-    by_step: dict[str, dict[str, int]] = {}
-    first: dict[str, str] = {}
-    for la in ck.layers.values():
-        if la.marker is None or la.weight is None:
-            continue
-        fmt = seen_fields(la.marker).get("format")
-        if not isinstance(fmt, str):
-            continue
-        release = FORMAT_SINCE.get(fmt)
-        if release is None or not STEP_CODE[release]:
-            continue
-        counts = by_step.setdefault(release, {})
-        counts[fmt] = counts.get(fmt, 0) + 1
-        first.setdefault(release, la.weight.file)
+    by_step, first = formats_by_step(
+        ck,
+        lambda la: seen_fields(la.marker).get("format") if la.marker else None,
+        FORMAT_SINCE,
+        STEP_CODE,
+    )
     for release, counts in by_step.items():
         n = sum(counts.values())
         what = ", ".join(f"{f} ({c})" for f, c in sorted(counts.items()))
