@@ -59,7 +59,10 @@ TARGET_HELP = (
 
 
 def add_target(p: argparse.ArgumentParser, help: str = TARGET_HELP) -> None:
-    """`--target` with release support (dest `target`)."""
+    """`--target` with release support (dest `target`); the help names the modelled runtimes."""
+    from quantcheck.runtimes import runtime_names
+
+    help = f"{help}. Runtimes: {', '.join(runtime_names())} (each described in docs/rules.md)"
     p.add_argument("--target", type=target_value, default="default", metavar="TARGET", help=help)
 
 
