@@ -1,7 +1,7 @@
 """`fix --profile portable`: one file that every consumer reads the same way.
 
-Consumers read markers from different places (../shared/spec/consumers.md §1.2, and the
-runtime records): DiffSynth-Studio, musubi-tuner, WanVideoWrapper and stable-diffusion.cpp
+Consumers read markers from different places (the runtime records in
+`quantcheck.runtimes`): DiffSynth-Studio, musubi-tuner, WanVideoWrapper and stable-diffusion.cpp
 (merged code; an unmerged branch read the header instead) read only `.comfy_quant` tensors,
 the last at the top level only; sglang's header path reads only the header
 `_quantization_metadata`; SD.Next, Forge Neo and ComfyUI read both, the header overwriting;

@@ -24,5 +24,5 @@ CUI_DIFF = "run: tests/rules/diff_comfyui, ComfyUI's own code at 0271a469"
 #: How the ComfyUI facts were established (quoted in every ComfyUI rule's evidence).
 CUI_RUN = (
     "established by running ComfyUI's unpatched loader layer by layer on CPU with "
-    "comfy-kitchen 0.2.40 (../shared/spec/comfyui-loader-facts.md)"
+    "comfy-kitchen 0.2.40"
 )

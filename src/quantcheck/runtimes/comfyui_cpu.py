@@ -1,6 +1,6 @@
 """ComfyUI started with `--cpu` as its own target: `comfyui-cpu`.
 
-ComfyUI has two safetensors loaders (../shared/spec/comfyui-loader-facts.md, "Load paths"):
+ComfyUI has two safetensors loaders (established by running its loading code):
 - the default on NVIDIA GPUs, DynamicVRAM: `main.py` turns it on (`comfy/cli_args.py`
   `enables_dynamic_vram`) and `comfy/utils.py load_safetensors` parses the header itself,
   mapping dtypes through its `_TYPES` table (~L133), which has no F8_E8M0. The `comfyui` target

@@ -9,7 +9,7 @@ adds the format sets its code back to "none". The newest release therefore loads
 A step may also name a per-layer code (`LAYER_CODE`: QC610 for the formats added after
 0271a469, the release quantcheck's layer rules were read at); its effect follows the same step.
 
-Sources (../shared/spec/consumers.md §2.2):
+Sources (each step's commit or pull request, or the port it was read in):
 - v0.16: float8_e4m3fn, float8_e5m2, nvfp4 (NVFP4: ComfyUI PR #11635). Read in Forge Neo's
   port of ComfyUI v0.16.4 (commit bfd09a1), not in ComfyUI's own tag.
 - v0.27: + mxfp8, int8_tensorwise (int8: ComfyUI PR #14636, commit 1a510f04). mxfp8 is

@@ -1,7 +1,7 @@
 """Forge Neo (Haoming02/sd-webui-forge-classic, its `neo` line) as data: a ComfyUI fork.
 
-Forge Neo loads ComfyUI checkpoints through ports of ComfyUI's files (read upstream, see
-../shared/spec/consumers.md §1.2):
+Forge Neo loads ComfyUI checkpoints through ports of ComfyUI's files (read upstream in
+Haoming02/sd-webui-forge-classic):
 - `backend/state_dict.py` `convert_quantization` (port of ComfyUI v0.19.0
   `convert_old_quants`): every `_quantization_metadata` header entry is written as a
   `<layer>.comfy_quant` tensor, replacing a tensor marker of the same layer whole (read at

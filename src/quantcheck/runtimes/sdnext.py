@@ -1,6 +1,6 @@
 """SD.Next (vladmandic/sdnext) as data: its native transformer loader for a UNet/DiT file.
 
-Read at snapshot d11a619 (2026-07-24; ../shared/spec/consumers.md §1.2):
+Read at snapshot d11a619 (2026-07-24):
 - `pipelines/native_transformer.py`: `read_quantization_metadata` (header
   `_quantization_metadata`; malformed -> OverrideArchMismatch), `transcode_quant_metadata`
   (each header entry whose `<layer>.weight` exists becomes that layer's marker tensor,
