@@ -7,12 +7,11 @@ differs from the pin is refused. Only the modules the tests execute are extracte
 
 from __future__ import annotations
 
-import hashlib
 import os
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
+
+from ..pinned_wheel import pinned_wheel
 
 #: (project, version) -> (wheel file name, sha256 as on PyPI, downloaded 2026-12-03)
 PINNED = {
@@ -40,44 +39,10 @@ def cache_dir() -> Path:
     return Path(os.environ.get("QUANTCHECK_CONSUMER_WHEELS", default))
 
 
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def wheel(project: str, version: str, *, download: bool = True) -> Path | None:
     """The verified wheel (downloaded if missing and `download`), else None."""
     name, pin = PINNED[(project, version)]
-    folder = cache_dir()
-    path = folder / name
-    if not path.exists() and download:
-        folder.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "download",
-                "--no-deps",
-                "--quiet",
-                "--only-binary=:all:",
-                f"{project}=={version}",
-                "-d",
-                str(folder),
-            ],
-            check=False,
-            capture_output=True,
-            timeout=600,
-        )
-    if not path.exists():
-        return None
-    got = sha256(path)
-    if got != pin:
-        raise RuntimeError(f"{name}: sha256 {got} is not the pinned {pin}")
-    return path
+    return pinned_wheel(cache_dir(), name, pin, f"{project}=={version}", download=download)
 
 
 def extract(project: str, version: str, into: Path, *, download: bool = True) -> Path | None:

@@ -7,12 +7,11 @@ differs from the pin is refused. Only the few modules the tests execute are extr
 
 from __future__ import annotations
 
-import hashlib
 import os
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
+
+from ..pinned_wheel import pinned_wheel
 
 #: sha256 of sglang-V-cp311-cp311-manylinux_2_34_x86_64.whl as on PyPI (downloaded 2026-12-03).
 PINNED = {
@@ -35,48 +34,16 @@ def cache_dir() -> Path:
     return Path(os.environ.get("QUANTCHECK_SGLANG_WHEELS", default))
 
 
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def wheel(version: str, *, download: bool = True) -> Path | None:
     """The verified wheel of `version` (downloaded if missing and `download`), else None."""
-    folder = cache_dir()
-    name = f"sglang-{version}-cp311-cp311-manylinux_2_34_x86_64.whl"
-    path = folder / name
-    if not path.exists() and download:
-        folder.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "download",
-                "--no-deps",
-                "--quiet",
-                "--only-binary=:all:",
-                "--python-version",
-                "3.11",
-                "--platform",
-                "manylinux_2_34_x86_64",
-                f"sglang=={version}",
-                "-d",
-                str(folder),
-            ],
-            check=False,
-            capture_output=True,
-            timeout=600,
-        )
-    if not path.exists():
-        return None
-    got = sha256(path)
-    if got != PINNED[version]:
-        raise RuntimeError(f"{name}: sha256 {got} is not the pinned {PINNED[version]}")
-    return path
+    return pinned_wheel(
+        cache_dir(),
+        f"sglang-{version}-cp311-cp311-manylinux_2_34_x86_64.whl",
+        PINNED[version],
+        f"sglang=={version}",
+        ("--python-version", "3.11", "--platform", "manylinux_2_34_x86_64"),
+        download=download,
+    )
 
 
 def extract(version: str, into: Path, *, download: bool = True) -> Path | None:
