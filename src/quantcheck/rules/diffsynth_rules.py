@@ -22,6 +22,7 @@ from quantcheck.model.markers import UNREADABLE_MARKER_DTYPES
 from quantcheck.rules import codes as R
 from quantcheck.rules.layer_memo import memo_findings
 from quantcheck.rules.levels import Safety
+from quantcheck.rules.marker_views import tensor_marker
 from quantcheck.runtimes import effects as _eff
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
@@ -43,17 +44,6 @@ BYTE_DTYPES = frozenset({"U8", "I8"})
 #: `TensorWiseInt8Format.DEFAULT_GROUPSIZE`.
 DEFAULT_GROUPSIZE = 256
 _FAILS = {NAME: "fails"}
-
-
-def _tensor_fields(layer: Layer) -> dict[str, Any] | None:
-    """The fields of the layer's marker TENSOR (the last one read), None if none decoded."""
-    m = layer.marker
-    if m is None:
-        return None
-    for src in reversed(m.sources):
-        if src.origin == "tensor":
-            return src.fields
-    return None
 
 
 def _diag(
@@ -95,7 +85,7 @@ def check_layer(layer: Layer) -> Iterator[Diagnostic]:
             fix=Fix("rewrite the marker as U8 bytes of its JSON text", Safety.DISPLAY),
         )
         return
-    fields = _tensor_fields(layer)
+    fields = tensor_marker(layer)
     if fields is None:
         return  # undecodable marker: QC201-QC204 (fails for DiffSynth by its effects table)
     fmt = fields.get("format")

@@ -14,8 +14,8 @@ from quantcheck.model.checkpoint import Checkpoint
 from quantcheck.model.layers import Layer
 from quantcheck.rules import codes as R
 from quantcheck.rules.comfyui_rules import formats_by_step
-from quantcheck.rules.header_replaces import lost_keys, seen_fields, tensor_source_file
 from quantcheck.rules.levels import Safety, Severity
+from quantcheck.rules.marker_views import lost_keys, seen_fields, tensor_source_file
 from quantcheck.runtimes import effects as _eff
 from quantcheck.runtimes.forge_neo import FORMAT_SINCE, FORMATS, NAME, RELEASES, STEP_CODE
 
