@@ -5,9 +5,9 @@ choices, the per-target summary, the per-runtime effects of every diagnostic and
 adding a runtime is `register_runtime(Runtime(...))`, never an edit of the rule engine.
 
 How a diagnostic's effect on runtime R is found (`effect_on`), first hit wins (a finding
-whose check gave it `unaffected()` effects, or effects that are none for every runtime, e.g.
-QC121's harmless extra entry fields, is none on every runtime, tables included: tables
-describe a code's harmful instances):
+whose check gave it effects that are none for every runtime, `unaffected()`, e.g. QC121's
+harmless extra entry fields, is none on every runtime, tables included: tables describe a
+code's harmful instances):
 1. R's own table `Runtime.effects` (code -> effect: what R's code does with that finding),
    updated by its releases' changes up to the newest;
 2. the effects the check gave the diagnostic, for R by name;

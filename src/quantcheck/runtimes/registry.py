@@ -324,15 +324,11 @@ def effects(*by_position: Effect | str, **by_name: Effect | str) -> dict[str, Ef
     return out
 
 
-class Unaffected(dict[str, Effect]):
-    """Effects of a finding its check judged harmless to every runtime (`unaffected()`): no
-    runtime's effects table overrides them (that table says what a code does in general)."""
-
-
 def unaffected() -> dict[str, Effect]:
     """Effects of a finding that changes nothing on any runtime, whatever its code does
-    elsewhere (e.g. an entry with extra fields, under a code that otherwise fails)."""
-    return Unaffected.fromkeys(_RUNTIMES, Effect.NONE)
+    elsewhere (e.g. an entry with extra fields, under a code that otherwise fails): no
+    runtime's effects table overrides effects that are none everywhere (`effect_on`)."""
+    return dict.fromkeys(_RUNTIMES, Effect.NONE)
 
 
 def resolved(effects: dict[str, Effect]) -> bool:
@@ -367,7 +363,7 @@ def effect_on(
 ) -> Effect:
     """What a finding of rule `code` does to `runtime` at `release` (None: its newest; the
     lookup order in the module doc; a base runtime is looked up at its newest)."""
-    if type(given) is Unaffected or (given and all(e is Effect.NONE for e in given.values())):
+    if given and all(e is Effect.NONE for e in given.values()):
         return Effect.NONE  # an instance its check marks harmless for every runtime
     rt: Runtime | None = runtime
     while rt is not None:
