@@ -156,7 +156,7 @@ def _signature(layer: Layer) -> tuple[object, ...]:
     )
 
 
-def _renamed(d: Diagnostic, old: str, layer: Layer) -> Diagnostic:
+def renamed(d: Diagnostic, old: str, layer: Layer) -> Diagnostic:
     """`d` for `layer`, found on layer `old` with the same signature. The copy shares every
     field it can (message, fix, effects, data; the tensor name the header already holds), so a
     copy costs one small slotted object."""
@@ -244,7 +244,7 @@ def run_all_rules(ck: Checkpoint, keys: tuple[str, ...] | None = None) -> list[D
             if not cached:  # a clean layer: the common case
                 continue
             if not named:
-                out.extend(_renamed(d, old, layer) for d in cached)
+                out.extend(renamed(d, old, layer) for d in cached)
                 continue
         if shared is not None:
             found = _shared_format_findings(shared, layer, legacy, mxfp8_meta, files, shard_names)

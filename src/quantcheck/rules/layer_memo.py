@@ -12,7 +12,7 @@ from operator import itemgetter
 
 from quantcheck.diagnostics import Diagnostic
 from quantcheck.model.layers import Layer
-from quantcheck.rules.engine import _renamed
+from quantcheck.rules.engine import renamed
 from quantcheck.rules.runtime_rules import is_embedding_name
 
 _DTYPE_SHAPE_FILE = itemgetter(1, 2, 5)
@@ -53,7 +53,7 @@ def memo_findings(
             if not found:
                 continue
             if not any(old in d.message for d in found):
-                yield from (_renamed(d, old, layer) for d in found)
+                yield from (renamed(d, old, layer) for d in found)
                 continue
         found = list(compute(layer))
         cache[key] = (layer.prefix, found)
