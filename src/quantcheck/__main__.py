@@ -1,3 +1,4 @@
 from quantcheck.cli.main import main
 
-raise SystemExit(main())
+if __name__ == "__main__":  # not when a spawned worker process re-imports it
+    raise SystemExit(main())

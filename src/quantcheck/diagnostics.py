@@ -89,6 +89,13 @@ class Diagnostic:
         if type(self.code) is not str:  # given as the rule itself (see `__init__` above)
             self.code = self.code.code  # type: ignore[attr-defined]  # `code` holds a Rule here
 
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """Picklable (results cross process boundaries): the shared empty `data` is left out,
+        so the copy shares this process's `NO_DATA` again."""
+        fields = (self.code, self.message, self.file, self.tensor, self.layer, self.pointer)
+        rest = (self.fix, self.effects, self.severity)
+        return Diagnostic, fields + rest + (() if self.data is NO_DATA else (self.data,))
+
     @property
     def rule(self) -> Rule:
         return _rules()[self.code]

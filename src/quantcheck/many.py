@@ -12,7 +12,9 @@ The unit of work is one checkpoint (a `CheckpointSpec` from `quantcheck.model.di
         results = list(pool.map(check_one, paths, chunksize=64))
 
 `check_spec` is the same check returning a `CheckpointResult` (the `Report` with its
-`Diagnostic` objects, for the renderers); `check_many` maps it over specs in order.
+`Diagnostic` objects, for the renderers; picklable too); `check_many` maps it over specs in
+order, on threads for remote checkpoints and on worker processes for many local ones
+(`quantcheck.local_pool`).
 
 A checkpoint is *not a quantized checkpoint* (a LoRA, VAE, text encoder, plain BF16 model) when
 every header was read without an error and it has no `comfy_quant` marker (tensor or
@@ -164,22 +166,37 @@ def check_one(spec: CheckpointSpec | str | list[str], **options: Any) -> dict[st
 def check_many(
     specs: list[CheckpointSpec], *, jobs: int = 1, **options: Any
 ) -> list[CheckpointResult]:
-    """`check_spec` over `specs`, results in input order. Local checkpoints are checked one at
-    a time (the disk and the GIL are the limit); when any is remote and `jobs` > 1, up to
-    `jobs` are checked at once (remote checks wait on the network). A progress bar on a
-    terminal counts checkpoints when there are several."""
+    """`check_spec` over `specs`, results in input order. When any checkpoint is remote and
+    `jobs` > 1, up to `jobs` are checked at once on threads (remote checks wait on the
+    network). Local checkpoints are CPU work: with `jobs` > 1 and enough of them, they are
+    checked on up to `jobs` worker processes, one per usable CPU (`quantcheck.local_pool`);
+    otherwise one at a time. A progress bar on a terminal counts checkpoints when there are
+    several."""
     from quantcheck.io.source import is_remote
     from quantcheck.progress import Progress
 
-    jobs = jobs if any(is_remote(p) for s in specs for p in s.paths) else 1
+    remote = any(is_remote(p) for s in specs for p in s.paths)
+    procs = 1
+    if not remote and jobs > 1 and len(specs) > 1:
+        from quantcheck.local_pool import pool_size
+
+        procs = pool_size(len(specs), jobs)
     bar = Progress(
         len(specs), "checking", unit="checkpoints", enabled=None if len(specs) > 1 else False
     )
-    _share_across_checkpoints(True)
+    share_across_checkpoints(True)
     try:
-        if jobs == 1:  # no threads (nor their imports) for local checkpoints
+        if procs > 1:
+            from quantcheck.local_pool import check_in_processes
+
+            return check_in_processes(
+                specs, procs, options, lambda s, n: bar.advance(redact_url(s.name), n)
+            )
+        if not remote or jobs == 1:  # no threads (nor their imports) for local checkpoints
+            from quantcheck.io.readahead import read_ahead
+
             out = []
-            for s in specs:
+            for s in read_ahead(specs) if not remote else specs:
                 out.append(check_spec(s, **options))
                 if bar.enabled:
                     bar.advance(redact_url(s.name))
@@ -196,11 +213,11 @@ def check_many(
             )
         ]
     finally:
-        _share_across_checkpoints(False)
+        share_across_checkpoints(False)
         bar.close()
 
 
-def _share_across_checkpoints(on: bool) -> None:
+def share_across_checkpoints(on: bool) -> None:
     """Marker decodes and format-rule findings are reused across the checkpoints of one run
     (results are identical; see `rules.engine.shared_layer_cache`)."""
     from quantcheck.model.markers import shared_decode_cache
@@ -208,6 +225,15 @@ def _share_across_checkpoints(on: bool) -> None:
 
     shared_decode_cache(on)
     shared_layer_cache(on)
+
+
+def check_safely(spec: CheckpointSpec, options: dict[str, Any]) -> CheckpointResult:
+    """`check_spec`, with an unexpected exception (a defect) reported as the checkpoint's
+    error instead of ending the run."""
+    try:
+        return check_spec(spec, **options)
+    except Exception as exc:
+        return _failed(spec, exc)
 
 
 def _failed(spec: CheckpointSpec, exc: Exception) -> CheckpointResult:

@@ -82,7 +82,9 @@ def _check_args(p: argparse.ArgumentParser) -> None:
         type=int,
         default=None,
         metavar="N",
-        help="remote files read at once (default: min(8, 4 x CPUs))",
+        help="checkpoints checked at once: remote ones on threads, local ones (64 or more) "
+        "on worker processes, one per CPU at most; 1 checks one at a time "
+        "(default: min(8, 4 x CPUs))",
     )
     p.add_argument(
         "--max-bytes",

@@ -1,0 +1,126 @@
+"""Check many local checkpoints on worker processes (standard library only).
+
+A local check is Python work on a header already in memory, so threads would queue on the GIL;
+with several CPUs a folder's checkpoints are cut into contiguous chunks that worker processes
+check, and the results come back pickled, in input order. The output is the same as checking
+one after the other (each worker reuses marker decodes and format-rule findings across its own
+checkpoints, as `check_many` does in one process; see `tests/test_local_pool.py`).
+
+A pool is only started when it pays: at least `MIN_PER_PROCESS` checkpoints per worker, more
+when workers must import quantcheck afresh (no `fork`). Nothing here is imported for a single
+checkpoint or a small folder.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import sys
+import threading
+
+TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from quantcheck.many import CheckpointResult
+    from quantcheck.model.discover import CheckpointSpec
+
+#: fewest checkpoints per worker process started by `fork` (about 20 ms of checking each:
+#: a forked worker costs a few ms to start and its results ~30 µs per checkpoint to send back)
+MIN_PER_PROCESS = 32
+#: the same when workers start a fresh interpreter (`spawn`, ~0.2 s of imports each)
+MIN_PER_PROCESS_SPAWN = 512
+#: most checkpoints in one chunk (a chunk is the unit of work and of progress)
+MAX_CHUNK = 64
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
+
+
+def start_method() -> str:
+    """`fork` where it is safe and cheap (Linux, no other thread running), else `spawn`."""
+    import multiprocessing
+
+    safe = sys.platform.startswith("linux") and threading.active_count() == 1
+    return "fork" if safe and "fork" in multiprocessing.get_all_start_methods() else "spawn"
+
+
+def pool_size(count: int, jobs: int) -> int:
+    """Worker processes for `count` local checkpoints and `--jobs` `jobs`: at most one per usable
+    CPU, and 1 (check in this process) when the checkpoints are too few to pay for a pool."""
+    procs = min(jobs, usable_cpus())
+    if procs < 2 or count < 2 * MIN_PER_PROCESS:
+        return 1
+    per = MIN_PER_PROCESS if start_method() == "fork" else MIN_PER_PROCESS_SPAWN
+    return max(1, min(procs, count // per))
+
+
+def chunks_of(specs: list[CheckpointSpec], procs: int) -> list[list[CheckpointSpec]]:
+    """Contiguous chunks, about eight per worker (so a slow chunk does not hold up the end)."""
+    size = max(1, min(MAX_CHUNK, len(specs) // (8 * procs)))
+    return [specs[i : i + size] for i in range(0, len(specs), size)]
+
+
+def check_in_processes(
+    specs: list[CheckpointSpec],
+    procs: int,
+    options: dict[str, Any],
+    advance: Callable[[CheckpointSpec, int], None],
+) -> list[CheckpointResult]:
+    """`check_spec(spec, **options)` for each spec on `procs` worker processes, in input order.
+    `advance(last spec, n)` is called as each chunk's results arrive. A chunk whose results
+    cannot be sent back, or that a dying worker took with it, is checked in this process."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    chunks = chunks_of(specs, procs)
+    context = multiprocessing.get_context(start_method())
+    out: list[CheckpointResult] = []
+    pool = ProcessPoolExecutor(procs, mp_context=context, initializer=_start_worker)
+    try:
+        futures = [pool.submit(_check_chunk, chunk, options) for chunk in chunks]
+        for chunk, future in zip(chunks, futures, strict=True):
+            try:
+                sent: bytes | None = future.result()
+            except BrokenProcessPool:
+                sent = None
+            out.extend(pickle.loads(sent) if sent is not None else _check_here(chunk, options))
+            advance(chunk[-1], len(chunk))
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+    return out
+
+
+def _start_worker() -> None:
+    """A worker leaves Ctrl-C to the parent (which stops the pool) and shares its caches
+    across the checkpoints it checks."""
+    import signal
+
+    from quantcheck.many import share_across_checkpoints
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    share_across_checkpoints(True)
+
+
+def _check_chunk(chunk: list[CheckpointSpec], options: dict[str, Any]) -> bytes | None:
+    """One chunk's results, pickled here so a result that cannot be pickled costs its chunk
+    a second check in the parent, not the run."""
+    results = _check_here(chunk, options)
+    try:
+        return pickle.dumps(results, pickle.HIGHEST_PROTOCOL)
+    except Exception:  # a defect in some result type: the parent checks the chunk itself
+        return None
+
+
+def _check_here(chunk: list[CheckpointSpec], options: dict[str, Any]) -> list[CheckpointResult]:
+    from quantcheck.io.readahead import read_ahead
+    from quantcheck.many import check_safely
+
+    return [check_safely(spec, options) for spec in read_ahead(chunk)]
