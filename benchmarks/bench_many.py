@@ -2,15 +2,19 @@
 against reading every header once.
 
     python benchmarks/bench_many.py [--count 1000] [--layers 16] [--runs 5] [--keep]
-        [--folder DIR] [--src DIR] [--best] [--cpu] [--target T]
+        [--folder DIR] [--src DIR] [--best] [--cpu] [--target T] [--cold]
 
 Writes COUNT small FP8 checkpoints (LAYERS linear layers each: F8_E4M3 weight, F32 scale and a
 `comfy_quant` marker tensor; quantcheck.io.build) into a temporary folder, then measures in one
 run, warm page cache, medians of --runs:
   headers   open each file, read the 8-byte length and the header, json.loads it
   floor     benchmarks/floor_read.py per file: headers plus one read + json.loads per marker
-  ours      `quantcheck check --quiet FOLDER` in process (discovery, every rule, the table)
+  ours      `quantcheck check --quiet FOLDER` in process (discovery, every rule, the table),
+            with the default `--jobs` (worker processes, one per CPU) and with `--jobs 1`
   cli       the same as a whole process (`python -m quantcheck`)
+With --cold, the headers and both in-process checks are timed again with the folder's files
+dropped from the page cache before each run (`posix_fadvise(DONTNEED)`; wall time): a models
+folder of 10-40 GB files is rarely cached.
 Prints a Markdown table for BENCHMARKS.md. Not a test: nothing here asserts on time.
 
 To compare two versions of the code on one machine state, generate the folder once
@@ -33,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -80,11 +85,36 @@ def read_headers(paths: list[str]) -> int:
 TARGET: list[str] = []
 
 
-def ours(folder: str) -> int:
+def ours(folder: str, *jobs: str) -> int:
     from quantcheck.cli.main import main
 
     with contextlib.redirect_stdout(io.StringIO()):
-        return main(["check", "--quiet", "--no-color", *TARGET, folder])
+        return main(["check", "--quiet", "--no-color", *TARGET, *jobs, folder])
+
+
+def cpu_name() -> str:
+    """The CPU's model name (Linux), else what `platform` knows."""
+    import platform
+
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def evict(paths: list[str]) -> None:
+    """Drop the files from the page cache (clean pages only: `sync` first)."""
+    os.sync()
+    for p in paths:
+        fd = os.open(p, os.O_RDONLY)
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
 
 
 def header_bytes(paths: list[str]) -> int:
@@ -108,13 +138,21 @@ def cpu_time() -> float:
     return time.process_time() + kids.ru_utime + kids.ru_stime
 
 
-def timed(fn: object, runs: int) -> float:
-    times = []
-    clock = CLOCK[0]
+def timed(
+    fn: Callable[[], object],
+    runs: int,
+    before: Callable[[], object] | None = None,
+    clock: Callable[[], float] | None = None,
+) -> float:
+    """Milliseconds of `fn()` (median, or fastest with --best); `before()` runs untimed."""
+    times: list[float] = []
+    tick = clock or CLOCK[0]
     for _ in range(runs):
-        t0 = clock()
-        fn()  # type: ignore[operator]
-        times.append(clock() - t0)
+        if before is not None:
+            before()
+        t0 = tick()
+        fn()
+        times.append(tick() - t0)
     return (min(times) if BEST[0] else statistics.median(times)) * 1000
 
 
@@ -129,6 +167,7 @@ def main(argv: list[str]) -> None:
     ap.add_argument("--best", action="store_true", help="fastest run instead of the median")
     ap.add_argument("--cpu", action="store_true", help="CPU time instead of wall time")
     ap.add_argument("--target", help="check for this --target (default: the CLI's default)")
+    ap.add_argument("--cold", action="store_true", help="also time with the files not cached")
     args = ap.parse_args(argv)
     if args.target:
         TARGET[:] = ["--target", args.target]
@@ -153,6 +192,7 @@ def main(argv: list[str]) -> None:
         t_headers = timed(lambda: read_headers(paths), args.runs)
         t_floor = timed(lambda: [floor_read([p]) for p in paths], args.runs)
         t_ours = timed(lambda: ours(str(folder)), args.runs)
+        t_one = timed(lambda: ours(str(folder), "--jobs", "1"), args.runs)
         env = {**os.environ, "PYTHONPATH": SRC[0]}
         cmd = [sys.executable, "-m", "quantcheck", "check", "--quiet", *TARGET, str(folder)]
         t_cli = timed(
@@ -160,6 +200,8 @@ def main(argv: list[str]) -> None:
         )
         n = len(paths)
         print(
+            f"{cpu_name()}, {len(os.sched_getaffinity(0))} usable CPUs, load "
+            f"{os.getloadavg()[0]:.1f}; "
             f"{n} checkpoints, headers {header_total:,} bytes in all; code from {SRC[0]}; "
             f"{'fastest' if args.best else 'medians'} of {args.runs} warm runs, "
             f"{'CPU' if args.cpu else 'wall'} time\n"
@@ -179,11 +221,28 @@ def main(argv: list[str]) -> None:
                 f"{t_ours / t_headers:.2f}x headers, {t_ours / t_floor:.2f}x floor",
             ),
             (
+                "the same with `--jobs 1` (one process)",
+                t_one,
+                f"{t_one / t_headers:.2f}x headers, {t_one / t_floor:.2f}x floor",
+            ),
+            (
                 "`quantcheck check --quiet FOLDER` as a process",
                 t_cli,
                 f"{t_cli / t_headers:.2f}x headers",
             ),
         ]
+        if args.cold:
+            wall = time.perf_counter
+            c_headers = timed(lambda: read_headers(paths), args.runs, lambda: evict(paths), wall)
+            c_ours = timed(lambda: ours(str(folder)), args.runs, lambda: evict(paths), wall)
+            c_one = timed(
+                lambda: ours(str(folder), "--jobs", "1"), args.runs, lambda: evict(paths), wall
+            )
+            rows += [
+                ("cold (wall time): headers", c_headers, "1.00x cold headers"),
+                ("cold: `quantcheck check --quiet FOLDER`", c_ours, f"{c_ours / c_headers:.2f}x"),
+                ("cold: the same with `--jobs 1`", c_one, f"{c_one / c_headers:.2f}x"),
+            ]
         for name, ms, ratio in rows:
             print(f"| {name} | {ms:.1f} | {ms * 1000 / n:.0f} | {ratio} |")
     finally:

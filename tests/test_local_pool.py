@@ -50,6 +50,29 @@ def folder(tmp_path: Path, examples_dir: Path) -> Path:
     return root
 
 
+def in_pool(
+    specs: list[Any], options: dict[str, Any] | None = None, advance: Any = None
+) -> list[CheckpointResult]:
+    """What `check_many` does with a pool of two workers."""
+    return local_pool.check_in_processes(
+        specs,
+        2,
+        many.check_safely,
+        options or {},
+        advance or (lambda s, n: None),
+        start=many._start_sharing,
+    )
+
+
+@pytest.fixture
+def forked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workers made by fork even when another test left a thread running, so they inherit
+    this test's patches."""
+    if not FORK:
+        pytest.skip("needs fork")
+    monkeypatch.setattr(local_pool, "start_method", lambda: "fork")
+
+
 def run_cli(args: list[str]) -> tuple[int, str]:
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
@@ -58,7 +81,7 @@ def run_cli(args: list[str]) -> tuple[int, str]:
 
 
 @pytest.fixture
-def pool_used(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+def pool_used(monkeypatch: pytest.MonkeyPatch, forked: None) -> list[int]:
     """Start a pool for a folder of a few dozen checkpoints on any machine (even one CPU);
     the list records the number of workers of each pool started."""
     monkeypatch.setattr(local_pool, "usable_cpus", lambda: 4)
@@ -66,15 +89,14 @@ def pool_used(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     started: list[int] = []
     real = local_pool.check_in_processes
 
-    def counting(specs: Any, procs: int, *args: Any) -> Any:
+    def counting(specs: Any, procs: int, *args: Any, **kw: Any) -> Any:
         started.append(procs)
-        return real(specs, procs, *args)
+        return real(specs, procs, *args, **kw)
 
     monkeypatch.setattr(local_pool, "check_in_processes", counting)
     return started
 
 
-@pytest.mark.skipif(not FORK, reason="the pool's cheap start needs fork")
 @pytest.mark.parametrize("fmt", ["text", "json", "sarif", "github"])
 def test_pool_report_equals_one_at_a_time(fmt: str, folder: Path, pool_used: list[int]) -> None:
     alone = run_cli(["check", "--format", fmt, "--jobs", "1", str(folder)])
@@ -99,12 +121,13 @@ def test_pool_under_spawn_equals_one_at_a_time(
     specs = discover([str(folder)])
     options: dict[str, Any] = {"target": "all"}
     alone = [r.to_json() for r in check_many(specs, **options)]
-    pooled = local_pool.check_in_processes(specs, 2, options, lambda s, n: None)
+    pooled = in_pool(specs, options)
     assert [r.to_json() for r in pooled] == alone
 
 
-@pytest.mark.skipif(not FORK, reason="forked workers inherit the patched check")
-def test_dead_worker_chunks_are_checked_here(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_dead_worker_chunks_are_checked_here(
+    folder: Path, monkeypatch: pytest.MonkeyPatch, forked: None
+) -> None:
     specs = discover([str(folder)])
     alone = [r.to_json() for r in check_many(specs)]
     parent = os.getpid()
@@ -117,13 +140,14 @@ def test_dead_worker_chunks_are_checked_here(folder: Path, monkeypatch: pytest.M
 
     monkeypatch.setattr(many, "check_spec", dies_in_worker)
     progress: list[int] = []
-    pooled = local_pool.check_in_processes(specs, 2, {}, lambda s, n: progress.append(n))
+    pooled = in_pool(specs, advance=lambda s, n: progress.append(n))
     assert [r.to_json() for r in pooled] == alone
     assert sum(progress) == len(specs)
 
 
-@pytest.mark.skipif(not FORK, reason="forked workers inherit the patched check")
-def test_unpicklable_result_is_checked_here(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unpicklable_result_is_checked_here(
+    folder: Path, monkeypatch: pytest.MonkeyPatch, forked: None
+) -> None:
     specs = discover([str(folder)])
     alone = [r.to_json() for r in check_many(specs)]
     parent = os.getpid()
@@ -136,13 +160,12 @@ def test_unpicklable_result_is_checked_here(folder: Path, monkeypatch: pytest.Mo
         return result
 
     monkeypatch.setattr(many, "check_spec", unpicklable_in_worker)
-    pooled = local_pool.check_in_processes(specs, 2, {}, lambda s, n: None)
+    pooled = in_pool(specs)
     assert [r.to_json() for r in pooled] == alone
 
 
-@pytest.mark.skipif(not FORK, reason="forked workers inherit the patched check")
 def test_defect_in_worker_is_that_checkpoints_error(
-    folder: Path, monkeypatch: pytest.MonkeyPatch
+    folder: Path, monkeypatch: pytest.MonkeyPatch, forked: None
 ) -> None:
     specs = discover([str(folder)])
     real = many.check_spec
@@ -153,7 +176,7 @@ def test_defect_in_worker_is_that_checkpoints_error(
         return real(spec, **options)
 
     monkeypatch.setattr(many, "check_spec", raises)
-    pooled = local_pool.check_in_processes(specs, 2, {}, lambda s, n: None)
+    pooled = in_pool(specs)
     assert len(pooled) == len(specs)
     bad = [r for r in pooled if r.error is not None and "ZeroDivisionError" in r.error]
     wanted = [s.name for s in specs if s.name.endswith("a_mxfp8.safetensors")]

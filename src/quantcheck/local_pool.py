@@ -23,8 +23,10 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-    from quantcheck.many import CheckpointResult
     from quantcheck.model.discover import CheckpointSpec
+
+    #: checks one spec with the run's options; never raises (`quantcheck.many.check_safely`)
+    Check = Callable[[CheckpointSpec, dict[str, Any]], Any]
 
 #: fewest checkpoints per worker process started by `fork` (about 20 ms of checking each:
 #: a forked worker costs a few ms to start and its results ~30 µs per checkpoint to send back)
@@ -70,57 +72,64 @@ def chunks_of(specs: list[CheckpointSpec], procs: int) -> list[list[CheckpointSp
 def check_in_processes(
     specs: list[CheckpointSpec],
     procs: int,
+    check: Check,
     options: dict[str, Any],
     advance: Callable[[CheckpointSpec, int], None],
-) -> list[CheckpointResult]:
-    """`check_spec(spec, **options)` for each spec on `procs` worker processes, in input order.
-    `advance(last spec, n)` is called as each chunk's results arrive. A chunk whose results
-    cannot be sent back, or that a dying worker took with it, is checked in this process."""
+    start: Callable[[], None] | None = None,
+) -> list[Any]:
+    """`check(spec, options)` for each spec on `procs` worker processes, results in input
+    order; `start()` runs once in each worker. `check` and `start` must be module-level
+    functions (workers receive them by name). `advance(last spec, n)` is called as each chunk's
+    results arrive. A chunk whose results cannot be sent back, or that a dying worker took
+    with it, is checked in this process."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
     chunks = chunks_of(specs, procs)
     context = multiprocessing.get_context(start_method())
-    out: list[CheckpointResult] = []
-    pool = ProcessPoolExecutor(procs, mp_context=context, initializer=_start_worker)
+    out: list[Any] = []
+    pool = ProcessPoolExecutor(
+        procs, mp_context=context, initializer=_start_worker, initargs=(start,)
+    )
     try:
-        futures = [pool.submit(_check_chunk, chunk, options) for chunk in chunks]
+        futures = [pool.submit(_check_chunk, check, chunk, options) for chunk in chunks]
         for chunk, future in zip(chunks, futures, strict=True):
             try:
                 sent: bytes | None = future.result()
             except BrokenProcessPool:
                 sent = None
-            out.extend(pickle.loads(sent) if sent is not None else _check_here(chunk, options))
+            out.extend(
+                pickle.loads(sent) if sent is not None else _check_here(check, chunk, options)
+            )
             advance(chunk[-1], len(chunk))
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
     return out
 
 
-def _start_worker() -> None:
-    """A worker leaves Ctrl-C to the parent (which stops the pool) and shares its caches
-    across the checkpoints it checks."""
+def _start_worker(start: Callable[[], None] | None) -> None:
+    """A worker leaves Ctrl-C to the parent (which stops the pool), then runs `start`."""
     import signal
 
-    from quantcheck.many import share_across_checkpoints
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    share_across_checkpoints(True)
+    if start is not None:
+        start()
 
 
-def _check_chunk(chunk: list[CheckpointSpec], options: dict[str, Any]) -> bytes | None:
+def _check_chunk(
+    check: Check, chunk: list[CheckpointSpec], options: dict[str, Any]
+) -> bytes | None:
     """One chunk's results, pickled here so a result that cannot be pickled costs its chunk
     a second check in the parent, not the run."""
-    results = _check_here(chunk, options)
+    results = _check_here(check, chunk, options)
     try:
         return pickle.dumps(results, pickle.HIGHEST_PROTOCOL)
     except Exception:  # a defect in some result type: the parent checks the chunk itself
         return None
 
 
-def _check_here(chunk: list[CheckpointSpec], options: dict[str, Any]) -> list[CheckpointResult]:
+def _check_here(check: Check, chunk: list[CheckpointSpec], options: dict[str, Any]) -> list[Any]:
     from quantcheck.io.readahead import read_ahead
-    from quantcheck.many import check_safely
 
-    return [check_safely(spec, options) for spec in read_ahead(chunk)]
+    return [check(spec, options) for spec in read_ahead(chunk)]

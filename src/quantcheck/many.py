@@ -190,7 +190,12 @@ def check_many(
             from quantcheck.local_pool import check_in_processes
 
             return check_in_processes(
-                specs, procs, options, lambda s, n: bar.advance(redact_url(s.name), n)
+                specs,
+                procs,
+                check_safely,
+                options,
+                lambda s, n: bar.advance(redact_url(s.name), n),
+                start=_start_sharing,
             )
         if not remote or jobs == 1:  # no threads (nor their imports) for local checkpoints
             from quantcheck.io.readahead import read_ahead
@@ -225,6 +230,10 @@ def share_across_checkpoints(on: bool) -> None:
 
     shared_decode_cache(on)
     shared_layer_cache(on)
+
+
+def _start_sharing() -> None:
+    share_across_checkpoints(True)
 
 
 def check_safely(spec: CheckpointSpec, options: dict[str, Any]) -> CheckpointResult:
