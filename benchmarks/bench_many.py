@@ -2,7 +2,7 @@
 against reading every header once.
 
     python benchmarks/bench_many.py [--count 1000] [--layers 16] [--runs 5] [--keep]
-        [--folder DIR] [--src DIR] [--best] [--cpu] [--target T] [--cold]
+        [--folder DIR] [--src DIR] [--best] [--cpu] [--target T] [--cold] [--distinct]
 
 Writes COUNT small FP8 checkpoints (LAYERS linear layers each: F8_E4M3 weight, F32 scale and a
 `comfy_quant` marker tensor; quantcheck.io.build) into a temporary folder, then measures in one
@@ -12,6 +12,8 @@ run, warm page cache, medians of --runs:
   ours      `quantcheck check --quiet FOLDER` in process (discovery, every rule, the table),
             with the default `--jobs` (worker processes, one per CPU) and with `--jobs 1`
   cli       the same as a whole process (`python -m quantcheck`)
+With --distinct the checkpoints' tensor names differ (same formats and shapes): work shared
+across checkpoints by layer signature still applies, work shared by name list does not.
 With --cold, the headers and both in-process checks are timed again with the folder's files
 dropped from the page cache before each run (`posix_fadvise(DONTNEED)`; wall time): a models
 folder of 10-40 GB files is rarely cached.
@@ -49,8 +51,9 @@ from floor_read import floor_read  # noqa: E402
 SRC = [str(HERE.parent / "src")]
 
 
-def make_folder(folder: Path, count: int, layers: int) -> int:
-    """COUNT checkpoints of LAYERS FP8 layers each (a few per subfolder); total header bytes."""
+def make_folder(folder: Path, count: int, layers: int, distinct: bool = False) -> int:
+    """COUNT checkpoints of LAYERS FP8 layers each (a few per subfolder); total header bytes.
+    `distinct`: every checkpoint names its layers differently (no two share a name list)."""
     from quantcheck.io.build import RawTensor, marker_tensor, write_safetensors
 
     total = 0
@@ -60,6 +63,8 @@ def make_folder(folder: Path, count: int, layers: int) -> int:
         tensors = []
         for j in range(layers):
             p = f"model.diffusion_model.blocks.{j}.attn.qkv"
+            if distinct:
+                p = f"model.diffusion_model.m{i}.blocks.{j}.attn.qkv"
             tensors += [
                 RawTensor(f"{p}.weight", "F8_E4M3", (64, 64), bytes(4096)),
                 RawTensor(f"{p}.weight_scale", "F32", (), struct.pack("<f", 0.01)),
@@ -168,6 +173,12 @@ def main(argv: list[str]) -> None:
     ap.add_argument("--cpu", action="store_true", help="CPU time instead of wall time")
     ap.add_argument("--target", help="check for this --target (default: the CLI's default)")
     ap.add_argument("--cold", action="store_true", help="also time with the files not cached")
+    ap.add_argument(
+        "--distinct",
+        action="store_true",
+        help="every generated checkpoint names its layers differently (caches keyed by a "
+        "checkpoint's name list then never hit)",
+    )
     args = ap.parse_args(argv)
     if args.target:
         TARGET[:] = ["--target", args.target]
@@ -182,7 +193,7 @@ def main(argv: list[str]) -> None:
     try:
         paths = sorted(str(p) for p in folder.rglob("*.safetensors"))
         if not given:
-            make_folder(folder, args.count, args.layers)
+            make_folder(folder, args.count, args.layers, args.distinct)
             paths = sorted(str(p) for p in folder.rglob("*.safetensors"))
         header_total = header_bytes(paths)
         rc = ours(str(folder))
