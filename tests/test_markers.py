@@ -23,6 +23,7 @@ from quantcheck.model.markers import (
     merge_markers,
     read_header_markers,
     read_tensor_markers,
+    shared_decode_cache,
 )
 
 L = "blocks.0.attn.to_q"
@@ -223,6 +224,57 @@ def test_only_marker_bytes_are_read() -> None:
         (MK, {"format": "nvfp4"}),
         ("other.comfy_quant", {}),
     ]
+
+
+#: Marker bytes of every verdict: good, good but flagged (BOM, UTF-16), and each failure.
+VERDICT_BYTES = [
+    marker_bytes({"format": "nvfp4"}),
+    b"\xef\xbb\xbf" + marker_bytes({"format": "nvfp4"}),
+    '{"format": "mxfp8"}'.encode("utf-16-le"),
+    b"[1, 2]",
+    b"{",
+    b"\x00\x00\x00",
+    b"\xff{}",
+    b"",
+]
+
+
+def test_repeated_marker_bytes_get_one_finding_per_tensor() -> None:
+    """A verdict is reused for repeated bytes within a file and across files (shared cache),
+    and every tensor still gets its own source or finding, exactly as decoded one by one."""
+    specs: list[tuple[Any, ...]] = []
+    for i, raw in enumerate(VERDICT_BYTES * 2):  # each byte string twice, apart
+        specs.append((f"l{i}.comfy_quant", "U8", [len(raw)], raw))
+    data = tensors(specs)
+
+    def read() -> tuple[list[Any], list[Any]]:
+        src = MemorySource(data, "m.safetensors")
+        found, diags = read_tensor_markers(src, read_header(src))
+        return [(m.key, m.fields) for m in found], [(d.code, d.tensor, d.message) for d in diags]
+
+    alone = read()
+    shared_decode_cache(True)
+    try:
+        first, again = read(), read()  # the second call takes every verdict from the cache
+    finally:
+        shared_decode_cache(False)
+    assert alone == first == again
+    found, diags = alone
+    n = len(VERDICT_BYTES)
+    # one by one: what each tensor gives on its own
+    for i, raw in enumerate(VERDICT_BYTES):
+        value, code, _ = decode_marker_bytes(raw)
+        for name in (f"l{i}.comfy_quant", f"l{i + n}.comfy_quant"):
+            codes = [c for c, t, _ in diags if t == name]
+            used = [f for k, f in found if k == name]
+            if code is not None:
+                assert codes == [code] and used == []
+            elif not isinstance(value, dict):
+                assert codes == ["QC202"] and used == []
+            elif i in (1, 2):
+                assert codes == ["QC207"] and used == [value]
+            else:
+                assert codes == [] and used == [value]
 
 
 def test_decode_marker_bytes_direct() -> None:

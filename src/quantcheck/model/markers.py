@@ -177,8 +177,7 @@ def _readable(t: TensorInfo, file: str, size: int, diags: list[Diagnostic]) -> b
         diags.append(
             Diagnostic(
                 R.QC205,
-                f"marker is stored as {t.dtype}; runtimes read its raw bytes, but "
-                "markers are U8",
+                f"marker is stored as {t.dtype}; runtimes read its raw bytes, but markers are U8",
                 file=file,
                 tensor=t.name,
                 layer=t.name[: -len(MARKER_SUFFIX)],
