@@ -443,3 +443,23 @@ def test_foundation_codes_are_registered() -> None:
         rule = rules[code]
         assert rule.name and rule.title and rule.checks and rule.remedy
         assert {"sglang", "comfyui"} <= set(rule.effects)
+
+
+def test_marker_entries_by_position_equal_a_name_search() -> None:
+    """The positions kept for a repeated name list find exactly the `.comfy_quant` entries a
+    name-by-name search finds, for lists that repeat, change, or are too long to keep."""
+    from quantcheck.model import markers as mod
+
+    lists = [
+        [],
+        [MK],
+        [".comfy_quant", "comfy_quant", "a.comfy_quantx", "a.comfy_quant", "a.weight"],
+        ["a.weight", "a.comfy_quant", "b.comfy_quant", "b.weight", "c..comfy_quant"],
+        ["a.weight", "a.comfy_quant", "b.comfy_quant", "b.weight", "c.comfy_quant."],
+        [f"l{i}.comfy_quant" for i in range(mod.SCAN_MAX_NAMES + 1)],
+    ]
+    mod._last_scan.clear()
+    for round_, names in enumerate([*lists, *lists, lists[3], lists[3], lists[4], lists[3]]):
+        named: dict[str, Any] = {n: (round_, i) for i, n in enumerate(names)}
+        got = mod._marker_entries(named)
+        assert got == [v for n, v in named.items() if n.endswith(".comfy_quant")]

@@ -121,7 +121,7 @@ def read_tensor_markers(
     file = header.file
     size = header.file_size
     wanted: list[TensorInfo] = []
-    for t in [t for name, t in header.tensors.items() if name.endswith(MARKER_SUFFIX)]:
+    for t in _marker_entries(header.tensors):
         if t[1] == "U8" and t[4] <= size and t[4] - t[3] <= MAX_MARKER_BYTES:
             wanted.append(t)  # the common case, in one test
         elif _readable(t, file, size, diags):
@@ -143,6 +143,27 @@ def read_tensor_markers(
         if hit[1] is None and isinstance(hit[0], dict):  # QC207 only: the marker is still used
             out.append(MarkerSource("tensor", file, hit[0], t[0]))
     return out, diags
+
+
+#: Longer name lists are always searched name by name (the remembered list stays small).
+SCAN_MAX_NAMES = 4096
+#: The last name list searched and the positions of its marker tensors (the checkpoints of
+#: one folder usually share their names).
+_last_scan: list[tuple[tuple[str, ...], tuple[int, ...]]] = []
+
+
+def _marker_entries(tensors: dict[str, TensorInfo]) -> list[TensorInfo]:
+    """The `.comfy_quant` entries of `tensors`, in order; for the same names as the previous
+    call, taken by their positions then (no name is searched again)."""
+    if len(tensors) > SCAN_MAX_NAMES:
+        return [t for name, t in tensors.items() if name.endswith(MARKER_SUFFIX)]
+    names = tuple(tensors)
+    last = _last_scan[0] if _last_scan else None  # one read: other threads may replace it
+    if last is None or last[0] != names:
+        last = (names, tuple(i for i, n in enumerate(names) if n.endswith(MARKER_SUFFIX)))
+        _last_scan[:] = [last]
+    entries = list(tensors.values())
+    return [entries[i] for i in last[1]]
 
 
 def _readable(t: TensorInfo, file: str, size: int, diags: list[Diagnostic]) -> bool:
