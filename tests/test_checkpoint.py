@@ -336,3 +336,53 @@ def test_expand_inputs_orders_and_dedupes(tmp_path: Path) -> None:
     files, index, diags = expand_inputs([str(idx), str(tmp_path / "part1.safetensors")])
     assert index == str(idx) and diags == []
     assert [os.path.basename(f) for f in files] == ["part1.safetensors", "part2.safetensors"]
+
+
+# Name lists for the replayed layout: interleaved layers, unknown suffixes, no prefix, empty
+# parts, a marker with no prefix, and one name.
+NAME_LISTS = [
+    [],
+    ["weight"],
+    [".weight", "weight", "a..weight", "a.", ".", ".comfy_quant", "x.comfy_quant"],
+    ["a.weight", "b.weight", "a.weight_scale", "pos", "b.bias", "a.comfy_quant", "b.x"],
+    ["a.b.c.weight", "a.b.weight", "a.b.c.input_scale", "a.b.c", "a.b.scaled_fp8", "scaled_fp8"],
+    ["m.running_mean", "m.running_var", "n.weight_scale_2", "n.weight", "é.weight", "é.bias"],
+]
+
+
+@pytest.mark.parametrize("names", NAME_LISTS, ids=lambda n: f"{len(n)}-names")
+def test_group_layers_replayed_layout_equals_name_by_name(names: list[str]) -> None:
+    from quantcheck.model import layers as mod
+
+    mod._last.clear()
+    for round_ in range(4):  # first sight, second (the layout is kept), then replays
+        # values are fresh objects per call, and not the key's name (the key is what counts)
+        named: dict[str, Any] = {n: (round_, i) for i, n in enumerate(names)}
+        got, loose = group_layers(named)
+        want, want_loose = mod._group(named)
+        assert loose == want_loose
+        assert list(got) == list(want)
+        for (p, la), lb in zip(got.items(), want.values(), strict=True):
+            assert la.prefix == p == lb.prefix and la.marker is None
+            assert list(la.tensors.items()) == list(lb.tensors.items())
+            assert all(
+                a is b for a, b in zip(la.tensors.values(), lb.tensors.values(), strict=True)
+            )
+        for la in got.values():  # results are fresh: changing one leaves the next intact
+            la.tensors["zz"] = None  # type: ignore[assignment]
+        loose.append("zz")
+    assert mod._last and mod._last[0][1] is not None  # the layout was replayed
+
+
+def test_group_layers_other_names_are_grouped_anew() -> None:
+    from quantcheck.model import layers as mod
+
+    a = {"a.weight": 1, "a.bias": 2}
+    b = {"a.weight": 1, "a.bias_x": 2}  # same length, another name
+    for named in (a, a, a, b, a, b, b):
+        got, loose = group_layers(named)  # type: ignore[arg-type]
+        want, want_loose = mod._group(named)  # type: ignore[arg-type]
+        assert (got, loose) == (want, want_loose)
+    big = {f"l{i}.weight": i for i in range(mod.LAYOUT_MAX_NAMES + 1)}
+    assert group_layers(big) == mod._group(big)  # type: ignore[arg-type]
+    assert len(mod._last[0][0]) <= mod.LAYOUT_MAX_NAMES  # a long list is never remembered

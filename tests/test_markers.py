@@ -23,6 +23,7 @@ from quantcheck.model.markers import (
     merge_markers,
     read_header_markers,
     read_tensor_markers,
+    shared_decode_cache,
 )
 
 L = "blocks.0.attn.to_q"
@@ -225,6 +226,57 @@ def test_only_marker_bytes_are_read() -> None:
     ]
 
 
+#: Marker bytes of every verdict: good, good but flagged (BOM, UTF-16), and each failure.
+VERDICT_BYTES = [
+    marker_bytes({"format": "nvfp4"}),
+    b"\xef\xbb\xbf" + marker_bytes({"format": "nvfp4"}),
+    '{"format": "mxfp8"}'.encode("utf-16-le"),
+    b"[1, 2]",
+    b"{",
+    b"\x00\x00\x00",
+    b"\xff{}",
+    b"",
+]
+
+
+def test_repeated_marker_bytes_get_one_finding_per_tensor() -> None:
+    """A verdict is reused for repeated bytes within a file and across files (shared cache),
+    and every tensor still gets its own source or finding, exactly as decoded one by one."""
+    specs: list[tuple[Any, ...]] = []
+    for i, raw in enumerate(VERDICT_BYTES * 2):  # each byte string twice, apart
+        specs.append((f"l{i}.comfy_quant", "U8", [len(raw)], raw))
+    data = tensors(specs)
+
+    def read() -> tuple[list[Any], list[Any]]:
+        src = MemorySource(data, "m.safetensors")
+        found, diags = read_tensor_markers(src, read_header(src))
+        return [(m.key, m.fields) for m in found], [(d.code, d.tensor, d.message) for d in diags]
+
+    alone = read()
+    shared_decode_cache(True)
+    try:
+        first, again = read(), read()  # the second call takes every verdict from the cache
+    finally:
+        shared_decode_cache(False)
+    assert alone == first == again
+    found, diags = alone
+    n = len(VERDICT_BYTES)
+    # one by one: what each tensor gives on its own
+    for i, raw in enumerate(VERDICT_BYTES):
+        value, code, _ = decode_marker_bytes(raw)
+        for name in (f"l{i}.comfy_quant", f"l{i + n}.comfy_quant"):
+            codes = [c for c, t, _ in diags if t == name]
+            used = [f for k, f in found if k == name]
+            if code is not None:
+                assert codes == [code] and used == []
+            elif not isinstance(value, dict):
+                assert codes == ["QC202"] and used == []
+            elif i in (1, 2):
+                assert codes == ["QC207"] and used == [value]
+            else:
+                assert codes == [] and used == [value]
+
+
 def test_decode_marker_bytes_direct() -> None:
     assert decode_marker_bytes(b'{"format": "nvfp4"}') == ({"format": "nvfp4"}, None, None)
     assert decode_marker_bytes(b"\0\0")[1] == "QC203"
@@ -391,3 +443,23 @@ def test_foundation_codes_are_registered() -> None:
         rule = rules[code]
         assert rule.name and rule.title and rule.checks and rule.remedy
         assert {"sglang", "comfyui"} <= set(rule.effects)
+
+
+def test_marker_entries_by_position_equal_a_name_search() -> None:
+    """The positions kept for a repeated name list find exactly the `.comfy_quant` entries a
+    name-by-name search finds, for lists that repeat, change, or are too long to keep."""
+    from quantcheck.model import markers as mod
+
+    lists = [
+        [],
+        [MK],
+        [".comfy_quant", "comfy_quant", "a.comfy_quantx", "a.comfy_quant", "a.weight"],
+        ["a.weight", "a.comfy_quant", "b.comfy_quant", "b.weight", "c..comfy_quant"],
+        ["a.weight", "a.comfy_quant", "b.comfy_quant", "b.weight", "c.comfy_quant."],
+        [f"l{i}.comfy_quant" for i in range(mod.SCAN_MAX_NAMES + 1)],
+    ]
+    mod._last_scan.clear()
+    for round_, names in enumerate([*lists, *lists, lists[3], lists[3], lists[4], lists[3]]):
+        named: dict[str, Any] = {n: (round_, i) for i, n in enumerate(names)}
+        got = mod._marker_entries(named)
+        assert got == [v for n, v in named.items() if n.endswith(".comfy_quant")]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
+from operator import attrgetter
 
 from quantcheck._record import factory, record
 from quantcheck.diagnostics import Diagnostic, json_pointer
@@ -26,6 +27,7 @@ from quantcheck.model.markers import (
     read_header_markers,
     read_tensor_markers,
 )
+from quantcheck.model.shard_sets import missing_shards
 from quantcheck.rules import codes as R
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
     from quantcheck.rules.registry import Rule
 
 INDEX_SUFFIX = ".index.json"
+_BY_KEY = attrgetter("key")
 
 
 @record
@@ -253,7 +256,7 @@ def load_checkpoint(
     """Open every shard, read headers and marker bytes, group layers and merge markers.
 
     `jobs` > 1 opens remote shards concurrently (same result, fewer waits on latency)."""
-    if isinstance(paths, str | os.PathLike):
+    if isinstance(paths, (str, os.PathLike)):  # a tuple: `A | B` is built per call
         paths = [os.fspath(paths)]
     files, index, diags = expand_inputs(list(paths))
     if not files and not diags:
@@ -277,8 +280,6 @@ def load_checkpoint(
     if index is not None:
         ck.diagnostics += _check_weight_map(index, ck)
     else:
-        from quantcheck.model.shard_sets import missing_shards
-
         ck.diagnostics += [
             Diagnostic(
                 R.QC506, f"{name} of this shard set is missing (no index names the set)", file=first
@@ -341,7 +342,7 @@ def assemble(ck: Checkpoint, shards: list[Shard], *, read_markers: bool = True) 
             drop = getattr(shard.source, "drop_buffer", None)
             if drop is not None:
                 drop()  # header and markers are read: keep no copy of a small file
-            ts.sort(key=lambda m: m.key)
+            ts.sort(key=_BY_KEY)
             sources += hs + ts
             ck.diagnostics += hd + td
     ck.layers, ck.loose = group_layers(ck.tensors)

@@ -19,6 +19,10 @@ TYPE_CHECKING = False  # typing is not imported on the check path (start-up time
 if TYPE_CHECKING:
     from typing import Any
 
+    #: (value, error code, detail, good): `decode_marker_bytes`, and whether the value is a
+    #: marker object read without any finding (an object, no byte-order mark, not UTF-16/32).
+    _Verdict = tuple[Any, str | None, str | None, bool]
+
 MARKER_SUFFIX = ".comfy_quant"
 MAX_MARKER_BYTES = 64 * 1024
 #: marker dtypes numpy cannot hold: `tensor.numpy()` fails before any byte is read.
@@ -71,7 +75,7 @@ class Marker:
 
 
 #: Decoded marker bytes shared across checkpoints while `shared_decode_cache` is on.
-_SHARED: dict[bytes, tuple[Any, str | None, str | None]] | None = None
+_SHARED: dict[bytes, _Verdict] | None = None
 SHARED_MAX = 4096  # distinct marker byte strings kept; the cache starts over when full
 SHARED_BYTES = 4096  # longer markers are decoded per file (the cache stays under 16 MiB)
 
@@ -114,110 +118,145 @@ def read_tensor_markers(
 ) -> tuple[list[MarkerSource], list[Diagnostic]]:
     """Read and decode every `.comfy_quant` tensor of one file."""
     diags: list[Diagnostic] = []
-    wanted: list[TensorInfo] = []
     file = header.file
     size = header.file_size
-    for name, t in header.tensors.items():
-        if not name.endswith(MARKER_SUFFIX):
-            continue
+    wanted: list[TensorInfo] = []
+    for t in _marker_entries(header.tensors):
         if t[1] == "U8" and t[4] <= size and t[4] - t[3] <= MAX_MARKER_BYTES:
             wanted.append(t)  # the common case, in one test
-            continue
-        if t.dtype in UNREADABLE_MARKER_DTYPES:
-            diags.append(
-                Diagnostic(
-                    R.QC204,
-                    f"marker is stored as {t.dtype}; neither runtime can read its bytes "
-                    "(markers are U8)",
-                    file=file,
-                    tensor=t.name,
-                    layer=t.name[: -len(MARKER_SUFFIX)],
-                    pointer=json_pointer(t.name, "dtype"),
-                )
-            )
-            continue
-        if t.nbytes > MAX_MARKER_BYTES:
-            diags.append(
-                Diagnostic(
-                    R.QC206,
-                    f"marker is {t.nbytes:,} bytes, over the {MAX_MARKER_BYTES:,}-byte "
-                    "limit; it was not read",
-                    file=file,
-                    tensor=t.name,
-                    layer=t.name[: -len(MARKER_SUFFIX)],
-                )
-            )
-            continue
-        if t.dtype != "U8":
-            diags.append(
-                Diagnostic(
-                    R.QC205,
-                    f"marker is stored as {t.dtype}; runtimes read its raw bytes, but "
-                    "markers are U8",
-                    file=file,
-                    tensor=t.name,
-                    layer=t.name[: -len(MARKER_SUFFIX)],
-                    pointer=json_pointer(t.name, "dtype"),
-                )
-            )
-        if t.end > header.file_size:
-            continue  # truncated file, already reported by the header reader
-        wanted.append(t)
-    datas = source.read_many([(t.begin, t.nbytes) for t in wanted]) if wanted else []
+        elif _readable(t, file, size, diags):
+            wanted.append(t)
+    datas = source.read_many([(t[3], t[4] - t[3]) for t in wanted]) if wanted else []
     out: list[MarkerSource] = []
-    decoded: dict[bytes, tuple[Any, str | None, str | None]] = {}  # most markers repeat
+    verdicts: dict[bytes, _Verdict] = {}  # most markers of a file repeat
     shared = _SHARED
-    cut = -len(MARKER_SUFFIX)
     for t, raw in zip(wanted, datas, strict=True):
-        name = t[0]
-        prefix = name[:cut]
-        hit = decoded.get(raw)
+        hit = verdicts.get(raw)
         if hit is None:
-            hit = shared.get(raw) if shared is not None else None
-            if hit is None:
-                hit = decode_marker_bytes(raw)
-                if shared is not None and len(raw) <= SHARED_BYTES:
-                    if len(shared) >= SHARED_MAX:
-                        shared.clear()
-                    shared[raw] = hit
-            decoded[raw] = hit
-        value, code, detail = hit
-        if code is not None:
-            diags.append(
-                Diagnostic(
-                    code,
-                    f"{detail}: {_preview(raw)}" if raw else str(detail),
-                    file=file,
-                    tensor=name,
-                    layer=prefix,
-                )
-            )
+            hit = verdicts[raw] = _verdict(raw, shared)
+        if hit[3]:  # a good marker object: the common case
+            out.append(MarkerSource("tensor", file, hit[0], t[0]))
             continue
-        if not isinstance(value, dict):
-            diags.append(
-                Diagnostic(
-                    R.QC202,
-                    f"marker decodes to {type(value).__name__} {_preview(raw)}; it must be "
-                    "a JSON object",
-                    file=file,
-                    tensor=name,
-                    layer=prefix,
-                )
-            )
-            continue
-        if raw.startswith(BOMS) or b"\x00" in raw[:4]:
-            diags.append(
-                Diagnostic(
-                    R.QC207,
-                    "marker text has a byte-order mark or is UTF-16/32; runtimes accept it "
-                    "but other tools may not",
-                    file=file,
-                    tensor=name,
-                    layer=prefix,
-                )
-            )
-        out.append(MarkerSource("tensor", file, value, name))
+        diag = _marker_problem(hit, raw, file, t[0])
+        if diag is not None:
+            diags.append(diag)
+        if hit[1] is None and isinstance(hit[0], dict):  # QC207 only: the marker is still used
+            out.append(MarkerSource("tensor", file, hit[0], t[0]))
     return out, diags
+
+
+#: Longer name lists are always searched name by name (the remembered list stays small).
+SCAN_MAX_NAMES = 4096
+#: The last name list searched and the positions of its marker tensors (the checkpoints of
+#: one folder usually share their names).
+_last_scan: list[tuple[tuple[str, ...], tuple[int, ...]]] = []
+
+
+def _marker_entries(tensors: dict[str, TensorInfo]) -> list[TensorInfo]:
+    """The `.comfy_quant` entries of `tensors`, in order; for the same names as the previous
+    call, taken by their positions then (no name is searched again)."""
+    if len(tensors) > SCAN_MAX_NAMES:
+        return [t for name, t in tensors.items() if name.endswith(MARKER_SUFFIX)]
+    names = tuple(tensors)
+    last = _last_scan[0] if _last_scan else None  # one read: other threads may replace it
+    if last is None or last[0] != names:
+        last = (names, tuple(i for i, n in enumerate(names) if n.endswith(MARKER_SUFFIX)))
+        _last_scan[:] = [last]
+    entries = list(tensors.values())
+    return [entries[i] for i in last[1]]
+
+
+def _readable(t: TensorInfo, file: str, size: int, diags: list[Diagnostic]) -> bool:
+    """Whether a marker tensor that is not a small in-file U8 is still read; the reasons it is
+    not (or is unusual) are added to `diags`."""
+    if t.dtype in UNREADABLE_MARKER_DTYPES:
+        diags.append(
+            Diagnostic(
+                R.QC204,
+                f"marker is stored as {t.dtype}; neither runtime can read its bytes "
+                "(markers are U8)",
+                file=file,
+                tensor=t.name,
+                layer=t.name[: -len(MARKER_SUFFIX)],
+                pointer=json_pointer(t.name, "dtype"),
+            )
+        )
+        return False
+    if t.nbytes > MAX_MARKER_BYTES:
+        diags.append(
+            Diagnostic(
+                R.QC206,
+                f"marker is {t.nbytes:,} bytes, over the {MAX_MARKER_BYTES:,}-byte "
+                "limit; it was not read",
+                file=file,
+                tensor=t.name,
+                layer=t.name[: -len(MARKER_SUFFIX)],
+            )
+        )
+        return False
+    if t.dtype != "U8":
+        diags.append(
+            Diagnostic(
+                R.QC205,
+                f"marker is stored as {t.dtype}; runtimes read its raw bytes, but markers are U8",
+                file=file,
+                tensor=t.name,
+                layer=t.name[: -len(MARKER_SUFFIX)],
+                pointer=json_pointer(t.name, "dtype"),
+            )
+        )
+    return t.end <= size  # a truncated file is already reported by the header reader
+
+
+def _verdict(raw: bytes, shared: dict[bytes, _Verdict] | None) -> _Verdict:
+    """The verdict on marker bytes `raw`: from the shared cache, or decoded (and kept there)."""
+    hit = shared.get(raw) if shared is not None else None
+    if hit is None:
+        value, code, detail = decode_marker_bytes(raw)
+        good = code is None and isinstance(value, dict) and not _odd_encoding(raw)
+        hit = (value, code, detail, good)
+        if shared is not None and len(raw) <= SHARED_BYTES:
+            if len(shared) >= SHARED_MAX:
+                shared.clear()
+            shared[raw] = hit
+    return hit
+
+
+def _odd_encoding(raw: bytes) -> bool:
+    """A byte-order mark, or UTF-16/32 text (a zero byte among the first four)."""
+    return raw.startswith(BOMS) or b"\x00" in raw[:4]
+
+
+def _marker_problem(hit: _Verdict, raw: bytes, file: str, name: str) -> Diagnostic | None:
+    """The finding on marker tensor `name` whose bytes `raw` got the verdict `hit` (not good)."""
+    value, code, detail, _ = hit
+    prefix = name[: -len(MARKER_SUFFIX)]
+    if code is not None:
+        return Diagnostic(
+            code,
+            f"{detail}: {_preview(raw)}" if raw else str(detail),
+            file=file,
+            tensor=name,
+            layer=prefix,
+        )
+    if not isinstance(value, dict):
+        return Diagnostic(
+            R.QC202,
+            f"marker decodes to {type(value).__name__} {_preview(raw)}; it must be a JSON object",
+            file=file,
+            tensor=name,
+            layer=prefix,
+        )
+    if _odd_encoding(raw):
+        return Diagnostic(
+            R.QC207,
+            "marker text has a byte-order mark or is UTF-16/32; runtimes accept it "
+            "but other tools may not",
+            file=file,
+            tensor=name,
+            layer=prefix,
+        )
+    return None
 
 
 def read_header_markers(header: Header) -> tuple[list[MarkerSource], list[Diagnostic]]:
@@ -317,11 +356,12 @@ def merge_markers(sources: list[MarkerSource]) -> tuple[dict[str, Marker], list[
     """Merge marker sources per prefix in the order given (header before tensor, file order)."""
     markers: dict[str, Marker] = {}
     diags: list[Diagnostic] = []
+    cut = -len(MARKER_SUFFIX)
     for src in sources:
-        prefix = src.key[: -len(MARKER_SUFFIX)] if src.origin == "tensor" else src.key
+        prefix = src.key[:cut] if src.origin == "tensor" else src.key
         m = markers.get(prefix)
         if m is None:  # the first source of a prefix: nothing to compare with
-            m = markers[prefix] = Marker(prefix, [src], dict(src.fields))
+            markers[prefix] = Marker(prefix, [src], dict(src.fields))
             continue
         for k, v in src.fields.items():
             if k in m.fields and m.fields[k] != v:
