@@ -151,7 +151,7 @@ def read_header(source: ByteSource, prefetch: bytes | None = None) -> Header:
         )
         return h
     try:
-        doc = json.loads(text)
+        doc = _loads(text)
     except RecursionError:
         diag(
             R.QC120,
@@ -179,9 +179,7 @@ def read_header(source: ByteSource, prefetch: bytes | None = None) -> Header:
         diag(R.QC122, f"header length {n} is not a multiple of 8")
     h.usable = True
     strings = len(doc)  # every top-level key is a string of the text
-    if "__metadata__" in doc:
-        strings += _strings_in(doc["__metadata__"])
-    _read_metadata(doc, h, diag)
+    strings += _read_metadata(doc, h, diag)
     more, tiled = _read_entries(doc, h, diag)
     strings += more
     _check_layout(h, diag, tiled)
@@ -193,6 +191,22 @@ def read_header(source: ByteSource, prefetch: bytes | None = None) -> Header:
             pointer=json_pointer(key) if key in doc else None,
         )
     return h
+
+
+_scan_once = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # json.loads, unwrapped
+
+
+def _loads(text: str) -> Any:
+    """`json.loads(text)`: the scanner called directly (a microsecond less per header); on any
+    failure, or anything after the value but JSON whitespace, `json.loads` itself decides
+    (the same value, or the exception it raises with its own message)."""
+    try:
+        doc, end = _scan_once(text, 0)
+    except Exception:  # StopIteration, JSONDecodeError, RecursionError, ValueError
+        return json.loads(text)
+    if end != len(text) and text[end:].strip(" \t\n\r"):
+        return json.loads(text)
+    return doc
 
 
 def _duplicate_keys(text: str, strings: int) -> list[str]:
@@ -257,26 +271,32 @@ def _json_kind(v: Any) -> str:
     return "a number"
 
 
-def _read_metadata(doc: dict[str, Any], h: Header, diag: Any) -> None:
+def _read_metadata(doc: dict[str, Any], h: Header, diag: Any) -> int:
+    """Take `__metadata__` out of `doc` into `h.metadata`; returns how many strings (keys and
+    string values) it holds, for `_duplicate_keys`."""
     meta = doc.pop("__metadata__", None)
     if meta is None:
-        return
-    if not isinstance(meta, dict):
+        return 0
+    if type(meta) is not dict:
         diag(
             R.QC108,
             f"__metadata__ is {_json_kind(meta)}; it must be an object of strings",
             pointer="/__metadata__",
         )
-        return
+        return _strings_in(meta)
+    strings = len(meta)
     for k, v in meta.items():
-        if isinstance(v, str):
+        if type(v) is str:
             h.metadata[k] = v
+            strings += 1
         else:
             diag(
                 R.QC108,
                 f"__metadata__[{k!r}] is {_json_kind(v)}; metadata values must be strings",
                 pointer=json_pointer("__metadata__", k),
             )
+            strings += _strings_in(v)
+    return strings
 
 
 BITS = {name: d.bits for name, d in DTYPES.items()}
@@ -300,56 +320,54 @@ def _read_entries(doc: dict[str, Any], h: Header, diag: Any) -> tuple[int, int]:
     file = h.file
     width_of = _WHOLE_BYTES
     new, TI = tuple.__new__, TensorInfo
-    strings = 0
+    slow = 0  # entries off the fast path
+    strings = 0  # strings in the values of those entries
     pos = 0  # end of the tensors so far while they tile the data in header order, else -1
     for name, e in doc.items():
         if type(e) is dict and len(e) == 3:
             try:
-                dtype, shape, offs = e["dtype"], e["shape"], e["data_offsets"]
-            except KeyError:
+                # KeyError: a field is missing or the dtype is unknown; TypeError: the dtype
+                # is unhashable or the offsets are not a sequence; ValueError: not 2 offsets
+                dtype, shape, (begin, end) = e["dtype"], e["shape"], e["data_offsets"]
+                width = width_of[dtype]  # only a str is a key
+            except (KeyError, TypeError, ValueError):
                 pass
             else:
-                width = width_of.get(dtype) if type(dtype) is str else None
-                if width is not None and type(shape) is list and type(offs) is list:
+                if type(shape) is list:
                     nd = len(shape)
-                    if len(offs) == 2:
-                        begin, end = offs
-                        if nd == 2:
-                            a, b = shape
-                            numel = (
-                                a * b
-                                if type(a) is int and type(b) is int and a > 0 and b > 0
-                                else -1
-                            )
-                        elif nd == 1:
-                            (a,) = shape
-                            numel = a if type(a) is int and a > 0 else -1
-                        else:
-                            numel = 1
-                            for a in shape:
-                                if type(a) is not int or a <= 0 or numel > U64_MAX:
-                                    numel = -1  # the field-by-field path says what is wrong
-                                    break
-                                numel *= a
-                        if (
-                            numel > 0
-                            and type(begin) is int
-                            and type(end) is int
-                            and begin >= 0
-                            and numel * width == end - begin
-                            and end - begin <= U64_MAX
-                            and numel <= U64_MAX
-                        ):
-                            strings += 4  # three field names and the dtype
-                            pos = end if begin == pos else -1
-                            tensors[name] = new(
-                                TI, (name, dtype, tuple(shape), base + begin, base + end, file)
-                            )
-                            continue
+                    if nd == 2:
+                        a, b = shape
+                        numel = (
+                            a * b if type(a) is int and type(b) is int and a > 0 and b > 0 else -1
+                        )
+                    elif nd == 1:
+                        (a,) = shape
+                        numel = a if type(a) is int and a > 0 else -1
+                    else:
+                        numel = 1
+                        for a in shape:
+                            if type(a) is not int or a <= 0 or numel > U64_MAX:
+                                numel = -1  # the field-by-field path says what is wrong
+                                break
+                            numel *= a
+                    # numel <= U64_MAX follows: numel * width spans at most U64_MAX bytes
+                    if (
+                        numel > 0
+                        and type(begin) is int
+                        and type(end) is int
+                        and begin >= 0
+                        and numel * width == end - begin <= U64_MAX
+                    ):
+                        pos = end if begin == pos else -1
+                        tensors[name] = new(
+                            TI, (name, dtype, tuple(shape), base + begin, base + end, file)
+                        )
+                        continue
+        slow += 1
         strings += _strings_in(e)
         pos = -1
         _read_entry(name, e, h, diag)
-    return strings, pos
+    return strings + 4 * (len(doc) - slow), pos  # fast: three field names and the dtype
 
 
 def _read_entry(name: str, e: Any, h: Header, diag: Any) -> None:
