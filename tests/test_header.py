@@ -1002,3 +1002,42 @@ def test_loads_agrees_with_json_loads(text: str) -> None:
             return (type(exc), str(exc))
 
     assert outcome(_loads) == outcome(json.loads)
+
+
+@pytest.mark.parametrize(
+    ("body", "repeated"),
+    [
+        # escapes at both ends of the text, a repeat between them
+        (
+            '{"__metadata__":{"q":"\\"x\\""},"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},'
+            '"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},'
+            '"z\\"":{"dtype":"U8","shape":[0],"data_offsets":[1,1]}}',
+            ["a"],
+        ),
+        # one escape only, the last string of the text; a repeat before it
+        (
+            '{"__metadata__":{"k":"1","k":"2"},'
+            '"a\\"":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}',
+            ["k"],
+        ),
+        # an escaped backslash as the last escape: the quote after it delimits
+        (
+            '{"__metadata__":{"q":"\\"","k":"1","k":"2"},'
+            '"a\\\\":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}',
+            ["k"],
+        ),
+        # escapes, no repeat
+        (
+            '{"__metadata__":{"q":"\\"\\\\\\""},'
+            '"a\\"":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}',
+            [],
+        ),
+    ],
+)
+def test_repeats_among_escapes_are_found(body: str, repeated: list[str]) -> None:
+    """Escapes are searched for only between the first and last backslash of the header:
+    repeats next to escapes anywhere in the text are still reported, and none invented."""
+    h = read_header(MemorySource(dup(body)))
+    found = [d.message.split("'")[1] for d in h.diagnostics if d.code == "QC107"]
+    assert found == repeated
+    assert {d.code for d in h.diagnostics} <= {"QC107"}
