@@ -334,45 +334,47 @@ def _read_entries(doc: dict[str, Any], h: Header, diag: Any) -> tuple[int, int]:
     strings = 0  # strings in the values of those entries
     pos = 0  # end of the tensors so far while they tile the data in header order, else -1
     for name, e in doc.items():
-        if type(e) is dict and len(e) == 3:
-            try:
-                # KeyError: a field is missing or the dtype is unknown; TypeError: the dtype
-                # is unhashable or the offsets are not a sequence; ValueError: not 2 offsets
-                dtype, shape, (begin, end) = e["dtype"], e["shape"], e["data_offsets"]
-                width = width_of[dtype]  # only a str is a key
-            except (KeyError, TypeError, ValueError):
-                pass
-            else:
-                if type(shape) is list:
-                    nd = len(shape)
-                    if nd == 2:
-                        a, b = shape
-                        numel = (
-                            a * b if type(a) is int and type(b) is int and a > 0 and b > 0 else -1
-                        )
-                    elif nd == 1:
-                        (a,) = shape
-                        numel = a if type(a) is int and a > 0 else -1
-                    else:
-                        numel = 1
-                        for a in shape:
-                            if type(a) is not int or a <= 0 or numel > U64_MAX:
-                                numel = -1  # the field-by-field path says what is wrong
-                                break
-                            numel *= a
-                    # numel <= U64_MAX follows: numel * width spans at most U64_MAX bytes
-                    if (
-                        numel > 0
-                        and type(begin) is int
-                        and type(end) is int
-                        and begin >= 0
-                        and numel * width == end - begin <= U64_MAX
-                    ):
-                        pos = end if begin == pos else -1
-                        tensors[name] = new(
-                            TI, (name, dtype, tuple(shape), base + begin, base + end, file)
-                        )
-                        continue
+        try:
+            # TypeError: the entry is not an object (of the JSON values only an object takes
+            # a string subscript), the dtype is unhashable or the offsets are not a sequence;
+            # KeyError: a field is missing or the dtype is unknown; ValueError: not 2 offsets
+            dtype, shape, (begin, end) = e["dtype"], e["shape"], e["data_offsets"]
+            width = width_of[dtype]  # only a str is a key
+        except (KeyError, TypeError, ValueError):
+            pass
+        else:
+            if len(e) == 3 and type(shape) is list:  # len: no other field
+                # the shape as a tuple too: built from the unpacked dims (cheaper than
+                # calling tuple) for the common 1 and 2 dims
+                nd = len(shape)
+                dims: tuple[int, ...]
+                if nd == 2:
+                    a, b = shape
+                    dims = (a, b)
+                    numel = a * b if type(a) is int and type(b) is int and a > 0 and b > 0 else -1
+                elif nd == 1:
+                    (a,) = shape
+                    dims = (a,)
+                    numel = a if type(a) is int and a > 0 else -1
+                else:
+                    dims = tuple(shape)
+                    numel = 1
+                    for a in dims:
+                        if type(a) is not int or a <= 0 or numel > U64_MAX:
+                            numel = -1  # the field-by-field path says what is wrong
+                            break
+                        numel *= a
+                # numel <= U64_MAX follows: numel * width spans at most U64_MAX bytes
+                if (
+                    numel > 0
+                    and type(begin) is int
+                    and type(end) is int
+                    and begin >= 0
+                    and numel * width == end - begin <= U64_MAX
+                ):
+                    pos = end if begin == pos else -1
+                    tensors[name] = new(TI, (name, dtype, dims, base + begin, base + end, file))
+                    continue
         slow += 1
         strings += _strings_in(e)
         pos = -1
