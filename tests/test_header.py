@@ -889,9 +889,14 @@ def _entry_variants() -> list[object]:
         [True, 4],
         "0-4",
         None,
+        "04",  # two characters: unpacks into two strings
+        {"0": 0, "4": 4},  # two keys: unpacks into two strings
+        7,
+        [[0], 4],
+        [0, "4"],
     ]
     out: list[object] = []
-    for dtype in ("U8", "F32", "BF16", "F64", "F4", "F6_E2M3", "FP8", 7, None):
+    for dtype in ("U8", "F32", "BF16", "F64", "F4", "F6_E2M3", "FP8", 7, None, ["U8"], {"U8": 1}):
         for shape in shapes:
             for offs in offsets:
                 out.append({"dtype": dtype, "shape": shape, "data_offsets": offs})
@@ -960,3 +965,79 @@ def test_fast_entry_path_agrees_with_field_by_field_validation(
         with monkeypatch.context() as m:
             m.setattr(header, "_WHOLE_BYTES", {})
             assert read({"t": e}) == fast, e
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"a":1}',
+        '{"a":1}   ',
+        '{"a":1} \t\r\n',
+        ' {"a":1}',
+        '\ufeff{"a":1}',
+        '{"a":1} x',
+        '{"a":1}\u00a0',  # not JSON whitespace
+        '{"a":1}{}',
+        '{"a":',
+        "",
+        "   ",
+        "[1, 2]",
+        '"s"',
+        "1e5",
+        "NaN",
+        '{"a": 1' + "0" * 5000 + "}",  # past the int-digits limit
+        "[" * 100_000 + "]" * 100_000,  # too deep
+        '{"a":"\\ud800"}',
+    ],
+)
+def test_loads_agrees_with_json_loads(text: str) -> None:
+    """The header's direct scanner call returns what `json.loads` returns, or raises what it
+    raises, with the same message."""
+    from quantcheck.io.header import _loads
+
+    def outcome(fn: object) -> object:
+        try:
+            return ("value", fn(text))  # type: ignore[operator]
+        except (ValueError, RecursionError) as exc:
+            return (type(exc), str(exc))
+
+    assert outcome(_loads) == outcome(json.loads)
+
+
+@pytest.mark.parametrize(
+    ("body", "repeated"),
+    [
+        # escapes at both ends of the text, a repeat between them
+        (
+            '{"__metadata__":{"q":"\\"x\\""},"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},'
+            '"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},'
+            '"z\\"":{"dtype":"U8","shape":[0],"data_offsets":[1,1]}}',
+            ["a"],
+        ),
+        # one escape only, the last string of the text; a repeat before it
+        (
+            '{"__metadata__":{"k":"1","k":"2"},'
+            '"a\\"":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}',
+            ["k"],
+        ),
+        # an escaped backslash as the last escape: the quote after it delimits
+        (
+            '{"__metadata__":{"q":"\\"","k":"1","k":"2"},'
+            '"a\\\\":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}',
+            ["k"],
+        ),
+        # escapes, no repeat
+        (
+            '{"__metadata__":{"q":"\\"\\\\\\""},'
+            '"a\\"":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}}',
+            [],
+        ),
+    ],
+)
+def test_repeats_among_escapes_are_found(body: str, repeated: list[str]) -> None:
+    """Escapes are searched for only between the first and last backslash of the header:
+    repeats next to escapes anywhere in the text are still reported, and none invented."""
+    h = read_header(MemorySource(dup(body)))
+    found = [d.message.split("'")[1] for d in h.diagnostics if d.code == "QC107"]
+    assert found == repeated
+    assert {d.code for d in h.diagnostics} <= {"QC107"}

@@ -151,7 +151,7 @@ def read_header(source: ByteSource, prefetch: bytes | None = None) -> Header:
         )
         return h
     try:
-        doc = json.loads(text)
+        doc = _loads(text)
     except RecursionError:
         diag(
             R.QC120,
@@ -163,9 +163,8 @@ def read_header(source: ByteSource, prefetch: bytes | None = None) -> Header:
         detail = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
         diag(R.QC105, f"header is not valid JSON{where}: {detail}")
         return h
-    # one-character search first: CPython finds "\\" with memchr, a 2-character needle is
-    # ~80x slower, and most headers have no backslash at all
-    if "\\" in text and "\\u" in text and _lone_surrogate(doc):
+    escaped = _escaped(text)
+    if "\\u" in escaped and _lone_surrogate(doc):
         diag(
             R.QC105,
             "header is not valid JSON: a \\u escape encodes a lone UTF-16 surrogate, "
@@ -179,13 +178,11 @@ def read_header(source: ByteSource, prefetch: bytes | None = None) -> Header:
         diag(R.QC122, f"header length {n} is not a multiple of 8")
     h.usable = True
     strings = len(doc)  # every top-level key is a string of the text
-    if "__metadata__" in doc:
-        strings += _strings_in(doc["__metadata__"])
-    _read_metadata(doc, h, diag)
+    strings += _read_metadata(doc, h, diag)
     more, tiled = _read_entries(doc, h, diag)
     strings += more
     _check_layout(h, diag, tiled)
-    for key in dict.fromkeys(_duplicate_keys(text, strings)):
+    for key in dict.fromkeys(_duplicate_keys(text, strings, escaped)):
         diag(
             R.QC107,
             f"key {key!r} appears more than once in one JSON object; parsers keep only the last",
@@ -195,20 +192,47 @@ def read_header(source: ByteSource, prefetch: bytes | None = None) -> Header:
     return h
 
 
-def _duplicate_keys(text: str, strings: int) -> list[str]:
-    """Keys repeated within one JSON object of the header.
+_scan_once = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # json.loads, unwrapped
+
+
+def _loads(text: str) -> Any:
+    """`json.loads(text)`: the scanner called directly (a microsecond less per header); on any
+    failure, or anything after the value but JSON whitespace, `json.loads` itself decides
+    (the same value, or the exception it raises with its own message)."""
+    try:
+        doc, end = _scan_once(text, 0)
+    except Exception:  # StopIteration, JSONDecodeError, RecursionError, ValueError
+        return json.loads(text)
+    if end != len(text) and text[end:].strip(" \t\n\r"):
+        return json.loads(text)
+    return doc
+
+
+def _escaped(text: str) -> str:
+    """The stretch of `text` from its first backslash to one character past its last ("" when
+    it has none): every escape sequence of the text lies in it, so searches for escapes need
+    only this (ComfyUI's `_quantization_metadata`, a JSON string with escaped quotes, is most
+    often the only part of a header with backslashes). Finding a single character is a
+    memchr; a search for a 2-character needle over a whole header costs several µs."""
+    first = text.find("\\")
+    return "" if first < 0 else text[first : text.rfind("\\") + 2]
+
+
+def _duplicate_keys(text: str, strings: int, escaped: str) -> list[str]:
+    """Keys repeated within one JSON object of the header; `escaped` is `_escaped(text)`.
 
     Fast path: a repeated key drops a key (and its value) from the parsed document, so the
     document then holds fewer strings than the text has. `strings` is how many strings (keys
     and string values) the parsed header holds; when the text has exactly twice as many
     string-delimiting quotes, no key was dropped. Only otherwise is the header parsed again
     with a hook that sees every key. (A quote is a delimiter unless escaped; without `\\\\` in
-    the text every backslash starts an escape, so the escaped quotes are exactly the `\\"`.)
+    the text every backslash starts an escape, so the escaped quotes are exactly the `\\"`,
+    all of them in `escaped`.)
     """
-    if "\\" not in text:  # no escape at all (a one-character search: memchr)
+    if not escaped:  # no escape at all
         if text.count('"') == 2 * strings:
             return []
-    elif "\\\\" not in text and text.count('"') - text.count('\\"') == 2 * strings:
+    elif "\\\\" not in escaped and text.count('"') - escaped.count('\\"') == 2 * strings:
         return []
     dups = _Duplicates()
     json.loads(text, object_pairs_hook=dups)
@@ -257,26 +281,32 @@ def _json_kind(v: Any) -> str:
     return "a number"
 
 
-def _read_metadata(doc: dict[str, Any], h: Header, diag: Any) -> None:
+def _read_metadata(doc: dict[str, Any], h: Header, diag: Any) -> int:
+    """Take `__metadata__` out of `doc` into `h.metadata`; returns how many strings (keys and
+    string values) it holds, for `_duplicate_keys`."""
     meta = doc.pop("__metadata__", None)
     if meta is None:
-        return
-    if not isinstance(meta, dict):
+        return 0
+    if type(meta) is not dict:
         diag(
             R.QC108,
             f"__metadata__ is {_json_kind(meta)}; it must be an object of strings",
             pointer="/__metadata__",
         )
-        return
+        return _strings_in(meta)
+    strings = len(meta)
     for k, v in meta.items():
-        if isinstance(v, str):
+        if type(v) is str:
             h.metadata[k] = v
+            strings += 1
         else:
             diag(
                 R.QC108,
                 f"__metadata__[{k!r}] is {_json_kind(v)}; metadata values must be strings",
                 pointer=json_pointer("__metadata__", k),
             )
+            strings += _strings_in(v)
+    return strings
 
 
 BITS = {name: d.bits for name, d in DTYPES.items()}
@@ -300,56 +330,56 @@ def _read_entries(doc: dict[str, Any], h: Header, diag: Any) -> tuple[int, int]:
     file = h.file
     width_of = _WHOLE_BYTES
     new, TI = tuple.__new__, TensorInfo
-    strings = 0
+    slow = 0  # entries off the fast path
+    strings = 0  # strings in the values of those entries
     pos = 0  # end of the tensors so far while they tile the data in header order, else -1
     for name, e in doc.items():
-        if type(e) is dict and len(e) == 3:
-            try:
-                dtype, shape, offs = e["dtype"], e["shape"], e["data_offsets"]
-            except KeyError:
-                pass
-            else:
-                width = width_of.get(dtype) if type(dtype) is str else None
-                if width is not None and type(shape) is list and type(offs) is list:
-                    nd = len(shape)
-                    if len(offs) == 2:
-                        begin, end = offs
-                        if nd == 2:
-                            a, b = shape
-                            numel = (
-                                a * b
-                                if type(a) is int and type(b) is int and a > 0 and b > 0
-                                else -1
-                            )
-                        elif nd == 1:
-                            (a,) = shape
-                            numel = a if type(a) is int and a > 0 else -1
-                        else:
-                            numel = 1
-                            for a in shape:
-                                if type(a) is not int or a <= 0 or numel > U64_MAX:
-                                    numel = -1  # the field-by-field path says what is wrong
-                                    break
-                                numel *= a
-                        if (
-                            numel > 0
-                            and type(begin) is int
-                            and type(end) is int
-                            and begin >= 0
-                            and numel * width == end - begin
-                            and end - begin <= U64_MAX
-                            and numel <= U64_MAX
-                        ):
-                            strings += 4  # three field names and the dtype
-                            pos = end if begin == pos else -1
-                            tensors[name] = new(
-                                TI, (name, dtype, tuple(shape), base + begin, base + end, file)
-                            )
-                            continue
+        try:
+            # TypeError: the entry is not an object (of the JSON values only an object takes
+            # a string subscript), the dtype is unhashable or the offsets are not a sequence;
+            # KeyError: a field is missing or the dtype is unknown; ValueError: not 2 offsets
+            dtype, shape, (begin, end) = e["dtype"], e["shape"], e["data_offsets"]
+            width = width_of[dtype]  # only a str is a key
+        except (KeyError, TypeError, ValueError):
+            pass
+        else:
+            if len(e) == 3 and type(shape) is list:  # len: no other field
+                # the shape as a tuple too: built from the unpacked dims (cheaper than
+                # calling tuple) for the common 1 and 2 dims
+                nd = len(shape)
+                dims: tuple[int, ...]
+                if nd == 2:
+                    a, b = shape
+                    dims = (a, b)
+                    numel = a * b if type(a) is int and type(b) is int and a > 0 and b > 0 else -1
+                elif nd == 1:
+                    (a,) = shape
+                    dims = (a,)
+                    numel = a if type(a) is int and a > 0 else -1
+                else:
+                    dims = tuple(shape)
+                    numel = 1
+                    for a in dims:
+                        if type(a) is not int or a <= 0 or numel > U64_MAX:
+                            numel = -1  # the field-by-field path says what is wrong
+                            break
+                        numel *= a
+                # numel <= U64_MAX follows: numel * width spans at most U64_MAX bytes
+                if (
+                    numel > 0
+                    and type(begin) is int
+                    and type(end) is int
+                    and begin >= 0
+                    and numel * width == end - begin <= U64_MAX
+                ):
+                    pos = end if begin == pos else -1
+                    tensors[name] = new(TI, (name, dtype, dims, base + begin, base + end, file))
+                    continue
+        slow += 1
         strings += _strings_in(e)
         pos = -1
         _read_entry(name, e, h, diag)
-    return strings, pos
+    return strings + 4 * (len(doc) - slow), pos  # fast: three field names and the dtype
 
 
 def _read_entry(name: str, e: Any, h: Header, diag: Any) -> None:

@@ -16,9 +16,20 @@ if TYPE_CHECKING:
 MAX_DEPTH = 64
 
 
+#: Exact types of JSON scalars: a value holding only these is no container.
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def json_depth(value: Any, limit: int = MAX_DEPTH) -> int:
     """Nesting depth of a decoded JSON value (a scalar is 0), counted iteratively; counting
     stops at `limit + 1`, so the cost is bounded by the value's size, never its depth."""
+    # fast path: an object or array of scalars only (a marker, most often) is 1 deep
+    t = type(value)
+    if t is dict:
+        if _SCALARS.issuperset(map(type, value.values())):
+            return 1
+    elif t is list and _SCALARS.issuperset(map(type, value)):
+        return 1
     deepest = 0
     stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
