@@ -21,6 +21,10 @@ from quantcheck.runtimes import comfyui_releases
 from quantcheck.runtimes import effects as _eff
 from quantcheck.runtimes.comfyui_releases import FORMAT_SINCE, GUESSED, LAYER_CODE, STEP_CODE
 
+TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
+
 FAILS, DEGRADED, NONE = Effect.FAILS, Effect.DEGRADED, Effect.NONE
 #: Dtypes ComfyUI's DynamicVRAM loader (comfy/utils.py load_safetensors, `_TYPES`) cannot map.
 DEFAULT_LOADER_UNREADABLE = frozenset({"F8_E8M0"})
@@ -53,56 +57,67 @@ class ComfyuiChecks:
 
 
 def _unreadable_dtypes(ck: Checkpoint) -> Iterator[Diagnostic]:
-    for t in ck.tensors.values():
-        if t.dtype in DEFAULT_LOADER_UNREADABLE:
-            yield Diagnostic(
-                R.QC605,
-                f"{t.name} is {t.dtype}: ComfyUI's default safetensors loader "
-                "(DynamicVRAM, the default on NVIDIA GPUs) has no such dtype and "
-                "raises KeyError before any layer is built; with --cpu or "
-                "--disable-dynamic-vram it loads",
-                file=t.file,
-                tensor=t.name,
-                effects=_eff(NONE, FAILS),
-                fix=Fix(
-                    f"relabel {t.name} as U8 (same bytes)",
-                    Safety.SAFE,
-                    "relabel",
-                    (("dtype", "U8"),),
-                ),
-            )
+    unreadable = DEFAULT_LOADER_UNREADABLE
+    for t in [t for t in ck.tensors.values() if t.dtype in unreadable]:
+        yield Diagnostic(
+            R.QC605,
+            f"{t.name} is {t.dtype}: ComfyUI's default safetensors loader "
+            "(DynamicVRAM, the default on NVIDIA GPUs) has no such dtype and "
+            "raises KeyError before any layer is built; with --cpu or "
+            "--disable-dynamic-vram it loads",
+            file=t.file,
+            tensor=t.name,
+            effects=_eff(NONE, FAILS),
+            fix=Fix(
+                f"relabel {t.name} as U8 (same bytes)",
+                Safety.SAFE,
+                "relabel",
+                (("dtype", "U8"),),
+            ),
+        )
 
 
 def formats_by_step(
     ck: Checkpoint,
-    format_of: Callable[[Layer], object],
+    format_of: Callable[[Layer], object] | None,
     since: dict[str, str],
     step_code: dict[str, str],
 ) -> tuple[dict[str, dict[str, int]], dict[str, str]]:
     """({release: {format: layers}}, {release: first file}) for the marked layers whose format
-    (`format_of`) a release after the oldest added (`since`: format -> release; releases
-    without a code in `step_code` are left out). ComfyUI and its ports share it."""
+    (`format_of`; None: the merged marker's) a release after the oldest added (`since`:
+    format -> release; releases without a code in `step_code` are left out). ComfyUI and its
+    ports share it."""
+    # layers and first weight file per format, in the order the formats first appear
+    per_format: dict[str, list[Any]] = {}
+    for la in ck.layers.values():
+        m = la.marker
+        if m is None:
+            continue
+        w = la.tensors.get("weight")
+        if w is None:
+            continue
+        fmt = m.fields.get("format") if format_of is None else format_of(la)
+        if not isinstance(fmt, str):
+            continue
+        hit = per_format.get(fmt)
+        if hit is None:
+            per_format[fmt] = [1, w.file]
+        else:
+            hit[0] += 1
     by_step: dict[str, dict[str, int]] = {}
     first: dict[str, str] = {}
-    for la in ck.layers.values():
-        if la.marker is None or la.weight is None:
-            continue
-        fmt = format_of(la)
-        release = since.get(fmt) if isinstance(fmt, str) else None
+    for fmt, (n, file) in per_format.items():
+        release = since.get(fmt)
         if release is None or not step_code[release]:
             continue
-        assert isinstance(fmt, str)
-        counts = by_step.setdefault(release, {})
-        counts[fmt] = counts.get(fmt, 0) + 1
-        first.setdefault(release, la.weight.file)
+        by_step.setdefault(release, {})[fmt] = n
+        first.setdefault(release, file)
     return by_step, first
 
 
 def format_steps(ck: Checkpoint) -> Iterator[Diagnostic]:
     """One finding per ComfyUI step the file needs (formats added after the oldest release)."""
-    by_step, first = formats_by_step(
-        ck, lambda la: la.marker.format if la.marker else None, FORMAT_SINCE, STEP_CODE
-    )
+    by_step, first = formats_by_step(ck, None, FORMAT_SINCE, STEP_CODE)
     for release, counts in by_step.items():
         n = sum(counts.values())
         what = ", ".join(f"{f} ({c})" for f, c in sorted(counts.items()))

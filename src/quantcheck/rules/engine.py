@@ -224,7 +224,9 @@ def run_all_rules(ck: Checkpoint, keys: tuple[str, ...] | None = None) -> list[D
     (`checks_for`)."""
     out = list(ck.diagnostics)
     out.extend(check_orphans(ck))
-    legacy = "scaled_fp8" in ck.tensors or any(la.has("scaled_fp8") for la in ck.layers.values())
+    legacy = "scaled_fp8" in ck.tensors or any(
+        "scaled_fp8" in la.tensors for la in ck.layers.values()
+    )
     mxfp8_meta = {v.lower() for v in ck.quant_formats.values()} == {"mxfp8"}
     runtime_checks = [load(ref)(ck) for ref in checks_for(keys)]
     for checks in runtime_checks:

@@ -48,8 +48,15 @@ def sglang_config_class(
     """(config class sglang picks, its format list, the resolver's error text if it refuses);
     `marked`: `_marked_layers(ck)` when the caller has it."""
     marked = _marked_layers(ck) if marked is None else marked
-    markers = {la.prefix: _sglang_view(la) for la in marked}
-    formats = sorted({str(m.get("format")) for m in markers.values()})
+    # the resolver reads only each marker's format (`str(marker.get("format"))`), which
+    # `_sglang_view` leaves alone: one marker per distinct format gives it the same answer
+    markers: dict[str, dict[str, Any]] = {}
+    for la in marked:
+        fmt = la.marker.fields.get("format") if la.marker else None
+        key = str(fmt)
+        if key not in markers:
+            markers[key] = {"format": fmt}
+    formats = sorted(markers)
     try:
         return resolve_comfy_checkpoint_quantization(markers), formats, None
     except NotImplementedError as exc:
@@ -159,10 +166,23 @@ class SglangChecks:
     def finish(self, diags: list[Diagnostic]) -> list[Diagnostic]:
         """Every rule's findings, once all have run: when sglang's header path takes the file
         (QC616), the marker path's findings stop concerning sglang."""
-        from quantcheck.runtimes import get_runtime
+        return self.header.finish(diags, _release_codes())
 
-        codes = {c for rel in get_runtime("sglang").releases for c in rel.effects}
-        return self.header.finish(diags, codes)
+
+def _release_codes() -> set[str]:
+    """The codes sglang's release data gives per-release effects (by registry generation)."""
+    from quantcheck.runtimes import get_runtime, registry
+
+    hit = _RELEASE_CODES.get(registry.generation)
+    if hit is None:
+        _RELEASE_CODES.clear()
+        hit = {c for rel in get_runtime("sglang").releases for c in rel.effects}
+        _RELEASE_CODES[registry.generation] = hit
+    return hit
+
+
+#: `_release_codes` by runtime registry generation (the release data changes only with it)
+_RELEASE_CODES: dict[int, set[str]] = {}
 
 
 #: Formats sglang 0.5.23 cannot load at all.
@@ -217,6 +237,8 @@ def _first_file(ck: Checkpoint) -> str | None:
 
 
 def _legacy_scaled_fp8(ck: Checkpoint) -> Iterator[Diagnostic]:
+    if not _has_scaled_fp8(ck):
+        return
     keys = [n for n in ck.tensors if n == "scaled_fp8" or n.endswith(".scaled_fp8")]
     if not keys or any(s.header.metadata.get("_quantization_metadata") for s in ck.shards):
         return
@@ -233,6 +255,15 @@ def _legacy_scaled_fp8(ck: Checkpoint) -> Iterator[Diagnostic]:
             Safety.SAFE,
             "convert-scaled-fp8",
         ),
+    )
+
+
+def _has_scaled_fp8(ck: Checkpoint) -> bool:
+    """Whether a tensor is named `scaled_fp8` or `<prefix>.scaled_fp8`: `ck.layers` groups
+    every such name with a non-empty prefix under that prefix (`scaled_fp8` is a layer
+    suffix); the names grouped into no layer (`ck.loose`) are matched by name."""
+    return any("scaled_fp8" in la.tensors for la in ck.layers.values()) or any(
+        n == "scaled_fp8" or n.endswith(".scaled_fp8") for n in ck.loose
     )
 
 

@@ -73,17 +73,34 @@ def file_findings(ck: Checkpoint, marked: list[Layer]) -> Iterator[Diagnostic]:
     """QC611 (0.5.18 reads no markers), QC612 (0.5.19 identical sources), QC615 (MXFP8)."""
     first = ck.shards[0].name if ck.shards else None
     mxfp8_meta = {v.lower() for v in ck.quant_formats.values()} == {"mxfp8"}
+    # one pass over the marked layers: their formats, the MXFP8 ones, those with several
+    # marker sources
+    format_set: set[str] = set()
+    mx: list[str] = []
+    several: list[Layer] = []
+    for la in marked:
+        m = la.marker
+        if m is None:
+            continue
+        fmt = m.fields.get("format")
+        format_set.add(str(fmt))
+        if fmt == "mxfp8":
+            mx.append(la.prefix)
+        if len(m.sources) > 1:
+            several.append(la)
     if marked or mxfp8_meta:
-        declared = _header_declared(ck)
-        formats = sorted({str(la.marker.format) for la in marked if la.marker})
+        formats = sorted(format_set)
         other = [f for f in formats if f not in HEADER_PATH_FORMATS]
-        # NVFP4 layers are also found from their tensors (U8 weight + F8 block scale), so
-        # only the other layers need the header declaration
-        undeclared = [
-            la.prefix
-            for la in marked
-            if la.prefix not in declared and not (la.marker and la.marker.format == "nvfp4")
-        ]
+        undeclared: list[str] = []
+        if not (mxfp8_meta or other):
+            declared = _header_declared(ck)
+            # NVFP4 layers are also found from their tensors (U8 weight + F8 block scale), so
+            # only the other layers need the header declaration
+            undeclared = [
+                la.prefix
+                for la in marked
+                if la.prefix not in declared and not (la.marker and la.marker.format == "nvfp4")
+            ]
         if mxfp8_meta or other or undeclared:
             why = (
                 f"its {', '.join(other or ['mxfp8'])} layers"
@@ -99,10 +116,9 @@ def file_findings(ck: Checkpoint, marked: list[Layer]) -> Iterator[Diagnostic]:
                 file=first,
                 data={"formats": formats},
             )
-    for la in marked:
+    for la in several:
         m = la.marker
-        if m is None or len(m.sources) < 2:
-            continue
+        assert m is not None
         objs = [src.fields for src in m.sources]
         if any(o != objs[0] for o in objs[1:]):
             where = " vs ".join(f"{src.origin} {src.key}" for src in m.sources)
@@ -116,7 +132,6 @@ def file_findings(ck: Checkpoint, marked: list[Layer]) -> Iterator[Diagnostic]:
                 layer=la.prefix,
                 fix=_single_marker_fix(m.sources, la.prefix),
             )
-    mx = [la.prefix for la in marked if la.marker and la.marker.format == "mxfp8"]
     if mx or mxfp8_meta:
         old, new = span(R.QC615.code)
         yield Diagnostic(
