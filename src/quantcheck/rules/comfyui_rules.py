@@ -16,6 +16,7 @@ from quantcheck.formats.table import FORMATS
 from quantcheck.model.checkpoint import Checkpoint
 from quantcheck.model.layers import Layer
 from quantcheck.rules import codes as R
+from quantcheck.rules.layer_kinds import kinds_of
 from quantcheck.rules.levels import Effect, Safety
 from quantcheck.runtimes import comfyui_releases
 from quantcheck.runtimes import effects as _eff
@@ -89,21 +90,29 @@ def formats_by_step(
     ports share it."""
     # layers and first weight file per format, in the order the formats first appear
     per_format: dict[str, list[Any]] = {}
-    for la in ck.layers.values():
-        m = la.marker
-        if m is None:
-            continue
-        w = la.tensors.get("weight")
-        if w is None:
-            continue
-        fmt = m.fields.get("format") if format_of is None else format_of(la)
-        if not isinstance(fmt, str):
-            continue
-        hit = per_format.get(fmt)
-        if hit is None:
-            per_format[fmt] = [1, w.file]
-        else:
-            hit[0] += 1
+    if format_of is None:  # once per layer kind (`layer_kinds`: one marker's fields)
+        for k in kinds_of(ck).kinds:
+            fmt = k.format
+            if not k.marked or not isinstance(fmt, str):
+                continue
+            hit = per_format.get(fmt)
+            if hit is None:  # the kinds come in order of first appearance
+                per_format[fmt] = [len(k.layers), k.first.tensors["weight"].file]
+            else:
+                hit[0] += len(k.layers)
+    else:
+        for la in ck.layers.values():
+            w = la.tensors.get("weight")
+            if la.marker is None or w is None:
+                continue
+            fmt = format_of(la)
+            if not isinstance(fmt, str):
+                continue
+            hit = per_format.get(fmt)
+            if hit is None:
+                per_format[fmt] = [1, w.file]
+            else:
+                hit[0] += 1
     by_step: dict[str, dict[str, int]] = {}
     first: dict[str, str] = {}
     for fmt, (n, file) in per_format.items():

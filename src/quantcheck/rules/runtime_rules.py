@@ -3,8 +3,7 @@ format mixes, sglang's config constructors, legacy files, sglang's INT8 embeddin
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from quantcheck.compat._sglang_configs import (
     check_config_constructor,
@@ -16,6 +15,7 @@ from quantcheck.model.checkpoint import Checkpoint
 from quantcheck.model.layers import Layer
 from quantcheck.rules import codes as R
 from quantcheck.rules import sglang_release_rules as release_rules
+from quantcheck.rules.layer_kinds import is_embedding_name, kinds_of
 from quantcheck.rules.sglang_header_rules import HeaderPathChecks
 from quantcheck.runtimes import effects as _eff
 
@@ -24,12 +24,10 @@ if TYPE_CHECKING:
     from typing import Any
 
 FAILS, DEGRADED, NONE = Effect.FAILS, Effect.DEGRADED, Effect.NONE
-EMBEDDING_WORDS = ("embed", "wte", "tok_emb", "token_emb")
-_EMBEDDING = re.compile("|".join(EMBEDDING_WORDS))
 
 
 def _marked_layers(ck: Checkpoint) -> list[Layer]:
-    return [la for la in ck.layers.values() if la.marker is not None and la.weight is not None]
+    return kinds_of(ck).marked_layers()
 
 
 def _sglang_view(layer: Layer) -> dict[str, Any]:
@@ -47,12 +45,14 @@ def sglang_config_class(
 ) -> tuple[str | None, list[str], str | None]:
     """(config class sglang picks, its format list, the resolver's error text if it refuses);
     `marked`: `_marked_layers(ck)` when the caller has it."""
-    marked = _marked_layers(ck) if marked is None else marked
     # the resolver reads only each marker's format (`str(marker.get("format"))`), which
     # `_sglang_view` leaves alone: one marker per distinct format gives it the same answer
     markers: dict[str, dict[str, Any]] = {}
-    for la in marked:
-        fmt = la.marker.fields.get("format") if la.marker else None
+    if marked is None:
+        formats_of: Iterable[object] = (k.format for k in kinds_of(ck).kinds if k.marked)
+    else:
+        formats_of = (la.marker.fields.get("format") for la in marked if la.marker)
+    for fmt in formats_of:
         key = str(fmt)
         if key not in markers:
             markers[key] = {"format": fmt}
@@ -148,13 +148,14 @@ class SglangChecks:
 
     def __init__(self, ck: Checkpoint) -> None:
         self.ck = ck
-        self.marked = _marked_layers(ck)
-        self.config_class, self.formats, self.refusal = sglang_config_class(ck, self.marked)
+        self.kinds = kinds_of(ck)
+        self.marked = self.kinds.marked_layers()
+        self.config_class, self.formats, self.refusal = sglang_config_class(ck)
         self.header = HeaderPathChecks(ck)
 
     def file_findings(self) -> Iterator[Diagnostic]:
         yield from check_file_runtime(self.ck, self.formats, self.refusal)
-        yield from release_rules.file_findings(self.ck, self.marked)
+        yield from release_rules.file_findings(self.ck)
         yield from self.header.file_findings()
 
     def layer_findings(self, layer: Layer) -> Iterator[Diagnostic]:
@@ -214,22 +215,6 @@ def sglang_quantize_refusal(fmt: str, options: dict[str, Any], n: int, k: int) -
             f"this layer is [{n}, {k}]"
         )
     return None
-
-
-def is_embedding_name(layer: Layer) -> bool:
-    """Whether the layer's name reads as an embedding table (sglang treats those apart)."""
-    prefix = layer.prefix
-    hit = _EMBEDDING_NAMES.get(prefix)
-    if hit is None:
-        hit = _EMBEDDING.search(prefix.lower()) is not None
-        if len(_EMBEDDING_NAMES) >= 65536:  # checkpoints of one family share layer names
-            _EMBEDDING_NAMES.clear()
-        _EMBEDDING_NAMES[prefix] = hit
-    return hit
-
-
-#: `is_embedding_name` by layer prefix (asked per layer, often for the same names)
-_EMBEDDING_NAMES: dict[str, bool] = {}
 
 
 def _first_file(ck: Checkpoint) -> str | None:

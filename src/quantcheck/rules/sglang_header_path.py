@@ -31,6 +31,7 @@ import json
 from quantcheck._record import record
 from quantcheck.formats.table import ROWWISE_FP8
 from quantcheck.io.json_depth import MAX_DEPTH, too_deep
+from quantcheck.rules.layer_kinds import kinds_of
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
@@ -250,14 +251,17 @@ def nvfp4_layers(ck: Checkpoint, docs: list[HeaderDoc]) -> list[tuple[str, str]]
 
 
 def _f8_weight_scales(ck: Checkpoint) -> list[tuple[str, TensorInfo]]:
-    """(prefix, tensor) for every tensor named `<prefix>.weight_scale` whose dtype names
-    F8_E4M3. `ck.layers` groups every such name with a non-empty prefix under that prefix
-    (`weight_scale` is a layer suffix), so only the names grouped into no layer (`ck.loose`:
+    """(prefix, tensor) for the tensors named `<prefix>.weight_scale` whose dtype names
+    F8_E4M3, where a `<prefix>.weight` may exist. `ck.layers` groups every such name with a
+    non-empty prefix under that prefix (`weight_scale` and `weight` are layer suffixes), so
+    those are the layers with a weight, looked at once per kind (`layer_kinds`: the layers of
+    a kind share their tensors' dtypes); the names grouped into no layer (`ck.loose`:
     ".weight_scale") are matched by name."""
     out = [
-        (la.prefix, t)
-        for la in ck.layers.values()
-        if (t := la.tensors.get("weight_scale")) is not None and "F8_E4M3" in t.dtype
+        (la.prefix, la.tensors["weight_scale"])
+        for k in kinds_of(ck).kinds
+        if (t := k.first.tensors.get("weight_scale")) is not None and "F8_E4M3" in t.dtype
+        for la in k.layers
     ]
     for name in ck.loose:
         t = ck.tensors[name]
