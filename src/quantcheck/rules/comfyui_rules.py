@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from operator import itemgetter
 
 from quantcheck.diagnostics import Diagnostic, Fix
 from quantcheck.formats.table import FORMATS
@@ -32,6 +33,7 @@ DEFAULT_LOADER_UNREADABLE = frozenset({"F8_E8M0"})
 #: ComfyUI's rotation group when a rotated INT8 marker names none (comfy/ops.py ~L1232).
 CONVROT_DEFAULT = 256
 _ABSENT = object()
+_DTYPE = itemgetter(1)  # TensorInfo is a tuple: (name, dtype, ...)
 _STEP_RULES = {
     R.QC606.code: R.QC606,
     R.QC607.code: R.QC607,
@@ -59,6 +61,8 @@ class ComfyuiChecks:
 
 def _unreadable_dtypes(ck: Checkpoint) -> Iterator[Diagnostic]:
     unreadable = DEFAULT_LOADER_UNREADABLE
+    if unreadable.isdisjoint(map(_DTYPE, ck.tensors.values())):
+        return
     for t in [t for t in ck.tensors.values() if t.dtype in unreadable]:
         yield Diagnostic(
             R.QC605,
