@@ -153,7 +153,8 @@ def test_kinds_cover_every_weighted_layer_in_order(tmp_path: Path) -> None:
                 assert layer_kinds.signature(la) == kind.signature
                 assert la in kind.layers
                 assert kind.layers == [x for x in weighted if x in kind.layers]
-            assert kinds.marked_layers() == [la for la in weighted if la.marker is not None]
+            marked = [la for la, k in kinds.order if k.marked]
+            assert marked == [la for la in weighted if la.marker is not None]
             assert len({k.signature for k in kinds.kinds}) == len(kinds.kinds)
 
 

@@ -95,10 +95,6 @@ class LayerKinds:
         self.order = order
         self.kinds = kinds
 
-    def marked_layers(self) -> list[Layer]:
-        """The layers with a marker and a weight, in checkpoint order."""
-        return [la for la, kind in self.order if kind.first.marker is not None]
-
 
 def group_kinds(ck: Checkpoint) -> LayerKinds:
     """Group the layers of `ck` that have a weight by `signature`."""

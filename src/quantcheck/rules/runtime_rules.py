@@ -26,10 +26,6 @@ if TYPE_CHECKING:
 FAILS, DEGRADED, NONE = Effect.FAILS, Effect.DEGRADED, Effect.NONE
 
 
-def _marked_layers(ck: Checkpoint) -> list[Layer]:
-    return kinds_of(ck).marked_layers()
-
-
 def _sglang_view(layer: Layer) -> dict[str, Any]:
     """The marker as sglang's constructors see it after the inspector (INT8 flags derived)."""
     fields = dict(layer.marker.fields) if layer.marker else {}
@@ -44,7 +40,8 @@ def sglang_config_class(
     ck: Checkpoint, marked: list[Layer] | None = None
 ) -> tuple[str | None, list[str], str | None]:
     """(config class sglang picks, its format list, the resolver's error text if it refuses);
-    `marked`: `_marked_layers(ck)` when the caller has it."""
+    `marked`: the layers with a marker and a weight, when the caller has them (else the
+    formats are read once per layer kind)."""
     # the resolver reads only each marker's format (`str(marker.get("format"))`), which
     # `_sglang_view` leaves alone: one marker per distinct format gives it the same answer
     markers: dict[str, dict[str, Any]] = {}
@@ -148,8 +145,6 @@ class SglangChecks:
 
     def __init__(self, ck: Checkpoint) -> None:
         self.ck = ck
-        self.kinds = kinds_of(ck)
-        self.marked = self.kinds.marked_layers()
         self.config_class, self.formats, self.refusal = sglang_config_class(ck)
         self.header = HeaderPathChecks(ck)
 
