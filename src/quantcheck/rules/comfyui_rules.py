@@ -10,16 +10,22 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from operator import itemgetter
 
 from quantcheck.diagnostics import Diagnostic, Fix
 from quantcheck.formats.table import FORMATS
 from quantcheck.model.checkpoint import Checkpoint
 from quantcheck.model.layers import Layer
 from quantcheck.rules import codes as R
+from quantcheck.rules.layer_kinds import kinds_of
 from quantcheck.rules.levels import Effect, Safety
 from quantcheck.runtimes import comfyui_releases
 from quantcheck.runtimes import effects as _eff
 from quantcheck.runtimes.comfyui_releases import FORMAT_SINCE, GUESSED, LAYER_CODE, STEP_CODE
+
+TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 FAILS, DEGRADED, NONE = Effect.FAILS, Effect.DEGRADED, Effect.NONE
 #: Dtypes ComfyUI's DynamicVRAM loader (comfy/utils.py load_safetensors, `_TYPES`) cannot map.
@@ -27,6 +33,7 @@ DEFAULT_LOADER_UNREADABLE = frozenset({"F8_E8M0"})
 #: ComfyUI's rotation group when a rotated INT8 marker names none (comfy/ops.py ~L1232).
 CONVROT_DEFAULT = 256
 _ABSENT = object()
+_DTYPE = itemgetter(1)  # TensorInfo is a tuple: (name, dtype, ...)
 _STEP_RULES = {
     R.QC606.code: R.QC606,
     R.QC607.code: R.QC607,
@@ -53,56 +60,77 @@ class ComfyuiChecks:
 
 
 def _unreadable_dtypes(ck: Checkpoint) -> Iterator[Diagnostic]:
-    for t in ck.tensors.values():
-        if t.dtype in DEFAULT_LOADER_UNREADABLE:
-            yield Diagnostic(
-                R.QC605,
-                f"{t.name} is {t.dtype}: ComfyUI's default safetensors loader "
-                "(DynamicVRAM, the default on NVIDIA GPUs) has no such dtype and "
-                "raises KeyError before any layer is built; with --cpu or "
-                "--disable-dynamic-vram it loads",
-                file=t.file,
-                tensor=t.name,
-                effects=_eff(NONE, FAILS),
-                fix=Fix(
-                    f"relabel {t.name} as U8 (same bytes)",
-                    Safety.SAFE,
-                    "relabel",
-                    (("dtype", "U8"),),
-                ),
-            )
+    unreadable = DEFAULT_LOADER_UNREADABLE
+    if unreadable.isdisjoint(map(_DTYPE, ck.tensors.values())):
+        return
+    for t in [t for t in ck.tensors.values() if t.dtype in unreadable]:
+        yield Diagnostic(
+            R.QC605,
+            f"{t.name} is {t.dtype}: ComfyUI's default safetensors loader "
+            "(DynamicVRAM, the default on NVIDIA GPUs) has no such dtype and "
+            "raises KeyError before any layer is built; with --cpu or "
+            "--disable-dynamic-vram it loads",
+            file=t.file,
+            tensor=t.name,
+            effects=_eff(NONE, FAILS),
+            fix=Fix(
+                f"relabel {t.name} as U8 (same bytes)",
+                Safety.SAFE,
+                "relabel",
+                (("dtype", "U8"),),
+            ),
+        )
 
 
 def formats_by_step(
     ck: Checkpoint,
-    format_of: Callable[[Layer], object],
+    format_of: Callable[[Layer], object] | None,
     since: dict[str, str],
     step_code: dict[str, str],
 ) -> tuple[dict[str, dict[str, int]], dict[str, str]]:
     """({release: {format: layers}}, {release: first file}) for the marked layers whose format
-    (`format_of`) a release after the oldest added (`since`: format -> release; releases
-    without a code in `step_code` are left out). ComfyUI and its ports share it."""
+    (`format_of`; None: the merged marker's) a release after the oldest added (`since`:
+    format -> release; releases without a code in `step_code` are left out). ComfyUI and its
+    ports share it."""
+    # layers and first weight file per format, in the order the formats first appear
+    per_format: dict[str, list[Any]] = {}
+    if format_of is None:  # once per layer kind (`layer_kinds`: one marker's fields)
+        for k in kinds_of(ck).kinds:
+            fmt = k.format
+            if not k.marked or not isinstance(fmt, str):
+                continue
+            hit = per_format.get(fmt)
+            if hit is None:  # the kinds come in order of first appearance
+                per_format[fmt] = [len(k.layers), k.first.tensors["weight"].file]
+            else:
+                hit[0] += len(k.layers)
+    else:
+        for la in ck.layers.values():
+            w = la.tensors.get("weight")
+            if la.marker is None or w is None:
+                continue
+            fmt = format_of(la)
+            if not isinstance(fmt, str):
+                continue
+            hit = per_format.get(fmt)
+            if hit is None:
+                per_format[fmt] = [1, w.file]
+            else:
+                hit[0] += 1
     by_step: dict[str, dict[str, int]] = {}
     first: dict[str, str] = {}
-    for la in ck.layers.values():
-        if la.marker is None or la.weight is None:
-            continue
-        fmt = format_of(la)
-        release = since.get(fmt) if isinstance(fmt, str) else None
+    for fmt, (n, file) in per_format.items():
+        release = since.get(fmt)
         if release is None or not step_code[release]:
             continue
-        assert isinstance(fmt, str)
-        counts = by_step.setdefault(release, {})
-        counts[fmt] = counts.get(fmt, 0) + 1
-        first.setdefault(release, la.weight.file)
+        by_step.setdefault(release, {})[fmt] = n
+        first.setdefault(release, file)
     return by_step, first
 
 
 def format_steps(ck: Checkpoint) -> Iterator[Diagnostic]:
     """One finding per ComfyUI step the file needs (formats added after the oldest release)."""
-    by_step, first = formats_by_step(
-        ck, lambda la: la.marker.format if la.marker else None, FORMAT_SINCE, STEP_CODE
-    )
+    by_step, first = formats_by_step(ck, None, FORMAT_SINCE, STEP_CODE)
     for release, counts in by_step.items():
         n = sum(counts.values())
         what = ", ".join(f"{f} ({c})" for f, c in sorted(counts.items()))

@@ -1,9 +1,10 @@
 """Run every rule over a checkpoint: whole-file rules once, layer rules once per distinct layer.
 
 Diffusion checkpoints repeat the same layer layout hundreds of times. A layer's findings depend
-only on its signature (marker fields, tensor suffixes/dtypes/shapes/files, and whether its name
-reads as an embedding), so the rules run once per signature; other layers with that signature get
-copies renamed to their own prefix. Findings whose message names the prefix are recomputed.
+only on its kind (`layer_kinds.signature`: marker fields and sources, tensor suffixes/dtypes/
+shapes/files, and whether its name reads as an embedding), so the rules run once per kind;
+other layers of that kind get copies renamed to their own prefix. Findings whose message names
+the prefix are recomputed.
 While many checkpoints are checked (`shared_layer_cache`), the format rules' findings are also
 reused across checkpoints, keyed by the signature with files replaced by their shard position.
 """
@@ -11,15 +12,14 @@ reused across checkpoints, keyed by the signature with files replaced by their s
 from __future__ import annotations
 
 from collections.abc import Iterator
-from operator import itemgetter
 
 from quantcheck.diagnostics import Diagnostic
 from quantcheck.io.source import base_name
 from quantcheck.model.checkpoint import Checkpoint
 from quantcheck.model.layers import Layer
+from quantcheck.rules.layer_kinds import LayerKinds, hold, is_embedding_name, let_go
 from quantcheck.rules.layer_rules import check_layer
 from quantcheck.rules.marker_rules import check_marker_fields, check_orphans
-from quantcheck.rules.runtime_rules import is_embedding_name
 from quantcheck.runtimes import load, registry, runtimes
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
@@ -141,21 +141,6 @@ def _shared_format_findings(
     return found
 
 
-_DTYPE_SHAPE_FILE = itemgetter(1, 2, 5)
-
-
-def _signature(layer: Layer) -> tuple[object, ...]:
-    m = layer.marker
-    ts = layer.tensors
-    return (
-        repr(m.fields) if m else None,
-        m.sources[-1].file if m else None,
-        tuple(ts),
-        tuple(map(_DTYPE_SHAPE_FILE, ts.values())),
-        is_embedding_name(layer),
-    )
-
-
 def renamed(d: Diagnostic, old: str, layer: Layer) -> Diagnostic:
     """`d` for `layer`, found on layer `old` with the same signature. The copy shares every
     field it can (message, fix, effects, data; the tensor name the header already holds), so a
@@ -221,24 +206,33 @@ _CHECKS_FOR: dict[tuple[int, tuple[str, ...] | None], tuple[str, ...]] = {}
 def run_all_rules(ck: Checkpoint, keys: tuple[str, ...] | None = None) -> list[Diagnostic]:
     """Container/marker findings from loading, whole-file rules, then per-layer rules: every
     runtime's own checks (keys None), or those a report for target keys `keys` can show
-    (`checks_for`)."""
+    (`checks_for`). The layers are grouped by kind once (`layer_kinds`), for the rules too."""
+    kinds = hold(ck)
+    try:
+        return _run_all_rules(ck, keys, kinds)
+    finally:
+        let_go(kinds)
+
+
+def _run_all_rules(
+    ck: Checkpoint, keys: tuple[str, ...] | None, kinds: LayerKinds
+) -> list[Diagnostic]:
     out = list(ck.diagnostics)
     out.extend(check_orphans(ck))
-    legacy = "scaled_fp8" in ck.tensors or any(la.has("scaled_fp8") for la in ck.layers.values())
+    legacy = "scaled_fp8" in ck.tensors or any(
+        "scaled_fp8" in la.tensors for la in ck.layers.values()
+    )
     mxfp8_meta = {v.lower() for v in ck.quant_formats.values()} == {"mxfp8"}
     runtime_checks = [load(ref)(ck) for ref in checks_for(keys)]
     for checks in runtime_checks:
         out.extend(checks.file_findings())
-    # signature -> (the layer found on, its findings, whether a message names that layer)
-    cache: dict[tuple[object, ...], tuple[str, list[Diagnostic], bool]] = {}
+    # kind -> (the layer found on, its findings, whether a message names that layer)
+    cache: dict[object, tuple[str, list[Diagnostic], bool]] = {}
     shared = _SHARED
     shard_names = tuple(s.name for s in ck.shards)
     files = {f: i for i, f in enumerate(shard_names)}
-    for layer in ck.layers.values():
-        if layer.weight is None:
-            continue
-        sig = _signature(layer)
-        hit = cache.get(sig)
+    for layer, kind in kinds.order:
+        hit = cache.get(kind)
         if hit is not None:
             old, cached, named = hit
             if not cached:  # a clean layer: the common case
@@ -253,7 +247,7 @@ def run_all_rules(ck: Checkpoint, keys: tuple[str, ...] | None = None) -> list[D
         else:
             found = list(layer_findings(layer, legacy, mxfp8_meta, runtime_checks))
         prefix = layer.prefix
-        cache[sig] = (prefix, found, any(prefix in d.message for d in found))
+        cache[kind] = (prefix, found, any(prefix in d.message for d in found))
         out.extend(found)
     for checks in runtime_checks:
         finish = getattr(checks, "finish", None)  # optional: a runtime revising its verdict

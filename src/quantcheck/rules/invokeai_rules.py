@@ -23,6 +23,7 @@ from quantcheck.formats.table import FORMATS
 from quantcheck.model.checkpoint import Checkpoint
 from quantcheck.model.layers import Layer
 from quantcheck.rules import codes as R
+from quantcheck.rules.layer_kinds import kinds_of
 from quantcheck.rules.levels import Safety
 from quantcheck.runtimes import effects as _eff
 
@@ -183,25 +184,16 @@ class InvokeaiChecks:
     def file_findings(self) -> Iterator[Diagnostic]:
         exact: dict[str, int] = {}
         first = ""
-        # the view reads only the marker fields and the tensors' dtypes and shapes: layers
-        # alike in those (most of a checkpoint) share one outcome
-        outcomes: dict[tuple[object, ...], str] = {}
-        for la in self.ck.layers.values():
-            w = la.weight
-            if w is None or w.dtype not in QUANTIZED_DTYPES:
+        # the view reads only the marker fields and the tensors' dtypes and shapes: the layers
+        # of one kind (`layer_kinds`, most of a checkpoint) share one outcome; the kinds come in
+        # order of first appearance, so the first exact kind holds the first exact layer
+        for kind in kinds_of(self.ck).kinds:
+            w = kind.first.tensors["weight"]
+            if w.dtype not in QUANTIZED_DTYPES or invokeai_view(kind.first)[0] != "exact":
                 continue
-            m = la.marker
-            key = (
-                repr(m.fields) if m is not None else None,
-                tuple((k, t.dtype, t.shape) for k, t in la.tensors.items()),
-            )
-            outcome = outcomes.get(key)
-            if outcome is None:
-                outcome = outcomes[key] = invokeai_view(la)[0]
-            if outcome == "exact":
-                fmt = la.format if isinstance(la.format, str) else "unmarked"
-                exact[fmt] = exact.get(fmt, 0) + 1
-                first = first or w.file
+            fmt = kind.format if isinstance(kind.format, str) else "unmarked"
+            exact[fmt] = exact.get(fmt, 0) + len(kind.layers)
+            first = first or w.file
         yield from _legacy_scales(self.ck)
         if not exact:
             return

@@ -13,7 +13,7 @@ from operator import itemgetter
 from quantcheck.diagnostics import Diagnostic
 from quantcheck.model.layers import Layer
 from quantcheck.rules.engine import renamed
-from quantcheck.rules.runtime_rules import is_embedding_name
+from quantcheck.rules.layer_kinds import is_embedding_name
 
 _DTYPE_SHAPE_FILE = itemgetter(1, 2, 5)
 

@@ -68,10 +68,13 @@ def _tensor(m: Marker) -> str | None:
 
 def check_orphans(ck: Checkpoint) -> Iterator[Diagnostic]:
     """Markers whose prefix has no weight: header-name mismatches and stale markers."""
-    for prefix, m in ck.markers.items():
-        layer = ck.layers.get(prefix)
-        if layer is None or layer.weight is None:
-            yield from _orphan(ck, m)
+    layers = ck.layers
+    for m in [
+        m
+        for prefix, m in ck.markers.items()
+        if prefix not in layers or "weight" not in layers[prefix].tensors
+    ]:
+        yield from _orphan(ck, m)
 
 
 def check_marker_fields(m: Marker) -> Iterator[Diagnostic]:

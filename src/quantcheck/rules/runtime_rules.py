@@ -3,8 +3,7 @@ format mixes, sglang's config constructors, legacy files, sglang's INT8 embeddin
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from quantcheck.compat._sglang_configs import (
     check_config_constructor,
@@ -16,6 +15,7 @@ from quantcheck.model.checkpoint import Checkpoint
 from quantcheck.model.layers import Layer
 from quantcheck.rules import codes as R
 from quantcheck.rules import sglang_release_rules as release_rules
+from quantcheck.rules.layer_kinds import is_embedding_name, kinds_of
 from quantcheck.rules.sglang_header_rules import HeaderPathChecks
 from quantcheck.runtimes import effects as _eff
 
@@ -24,12 +24,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 FAILS, DEGRADED, NONE = Effect.FAILS, Effect.DEGRADED, Effect.NONE
-EMBEDDING_WORDS = ("embed", "wte", "tok_emb", "token_emb")
-_EMBEDDING = re.compile("|".join(EMBEDDING_WORDS))
-
-
-def _marked_layers(ck: Checkpoint) -> list[Layer]:
-    return [la for la in ck.layers.values() if la.marker is not None and la.weight is not None]
 
 
 def _sglang_view(layer: Layer) -> dict[str, Any]:
@@ -46,10 +40,20 @@ def sglang_config_class(
     ck: Checkpoint, marked: list[Layer] | None = None
 ) -> tuple[str | None, list[str], str | None]:
     """(config class sglang picks, its format list, the resolver's error text if it refuses);
-    `marked`: `_marked_layers(ck)` when the caller has it."""
-    marked = _marked_layers(ck) if marked is None else marked
-    markers = {la.prefix: _sglang_view(la) for la in marked}
-    formats = sorted({str(m.get("format")) for m in markers.values()})
+    `marked`: the layers with a marker and a weight, when the caller has them (else the
+    formats are read once per layer kind)."""
+    # the resolver reads only each marker's format (`str(marker.get("format"))`), which
+    # `_sglang_view` leaves alone: one marker per distinct format gives it the same answer
+    markers: dict[str, dict[str, Any]] = {}
+    if marked is None:
+        formats_of: Iterable[object] = (k.format for k in kinds_of(ck).kinds if k.marked)
+    else:
+        formats_of = (la.marker.fields.get("format") for la in marked if la.marker)
+    for fmt in formats_of:
+        key = str(fmt)
+        if key not in markers:
+            markers[key] = {"format": fmt}
+    formats = sorted(markers)
     try:
         return resolve_comfy_checkpoint_quantization(markers), formats, None
     except NotImplementedError as exc:
@@ -141,13 +145,12 @@ class SglangChecks:
 
     def __init__(self, ck: Checkpoint) -> None:
         self.ck = ck
-        self.marked = _marked_layers(ck)
-        self.config_class, self.formats, self.refusal = sglang_config_class(ck, self.marked)
+        self.config_class, self.formats, self.refusal = sglang_config_class(ck)
         self.header = HeaderPathChecks(ck)
 
     def file_findings(self) -> Iterator[Diagnostic]:
         yield from check_file_runtime(self.ck, self.formats, self.refusal)
-        yield from release_rules.file_findings(self.ck, self.marked)
+        yield from release_rules.file_findings(self.ck)
         yield from self.header.file_findings()
 
     def layer_findings(self, layer: Layer) -> Iterator[Diagnostic]:
@@ -159,10 +162,23 @@ class SglangChecks:
     def finish(self, diags: list[Diagnostic]) -> list[Diagnostic]:
         """Every rule's findings, once all have run: when sglang's header path takes the file
         (QC616), the marker path's findings stop concerning sglang."""
-        from quantcheck.runtimes import get_runtime
+        return self.header.finish(diags, _release_codes())
 
-        codes = {c for rel in get_runtime("sglang").releases for c in rel.effects}
-        return self.header.finish(diags, codes)
+
+def _release_codes() -> set[str]:
+    """The codes sglang's release data gives per-release effects (by registry generation)."""
+    from quantcheck.runtimes import get_runtime, registry
+
+    hit = _RELEASE_CODES.get(registry.generation)
+    if hit is None:
+        _RELEASE_CODES.clear()
+        hit = {c for rel in get_runtime("sglang").releases for c in rel.effects}
+        _RELEASE_CODES[registry.generation] = hit
+    return hit
+
+
+#: `_release_codes` by runtime registry generation (the release data changes only with it)
+_RELEASE_CODES: dict[int, set[str]] = {}
 
 
 #: Formats sglang 0.5.23 cannot load at all.
@@ -196,27 +212,13 @@ def sglang_quantize_refusal(fmt: str, options: dict[str, Any], n: int, k: int) -
     return None
 
 
-def is_embedding_name(layer: Layer) -> bool:
-    """Whether the layer's name reads as an embedding table (sglang treats those apart)."""
-    prefix = layer.prefix
-    hit = _EMBEDDING_NAMES.get(prefix)
-    if hit is None:
-        hit = _EMBEDDING.search(prefix.lower()) is not None
-        if len(_EMBEDDING_NAMES) >= 65536:  # checkpoints of one family share layer names
-            _EMBEDDING_NAMES.clear()
-        _EMBEDDING_NAMES[prefix] = hit
-    return hit
-
-
-#: `is_embedding_name` by layer prefix (asked per layer, often for the same names)
-_EMBEDDING_NAMES: dict[str, bool] = {}
-
-
 def _first_file(ck: Checkpoint) -> str | None:
     return ck.shards[0].name if ck.shards else None
 
 
 def _legacy_scaled_fp8(ck: Checkpoint) -> Iterator[Diagnostic]:
+    if not _has_scaled_fp8(ck):
+        return
     keys = [n for n in ck.tensors if n == "scaled_fp8" or n.endswith(".scaled_fp8")]
     if not keys or any(s.header.metadata.get("_quantization_metadata") for s in ck.shards):
         return
@@ -233,6 +235,15 @@ def _legacy_scaled_fp8(ck: Checkpoint) -> Iterator[Diagnostic]:
             Safety.SAFE,
             "convert-scaled-fp8",
         ),
+    )
+
+
+def _has_scaled_fp8(ck: Checkpoint) -> bool:
+    """Whether a tensor is named `scaled_fp8` or `<prefix>.scaled_fp8`: `ck.layers` groups
+    every such name with a non-empty prefix under that prefix (`scaled_fp8` is a layer
+    suffix); the names grouped into no layer (`ck.loose`) are matched by name."""
+    return any("scaled_fp8" in la.tensors for la in ck.layers.values()) or any(
+        n == "scaled_fp8" or n.endswith(".scaled_fp8") for n in ck.loose
     )
 
 

@@ -31,11 +31,13 @@ import json
 from quantcheck._record import record
 from quantcheck.formats.table import ROWWISE_FP8
 from quantcheck.io.json_depth import MAX_DEPTH, too_deep
+from quantcheck.rules.layer_kinds import kinds_of
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
     from typing import Any
 
+    from quantcheck.io.header import TensorInfo
     from quantcheck.model.checkpoint import Checkpoint
 
 #: The first release with the rowwise FP8 header path; the only one without a marker inspector.
@@ -239,20 +241,33 @@ def nvfp4_layers(ck: Checkpoint, docs: list[HeaderDoc]) -> list[tuple[str, str]]
                     for n, v in layers.items()
                     if isinstance(v, dict) and v.get("format") == "nvfp4"
                 )
-    for name, t in ck.tensors.items():
-        if not name.endswith(".weight_scale"):
+    for prefix, t in _f8_weight_scales(ck):
+        if len(t.shape) < 2 or t.file not in by_file:
             continue
-        prefix = name[: -len(".weight_scale")]
         w = ck.tensors.get(prefix + ".weight")
-        if (
-            w is not None
-            and w.dtype == "U8"
-            and "F8_E4M3" in t.dtype
-            and len(t.shape) >= 2
-            and t.file in by_file
-        ):
+        if w is not None and w.dtype == "U8":
             by_file[t.file].add(prefix)
     return [(f, p) for f, names in by_file.items() for p in sorted(names)]
+
+
+def _f8_weight_scales(ck: Checkpoint) -> list[tuple[str, TensorInfo]]:
+    """(prefix, tensor) for the tensors named `<prefix>.weight_scale` whose dtype names
+    F8_E4M3, where a `<prefix>.weight` may exist. `ck.layers` groups every such name with a
+    non-empty prefix under that prefix (`weight_scale` and `weight` are layer suffixes), so
+    those are the layers with a weight, looked at once per kind (`layer_kinds`: the layers of
+    a kind share their tensors' dtypes); the names grouped into no layer (`ck.loose`:
+    ".weight_scale") are matched by name."""
+    out = [
+        (la.prefix, la.tensors["weight_scale"])
+        for k in kinds_of(ck).kinds
+        if (t := k.first.tensors.get("weight_scale")) is not None and "F8_E4M3" in t.dtype
+        for la in k.layers
+    ]
+    for name in ck.loose:
+        t = ck.tensors[name]
+        if name.endswith(".weight_scale") and "F8_E4M3" in t.dtype:
+            out.append((name[: -len(".weight_scale")], t))
+    return out
 
 
 def nvfp4_group_size(weight_shape: tuple[int, ...], scale_shape: tuple[int, ...]) -> int | None:
@@ -311,33 +326,52 @@ def sglang_paths(
     inference, whether layers are marked) is worked out once."""
     docs = header_docs(ck) if docs is None else docs
     memo: dict[str, Any] = {}
-    return {rel: _path_at(ck, rel, docs, memo) for rel in releases}
+    # `route` returns None for a shard without a JSON object declaration, at every release
+    routed = any(hd.doc and isinstance(hd.doc, dict) for hd in docs)
+    return {rel: _path_at(ck, rel, docs, memo, routed) for rel in releases}
 
 
 def _path_at(
-    ck: Checkpoint, release: str, docs: list[HeaderDoc], memo: dict[str, Any]
+    ck: Checkpoint, release: str, docs: list[HeaderDoc], memo: dict[str, Any], routed: bool
 ) -> SglangPath:
-    r = header_route(docs, release)
-    if r is None and version(release) <= NO_INSPECTOR:
+    r = header_route(docs, release) if routed else None
+    inspector = version(release) > NO_INSPECTOR
+    if r is None and not inspector:
         if "nvfp4" not in memo:
             memo["nvfp4"] = nvfp4_route(ck, docs)
         r = memo["nvfp4"]
     if r is not None:
         reader = "_build_nvfp4_config_from_safetensors_files" if r.kind == "nvfp4" else READER
         return SglangPath(release, "header", f"{reader} -> {r.config}: {r.why}", r)
-    if version(release) <= NO_INSPECTOR:
-        return SglangPath(release, "none", "no marker inspector, and the header path finds nothing")
+    if not inspector:
+        return _plain(release, "none", "no marker inspector, and the header path finds nothing")
     if "marked" not in memo:
         memo["marked"] = any(
-            la.marker is not None and la.weight is not None for la in ck.layers.values()
+            la.marker is not None and "weight" in la.tensors for la in ck.layers.values()
         ) or any(v.lower() == "mxfp8" for v in ck.quant_formats.values())
     if memo["marked"]:
-        return SglangPath(
+        return _plain(
             release,
             "markers",
             f"{READER} returns None, so the loader goes on to inspect_comfy_quant_markers",
         )
-    return SglangPath(release, "none", "no header declaration and no comfy_quant markers")
+    return _plain(release, "none", "no header declaration and no comfy_quant markers")
+
+
+def _plain(release: str, path: str, why: str) -> SglangPath:
+    """`SglangPath(release, path, why)` without a route: one shared object per release and
+    reason (every checkpoint without a header declaration asks for the same few)."""
+    key = (release, path, why)
+    hit = _PLAIN.get(key)
+    if hit is None:
+        hit = SglangPath(release, path, why)
+        if len(_PLAIN) < 256:
+            _PLAIN[key] = hit
+    return hit
+
+
+#: `_plain` paths by (release, path, reason)
+_PLAIN: dict[tuple[str, str, str], SglangPath] = {}
 
 
 __all__ = [

@@ -27,6 +27,7 @@ from quantcheck.rules.sglang_header_path import (
     sglang_paths,
     short,
 )
+from quantcheck.runtimes import get_runtime, registry
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
@@ -42,9 +43,16 @@ HEADER_CODES = frozenset(
 
 
 def _releases() -> tuple[str, ...]:
-    from quantcheck.runtimes import get_runtime
+    """sglang's modelled releases, oldest first (by runtime registry generation)."""
+    hit = _RELEASES.get(registry.generation)
+    if hit is None:
+        _RELEASES.clear()
+        hit = _RELEASES[registry.generation] = get_runtime("sglang").release_names()
+    return hit
 
-    return get_runtime("sglang").release_names()
+
+#: `_releases` by runtime registry generation (the release data changes only with it)
+_RELEASES: dict[int, tuple[str, ...]] = {}
 
 
 def path_json(ck: Checkpoint, release: str | None) -> dict[str, Any]:

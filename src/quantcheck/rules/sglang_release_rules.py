@@ -11,6 +11,7 @@ from quantcheck.diagnostics import Diagnostic, Fix
 from quantcheck.model.checkpoint import Checkpoint
 from quantcheck.model.layers import Layer
 from quantcheck.rules import codes as R
+from quantcheck.rules.layer_kinds import kinds_of
 from quantcheck.rules.levels import Safety
 from quantcheck.runtimes import get_runtime, release_span
 from quantcheck.runtimes.sglang_releases import HEADER_PATH_FORMATS
@@ -69,21 +70,30 @@ def _header_declared(ck: Checkpoint) -> set[str]:
     return out
 
 
-def file_findings(ck: Checkpoint, marked: list[Layer]) -> Iterator[Diagnostic]:
-    """QC611 (0.5.18 reads no markers), QC612 (0.5.19 identical sources), QC615 (MXFP8)."""
+def file_findings(ck: Checkpoint) -> Iterator[Diagnostic]:
+    """QC611 (0.5.18 reads no markers), QC612 (0.5.19 identical sources), QC615 (MXFP8).
+    Decided per layer kind (`layer_kinds`: the layers of a kind share the marker's fields
+    and number of sources), in checkpoint order where a layer is named."""
     first = ck.shards[0].name if ck.shards else None
     mxfp8_meta = {v.lower() for v in ck.quant_formats.values()} == {"mxfp8"}
-    if marked or mxfp8_meta:
-        declared = _header_declared(ck)
-        formats = sorted({str(la.marker.format) for la in marked if la.marker})
+    grouping = kinds_of(ck)
+    kinds = [k for k in grouping.kinds if k.marked]
+    if kinds or mxfp8_meta:
+        formats = sorted({str(k.format) for k in kinds})
         other = [f for f in formats if f not in HEADER_PATH_FORMATS]
-        # NVFP4 layers are also found from their tensors (U8 weight + F8 block scale), so
-        # only the other layers need the header declaration
-        undeclared = [
-            la.prefix
-            for la in marked
-            if la.prefix not in declared and not (la.marker and la.marker.format == "nvfp4")
-        ]
+        undeclared: list[str] = []
+        if not (mxfp8_meta or other):
+            declared = _header_declared(ck)
+            # NVFP4 layers are also found from their tensors (U8 weight + F8 block scale), so
+            # only the other layers need the header declaration
+            if declared:
+                undeclared = [
+                    la.prefix
+                    for la, k in grouping.order
+                    if k.marked and k.format != "nvfp4" and la.prefix not in declared
+                ]
+            else:  # every such layer, kind by kind: the first kind's first is the file's first
+                undeclared = [la.prefix for k in kinds if k.format != "nvfp4" for la in k.layers]
         if mxfp8_meta or other or undeclared:
             why = (
                 f"its {', '.join(other or ['mxfp8'])} layers"
@@ -99,10 +109,10 @@ def file_findings(ck: Checkpoint, marked: list[Layer]) -> Iterator[Diagnostic]:
                 file=first,
                 data={"formats": formats},
             )
-    for la in marked:
+    several = {id(k) for k in kinds if k.first.marker and len(k.first.marker.sources) > 1}
+    for la in [la for la, k in grouping.order if id(k) in several] if several else ():
         m = la.marker
-        if m is None or len(m.sources) < 2:
-            continue
+        assert m is not None
         objs = [src.fields for src in m.sources]
         if any(o != objs[0] for o in objs[1:]):
             where = " vs ".join(f"{src.origin} {src.key}" for src in m.sources)
@@ -116,12 +126,12 @@ def file_findings(ck: Checkpoint, marked: list[Layer]) -> Iterator[Diagnostic]:
                 layer=la.prefix,
                 fix=_single_marker_fix(m.sources, la.prefix),
             )
-    mx = [la.prefix for la in marked if la.marker and la.marker.format == "mxfp8"]
+    mx = sum(len(k.layers) for k in kinds if k.format == "mxfp8")
     if mx or mxfp8_meta:
         old, new = span(R.QC615.code)
         yield Diagnostic(
             R.QC615,
-            f"MXFP8 layers ({len(mx) or 'quant_format'}): sglang {old} load "
+            f"MXFP8 layers ({mx or 'quant_format'}): sglang {old} load "
             "them without error but swizzle their scales twice, so they compute "
             f"noise; fixed in {new}",
             file=first,

@@ -1,0 +1,144 @@
+"""A checkpoint's weighted layers grouped by kind: the layers a layer rule cannot tell apart.
+
+Diffusion checkpoints repeat a few layer layouts hundreds of times. Two layers are of one kind
+when their `signature` is equal: the merged marker's fields, its last source's file and its
+number of sources, the tensors (suffix, dtype, shape, file) and whether the name reads as an
+embedding. Rules that read only those (the format of the marked layers, their count, a first
+file) decide once per kind instead of once per layer; `rules/engine.py` runs the layer rules
+once per kind.
+
+`kinds_of(ck)` groups the layers; while `rules/engine.py` checks a checkpoint it holds that
+checkpoint's grouping (`hold` .. `let_go`), so each rule asking for it during the run gets the
+same one (outside a run, each call groups afresh). Standard library only.
+"""
+
+from __future__ import annotations
+
+import re
+from operator import itemgetter
+
+TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
+if TYPE_CHECKING:
+    from quantcheck.model.checkpoint import Checkpoint
+    from quantcheck.model.layers import Layer
+
+EMBEDDING_WORDS = ("embed", "wte", "tok_emb", "token_emb")
+_EMBEDDING = re.compile("|".join(EMBEDDING_WORDS))
+_DTYPE_SHAPE_FILE = itemgetter(1, 2, 5)
+
+
+def is_embedding_name(layer: Layer) -> bool:
+    """Whether the layer's name reads as an embedding table (sglang treats those apart)."""
+    prefix = layer.prefix
+    hit = _EMBEDDING_NAMES.get(prefix)
+    if hit is None:
+        hit = _EMBEDDING.search(prefix.lower()) is not None
+        if len(_EMBEDDING_NAMES) >= 65536:  # checkpoints of one family share layer names
+            _EMBEDDING_NAMES.clear()
+        _EMBEDDING_NAMES[prefix] = hit
+    return hit
+
+
+#: `is_embedding_name` by layer prefix (asked per layer, often for the same names)
+_EMBEDDING_NAMES: dict[str, bool] = {}
+
+
+def signature(layer: Layer) -> tuple[object, ...]:
+    """Everything a layer rule may read of `layer` except its name (module doc)."""
+    m = layer.marker
+    ts = layer.tensors
+    prefix = layer.prefix
+    embedding = _EMBEDDING_NAMES.get(prefix)
+    if embedding is None:
+        embedding = is_embedding_name(layer)
+    if m is None:
+        return (None, None, 0, tuple(ts), tuple(map(_DTYPE_SHAPE_FILE, ts.values())), embedding)
+    return (
+        repr(m.fields),
+        m.sources[-1].file,
+        len(m.sources),
+        tuple(ts),
+        tuple(map(_DTYPE_SHAPE_FILE, ts.values())),
+        embedding,
+    )
+
+
+class Kind:
+    """The layers of one signature, in checkpoint order (`first`: the first of them)."""
+
+    __slots__ = ("first", "layers", "signature")
+
+    def __init__(self, first: Layer, sig: tuple[object, ...]) -> None:
+        self.first = first
+        self.layers = [first]
+        self.signature = sig
+
+    @property
+    def marked(self) -> bool:
+        """The layers carry a marker (and, like every layer here, a weight)."""
+        return self.first.marker is not None
+
+    @property
+    def format(self) -> object:
+        """The merged marker's `format` (None when unmarked or absent)."""
+        m = self.first.marker
+        return None if m is None else m.fields.get("format")
+
+
+class LayerKinds:
+    """The weighted layers of a checkpoint: `order` (each layer with its kind, in checkpoint
+    order) and `kinds` (in order of first appearance)."""
+
+    __slots__ = ("kinds", "order")
+
+    def __init__(self, order: list[tuple[Layer, Kind]], kinds: list[Kind]) -> None:
+        self.order = order
+        self.kinds = kinds
+
+
+def group_kinds(ck: Checkpoint) -> LayerKinds:
+    """Group the layers of `ck` that have a weight by `signature`."""
+    by_sig: dict[tuple[object, ...], Kind] = {}
+    order: list[tuple[Layer, Kind]] = []
+    kinds: list[Kind] = []
+    for layer in ck.layers.values():
+        if "weight" not in layer.tensors:
+            continue
+        sig = signature(layer)
+        kind = by_sig.get(sig)
+        if kind is None:
+            kind = by_sig[sig] = Kind(layer, sig)
+            kinds.append(kind)
+        else:
+            kind.layers.append(layer)
+        order.append((layer, kind))
+    return LayerKinds(order, kinds)
+
+
+def kinds_of(ck: Checkpoint) -> LayerKinds:
+    """The grouping of `ck`: the one held for the checkpoint being checked, else a new one."""
+    held = _HELD
+    if held is not None and held[0] is ck:
+        return held[1]
+    return group_kinds(ck)
+
+
+def hold(ck: Checkpoint) -> LayerKinds:
+    """Group `ck` and hand that grouping to every `kinds_of(ck)` until `let_go` (the
+    checkpoint must not change meanwhile)."""
+    global _HELD
+    kinds = group_kinds(ck)
+    _HELD = (ck, kinds)
+    return kinds
+
+
+def let_go(kinds: LayerKinds) -> None:
+    """Stop handing out `kinds` (from `hold`)."""
+    global _HELD
+    held = _HELD
+    if held is not None and held[1] is kinds:
+        _HELD = None
+
+
+#: (checkpoint, its grouping) between `hold` and `let_go`
+_HELD: tuple[Checkpoint, LayerKinds] | None = None

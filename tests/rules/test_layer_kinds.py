@@ -1,0 +1,201 @@
+"""Layer kinds (`rules/layer_kinds.py`) and the per-checkpoint passes that use them or the
+layers instead of every tensor name: each gives what the general pass over names or layers
+gives, on files with odd names (empty prefixes, double dots, scales without weights) and with
+kinds interleaved."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hostile import marker_bytes, tensors
+from quantcheck.model.checkpoint import Checkpoint, load_checkpoint
+from quantcheck.rules import layer_kinds
+from quantcheck.rules.comfyui_rules import formats_by_step
+from quantcheck.rules.runtime_rules import _has_scaled_fp8, sglang_config_class
+from quantcheck.rules.sglang_header_path import header_docs, nvfp4_layers
+from quantcheck.runtimes.comfyui_releases import FORMAT_SINCE, STEP_CODE
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+ODD_NAMES = [
+    ".weight",
+    ".weight_scale",
+    "weight_scale",
+    "scaled_fp8",
+    ".scaled_fp8",
+    "a.weight",
+    "a.weight_scale",
+    "b..weight",
+    "b..weight_scale",
+    "c.weight_scale",  # no weight
+    "d.weight",
+    "d.weight_scale",
+    "d.scaled_fp8",
+    "e.x.scaled_fp8",
+    "f.weight_scale.weight_scale",
+    "g.weight",
+    "g.weight_scale.extra",
+]
+
+
+def _odd_file(tmp_path: Path, weight: str, scale: str, shape: tuple[int, ...]) -> Path:
+    specs = []
+    for name in ODD_NAMES:
+        if name.endswith(".weight"):
+            specs.append((name, weight, (4, 4)))
+        elif "weight_scale" in name:
+            specs.append((name, scale, shape))
+        else:
+            specs.append((name, "F32", ()))
+    path = tmp_path / f"odd_{weight}_{scale}_{len(shape)}.safetensors"
+    path.write_bytes(tensors(specs))
+    return path
+
+
+def _nvfp4_by_name(ck: Checkpoint) -> list[tuple[str, str]]:
+    """The NVFP4 tensor inference read straight off the tensor names (no header docs)."""
+    by_file: dict[str, set[str]] = {s.name: set() for s in ck.shards}
+    for name, t in ck.tensors.items():
+        if not name.endswith(".weight_scale"):
+            continue
+        prefix = name[: -len(".weight_scale")]
+        w = ck.tensors.get(prefix + ".weight")
+        if w is not None and w.dtype == "U8" and "F8_E4M3" in t.dtype and len(t.shape) >= 2:
+            by_file[t.file].add(prefix)
+    return [(f, p) for f, names in by_file.items() for p in sorted(names)]
+
+
+def _scaled_fp8_by_name(ck: Checkpoint) -> bool:
+    return any(n == "scaled_fp8" or n.endswith(".scaled_fp8") for n in ck.tensors)
+
+
+@pytest.mark.parametrize(
+    ("weight", "scale", "shape"),
+    [
+        ("U8", "F8_E4M3", (4, 1)),
+        ("U8", "F8_E4M3", (4,)),
+        ("U8", "F32", (4, 1)),
+        ("F8_E4M3", "F8_E4M3", (4, 1)),
+    ],
+)
+def test_name_passes_match_a_scan_of_every_name(
+    tmp_path: Path, weight: str, scale: str, shape: tuple[int, ...]
+) -> None:
+    with load_checkpoint([str(_odd_file(tmp_path, weight, scale, shape))]) as ck:
+        assert ck.loose  # the odd names really reach the loose-name branch
+        expected = _nvfp4_by_name(ck)
+        assert nvfp4_layers(ck, header_docs(ck)) == expected
+        held = layer_kinds.hold(ck)
+        try:
+            assert nvfp4_layers(ck, header_docs(ck)) == expected
+        finally:
+            layer_kinds.let_go(held)
+        assert _has_scaled_fp8(ck) is _scaled_fp8_by_name(ck) is True
+    if (weight, scale, shape) == ("U8", "F8_E4M3", (4, 1)):
+        assert ("" in {p for _, p in expected}) and ("a" in {p for _, p in expected})
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["scaled_fp8", ".scaled_fp8", "d.scaled_fp8", "a..scaled_fp8", "scaled_fp8x", "x.scaled_fp8.y"],
+)
+def test_scaled_fp8_test_matches_a_scan_of_every_name(tmp_path: Path, name: str) -> None:
+    path = tmp_path / "m.safetensors"
+    path.write_bytes(tensors([("a.weight", "F32", (2, 2)), (name, "F32", ())]))
+    with load_checkpoint([str(path)]) as ck:
+        assert _has_scaled_fp8(ck) is _scaled_fp8_by_name(ck)
+
+
+def _interleaved(tmp_path: Path) -> Path:
+    """Layers of four kinds, interleaved; formats repeat across kinds (two FP8 shapes)."""
+    specs: list[tuple[Any, ...]] = []
+    plan = [
+        ("blk0.q", "F8_E4M3", (8, 8), {"format": "float8_e4m3fn"}),
+        ("blk0.mlp", "F8_E4M3", (16, 8), {"format": "float8_e4m3fn"}),
+        ("blk0.norm", "F32", (8,), None),
+        ("blk0.x", "U8", (8, 4), {"format": "mxfp8"}),
+        ("blk1.q", "F8_E4M3", (8, 8), {"format": "float8_e4m3fn"}),
+        ("blk1.x", "U8", (8, 4), {"format": "mxfp8"}),
+        ("blk1.mlp", "F8_E4M3", (16, 8), {"format": "float8_e4m3fn"}),
+        ("embed_tokens", "F8_E4M3", (8, 8), {"format": "float8_e4m3fn"}),
+    ]
+    for prefix, dtype, shape, mark in plan:
+        specs.append((f"{prefix}.weight", dtype, shape))
+        if mark is not None:
+            specs.append((f"{prefix}.weight_scale", "F32", ()))
+            data = marker_bytes(mark)
+            specs.append((f"{prefix}.comfy_quant", "U8", (len(data),), data))
+    specs.append(("stray.comfy_quant", "U8", (2,), b"{}"))  # a marker without a weight
+    path = tmp_path / "interleaved.safetensors"
+    path.write_bytes(tensors(specs))
+    return path
+
+
+def _files(tmp_path: Path) -> list[Path]:
+    return [_interleaved(tmp_path), *sorted(EXAMPLES.glob("*.safetensors"))]
+
+
+def test_kinds_cover_every_weighted_layer_in_order(tmp_path: Path) -> None:
+    for path in _files(tmp_path):
+        with load_checkpoint([str(path)]) as ck:
+            kinds = layer_kinds.group_kinds(ck)
+            weighted = [la for la in ck.layers.values() if la.weight is not None]
+            assert [la for la, _ in kinds.order] == weighted
+            assert sorted(id(la) for k in kinds.kinds for la in k.layers) == sorted(
+                id(la) for la in weighted
+            )
+            firsts = [weighted.index(k.first) for k in kinds.kinds]
+            assert firsts == sorted(firsts)  # kinds in order of first appearance
+            for la, kind in kinds.order:
+                assert layer_kinds.signature(la) == kind.signature
+                assert la in kind.layers
+                assert kind.layers == [x for x in weighted if x in kind.layers]
+            marked = [la for la, k in kinds.order if k.marked]
+            assert marked == [la for la in weighted if la.marker is not None]
+            assert len({k.signature for k in kinds.kinds}) == len(kinds.kinds)
+
+
+def test_interleaved_file_has_several_kinds_per_format(tmp_path: Path) -> None:
+    with load_checkpoint([str(_interleaved(tmp_path))]) as ck:
+        kinds = layer_kinds.group_kinds(ck).kinds
+        assert [k.format for k in kinds] == [
+            "float8_e4m3fn",
+            "float8_e4m3fn",
+            None,
+            "mxfp8",
+            "float8_e4m3fn",  # embed_tokens: an embedding name is its own kind
+        ]
+
+
+def test_per_kind_passes_match_per_layer_passes(tmp_path: Path) -> None:
+    def merged(la: Any) -> object:
+        return la.marker.format if la.marker else None
+
+    for path in _files(tmp_path):
+        with load_checkpoint([str(path)]) as ck:
+            by_layer = formats_by_step(ck, merged, FORMAT_SINCE, STEP_CODE)
+            assert formats_by_step(ck, None, FORMAT_SINCE, STEP_CODE) == by_layer
+            # every step, so the per-format counts and first files are compared too
+            every = {f: "x" for f in FORMAT_SINCE} | {"float8_e4m3fn": "y", "mxfp8": "x"}
+            codes = {"x": "QC606", "y": "QC607"}
+            assert formats_by_step(ck, None, every, codes) == formats_by_step(
+                ck, merged, every, codes
+            )
+            marked = [la for la in ck.layers.values() if la.marker and la.weight]
+            assert sglang_config_class(ck) == sglang_config_class(ck, marked)
+
+
+def test_kinds_of_hands_out_the_held_grouping_only(tmp_path: Path) -> None:
+    with load_checkpoint([str(_interleaved(tmp_path))]) as ck:
+        assert layer_kinds.kinds_of(ck) is not layer_kinds.kinds_of(ck)  # none held: fresh
+        held = layer_kinds.hold(ck)
+        try:
+            assert layer_kinds.kinds_of(ck) is held
+            with load_checkpoint([str(_interleaved(tmp_path))]) as other:
+                assert layer_kinds.kinds_of(other) is not held
+        finally:
+            layer_kinds.let_go(held)
+        assert layer_kinds.kinds_of(ck) is not held
