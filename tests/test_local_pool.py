@@ -239,3 +239,10 @@ def test_results_pickle_with_their_reports(folder: Path) -> None:
     back = pickle.loads(pickle.dumps(results))
     assert [r.to_json() for r in back] == [r.to_json() for r in results]
     assert [r.status("sglang") for r in back] == [r.status("sglang") for r in results]
+
+
+def test_no_pool_thread_outlives_the_call(folder: Path, forked: None) -> None:
+    """A finished pool leaves no thread behind, so the next run may fork again."""
+    before = threading.active_count()
+    in_pool(discover([str(folder)]))
+    assert threading.active_count() == before

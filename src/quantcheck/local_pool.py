@@ -92,6 +92,7 @@ def check_in_processes(
     pool = ProcessPoolExecutor(
         procs, mp_context=context, initializer=_start_worker, initargs=(start,)
     )
+    done = False
     try:
         futures = [pool.submit(_check_chunk, check, chunk, options) for chunk in chunks]
         for chunk, future in zip(chunks, futures, strict=True):
@@ -103,8 +104,11 @@ def check_in_processes(
                 pickle.loads(sent) if sent is not None else _check_here(check, chunk, options)
             )
             advance(chunk[-1], len(chunk))
+        done = True
     finally:
-        pool.shutdown(wait=False, cancel_futures=True)
+        # done: the workers are idle, wait for them (no thread of the pool outlives the call,
+        # so the next call may fork again); interrupted: drop the queued chunks, do not wait
+        pool.shutdown(wait=done, cancel_futures=not done)
     return out
 
 
