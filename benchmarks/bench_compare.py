@@ -23,12 +23,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import struct
+import sys
 import tempfile
 import time
 import zlib
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+# sibling script, not a package
+from machine import cpu_name
 
 SHAPES = [
     ("attn.q", 3072, 3072),
@@ -120,17 +124,6 @@ def compare(quant: Path, orig: Path) -> float:
     return time.perf_counter() - t
 
 
-def _cpu() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--blocks", type=int, default=8, help="transformer blocks (226 MB each)")
@@ -149,7 +142,7 @@ def main() -> None:
 
     print(f"quantcheck from {Path(quantcheck.__file__).parent}")
     print(
-        f"CPU: {_cpu()}, {os.cpu_count()} CPUs, QUANTCHECK_THREADS="
+        f"CPU: {cpu_name()}, {os.cpu_count()} CPUs, QUANTCHECK_THREADS="
         f"{os.environ.get('QUANTCHECK_THREADS', '(default)')}"
     )
     print(f"(a) dequantize every layer + read the original: {a:7.2f} s")

@@ -47,6 +47,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 # sibling script, not a package
 from floor_read import floor_read  # noqa: E402
+from machine import cpu_name  # noqa: E402
 
 #: the code measured: this checkout's src, or --src DIR (set before quantcheck is imported)
 SRC = [str(HERE.parent / "src")]
@@ -113,20 +114,6 @@ def ours(folder: str, *jobs: str) -> int:
 
     with contextlib.redirect_stdout(io.StringIO()):
         return main(["check", "--quiet", "--no-color", *TARGET, *jobs, folder])
-
-
-def cpu_name() -> str:
-    """The CPU's model name (Linux), else what `platform` knows."""
-    import platform
-
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def evict(paths: list[str]) -> None:

@@ -125,20 +125,30 @@ def test_pool_under_spawn_equals_one_at_a_time(
     assert [r.to_json() for r in pooled] == alone
 
 
+def in_worker_only(monkeypatch: pytest.MonkeyPatch, change: Any) -> None:
+    """`check_spec` as usual, with `change(spec, check)` in worker processes only."""
+    parent, real = os.getpid(), many.check_spec
+
+    def patched(spec: Any, **options: Any) -> CheckpointResult:
+        if os.getpid() == parent:
+            return real(spec, **options)
+        return change(spec, lambda: real(spec, **options))  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(many, "check_spec", patched)
+
+
 def test_dead_worker_chunks_are_checked_here(
     folder: Path, monkeypatch: pytest.MonkeyPatch, forked: None
 ) -> None:
     specs = discover([str(folder)])
     alone = [r.to_json() for r in check_many(specs)]
-    parent = os.getpid()
-    real = many.check_spec
 
-    def dies_in_worker(spec: Any, **options: Any) -> CheckpointResult:
-        if os.getpid() != parent and spec.name.endswith("nvfp4.safetensors"):
+    def dies(spec: Any, check: Any) -> CheckpointResult:
+        if spec.name.endswith("nvfp4.safetensors"):
             os._exit(3)  # a worker killed mid-chunk (e.g. by the OOM killer)
-        return real(spec, **options)
+        return check()  # type: ignore[no-any-return]
 
-    monkeypatch.setattr(many, "check_spec", dies_in_worker)
+    in_worker_only(monkeypatch, dies)
     progress: list[int] = []
     pooled = in_pool(specs, advance=lambda s, n: progress.append(n))
     assert [r.to_json() for r in pooled] == alone
@@ -150,18 +160,14 @@ def test_unpicklable_result_is_checked_here(
 ) -> None:
     specs = discover([str(folder)])
     alone = [r.to_json() for r in check_many(specs)]
-    parent = os.getpid()
-    real = many.check_spec
 
-    def unpicklable_in_worker(spec: Any, **options: Any) -> CheckpointResult:
-        result = real(spec, **options)
-        if os.getpid() != parent:
-            result.suppressed = [threading.Lock()]  # cannot be pickled
+    def unpicklable(spec: Any, check: Any) -> CheckpointResult:
+        result: CheckpointResult = check()
+        result.suppressed = [threading.Lock()]  # cannot be pickled
         return result
 
-    monkeypatch.setattr(many, "check_spec", unpicklable_in_worker)
-    pooled = in_pool(specs)
-    assert [r.to_json() for r in pooled] == alone
+    in_worker_only(monkeypatch, unpicklable)
+    assert [r.to_json() for r in in_pool(specs)] == alone
 
 
 def test_defect_in_worker_is_that_checkpoints_error(
