@@ -201,7 +201,7 @@ def check_many(
             from quantcheck.io.readahead import read_ahead
 
             out = []
-            for s in read_ahead(specs) if not remote else specs:
+            for s in read_ahead(specs) if not remote and len(specs) > 1 else specs:
                 out.append(check_spec(s, **options))
                 if bar.enabled:
                     bar.advance(redact_url(s.name))
