@@ -64,6 +64,31 @@ def test_small_file_is_read_once_and_served_from_memory(tmp_path: Path) -> None:
         assert src.read(len(data), 5) == b""
 
 
+def test_read_many_equals_one_read_per_range(tmp_path: Path) -> None:
+    """`read_many` slices the in-memory copy directly; edge ranges give what `read` gives."""
+    path = tmp_path / "m.safetensors"
+    data = bytes(range(256)) * 3
+    path.write_bytes(data)
+    size = len(data)
+    ranges = [
+        (o, n)
+        for o in (0, 1, 100, size - 3, size - 1, size, size + 4)
+        for n in (-2, 0, 1, 3, 10, size, size + 10)
+    ]
+    for first_read in (False, True):
+        for drop in (False, True):
+            with LocalFile(path) as src:
+                if drop:
+                    src.drop_buffer()
+                if first_read:
+                    src.read(0, 1)
+                got = src.read_many(ranges)
+                assert got == [src.read(o, n) for o, n in ranges]
+                assert got == [data[o : o + n] if n > 0 else b"" for o, n in ranges]
+    with LocalFile(path) as src:
+        assert src.read_many([]) == []
+
+
 def test_large_file_is_read_per_range(tmp_path: Path) -> None:
     path = tmp_path / "big.safetensors"
     path.write_bytes(bytes(range(256)) * (SMALL_FILE // 256 + 1))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 
 TYPE_CHECKING = False  # `typing` costs start-up time on the check path
 
@@ -22,8 +23,6 @@ class NotRegularFileError(OSError):
 
 def file_kind(mode: int) -> str:
     """What a non-regular file is, for messages: "a FIFO (named pipe)", "a socket", ..."""
-    import stat
-
     for test, what in (
         (stat.S_ISDIR, "a folder"),
         (stat.S_ISFIFO, "a FIFO (named pipe)"),
@@ -36,6 +35,9 @@ def file_kind(mode: int) -> str:
     return "not a regular file"
 
 
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0)
+
+
 def open_regular(path: str) -> tuple[int, os.stat_result]:
     """A read-only descriptor of the regular file `path` and its stat.
 
@@ -46,19 +48,16 @@ def open_regular(path: str) -> tuple[int, os.stat_result]:
     """
     if "\x00" in path:
         raise FileNotFoundError(f"{path!r}: a file name cannot hold a NUL byte")
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0))
+    fd = os.open(path, _OPEN_FLAGS)
     try:
         st = os.fstat(fd)
-        import stat
-
+        if stat.S_ISREG(st.st_mode):
+            return fd, st
         if stat.S_ISDIR(st.st_mode):
             raise IsADirectoryError(f"{path} is a folder")
-        if not stat.S_ISREG(st.st_mode):
-            raise NotRegularFileError(
-                f"{path}: is {file_kind(st.st_mode)}, not a regular file; "
-                "only regular files are read"
-            )
-        return fd, st
+        raise NotRegularFileError(
+            f"{path}: is {file_kind(st.st_mode)}, not a regular file; only regular files are read"
+        )
     except BaseException:
         os.close(fd)
         raise
@@ -170,6 +169,11 @@ class LocalFile:
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
     def read_many(self, ranges: list[tuple[int, int]]) -> list[bytes]:
+        if ranges and self._whole is None:
+            self.read(0, 1)  # a small file: read whole now (no-op otherwise)
+        whole = self._whole
+        if whole is not None and all(o >= 0 for o, _ in ranges):
+            return [whole[o : o + n] if n > 0 else b"" for o, n in ranges]  # as `read`
         read = self.read
         return [read(o, n) for o, n in ranges]
 
