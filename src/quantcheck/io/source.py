@@ -143,18 +143,24 @@ class LocalFile:
         if n <= 0 or offset >= self._size:
             return b""
         whole = self._whole
+        if whole is None:
+            whole = self._copy()
+        if whole is not None and offset >= 0:
+            return whole[offset : offset + n]
+        return self._pread(offset, n)
+
+    def _copy(self) -> bytes | None:
+        """The in-memory copy of a small file, read whole now if it may be; else None."""
         if (
-            whole is None
+            self._whole is None
             and self._buffer
             and self._size <= SMALL_FILE
             and self._fd >= 0
             and _buffered[0] + self._size <= BUFFER_BUDGET
         ):
-            whole = self._whole = self._pread(0, self._size)
-            _buffered[0] += len(whole)
-        if whole is not None and offset >= 0:
-            return whole[offset : offset + n]
-        return self._pread(offset, n)
+            self._whole = self._pread(0, self._size)
+            _buffered[0] += len(self._whole)
+        return self._whole
 
     def _pread(self, offset: int, n: int) -> bytes:
         n = min(n, self._size - offset)
@@ -169,13 +175,13 @@ class LocalFile:
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
     def read_many(self, ranges: list[tuple[int, int]]) -> list[bytes]:
-        if ranges and self._whole is None:
-            self.read(0, 1)  # a small file: read whole now (no-op otherwise)
         whole = self._whole
-        if whole is not None and all(o >= 0 for o, _ in ranges):
-            return [whole[o : o + n] if n > 0 else b"" for o, n in ranges]  # as `read`
+        if whole is None and ranges:
+            whole = self._copy()
         read = self.read
-        return [read(o, n) for o, n in ranges]
+        if whole is None:
+            return [read(o, n) for o, n in ranges]
+        return [whole[o : o + n] if n > 0 and o >= 0 else read(o, n) for o, n in ranges]
 
     def close(self) -> None:
         self._release()

@@ -121,12 +121,14 @@ def read_tensor_markers(
     file = header.file
     size = header.file_size
     wanted: list[TensorInfo] = []
+    ranges: list[tuple[int, int]] = []
     for t in _marker_entries(header.tensors):
-        if t[1] == "U8" and t[4] <= size and t[4] - t[3] <= MAX_MARKER_BYTES:
-            wanted.append(t)  # the common case, in one test
-        elif _readable(t, file, size, diags):
+        if (t[1] == "U8" and t[4] <= size and t[4] - t[3] <= MAX_MARKER_BYTES) or _readable(
+            t, file, size, diags
+        ):  # the common case in one test; `_readable` reports what is unusual
             wanted.append(t)
-    datas = source.read_many([(t[3], t[4] - t[3]) for t in wanted]) if wanted else []
+            ranges.append((t[3], t[4] - t[3]))
+    datas = source.read_many(ranges) if wanted else []
     out: list[MarkerSource] = []
     verdicts: dict[bytes, _Verdict] = {}  # most markers of a file repeat
     shared = _SHARED
