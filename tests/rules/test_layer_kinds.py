@@ -5,6 +5,7 @@ kinds interleaved."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -134,13 +135,79 @@ def _interleaved(tmp_path: Path) -> Path:
     return path
 
 
-def _files(tmp_path: Path) -> list[Path]:
-    return [_interleaved(tmp_path), *sorted(EXAMPLES.glob("*.safetensors"))]
+def _mixed_sources(tmp_path: Path) -> list[Path]:
+    """Two shards whose layers are marked by tensors, header entries or both (agreeing or
+    not), with marker fields equal in Python but written differently (1, 1.0, true), the same
+    fields in another key order, and the same bytes in both shards: `group_kinds` writes each
+    distinct marker out once, and must still group exactly as `signature` does."""
+    f8 = {"format": "float8_e4m3fn"}
+    x1 = {"format": "float8_e4m3fn", "x": 1}
+    plan: list[tuple[dict[str, Any] | None, dict[str, Any] | None]] = [  # (tensor, header)
+        (f8, None),
+        (x1, None),
+        ({"format": "float8_e4m3fn", "x": 1.0}, None),
+        ({"format": "float8_e4m3fn", "x": True}, None),
+        ({"x": 1, "format": "float8_e4m3fn"}, None),
+        (None, f8),
+        (None, x1),
+        (None, {"x": 1, "format": "float8_e4m3fn"}),
+        (f8, f8),
+        (f8, x1),  # the last source is the same object as the first layer's: fields differ
+        (x1, f8),
+        (x1, x1),
+        ({"x": 1.0}, x1),
+    ]
+    paths = []
+    for shard in range(2):
+        specs: list[tuple[Any, ...]] = []
+        layers: dict[str, Any] = {}
+        for rep in range(2):
+            for i, (tensor_fields, header_fields) in enumerate(plan):
+                prefix = f"s{shard}.r{rep}.blk{i}"
+                specs.append((f"{prefix}.weight", "F8_E4M3", (8, 8)))
+                specs.append((f"{prefix}.weight_scale", "F32", ()))
+                if tensor_fields is not None:
+                    data = marker_bytes(tensor_fields)
+                    specs.append((f"{prefix}.comfy_quant", "U8", (len(data),), data))
+                if header_fields is not None:
+                    layers[prefix] = header_fields
+        meta = {"_quantization_metadata": json.dumps({"format_version": "1.0", "layers": layers})}
+        path = tmp_path / f"mixed-{shard:05d}-of-00002.safetensors"
+        path.write_bytes(tensors(specs, meta))
+        paths.append(path)
+    return paths
+
+
+def test_mixed_sources_group_by_merged_fields(tmp_path: Path) -> None:
+    with _load(_mixed_sources(tmp_path)) as ck:
+        kinds = layer_kinds.group_kinds(ck).kinds
+        by_layer = {la.prefix: k for k in kinds for la in k.layers}
+        # each plan row is a kind of its own in each shard (the repeats join it), except rows
+        # 10 and 11: the same merged fields, sources and tensors though the header differs
+        assert len(kinds) == 2 * 12
+        for shard in range(2):
+            for i in range(13):
+                assert by_layer[f"s{shard}.r1.blk{i}"] is by_layer[f"s{shard}.r0.blk{i}"]
+            assert by_layer[f"s{shard}.r0.blk10"] is by_layer[f"s{shard}.r0.blk11"]
+            # rows 8 and 9 share their last source's object and differ in the header only
+            assert by_layer[f"s{shard}.r0.blk8"] is not by_layer[f"s{shard}.r0.blk9"]
+
+
+def _files(tmp_path: Path) -> list[Path | list[Path]]:
+    return [
+        _interleaved(tmp_path),
+        _mixed_sources(tmp_path),
+        *sorted(EXAMPLES.glob("*.safetensors")),
+    ]
+
+
+def _load(path: Path | list[Path]) -> Checkpoint:
+    return load_checkpoint([str(p) for p in (path if isinstance(path, list) else [path])])
 
 
 def test_kinds_cover_every_weighted_layer_in_order(tmp_path: Path) -> None:
     for path in _files(tmp_path):
-        with load_checkpoint([str(path)]) as ck:
+        with _load(path) as ck:
             kinds = layer_kinds.group_kinds(ck)
             weighted = [la for la in ck.layers.values() if la.weight is not None]
             assert [la for la, _ in kinds.order] == weighted
@@ -175,7 +242,7 @@ def test_per_kind_passes_match_per_layer_passes(tmp_path: Path) -> None:
         return la.marker.format if la.marker else None
 
     for path in _files(tmp_path):
-        with load_checkpoint([str(path)]) as ck:
+        with _load(path) as ck:
             by_layer = formats_by_step(ck, merged, FORMAT_SINCE, STEP_CODE)
             assert formats_by_step(ck, None, FORMAT_SINCE, STEP_CODE) == by_layer
             # every step, so the per-format counts and first files are compared too

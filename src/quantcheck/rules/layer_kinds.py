@@ -21,6 +21,7 @@ TYPE_CHECKING = False  # typing is not imported on the check path (start-up time
 if TYPE_CHECKING:
     from quantcheck.model.checkpoint import Checkpoint
     from quantcheck.model.layers import Layer
+    from quantcheck.model.markers import Marker
 
 EMBEDDING_WORDS = ("embed", "wte", "tok_emb", "token_emb")
 _EMBEDDING = re.compile("|".join(EMBEDDING_WORDS))
@@ -47,10 +48,7 @@ def signature(layer: Layer) -> tuple[object, ...]:
     """Everything a layer rule may read of `layer` except its name (module doc)."""
     m = layer.marker
     ts = layer.tensors
-    prefix = layer.prefix
-    embedding = _EMBEDDING_NAMES.get(prefix)
-    if embedding is None:
-        embedding = is_embedding_name(layer)
+    embedding = is_embedding_name(layer)
     if m is None:
         return (None, None, 0, tuple(ts), tuple(map(_DTYPE_SHAPE_FILE, ts.values())), embedding)
     return (
@@ -61,6 +59,27 @@ def signature(layer: Layer) -> tuple[object, ...]:
         tuple(map(_DTYPE_SHAPE_FILE, ts.values())),
         embedding,
     )
+
+
+def _fields_repr(m: Marker, seen: dict[object, str]) -> str:
+    """`repr(m.fields)`, worked out once per sequence of source field objects in `seen`.
+
+    A merged marker's fields are its sources' fields merged in order (`model.markers.
+    merge_markers`), so markers whose sources hold the same objects have equal fields. The
+    marker decoder hands out one object per distinct marker bytes, so the layers of a kind
+    usually share them. `seen` is keyed by the objects' ids: it must not outlive the markers
+    (`group_kinds` keeps it for one grouping, while the checkpoint holds every marker)."""
+    sources = m.sources
+    if len(sources) == 1:
+        key: object = id(sources[0].fields)
+    elif sources:
+        key = tuple(id(s.fields) for s in sources)
+    else:
+        return repr(m.fields)
+    hit = seen.get(key)
+    if hit is None:
+        hit = seen[key] = repr(m.fields)
+    return hit
 
 
 class Kind:
@@ -97,14 +116,33 @@ class LayerKinds:
 
 
 def group_kinds(ck: Checkpoint) -> LayerKinds:
-    """Group the layers of `ck` that have a weight by `signature`."""
+    """Group the layers of `ck` that have a weight by `signature` (worked out here as that
+    function does, with each distinct marker's fields written out once: `_fields_repr`)."""
     by_sig: dict[tuple[object, ...], Kind] = {}
     order: list[tuple[Layer, Kind]] = []
     kinds: list[Kind] = []
+    seen: dict[object, str] = {}  # `_fields_repr`: one repr per distinct marker
+    embeddings = _EMBEDDING_NAMES
     for layer in ck.layers.values():
-        if "weight" not in layer.tensors:
+        ts = layer.tensors
+        if "weight" not in ts:
             continue
-        sig = signature(layer)
+        m = layer.marker
+        embedding = embeddings.get(layer.prefix)
+        if embedding is None:
+            embedding = is_embedding_name(layer)
+        sig = (
+            (None, None, 0, tuple(ts), tuple(map(_DTYPE_SHAPE_FILE, ts.values())), embedding)
+            if m is None
+            else (
+                _fields_repr(m, seen),
+                m.sources[-1].file,
+                len(m.sources),
+                tuple(ts),
+                tuple(map(_DTYPE_SHAPE_FILE, ts.values())),
+                embedding,
+            )
+        )
         kind = by_sig.get(sig)
         if kind is None:
             kind = by_sig[sig] = Kind(layer, sig)
