@@ -97,17 +97,17 @@ def _moved(d: Diagnostic, old: str, new: str, files: dict[str, str]) -> Diagnost
     tensor = d.tensor
     if tensor is not None and tensor.startswith(old):
         tensor = new + tensor[len(old) :]
-    return Diagnostic(
+    return Diagnostic(  # positional, as in `renamed`
         d.code,
         d.message,
-        file=None if d.file is None else files[d.file],
-        tensor=tensor,
-        layer=new if d.layer == old else d.layer,
-        pointer=None if d.pointer is None else d.pointer.replace(old, new, 1),
-        fix=d.fix,
-        effects=d.effects,
-        severity=d.severity,
-        data=d.data,
+        None if d.file is None else files[d.file],
+        tensor,
+        new if d.layer == old else d.layer,
+        None if d.pointer is None else d.pointer.replace(old, new, 1),
+        d.fix,
+        d.effects,
+        d.severity,
+        d.data,
     )
 
 
@@ -154,17 +154,18 @@ def renamed(d: Diagnostic, old: str, layer: Layer) -> Diagnostic:
             else None
         )
         tensor = info[0] if info is not None else new + tensor[len(old) :]
-    return Diagnostic(
-        d.code,
+    pointer = d.pointer
+    return Diagnostic(  # positional (file, tensor, layer, pointer, fix, effects, ...): a copy
+        d.code,  # is made per layer of a kind, and keywords cost more than the copy's fields
         d.message,
-        file=d.file,
-        tensor=tensor,
-        layer=new,
-        pointer=None if d.pointer is None else d.pointer.replace(old, new, 1),
-        fix=d.fix,
-        effects=d.effects,
-        severity=d.severity,
-        data=d.data,
+        d.file,
+        tensor,
+        new,
+        None if pointer is None else pointer.replace(old, new, 1),
+        d.fix,
+        d.effects,
+        d.severity,
+        d.data,
     )
 
 
