@@ -15,6 +15,7 @@ from hostile import marker_bytes, tensors
 from quantcheck.model.checkpoint import Checkpoint, load_checkpoint
 from quantcheck.rules import layer_kinds
 from quantcheck.rules.comfyui_rules import formats_by_step
+from quantcheck.rules.layer_memo import layer_key
 from quantcheck.rules.runtime_rules import _has_scaled_fp8, sglang_config_class
 from quantcheck.rules.sglang_header_path import header_docs, nvfp4_layers
 from quantcheck.runtimes.comfyui_releases import FORMAT_SINCE, STEP_CODE
@@ -223,6 +224,14 @@ def test_kinds_cover_every_weighted_layer_in_order(tmp_path: Path) -> None:
             marked = [la for la, k in kinds.order if k.marked]
             assert marked == [la for la in weighted if la.marker is not None]
             assert len({k.signature for k in kinds.kinds}) == len(kinds.kinds)
+
+
+def test_layer_keys_with_a_shared_repr_memo_are_the_plain_ones(tmp_path: Path) -> None:
+    for path in _files(tmp_path):
+        with _load(path) as ck:
+            seen: dict[object, Any] = {}
+            for la in ck.layers.values():
+                assert layer_key(la, seen) == layer_key(la)
 
 
 def test_interleaved_file_has_several_kinds_per_format(tmp_path: Path) -> None:

@@ -61,14 +61,14 @@ def signature(layer: Layer) -> tuple[object, ...]:
     )
 
 
-def _fields_repr(m: Marker, seen: dict[object, str]) -> str:
+def fields_repr(m: Marker, seen: dict[object, tuple[Marker, str]]) -> str:
     """`repr(m.fields)`, worked out once per sequence of source field objects in `seen`.
 
     A merged marker's fields are its sources' fields merged in order (`model.markers.
     merge_markers`), so markers whose sources hold the same objects have equal fields. The
     marker decoder hands out one object per distinct marker bytes, so the layers of a kind
-    usually share them. `seen` is keyed by the objects' ids: it must not outlive the markers
-    (`group_kinds` keeps it for one grouping, while the checkpoint holds every marker)."""
+    usually share them. `seen` is keyed by the objects' ids and holds the marker they came
+    from (so no id is reused while `seen` lives)."""
     sources = m.sources
     if len(sources) == 1:
         key: object = id(sources[0].fields)
@@ -78,8 +78,8 @@ def _fields_repr(m: Marker, seen: dict[object, str]) -> str:
         return repr(m.fields)
     hit = seen.get(key)
     if hit is None:
-        hit = seen[key] = repr(m.fields)
-    return hit
+        hit = seen[key] = (m, repr(m.fields))
+    return hit[1]
 
 
 class Kind:
@@ -117,11 +117,11 @@ class LayerKinds:
 
 def group_kinds(ck: Checkpoint) -> LayerKinds:
     """Group the layers of `ck` that have a weight by `signature` (worked out here as that
-    function does, with each distinct marker's fields written out once: `_fields_repr`)."""
+    function does, with each distinct marker's fields written out once: `fields_repr`)."""
     by_sig: dict[tuple[object, ...], Kind] = {}
     order: list[tuple[Layer, Kind]] = []
     kinds: list[Kind] = []
-    seen: dict[object, str] = {}  # `_fields_repr`: one repr per distinct marker
+    seen: dict[object, tuple[Marker, str]] = {}  # `fields_repr`: one repr per marker
     embeddings = _EMBEDDING_NAMES
     for layer in ck.layers.values():
         ts = layer.tensors
@@ -135,7 +135,7 @@ def group_kinds(ck: Checkpoint) -> LayerKinds:
             (None, None, 0, tuple(ts), tuple(map(_DTYPE_SHAPE_FILE, ts.values())), embedding)
             if m is None
             else (
-                _fields_repr(m, seen),
+                fields_repr(m, seen),
                 m.sources[-1].file,
                 len(m.sources),
                 tuple(ts),

@@ -12,27 +12,34 @@ from operator import itemgetter
 
 from quantcheck.diagnostics import Diagnostic
 from quantcheck.model.layers import Layer
+from quantcheck.model.markers import Marker
 from quantcheck.rules.engine import renamed
-from quantcheck.rules.layer_kinds import is_embedding_name
+from quantcheck.rules.layer_kinds import fields_repr, is_embedding_name
 
 _DTYPE_SHAPE_FILE = itemgetter(1, 2, 5)
 
 
-def layer_key(layer: Layer) -> tuple[object, ...]:
+def layer_key(
+    layer: Layer, seen: dict[object, tuple[Marker, str]] | None = None
+) -> tuple[object, ...]:
     """Everything a layer rule may read except the layer's name: the merged marker and each
     marker source (origin, file, and its fields where there are several), the tensors
-    (suffix, dtype, shape, file) and whether it reads as an embedding."""
+    (suffix, dtype, shape, file) and whether it reads as an embedding. `seen`: where the
+    merged fields' repr is kept per distinct marker, for one pass (`layer_kinds.fields_repr`)."""
     m = layer.marker
     ts = layer.tensors
     if m is None:
         per: object = None
-    elif len(m.sources) > 1:
-        per = tuple((s.origin, s.file, repr(s.fields)) for s in m.sources)
+        fields = None
     else:
-        per = tuple((s.origin, s.file) for s in m.sources)
+        fields = repr(m.fields) if seen is None else fields_repr(m, seen)
+        if len(m.sources) > 1:
+            per = tuple((s.origin, s.file, repr(s.fields)) for s in m.sources)
+        else:
+            per = tuple((s.origin, s.file) for s in m.sources)
     return (
         per,
-        None if m is None else repr(m.fields),
+        fields,
         tuple(ts),
         tuple(map(_DTYPE_SHAPE_FILE, ts.values())),
         is_embedding_name(layer),
@@ -45,8 +52,9 @@ def memo_findings(
     """`compute(layer)` for every layer, computed once per `layer_key` and copied (renamed) to
     the other layers with that key; recomputed where a finding's message names the layer."""
     cache: dict[tuple[object, ...], tuple[str, list[Diagnostic]]] = {}
+    seen: dict[object, tuple[Marker, str]] = {}  # `layer_key`: one repr per marker
     for layer in layers:
-        key = layer_key(layer)
+        key = layer_key(layer, seen)
         hit = cache.get(key)
         if hit is not None:
             old, found = hit
