@@ -12,10 +12,12 @@ from typing import Any
 import pytest
 
 from hostile import marker_bytes, tensors
+from quantcheck.diagnostics import Diagnostic
 from quantcheck.model.checkpoint import Checkpoint, load_checkpoint
 from quantcheck.rules import layer_kinds
 from quantcheck.rules.comfyui_rules import formats_by_step
-from quantcheck.rules.layer_memo import layer_key
+from quantcheck.rules.diffsynth_rules import check_layer
+from quantcheck.rules.layer_memo import layer_key, memo_findings
 from quantcheck.rules.runtime_rules import _has_scaled_fp8, sglang_config_class
 from quantcheck.rules.sglang_header_path import header_docs, nvfp4_layers
 from quantcheck.runtimes.comfyui_releases import FORMAT_SINCE, STEP_CODE
@@ -232,6 +234,24 @@ def test_layer_keys_with_a_shared_repr_memo_are_the_plain_ones(tmp_path: Path) -
             seen: dict[object, Any] = {}
             for la in ck.layers.values():
                 assert layer_key(la, seen) == layer_key(la)
+
+
+def test_memo_by_kind_computes_the_layers_the_plain_memo_does(tmp_path: Path) -> None:
+    def run(ck: Checkpoint, kinds: Any) -> tuple[list[str], list[Diagnostic]]:
+        computed: list[str] = []
+
+        def compute(la: Any) -> list[Diagnostic]:
+            computed.append(la.prefix)
+            return [Diagnostic("QC301", "a finding", layer=la.prefix), *check_layer(la)]
+
+        found = list(memo_findings(ck.layers.values(), compute, kinds))
+        return computed, found
+
+    for path in _files(tmp_path):
+        with _load(path) as ck:
+            plain = run(ck, None)
+            assert run(ck, layer_kinds.group_kinds(ck)) == plain
+            assert len(plain[0]) < len(ck.layers) or len(ck.layers) < 2
 
 
 def test_interleaved_file_has_several_kinds_per_format(tmp_path: Path) -> None:
