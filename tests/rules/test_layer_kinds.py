@@ -254,6 +254,32 @@ def test_memo_by_kind_computes_the_layers_the_plain_memo_does(tmp_path: Path) ->
             assert len(plain[0]) < len(ck.layers) or len(ck.layers) < 2
 
 
+def test_any_layer_has_matches_a_scan_of_every_layer(tmp_path: Path) -> None:
+    weighted = tmp_path / "weighted.safetensors"  # every layer has a weight: asked per kind
+    weighted.write_bytes(
+        tensors(
+            [
+                ("a.weight", "F8_E4M3", (4, 4)),
+                ("b.weight", "F8_E4M3", (4, 4)),
+                ("b.scaled_fp8", "F32", ()),
+                ("c.weight", "F8_E4M3", (4, 4)),
+            ]
+        )
+    )
+    suffixes = ("weight", "weight_scale", "scaled_fp8", "comfy_quant", "input_scale", "x")
+    for path in [weighted, *_files(tmp_path)]:
+        with _load(path) as ck:
+            want = [any(s in la.tensors for la in ck.layers.values()) for s in suffixes]
+            assert [layer_kinds.any_layer_has(ck, s) for s in suffixes] == want
+            held = layer_kinds.hold(ck)
+            try:
+                assert [layer_kinds.any_layer_has(ck, s) for s in suffixes] == want
+            finally:
+                layer_kinds.let_go(held)
+            if path is weighted:
+                assert len(held.order) == len(ck.layers) and want[2]
+
+
 def test_interleaved_file_has_several_kinds_per_format(tmp_path: Path) -> None:
     with load_checkpoint([str(_interleaved(tmp_path))]) as ck:
         kinds = layer_kinds.group_kinds(ck).kinds

@@ -17,7 +17,13 @@ from quantcheck.diagnostics import Diagnostic
 from quantcheck.io.source import base_name
 from quantcheck.model.checkpoint import Checkpoint
 from quantcheck.model.layers import Layer
-from quantcheck.rules.layer_kinds import LayerKinds, hold, is_embedding_name, let_go
+from quantcheck.rules.layer_kinds import (
+    LayerKinds,
+    any_layer_has,
+    hold,
+    is_embedding_name,
+    let_go,
+)
 from quantcheck.rules.layer_rules import check_layer
 from quantcheck.rules.marker_rules import check_marker_fields, check_orphans
 from quantcheck.runtimes import load, registry, runtimes
@@ -220,9 +226,7 @@ def _run_all_rules(
 ) -> list[Diagnostic]:
     out = list(ck.diagnostics)
     out.extend(check_orphans(ck))
-    legacy = "scaled_fp8" in ck.tensors or any(
-        "scaled_fp8" in la.tensors for la in ck.layers.values()
-    )
+    legacy = "scaled_fp8" in ck.tensors or any_layer_has(ck, "scaled_fp8")
     mxfp8_meta = {v.lower() for v in ck.quant_formats.values()} == {"mxfp8"}
     runtime_checks = [load(ref)(ck) for ref in checks_for(keys)]
     for checks in runtime_checks:

@@ -161,6 +161,16 @@ def kinds_of(ck: Checkpoint) -> LayerKinds:
     return group_kinds(ck)
 
 
+def any_layer_has(ck: Checkpoint, suffix: str) -> bool:
+    """Whether a layer of `ck` has a tensor `suffix`. While `ck`'s grouping is held and covers
+    every layer (each has a weight), asked once per kind: the layers of a kind share their
+    suffixes (`signature`)."""
+    held = _HELD
+    if held is not None and held[0] is ck and len(held[1].order) == len(ck.layers):
+        return any(suffix in k.first.tensors for k in held[1].kinds)
+    return any(suffix in la.tensors for la in ck.layers.values())
+
+
 def hold(ck: Checkpoint) -> LayerKinds:
     """Group `ck` and hand that grouping to every `kinds_of(ck)` until `let_go` (the
     checkpoint must not change meanwhile)."""
