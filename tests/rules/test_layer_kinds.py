@@ -6,6 +6,7 @@ kinds interleaved."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ import pytest
 from hostile import marker_bytes, tensors
 from quantcheck.diagnostics import Diagnostic
 from quantcheck.model.checkpoint import Checkpoint, load_checkpoint
+from quantcheck.model.layers import Layer
 from quantcheck.rules import layer_kinds
 from quantcheck.rules.comfyui_rules import formats_by_step
 from quantcheck.rules.diffsynth_rules import check_layer
@@ -321,3 +323,29 @@ def test_kinds_of_hands_out_the_held_grouping_only(tmp_path: Path) -> None:
         finally:
             layer_kinds.let_go(held)
         assert layer_kinds.kinds_of(ck) is not held
+
+
+@pytest.mark.parametrize(
+    "prefix",
+    [
+        "model.embed_tokens",
+        "EMBED",
+        "transformer.wte",
+        "x.WTE.y",
+        "tok_emb",
+        "Token_Emb.proj",
+        "emb",  # holds the quick test's "emb" but no embedding word
+        "t_embedder",
+        "embedding",
+        "tok_embx",
+        "wt",
+        "blocks.0.attn.qkv",
+        "",
+        "ｅmbed",  # full-width letters: no match either way
+    ],
+)
+def test_embedding_names_match_the_pattern(prefix: str) -> None:
+    assert all("emb" in w or "wte" in w for w in layer_kinds.EMBEDDING_WORDS)
+    want = re.search("|".join(layer_kinds.EMBEDDING_WORDS), prefix.lower()) is not None
+    layer_kinds._EMBEDDING_NAMES.pop(prefix, None)
+    assert layer_kinds.is_embedding_name(Layer(prefix)) is want
