@@ -332,7 +332,7 @@ def sglang_paths(
         return {rel: _path_at(ck, rel, docs, memo, routed) for rel in releases}
     # no header route: the NVFP4 inference (releases without a marker inspector) and whether
     # layers are marked decide; without an NVFP4 route, the paths are shared `_plain` ones
-    if any(version(rel) <= NO_INSPECTOR for rel in releases):
+    if _without_inspector(releases):
         memo["nvfp4"] = nvfp4_route(ck, docs)
         if memo["nvfp4"] is not None:
             return {rel: _path_at(ck, rel, docs, memo, routed) for rel in releases}
@@ -349,6 +349,20 @@ def sglang_paths(
 
 #: `sglang_paths` of a checkpoint without a header or NVFP4 route, by (releases, marked)
 _UNROUTED: dict[tuple[tuple[str, ...], bool], dict[str, SglangPath]] = {}
+
+
+def _without_inspector(releases: tuple[str, ...]) -> bool:
+    """Whether one of `releases` has no marker inspector (reads NVFP4 from the tensors)."""
+    hit = _WITHOUT_INSPECTOR.get(releases)
+    if hit is None:
+        hit = any(version(rel) <= NO_INSPECTOR for rel in releases)
+        if len(_WITHOUT_INSPECTOR) < 256:
+            _WITHOUT_INSPECTOR[releases] = hit
+    return hit
+
+
+#: `_without_inspector` by releases (asked per checkpoint, for the same few release lists)
+_WITHOUT_INSPECTOR: dict[tuple[str, ...], bool] = {}
 
 
 def _marked(ck: Checkpoint) -> bool:
