@@ -5,15 +5,21 @@ kinds interleaved."""
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from hostile import marker_bytes, tensors
+from quantcheck.diagnostics import Diagnostic
 from quantcheck.model.checkpoint import Checkpoint, load_checkpoint
+from quantcheck.model.layers import Layer
 from quantcheck.rules import layer_kinds
 from quantcheck.rules.comfyui_rules import formats_by_step
+from quantcheck.rules.diffsynth_rules import check_layer
+from quantcheck.rules.layer_memo import layer_key, memo_findings
 from quantcheck.rules.runtime_rules import _has_scaled_fp8, sglang_config_class
 from quantcheck.rules.sglang_header_path import header_docs, nvfp4_layers
 from quantcheck.runtimes.comfyui_releases import FORMAT_SINCE, STEP_CODE
@@ -134,13 +140,79 @@ def _interleaved(tmp_path: Path) -> Path:
     return path
 
 
-def _files(tmp_path: Path) -> list[Path]:
-    return [_interleaved(tmp_path), *sorted(EXAMPLES.glob("*.safetensors"))]
+def _mixed_sources(tmp_path: Path) -> list[Path]:
+    """Two shards whose layers are marked by tensors, header entries or both (agreeing or
+    not), with marker fields equal in Python but written differently (1, 1.0, true), the same
+    fields in another key order, and the same bytes in both shards: `group_kinds` writes each
+    distinct marker out once, and must still group exactly as `signature` does."""
+    f8 = {"format": "float8_e4m3fn"}
+    x1 = {"format": "float8_e4m3fn", "x": 1}
+    plan: list[tuple[dict[str, Any] | None, dict[str, Any] | None]] = [  # (tensor, header)
+        (f8, None),
+        (x1, None),
+        ({"format": "float8_e4m3fn", "x": 1.0}, None),
+        ({"format": "float8_e4m3fn", "x": True}, None),
+        ({"x": 1, "format": "float8_e4m3fn"}, None),
+        (None, f8),
+        (None, x1),
+        (None, {"x": 1, "format": "float8_e4m3fn"}),
+        (f8, f8),
+        (f8, x1),  # the last source is the same object as the first layer's: fields differ
+        (x1, f8),
+        (x1, x1),
+        ({"x": 1.0}, x1),
+    ]
+    paths = []
+    for shard in range(2):
+        specs: list[tuple[Any, ...]] = []
+        layers: dict[str, Any] = {}
+        for rep in range(2):
+            for i, (tensor_fields, header_fields) in enumerate(plan):
+                prefix = f"s{shard}.r{rep}.blk{i}"
+                specs.append((f"{prefix}.weight", "F8_E4M3", (8, 8)))
+                specs.append((f"{prefix}.weight_scale", "F32", ()))
+                if tensor_fields is not None:
+                    data = marker_bytes(tensor_fields)
+                    specs.append((f"{prefix}.comfy_quant", "U8", (len(data),), data))
+                if header_fields is not None:
+                    layers[prefix] = header_fields
+        meta = {"_quantization_metadata": json.dumps({"format_version": "1.0", "layers": layers})}
+        path = tmp_path / f"mixed-{shard:05d}-of-00002.safetensors"
+        path.write_bytes(tensors(specs, meta))
+        paths.append(path)
+    return paths
+
+
+def test_mixed_sources_group_by_merged_fields(tmp_path: Path) -> None:
+    with _load(_mixed_sources(tmp_path)) as ck:
+        kinds = layer_kinds.group_kinds(ck).kinds
+        by_layer = {la.prefix: k for k in kinds for la in k.layers}
+        # each plan row is a kind of its own in each shard (the repeats join it), except rows
+        # 10 and 11: the same merged fields, sources and tensors though the header differs
+        assert len(kinds) == 2 * 12
+        for shard in range(2):
+            for i in range(13):
+                assert by_layer[f"s{shard}.r1.blk{i}"] is by_layer[f"s{shard}.r0.blk{i}"]
+            assert by_layer[f"s{shard}.r0.blk10"] is by_layer[f"s{shard}.r0.blk11"]
+            # rows 8 and 9 share their last source's object and differ in the header only
+            assert by_layer[f"s{shard}.r0.blk8"] is not by_layer[f"s{shard}.r0.blk9"]
+
+
+def _files(tmp_path: Path) -> list[Path | list[Path]]:
+    return [
+        _interleaved(tmp_path),
+        _mixed_sources(tmp_path),
+        *sorted(EXAMPLES.glob("*.safetensors")),
+    ]
+
+
+def _load(path: Path | list[Path]) -> Checkpoint:
+    return load_checkpoint([str(p) for p in (path if isinstance(path, list) else [path])])
 
 
 def test_kinds_cover_every_weighted_layer_in_order(tmp_path: Path) -> None:
     for path in _files(tmp_path):
-        with load_checkpoint([str(path)]) as ck:
+        with _load(path) as ck:
             kinds = layer_kinds.group_kinds(ck)
             weighted = [la for la in ck.layers.values() if la.weight is not None]
             assert [la for la, _ in kinds.order] == weighted
@@ -156,6 +228,58 @@ def test_kinds_cover_every_weighted_layer_in_order(tmp_path: Path) -> None:
             marked = [la for la, k in kinds.order if k.marked]
             assert marked == [la for la in weighted if la.marker is not None]
             assert len({k.signature for k in kinds.kinds}) == len(kinds.kinds)
+
+
+def test_layer_keys_with_a_shared_repr_memo_are_the_plain_ones(tmp_path: Path) -> None:
+    for path in _files(tmp_path):
+        with _load(path) as ck:
+            seen: dict[object, Any] = {}
+            for la in ck.layers.values():
+                assert layer_key(la, seen) == layer_key(la)
+
+
+def test_memo_by_kind_computes_the_layers_the_plain_memo_does(tmp_path: Path) -> None:
+    def run(ck: Checkpoint, kinds: Any) -> tuple[list[str], list[Diagnostic]]:
+        computed: list[str] = []
+
+        def compute(la: Any) -> list[Diagnostic]:
+            computed.append(la.prefix)
+            return [Diagnostic("QC301", "a finding", layer=la.prefix), *check_layer(la)]
+
+        found = list(memo_findings(ck.layers.values(), compute, kinds))
+        return computed, found
+
+    for path in _files(tmp_path):
+        with _load(path) as ck:
+            plain = run(ck, None)
+            assert run(ck, layer_kinds.group_kinds(ck)) == plain
+            assert len(plain[0]) < len(ck.layers) or len(ck.layers) < 2
+
+
+def test_any_layer_has_matches_a_scan_of_every_layer(tmp_path: Path) -> None:
+    weighted = tmp_path / "weighted.safetensors"  # every layer has a weight: asked per kind
+    weighted.write_bytes(
+        tensors(
+            [
+                ("a.weight", "F8_E4M3", (4, 4)),
+                ("b.weight", "F8_E4M3", (4, 4)),
+                ("b.scaled_fp8", "F32", ()),
+                ("c.weight", "F8_E4M3", (4, 4)),
+            ]
+        )
+    )
+    suffixes = ("weight", "weight_scale", "scaled_fp8", "comfy_quant", "input_scale", "x")
+    for path in [weighted, *_files(tmp_path)]:
+        with _load(path) as ck:
+            want = [any(s in la.tensors for la in ck.layers.values()) for s in suffixes]
+            assert [layer_kinds.any_layer_has(ck, s) for s in suffixes] == want
+            held = layer_kinds.hold(ck)
+            try:
+                assert [layer_kinds.any_layer_has(ck, s) for s in suffixes] == want
+            finally:
+                layer_kinds.let_go(held)
+            if path is weighted:
+                assert len(held.order) == len(ck.layers) and want[2]
 
 
 def test_interleaved_file_has_several_kinds_per_format(tmp_path: Path) -> None:
@@ -175,7 +299,7 @@ def test_per_kind_passes_match_per_layer_passes(tmp_path: Path) -> None:
         return la.marker.format if la.marker else None
 
     for path in _files(tmp_path):
-        with load_checkpoint([str(path)]) as ck:
+        with _load(path) as ck:
             by_layer = formats_by_step(ck, merged, FORMAT_SINCE, STEP_CODE)
             assert formats_by_step(ck, None, FORMAT_SINCE, STEP_CODE) == by_layer
             # every step, so the per-format counts and first files are compared too
@@ -199,3 +323,29 @@ def test_kinds_of_hands_out_the_held_grouping_only(tmp_path: Path) -> None:
         finally:
             layer_kinds.let_go(held)
         assert layer_kinds.kinds_of(ck) is not held
+
+
+@pytest.mark.parametrize(
+    "prefix",
+    [
+        "model.embed_tokens",
+        "EMBED",
+        "transformer.wte",
+        "x.WTE.y",
+        "tok_emb",
+        "Token_Emb.proj",
+        "emb",  # holds the quick test's "emb" but no embedding word
+        "t_embedder",
+        "embedding",
+        "tok_embx",
+        "wt",
+        "blocks.0.attn.qkv",
+        "",
+        "ｅmbed",  # full-width letters: no match either way
+    ],
+)
+def test_embedding_names_match_the_pattern(prefix: str) -> None:
+    assert all("emb" in w or "wte" in w for w in layer_kinds.EMBEDDING_WORDS)
+    want = re.search("|".join(layer_kinds.EMBEDDING_WORDS), prefix.lower()) is not None
+    layer_kinds._EMBEDDING_NAMES.pop(prefix, None)
+    assert layer_kinds.is_embedding_name(Layer(prefix)) is want

@@ -20,6 +20,7 @@ from quantcheck.model.checkpoint import Checkpoint
 from quantcheck.model.layers import Layer
 from quantcheck.model.markers import UNREADABLE_MARKER_DTYPES
 from quantcheck.rules import codes as R
+from quantcheck.rules.layer_kinds import kinds_of
 from quantcheck.rules.layer_memo import memo_findings
 from quantcheck.rules.levels import Safety
 from quantcheck.rules.marker_views import tensor_marker
@@ -213,7 +214,7 @@ class DiffsynthChecks:
         for d in self.ck.diagnostics:
             if d.code == R.QC207.code:
                 yield _not_utf8(d)
-        yield from memo_findings(self.ck.layers.values(), check_layer)
+        yield from memo_findings(self.ck.layers.values(), check_layer, kinds_of(self.ck))
 
     def layer_findings(self, layer: Layer) -> Iterator[Diagnostic]:
         return iter(())

@@ -17,7 +17,13 @@ from quantcheck.diagnostics import Diagnostic
 from quantcheck.io.source import base_name
 from quantcheck.model.checkpoint import Checkpoint
 from quantcheck.model.layers import Layer
-from quantcheck.rules.layer_kinds import LayerKinds, hold, is_embedding_name, let_go
+from quantcheck.rules.layer_kinds import (
+    LayerKinds,
+    any_layer_has,
+    hold,
+    is_embedding_name,
+    let_go,
+)
 from quantcheck.rules.layer_rules import check_layer
 from quantcheck.rules.marker_rules import check_marker_fields, check_orphans
 from quantcheck.runtimes import load, registry, runtimes
@@ -97,17 +103,17 @@ def _moved(d: Diagnostic, old: str, new: str, files: dict[str, str]) -> Diagnost
     tensor = d.tensor
     if tensor is not None and tensor.startswith(old):
         tensor = new + tensor[len(old) :]
-    return Diagnostic(
+    return Diagnostic(  # positional, as in `renamed`
         d.code,
         d.message,
-        file=None if d.file is None else files[d.file],
-        tensor=tensor,
-        layer=new if d.layer == old else d.layer,
-        pointer=None if d.pointer is None else d.pointer.replace(old, new, 1),
-        fix=d.fix,
-        effects=d.effects,
-        severity=d.severity,
-        data=d.data,
+        None if d.file is None else files[d.file],
+        tensor,
+        new if d.layer == old else d.layer,
+        None if d.pointer is None else d.pointer.replace(old, new, 1),
+        d.fix,
+        d.effects,
+        d.severity,
+        d.data,
     )
 
 
@@ -154,17 +160,18 @@ def renamed(d: Diagnostic, old: str, layer: Layer) -> Diagnostic:
             else None
         )
         tensor = info[0] if info is not None else new + tensor[len(old) :]
-    return Diagnostic(
-        d.code,
+    pointer = d.pointer
+    return Diagnostic(  # positional (file, tensor, layer, pointer, fix, effects, ...): a copy
+        d.code,  # is made per layer of a kind, and keywords cost more than the copy's fields
         d.message,
-        file=d.file,
-        tensor=tensor,
-        layer=new,
-        pointer=None if d.pointer is None else d.pointer.replace(old, new, 1),
-        fix=d.fix,
-        effects=d.effects,
-        severity=d.severity,
-        data=d.data,
+        d.file,
+        tensor,
+        new,
+        None if pointer is None else pointer.replace(old, new, 1),
+        d.fix,
+        d.effects,
+        d.severity,
+        d.data,
     )
 
 
@@ -219,9 +226,7 @@ def _run_all_rules(
 ) -> list[Diagnostic]:
     out = list(ck.diagnostics)
     out.extend(check_orphans(ck))
-    legacy = "scaled_fp8" in ck.tensors or any(
-        "scaled_fp8" in la.tensors for la in ck.layers.values()
-    )
+    legacy = "scaled_fp8" in ck.tensors or any_layer_has(ck, "scaled_fp8")
     mxfp8_meta = {v.lower() for v in ck.quant_formats.values()} == {"mxfp8"}
     runtime_checks = [load(ref)(ck) for ref in checks_for(keys)]
     for checks in runtime_checks:

@@ -21,6 +21,7 @@ TYPE_CHECKING = False  # typing is not imported on the check path (start-up time
 if TYPE_CHECKING:
     from quantcheck.model.checkpoint import Checkpoint
     from quantcheck.model.layers import Layer
+    from quantcheck.model.markers import Marker
 
 EMBEDDING_WORDS = ("embed", "wte", "tok_emb", "token_emb")
 _EMBEDDING = re.compile("|".join(EMBEDDING_WORDS))
@@ -32,7 +33,9 @@ def is_embedding_name(layer: Layer) -> bool:
     prefix = layer.prefix
     hit = _EMBEDDING_NAMES.get(prefix)
     if hit is None:
-        hit = _EMBEDDING.search(prefix.lower()) is not None
+        low = prefix.lower()
+        # every embedding word holds "emb" or "wte" (a test checks): most names hold neither
+        hit = ("emb" in low or "wte" in low) and _EMBEDDING.search(low) is not None
         if len(_EMBEDDING_NAMES) >= 65536:  # checkpoints of one family share layer names
             _EMBEDDING_NAMES.clear()
         _EMBEDDING_NAMES[prefix] = hit
@@ -47,10 +50,7 @@ def signature(layer: Layer) -> tuple[object, ...]:
     """Everything a layer rule may read of `layer` except its name (module doc)."""
     m = layer.marker
     ts = layer.tensors
-    prefix = layer.prefix
-    embedding = _EMBEDDING_NAMES.get(prefix)
-    if embedding is None:
-        embedding = is_embedding_name(layer)
+    embedding = is_embedding_name(layer)
     if m is None:
         return (None, None, 0, tuple(ts), tuple(map(_DTYPE_SHAPE_FILE, ts.values())), embedding)
     return (
@@ -61,6 +61,27 @@ def signature(layer: Layer) -> tuple[object, ...]:
         tuple(map(_DTYPE_SHAPE_FILE, ts.values())),
         embedding,
     )
+
+
+def fields_repr(m: Marker, seen: dict[object, tuple[Marker, str]]) -> str:
+    """`repr(m.fields)`, worked out once per sequence of source field objects in `seen`.
+
+    A merged marker's fields are its sources' fields merged in order (`model.markers.
+    merge_markers`), so markers whose sources hold the same objects have equal fields. The
+    marker decoder hands out one object per distinct marker bytes, so the layers of a kind
+    usually share them. `seen` is keyed by the objects' ids and holds the marker they came
+    from (so no id is reused while `seen` lives)."""
+    sources = m.sources
+    if len(sources) == 1:
+        key: object = id(sources[0].fields)
+    elif sources:
+        key = tuple(id(s.fields) for s in sources)
+    else:
+        return repr(m.fields)
+    hit = seen.get(key)
+    if hit is None:
+        hit = seen[key] = (m, repr(m.fields))
+    return hit[1]
 
 
 class Kind:
@@ -97,14 +118,33 @@ class LayerKinds:
 
 
 def group_kinds(ck: Checkpoint) -> LayerKinds:
-    """Group the layers of `ck` that have a weight by `signature`."""
+    """Group the layers of `ck` that have a weight by `signature` (worked out here as that
+    function does, with each distinct marker's fields written out once: `fields_repr`)."""
     by_sig: dict[tuple[object, ...], Kind] = {}
     order: list[tuple[Layer, Kind]] = []
     kinds: list[Kind] = []
+    seen: dict[object, tuple[Marker, str]] = {}  # `fields_repr`: one repr per marker
+    embeddings = _EMBEDDING_NAMES
     for layer in ck.layers.values():
-        if "weight" not in layer.tensors:
+        ts = layer.tensors
+        if "weight" not in ts:
             continue
-        sig = signature(layer)
+        m = layer.marker
+        embedding = embeddings.get(layer.prefix)
+        if embedding is None:
+            embedding = is_embedding_name(layer)
+        sig = (
+            (None, None, 0, tuple(ts), tuple(map(_DTYPE_SHAPE_FILE, ts.values())), embedding)
+            if m is None
+            else (
+                fields_repr(m, seen),
+                m.sources[-1].file,
+                len(m.sources),
+                tuple(ts),
+                tuple(map(_DTYPE_SHAPE_FILE, ts.values())),
+                embedding,
+            )
+        )
         kind = by_sig.get(sig)
         if kind is None:
             kind = by_sig[sig] = Kind(layer, sig)
@@ -121,6 +161,16 @@ def kinds_of(ck: Checkpoint) -> LayerKinds:
     if held is not None and held[0] is ck:
         return held[1]
     return group_kinds(ck)
+
+
+def any_layer_has(ck: Checkpoint, suffix: str) -> bool:
+    """Whether a layer of `ck` has a tensor `suffix`. While `ck`'s grouping is held and covers
+    every layer (each has a weight), asked once per kind: the layers of a kind share their
+    suffixes (`signature`)."""
+    held = _HELD
+    if held is not None and held[0] is ck and len(held[1].order) == len(ck.layers):
+        return any(suffix in k.first.tensors for k in held[1].kinds)
+    return any(suffix in la.tensors for la in ck.layers.values())
 
 
 def hold(ck: Checkpoint) -> LayerKinds:

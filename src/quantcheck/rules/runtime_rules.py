@@ -15,7 +15,7 @@ from quantcheck.model.checkpoint import Checkpoint
 from quantcheck.model.layers import Layer
 from quantcheck.rules import codes as R
 from quantcheck.rules import sglang_release_rules as release_rules
-from quantcheck.rules.layer_kinds import is_embedding_name, kinds_of
+from quantcheck.rules.layer_kinds import any_layer_has, is_embedding_name, kinds_of
 from quantcheck.rules.sglang_header_rules import HeaderPathChecks
 from quantcheck.runtimes import effects as _eff
 
@@ -242,7 +242,7 @@ def _has_scaled_fp8(ck: Checkpoint) -> bool:
     """Whether a tensor is named `scaled_fp8` or `<prefix>.scaled_fp8`: `ck.layers` groups
     every such name with a non-empty prefix under that prefix (`scaled_fp8` is a layer
     suffix); the names grouped into no layer (`ck.loose`) are matched by name."""
-    return any("scaled_fp8" in la.tensors for la in ck.layers.values()) or any(
+    return any_layer_has(ck, "scaled_fp8") or any(
         n == "scaled_fp8" or n.endswith(".scaled_fp8") for n in ck.loose
     )
 

@@ -328,7 +328,49 @@ def sglang_paths(
     memo: dict[str, Any] = {}
     # `route` returns None for a shard without a JSON object declaration, at every release
     routed = any(hd.doc and isinstance(hd.doc, dict) for hd in docs)
-    return {rel: _path_at(ck, rel, docs, memo, routed) for rel in releases}
+    if routed:
+        return {rel: _path_at(ck, rel, docs, memo, routed) for rel in releases}
+    # no header route: the NVFP4 inference (releases without a marker inspector) and whether
+    # layers are marked decide; without an NVFP4 route, the paths are shared `_plain` ones
+    if _without_inspector(releases):
+        memo["nvfp4"] = nvfp4_route(ck, docs)
+        if memo["nvfp4"] is not None:
+            return {rel: _path_at(ck, rel, docs, memo, routed) for rel in releases}
+    memo["nvfp4"] = None
+    memo["marked"] = _marked(ck)
+    key = (releases, memo["marked"])
+    hit = _UNROUTED.get(key)
+    if hit is None:
+        hit = {rel: _path_at(ck, rel, docs, memo, routed) for rel in releases}
+        if len(_UNROUTED) < 256:
+            _UNROUTED[key] = hit
+    return dict(hit)
+
+
+#: `sglang_paths` of a checkpoint without a header or NVFP4 route, by (releases, marked)
+_UNROUTED: dict[tuple[tuple[str, ...], bool], dict[str, SglangPath]] = {}
+
+
+def _without_inspector(releases: tuple[str, ...]) -> bool:
+    """Whether one of `releases` has no marker inspector (reads NVFP4 from the tensors)."""
+    hit = _WITHOUT_INSPECTOR.get(releases)
+    if hit is None:
+        hit = any(version(rel) <= NO_INSPECTOR for rel in releases)
+        if len(_WITHOUT_INSPECTOR) < 256:
+            _WITHOUT_INSPECTOR[releases] = hit
+    return hit
+
+
+#: `_without_inspector` by releases (asked per checkpoint, for the same few release lists)
+_WITHOUT_INSPECTOR: dict[tuple[str, ...], bool] = {}
+
+
+def _marked(ck: Checkpoint) -> bool:
+    """Whether sglang's marker inspector finds quantized layers: a marked layer with a weight,
+    or `quant_format` mxfp8."""
+    return any(
+        la.marker is not None and "weight" in la.tensors for la in ck.layers.values()
+    ) or any(v.lower() == "mxfp8" for v in ck.quant_formats.values())
 
 
 def _path_at(
@@ -346,9 +388,7 @@ def _path_at(
     if not inspector:
         return _plain(release, "none", "no marker inspector, and the header path finds nothing")
     if "marked" not in memo:
-        memo["marked"] = any(
-            la.marker is not None and "weight" in la.tensors for la in ck.layers.values()
-        ) or any(v.lower() == "mxfp8" for v in ck.quant_formats.values())
+        memo["marked"] = _marked(ck)
     if memo["marked"]:
         return _plain(
             release,

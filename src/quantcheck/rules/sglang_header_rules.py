@@ -93,9 +93,9 @@ class HeaderPathChecks:
             yield from self._rowwise_tensors(self.rowwise)
 
     def _path(self) -> Iterator[Diagnostic]:
-        header = {rel: p for rel, p in self.paths.items() if p.path == "header"}
         if not self.everywhere:
             return  # the JSON summary's `path` still says which release reads the header
+        header = {rel: p for rel, p in self.paths.items() if p.path == "header"}
         newest = self.paths[self.releases[-1]]
         shown = newest if newest.path == "header" else next(iter(header.values()))
         head = (

@@ -13,7 +13,7 @@ from quantcheck.model.layers import Layer
 from quantcheck.rules import codes as R
 from quantcheck.rules.layer_kinds import kinds_of
 from quantcheck.rules.levels import Safety
-from quantcheck.runtimes import get_runtime, release_span
+from quantcheck.runtimes import get_runtime, registry, release_span
 from quantcheck.runtimes.sglang_releases import HEADER_PATH_FORMATS
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
@@ -26,8 +26,6 @@ __all__ = ["HEADER_PATH_FORMATS", "file_findings", "layer_findings", "span"]
 def span(code: str) -> tuple[str, str]:
     """(the sglang releases the release data says rule `code` breaks or degrades, in few
     words: `0.5.19`, `0.5.19–0.5.21`; the first newer release it does not, "" if none)."""
-    from quantcheck.runtimes import registry
-
     key = (registry.generation, code)
     hit = _SPANS.get(key)
     if hit is None:
@@ -81,25 +79,32 @@ def file_findings(ck: Checkpoint) -> Iterator[Diagnostic]:
     if kinds or mxfp8_meta:
         formats = sorted({str(k.format) for k in kinds})
         other = [f for f in formats if f not in HEADER_PATH_FORMATS]
-        undeclared: list[str] = []
+        undeclared = 0  # marked layers the header does not declare, and the first of them
+        first_undeclared = ""
         if not (mxfp8_meta or other):
             declared = _header_declared(ck)
             # NVFP4 layers are also found from their tensors (U8 weight + F8 block scale), so
             # only the other layers need the header declaration
             if declared:
-                undeclared = [
+                names = [
                     la.prefix
                     for la, k in grouping.order
                     if k.marked and k.format != "nvfp4" and la.prefix not in declared
                 ]
-            else:  # every such layer, kind by kind: the first kind's first is the file's first
-                undeclared = [la.prefix for k in kinds if k.format != "nvfp4" for la in k.layers]
+                undeclared = len(names)
+                first_undeclared = names[0] if names else ""
+            else:  # every such layer: the first such kind's first is the file's first
+                for k in kinds:
+                    if k.format != "nvfp4":
+                        if not undeclared:
+                            first_undeclared = k.first.prefix
+                        undeclared += len(k.layers)
         if mxfp8_meta or other or undeclared:
             why = (
                 f"its {', '.join(other or ['mxfp8'])} layers"
                 if mxfp8_meta or other
-                else f"{len(undeclared)} layers marked only by .comfy_quant tensors "
-                f"(e.g. {undeclared[0]})"
+                else f"{undeclared} layers marked only by .comfy_quant tensors "
+                f"(e.g. {first_undeclared})"
             )
             old, new = span(R.QC611.code)
             yield Diagnostic(
