@@ -71,6 +71,8 @@ class Report:
 
     def exit_code(self, fail_on: Severity = Severity.ERROR) -> int:
         """1 when any diagnostic at or above `fail_on` applies, else 0."""
+        if not self.diagnostics:
+            return 0  # (every severity's rank is at least 0)
         worst = max((d.effective_severity.rank for d in self.diagnostics), default=-1)
         return 1 if worst >= fail_on.rank else 0
 
