@@ -10,7 +10,7 @@ from quantcheck.io.source import base_name
 from quantcheck.model.checkpoint import Checkpoint, load_checkpoint
 from quantcheck.results import Report, kind_of, release_matrix
 from quantcheck.rules.levels import Effect
-from quantcheck.runtimes import targets_of
+from quantcheck.runtimes import load, registry, split_target, targets_of
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ def select_diagnostics(
         return False
 
     keys = targets_of(target) if target is not None else None
-    concerns: dict[Any, bool] = {}  # by kind: effects depend only on code + given effects
+    concerns = _concerns_memo(keys) if keys is not None else {}
     # the same, by code and the given effects object (findings copied per layer share it;
     # the entry holds the object, so its id is not reused while the loop runs)
     by_object: dict[tuple[str, int], tuple[Any, bool]] = {}
@@ -51,7 +51,9 @@ def select_diagnostics(
                 kind = kind_of(d)
                 hit = concerns.get(kind)
                 if hit is None:
-                    hit = concerns[kind] = _concerns(d, keys)
+                    hit = _concerns(d, keys)
+                    if len(concerns) < 4096:
+                        concerns[kind] = hit
                 by_object[ident] = (d.effects, hit)
             else:
                 hit = known[1]
@@ -63,6 +65,25 @@ def select_diagnostics(
             continue
         out.append(d)
     return out
+
+
+def _concerns_memo(keys: tuple[str, ...]) -> dict[Any, bool]:
+    """`_concerns` answers for target keys `keys`, by `kind_of` (effects depend only on the
+    code and the given effects): shared by the checkpoints of a run until a runtime is
+    (un)registered."""
+    if _CONCERNS[0] != registry.generation:
+        _CONCERNS[:] = [registry.generation, {}]
+    by_keys: dict[tuple[str, ...], dict[Any, bool]] = _CONCERNS[1]
+    memo = by_keys.get(keys)
+    if memo is None:
+        if len(by_keys) >= 64:
+            by_keys.clear()
+        memo = by_keys[keys] = {}
+    return memo
+
+
+#: [registry generation, {target keys: {finding kind: whether a report for them shows it}}]
+_CONCERNS: list[Any] = [-1, {}]
 
 
 def _concerns(d: Diagnostic, keys: tuple[str, ...]) -> bool:
@@ -92,6 +113,22 @@ def check_checkpoint(
     read_weights: bool = False,
 ) -> Report:
     """Check an opened checkpoint."""
+    return labelled_check(
+        ck, target=target, select=select, ignore=ignore, deep=deep, read_weights=read_weights
+    )[0]
+
+
+def labelled_check(
+    ck: Checkpoint,
+    *,
+    target: str = "default",
+    select: list[str] | None = None,
+    ignore: list[str] | None = None,
+    deep: bool = False,
+    read_weights: bool = False,
+) -> tuple[Report, dict[str, str]]:
+    """`check_checkpoint`, and the `file_labels` of the checkpoint's files (path -> the name
+    its diagnostics give)."""
     targets = targets_of(target)
     diags = run_rules(ck, targets)
     if deep:
@@ -114,7 +151,7 @@ def check_checkpoint(
         "layers": sum(1 for la in ck.layers.values() if "weight" in la.tensors),
         "markers": len(ck.markers),
     }
-    return Report(
+    report = Report(
         inputs=inputs,
         diagnostics=diags,
         targets=targets,
@@ -122,12 +159,11 @@ def check_checkpoint(
         releases=releases,
         paths=target_paths(ck, targets),
     )
+    return report, labels
 
 
 def target_paths(ck: Checkpoint, keys: tuple[str, ...]) -> dict[str, dict[str, Any]]:
     """Per target key whose runtime has a `paths` hook: the summary keys it adds."""
-    from quantcheck.runtimes import load, split_target
-
     out: dict[str, dict[str, Any]] = {}
     for key in keys:
         rt, rel = split_target(key)
@@ -138,6 +174,8 @@ def target_paths(ck: Checkpoint, keys: tuple[str, ...]) -> dict[str, dict[str, A
 
 def file_labels(paths: list[str]) -> dict[str, str]:
     """Short names for diagnostics: the base name, or the full path where base names collide."""
+    if len(paths) == 1:  # one file (most checkpoints): nothing to collide with
+        return {paths[0]: base_name(paths[0])}
     counts: dict[str, int] = {}
     for p in paths:
         counts[base_name(p)] = counts.get(base_name(p), 0) + 1

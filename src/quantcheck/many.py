@@ -26,6 +26,10 @@ its diagnostics are dropped, and it never changes the exit code.
 from __future__ import annotations
 
 from quantcheck._record import factory, record
+from quantcheck.check import labelled_check
+from quantcheck.diagnostics import Severity
+from quantcheck.errors import InputError
+from quantcheck.model.checkpoint import load_checkpoint
 from quantcheck.model.discover import CheckpointSpec
 from quantcheck.results import Report
 from quantcheck.textsafe import redact_url
@@ -81,7 +85,7 @@ class CheckpointResult:
             return "not quantized"
         if self.report is None:
             return "unreadable"
-        return str(self.report.target_status(target)["status"])
+        return self.report.status(target)
 
     def exit_code(self, fail_on: Any) -> int:
         if self.kind == UNREADABLE:
@@ -133,13 +137,10 @@ def check_spec(
 ) -> CheckpointResult:
     """Open and check one checkpoint. Never raises for input that cannot be read: the result
     then has kind `unreadable` and `error` says why."""
-    from quantcheck.check import check_checkpoint, file_labels
-    from quantcheck.model.checkpoint import InputError, load_checkpoint
-
     spec = as_spec(spec)
     try:
         with load_checkpoint(spec.paths) as ck:
-            report = check_checkpoint(
+            report, labels = labelled_check(
                 ck,
                 target=target,
                 select=select,
@@ -147,8 +148,7 @@ def check_spec(
                 deep=deep,
                 read_weights=read_weights,
             )
-            paths = [s.name for s in ck.shards] + ([ck.index] if ck.index else [])
-            files = {label: path for path, label in file_labels(paths).items()}
+            files = {label: path for path, label in labels.items()}
             size = sum(s.header.file_size for s in ck.shards)
             kind = CHECKED if is_quantized(ck) else NOT_QUANTIZED
             formats = checkpoint_formats(ck)
@@ -262,8 +262,6 @@ def as_spec(spec: CheckpointSpec | str | list[str]) -> CheckpointSpec:
 def is_quantized(ck: Any) -> bool:
     """Any evidence of quantization, or a header that could not be read (then the
     checkpoint is checked and its errors count)."""
-    from quantcheck.diagnostics import Severity
-
     if ck.markers or any(k in ck.metadata for k in QUANT_METADATA):
         return True
     if any(not s.header.usable for s in ck.shards) or any(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from quantcheck._record import factory, record
 from quantcheck.diagnostics import Diagnostic, Effect, Severity
-from quantcheck.runtimes import default_targets
+from quantcheck.runtimes import default_targets, get_runtime, registry
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
@@ -37,6 +37,20 @@ class Report:
     def target_status(self, target: str) -> dict[str, Any]:
         """ok / degraded / fails for one runtime, with how many problems affect it (and, for
         a runtime with a `paths` hook, which of its readers takes the file)."""
+        fails, degraded = self._tally(target)
+        status = "fails" if fails else "degraded" if degraded else "ok"
+        out = {"status": status, "errors": fails, "degraded": degraded}
+        return {**out, **self.paths.get(target, {})}
+
+    def status(self, target: str) -> str:
+        """`target_status(target)["status"]` alone (tables ask it per checkpoint and column)."""
+        if not self.diagnostics:
+            return "ok"
+        fails, degraded = self._tally(target)
+        return "fails" if fails else "degraded" if degraded else "ok"
+
+    def _tally(self, target: str) -> tuple[int, int]:
+        """How many findings break / degrade target key `target`."""
         fails = degraded = 0
         # a finding's effect depends only on its code and given effects: findings sharing
         # both (copies made per layer share the effects dict itself) are looked up once
@@ -50,15 +64,15 @@ class Report:
                 fails += 1
             elif eff is Effect.DEGRADED:
                 degraded += 1
-        status = "fails" if fails else "degraded" if degraded else "ok"
-        out = {"status": status, "errors": fails, "degraded": degraded}
-        return {**out, **self.paths.get(target, {})}
+        return fails, degraded
 
     def count(self, severity: Severity) -> int:
         return sum(1 for d in self.diagnostics if d.effective_severity is severity)
 
     def exit_code(self, fail_on: Severity = Severity.ERROR) -> int:
         """1 when any diagnostic at or above `fail_on` applies, else 0."""
+        if not self.diagnostics:
+            return 0  # (every severity's rank is at least 0)
         worst = max((d.effective_severity.rank for d in self.diagnostics), default=-1)
         return 1 if worst >= fail_on.rank else 0
 
@@ -87,16 +101,14 @@ def release_matrix(diags: list[Diagnostic], keys: tuple[str, ...]) -> dict[str, 
     (ok / degraded / fails) per release, oldest first, the oldest release that loads the file
     correctly (`oldest_ok`), and `needs`: the release from which every newer modelled release
     loads it (None when the newest does not)."""
-    from quantcheck.runtimes import get_runtime, registry
-
     by_kind = distinct_kinds(diags)  # effects depend only on code + given effects
     memo = (tuple(by_kind), keys)
     if _MATRICES[0] != registry.generation:  # a runtime was (un)registered
         _MATRICES[:] = [registry.generation, {}]
-    known: dict[Any, dict[str, dict[str, str]]] = _MATRICES[1]
-    statuses = known.get(memo)
-    if statuses is None:
-        statuses = {}
+    known: dict[Any, dict[str, dict[str, Any]]] = _MATRICES[1]
+    entries = known.get(memo)
+    if entries is None:
+        statuses: dict[str, dict[str, str]] = {}
         kinds = list(by_kind.values())
         for key in keys:
             name = key.partition("@")[0]
@@ -115,13 +127,15 @@ def release_matrix(diags: list[Diagnostic], keys: tuple[str, ...]) -> dict[str, 
                     else "ok"
                 )
             statuses[name] = per
+        entries = {name: _entry(per) for name, per in statuses.items()}
         if len(known) >= 1024:
             known.clear()
-        known[memo] = statuses
-    return {name: _entry(dict(per)) for name, per in statuses.items()}
+        known[memo] = entries
+    # each report gets its own dicts (the memo's are shared by every checkpoint)
+    return {name: {**e, "statuses": dict(e["statuses"])} for name, e in entries.items()}
 
 
-#: [registry generation, {(kinds of findings, target keys): statuses per runtime}]: many
+#: [registry generation, {(kinds of findings, target keys): `_entry` per runtime}]: many
 #: checkpoints share a handful of kinds (a clean one has none), so the matrix is computed once
 #: per combination.
 _MATRICES: list[Any] = [-1, {}]

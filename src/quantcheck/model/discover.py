@@ -122,12 +122,15 @@ def _discover_folder(
     root: str, include: list[str] | None, exclude: list[str] | None
 ) -> list[CheckpointSpec]:
     rels: list[str] = []
+    globs = bool(include or exclude)
     for folder, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))  # .git, .cache, ...
         sub = os.path.relpath(folder, root)
         for f in files:
             rel = f if sub == "." else f"{sub.replace(os.sep, '/')}/{f}"
-            if f.endswith((SAFETENSORS, INDEX_SUFFIX)) and selected(rel, include, exclude):
+            if f.endswith((SAFETENSORS, INDEX_SUFFIX)) and (
+                not globs or selected(rel, include, exclude)
+            ):
                 rels.append(rel)
 
     def shards_of(index_rel: str) -> list[str]:
@@ -161,7 +164,8 @@ def group(rels: list[str], shards_of: object, name: object) -> list[CheckpointSp
         if m and 1 <= int(m["part"]) <= int(m["total"]):
             sets.setdefault((folder, m["stem"], m["total"]), {})[int(m["part"])] = rel
             continue
-        specs.append((rel, CheckpointSpec(name(rel), [name(rel)])))  # type: ignore[operator]
+        path = name(rel)  # type: ignore[operator]
+        specs.append((rel, CheckpointSpec(path, [path])))
     for (folder, stem, total), parts in sets.items():
         first = parts[min(parts)]
         label = f"{folder}/{stem}" if folder else stem

@@ -107,18 +107,25 @@ def table(results: list[CheckpointResult], targets: tuple[str, ...], c: bool) ->
             ]
         )
     top = ["", "", "", *groups] if any(groups) else None
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    widths = [max(map(len, column)) for column in zip(*rows, strict=True)]
     if top is not None:
         widths = [max(w, len(g)) for w, g in zip(widths, top, strict=True)]
     lines = []
     if top is not None:
         cells = [g.ljust(w) for g, w in zip(top, widths, strict=True)]
         lines.append(paint("  ".join(cells).rstrip(), "bold", c))
+    # a status cell depends only on its column and status: each is padded and painted once
+    cell: dict[tuple[int, str], str] = {}
     for n, row in enumerate(rows):
         cells = [row[0].ljust(widths[0]), row[1].rjust(widths[1]), row[2].ljust(widths[2])]
         for i, st in enumerate(row[3:], start=3):
-            style = "bold" if n == 0 else STATUS_STYLE.get(st) or EXTRA_STYLE.get(st, "")
-            cells.append(paint(st.ljust(widths[i]), style, c) if style else st.ljust(widths[i]))
+            text = cell.get((i, st)) if n else None
+            if text is None:
+                style = "bold" if n == 0 else STATUS_STYLE.get(st) or EXTRA_STYLE.get(st, "")
+                text = paint(st.ljust(widths[i]), style, c) if style else st.ljust(widths[i])
+                if n:
+                    cell[i, st] = text
+            cells.append(text)
         lines.append("  ".join(cells).rstrip())
     return "\n".join(lines)
 
@@ -160,10 +167,11 @@ def total_line(results: list[CheckpointResult], targets: tuple[str, ...] = TARGE
         "unreadable": "unreadable",
     }
     parts = [f"{counts[k]} {v}" for k, v in labels.items() if counts.get(k)]
-    sev = {
-        s: sum(r.report.count(s) for r in results if r.report and r.kind == "checked")
-        for s in Severity
-    }
+    sev = dict.fromkeys(Severity, 0)
+    for r in results:
+        if r.report and r.kind == "checked":
+            for d in r.report.diagnostics:
+                sev[d.effective_severity] += 1
     n = len(results)
     return (
         f"{n} checkpoint{'s' if n != 1 else ''}: {', '.join(parts) or 'none'} · "

@@ -200,6 +200,24 @@ def targets_of(target: str) -> tuple[str, ...]:
     release); `all` -> every runtime; `NAME` -> NAME (its newest); `NAME@REL` -> that release;
     `NAME@all` -> every modelled release of NAME, oldest first; `all@all` / `default@all` ->
     every release of those runtimes; `A,B` -> A's keys then B's (each once)."""
+    if _KEYS[0] != generation:  # a runtime was (un)registered
+        _KEYS[:] = [generation, {}]
+    known: dict[str, tuple[str, ...]] = _KEYS[1]
+    hit = known.get(target)
+    if hit is None:
+        hit = _expand_target(target)
+        if len(known) < 256:
+            known[target] = hit
+    return hit
+
+
+#: [registry generation, {`--target` value: its keys}]: every checkpoint of a run asks for
+#: the same value's keys (a tuple, so the shared answer cannot be changed by a caller).
+_KEYS: list[Any] = [-1, {}]
+
+
+def _expand_target(target: str) -> tuple[str, ...]:
+    """`targets_of` without the memo."""
     if "," in target:
         keys: dict[str, None] = {}
         for part in target.split(","):
