@@ -240,7 +240,8 @@ def _diagnostic_dicts(results: list[CheckpointResult], key: str) -> Iterator[dic
 
 
 def _document(results: list[CheckpointResult], targets: tuple[str, ...]) -> dict[str, Any]:
-    """The check document with its `diagnostics` and `suppressed` arrays as `Stream`s."""
+    """The check document, its arrays as `Stream`s (`diagnostics` and `suppressed` made one
+    item at a time)."""
     from quantcheck.render.json_out import Stream
 
     checkpoints, inputs = [], []
@@ -282,8 +283,9 @@ def _document(results: list[CheckpointResult], targets: tuple[str, ...]) -> dict
         "schema_version": CHECK_SCHEMA_VERSION,
         "tool": "quantcheck",
         "kind": "check",
-        "checkpoints": checkpoints,
-        "inputs": inputs,
+        # one `json.dumps` per entry, not one per value (a folder has thousands of entries)
+        "checkpoints": Stream(checkpoints),
+        "inputs": Stream(inputs),
         "targets": per_target,
         "diagnostics": diagnostics,
         "suppressed": suppressed,
