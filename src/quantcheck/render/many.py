@@ -192,8 +192,8 @@ def check_document(
     each, without its diagnostics), then the diagnostics of all of them (each naming its
     `checkpoint`), per-runtime verdicts and totals over all of them."""
     doc = _document(results, targets)
-    doc["diagnostics"] = list(doc["diagnostics"].items)
-    doc["suppressed"] = list(doc["suppressed"].items)
+    for key in ("checkpoints", "inputs", "diagnostics", "suppressed"):
+        doc[key] = list(doc[key].items)
     return doc
 
 
