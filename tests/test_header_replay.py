@@ -4,6 +4,7 @@ included; any other header is parsed afresh."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,26 @@ from hostile import entry, raw, tensors
 from quantcheck.io.header import Header, read_header
 from quantcheck.io.source import MemorySource
 from test_header import CASES, _entry_variants
+
+
+@pytest.fixture(autouse=True)
+def replaying() -> Iterator[None]:
+    """Replay on, as while many checkpoints are checked."""
+    header.shared_header_replay(True)
+    yield
+    header.shared_header_replay(False)
+
+
+def test_off_by_default_and_off_forgets() -> None:
+    data = tensors([("a.weight", "F8_E4M3", [4, 4])])
+    header.shared_header_replay(False)
+    read_header(MemorySource(data, name="a"))
+    assert header._last_clean == []  # one file read twice by one process is parsed twice
+    header.shared_header_replay(True)
+    read_header(MemorySource(data, name="a"))
+    assert header._last_clean
+    header.shared_header_replay(False)
+    assert header._last_clean == []
 
 
 def _fresh(data: bytes, name: str, monkeypatch: pytest.MonkeyPatch) -> Header:

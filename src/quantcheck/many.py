@@ -223,11 +223,14 @@ def check_many(
 
 
 def share_across_checkpoints(on: bool) -> None:
-    """Marker decodes and format-rule findings are reused across the checkpoints of one run
-    (results are identical; see `rules.engine.shared_layer_cache`)."""
+    """Identical clean headers, marker decodes and format-rule findings are reused across the
+    checkpoints of one run (results are identical; see `io.header.shared_header_replay`,
+    `rules.engine.shared_layer_cache`)."""
+    from quantcheck.io.header import shared_header_replay
     from quantcheck.model.markers import shared_decode_cache
     from quantcheck.rules.engine import shared_layer_cache
 
+    shared_header_replay(on)
     shared_decode_cache(on)
     shared_layer_cache(on)
 

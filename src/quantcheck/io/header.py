@@ -141,7 +141,8 @@ def read_header(source: ByteSource, prefetch: bytes | None = None) -> Header:
         raw = source.read(8, n)
     if len(raw) != n:
         raise OSError(f"{name}: short read of the header ({len(raw)} of {n} bytes)")
-    last = _last_clean[0] if _last_clean else None  # one read: other threads may replace it
+    replay = _REPLAY[0]
+    last = _last_clean[0] if replay and _last_clean else None  # one read: threads replace it
     if last is not None and last[0] == raw and last[1] == size:
         return _replay(h, last)
     try:
@@ -192,7 +193,7 @@ def read_header(source: ByteSource, prefetch: bytes | None = None) -> Header:
             tensor=key if key in doc else None,
             pointer=json_pointer(key) if key in doc else None,
         )
-    if not diags and n <= REPLAY_MAX_HEADER:
+    if replay and not diags and n <= REPLAY_MAX_HEADER:
         _last_clean[:] = [(raw, size, tuple(h.tensors.values()), tuple(h.metadata.items()))]
     return h
 
@@ -202,6 +203,16 @@ REPLAY_MAX_HEADER = 1 << 20
 #: The last header read without any finding, as (header bytes, file size, its tensors, its
 #: metadata items): the checkpoints of one folder often have byte-identical headers.
 _last_clean: list[tuple[bytes, int, tuple[TensorInfo, ...], tuple[tuple[str, str], ...]]] = []
+#: whether headers are remembered and replayed: only while many checkpoints are checked
+#: (`shared_header_replay`), so one file read twice by one process is parsed twice
+_REPLAY = [False]
+
+
+def shared_header_replay(on: bool) -> None:
+    """Remember the last clean header and replay it for the next identical one (`on`), or
+    stop and forget it. `quantcheck.many` turns it on for the checkpoints of one run."""
+    _REPLAY[0] = on
+    _last_clean.clear()
 
 
 def _replay(h: Header, last: tuple[bytes, int, tuple[TensorInfo, ...], tuple[Any, ...]]) -> Header:
