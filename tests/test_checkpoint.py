@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -350,6 +351,17 @@ NAME_LISTS = [
 ]
 
 
+@pytest.fixture
+def layout_replay() -> Iterator[None]:
+    """Layouts replayed, as while many checkpoints are checked."""
+    from quantcheck.model.layers import shared_layout_replay
+
+    shared_layout_replay(True)
+    yield
+    shared_layout_replay(False)
+
+
+@pytest.mark.usefixtures("layout_replay")
 @pytest.mark.parametrize("names", NAME_LISTS, ids=lambda n: f"{len(n)}-names")
 def test_group_layers_replayed_layout_equals_name_by_name(names: list[str]) -> None:
     from quantcheck.model import layers as mod
@@ -374,6 +386,15 @@ def test_group_layers_replayed_layout_equals_name_by_name(names: list[str]) -> N
     assert mod._last and mod._last[0][1] is not None  # the layout was replayed
 
 
+def test_group_layers_remembers_nothing_outside_many_checkpoints() -> None:
+    from quantcheck.model import layers as mod
+
+    for _ in range(3):
+        assert group_layers({"a.weight": 1}) == mod._group({"a.weight": 1})  # type: ignore[arg-type, dict-item]
+    assert mod._last == []
+
+
+@pytest.mark.usefixtures("layout_replay")
 def test_group_layers_other_names_are_grouped_anew() -> None:
     from quantcheck.model import layers as mod
 

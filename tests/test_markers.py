@@ -458,7 +458,17 @@ def test_marker_entries_by_position_equal_a_name_search() -> None:
         ["a.weight", "a.comfy_quant", "b.comfy_quant", "b.weight", "c.comfy_quant."],
         [f"l{i}.comfy_quant" for i in range(mod.SCAN_MAX_NAMES + 1)],
     ]
-    mod._last_scan.clear()
+    mod.shared_decode_cache(True)  # positions are kept while many checkpoints are checked
+    try:
+        _entries_by_position_equal_a_name_search(mod, lists)
+    finally:
+        mod.shared_decode_cache(False)
+    assert mod._last_scan == []  # and forgotten after
+    mod._marker_entries({MK: None})  # type: ignore[dict-item]
+    assert mod._last_scan == []  # nothing kept outside
+
+
+def _entries_by_position_equal_a_name_search(mod: Any, lists: list[list[str]]) -> None:
     for round_, names in enumerate([*lists, *lists, lists[3], lists[3], lists[4], lists[3]]):
         named: dict[str, Any] = {n: (round_, i) for i, n in enumerate(names)}
         got = mod._marker_entries(named)

@@ -223,14 +223,17 @@ def check_many(
 
 
 def share_across_checkpoints(on: bool) -> None:
-    """Identical clean headers, marker decodes and format-rule findings are reused across the
-    checkpoints of one run (results are identical; see `io.header.shared_header_replay`,
-    `rules.engine.shared_layer_cache`)."""
+    """Identical clean headers, a repeated name list's layout and marker positions, marker
+    decodes and format-rule findings are reused across the checkpoints of one run (results
+    are identical; see `io.header.shared_header_replay`, `rules.engine.shared_layer_cache`);
+    off, nothing is kept."""
     from quantcheck.io.header import shared_header_replay
+    from quantcheck.model.layers import shared_layout_replay
     from quantcheck.model.markers import shared_decode_cache
     from quantcheck.rules.engine import shared_layer_cache
 
     shared_header_replay(on)
+    shared_layout_replay(on)
     shared_decode_cache(on)
     shared_layer_cache(on)
 

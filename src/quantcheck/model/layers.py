@@ -52,6 +52,15 @@ LAYOUT_MAX_NAMES = 4096
 #: The last name list grouped, and its layout once that list was seen twice in a row (the
 #: checkpoints of one folder usually share their names): (names, layout or None).
 _last: list[tuple[tuple[str, ...], _Layout | None]] = []
+#: whether layouts are remembered: only while many checkpoints are checked
+_REPLAY = [False]
+
+
+def shared_layout_replay(on: bool) -> None:
+    """Replay the layout of a repeated name list (`on`: `quantcheck.many` turns it on for the
+    checkpoints of one run), or stop and forget it."""
+    _REPLAY[0] = on
+    _last.clear()
 
 
 def group_layers(tensors: dict[str, TensorInfo]) -> tuple[dict[str, Layer], list[str]]:
@@ -59,7 +68,7 @@ def group_layers(tensors: dict[str, TensorInfo]) -> tuple[dict[str, Layer], list
 
     The grouping depends on the names alone: when they repeat those of the previous call, the
     layout found then is replayed (the same result, without splitting every name again)."""
-    if len(tensors) > LAYOUT_MAX_NAMES:
+    if not _REPLAY[0] or len(tensors) > LAYOUT_MAX_NAMES:
         return _group(tensors)
     names = tuple(tensors)
     last = _last[0] if _last else None

@@ -84,6 +84,7 @@ def shared_decode_cache(on: bool) -> None:
     """Decode each distinct marker byte string once across checkpoints (on), or per file."""
     global _SHARED
     _SHARED = {} if on else None
+    _last_scan.clear()
 
 
 def decode_marker_bytes(raw: bytes) -> tuple[Any, str | None, str | None]:
@@ -156,8 +157,9 @@ _last_scan: list[tuple[tuple[str, ...], tuple[int, ...]]] = []
 
 def _marker_entries(tensors: dict[str, TensorInfo]) -> list[TensorInfo]:
     """The `.comfy_quant` entries of `tensors`, in order; for the same names as the previous
-    call, taken by their positions then (no name is searched again)."""
-    if len(tensors) > SCAN_MAX_NAMES:
+    call while many checkpoints are checked (`shared_decode_cache`), taken by their positions
+    then (no name is searched again)."""
+    if _SHARED is None or len(tensors) > SCAN_MAX_NAMES:
         return [t for name, t in tensors.items() if name.endswith(MARKER_SUFFIX)]
     names = tuple(tensors)
     last = _last_scan[0] if _last_scan else None  # one read: other threads may replace it
