@@ -46,7 +46,7 @@ def test_memoised_filter_matches_a_fresh_one(path: Path) -> None:
         shown = {}
         for target in TARGETS:
             kept = select_diagnostics(diags, target=target)
-            _CONCERNS[:] = [-1, {}]  # forget every memoised answer
+            _CONCERNS.clear()  # forget every memoised answer
             assert kept == select_diagnostics(diags, target=target), target
             shown[target] = kept
     assert len(shown["all"]) >= len(shown["default"])
@@ -84,3 +84,19 @@ def test_one_file_label_is_its_base_name() -> None:
     assert file_labels(["/a/x.safetensors", "/a/y.safetensors"]) == {
         p: base_name(p) for p in ["/a/x.safetensors", "/a/y.safetensors"]
     }
+
+
+def test_runtime_caches_are_emptied_by_registration() -> None:
+    """Every memo that depends on the registered runtimes is a `runtime_cache`: registering or
+    removing a runtime empties them all."""
+    from quantcheck.runtimes import registry
+
+    cache = registry.runtime_cache()
+    cache["k"] = 1
+    targets_of("all")
+    assert registry._KEYS
+    register_runtime(Runtime("memo-fake-2", "Fake", (Release("1.0"),)))
+    assert cache == {} and "all" not in registry._KEYS
+    cache["k"] = 2
+    unregister_runtime("memo-fake-2")
+    assert cache == {}

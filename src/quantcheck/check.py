@@ -71,19 +71,16 @@ def _concerns_memo(keys: tuple[str, ...]) -> dict[Any, bool]:
     """`_concerns` answers for target keys `keys`, by `kind_of` (effects depend only on the
     code and the given effects): shared by the checkpoints of a run until a runtime is
     (un)registered."""
-    if _CONCERNS[0] != registry.generation:
-        _CONCERNS[:] = [registry.generation, {}]
-    by_keys: dict[tuple[str, ...], dict[Any, bool]] = _CONCERNS[1]
-    memo = by_keys.get(keys)
+    memo = _CONCERNS.get(keys)
     if memo is None:
-        if len(by_keys) >= 64:
-            by_keys.clear()
-        memo = by_keys[keys] = {}
+        if len(_CONCERNS) >= 64:
+            _CONCERNS.clear()
+        memo = _CONCERNS[keys] = {}
     return memo
 
 
-#: [registry generation, {target keys: {finding kind: whether a report for them shows it}}]
-_CONCERNS: list[Any] = [-1, {}]
+#: {target keys: {finding kind: whether a report for them shows it}}
+_CONCERNS: dict[tuple[str, ...], dict[Any, bool]] = registry.runtime_cache()
 
 
 def _concerns(d: Diagnostic, keys: tuple[str, ...]) -> bool:

@@ -103,9 +103,7 @@ def release_matrix(diags: list[Diagnostic], keys: tuple[str, ...]) -> dict[str, 
     loads it (None when the newest does not)."""
     by_kind = distinct_kinds(diags)  # effects depend only on code + given effects
     memo = (tuple(by_kind), keys)
-    if _MATRICES[0] != registry.generation:  # a runtime was (un)registered
-        _MATRICES[:] = [registry.generation, {}]
-    known: dict[Any, dict[str, dict[str, Any]]] = _MATRICES[1]
+    known = _MATRICES
     entries = known.get(memo)
     if entries is None:
         statuses: dict[str, dict[str, str]] = {}
@@ -135,10 +133,9 @@ def release_matrix(diags: list[Diagnostic], keys: tuple[str, ...]) -> dict[str, 
     return {name: {**e, "statuses": dict(e["statuses"])} for name, e in entries.items()}
 
 
-#: [registry generation, {(kinds of findings, target keys): `_entry` per runtime}]: many
-#: checkpoints share a handful of kinds (a clean one has none), so the matrix is computed once
-#: per combination.
-_MATRICES: list[Any] = [-1, {}]
+#: {(kinds of findings, target keys): `_entry` per runtime}: many checkpoints share a handful
+#: of kinds (a clean one has none), so the matrix is computed once per combination.
+_MATRICES: dict[Any, dict[str, dict[str, Any]]] = registry.runtime_cache()
 
 
 def kind_of(d: Diagnostic) -> tuple[str, tuple[tuple[str, Effect], ...] | None]:

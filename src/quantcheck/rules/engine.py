@@ -185,7 +185,7 @@ def checks_for(keys: tuple[str, ...] | None) -> tuple[str, ...]:
     alone, so the findings of an untargeted one are never general (they affect a release of
     it) and never affect a target key; they could not show in the report nor change its
     release matrix (tests/test_checks_for.py compares reports with and without the skip)."""
-    hit = _CHECKS_FOR.get((registry.generation, keys))
+    hit = _CHECKS_FOR.get(keys)
     if hit is not None:
         return hit
     every = runtimes()
@@ -202,12 +202,12 @@ def checks_for(keys: tuple[str, ...] | None) -> tuple[str, ...]:
     hit = tuple(rt.checks for rt in every if rt.checks and rt.name in wanted)
     if len(_CHECKS_FOR) >= 256:
         _CHECKS_FOR.clear()
-    _CHECKS_FOR[(registry.generation, keys)] = hit
+    _CHECKS_FOR[keys] = hit
     return hit
 
 
-#: (registry generation, target keys) -> the `checks` hooks to run (`checks_for`)
-_CHECKS_FOR: dict[tuple[int, tuple[str, ...] | None], tuple[str, ...]] = {}
+#: target keys -> the `checks` hooks to run (`checks_for`)
+_CHECKS_FOR: dict[tuple[str, ...] | None, tuple[str, ...]] = registry.runtime_cache()
 
 
 def run_all_rules(ck: Checkpoint, keys: tuple[str, ...] | None = None) -> list[Diagnostic]:

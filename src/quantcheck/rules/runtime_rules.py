@@ -18,6 +18,7 @@ from quantcheck.rules import sglang_release_rules as release_rules
 from quantcheck.rules.layer_kinds import any_layer_has, is_embedding_name, kinds_of
 from quantcheck.rules.sglang_header_rules import HeaderPathChecks
 from quantcheck.runtimes import effects as _eff
+from quantcheck.runtimes import registry
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
@@ -166,19 +167,19 @@ class SglangChecks:
 
 
 def _release_codes() -> set[str]:
-    """The codes sglang's release data gives per-release effects (by registry generation)."""
-    from quantcheck.runtimes import get_runtime, registry
+    """The codes sglang's release data gives per-release effects."""
+    from quantcheck.runtimes import get_runtime
 
-    hit = _RELEASE_CODES.get(registry.generation)
+    hit = _RELEASE_CODES.get("sglang")
     if hit is None:
-        _RELEASE_CODES.clear()
-        hit = {c for rel in get_runtime("sglang").releases for c in rel.effects}
-        _RELEASE_CODES[registry.generation] = hit
+        hit = _RELEASE_CODES["sglang"] = {
+            c for rel in get_runtime("sglang").releases for c in rel.effects
+        }
     return hit
 
 
-#: `_release_codes` by runtime registry generation (the release data changes only with it)
-_RELEASE_CODES: dict[int, set[str]] = {}
+#: `_release_codes` (the release data changes only when a runtime is (un)registered)
+_RELEASE_CODES: dict[str, set[str]] = registry.runtime_cache()
 
 
 #: Formats sglang 0.5.23 cannot load at all.

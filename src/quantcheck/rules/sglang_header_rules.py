@@ -43,16 +43,15 @@ HEADER_CODES = frozenset(
 
 
 def _releases() -> tuple[str, ...]:
-    """sglang's modelled releases, oldest first (by runtime registry generation)."""
-    hit = _RELEASES.get(registry.generation)
+    """sglang's modelled releases, oldest first."""
+    hit = _RELEASES.get("sglang")
     if hit is None:
-        _RELEASES.clear()
-        hit = _RELEASES[registry.generation] = get_runtime("sglang").release_names()
+        hit = _RELEASES["sglang"] = get_runtime("sglang").release_names()
     return hit
 
 
-#: `_releases` by runtime registry generation (the release data changes only with it)
-_RELEASES: dict[int, tuple[str, ...]] = {}
+#: `_releases` (the release data changes only when a runtime is (un)registered)
+_RELEASES: dict[str, tuple[str, ...]] = registry.runtime_cache()
 
 
 def path_json(ck: Checkpoint, release: str | None) -> dict[str, Any]:

@@ -26,17 +26,16 @@ __all__ = ["HEADER_PATH_FORMATS", "file_findings", "layer_findings", "span"]
 def span(code: str) -> tuple[str, str]:
     """(the sglang releases the release data says rule `code` breaks or degrades, in few
     words: `0.5.19`, `0.5.19–0.5.21`; the first newer release it does not, "" if none)."""
-    key = (registry.generation, code)
-    hit = _SPANS.get(key)
+    hit = _SPANS.get(code)
     if hit is None:
         if len(_SPANS) >= 256:
             _SPANS.clear()
-        hit = _SPANS[key] = _span(code)
+        hit = _SPANS[code] = _span(code)
     return hit
 
 
-#: `span` by (runtime registry generation, code): the release data changes only with it
-_SPANS: dict[tuple[int, str], tuple[str, str]] = {}
+#: `span` by code (the release data changes only when a runtime is (un)registered)
+_SPANS: dict[str, tuple[str, str]] = registry.runtime_cache()
 
 
 def _span(code: str) -> tuple[str, str]:

@@ -137,10 +137,24 @@ _plain = True
 generation = 0
 
 
+#: every `runtime_cache` dict (emptied by `_update`)
+_CACHES: list[dict[Any, Any]] = []
+
+
+def runtime_cache() -> dict[Any, Any]:
+    """A new dict for memoized answers that depend on the registered runtimes (their release
+    data, effects, targets): it is emptied whenever a runtime is registered or removed."""
+    cache: dict[Any, Any] = {}
+    _CACHES.append(cache)
+    return cache
+
+
 def _update() -> None:
     global _plain, generation
     _plain = all(rt.based_on is None and not rt.effect_table() for rt in _RUNTIMES.values())
     generation += 1
+    for cache in _CACHES:
+        cache.clear()
 
 
 def register_runtime(runtime: Runtime) -> Runtime:
@@ -200,20 +214,17 @@ def targets_of(target: str) -> tuple[str, ...]:
     release); `all` -> every runtime; `NAME` -> NAME (its newest); `NAME@REL` -> that release;
     `NAME@all` -> every modelled release of NAME, oldest first; `all@all` / `default@all` ->
     every release of those runtimes; `A,B` -> A's keys then B's (each once)."""
-    if _KEYS[0] != generation:  # a runtime was (un)registered
-        _KEYS[:] = [generation, {}]
-    known: dict[str, tuple[str, ...]] = _KEYS[1]
-    hit = known.get(target)
+    hit = _KEYS.get(target)
     if hit is None:
         hit = _expand_target(target)
-        if len(known) < 256:
-            known[target] = hit
+        if len(_KEYS) < 256:
+            _KEYS[target] = hit
     return hit
 
 
-#: [registry generation, {`--target` value: its keys}]: every checkpoint of a run asks for
-#: the same value's keys (a tuple, so the shared answer cannot be changed by a caller).
-_KEYS: list[Any] = [-1, {}]
+#: {`--target` value: its keys}: every checkpoint of a run asks for the same value's keys (a
+#: tuple, so the shared answer cannot be changed by a caller).
+_KEYS: dict[str, tuple[str, ...]] = runtime_cache()
 
 
 def _expand_target(target: str) -> tuple[str, ...]:
