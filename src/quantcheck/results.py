@@ -66,21 +66,27 @@ class Report:
                 degraded += 1
         return fails, degraded
 
+    def severity_counts(self) -> dict[Severity, int]:
+        """How many findings there are of each severity (one pass over them)."""
+        out = dict.fromkeys(Severity, 0)
+        for d in self.diagnostics:
+            out[d.effective_severity] += 1
+        return out
+
     def count(self, severity: Severity) -> int:
-        return sum(1 for d in self.diagnostics if d.effective_severity is severity)
+        return self.severity_counts()[severity]
 
     def exit_code(self, fail_on: Severity = Severity.ERROR) -> int:
         """1 when any diagnostic at or above `fail_on` applies, else 0."""
-        if not self.diagnostics:
-            return 0  # (every severity's rank is at least 0)
         worst = max((d.effective_severity.rank for d in self.diagnostics), default=-1)
         return 1 if worst >= fail_on.rank else 0
 
     def summary(self) -> dict[str, Any]:
+        counts = self.severity_counts()
         return {
-            "errors": self.count(Severity.ERROR),
-            "warnings": self.count(Severity.WARNING),
-            "infos": self.count(Severity.INFO),
+            "errors": counts[Severity.ERROR],
+            "warnings": counts[Severity.WARNING],
+            "infos": counts[Severity.INFO],
             **self.stats,
         }
 

@@ -256,7 +256,7 @@ def load_checkpoint(
     """Open every shard, read headers and marker bytes, group layers and merge markers.
 
     `jobs` > 1 opens remote shards concurrently (same result, fewer waits on latency)."""
-    if type(paths) is not list and isinstance(paths, (str, os.PathLike)):  # `A | B`: per call
+    if isinstance(paths, (str, os.PathLike)):
         paths = [os.fspath(paths)]
     files, index, diags = expand_inputs(list(paths))
     if not files and not diags:

@@ -170,8 +170,8 @@ def total_line(results: list[CheckpointResult], targets: tuple[str, ...] = TARGE
     sev = dict.fromkeys(Severity, 0)
     for r in results:
         if r.report and r.kind == "checked":
-            for d in r.report.diagnostics:
-                sev[d.effective_severity] += 1
+            for s, n in r.report.severity_counts().items():
+                sev[s] += n
     n = len(results)
     return (
         f"{n} checkpoint{'s' if n != 1 else ''}: {', '.join(parts) or 'none'} · "
