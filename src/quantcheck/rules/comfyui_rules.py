@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 
 from quantcheck.diagnostics import Diagnostic, Fix
 from quantcheck.formats.table import FORMATS
@@ -34,6 +34,7 @@ DEFAULT_LOADER_UNREADABLE = frozenset({"F8_E8M0"})
 CONVROT_DEFAULT = 256
 _ABSENT = object()
 _DTYPE = itemgetter(1)  # TensorInfo is a tuple: (name, dtype, ...)
+_LAYER_FORMAT = attrgetter("format")  # `Layer.format`: the merged marker's
 _STEP_RULES = {
     R.QC606.code: R.QC606,
     R.QC607.code: R.QC607,
@@ -63,7 +64,9 @@ def _unreadable_dtypes(ck: Checkpoint) -> Iterator[Diagnostic]:
     unreadable = DEFAULT_LOADER_UNREADABLE
     if unreadable.isdisjoint(map(_DTYPE, ck.tensors.values())):
         return
-    for t in [t for t in ck.tensors.values() if t.dtype in unreadable]:
+    for t in ck.tensors.values():
+        if t.dtype not in unreadable:
+            continue
         yield Diagnostic(
             R.QC605,
             f"{t.name} is {t.dtype}: ComfyUI's default safetensors loader "
@@ -92,31 +95,26 @@ def formats_by_step(
     (`format_of`; None: the merged marker's) a release after the oldest added (`since`:
     format -> release; releases without a code in `step_code` are left out). ComfyUI and its
     ports share it."""
+    # (a marked layer with a weight, how many layers it stands for), in checkpoint order
+    groups: list[tuple[Layer, int]]
+    if format_of is None:  # the merged marker's format: once per layer kind (`layer_kinds`)
+        groups = [(k.first, len(k.layers)) for k in kinds_of(ck).kinds if k.marked]
+        format_of = _LAYER_FORMAT
+    else:  # another view of the marker (a port's): per layer
+        groups = [
+            (la, 1) for la in ck.layers.values() if la.marker is not None and "weight" in la.tensors
+        ]
     # layers and first weight file per format, in the order the formats first appear
     per_format: dict[str, list[Any]] = {}
-    if format_of is None:  # once per layer kind (`layer_kinds`: one marker's fields)
-        for k in kinds_of(ck).kinds:
-            fmt = k.format
-            if not k.marked or not isinstance(fmt, str):
-                continue
-            hit = per_format.get(fmt)
-            if hit is None:  # the kinds come in order of first appearance
-                per_format[fmt] = [len(k.layers), k.first.tensors["weight"].file]
-            else:
-                hit[0] += len(k.layers)
-    else:
-        for la in ck.layers.values():
-            w = la.tensors.get("weight")
-            if la.marker is None or w is None:
-                continue
-            fmt = format_of(la)
-            if not isinstance(fmt, str):
-                continue
-            hit = per_format.get(fmt)
-            if hit is None:
-                per_format[fmt] = [1, w.file]
-            else:
-                hit[0] += 1
+    for la, n in groups:
+        fmt = format_of(la)
+        if not isinstance(fmt, str):
+            continue
+        hit = per_format.get(fmt)
+        if hit is None:
+            per_format[fmt] = [n, la.tensors["weight"].file]
+        else:
+            hit[0] += n
     by_step: dict[str, dict[str, int]] = {}
     first: dict[str, str] = {}
     for fmt, (n, file) in per_format.items():
