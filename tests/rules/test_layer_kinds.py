@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from hostile import marker_bytes, tensors
+from quantcheck.compat._sglang_configs import resolve_comfy_checkpoint_quantization
 from quantcheck.diagnostics import Diagnostic
 from quantcheck.model.checkpoint import Checkpoint, load_checkpoint
 from quantcheck.model.layers import Layer
@@ -20,7 +21,7 @@ from quantcheck.rules import layer_kinds
 from quantcheck.rules.comfyui_rules import formats_by_step
 from quantcheck.rules.diffsynth_rules import check_layer
 from quantcheck.rules.layer_memo import layer_key, memo_findings
-from quantcheck.rules.runtime_rules import _has_scaled_fp8, sglang_config_class
+from quantcheck.rules.runtime_rules import _has_scaled_fp8, _sglang_view, sglang_config_class
 from quantcheck.rules.sglang_header_path import header_docs, nvfp4_layers
 from quantcheck.runtimes.comfyui_releases import FORMAT_SINCE, STEP_CODE
 
@@ -294,6 +295,16 @@ def test_interleaved_file_has_several_kinds_per_format(tmp_path: Path) -> None:
         ]
 
 
+def _config_class_per_layer(ck: Any) -> tuple[str | None, list[str], str | None]:
+    """`sglang_config_class` as sglang feeds its resolver: every marked layer's view."""
+    views = {la.prefix: _sglang_view(la) for la in ck.layers.values() if la.marker and la.weight}
+    formats = sorted({str(v.get("format")) for v in views.values()})
+    try:
+        return resolve_comfy_checkpoint_quantization(views), formats, None
+    except NotImplementedError as exc:
+        return None, formats, str(exc)
+
+
 def test_per_kind_passes_match_per_layer_passes(tmp_path: Path) -> None:
     def merged(la: Any) -> object:
         return la.marker.format if la.marker else None
@@ -308,8 +319,7 @@ def test_per_kind_passes_match_per_layer_passes(tmp_path: Path) -> None:
             assert formats_by_step(ck, None, every, codes) == formats_by_step(
                 ck, merged, every, codes
             )
-            marked = [la for la in ck.layers.values() if la.marker and la.weight]
-            assert sglang_config_class(ck) == sglang_config_class(ck, marked)
+            assert sglang_config_class(ck) == _config_class_per_layer(ck)
 
 
 def test_kinds_of_hands_out_the_held_grouping_only(tmp_path: Path) -> None:

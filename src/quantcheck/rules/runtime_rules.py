@@ -3,7 +3,7 @@ format mixes, sglang's config constructors, legacy files, sglang's INT8 embeddin
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 
 from quantcheck.compat._sglang_configs import (
     check_config_constructor,
@@ -37,20 +37,13 @@ def _sglang_view(layer: Layer) -> dict[str, Any]:
     return fields
 
 
-def sglang_config_class(
-    ck: Checkpoint, marked: list[Layer] | None = None
-) -> tuple[str | None, list[str], str | None]:
-    """(config class sglang picks, its format list, the resolver's error text if it refuses);
-    `marked`: the layers with a marker and a weight, when the caller has them (else the
-    formats are read once per layer kind)."""
+def sglang_config_class(ck: Checkpoint) -> tuple[str | None, list[str], str | None]:
+    """(config class sglang picks, its format list, the resolver's error text if it refuses),
+    the formats read once per layer kind."""
     # the resolver reads only each marker's format (`str(marker.get("format"))`), which
     # `_sglang_view` leaves alone: one marker per distinct format gives it the same answer
     markers: dict[str, dict[str, Any]] = {}
-    if marked is None:
-        formats_of: Iterable[object] = (k.format for k in kinds_of(ck).kinds if k.marked)
-    else:
-        formats_of = (la.marker.fields.get("format") for la in marked if la.marker)
-    for fmt in formats_of:
+    for fmt in (k.format for k in kinds_of(ck).kinds if k.marked):
         key = str(fmt)
         if key not in markers:
             markers[key] = {"format": fmt}
