@@ -22,9 +22,7 @@ relative error against the original and the 20 worst layers (needs numpy).
 Several checkpoints (a folder, a hub repository, several arguments; read as
 `quantcheck check` reads them) give a folder: -o DIR (a name ending in .html
 loses it) holds index.html, a table of every checkpoint linked to one page per
-quantized checkpoint.
-
-exit codes: 0 report written, 2 could not run."""
+quantized checkpoint."""
 }
 
 
@@ -67,12 +65,12 @@ def _compare(paths: list[str], original: list[str]) -> Any:
         return compare_checkpoints(paths, original)
     except ImportError as exc:
         raise CompareUnavailable(
-            f"--compare needs the numeric extra (pip install 'quantcheck[numeric]'): {exc}"
+            f"--compare needs numpy and ml_dtypes (dependencies: pip install quantcheck): {exc}"
         ) from exc
 
 
 class CompareUnavailable(RuntimeError):
-    """--compare cannot run here (module or numeric extra missing)."""
+    """--compare cannot run here (a module or a numeric dependency missing)."""
 
 
 def write_atomic(path: Path, text: str) -> None:

@@ -1,5 +1,5 @@
 """`quantcheck report`: a self-contained HTML picture of a checkpoint (inline CSS and SVG, no
-scripts, no network). Standard library only; `--compare` needs the numeric extra.
+scripts, no network). Standard library only; `--compare` needs numpy.
 
     from quantcheck.render.html import build_report
     html = build_report(["model.safetensors"])
