@@ -110,7 +110,7 @@ class CheckpointResult:
                 {
                     k: v
                     for k, v in self.report.to_json().items()
-                    if k not in ("schema_version", "tool")
+                    if k not in ("schema_version", "tool", "tool_version", "kind")
                 }
             )
         else:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import os
 
+from quantcheck._version import document_head
+
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
     from typing import Any
@@ -54,9 +56,7 @@ def write_baseline(path: str, results: list[CheckpointResult]) -> int:
     """Write the baseline of `results`; the number of findings written."""
     keys = findings(results)
     doc = {
-        "schema_version": BASELINE_VERSION,
-        "tool": "quantcheck",
-        "kind": "baseline",
+        **document_head("baseline", BASELINE_VERSION),
         "findings": [{"checkpoint": c, "code": code, "where": w} for c, code, w in keys],
     }
     tmp = f"{path}.tmp{os.getpid()}"
