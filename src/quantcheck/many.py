@@ -26,7 +26,7 @@ its diagnostics are dropped, and it never changes the exit code.
 from __future__ import annotations
 
 from quantcheck._record import factory, record
-from quantcheck.check import labelled_check
+from quantcheck.checking import labelled_check
 from quantcheck.diagnostics import Severity
 from quantcheck.errors import InputError
 from quantcheck.model.checkpoint import load_checkpoint

@@ -189,7 +189,7 @@ def _exit(plan: object, unsafe: bool) -> int:
 
 
 def _write(ck: object, plan: object, out: str, index: str | None) -> None:
-    from quantcheck.check import run_rules, select_diagnostics
+    from quantcheck.checking import run_rules, select_diagnostics
     from quantcheck.cli.output import index_metadata, name_files
     from quantcheck.fix.planner import FixPlan, diagnostic_key
     from quantcheck.io.writer import WriteError, write_checkpoint
