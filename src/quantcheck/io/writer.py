@@ -8,7 +8,8 @@ A write is described by `OutFile`s: per output file its metadata and an ordered 
 - `Data(bytes)`: small new bytes (markers, cast scales);
 - `Chunks(nbytes, produce)`: a generator of chunks made on demand (quantized layers).
 
-The header (8-byte aligned, space padded) is written first, then every tensor in order. Nothing
+The header (8-byte aligned, space padded) is written first, then the marker tensors, then every
+other tensor in order (`markers_first`). Nothing
 is ever held whole in memory. Output goes to a temp file next to the destination (a sharded
 output is staged in a temp folder), is fsynced, re-read and re-checked with quantcheck itself,
 and only then moved into place: one file through `quantcheck.io.atomic.replacing` (the one
@@ -337,6 +338,8 @@ def write_checkpoint(
     (an index.json with a fresh weight_map). `verify(ck)` runs on the re-read output before it
     replaces anything; raise to refuse it.
     """
+    for f in files:
+        markers_first(f)
     sharded = index_name is not None or len(files) != 1
     if sharded and index_name is None:
         index_name = "model.safetensors.index.json"
@@ -357,6 +360,17 @@ def write_checkpoint(
         _write_sharded(files, dest, index_name, index_meta, verify, on_bytes)
     shown = os.fspath(out)
     return [os.path.join(shown, f.name) for f in files] + [os.path.join(shown, index_name)]
+
+
+def markers_first(out: OutFile) -> None:
+    """Put the marker tensors (`*.comfy_quant`) first, in their order, then the others in
+    theirs: every marker lies right after the header, so a reader of the markers (a remote
+    check) gets them with the header's bytes. Tensors keep their bytes; only offsets move."""
+    from quantcheck.model.markers import MARKER_SUFFIX
+
+    marks = [t for t in out.tensors if t.name.endswith(MARKER_SUFFIX)]
+    if marks and len(marks) < len(out.tensors):
+        out.tensors = marks + [t for t in out.tensors if not t.name.endswith(MARKER_SUFFIX)]
 
 
 def _write_file(
