@@ -57,11 +57,14 @@ class DestinationError(OSError):
 
 
 def _umask() -> int:
+    from quantcheck.io.source import read_regular
+
     try:
-        with open("/proc/self/status", encoding="ascii", errors="replace") as f:
-            for line in f:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
+        for line in (
+            read_regular("/proc/self/status", 1 << 16).decode("ascii", "replace").split("\n")
+        ):
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
     except (OSError, ValueError, IndexError):
         pass
     old = os.umask(0o022)
