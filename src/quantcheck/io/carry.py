@@ -75,11 +75,12 @@ def carry_over(old: str, new: str, replaced: set[str], written: set[str], rel: s
             with contextlib.suppress(OSError):
                 os.chown(dst, st.st_uid, st.st_gid, follow_symlinks=False)
         elif e.is_dir():
+            st = os.stat(e.path)  # before reading it changes its access time
             if not os.path.isdir(dst):
                 os.mkdir(dst)
             carry_over(e.path, dst, replaced, written, r + "/")
             holds_output = any(w.startswith(r + "/") for w in written)
-            keep_attributes(e.stat(), dst, xattrs_from=e.path, times=not holds_output)
+            keep_attributes(st, dst, xattrs_from=e.path, times=not holds_output)
         elif e.is_file():
             try:
                 os.link(e.path, dst, follow_symlinks=False)

@@ -365,6 +365,7 @@ def replace_files(staged: str, out: str, own: list[str], stale: set[str]) -> lis
         for folder in reversed(made):
             with contextlib.suppress(OSError):
                 os.rmdir(folder)
+        discard(aside)  # only links to files now back in place are left in it
         raise
     for name in sorted(stale - set(own)):
         with contextlib.suppress(OSError):
