@@ -486,7 +486,7 @@ def test_every_writer_refuses_non_regular_destinations(
     command: str, kind: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     if kind == "folder" and command not in ONE_FILE_ONLY:
-        pytest.skip("fix/quantize/dequantize -o FOLDER write FOLDER/<input name> (tested apart)")
+        pytest.skip("fix/quantize/dequantize -o FOLDER write FOLDER/<input name>: not refused")
     dest = _special(kind, tmp_path)
     before = _listing(tmp_path)
     assert main(WRITERS[command](str(dest))) == 2
@@ -614,8 +614,10 @@ def test_sharded_rewrite_keeps_what_folders_carried_over_had(tmp_path: Path) -> 
     (out / "loras" / "mine.safetensors").write_bytes(b"lora")
     for folder in (out / "loras", out / "s", out):
         _decorate(folder, 65534)
+    (out / "s" / "p2.safetensors").chmod(0o600)  # a replaced shard keeps its mode too
     before = {f: _attrs(out / f) for f in ("loras", "s", "")}
     assert main(["fix", str(index), "-o", str(out)]) == 0
+    assert stat.S_IMODE((out / "s" / "p2.safetensors").stat().st_mode) == 0o600
     assert (out / "loras" / "mine.safetensors").read_bytes() == b"lora"
     assert _attrs(out / "loras") == before["loras"]
     for f in ("s", ""):

@@ -411,9 +411,11 @@ def _write_sharded(
             os.makedirs(os.path.dirname(p), mode=0o777, exist_ok=True)
             os.close(os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
             _write_one(f, p, fds, on_bytes)
+            _keep_replaced(dest, f.name, p)
             paths.append(p)
         index_path = os.path.join(tmp, index_name)
         write_new(index_path, _index_doc(files, index_meta))
+        _keep_replaced(dest, index_name, index_path)
         _verify_written(paths, files, verify)
         _check_index(index_path)
         stale: set[str] = set()
@@ -429,6 +431,13 @@ def _write_sharded(
     finally:
         _close_all(fds)
         outpath.remove_left(left)
+
+
+def _keep_replaced(dest: str, name: str, new: str) -> None:
+    """A shard or index replacing a file of the same name keeps that file's mode and owner."""
+    old = os.path.join(dest, *name.split("/"))
+    if os.path.isfile(old):
+        keep_attributes(old, new)
 
 
 def _failed(exc: OSError, dest: str) -> WriteError:
