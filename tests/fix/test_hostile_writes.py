@@ -313,20 +313,31 @@ def test_same_shard_name_given_as_files_keeps_the_layout(tmp_path: Path) -> None
 # -------------------------------------------------------------------- 3. SIGTERM, stale
 
 
-def test_sigterm_mid_write_cleans_up_and_exits_143(tmp_path: Path) -> None:
-    src, out = tmp_path / "in.safetensors", tmp_path / "out.safetensors"
-    _big(src, 4)
-    proc = _child(CHILD_SLOW, "fix", str(src), "-o", str(out))
+@pytest.mark.parametrize("sharded", [False, True], ids=["one-file", "sharded"])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_signal_mid_write_cleans_up_and_exits_128_plus_it(
+    sig: int, sharded: bool, tmp_path: Path
+) -> None:
+    """SIGTERM, and SIGHUP (a closed terminal or ssh session: it left the staging folder,
+    issue 21), unwind like Ctrl-C: every temp file and the staging folder go."""
+    if sharded:
+        src, out = _slow_shards(tmp_path / "in"), tmp_path / "out"
+        args = ["fix", "--as-one", str(src / "a.safetensors"), str(src / "b.safetensors")]
+    else:
+        src, out = tmp_path / "in.safetensors", tmp_path / "out.safetensors"
+        _big(src, 4)
+        args = ["fix", str(src)]
+    proc = _child(CHILD_SLOW, *args, "-o", str(out))
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and not _temps(tmp_path):
         time.sleep(0.02)
     assert _temps(tmp_path), "the writer never started"
     time.sleep(0.2)
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(sig)
     _, err = proc.communicate(timeout=30)
-    assert proc.returncode == 143, err
+    assert proc.returncode == 128 + sig, err
     assert "terminated" in err and "Traceback" not in err
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.safetensors"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [src.name]
 
 
 def test_stale_temps_of_dead_writers_go_live_and_foreign_ones_stay(tmp_path: Path) -> None:
@@ -746,7 +757,7 @@ def test_an_old_file_that_cannot_be_removed_is_named(
             _chattr("-i", folder / "p2.safetensors")
 
 
-# ----------------------------------------------------------------------- 9. SIGHUP
+# ------------------------------------------------- 9. slow shards (for the signal tests)
 
 
 def _slow_shards(folder: Path) -> Path:
@@ -764,29 +775,6 @@ def _slow_shards(folder: Path) -> Path:
             ],
         )
     return folder
-
-
-@pytest.mark.parametrize("sharded", [True, False], ids=["sharded", "one-file"])
-def test_sighup_mid_write_cleans_up_like_sigterm(sharded: bool, tmp_path: Path) -> None:
-    """Issue 21: a closed terminal (SIGHUP) during a write left the staging folder."""
-    if sharded:
-        src, out = _slow_shards(tmp_path / "in"), tmp_path / "out"
-        args = ["fix", "--as-one", str(src / "a.safetensors"), str(src / "b.safetensors")]
-    else:
-        src, out = tmp_path / "in.safetensors", tmp_path / "out.safetensors"
-        _big(src, 4)
-        args = ["fix", str(src)]
-    proc = _child(CHILD_SLOW, *args, "-o", str(out))
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and not _temps(tmp_path):
-        time.sleep(0.02)
-    assert _temps(tmp_path), "the writer never started"
-    time.sleep(0.2)
-    proc.send_signal(signal.SIGHUP)
-    _, err = proc.communicate(timeout=30)
-    assert proc.returncode == 128 + signal.SIGHUP, err
-    assert "terminated" in err and "Traceback" not in err
-    assert sorted(p.name for p in tmp_path.iterdir()) == [src.name]
 
 
 # ------------------------------------------------------ 10. names that are not UTF-8 (I)
