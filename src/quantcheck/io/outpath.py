@@ -21,8 +21,8 @@
   may see a mix.
 - SIGTERM and SIGHUP during a write are handled like Ctrl-C: temp files are removed, exit
   status 128 + the signal.
-- `replacing(out)` is the one way a single file is written (outputs, baselines, reports):
-  every write site fills the temp file it yields.
+- `quantcheck.io.atomic.replacing(out)` builds on these: it is the one way a single file is
+  written (outputs, baselines, reports); every write site fills the temp file it yields.
 """
 
 from __future__ import annotations
