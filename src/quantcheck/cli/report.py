@@ -74,25 +74,10 @@ class CompareUnavailable(RuntimeError):
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write via a temp file beside `path` (the writer's checks, names, modes and SIGTERM
-    handling), so a failed or interrupted run leaves no half file and no device replaced."""
-    from quantcheck.io import outpath
+    """Write `text` through the one safe writer (`quantcheck.io.atomic`)."""
+    from quantcheck.io.atomic import write_file
 
-    dest = outpath.check_destination(os.fspath(path), sharded=False)
-    parent, base = os.path.split(dest)
-    with outpath.terminate_cleanly():
-        outpath.clean_stale(parent)
-        tmp = outpath.make_temp_file(parent, base)
-        try:
-            with open(tmp, "w", encoding="utf-8", errors="backslashreplace") as f:
-                f.write(text)
-                f.flush()
-                os.fsync(f.fileno())
-            outpath.check_destination(dest, sharded=False)  # still not a device/FIFO
-            os.replace(tmp, dest)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+    write_file(os.fspath(path), text.encode("utf-8", "backslashreplace"))
 
 
 def _write_many(args: argparse.Namespace, specs: list[Any]) -> int:
