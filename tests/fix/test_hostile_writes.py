@@ -752,6 +752,15 @@ def test_an_old_file_that_cannot_be_removed_is_named(
         assert len(warning) == 1, err
         assert "p2.safetensors" in warning[0] and str(left[0]) in warning[0]
         assert "Operation not permitted" in warning[0]
+        # the next run writing into that folder tries again, and says again what is left
+        dead = subprocess.Popen([sys.executable, "-c", "pass"])
+        dead.wait()
+        earlier = left[0].with_name(left[0].name.replace(f".{os.getpid()}.", f".{dead.pid}."))
+        left[0].rename(earlier)
+        left = [earlier]
+        assert main(["fix", str(index), "-o", str(tmp_path / "other")]) == 0
+        again = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
+        assert len(again) == 1 and str(left[0]) in again[0], again
     finally:
         for folder in [*left, out]:
             _chattr("-i", folder / "p2.safetensors")
@@ -836,3 +845,23 @@ def test_baseline_of_names_that_are_not_utf8_round_trips(
     assert main(["check", ".", "--baseline", "b.json"]) == 0
     assert "known findings suppressed" in capsys.readouterr().out
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([f"{BAD}.safetensors", "b.json"])
+
+
+@pytest.mark.parametrize("page", ["index.html", "0001-broken_seeds.safetensors.html"])
+def test_report_pages_go_through_the_safe_writer(
+    page: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A page of a many-checkpoint report whose place holds a FIFO: refused, the FIFO kept,
+    no temp file left."""
+    models = tmp_path / "models"
+    models.mkdir()
+    shutil.copy(SEEDS, models)
+    shutil.copy(NVFP4, models)
+    out = tmp_path / "report"
+    out.mkdir()
+    os.mkfifo(out / page)
+    assert main(["report", str(models), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "FIFO" in err and err.count("\n") == 1, err
+    assert stat.S_ISFIFO(os.lstat(out / page).st_mode)
+    assert _temps(out) == [] and _temps(tmp_path) == []
