@@ -865,3 +865,13 @@ def test_report_pages_go_through_the_safe_writer(
     assert "FIFO" in err and err.count("\n") == 1, err
     assert stat.S_ISFIFO(os.lstat(out / page).st_mode)
     assert _temps(out) == [] and _temps(tmp_path) == []
+
+
+@ROOT_ONLY
+def test_replacing_a_setuid_file_drops_the_set_id_bits(tmp_path: Path) -> None:
+    """New contents never inherit a privilege: rwx bits are kept, set-user/group-id are not."""
+    dest = tmp_path / "out.safetensors"
+    dest.write_bytes(b"old")
+    dest.chmod(0o6750)
+    assert main(WRITERS["fix"](str(dest))) in (0, 1)
+    assert stat.S_IMODE(dest.stat().st_mode) == 0o750
