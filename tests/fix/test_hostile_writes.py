@@ -867,7 +867,6 @@ def test_report_pages_go_through_the_safe_writer(
     assert _temps(out) == [] and _temps(tmp_path) == []
 
 
-@ROOT_ONLY
 def test_replacing_a_setuid_file_drops_the_set_id_bits(tmp_path: Path) -> None:
     """New contents never inherit a privilege: rwx bits are kept, set-user/group-id are not."""
     dest = tmp_path / "out.safetensors"
