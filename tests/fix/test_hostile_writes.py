@@ -320,13 +320,13 @@ def test_signal_mid_write_cleans_up_and_exits_128_plus_it(
 ) -> None:
     """SIGTERM, and SIGHUP (a closed terminal or ssh session: it left the staging folder,
     issue 21), unwind like Ctrl-C: every temp file and the staging folder go."""
+    src = _slow_shards(tmp_path / "in")  # each shard has a fix: there is always a write
     if sharded:
-        src, out = _slow_shards(tmp_path / "in"), tmp_path / "out"
+        out = tmp_path / "out"
         args = ["fix", "--as-one", str(src / "a.safetensors"), str(src / "b.safetensors")]
     else:
-        src, out = tmp_path / "in.safetensors", tmp_path / "out.safetensors"
-        _big(src, 4)
-        args = ["fix", str(src)]
+        out = tmp_path / "out.safetensors"
+        args = ["fix", str(src / "a.safetensors")]
     proc = _child(CHILD_SLOW, *args, "-o", str(out))
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and not _temps(tmp_path):
