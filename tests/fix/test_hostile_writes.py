@@ -29,7 +29,7 @@ from quantcheck.io.outpath import OLD_SUFFIX, TMP_SUFFIX, clean_stale, temp_pref
 from quantcheck.model.checkpoint import load_checkpoint
 
 from ._util import sha, tensor_bytes
-from .test_writer import CHILD_SLOW, _big, _child
+from .test_writer import CHILD_SLOW, _child
 
 ROOT = Path(__file__).resolve().parents[2]
 SEEDS = ROOT / "examples" / "broken_seeds.safetensors"
