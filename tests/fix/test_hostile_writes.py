@@ -40,16 +40,42 @@ def _f32(name: str, v: bytes = b"\0\0\x80?") -> RawTensor:
     return RawTensor(name, "F32", (1,), v)
 
 
+#: the layers `_stale` makes are named so
+STALE = "stale"
+
+
+def _stale(prefix: str) -> list[RawTensor]:
+    """A 16-bit weight with a leftover FP8 marker (QC304): `fix` removes the marker, so every
+    `fix` below has an edit to write (with none it writes nothing)."""
+    return [
+        RawTensor(f"{prefix}.weight", "BF16", (4, 16), bytes(128)),
+        marker_tensor(prefix, {"format": "float8_e4m3fn"}),
+    ]
+
+
+def _fixed(path: Path) -> dict[str, tuple[str, tuple[int, ...], bytes]]:
+    """The tensors of the checkpoint at `path` as `fix` writes them: without the markers."""
+    return {k: v for k, v in tensor_bytes([str(path)]).items() if not k.endswith(".comfy_quant")}
+
+
+def _named(wmap: dict[str, str]) -> dict[str, str]:
+    """A weight map without the `_stale` layers."""
+    return {k: v for k, v in wmap.items() if not k.startswith(STALE)}
+
+
 def _sharded(
     folder: Path, shards: dict[str, list[str]], index: str = "model.safetensors.index.json"
 ) -> Path:
-    """A folder of shards (names may hold subfolders) and its index."""
+    """A folder of shards (names may hold subfolders), each with a `_stale` layer, and its
+    index."""
     folder.mkdir(parents=True, exist_ok=True)
     wmap = {}
     for i, (name, tensors) in enumerate(shards.items()):
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
-        write_safetensors(folder / name, [_f32(t, bytes([i, 0, 0x80, 0x3F])) for t in tensors])
-        wmap |= {t: name for t in tensors}
+        stale = _stale(f"{STALE}{i}.proj")
+        f32 = [_f32(t, bytes([i, 0, 0x80, 0x3F])) for t in tensors]
+        write_safetensors(folder / name, f32 + stale)
+        wmap |= {t.name: name for t in f32 + stale}
     (folder / index).write_text(json.dumps({"metadata": {}, "weight_map": wmap}))
     return folder / index
 
@@ -241,7 +267,7 @@ def test_rewrite_switches_the_whole_set_and_keeps_other_files(
     ]
     assert (out / "README.md").read_text() == "mine"
     assert (out / "notes" / "a.txt").read_text() == "also mine"
-    assert tensor_bytes([str(out)]) == tensor_bytes([str(index)])
+    assert tensor_bytes([str(out)]) == _fixed(index)
     assert _temps(tmp_path) == []
 
 
@@ -273,22 +299,22 @@ def test_same_shard_name_in_two_subfolders_keeps_the_layout(tmp_path: Path) -> N
     out = tmp_path / "out"
     assert main(["fix", str(index), "-o", str(out)]) == 0
     doc = json.loads((out / "model.safetensors.index.json").read_text())
-    assert doc["weight_map"] == {
+    assert _named(doc["weight_map"]) == {
         "a.weight": "s1/model.safetensors",
         "b.weight": "s2/model.safetensors",
     }
     with load_checkpoint(str(out / "model.safetensors.index.json")) as ck:
         assert not ck.diagnostics and len(ck.shards) == 2
-    assert tensor_bytes([str(out)]) == tensor_bytes([str(index)])
+    assert tensor_bytes([str(out)]) == _fixed(index)
     # and again, over the previous output
     assert main(["fix", str(index), "-o", str(out)]) == 0
-    assert tensor_bytes([str(out / "model.safetensors.index.json")]) == tensor_bytes([str(index)])
+    assert tensor_bytes([str(out / "model.safetensors.index.json")]) == _fixed(index)
 
 
 def test_same_shard_name_given_as_files_keeps_the_layout(tmp_path: Path) -> None:
     for d, t in (("a", "x.weight"), ("b", "y.weight")):
         (tmp_path / d).mkdir()
-        write_safetensors(tmp_path / d / "model.safetensors", [_f32(t)])
+        write_safetensors(tmp_path / d / "model.safetensors", [_f32(t), *_stale(f"{STALE}.{d}")])
     out = tmp_path / "out"
     assert (
         main(
@@ -304,7 +330,7 @@ def test_same_shard_name_given_as_files_keeps_the_layout(tmp_path: Path) -> None
         == 0
     )
     doc = json.loads((out / "model.safetensors.index.json").read_text())
-    assert doc["weight_map"] == {
+    assert _named(doc["weight_map"]) == {
         "x.weight": "a/model.safetensors",
         "y.weight": "b/model.safetensors",
     }
@@ -349,7 +375,7 @@ def test_stale_temps_of_dead_writers_go_live_and_foreign_ones_stay(tmp_path: Pat
     foreign = tmp_path / f".other.safetensors.{dead.pid}.0badc0de.abc{TMP_SUFFIX}"
     for p in (stale, live, foreign):
         p.write_bytes(b"x")
-    write_safetensors(tmp_path / "in.safetensors", [_f32("a.weight")])
+    write_safetensors(tmp_path / "in.safetensors", [_f32("a.weight"), *_stale(STALE)])
     # a write to a different destination in the same folder removes only the dead writer's
     assert (
         main(["fix", str(tmp_path / "in.safetensors"), "-o", str(tmp_path / "out.safetensors")])
@@ -636,7 +662,7 @@ def test_sharded_rewrite_keeps_what_folders_carried_over_had(tmp_path: Path) -> 
         assert {k: v for k, v in after.items() if k != "times"} == {
             k: v for k, v in before[f].items() if k != "times"
         }, f
-    assert tensor_bytes([str(out)]) == tensor_bytes([str(index)])
+    assert tensor_bytes([str(out)]) == _fixed(index)
     assert _temps(tmp_path) == []
 
 
@@ -686,7 +712,7 @@ def test_exdev_switches_file_by_file_and_says_so(
         "s",
         "s/p2.safetensors",
     ]
-    assert tensor_bytes([str(out)]) == tensor_bytes([str(index)])
+    assert tensor_bytes([str(out)]) == _fixed(index)
     assert (out / "README.md").read_text() == "mine"
     assert _temps(tmp_path) == []
 
@@ -745,7 +771,7 @@ def test_an_old_file_that_cannot_be_removed_is_named(
     try:
         assert main(["fix", str(index), "-o", str(out)]) == 0
         err = capsys.readouterr().err
-        assert tensor_bytes([str(out)]) == tensor_bytes([str(index)])
+        assert tensor_bytes([str(out)]) == _fixed(index)
         left = [tmp_path / n for n in _temps(tmp_path)]
         assert len(left) == 1 and sorted(p.name for p in left[0].iterdir()) == ["p2.safetensors"]
         warning = [line for line in err.splitlines() if "warning" in line]
@@ -779,8 +805,7 @@ def _slow_shards(folder: Path) -> Path:
             folder / f"{n}.safetensors",
             [
                 RawTensor(f"{n}.blob", "U8", (len(blob),), blob),
-                RawTensor(f"{n}.proj.weight", "BF16", (4, 16), bytes(128)),
-                marker_tensor(f"{n}.proj", {"format": "float8_e4m3fn"}),
+                *_stale(f"{STALE}.{n}"),
             ],
         )
     return folder
