@@ -24,11 +24,11 @@ import pytest
 
 from quantcheck.cli.main import main
 from quantcheck.io import outpath
-from quantcheck.io.build import RawTensor, marker_tensor, write_safetensors
+from quantcheck.io.build import RawTensor, write_safetensors
 from quantcheck.io.outpath import OLD_SUFFIX, TMP_SUFFIX, clean_stale, temp_prefix
 from quantcheck.model.checkpoint import load_checkpoint
 
-from ._util import sha, tensor_bytes
+from ._util import STALE, sha, stale_layer, tensor_bytes
 from .test_writer import CHILD_SLOW, _child
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,39 +40,26 @@ def _f32(name: str, v: bytes = b"\0\0\x80?") -> RawTensor:
     return RawTensor(name, "F32", (1,), v)
 
 
-#: the layers `_stale` makes are named so
-STALE = "stale"
-
-
-def _stale(prefix: str) -> list[RawTensor]:
-    """A 16-bit weight with a leftover FP8 marker (QC304): `fix` removes the marker, so every
-    `fix` below has an edit to write (with none it writes nothing)."""
-    return [
-        RawTensor(f"{prefix}.weight", "BF16", (4, 16), bytes(128)),
-        marker_tensor(prefix, {"format": "float8_e4m3fn"}),
-    ]
-
-
 def _fixed(path: Path) -> dict[str, tuple[str, tuple[int, ...], bytes]]:
     """The tensors of the checkpoint at `path` as `fix` writes them: without the markers."""
     return {k: v for k, v in tensor_bytes([str(path)]).items() if not k.endswith(".comfy_quant")}
 
 
 def _named(wmap: dict[str, str]) -> dict[str, str]:
-    """A weight map without the `_stale` layers."""
+    """A weight map without the `stale_layer` layers."""
     return {k: v for k, v in wmap.items() if not k.startswith(STALE)}
 
 
 def _sharded(
     folder: Path, shards: dict[str, list[str]], index: str = "model.safetensors.index.json"
 ) -> Path:
-    """A folder of shards (names may hold subfolders), each with a `_stale` layer, and its
+    """A folder of shards (names may hold subfolders), each with a `stale_layer` layer, and its
     index."""
     folder.mkdir(parents=True, exist_ok=True)
     wmap = {}
     for i, (name, tensors) in enumerate(shards.items()):
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
-        stale = _stale(f"{STALE}{i}.proj")
+        stale = stale_layer(f"{STALE}{i}.proj")
         f32 = [_f32(t, bytes([i, 0, 0x80, 0x3F])) for t in tensors]
         write_safetensors(folder / name, f32 + stale)
         wmap |= {t.name: name for t in f32 + stale}
@@ -314,7 +301,9 @@ def test_same_shard_name_in_two_subfolders_keeps_the_layout(tmp_path: Path) -> N
 def test_same_shard_name_given_as_files_keeps_the_layout(tmp_path: Path) -> None:
     for d, t in (("a", "x.weight"), ("b", "y.weight")):
         (tmp_path / d).mkdir()
-        write_safetensors(tmp_path / d / "model.safetensors", [_f32(t), *_stale(f"{STALE}.{d}")])
+        write_safetensors(
+            tmp_path / d / "model.safetensors", [_f32(t), *stale_layer(f"{STALE}.{d}")]
+        )
     out = tmp_path / "out"
     assert (
         main(
@@ -375,7 +364,7 @@ def test_stale_temps_of_dead_writers_go_live_and_foreign_ones_stay(tmp_path: Pat
     foreign = tmp_path / f".other.safetensors.{dead.pid}.0badc0de.abc{TMP_SUFFIX}"
     for p in (stale, live, foreign):
         p.write_bytes(b"x")
-    write_safetensors(tmp_path / "in.safetensors", [_f32("a.weight"), *_stale(STALE)])
+    write_safetensors(tmp_path / "in.safetensors", [_f32("a.weight"), *stale_layer(STALE)])
     # a write to a different destination in the same folder removes only the dead writer's
     assert (
         main(["fix", str(tmp_path / "in.safetensors"), "-o", str(tmp_path / "out.safetensors")])
@@ -805,7 +794,7 @@ def _slow_shards(folder: Path) -> Path:
             folder / f"{n}.safetensors",
             [
                 RawTensor(f"{n}.blob", "U8", (len(blob),), blob),
-                *_stale(f"{STALE}.{n}"),
+                *stale_layer(f"{STALE}.{n}"),
             ],
         )
     return folder
