@@ -56,7 +56,21 @@ def _check_args(p: argparse.ArgumentParser) -> None:
         metavar="CODE",
         help="leave out these codes; repeatable, comma-separated",
     )
-    p.add_argument("--statistics", action="store_true", help="print counts per code")
+    p.add_argument(
+        "--statistics", action="store_true", help="print counts per code after the findings"
+    )
+    p.add_argument(
+        "--show-all",
+        action="store_true",
+        help="text output: list every finding under its layer (by default a finding repeated "
+        "over layers is one entry, and a consequence is named on its cause)",
+    )
+    p.add_argument(
+        "--group",
+        action="store_true",
+        help="JSON output: also add `groups`, the entries the text report shows (every "
+        "diagnostic is still listed)",
+    )
     p.add_argument(
         "--fail-on",
         choices=("error", "warning", "info"),
