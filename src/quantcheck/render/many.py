@@ -68,7 +68,7 @@ def iter_text_lines(
     if not quiet and len(results) == 1 and results[0].kind == CHECKED:
         r = results[0]
         assert r.report is not None
-        yield from iter_lines(r.report, color=c, show_all=show_all)
+        yield from iter_lines(r.report, color=c, show_all=show_all, suppressed=r.suppressed)
         if suppressed_line(results):
             yield suppressed_line(results)[1:]
         return
@@ -261,6 +261,13 @@ def total_line(results: list[CheckpointResult], targets: tuple[str, ...] = TARGE
     counts: dict[str, int] = {}
     for r in results:
         st = worst_status(r, targets)
+        if r.suppressed:  # what the baseline accepted is said, never hidden
+            shown = max(
+                (shown_status(r, t) for t in targets),
+                key=lambda s: STATUS_RANK[s.partition(" (")[0]],
+                default=st,
+            )
+            st = shown if shown.endswith("(baselined)") else st
         counts[st] = counts.get(st, 0) + 1
     labels = {
         "ok": "ok",
@@ -269,6 +276,7 @@ def total_line(results: list[CheckpointResult], targets: tuple[str, ...] = TARGE
         "not quantized": "not quantized",
         "unreadable": "unreadable",
     }
+    labels.update({f"{k} (baselined)": f"{v} (baselined)" for k, v in labels.items()})
     parts = [f"{counts[k]} {v}" for k, v in labels.items() if counts.get(k)]
     sev = dict.fromkeys(Severity, 0)
     for r in results:

@@ -69,7 +69,7 @@ def wrap_parts(head: str, parts: list[str], sep: str, width: int | None) -> str:
     lines, cur, empty = [], head, True
     indent = " " * len(head)
     for p in parts:
-        if not empty and visible_len(cur + sep + p) > width:
+        if not empty and visible_len(cur + sep + p + sep.rstrip()) > width:
             lines.append(cur + sep.rstrip())
             cur, empty = indent + p, False
         else:

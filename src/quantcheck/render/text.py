@@ -24,11 +24,16 @@ def render(report: Report, color: bool | None = None, *, show_all: bool = False)
 
 
 def iter_lines(
-    report: Report, color: bool | None = None, *, show_all: bool = False
+    report: Report,
+    color: bool | None = None,
+    *,
+    show_all: bool = False,
+    suppressed: list[Diagnostic] | None = None,
 ) -> Iterator[str]:
     """The report's lines one at a time (`render` joins them with newlines). Findings repeated
     over layers are grouped and consequences named on their cause (`render.grouping`);
-    `show_all` lists every finding under its layer."""
+    `show_all` lists every finding under its layer. `suppressed`: the findings a baseline
+    took out (the verdicts they would give are shown, marked baselined)."""
     c = use_color() if color is None else color
     diags = report.diagnostics
     shown = 0
@@ -54,10 +59,11 @@ def iter_lines(
         yield ""
     if not show_all and shown < len(diags):
         n = len(diags)
-        yield (
-            f"{n:,} findings shown as {shown:,} entr{'y' if shown == 1 else 'ies'} (repeats over "
-            "layers grouped, consequences named on their cause); --show-all lists every one"
+        note = (
+            f"{n:,} findings shown as {shown:,} entr{'y' if shown == 1 else 'ies'} (repeats "
+            "over layers grouped, consequences named on their cause); --show-all lists each"
         )
+        yield wrap_parts("", note.split(" "), " ", terminal_width())
     for r in report.inputs:
         if "bytes_fetched" in r:
             rev = r.get("revision") or r.get("etag")
@@ -67,7 +73,7 @@ def iter_lines(
                 f"request{'' if n == 1 else 's'} from {clean(r['path'])}"
                 + (f" at revision {clean(rev)}" if rev else "")
             )
-    yield verdict_lines(report, c)
+    yield verdict_lines(report, c, suppressed)
 
 
 def _fix_text(d: Diagnostic, description: str | None = None) -> str:
@@ -105,12 +111,22 @@ def _finding_lines(
         yield f"            and, following from it on the same layers: {names}"
 
 
-def verdict_lines(report: Report, c: bool) -> str:
-    """The closing lines: per-target status and totals."""
+def verdict_lines(report: Report, c: bool, suppressed: list[Diagnostic] | None = None) -> str:
+    """The closing lines: per-target status and totals. A status that findings suppressed by
+    a baseline would make worse is shown as that worse one, marked `(baselined)`."""
     parts = []
+    unsuppressed = (
+        Report(inputs=[], diagnostics=[*report.diagnostics, *suppressed], targets=report.targets)
+        if suppressed
+        else None
+    )
     for t in report.targets:
         st = report.target_status(t)
         label = paint(st["status"], STATUS_STYLE[st["status"]], c)
+        if unsuppressed is not None:
+            before = unsuppressed.status(t)
+            if before != st["status"] and before != "ok":
+                label = paint(f"{before} (baselined)", STATUS_STYLE[before], c)
         extra = ""
         if st["errors"] or st["degraded"]:
             bits = []
