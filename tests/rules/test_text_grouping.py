@@ -162,7 +162,7 @@ def test_a_long_verdict_line_wraps_in_a_terminal(
     _, out = run(["check", "--no-color", "--target", "all@all", seeds], capsys)
     tail = out.split("\n\n")[-1].splitlines()
     assert max(map(len, tail)) <= 100
-    assert tail[0].startswith("targets: sglang@0.5.18: fails")
+    assert tail[2].startswith("targets: sglang@0.5.18: fails")  # after the 2-line note
     assert any(line.strip().startswith("musubi@725869d: fails") for line in tail)
 
 
