@@ -324,7 +324,9 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"quantcheck: error: {clean(exc)}", file=sys.stderr)
         return 2
     except OSError as exc:
-        print(f"quantcheck: error: {clean(exc)}", file=sys.stderr)
+        from quantcheck.errors import describe_os_error
+
+        print(f"quantcheck: error: {clean(describe_os_error(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("quantcheck: interrupted", file=sys.stderr)
