@@ -44,8 +44,8 @@ def test_items_show_an_eta_and_keep_the_start_of_a_name(clock: Clock) -> None:
     bar.advance(LAYER)
     line = out.getvalue().rsplit("\r", 1)[-1]
     assert "1/4 eta 1m30s" in line
-    assert len(line) == 79  # fills an 80-column line (not a terminal: 80)
-    assert line.endswith("…") and "model.diffusion_model.transformer_bl" in line  # the start
+    # not a terminal: 80 columns, of which the name gets what is left, at least 20
+    assert line.endswith(" model.diffusion_mod…")  # the start of the name, not its end
 
 
 def test_bytes_show_rate_and_eta(clock: Clock) -> None:
