@@ -48,6 +48,13 @@ def nvfp4_layers(tmp_path: Path) -> str:
     return str(file(make)(tmp_path)[0])
 
 
+def terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """stdout (capsys's) answers as a terminal of COLUMNS columns would."""
+    import sys
+
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+
+
 def test_patterns_stand_for_exactly_the_names() -> None:
     names = [f"m.blocks.{b}.attn.{n}" for b in range(60) for n in ("to_q", "to_k")]
     assert name_patterns(names) == ["m.blocks.{0..59}.attn.{to_k,to_q}"]
@@ -140,11 +147,11 @@ def test_tables_fit_a_terminal_and_a_pipe_stays_one_row_each(
     examples_dir: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     argv = ["check", "--no-color", "--quiet", "--target", "all@all", str(examples_dir)]
-    monkeypatch.delenv("COLUMNS", raising=False)
-    _, piped = run(argv, capsys)  # capsys: not a terminal, no COLUMNS
+    monkeypatch.setenv("COLUMNS", "100")
+    _, piped = run(argv, capsys)  # capsys: not a terminal, so COLUMNS does not matter
     assert len(piped.splitlines()) == 2 + 9 and "legend" not in piped
     assert max(map(len, piped.splitlines())) > 300
-    monkeypatch.setenv("COLUMNS", "100")
+    terminal(monkeypatch)
     _, fitted = run(argv, capsys)
     assert max(map(len, fitted.splitlines())) <= 100
     assert "legend: degr = degraded · FAIL = fails" in fitted
@@ -159,6 +166,7 @@ def test_a_long_verdict_line_wraps_in_a_terminal(
 ) -> None:
     seeds = str(examples_dir / "broken_seeds.safetensors")
     monkeypatch.setenv("COLUMNS", "100")
+    terminal(monkeypatch)
     _, out = run(["check", "--no-color", "--target", "all@all", seeds], capsys)
     tail = out.split("\n\n")[-1].splitlines()
     assert max(map(len, tail)) <= 100

@@ -37,20 +37,18 @@ STATUS_STYLE = {"ok": "green bold", "degraded": "yellow bold", "fails": "red bol
 
 
 def terminal_width() -> int | None:
-    """The width tables and long lines are fitted to: `COLUMNS` when set, else the
-    terminal's when stdout is one; None for a pipe or file (nothing is then cut or wrapped:
-    output stays the same wherever it is written)."""
-    cols = os.environ.get("COLUMNS", "")
-    if cols.isdigit() and int(cols) > 0:
-        return int(cols)
+    """The width tables and long lines are fitted to when stdout is a terminal (its size;
+    `COLUMNS` overrides it, as `shutil.get_terminal_size` reads it); None for a pipe or file,
+    whatever `COLUMNS` says: nothing is then cut or wrapped, so output written for scripts
+    stays the same everywhere."""
     try:
-        if sys.stdout.isatty():
-            import shutil
+        if not sys.stdout.isatty():
+            return None
+    except (AttributeError, ValueError):
+        return None
+    import shutil
 
-            return shutil.get_terminal_size().columns
-    except (AttributeError, ValueError, OSError):
-        pass
-    return None
+    return shutil.get_terminal_size().columns
 
 
 def visible_len(line: str) -> int:
