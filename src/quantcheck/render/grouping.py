@@ -24,7 +24,7 @@ TYPE_CHECKING = False  # typing is not imported on the check path (start-up time
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-_NUMBER = re.compile(r"\d+")
+_NUMBER = re.compile(r"(\d+)")  # captured: split keeps the numbers at odd positions
 #: Fewest layers a finding is grouped over (fewer stay under their own layers); how many
 #: names a heading lists before it shows only patterns, and how many patterns.
 MIN_GROUP = 3
@@ -35,27 +35,31 @@ PATTERNS = 2
 class Entry:
     """One finding as the text report shows it, standing for one or more instances."""
 
-    __slots__ = ("first", "order", "wheres", "parts", "varies", "fix_parts", "fix_varies", "consequences")
+    __slots__ = ("first", "order", "wheres", "seen", "parts", "varies", "fix_parts", "fix_varies", "consequences")
 
     def __init__(
-        self, d: Diagnostic, where: str, consequences: tuple[str, ...], order: int = 0
+        self,
+        d: Diagnostic,
+        where: str,
+        consequences: tuple[str, ...],
+        order: int = 0,
+        parts: tuple[list[str], list[str]] | None = None,
     ) -> None:
         self.first = d
         self.order = [order]  # the position of each instance in the report
         self.wheres = [where]
-        self.parts = split_template(d.message, where)
+        self.seen = {where}
+        self.parts, self.fix_parts = parts or templates(d, where)
         self.varies = [False] * len(self.parts)
-        fix = d.fix.description if d.fix else ""
-        self.fix_parts = split_template(fix, where)
         self.fix_varies = [False] * len(self.fix_parts)
         self.consequences = consequences
 
-    def add(self, d: Diagnostic, where: str, order: int) -> None:
+    def add(self, where: str, order: int, parts: tuple[list[str], list[str]]) -> None:
         self.order.append(order)
         self.wheres.append(where)
-        _mark_varying(self.parts, self.varies, split_template(d.message, where))
-        fix = d.fix.description if d.fix else ""
-        _mark_varying(self.fix_parts, self.fix_varies, split_template(fix, where))
+        self.seen.add(where)
+        _mark_varying(self.parts, self.varies, parts[0])
+        _mark_varying(self.fix_parts, self.fix_varies, parts[1])
 
     @property
     def message(self) -> str:
@@ -75,21 +79,34 @@ class Entry:
 LAYER = "\0"  # stands for the layer's name inside a template
 
 
+def templates(d: Diagnostic, where: str) -> tuple[list[str], list[str]]:
+    """The split templates of a finding's message and of its fix's description."""
+    return split_template(d.message, where), split_template(
+        d.fix.description if d.fix else "", where
+    )
+
+
 def split_template(text: str, where: str) -> list[str]:
     """`text` with `where` (as a whole name) replaced by LAYER, split into alternating
     non-number and number pieces (numbers at odd positions)."""
-    if where:
-        text = re.sub(re.escape(where) + r"(?![0-9A-Za-z_])", LAYER, text)
-    return _NUMBER.split(text) if not _NUMBER.search(text) else _split_numbers(text)
+    if where and where in text:
+        text = _replace_name(text, where)
+    return _NUMBER.split(text)
 
 
-def _split_numbers(text: str) -> list[str]:
-    out, last = [], 0
-    for m in _NUMBER.finditer(text):
-        out += [text[last : m.start()], m.group()]
-        last = m.end()
-    out.append(text[last:])
-    return out
+def _replace_name(text: str, name: str) -> str:
+    """Every occurrence of `name` not followed by a name character, as LAYER (plain string
+    search: a pattern per layer name would be compiled once per layer)."""
+    out, pos = [], 0
+    while (at := text.find(name, pos)) >= 0:
+        end = at + len(name)
+        if end < len(text) and (text[end].isalnum() or text[end] == "_"):
+            out.append(text[pos:end])
+        else:
+            out += [text[pos:at], LAYER]
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def skeleton(parts: list[str]) -> tuple[str, ...]:
@@ -124,13 +141,13 @@ def group(diags: Iterable[Diagnostic], keys: tuple[str, ...]) -> list[list[Entry
             continue
         where = where_of(d)
         follows = causes.get(i, ())
-        fix = d.fix.description if d.fix else ""
+        parts = templates(d, where)
         key = (
             d.code,
             d.effective_severity,
             labels[i],
-            skeleton(split_template(d.message, where)),
-            skeleton(split_template(fix, where)),
+            skeleton(parts[0]),
+            skeleton(parts[1]),
             d.fix.safety if d.fix else None,
             follows,
             # the tensor a finding names relative to its layer (`weight_scale`)
@@ -138,11 +155,11 @@ def group(diags: Iterable[Diagnostic], keys: tuple[str, ...]) -> list[list[Entry
             bool(where),
         )
         e = entries.get(key) if where else None
-        if e is None or where in e.wheres:
-            e = Entry(d, where, follows, i)
+        if e is None or where in e.seen:
+            e = Entry(d, where, follows, i, parts)
             entries[key if where and key not in entries else (key, i)] = e
         else:
-            e.add(d, where, i)
+            e.add(where, i, parts)
     shown: list[Entry] = []
     for e in entries.values():
         if len(e.wheres) >= MIN_GROUP or len(e.wheres) == 1:
