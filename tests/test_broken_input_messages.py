@@ -60,7 +60,9 @@ def test_a_binary_length_too_large_keeps_its_figure(
     path.write_bytes(struct.pack("<Q", 200_000_000) + bytes(64))
     [d] = diagnostics(capsys, path)
     assert d["code"] == "QC102"
-    assert d["message"] == "header length is 200,000,000 bytes; the safetensors limit is 100,000,000"
+    assert (
+        d["message"] == "header length is 200,000,000 bytes; the safetensors limit is 100,000,000"
+    )
 
 
 def test_truncated_file_is_one_finding(
@@ -76,7 +78,7 @@ def test_truncated_file_is_one_finding(
     assert found[0]["message"].startswith(
         f"truncated: expected {len(data):,} bytes, found 60,000 — re-download"
     )
-    rc, out, _ = run(capsys, "check", "--no-color", "--show-all", str(cut))
+    _, out, _ = run(capsys, "check", "--no-color", "--show-all", str(cut))
     assert "see the marker finding" not in out
 
 

@@ -64,10 +64,24 @@ def test_cut_right() -> None:
 
 def test_compare_ends_with_a_summary_line() -> None:
     rows = [
-        {"prefix": LAYER + ".x" * 10, "format": "nvfp4", "max_abs": 0.5, "rel_l2": 0.0941,
-         "cosine": 0.995, "snr_db": 20.5, "count": 1},
-        {"prefix": "b", "format": "mxfp8", "max_abs": 0.1, "rel_l2": 0.02,
-         "cosine": 0.9998, "snr_db": 34.0, "count": 1},
+        {
+            "prefix": LAYER + ".x" * 10,
+            "format": "nvfp4",
+            "max_abs": 0.5,
+            "rel_l2": 0.0941,
+            "cosine": 0.995,
+            "snr_db": 20.5,
+            "count": 1,
+        },
+        {
+            "prefix": "b",
+            "format": "mxfp8",
+            "max_abs": 0.1,
+            "rel_l2": 0.02,
+            "cosine": 0.9998,
+            "snr_db": 34.0,
+            "count": 1,
+        },
     ]
     result = CompareResult(layers=rows, problems=[{"prefix": "c", "problem": "missing"}])
     text = render_table(result)

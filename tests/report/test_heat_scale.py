@@ -11,8 +11,8 @@ from types import SimpleNamespace
 from quantcheck.model.checkpoint import load_checkpoint
 from quantcheck.model.inventory import summarize
 from quantcheck.render.html import build_report
-from quantcheck.render.html.colors import NOT_QUANTIZED, LogScale, heat_color
 from quantcheck.render.html.chromium import screenshot
+from quantcheck.render.html.colors import NOT_QUANTIZED, LogScale, heat_color
 from report._png import decode
 
 CELL = re.compile(r'<rect class="(c(?: unq)?)" id="H(\d+)"[^>]*? fill="(#[0-9a-f]{6})"')
@@ -34,7 +34,9 @@ def nvfp4_compare(path: Path, quantized: Callable[[int], float]) -> tuple[Simple
         }
         for i, r in enumerate(records)
     ]
-    return SimpleNamespace(layers=rows, problems=[]), {i: r["format"] for i, r in enumerate(records)}
+    return SimpleNamespace(layers=rows, problems=[]), {
+        i: r["format"] for i, r in enumerate(records)
+    }
 
 
 def cells(html: str) -> dict[int, tuple[str, str]]:
@@ -67,7 +69,7 @@ def test_a_one_percent_spread_is_one_colour_and_unquantized_layers_have_their_ow
         assert all(abs(x - y) <= 3 for x, y in zip(rgb(a), rgb(quantized[0]), strict=True))
     plain = [(cls, fill) for i, (cls, fill) in found.items() if not formats[i]]
     assert plain and all(c == ("c unq", NOT_QUANTIZED) for c in plain)  # before: palest heat
-    assert NOT_QUANTIZED != heat_color(0.0)
+    assert heat_color(0.0) != NOT_QUANTIZED
     assert "this report: 0.0938 – 0.0948" in html
     assert '<span class="sw unq"></span>not quantized <small>2</small>' in html
 
@@ -76,7 +78,10 @@ def test_the_same_error_has_the_same_colour_in_every_report(examples_dir: Path) 
     path = examples_dir / "nvfp4.safetensors"
     narrow, formats = nvfp4_compare(path, lambda i: 0.0941)
     wide, _ = nvfp4_compare(path, lambda i: 0.0941 if i != 1 else 0.5)
-    a, b = cells(build_report([str(path)], compare=narrow)), cells(build_report([str(path)], compare=wide))
+    a, b = (
+        cells(build_report([str(path)], compare=narrow)),
+        cells(build_report([str(path)], compare=wide)),
+    )
     same = [i for i in a if formats[i] and i != 1]
     assert same and all(a[i][1] == b[i][1] for i in same)
     assert a[1][1] != b[1][1]

@@ -135,7 +135,9 @@ def test_statistics(seeds: str, capsys: pytest.CaptureFixture) -> None:
         ["1", "QC304", "marker-on-unquantized-layer", "error"],
     ]
     assert out.splitlines()[-4] == ""  # after the normal report
-    assert out.index("QC305 companion-dtype") < out.index("errors, 2 warnings") < out.index("2  QC305")
+    assert (
+        out.index("QC305 companion-dtype") < out.index("errors, 2 warnings") < out.index("2  QC305")
+    )
 
 
 def test_target_filter_and_exit_codes(sglang_only: str, capsys: pytest.CaptureFixture) -> None:

@@ -110,7 +110,9 @@ def test_consequences_are_named_on_their_cause(
         "QC755 musubi-scale-layout" in out
     )
     assert "5 layers: blocks.{0..4}.proj" in out
-    _, every = run(["check", "--no-color", "--show-all", "--target", "musubi", nvfp4_layers], capsys)
+    _, every = run(
+        ["check", "--no-color", "--show-all", "--target", "musubi", nvfp4_layers], capsys
+    )
     assert sum(line.startswith("    error   QC754") for line in every.splitlines()) == 5
     _, js = run(["check", "--output-format", "json", "--target", "musubi", nvfp4_layers], capsys)
     assert {d["code"] for d in json.loads(js)["diagnostics"]} == {"QC751", "QC754", "QC755"}

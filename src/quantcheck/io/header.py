@@ -125,10 +125,7 @@ def not_safetensors(first8: bytes) -> str:
         what = f"text, starting {first8.decode('ascii')!r}"
     if not what:
         return ""
-    return (
-        "not a safetensors file (the first 8 bytes are not a header length: the file is "
-        f"{what})"
-    )
+    return f"not a safetensors file (the first 8 bytes are not a header length: the file is {what})"
 
 
 def read_header(source: ByteSource, prefetch: bytes | None = None) -> Header:

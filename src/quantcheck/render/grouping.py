@@ -35,7 +35,17 @@ PATTERNS = 2
 class Entry:
     """One finding as the text report shows it, standing for one or more instances."""
 
-    __slots__ = ("first", "order", "wheres", "seen", "parts", "varies", "fix_parts", "fix_varies", "consequences")
+    __slots__ = (
+        "consequences",
+        "first",
+        "fix_parts",
+        "fix_varies",
+        "order",
+        "parts",
+        "seen",
+        "varies",
+        "wheres",
+    )
 
     def __init__(
         self,

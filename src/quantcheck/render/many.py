@@ -45,9 +45,7 @@ def render_text(
     show_all: bool = False,
 ) -> str:
     """Sections for checkpoints with problems, then the table and the total line."""
-    return "\n".join(
-        iter_text_lines(results, targets, color=color, quiet=quiet, show_all=show_all)
-    )
+    return "\n".join(iter_text_lines(results, targets, color=color, quiet=quiet, show_all=show_all))
 
 
 def iter_text_lines(
@@ -135,9 +133,7 @@ def table(
         i = j
     used = sorted({st for row in statuses for st in row if st in ABBREVIATIONS})
     if used:
-        lines.append(
-            "legend: " + " · ".join(f"{ABBREVIATIONS[st]} = {st}" for st in used)
-        )
+        lines.append("legend: " + " · ".join(f"{ABBREVIATIONS[st]} = {st}" for st in used))
     return "\n".join(lines)
 
 

@@ -101,7 +101,9 @@ def _finding_lines(
     at = where or grouping.where_of(d)
     inside = d.tensor and (d.tensor == at or d.tensor.startswith(at + "."))
     tensor = "" if not d.tensor or inside else d.tensor + ": "
-    yield f"    {tag} {d.code} {d.name}: {clean(tensor + message)}" + paint(clean(targets), "dim", c)
+    yield f"    {tag} {d.code} {d.name}: {clean(tensor + message)}" + paint(
+        clean(targets), "dim", c
+    )
     if fix:
         yield f"            help: {clean(fix)}"
     if consequences:
@@ -142,8 +144,10 @@ def verdict_lines(report: Report, c: bool, suppressed: list[Diagnostic] | None =
         f"{s['errors']} errors, {s['warnings']} warnings, {s['infos']} notes in "
         f"{files} file{'s' if files != 1 else ''}, {s.get('layers', 0)} layers"
     )
-    return wrap_parts("targets: ", parts, " · ", terminal_width()) + release_lines(report) + (
-        "\n" + totals
+    return (
+        wrap_parts("targets: ", parts, " · ", terminal_width())
+        + release_lines(report)
+        + ("\n" + totals)
     )
 
 

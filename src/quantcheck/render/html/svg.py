@@ -157,7 +157,7 @@ def heat_legend_svg(scale: LogScale, label: Callable[[float], str], width: int =
     out = [
         f'<svg class="legend-heat" xmlns="http://www.w3.org/2000/svg" width="{width + 2 * x0}" '
         f'height="64" viewBox="0 0 {width + 2 * x0} 64"><defs><linearGradient id="heatgrad">'
-        f'{grad}</linearGradient></defs>'
+        f"{grad}</linearGradient></defs>"
         f'<rect x="{x0}" y="4" width="{width}" height="16" fill="url(#heatgrad)"/>'
     ]
     for tick, name in scale.TICKS:
@@ -169,9 +169,8 @@ def heat_legend_svg(scale: LogScale, label: Callable[[float], str], width: int =
     if scale.lo is not None and scale.hi is not None:
         a, b = x0 + width * scale(scale.lo), x0 + width * scale(scale.hi)
         b = max(b, a + 2)
-        text = (
-            f"this report: {label(scale.lo)}"
-            + (f" – {label(scale.hi)}" if scale.hi != scale.lo else "")
+        text = f"this report: {label(scale.lo)}" + (
+            f" – {label(scale.hi)}" if scale.hi != scale.lo else ""
         )
         anchor = "start" if a < width / 2 else "end"
         tx = a if anchor == "start" else b
