@@ -89,11 +89,22 @@ class Entry:
 LAYER = "\0"  # stands for the layer's name inside a template
 
 
-def templates(d: Diagnostic, where: str) -> tuple[list[str], list[str]]:
-    """The split templates of a finding's message and of its fix's description."""
-    return split_template(d.message, where), split_template(
-        d.fix.description if d.fix else "", where
-    )
+def templates(
+    d: Diagnostic, where: str, memo: dict[str, list[str]] | None = None
+) -> tuple[list[str], list[str]]:
+    """The split templates of a finding's message and of its fix's description (`memo`:
+    splits already made, by text; most findings of a file share their texts)."""
+    memo = {} if memo is None else memo
+    return _split(d.message, where, memo), _split(d.fix.description if d.fix else "", where, memo)
+
+
+def _split(text: str, where: str, memo: dict[str, list[str]]) -> list[str]:
+    if where and where in text:
+        text = _replace_name(text, where)
+    hit = memo.get(text)
+    if hit is None:
+        hit = memo[text] = _NUMBER.split(text)
+    return hit
 
 
 def split_template(text: str, where: str) -> list[str]:
@@ -146,12 +157,13 @@ def group(diags: Iterable[Diagnostic], keys: tuple[str, ...]) -> list[list[Entry
     labels = [tuple(d.target_labels(keys)) for d in diags]
     folded, causes = consequences(diags, labels)
     entries: dict[tuple[object, ...], Entry] = {}
+    memo: dict[str, list[str]] = {}
     for i, d in enumerate(diags):
         if i in folded:
             continue
         where = where_of(d)
         follows = causes.get(i, ())
-        parts = templates(d, where)
+        parts = templates(d, where, memo)
         key = (
             d.code,
             d.effective_severity,
@@ -255,7 +267,7 @@ def name_patterns(names: list[str]) -> list[str]:
                 else:
                     hit[1][pos] = hit[1][pos] | toks[pos]
                     changed = True
-            rows = sorted(merged.values(), key=lambda r: r[0])
+            rows = list(merged.values())  # in order of each pattern's first name
     return [".".join(_alternatives(t) for t in toks) for _, toks in rows]
 
 
