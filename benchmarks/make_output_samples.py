@@ -6,7 +6,7 @@ writes, as sparse files (real headers and markers, weights are holes):
 
 - DIR/int8_1080.safetensors: `make_big_checkpoint.py`'s default (1,080 layers, 840 INT8
   linears without ConvRot: 840 QC316 warnings);
-- DIR/nvfp4_1g.safetensors: the same 6-block layout as NVFP4 (84 linears, 1.0 GB);
+- DIR/nvfp4_1g.safetensors: the same 6-block layout as NVFP4 (84 linears, 1.15 GB logical);
 - DIR/folder/: 13 checkpoints — the 9 bundled examples, both files above and two smaller
   copies of them (12 and 24 blocks of hidden size 1024).
 
@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import struct
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 # sibling script, not a package
-from make_big_checkpoint import linear_shapes
+from make_big_checkpoint import Tensor, linear_shapes, write_sparse
 from make_big_checkpoint import write as write_int8
 
 MARKER = json.dumps({"format": "nvfp4"}).encode()
@@ -32,29 +31,13 @@ MARKER = json.dumps({"format": "nvfp4"}).encode()
 def write_nvfp4(path: Path, blocks: int, hidden: int) -> int:
     """A sparse NVFP4 checkpoint (U8 packed weight, F8_E4M3 block scales, F32 global scale);
     its logical size in bytes."""
-    items: list[tuple[str, str, list[int], int, bytes | None]] = []
+    items: list[Tensor] = []
     for prefix, (n, k) in linear_shapes(blocks, hidden).items():
         items.append((f"{prefix}.weight", "U8", [n, k // 2], n * k // 2, None))
         items.append((f"{prefix}.weight_scale", "F8_E4M3", [n, k // 16], n * k // 16, None))
         items.append((f"{prefix}.weight_scale_2", "F32", [], 4, None))
         items.append((f"{prefix}.comfy_quant", "U8", [len(MARKER)], len(MARKER), MARKER))
-    header: dict[str, object] = {"__metadata__": {"format": "pt"}}
-    offset = 0
-    for name, dtype, shape, size, _ in items:
-        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + size]}
-        offset += size
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * (-len(text) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)) + text)
-        base, start = f.tell(), 0
-        for _, _, _, size, payload in items:
-            if payload is not None:
-                f.seek(base + start)
-                f.write(payload)
-            start += size
-        f.truncate(base + offset)
-    return base + offset
+    return write_sparse(str(path), items)[2]
 
 
 def main(argv: list[str]) -> None:
