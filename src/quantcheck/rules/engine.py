@@ -17,6 +17,7 @@ from quantcheck.diagnostics import Diagnostic
 from quantcheck.io.source import base_name
 from quantcheck.model.checkpoint import Checkpoint
 from quantcheck.model.layers import Layer
+from quantcheck.rules import codes as R
 from quantcheck.rules.layer_kinds import (
     LayerKinds,
     any_layer_has,
@@ -265,7 +266,7 @@ def without_truncation_follow_ons(ck: Checkpoint, found: list[Diagnostic]) -> li
     """A truncated file is one finding (QC117): a layer whose marker tensor lies past the end
     of its file is not also reported as unmarked (QC314 would point at a marker finding
     that cannot exist: the marker bytes are simply missing)."""
-    if not any(d.code == "QC117" for d in ck.diagnostics):
+    if not any(d.code == R.QC117.code for d in ck.diagnostics):
         return found
     cut = {
         name[: -len(".comfy_quant")]
@@ -273,4 +274,4 @@ def without_truncation_follow_ons(ck: Checkpoint, found: list[Diagnostic]) -> li
         for name, t in s.header.tensors.items()
         if t.end > s.header.file_size and name.endswith(".comfy_quant")
     }
-    return [d for d in found if not (d.code == "QC314" and d.layer in cut)]
+    return [d for d in found if not (d.code == R.QC314.code and d.layer in cut)]
