@@ -99,20 +99,14 @@ def templates(
 
 
 def _split(text: str, where: str, memo: dict[str, list[str]]) -> list[str]:
+    """`text` with `where` (as a whole name) replaced by LAYER, split into alternating
+    non-number and number pieces (numbers at odd positions)."""
     if where and where in text:
         text = _replace_name(text, where)
     hit = memo.get(text)
     if hit is None:
         hit = memo[text] = _NUMBER.split(text)
     return hit
-
-
-def split_template(text: str, where: str) -> list[str]:
-    """`text` with `where` (as a whole name) replaced by LAYER, split into alternating
-    non-number and number pieces (numbers at odd positions)."""
-    if where and where in text:
-        text = _replace_name(text, where)
-    return _NUMBER.split(text)
 
 
 def _replace_name(text: str, name: str) -> str:
@@ -257,8 +251,8 @@ def name_patterns(names: list[str]) -> list[str]:
         for pos in reversed(range(width)):
             merged: dict[tuple[object, ...], tuple[int, list[frozenset[str]]]] = {}
             for first, toks in rows:
-                if pos >= len(toks):
-                    merged[(first,)] = (first, toks)
+                if pos >= len(toks):  # too short to vary here: kept as it is
+                    merged[("short", first)] = (first, toks)
                     continue
                 key = (len(toks), *toks[:pos], *toks[pos + 1 :])
                 hit = merged.get(key)

@@ -80,7 +80,7 @@ def iter_text_lines(
                 )
             elif r.kind == CHECKED and r.report is not None and r.report.diagnostics:
                 yield paint(f"== {clean(r.name)}", "bold", c)
-                yield from iter_lines(r.report, color=c, show_all=show_all)
+                yield from iter_lines(r.report, color=c, show_all=show_all, suppressed=r.suppressed)
                 yield ""
     yield table(results, targets, c, terminal_width())
     if not quiet:
@@ -111,7 +111,7 @@ def table(
         ]
         for r in results
     ]
-    statuses = [[shown_status(r, t) for t in targets] for r in results]
+    statuses = [shown_statuses(r, targets) for r in results]
     full = _block(names, meta, statuses, targets, c)
     if width is None or max(map(visible_len, full), default=0) <= width:
         return "\n".join(full)
@@ -211,22 +211,19 @@ def _cut_middle(text: str, most: int) -> str:
     return text[:head] + "…" + text[len(text) - (most - head - 1) :]
 
 
-def shown_status(r: CheckpointResult, target: str) -> str:
-    """The status a table shows: the checkpoint's own, and when a baseline suppressed
-    findings that make it worse, that worse status marked `(baselined)` (the exit code
+def shown_statuses(r: CheckpointResult, targets: tuple[str, ...]) -> list[str]:
+    """The statuses a table shows: the checkpoint's own, and where a baseline suppressed
+    findings that make one worse, that worse status marked `(baselined)` (the exit code
     follows the baseline; the display never hides the verdict)."""
-    st = r.status(target)
-    if not r.suppressed or r.report is None or st in ("not quantized", "unreadable"):
-        return st
-    unsuppressed = Report(
-        inputs=[],
-        diagnostics=[*r.report.diagnostics, *r.suppressed],
-        targets=r.report.targets,
-    )
-    before = unsuppressed.status(target)
-    if STATUS_RANK[before] > STATUS_RANK[st]:
-        return f"{before} (baselined)"
-    return st
+    from quantcheck.render.text import baselined_status, unsuppressed
+
+    own = [r.status(t) for t in targets]
+    if r.report is None or r.kind != "checked":
+        return own
+    before = unsuppressed(r.report, r.suppressed)
+    if before is None:
+        return own
+    return [baselined_status(st, before.status(t)) for st, t in zip(own, targets, strict=True)]
 
 
 def column_heads(targets: tuple[str, ...]) -> tuple[list[str], list[str]]:
@@ -259,7 +256,7 @@ def total_line(results: list[CheckpointResult], targets: tuple[str, ...] = TARGE
         st = worst_status(r, targets)
         if r.suppressed:  # what the baseline accepted is said, never hidden
             shown = max(
-                (shown_status(r, t) for t in targets),
+                shown_statuses(r, targets),
                 key=lambda s: STATUS_RANK[s.partition(" (")[0]],
                 default=st,
             )

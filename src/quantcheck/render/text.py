@@ -113,22 +113,29 @@ def _finding_lines(
         yield f"            and, following from it on the same layers: {names}"
 
 
+def unsuppressed(report: Report, suppressed: list[Diagnostic] | None) -> Report | None:
+    """The report with the findings a baseline suppressed put back (None when there are
+    none): the verdicts they would give."""
+    if not suppressed:
+        return None
+    return Report(inputs=[], diagnostics=[*report.diagnostics, *suppressed], targets=report.targets)
+
+
+def baselined_status(status: str, before: str) -> str:
+    """`status`, or the worse `before` (the status without the baseline) marked
+    `(baselined)`: suppressing findings only ever improves a status."""
+    return status if before == status else f"{before} (baselined)"
+
+
 def verdict_lines(report: Report, c: bool, suppressed: list[Diagnostic] | None = None) -> str:
     """The closing lines: per-target status and totals. A status that findings suppressed by
     a baseline would make worse is shown as that worse one, marked `(baselined)`."""
     parts = []
-    unsuppressed = (
-        Report(inputs=[], diagnostics=[*report.diagnostics, *suppressed], targets=report.targets)
-        if suppressed
-        else None
-    )
+    before = unsuppressed(report, suppressed)
     for t in report.targets:
         st = report.target_status(t)
-        label = paint(st["status"], STATUS_STYLE[st["status"]], c)
-        if unsuppressed is not None:
-            before = unsuppressed.status(t)
-            if before != st["status"] and before != "ok":
-                label = paint(f"{before} (baselined)", STATUS_STYLE[before], c)
+        shown = st["status"] if before is None else baselined_status(st["status"], before.status(t))
+        label = paint(shown, STATUS_STYLE[shown.partition(" (")[0]], c)
         extra = ""
         if st["errors"] or st["degraded"]:
             bits = []
