@@ -7,7 +7,7 @@ class InputError(Exception):
 
 #: What an OS error means for a file a user asked to read, by errno name.
 _WHY = {
-    "EACCES": "permission denied: this user may not read it (check its permissions and owner)",
+    "EACCES": "permission denied: this user may not use it (check its permissions and owner)",
     "EPERM": "the operation is not permitted (check its permissions, owner and any lock)",
     "ENOENT": "there is no such file or folder",
     "EISDIR": "it is a folder where a file was expected",
@@ -21,15 +21,18 @@ _WHY = {
 }
 
 
-def describe_os_error(exc: OSError) -> str:
-    """An OSError as a sentence a person reads: what could not be read and why, without the
-    raw `[Errno 13] ...` form. Errors without an errno (remote sources, short reads) keep
-    their own message, which already says what happened."""
+def describe_os_error(exc: OSError, action: str | None = None) -> str:
+    """An OSError as a sentence a person reads: the file and why, without the raw
+    `[Errno 13] ...` form; with `action` ("read"), what could not be done to it. Errors
+    without an errno (remote sources, short reads) keep their own message, which already
+    says what happened."""
     import errno
 
     if exc.errno is None:
         return str(exc) or type(exc).__name__
     name = errno.errorcode.get(exc.errno, "")
-    why = _WHY.get(name) or (exc.strerror or name or "unknown error").lower()
-    what = exc.filename if exc.filename is not None else None
-    return f"cannot read {what}: {why}" if what is not None else f"cannot read the input: {why}"
+    why = _WHY.get(name) or exc.strerror or name or "unknown error"
+    what = exc.filename
+    if action:
+        return f"cannot {action} {what if what is not None else 'the input'}: {why}"
+    return f"{what}: {why}" if what is not None else why

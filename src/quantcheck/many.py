@@ -155,7 +155,7 @@ def check_spec(
     except InputError as exc:
         return CheckpointResult(spec, UNREADABLE, error=str(exc) or type(exc).__name__)
     except OSError as exc:
-        return CheckpointResult(spec, UNREADABLE, error=describe_os_error(exc))
+        return CheckpointResult(spec, UNREADABLE, error=describe_os_error(exc, "read"))
     return CheckpointResult(spec, kind, report, size, formats, files)
 
 

@@ -36,7 +36,13 @@ def run(args: argparse.Namespace) -> int:
         as_one=args.as_one,
     )
     if len(specs) == 1:
-        return _print_one(_summary(specs[0].paths, args.layers), args)
+        from quantcheck.errors import InputError, describe_os_error
+
+        try:
+            doc = _summary(specs[0].paths, args.layers)
+        except OSError as exc:  # a file that cannot be read: say which and why
+            raise InputError(describe_os_error(exc, "read")) from exc
+        return _print_one(doc, args)
     return _print_many(specs, args)
 
 
@@ -118,7 +124,7 @@ def _print_many(specs: list[Any], args: argparse.Namespace) -> int:
             doc = _summary(spec.paths, args.layers)
         except (InputError, OSError) as exc:
             failed += 1
-            why = describe_os_error(exc) if isinstance(exc, OSError) else str(exc)
+            why = describe_os_error(exc, "read") if isinstance(exc, OSError) else str(exc)
             print(f"quantcheck: error: {clean(name)}: {clean(why)}", file=sys.stderr)
             entries.append({"name": name, "error": why or type(exc).__name__})
             continue
