@@ -131,15 +131,17 @@ def test_varying_numbers_and_the_layer_name_are_folded(
 def test_independent_problems_of_a_layer_are_all_listed(
     examples_dir: Path, capsys: pytest.CaptureFixture
 ) -> None:
-    """Layer 1.attn.to_k of broken_seeds: a BF16 weight under an int8 marker (QC304, sd.next
-    QC714, sd.cpp QC748, musubi QC754) and an F16 scalar scale (musubi QC755 twice) — no
-    rule follows from another there, so every one is shown."""
+    """Layer 1.attn.to_k of broken_seeds: a BF16 weight under an int8 marker (QC304; sd.cpp
+    QC748 and musubi QC754, runtimes QC304 does not name) and an F16 scalar scale (musubi QC755
+    twice) — independent problems, all shown. SD.Next's QC714 (the same BF16 weight) is named
+    on QC304, which names SD.Next too."""
     seeds = str(examples_dir / "broken_seeds.safetensors")
     _, out = run(["check", "--no-color", "--target", "all", seeds], capsys)
     section = out.split("  model.diffusion_model.transformer_blocks.1.attn.to_k\n", 1)[1]
     section = re.split(r"\n  (?! )", section, maxsplit=1)[0]
-    for code in ("QC304", "QC714", "QC748", "QC754", "QC755"):
-        assert f" {code} " in section, code
+    for code in ("QC304", "QC748", "QC754", "QC755"):
+        assert f"    error   {code} " in section, code
+    assert "following from it on the same layer: QC714 weight-dtype-refused-by-sdnext" in section
     _, every = run(["check", "--no-color", "--show-all", "--target", "all", seeds], capsys)
     assert "QC753" in out and "following from it" in out  # under QC752: no ConvRot, no group
     assert sum(line.startswith("    error   QC753") for line in every.splitlines()) == 3

@@ -110,7 +110,8 @@ def _finding_lines(
         from quantcheck.rules.registry import get_rule
 
         names = ", ".join(f"{code} {get_rule(code).name}" for code in consequences)
-        yield f"            and, following from it on the same layers: {names}"
+        layers = "layer" if where else "layers"  # under its own layer, or a group's heading
+        yield f"            and, following from it on the same {layers}: {names}"
 
 
 def unsuppressed(report: Report, suppressed: list[Diagnostic] | None) -> Report | None:
