@@ -40,7 +40,21 @@ def _check_args(p: argparse.ArgumentParser) -> None:
         metavar="CODE",
         help="leave out these codes; repeatable, comma-separated",
     )
-    p.add_argument("--statistics", action="store_true", help="print counts per code")
+    p.add_argument(
+        "--statistics", action="store_true", help="print counts per code after the findings"
+    )
+    p.add_argument(
+        "--show-all",
+        action="store_true",
+        help="text output: list every finding under its layer (by default a finding repeated "
+        "over layers is one entry, and a consequence is named on its cause)",
+    )
+    p.add_argument(
+        "--group",
+        action="store_true",
+        help="JSON output: also add `groups`, the entries the text report shows (every "
+        "diagnostic is still listed)",
+    )
     p.add_argument(
         "--fail-on",
         choices=("error", "warning", "info"),
@@ -295,7 +309,9 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"quantcheck: error: {clean(exc)}", file=sys.stderr)
         return 2
     except OSError as exc:
-        print(f"quantcheck: error: {clean(exc)}", file=sys.stderr)
+        from quantcheck.errors import describe_os_error
+
+        print(f"quantcheck: error: {clean(describe_os_error(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("quantcheck: interrupted", file=sys.stderr)

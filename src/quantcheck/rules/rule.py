@@ -30,6 +30,10 @@ class Rule:
     retired: bool = False
     action: str | None = None
     repair: str = ""
+    #: codes this rule's findings follow from: on a layer that also has a finding of one of
+    #: them (for the same runtimes), the text report names this one on that entry instead of
+    #: listing it as a problem of its own (JSON and SARIF keep both)
+    follows: tuple[str, ...] = ()
 
     @property
     def family(self) -> str:
