@@ -94,10 +94,31 @@ def _marker_fix(layer: Layer) -> tuple[Fix | None, str]:
 
 
 def _check_marked(layer: Layer, spec: FormatSpec) -> Iterator[Diagnostic]:
+    """Every independent problem of a marked layer, the worst deciding the verdict: the
+    weight's dtype and rank, then its companions. A missing required companion is reported
+    whatever the weight is (ComfyUI raises "Missing MXFP8 block scales" for an I8 weight too,
+    comfy/ops.py @0271a469 ~L1214); companion dtypes too, except beside a 16/32-bit weight
+    (the layer was left unquantized: its scales are stale, QC304's fix drops the marker);
+    shapes and sizes only where the weight is a 2-D tensor of the format's storage dtype,
+    which they are derived from."""
+    w = layer.weight
+    assert w is not None
+    sg = _sglang_checks(spec)
+    found = list(_weight(layer, spec, sg))
+    yield from found
+    dims = derive_dims(spec, layer) if not found else None
+    yield from _companions(layer, spec, dims, sg, bool(found), w.dtype in HIGH_PRECISION)
+    yield from _extras(layer, spec)
+    if dims is not None:
+        yield from _sizes(layer, spec, dims, sg)
+
+
+def _weight(layer: Layer, spec: FormatSpec, sg: bool) -> Iterator[Diagnostic]:
+    """The weight itself: 16/32-bit (QC304), another storage dtype (QC303), not 2-D (QC306);
+    at most one, the first that applies."""
     w = layer.weight
     assert w is not None
     marker_file = layer.marker.sources[-1].file if layer.marker else w.file
-    sg = _sglang_checks(spec)
     if w.dtype in HIGH_PRECISION:
         yield Diagnostic(
             R.QC304,
@@ -121,8 +142,7 @@ def _check_marked(layer: Layer, spec: FormatSpec) -> Iterator[Diagnostic]:
                 "drop-marker",
             ),
         )
-        return
-    if w.dtype not in spec.weight_dtypes:
+    elif w.dtype not in spec.weight_dtypes:
         want = "/".join(sorted(spec.weight_dtypes))
         yield Diagnostic(
             R.QC303,
@@ -138,8 +158,7 @@ def _check_marked(layer: Layer, spec: FormatSpec) -> Iterator[Diagnostic]:
                 Safety.DISPLAY,
             ),
         )
-        return
-    if len(w.shape) != 2:
+    elif len(w.shape) != 2:
         yield Diagnostic(
             R.QC306,
             f"weight has shape {list(w.shape)}; {spec.name} layers are 2-D [N, K]",
@@ -152,19 +171,25 @@ def _check_marked(layer: Layer, spec: FormatSpec) -> Iterator[Diagnostic]:
                 NONE if layer.marker and layer.marker.get("num_experts") is not None else DEGRADED,
             ),
         )
-        return
-    dims = derive_dims(spec, layer)
-    assert dims is not None
-    yield from _companions(layer, spec, dims, sg)
-    yield from _extras(layer, spec)
-    yield from _sizes(layer, spec, dims, sg)
 
 
-def _companions(layer: Layer, spec: FormatSpec, dims: Dims, sg: bool) -> Iterator[Diagnostic]:
+def _companions(
+    layer: Layer,
+    spec: FormatSpec,
+    dims: Dims | None,
+    sg: bool,
+    bad_weight: bool = False,
+    unquantized: bool = False,
+) -> Iterator[Diagnostic]:
+    """Presence, dtype and shape of each companion. Beside a weight already reported
+    (`bad_weight`), a missing companion fails sglang only for the formats its inspector
+    validates: for the others (mxfp8) the inspector passes the layer (recorded case
+    mxfp8_marker_no_validation) and what its weight loader does is not modelled here."""
     for c in spec.companions:
         t = layer.tensors.get(c.suffix)
         if t is None:
-            need_c, need_s = c.required_comfyui, c.required_sglang and sg
+            sg_needs = sg if not bad_weight else spec.sglang == "validated"
+            need_c, need_s = c.required_comfyui, c.required_sglang and sg_needs
             if need_c or need_s:
                 yield Diagnostic(
                     R.QC301,
@@ -175,8 +200,10 @@ def _companions(layer: Layer, spec: FormatSpec, dims: Dims, sg: bool) -> Iterato
                     effects=_eff(FAILS if need_s else NONE, FAILS if need_c else NONE),
                 )
             continue
-        yield from _companion_dtype(layer, spec, c, t.dtype, sg, t.name, t.file)
-        yield from _companion_shape(layer, spec, c, dims, sg)
+        if not unquantized:
+            yield from _companion_dtype(layer, spec, c, t.dtype, sg, t.name, t.file)
+        if dims is not None:
+            yield from _companion_shape(layer, spec, c, dims, sg)
         if not c.comfyui_loads:
             yield Diagnostic(
                 R.QC313,
