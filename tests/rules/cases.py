@@ -612,7 +612,7 @@ LAYERS = [
         "QC319",
         "int8-1d-row-scale",
         file(lambda: int8(scale=("F32", (64,)))),
-        eff("none", "degraded"),
+        eff("none", "none"),
         file(int8),
         message="LoRA",
     ),

@@ -59,3 +59,18 @@ def test_wrong_dtype_weight_with_a_wrong_dtype_scale_reports_both(tmp_path: Path
     status, codes = _status(paths)
     assert {"QC303", "QC305"} <= codes
     assert status["comfyui"] == "fails"  # the BF16 channel scale: NoCapableBackendError
+
+
+# --- item 3: a 1-D int8 row scale: inference right, LoRA / fallback not ----------------------
+
+
+def test_int8_row_scale_1d_is_ok_with_a_lora_warning(tmp_path: Path) -> None:
+    from ._build import int8
+
+    paths = file(lambda: int8(scale=("F32", (64,))))(tmp_path)
+    report = check_paths([str(p) for p in paths], target=DEFAULT)
+    assert report.target_status("comfyui")["status"] == "ok"
+    assert report.target_status("comfyui-cpu")["status"] == "ok"
+    (hit,) = [d for d in report.diagnostics if d.code == "QC319"]
+    assert hit.effective_severity.value == "warning"
+    assert "LoRA" in hit.message and "full-precision fallback" in hit.message

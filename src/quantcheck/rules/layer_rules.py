@@ -319,18 +319,20 @@ def _companion_shape(
             "reshape",
             (("shape", (dims.N, 1)),),
         )
-        # ComfyUI's int8 kernel reads [N] per row; only its dequantize (LoRA, fallback) fails.
+        # ComfyUI's int8 kernel reads [N] per row: plain inference is right (no effect);
+        # only its dequantize (LoRA patching, the full-precision fallback) raises.
         comfy_ok = True
         yield Diagnostic(
             R.QC319,
-            f"{c.suffix} has shape [{dims.N}]: ComfyUI loads and runs the layer, but "
-            "its QuantizedTensor.dequantize() cannot broadcast the scale, so applying "
-            "a LoRA or the full-precision fallback fails",
+            f"{c.suffix} has shape [{dims.N}]: ComfyUI loads and runs the layer correctly, "
+            "but its QuantizedTensor.dequantize() cannot broadcast the scale, so patching "
+            "the layer with a LoRA, or ComfyUI's full-precision fallback (a device without "
+            "int8 compute), fails",
             file=t.file,
             tensor=t.name,
             layer=layer.prefix,
             pointer=json_pointer(t.name, "shape"),
-            effects=_eff(NONE, DEGRADED),
+            effects=_eff(NONE, NONE),
             fix=fix,
         )
         if sg_ok:
