@@ -15,12 +15,13 @@ from __future__ import annotations
 
 from quantcheck.diagnostics import Diagnostic, Effect, Safety, Severity
 from quantcheck.model.layers import Layer
+from quantcheck.rules import codes as R
 
 #: QC6xx say whether a runtime release loads a format at all (QC610: w6a8_int8 on ComfyUI up
 #: to 0271a469), not that the layer's numbers are unreadable: they never block.
 RUNTIME_SUPPORT = "QC6"
-#: A companion dtype label (QC305): blocks only where no safe relabel or cast reads it.
-DTYPE_LABEL = "QC305"
+#: A companion dtype label: blocks only where no safe relabel or cast reads it.
+DTYPE_LABEL = R.QC305.code
 
 
 def _decodable_label(d: Diagnostic) -> bool:

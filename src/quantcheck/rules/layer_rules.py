@@ -61,6 +61,13 @@ def _unmarked(layer: Layer, mxfp8_meta: bool) -> Iterator[Diagnostic]:
     elif w.dtype.startswith("F8") and "weight_scale" not in layer.tensors:
         eff = _eff(FAILS if noted else NONE, NONE)
         hint = "a plain FP8 cast (ComfyUI loads it as-is; sglang needs a marker)"
+    elif (packed := _packed_format(layer)) is not None:
+        eff = _eff(FAILS if noted else NONE, FAILS)
+        hint = (
+            f"packed {packed} storage without a marker (ComfyUI loads the codes unmarked as a "
+            f"{list(w.shape)} weight, narrower than the layer's K, and the first forward "
+            "raises a shape error)"
+        )
     else:
         eff = _eff(FAILS if noted else NONE, DEGRADED)
         hint = "quantized storage without a marker (ComfyUI loads the raw codes as weights)"
@@ -74,6 +81,21 @@ def _unmarked(layer: Layer, mxfp8_meta: bool) -> Iterator[Diagnostic]:
         effects=eff,
         fix=fix,
     )
+
+
+def _packed_format(layer: Layer) -> str | None:
+    """The packed format (several codes a byte) an unmarked layer's tensors show, or None when
+    they show none or a same-width one. Told by the companions: what `infer_marker` names
+    (NVFP4, AWQ), or W4A8's group scales (its 4- or 6-bit codes are always packed)."""
+    from quantcheck.fix.marker_infer import infer_marker
+
+    fields, _ = infer_marker(layer)
+    spec = FORMATS.get(fields["format"]) if fields else None
+    if spec is not None:
+        return spec.name if spec.packing != "none" else None
+    if "weight_s_rel" in layer.tensors:
+        return "asym_w4a8_int8"
+    return None
 
 
 def _marker_fix(layer: Layer) -> tuple[Fix | None, str]:

@@ -1,7 +1,9 @@
 """What ComfyUI's own loading makes of one generated checkpoint, layer by layer.
 
 The file is read with `safetensors.torch.load_file` (safe_open: the loader of `--cpu` /
-`--disable-dynamic-vram`). Each layer `<p>.weight` is loaded into a fresh module shaped like
+`--disable-dynamic-vram`), and its state dict and header metadata go through ComfyUI's own key
+plumbing (`load_diffusion_model_state_dict` up to its first look at the model: header markers,
+model-prefix strip, header markers again). Each layer `<p>.weight` is loaded into a fresh module shaped like
 ComfyUI's `mixed_precision_ops(...).Linear` before loading (its __init__ fields: `factory_kwargs`
 {device cpu, dtype bf16}, `_orig_shape` (N, K), `_full_precision_mm` False, `_disabled_formats`
 what ComfyUI's `get_disabled_quant_formats` gives for the CPU, no bias) through ComfyUI's own
@@ -32,6 +34,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import torch
+from safetensors import safe_open
 from safetensors.torch import load_file
 
 from .loader import Comfy
@@ -86,21 +89,23 @@ class Outcome(NamedTuple):
     dequantize_fails: bool = False
 
 
-def outcome(
-    comfy: Comfy,
-    path: str,
-    layers: dict[str, tuple[tuple[int, int], Any]],
-    sd: dict[str, torch.Tensor] | None = None,
-) -> Outcome:
-    """ComfyUI's loading of every layer in `layers` (from `path`, or the state dict `sd` its
-    key plumbing produced)."""
-    if sd is None:
-        try:
-            sd = load_file(path)
-        except Exception as exc:
-            return Outcome("fails", f"safe_open: {type(exc).__name__}: {exc}")
+def outcome(comfy: Comfy, path: str, layers: dict[str, tuple[tuple[int, int], Any]]) -> Outcome:
+    """ComfyUI's loading of every layer in `layers` (by stored name) from `path`: the file
+    read with safe_open, its header metadata and state dict through the key plumbing of
+    load_diffusion_model_state_dict (`Comfy.plumb`), then each layer under the name the
+    plumbing left it."""
+    try:
+        sd = load_file(path)
+        with safe_open(path, framework="pt") as f:
+            metadata = f.metadata()
+    except Exception as exc:
+        return Outcome("fails", f"safe_open: {type(exc).__name__}: {exc}")
+    sd = comfy.plumb(sd, metadata)
     worst, why, dq_fails = "ok", "loads and runs", False
-    for prefix, ((n, k), want) in layers.items():
+    for stored, ((n, k), want) in layers.items():
+        prefix = _plumbed_name(sd, stored)
+        if prefix is None:
+            return Outcome("fails", f"the key plumbing drops {stored}.weight")
         got = _layer(comfy, sd, prefix, n, k, want)
         if got.status == "fails":
             return got
@@ -110,6 +115,17 @@ def outcome(
         elif got.dequantize_fails and worst == "ok":
             why = got.why
     return Outcome(worst, why, dq_fails)
+
+
+def _plumbed_name(sd: dict[str, torch.Tensor], stored: str) -> str | None:
+    """The name a stored layer has after the plumbing: itself, or itself less the model prefix
+    that was stripped (the longest tail of its dotted name whose weight is in `sd`)."""
+    parts = stored.split(".")
+    for i in range(len(parts)):
+        name = ".".join(parts[i:])
+        if f"{name}.weight" in sd:
+            return name
+    return None
 
 
 def _layer(
