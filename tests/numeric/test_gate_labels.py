@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from quantcheck import load
-from quantcheck.check import check_paths
+from quantcheck.checking import check_paths
 from quantcheck.cli.main import main
 from quantcheck.rules.gate import numeric_refusal
 

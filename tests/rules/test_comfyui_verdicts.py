@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from quantcheck.check import check_paths
+from quantcheck.checking import check_paths
 
 from ._build import P, file, header_meta, marker, t
 

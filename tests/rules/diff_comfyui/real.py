@@ -3,9 +3,9 @@
 The file is read with `safetensors.torch.load_file` (safe_open: the loader of `--cpu` /
 `--disable-dynamic-vram`), and its state dict and header metadata go through ComfyUI's own key
 plumbing (`load_diffusion_model_state_dict` up to its first look at the model: header markers,
-model-prefix strip, header markers again). Each layer `<p>.weight` is loaded into a fresh module shaped like
-ComfyUI's `mixed_precision_ops(...).Linear` before loading (its __init__ fields: `factory_kwargs`
-{device cpu, dtype bf16}, `_orig_shape` (N, K), `_full_precision_mm` False, `_disabled_formats`
+model-prefix strip, header markers again). Each layer `<p>.weight` is loaded into a fresh module
+shaped like ComfyUI's `mixed_precision_ops(...).Linear` before loading (its __init__ fields:
+`factory_kwargs` {device cpu, dtype bf16}, `_orig_shape` (N, K), `_full_precision_mm` False, `_disabled_formats`
 what ComfyUI's `get_disabled_quant_formats` gives for the CPU, no bias) through ComfyUI's own
 `_load_quantized_module(..., load_extra_params=True)` with torch's `Module._load_from_state_dict`
 as `super_load` (strict), as that Linear's `_load_from_state_dict` does. Then the inference path of
