@@ -5,16 +5,16 @@ The file is read with `safetensors.torch.load_file` (safe_open: the loader of `-
 plumbing (`load_diffusion_model_state_dict` up to its first look at the model: header markers,
 model-prefix strip, header markers again). Each layer `<p>.weight` is loaded into a fresh module
 shaped like ComfyUI's `mixed_precision_ops(...).Linear` before loading (its __init__ fields:
-`factory_kwargs` {device cpu, dtype bf16}, `_orig_shape` (N, K), `_full_precision_mm` False, `_disabled_formats`
-what ComfyUI's `get_disabled_quant_formats` gives for the CPU, no bias) through ComfyUI's own
-`_load_quantized_module(..., load_extra_params=True)` with torch's `Module._load_from_state_dict`
-as `super_load` (strict), as that Linear's `_load_from_state_dict` does. Then the inference path of
-its `forward`: the input is quantized with `QuantizedTensor.from_float(x, layout_type,
-scale=input_scale)` when QUANT_ALGOS says `quantize_input` (default True), and
-`torch.nn.functional.linear` runs on the QuantizedTensor weight (comfy-kitchen's dispatch, eager on
-CPU); layers whose format is disabled on the device, or `full_precision_matrix_mult`, dequantize
-first (what the Linear's `_full_precision_mm` does). LoRA and the full-precision fallback go
-through `QuantizedTensor.dequantize()`.
+`factory_kwargs` {device cpu, dtype bf16}, `_orig_shape` (N, K), `_full_precision_mm` False,
+`_disabled_formats` what ComfyUI's `get_disabled_quant_formats` gives for the CPU, no bias) through
+ComfyUI's own `_load_quantized_module(..., load_extra_params=True)` with torch's
+`Module._load_from_state_dict` as `super_load` (strict), as that Linear's `_load_from_state_dict`
+does. Then the inference path of its `forward`: the input is quantized with
+`QuantizedTensor.from_float(x, layout_type, scale=input_scale)` when QUANT_ALGOS says
+`quantize_input` (default True), and `torch.nn.functional.linear` runs on the QuantizedTensor
+weight (comfy-kitchen's dispatch, eager on CPU); layers whose format is disabled on the device, or
+`full_precision_matrix_mult`, dequantize first (what the Linear's `_full_precision_mm` does). LoRA
+and the full-precision fallback go through `QuantizedTensor.dequantize()`.
 
 Outcome (of plain inference):
 - "fails": the load or the first forward raises;
