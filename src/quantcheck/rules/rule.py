@@ -43,6 +43,22 @@ class Rule:
 
         return {rt.name: effect_on(rt, self.code, None, self.effects) for rt in runtimes()}
 
+    def runtime_reasons(self) -> list[str]:
+        """One line per runtime whose effect the runtime's own data decides (not the catalog
+        entry above): `  sdcpp: fails — why`."""
+        from quantcheck.runtimes import decision, runtimes
+
+        out = []
+        for rt in runtimes():
+            hit = decision(rt, self.code, self.effects)
+            if hit is None:
+                out.append(f"  {rt.name}: {hit} — NOT DECIDED")
+                continue
+            effect, why = hit
+            if rt.reasons.get(self.code) is not None or why.startswith("as "):
+                out.append(f"  {rt.name}: {effect.value} — {why}")
+        return out
+
     def doc(self) -> str:
         """The rule's documentation as plain text (what `quantcheck explain CODE` prints)."""
         fix = self.fix.value if self.fix else "none"
@@ -64,6 +80,7 @@ class Rule:
             "",
             f"Effect per runtime: {effects}",
             f"Evidence: {self.evidence}",
+            *self.runtime_reasons(),
             "",
             "Example:",
             *("  " + line for line in self.example.splitlines()),

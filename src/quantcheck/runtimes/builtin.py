@@ -23,6 +23,7 @@ SGLANG = register_runtime(
         quantize_refusal="quantcheck.rules.runtime_rules:sglang_quantize_refusal",
         paths="quantcheck.rules.sglang_header_rules:path_json",
         default_target=True,
+        catalog=True,
         doc="sglang's ComfyUI-checkpoint loader: the header path "
         "(get_quant_config_from_safetensors_metadata, tried first), then the marker "
         "inspector, format resolver and the config classes' constructors (format support, "

@@ -117,6 +117,7 @@ def comfyui_runtime() -> Runtime:
         RELEASES,
         checks="quantcheck.rules.comfyui_rules:ComfyuiChecks",
         default_target=True,
+        catalog=True,
         doc="ComfyUI's quantized-op loader (comfy/ops.py, QUANT_ALGOS) with comfy-kitchen; "
         "verdicts describe the default GPU setup: the DynamicVRAM safetensors loader "
         "(comfy/utils.py load_safetensors, which cannot read F8_E8M0) and the device's quantized "

@@ -56,6 +56,13 @@ class Runtime:
     #: "module:callable" (checkpoint, release name or None for the newest) -> dict of extra
     #: keys for that target's JSON summary (sglang: which reader takes the file, `path`).
     paths: str = ""
+    #: Rule code -> one line saying why the code does what it does to this runtime (its
+    #: effects table's entry, or none): every generic code of a runtime that the catalogs do
+    #: not declare has one (`decision`), shown under the rule's evidence.
+    reasons: dict[str, str] = factory(dict)
+    #: The catalogs declare this runtime's effect of every generic rule (the built-in
+    #: runtimes, positionally); the rule's evidence is the reason.
+    catalog: bool = False
 
     @property
     def newest(self) -> Release:
@@ -405,3 +412,35 @@ def effect_on(
             return hit
         rt = _RUNTIMES.get(rt.based_on) if rt.based_on else None
     return Effect.NONE
+
+
+#: The generic codes (every runtime decides them): container, markers, layers, numerics,
+#: shards, and the codes sglang's and ComfyUI's own checks report (QC6xx).
+GENERIC_FAMILIES = ("QC1", "QC2", "QC3", "QC4", "QC5", "QC6")
+
+
+def decision(runtime: Runtime, code: str, declared: dict[str, Effect]) -> tuple[Effect, str] | None:
+    """(effect at the newest release, the one-line reason) of rule `code` (declared effects
+    `declared`) on `runtime`; None when nothing decides it (a silent none). The reason is
+    the runtime's own (`Runtime.reasons`), the catalog entry's evidence (the built-in
+    runtimes, generic codes), the runtime's own rule, its base's (a fork), or another
+    runtime's own rule (QC7xx, reported only for that runtime)."""
+    effect = effect_on(runtime, code, None, declared)
+    why = runtime.reasons.get(code)
+    if why is not None:
+        return effect, why
+    generic = code.startswith(GENERIC_FAMILIES)
+    if runtime.catalog and generic:
+        return effect, "the rule's catalog entry (evidence above)"
+    if declared.get(runtime.name, Effect.NONE) is not Effect.NONE and not generic:
+        return effect, f"{runtime.title}'s own rule"
+    if runtime.based_on is not None:
+        base = decision(_RUNTIMES[runtime.based_on], code, declared)
+        if base is not None:
+            hit = runtime.effect_table().get(code)
+            if hit is None or hit is base[0]:
+                return effect, f"as {runtime.based_on} (the same loader code): {base[1]}"
+        return None
+    if not generic and effect is Effect.NONE:
+        return effect, "another runtime's own rule"
+    return None
