@@ -222,8 +222,9 @@ def _companions(
                     effects=_eff(FAILS if need_s else NONE, FAILS if need_c else NONE),
                 )
             continue
-        if not unquantized:
-            yield from _companion_dtype(layer, spec, c, t.dtype, sg, t.name, t.file)
+        if unquantized:
+            continue  # stale companions of a layer left 16-bit: only their absence matters
+        yield from _companion_dtype(layer, spec, c, t.dtype, sg, t.name, t.file)
         if dims is not None:
             yield from _companion_shape(layer, spec, c, dims, sg)
         if not c.comfyui_loads:
