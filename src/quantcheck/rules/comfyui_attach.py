@@ -16,9 +16,8 @@ from collections.abc import Iterator
 from quantcheck.diagnostics import Diagnostic
 from quantcheck.model.checkpoint import Checkpoint
 from quantcheck.model.layers import Layer
-from quantcheck.model.markers import Marker
 from quantcheck.rules.comfyui_keys import checkpoint_plumbing
-from quantcheck.rules.engine import format_findings
+from quantcheck.rules.engine import format_findings, renamed
 from quantcheck.rules.levels import Effect
 from quantcheck.runtimes import runtimes
 
@@ -77,14 +76,30 @@ def revise(ck: Checkpoint, diags: list[Diagnostic]) -> list[Diagnostic]:
             )
             d = _with(d, {**effs, **dict.fromkeys(family & effs.keys(), Effect.NONE)}, note)
         out.append(d)
+    # kind -> (the layer found on, its findings, whether a message names that layer): the
+    # layers of one kind draw the same findings, renamed (as in the engine)
+    seen: dict[object, tuple[str, list[Diagnostic], bool]] = {}
     for prefix, marker in marked.items():
-        out.extend(_marked_view(ck.layers[prefix], marker, family))
+        view = Layer(prefix, ck.layers[prefix].tensors, marker)
+        # what the format rules read of the view (layer_kinds.signature less the name's
+        # embedding test, which only sglang's own rules read)
+        kind = (
+            repr(marker.fields),
+            tuple((sfx, t.dtype, t.shape, t.file) for sfx, t in view.tensors.items()),
+        )
+        hit = seen.get(kind)
+        if hit is not None and not hit[2]:
+            out.extend(renamed(d, hit[0], view) for d in hit[1])
+            continue
+        found = list(_marked_view(view, family))
+        seen[kind] = (prefix, found, any(prefix in d.message for d in found))
+        out.extend(found)
     return out
 
 
-def _marked_view(layer: Layer, marker: Marker, family: frozenset[str]) -> Iterator[Diagnostic]:
-    """The format findings of `layer` carrying `marker`, as they concern ComfyUI only."""
-    view = Layer(layer.prefix, layer.tensors, marker)
+def _marked_view(view: Layer, family: frozenset[str]) -> Iterator[Diagnostic]:
+    """The format findings of the layer `view` (carrying the header entry's marker), as they
+    concern ComfyUI only."""
     for d in format_findings(view, False, False):
         effs = d.effective_effects
         if effs.get(COMFYUI, Effect.NONE) is Effect.NONE:

@@ -60,10 +60,11 @@ def model_prefix(keys: Iterable[str]) -> str:
         return ""
     counts = dict.fromkeys(CANDIDATES, 0)
     for k in keys:
-        for c in CANDIDATES:
-            if k.startswith(c):
-                counts[c] += 1
-                break
+        if k.startswith(CANDIDATES):  # the common miss is one C-level test
+            for c in CANDIDATES:
+                if k.startswith(c):
+                    counts[c] += 1
+                    break
     top = max(counts, key=counts.__getitem__)
     return top if counts[top] > MIN_KEYS else FALLBACK
 
@@ -98,9 +99,19 @@ def plumbing(tensors: Iterable[str], layers: Iterable[str], header: Iterable[str
 
 
 def checkpoint_plumbing(ck: Checkpoint) -> Plumbing | None:
-    """The key plumbing of `ck` (None when it has no header entry: nothing to re-attach)."""
+    """The key plumbing of `ck` (None when it has no header entry: nothing to re-attach);
+    worked out once per checkpoint (the marker rules and ComfyUI's checks both ask)."""
+    last = _LAST[0]
+    if last is not None and last[0] is ck:
+        return last[1]
     header = [p for p, m in ck.markers.items() if any(s.origin == "header" for s in m.sources)]
-    if not header:
-        return None
-    layers = [p for p, layer in ck.layers.items() if layer.weight is not None]
-    return plumbing(ck.tensors, layers, header)
+    hit = None
+    if header:
+        layers = [p for p, layer in ck.layers.items() if layer.weight is not None]
+        hit = plumbing(ck.tensors, layers, header)
+    _LAST[0] = (ck, hit)
+    return hit
+
+
+#: (the checkpoint last asked about, its plumbing): one entry, so nothing outlives a run long
+_LAST: list[tuple[Checkpoint, Plumbing | None] | None] = [None]
