@@ -24,32 +24,13 @@ from quantcheck.runtimes.registry import Release, Runtime
 
 FAILS, DEGRADED = Effect.FAILS, Effect.DEGRADED
 
+#: The container codes its reader refuses.
+READER_REFUSES: tuple[str, ...] = tuple(f"QC1{n:02d}" for n in (*range(1, 7), *range(9, 19), 20))
 #: What each generic code does to musubi (codes not listed: nothing, see LEFT_NONE).
 EFFECTS: dict[str, Effect] = {
     # container: musubi reads headers with its own MemoryEfficientSafeOpen and the tensors
     # with torch; a broken container stops it [GUESS for gaps/overlaps/trailing bytes].
-    **dict.fromkeys(
-        (
-            "QC101",
-            "QC102",
-            "QC103",
-            "QC104",
-            "QC105",
-            "QC106",
-            "QC109",
-            "QC110",
-            "QC111",
-            "QC112",
-            "QC113",
-            "QC114",
-            "QC115",
-            "QC116",
-            "QC117",
-            "QC118",
-            "QC120",
-        ),
-        FAILS,
-    ),
+    **dict.fromkeys(READER_REFUSES, FAILS),
     "QC107": DEGRADED,  # json.loads keeps the last of duplicate keys
     # tensor markers: U8 (checked while scanning), bytes decoded as UTF-8 then json.loads,
     # which refuses a BOM, NUL bytes and non-objects.
@@ -64,25 +45,7 @@ EFFECTS: dict[str, Effect] = {
 #: Why each code of EFFECTS does what it does to musubi (one line each).
 WHY: dict[str, str] = {
     **dict.fromkeys(
-        (
-            "QC101",
-            "QC102",
-            "QC103",
-            "QC104",
-            "QC105",
-            "QC106",
-            "QC109",
-            "QC110",
-            "QC111",
-            "QC112",
-            "QC113",
-            "QC114",
-            "QC115",
-            "QC116",
-            "QC117",
-            "QC118",
-            "QC120",
-        ),
+        READER_REFUSES,
         "musubi reads headers with its own MemoryEfficientSafeOpen and the tensors with torch; "
         "a broken container stops it [GUESS for gaps/overlaps/trailing bytes]",
     ),

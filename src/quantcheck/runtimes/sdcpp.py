@@ -25,29 +25,15 @@ from quantcheck.runtimes.registry import Release, Runtime
 
 FAILS, DEGRADED = Effect.FAILS, Effect.DEGRADED
 
+#: The container codes its reader refuses.
+READER_REFUSES: tuple[str, ...] = tuple(
+    f"QC1{n:02d}" for n in (*range(1, 7), *range(9, 15), 17, 20)
+)
 #: What each generic code does to sd.cpp (codes not listed: nothing, see LEFT_NONE).
 EFFECTS: dict[str, Effect] = {
     # container: its own header parser (read_safetensors_file) checks the header length, JSON,
     # dtype table, offsets against the file size and each tensor's byte count.
-    **dict.fromkeys(
-        (
-            "QC101",
-            "QC102",
-            "QC103",
-            "QC104",
-            "QC105",
-            "QC106",
-            "QC109",
-            "QC110",
-            "QC111",
-            "QC112",
-            "QC113",
-            "QC114",
-            "QC117",
-            "QC120",
-        ),
-        FAILS,
-    ),
+    **dict.fromkeys(READER_REFUSES, FAILS),
     "QC107": DEGRADED,  # nlohmann::json keeps one of the duplicate keys
     # tensor markers: U8 only, at most 64 KiB, parsed with nlohmann::json::parse inside a try;
     # a value of the wrong type (convrot not a boolean) throws in json.value().
@@ -64,22 +50,7 @@ EFFECTS: dict[str, Effect] = {
 #: Why each code of EFFECTS does what it does to sd.cpp (one line each).
 WHY: dict[str, str] = {
     **dict.fromkeys(
-        (
-            "QC101",
-            "QC102",
-            "QC103",
-            "QC104",
-            "QC105",
-            "QC106",
-            "QC109",
-            "QC110",
-            "QC111",
-            "QC112",
-            "QC113",
-            "QC114",
-            "QC117",
-            "QC120",
-        ),
+        READER_REFUSES,
         "its own header parser (read_safetensors_file) checks the header length, JSON, dtype "
         "table, offsets against the file size and each tensor's byte count",
     ),
