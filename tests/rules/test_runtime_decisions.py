@@ -21,7 +21,7 @@ def test_every_rule_has_a_reasoned_effect_on_every_runtime() -> None:
         for code, rule in all_rules().items()
         if not rule.retired
         for rt in runtimes()
-        if not (hit := decision(rt, code, rule.effects)) or not hit[1].strip()
+        if not (hit := decision(rt, code, rule.effects, rule.prose)) or not hit[1].strip()
     ]
     assert not missing, "no decision (a silent none): " + ", ".join(missing)
 

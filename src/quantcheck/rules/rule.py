@@ -43,6 +43,12 @@ class Rule:
 
         return {rt.name: effect_on(rt, self.code, None, self.effects) for rt in runtimes()}
 
+    @property
+    def prose(self) -> str:
+        """What the rule's documentation says (checks, why, evidence): where a catalog entry
+        gives the reason of a built-in runtime's effect."""
+        return f"{self.checks} {self.why} {self.evidence}"
+
     def runtime_reasons(self) -> list[str]:
         """One line per runtime whose effect the runtime's own data decides (not the catalog
         entry above): `  sdcpp: fails — why`."""
@@ -50,7 +56,7 @@ class Rule:
 
         out = []
         for rt in runtimes():
-            hit = decision(rt, self.code, self.effects)
+            hit = decision(rt, self.code, self.effects, self.prose)
             if hit is None:
                 out.append(f"  {rt.name}: {hit} — NOT DECIDED")
                 continue

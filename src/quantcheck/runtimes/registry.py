@@ -415,27 +415,36 @@ def effect_on(
 
 
 #: The generic codes (every runtime decides them): container, markers, layers, numerics,
-#: shards, and the codes sglang's and ComfyUI's own checks report (QC6xx).
-GENERIC_FAMILIES = ("QC1", "QC2", "QC3", "QC4", "QC5", "QC6")
+#: shards. QC6xx and QC7xx are the runtimes' own.
+GENERIC_FAMILIES = ("QC1", "QC2", "QC3", "QC4", "QC5")
 
 
-def decision(runtime: Runtime, code: str, declared: dict[str, Effect]) -> tuple[Effect, str] | None:
+def decision(
+    runtime: Runtime, code: str, declared: dict[str, Effect], prose: str = ""
+) -> tuple[Effect, str] | None:
     """(effect at the newest release, the one-line reason) of rule `code` (declared effects
-    `declared`) on `runtime`; None when nothing decides it (a silent none). The reason is
-    the runtime's own (`Runtime.reasons`), the catalog entry's evidence (the built-in
-    runtimes, generic codes), the runtime's own rule, its base's (a fork), or another
-    runtime's own rule (QC7xx, reported only for that runtime)."""
+    `declared`, documentation `prose`) on `runtime`; None when nothing decides it (a silent
+    none). The reason is the runtime's own (`Runtime.reasons`); the catalog entry's evidence
+    (a built-in runtime: a generic code that affects it, or whose prose names it); its own
+    rule (declared for it, or in its release data); its base's (a fork); or another
+    runtime's own rule (QC6xx/QC7xx, reported for that runtime only)."""
     effect = effect_on(runtime, code, None, declared)
     why = runtime.reasons.get(code)
     if why is not None:
         return effect, why
     generic = code.startswith(GENERIC_FAMILIES)
-    if runtime.catalog and generic:
-        return effect, "the rule's catalog entry (evidence above)"
-    if declared.get(runtime.name, Effect.NONE) is not Effect.NONE and not generic:
+    if generic and runtime.catalog:
+        named = runtime.name in prose.lower() or runtime.title.lower() in prose.lower()
+        if effect is not Effect.NONE or named:
+            return effect, "the rule's catalog entry (evidence above)"
+        return None
+    own = declared.get(runtime.name, Effect.NONE) is not Effect.NONE or any(
+        code in rel.effects for rel in runtime.releases
+    )
+    if own and not generic:
         return effect, f"{runtime.title}'s own rule"
     if runtime.based_on is not None:
-        base = decision(_RUNTIMES[runtime.based_on], code, declared)
+        base = decision(_RUNTIMES[runtime.based_on], code, declared, prose)
         if base is not None:
             hit = runtime.effect_table().get(code)
             if hit is None or hit is base[0]:
