@@ -95,6 +95,7 @@ RULES = [
         "with layers left at their initial values).",
         "model-00001-of-00003.safetensors and model-00003-of-00003.safetensors, no part 2",
         "Download the missing shard.",
-        "Hugging Face sharded-checkpoint naming convention (read); effect inferred.",
+        "Hugging Face sharded-checkpoint naming convention (read). A missing tensor is "
+        "missing on every runtime: each one fails (its reason below).",
     ),
 ]

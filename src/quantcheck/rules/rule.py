@@ -47,6 +47,28 @@ class Rule:
 
         return {rt.name: effect_on(rt, self.code, None, self.effects) for rt in runtimes()}
 
+    @property
+    def prose(self) -> str:
+        """What the rule's documentation says (checks, why, evidence): where a catalog entry
+        gives the reason of a built-in runtime's effect."""
+        return f"{self.checks} {self.why} {self.evidence}"
+
+    def runtime_reasons(self) -> list[str]:
+        """One line per runtime whose effect the runtime's own data decides (not the catalog
+        entry above): `  sdcpp: fails — why`."""
+        from quantcheck.runtimes import decision, runtimes
+
+        out = []
+        for rt in runtimes():
+            hit = decision(rt, self.code, self.effects, self.prose)
+            if hit is None:  # tests/rules/test_runtime_decisions.py keeps this from happening
+                out.append(f"  {rt.name}: no reasoned decision")
+                continue
+            effect, why = hit
+            if rt.reasons.get(self.code) is not None or why.startswith("as "):
+                out.append(f"  {rt.name}: {effect.value} — {why}")
+        return out
+
     def doc(self) -> str:
         """The rule's documentation as plain text (what `quantcheck explain CODE` prints)."""
         fix = self.fix.value if self.fix else "none"
@@ -68,6 +90,7 @@ class Rule:
             "",
             f"Effect per runtime: {effects}",
             f"Evidence: {self.evidence}",
+            *self.runtime_reasons(),
             "",
             "Example:",
             *("  " + line for line in self.example.splitlines()),
