@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -117,3 +116,79 @@ def test_quantize_and_report_with_padded_target_run(
         capsys, "report", str(examples_dir / CLEAN), "-o", str(page), "--target", spelling
     )
     assert rc in (0, 1) and page.is_file(), err
+
+
+# --------------------------------------------------------------------------- shard-set names (L)
+
+
+def _one_tensor_file(path: Path, kib: int = 120) -> None:
+    from quantcheck.io.build import RawTensor, marker_tensor, write_safetensors
+
+    n = kib * 1024
+    write_safetensors(
+        path,
+        [
+            RawTensor("blocks.0.attn.weight", "F8_E4M3", (n // 64, 64), bytes(n)),
+            RawTensor("blocks.0.attn.weight_scale", "F32", (), bytes(4)),
+            marker_tensor("blocks.0.attn", {"format": "float8_e4m3fn"}),
+        ],
+    )
+
+
+def test_huge_claimed_shard_set_is_one_bounded_finding(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One 120 KB file named `x-00001-of-99999.safetensors`: one QC506 naming 8 missing
+    members and the count (was 99,998 findings), and the work is bounded by the files there
+    (the folder is listed once; no file is looked for per missing name)."""
+    import os
+
+    from quantcheck.model import shard_sets
+
+    _one_tensor_file(tmp_path / "x-00001-of-99999.safetensors")
+    looked: list[str] = []
+    real_exists = os.path.exists
+    monkeypatch.setattr(shard_sets.os.path, "exists", lambda p: looked.append(p) or real_exists(p))
+    rc, out, err = run(capsys, "check", "--output-format", "json", str(tmp_path))
+    doc = json.loads(out)
+    found = [d for d in doc["diagnostics"] if d["code"] == "QC506"]
+    assert rc == 1 and len(found) == 1, err
+    msg = found[0]["message"]
+    assert msg.startswith("99,998 of the 99,999 members of this shard set are missing")
+    named = [f"x-{i:05d}-of-99999.safetensors" for i in range(2, 10)]
+    assert msg.endswith(", ".join(named) + ", and 99,990 more")
+    assert "x-00010-of-99999" not in msg
+    asked = [p for p in looked if "-of-99999" in p]
+    assert len(asked) <= 1  # only the file itself, never one stat per missing member
+
+
+def test_many_huge_sets_give_one_finding_each(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """51 such sets: 51 findings (was 5.1M, a 1.38 GB JSON document); a set with a few
+    members present names the first missing ones in part order."""
+    for i in range(50):
+        _one_tensor_file(tmp_path / f"m{i:02d}-00001-of-99999.safetensors", kib=1)
+    for part in (1, 2, 4):
+        _one_tensor_file(tmp_path / f"gap-{part:05d}-of-00012.safetensors", kib=1)
+    rc, out, _ = run(capsys, "check", "--output-format", "json", str(tmp_path))
+    doc = json.loads(out)
+    found = [d for d in doc["diagnostics"] if d["code"] == "QC506"]
+    assert rc == 1 and len(found) == 51 and len(out) < 400_000
+    gap = next(d["message"] for d in found if "gap-" in d["message"])
+    assert gap.startswith("9 of the 12 members")
+    assert "gap-00003-of-00012.safetensors, gap-00005-of-00012.safetensors" in gap
+    assert gap.endswith("gap-00011-of-00012.safetensors, and 1 more")
+
+
+def test_set_missing_one_member_keeps_its_message(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for part in (1, 3):
+        _one_tensor_file(tmp_path / f"m-{part:05d}-of-00003.safetensors", kib=1)
+    rc, out, _ = run(capsys, "check", "--output-format", "json", str(tmp_path))
+    (found,) = [d for d in json.loads(out)["diagnostics"] if d["code"] == "QC506"]
+    assert rc == 1
+    assert found["message"] == (
+        "m-00002-of-00003.safetensors of this shard set is missing (no index names the set)"
+    )

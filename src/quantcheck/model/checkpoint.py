@@ -27,7 +27,7 @@ from quantcheck.model.markers import (
     read_header_markers,
     read_tensor_markers,
 )
-from quantcheck.model.shard_sets import missing_shards
+from quantcheck.model.shard_sets import IncompleteSet, missing_shards
 from quantcheck.rules import codes as R
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
@@ -280,13 +280,25 @@ def load_checkpoint(
     if index is not None:
         ck.diagnostics += _check_weight_map(index, ck)
     else:
-        ck.diagnostics += [
-            Diagnostic(
-                R.QC506, f"{name} of this shard set is missing (no index names the set)", file=first
-            )
-            for first, name in missing_shards(files)
-        ]
+        ck.diagnostics += [_incomplete(gap) for gap in missing_shards(files)]
     return ck
+
+
+def _incomplete(gap: IncompleteSet) -> Diagnostic:
+    """The one QC506 finding of an incomplete shard set: the missing members it names (a
+    bounded number) and how many there are."""
+    if gap.count == 1:
+        text = f"{gap.missing[0]} of this shard set is missing (no index names the set)"
+    else:
+        more = (
+            f", and {gap.count - len(gap.missing):,} more" if gap.count > len(gap.missing) else ""
+        )
+        text = (
+            f"{gap.count:,} of the {gap.total:,} members of this shard set are missing (no "
+            f"index names the set): {', '.join(gap.missing)}{more}"
+        )
+    data = {"missing": gap.missing, "missing_count": gap.count, "total": gap.total}
+    return Diagnostic(R.QC506, text, file=gap.first, data=data)
 
 
 def _open_shard(f: str) -> Shard:
