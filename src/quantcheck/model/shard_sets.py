@@ -1,5 +1,5 @@
 """Shard sets named `NAME-0000k-of-0000n.safetensors`: recognising them and finding the missing
-members. Standard library only."""
+members; which file an index's shard name means. Standard library only."""
 
 from __future__ import annotations
 
@@ -10,6 +10,31 @@ from quantcheck._record import record
 
 SAFETENSORS = ".safetensors"
 SHARD_NAME = re.compile(r"^(?P<stem>.+)-(?P<part>\d{5})-of-(?P<total>\d{5})\.safetensors$")
+
+
+def index_member(index_rel: str, shard: str) -> str | None:
+    """The path (relative to the listing, `/`-separated) of the file that the shard name
+    `shard` in the index at `index_rel` means, or None when it names no file (empty, `.`) or
+    could leave the index's folder: absolute (`/x`, `\\x`, `C:x`) or with a `..` component (`\\` counts as a
+    separator here; through a symlinked folder, `..` would lead wherever the link points).
+
+    Names are resolved by name, never by where they resolve to: a shard that is a symlink
+    (a Hugging Face cache snapshot links every file into `../../blobs/`) is the index's
+    member. Local folders, local index files and hub listings all decide with this one
+    function (`model.discover`, `model.checkpoint`, `io.remote`)."""
+    if leaves_folder(shard):
+        return None
+    rel = "/".join(p for p in shard.split("/") if p not in ("", "."))
+    if not rel:
+        return None
+    folder = index_rel.rpartition("/")[0]
+    return f"{folder}/{rel}" if folder else rel
+
+
+def leaves_folder(shard: str) -> bool:
+    """Whether an index's shard name could lead out of the index's folder (`index_member`)."""
+    drive = len(shard) > 1 and shard[1] == ":" and shard[0].isalpha()
+    return shard.startswith(("/", "\\")) or drive or ".." in shard.replace("\\", "/").split("/")
 
 
 #: most missing members a finding names (the rest are counted): a file named
