@@ -507,3 +507,70 @@ def test_index_member_is_by_name(shard: str, member: str | None) -> None:
     from quantcheck.model.shard_sets import index_member
 
     assert index_member("sub/m.safetensors.index.json", shard) == member
+
+
+# --------------------------------------------------------------------------- one discovery (M)
+
+
+def _diffusers(root: Path, src: Path, name: str = "diffusion_pytorch_model.safetensors") -> Path:
+    """A diffusers-style folder: the only checkpoint in `transformer/`, JSON beside it."""
+    (root / "transformer").mkdir(parents=True)
+    (root / "model_index.json").write_text("{}")
+    (root / "transformer" / "config.json").write_text("{}")
+    shutil.copy(src, root / "transformer" / name)
+    return root
+
+
+def test_every_command_finds_the_checkpoint_in_a_subfolder(
+    tmp_path: Path, examples_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """fix, quantize, dequantize, compare, report and inspect of a folder whose only checkpoint
+    is in `transformer/` find it, as check does (was: "folder holds no .safetensors files")."""
+    from quantcheck.io.build import RawTensor, write_safetensors
+
+    broken = _diffusers(tmp_path / "broken", examples_dir / BROKEN)
+    quant = _diffusers(tmp_path / "quant", examples_dir / CLEAN)
+    plain_file = tmp_path / "plain.safetensors"
+    write_safetensors(
+        plain_file,
+        [RawTensor("blocks.0.attn.qkv.weight", "BF16", (128, 128), b"\x80\x3f" * 128 * 128)],
+    )
+    plain = _diffusers(tmp_path / "plain", plain_file)
+    out = tmp_path / "out"
+    out.mkdir()
+
+    rc, _, err = run(capsys, "check", str(broken))
+    assert rc == 1, err
+    rc, _, err = run(capsys, "fix", str(broken), "-o", str(out / "fixed.safetensors"))
+    assert rc == 0 and (out / "fixed.safetensors").is_file(), err
+    rc, _, err = run(
+        capsys, "quantize", str(plain), "-o", str(out / "q.safetensors"), "--to", "float8_e4m3fn"
+    )
+    assert rc == 0 and (out / "q.safetensors").is_file(), err
+    rc, _, err = run(capsys, "dequantize", str(quant), "-o", str(out / "deq.safetensors"))
+    assert rc == 0 and (out / "deq.safetensors").is_file(), err
+    original = _diffusers(tmp_path / "original", out / "deq.safetensors")
+    rc, text, err = run(capsys, "compare", "--output-format", "json", str(quant), str(original))
+    assert rc == 0 and json.loads(text)["layers"], err
+    rc, _, err = run(
+        capsys, "report", str(quant), "-o", str(out / "r.html"), "--compare", str(original)
+    )
+    assert rc == 0 and (out / "r.html").is_file(), err
+    rc, _, err = run(capsys, "report", str(quant), "-o", str(out / "r2.html"))
+    assert rc == 0 and (out / "r2.html").is_file(), err
+    rc, text, err = run(capsys, "inspect", "--output-format", "json", str(quant))
+    assert rc == 0 and json.loads(text)["layers"], err
+
+
+def test_commands_taking_one_checkpoint_refuse_a_folder_of_several(
+    tmp_path: Path, examples_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = _diffusers(tmp_path / "m", examples_dir / CLEAN)
+    shutil.copy(examples_dir / CLEAN, root / "transformer" / "other.safetensors")
+    for argv in (
+        ["fix", str(root), "-o", str(tmp_path / "x.safetensors")],
+        ["dequantize", str(root), "-o", str(tmp_path / "x.safetensors")],
+        ["compare", str(root), str(root / "transformer" / "other.safetensors")],
+    ):
+        rc, _, err = run(capsys, *argv)
+        assert rc == 2 and "one checkpoint, but the arguments name 2 checkpoints" in err, argv

@@ -300,23 +300,30 @@ def _list_hub_tree(hp: object) -> list[str]:
         client.close()
 
 
-def one_checkpoint(args: list[str], command: str, *, as_one: bool = False) -> list[str]:
-    """The paths of the one checkpoint a command that writes one output (`fix`, `quantize`,
-    `dequantize`) may be given: `args` unchanged when they name one checkpoint (or with
-    `as_one`). Raises InputError (exit 2) when they name several unrelated checkpoints, as
-    `check` would read them."""
+def one_checkpoint(
+    args: list[str], command: str, *, as_one: bool = False, what: str = "writes"
+) -> list[str]:
+    """The paths of the one checkpoint that a command taking one checkpoint (`fix`,
+    `quantize`, `dequantize`, each side of `compare`) was given, found as `check` finds them
+    (`discover`): a folder or `hf://ORG/REPO` whose only checkpoint is in a subfolder (a
+    diffusers-style `transformer/`) gives that checkpoint's files. With `as_one`, `args`
+    unchanged. Raises InputError (exit 2) when they name no checkpoint or several unrelated
+    ones."""
+    return list(args) if as_one else only_one(discover(list(args)), f"{command} {what}")
+
+
+def only_one(specs: list[CheckpointSpec], doing: str) -> list[str]:
+    """The paths of the one checkpoint in `specs`; InputError naming them when there are
+    several (`doing`: "fix writes", "compare reads")."""
     from quantcheck.errors import InputError
 
-    if as_one:
-        return list(args)
-    specs = discover(list(args))
-    if len(specs) <= 1:
-        return list(args)
+    if len(specs) == 1:
+        return list(specs[0].paths)
     from quantcheck.textsafe import redact_url
 
     names = ", ".join(redact_url(s.name) for s in specs[:3])
     more = f" and {len(specs) - 3} more" if len(specs) > 3 else ""
     raise InputError(
-        f"{command} writes one checkpoint, but the arguments name {len(specs)} checkpoints "
+        f"{doing} one checkpoint, but the arguments name {len(specs)} checkpoints "
         f"({names}{more}); give one, or add --as-one if they are the shards of one checkpoint"
     )

@@ -15,8 +15,9 @@ SHARD_NAME = re.compile(r"^(?P<stem>.+)-(?P<part>\d{5})-of-(?P<total>\d{5})\.saf
 def index_member(index_rel: str, shard: str) -> str | None:
     """The path (relative to the listing, `/`-separated) of the file that the shard name
     `shard` in the index at `index_rel` means, or None when it names no file (empty, `.`) or
-    could leave the index's folder: absolute (`/x`, `\\x`, `C:x`) or with a `..` component (`\\` counts as a
-    separator here; through a symlinked folder, `..` would lead wherever the link points).
+    could leave the index's folder (`leaves_folder`): absolute (`/x`, `\\x`, `C:x`) or with
+    a `..` component (`\\` counts as a separator here; through a symlinked folder, `..`
+    would lead wherever the link points).
 
     Names are resolved by name, never by where they resolve to: a shard that is a symlink
     (a Hugging Face cache snapshot links every file into `../../blobs/`) is the index's
