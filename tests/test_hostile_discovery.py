@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -142,7 +143,6 @@ def test_huge_claimed_shard_set_is_one_bounded_finding(
     """One 120 KB file named `x-00001-of-99999.safetensors`: one QC506 naming 8 missing
     members and the count (was 99,998 findings), and the work is bounded by the files there
     (the folder is listed once; no file is looked for per missing name)."""
-    import os
 
     from quantcheck.model import shard_sets
 
@@ -261,7 +261,6 @@ def test_file_under_two_paths_is_named_by_the_first_in_sorted_order(models: Path
 def test_dangling_and_unlistable_folders_are_passed_over(
     models: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import os
 
     from quantcheck.model import discover
 
@@ -355,7 +354,6 @@ def _bad_index_folder(tmp_path: Path, examples_dir: Path, how: str, mp: pytest.M
     """A folder with a clean file, a sharded checkpoint and one `bad.safetensors.index.json`
     that cannot be read: a dangling link, a FIFO, EACCES, or deleted between listing and
     reading."""
-    import os
 
     from quantcheck.model import checkpoint, discover
 
@@ -574,3 +572,25 @@ def test_commands_taking_one_checkpoint_refuse_a_folder_of_several(
     ):
         rc, _, err = run(capsys, *argv)
         assert rc == 2 and "one checkpoint, but the arguments name 2 checkpoints" in err, argv
+
+
+def test_hf_cache_revisions_sharing_an_index_blob_are_two_checkpoints(
+    tmp_path: Path, examples_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A second revision whose index.json is byte-identical (one blob) but whose first shard
+    changed: both revisions are checked (each index's names resolve in its own snapshot);
+    the shared blob is not "one real file reported once"."""
+    hub = hf_cache(tmp_path, examples_dir)
+    old = hub / SNAPSHOT
+    new = old.parent / ("f" * 40)
+    new.mkdir()
+    for link in sorted(old.iterdir()):
+        (new / link.name).symlink_to(os.readlink(link))
+    first = new / "model-00001-of-00002.safetensors"
+    changed = hub / "models--acme--flux" / "blobs" / ("e" * 64)
+    shutil.copy(examples_dir / BROKEN, changed)
+    first.unlink()
+    first.symlink_to(f"../../blobs/{changed.name}")
+    assert _names(hub) == [INDEX, f"{new.relative_to(hub)}/model.safetensors.index.json"]
+    rc, out, _ = run(capsys, "check", "--output-format", "json", str(hub))
+    assert rc == 1 and len(json.loads(out)["checkpoints"]) == 2

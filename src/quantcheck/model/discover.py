@@ -112,7 +112,9 @@ def _usable(name: str) -> bool:
 
 def _unique(specs: list[CheckpointSpec]) -> list[CheckpointSpec]:
     """`specs` without a checkpoint named twice (the same file under two spellings, a
-    symlink and its target, a file inside a folder also given): the first is kept."""
+    symlink and its target, a file inside a folder also given): the first is kept. An index
+    is the same checkpoint only in the same real folder: its shard names are resolved there,
+    so two Hugging Face cache revisions that share one index blob are two checkpoints."""
     seen: set[object] = set()
     out = []
     for spec in specs:
@@ -120,7 +122,8 @@ def _unique(specs: list[CheckpointSpec]) -> list[CheckpointSpec]:
         for p in spec.paths:
             try:
                 st = os.stat(p) if "://" not in p else None
-                key.append((st.st_dev, st.st_ino) if st else p)
+                place = os.path.realpath(os.path.dirname(p)) if p.endswith(INDEX_SUFFIX) else ""
+                key.append((st.st_dev, st.st_ino, place) if st else p)
             except (OSError, ValueError):
                 key.append(p)
         if tuple(key) not in seen:
