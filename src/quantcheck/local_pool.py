@@ -25,7 +25,7 @@ import threading
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable
     from typing import Any
 
     from quantcheck.model.discover import CheckpointSpec
@@ -91,11 +91,14 @@ def check_in_processes(
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
+    from quantcheck.io.outpath import terminate_cleanly
+
     chunks = chunks_of(specs, procs)
     context = multiprocessing.get_context(start_method())
     out: list[Any] = []
     done = False
-    with _unwind_on_signals():
+    # SIGTERM and SIGHUP unwind like Ctrl-C, so the `finally` below ends the workers
+    with terminate_cleanly():
         pool = ProcessPoolExecutor(
             procs, mp_context=context, initializer=_start_worker, initargs=(start, os.getpid())
         )
@@ -121,39 +124,6 @@ def check_in_processes(
     return out
 
 
-class Terminated(SystemExit):
-    """SIGTERM or SIGHUP while workers run: unwinds like Ctrl-C, exit status 128 + signal."""
-
-
-@contextlib.contextmanager
-def _unwind_on_signals() -> Iterator[None]:
-    """Within the block SIGTERM and SIGHUP (terminal or ssh closed) raise `Terminated` in the
-    main thread, as Ctrl-C raises KeyboardInterrupt, so the pool is stopped and its workers
-    ended before the process goes. A signal someone else handles (or ignores) is left alone,
-    and so are signals off the main thread."""
-    import signal
-
-    wanted = [getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n)]
-    old: dict[int, Any] = {}
-
-    def handler(signum: int, frame: object) -> None:
-        for s in old:  # a second signal must not cut the cleanup short
-            signal.signal(s, signal.SIG_IGN)
-        with contextlib.suppress(OSError):  # after SIGHUP stderr may be gone
-            os.write(2, b"\nquantcheck: terminated\n")
-        raise Terminated(128 + signum)
-
-    if threading.current_thread() is threading.main_thread():
-        for s in wanted:
-            if signal.getsignal(s) == signal.SIG_DFL:
-                old[s] = signal.signal(s, handler)
-    try:
-        yield
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
-
-
 def _end_workers(pool: Any) -> None:
     """Terminate the pool's worker processes (Python 3.14 has this as a method)."""
     terminate = getattr(pool, "terminate_workers", None)
@@ -171,10 +141,11 @@ def _start_worker(start: Callable[[], None] | None, parent: int) -> None:
     parent (`_die_with`), then runs `start`."""
     import signal
 
+    from quantcheck.io.outpath import SIGNALS
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    for name in ("SIGTERM", "SIGHUP"):
-        if hasattr(signal, name):
-            signal.signal(getattr(signal, name), signal.SIG_DFL)
+    for s in SIGNALS:
+        signal.signal(s, signal.SIG_DFL)
     _die_with(parent)
     if start is not None:
         start()
