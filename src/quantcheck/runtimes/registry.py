@@ -257,9 +257,12 @@ def _expand_target(target: str) -> tuple[str, ...]:
 
 
 def parse_target(value: str) -> str:
-    """`value` if it names modelled runtimes/releases, else ValueError saying what is."""
-    for part in value.split(",") if "," in value else (value,):
-        part = part.strip()
+    """`value` in its one spelling (each comma-separated part without surrounding whitespace,
+    empty parts dropped) if it names modelled runtimes/releases, else ValueError saying what
+    is. Every command parses `--target` with it, so nothing downstream sees `' sglang'`."""
+    parts = [p.strip() for p in value.split(",")]
+    parts = [p for p in parts if p] or [""]
+    for part in parts:
         try:
             keys = targets_of(part)
             for key in keys:
@@ -278,7 +281,7 @@ def parse_target(value: str) -> str:
                 f"{', '.join(target_choices())}, NAME@RELEASE, NAME@all, all@all, "
                 "or a comma-separated list of those"
             ) from None
-    return value
+    return ",".join(parts)
 
 
 def release_span(names: tuple[str, ...] | list[str], hit: set[str] | list[str]) -> str:
