@@ -8,11 +8,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from tests.example_files import EXAMPLES
 
 from quantcheck.check import check_paths
 from quantcheck.cli.main import main
 from quantcheck.runtimes import targets_of
-from tests.example_files import EXAMPLES
 
 FILES = sorted(str(p) for p in EXAMPLES.glob("*.safetensors"))
 RELEASE_KEYS = targets_of("all@all")
