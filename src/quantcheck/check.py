@@ -11,6 +11,7 @@ from quantcheck.model.checkpoint import Checkpoint, load_checkpoint
 from quantcheck.results import Report, kind_of, release_matrix
 from quantcheck.rules.levels import Effect
 from quantcheck.runtimes import load, registry, split_target, targets_of
+from quantcheck.runtimes.comfyui_releases import RULE_ALIASES
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
@@ -66,8 +67,13 @@ def selects(pattern: str, code: str, name: str) -> bool:
     p = pattern.strip()
     if not p:
         return False
-    up = p.upper()
-    return code.startswith(up) or fnmatch.fnmatch(code, up) or p.lower() == name
+    up, low = p.upper(), p.lower()
+    return (
+        code.startswith(up)
+        or fnmatch.fnmatch(code, up)
+        or low == name
+        or RULE_ALIASES.get(low) == code
+    )
 
 
 def check_selectors(patterns: Iterable[str]) -> None:

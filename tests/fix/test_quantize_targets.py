@@ -64,7 +64,7 @@ def test_written_files_check_clean_and_refusals_name_the_release(
 @pytest.mark.parametrize(
     ("fmt", "target", "words"),
     [
-        ("nvfp4", "sdcpp", "sdcpp@pr1913: QC740"),
+        ("nvfp4", "sdcpp", "sdcpp@2026-08-26: QC740"),
         ("int8_tensorwise", "invokeai", "invokeai@6.14.2: QC721"),
         ("w6a8_int8", "sglang", "sglang@0.5.23: QC601"),
         ("mxfp8", "sdnext", "sdnext@d11a619: QC710"),
@@ -91,7 +91,7 @@ def test_both_outcomes_occur() -> None:
     if len(OUTCOMES) < len(KEYS) * len(FORMATS):
         pytest.skip("run with the whole matrix")
     assert {0, 2} <= set(OUTCOMES.values())
-    assert all(OUTCOMES[f, "comfyui@pr16483"] == 0 for f in FORMATS)
+    assert all(OUTCOMES[f, "comfyui@2026-09-29"] == 0 for f in FORMATS)
 
 
 def test_layers_a_target_cannot_take_stay_as_they_are(

@@ -35,13 +35,8 @@ CONVROT_DEFAULT = 256
 _ABSENT = object()
 _DTYPE = itemgetter(1)  # TensorInfo is a tuple: (name, dtype, ...)
 _LAYER_FORMAT = attrgetter("format")  # `Layer.format`: the merged marker's
-_STEP_RULES = {
-    R.QC606.code: R.QC606,
-    R.QC607.code: R.QC607,
-    R.QC608.code: R.QC608,
-    R.QC609.code: R.QC609,
-    R.QC610.code: R.QC610,
-}
+#: the rule of each release step's code (the step data names the codes)
+_STEP_RULES = {c: getattr(R, c) for c in (*STEP_CODE.values(), *LAYER_CODE.values()) if c}
 
 
 class ComfyuiChecks:
