@@ -256,17 +256,17 @@ def _judge_targets(ck: Any, args: argparse.Namespace, options: dict[str, Any]) -
     from quantcheck.check import run_rules, select_diagnostics
     from quantcheck.convert.eligible import format_refusal
     from quantcheck.convert.plan import (
+        harms,
         new_findings,
         plan_quantize,
         planned,
         probe_finding,
         release_name,
-        worst,
     )
     from quantcheck.runtimes import targets_of
 
     keys = targets_of(args.target)
-    draft, done, _ = plan_quantize(ck, args.fmt, options, args.target, args.include, args.exclude)
+    _, done, _ = plan_quantize(ck, args.fmt, options, args.target, args.include, args.exclude)
     for key in keys:
         why = format_refusal(args.fmt, options, key)
         if why:
@@ -285,7 +285,7 @@ def _judge_targets(ck: Any, args: argparse.Namespace, options: dict[str, Any]) -
         if not found:
             return kept
         for d in found:
-            key = next(k for k in keys if worst([d], k) is d)
+            key = next(k for k in keys if harms(d, k))
             why = f"{release_name(key)}: {d.code} {d.message}"
             if d.layer not in done:
                 return f"{args.fmt} cannot load on {why}"

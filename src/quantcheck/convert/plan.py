@@ -76,14 +76,15 @@ def plan_quantize(
     return draft, done, skipped
 
 
-def planned(draft: Any, names: list[str] | None = None) -> Checkpoint:
+def planned(draft: Any) -> Checkpoint:
     """The checkpoint `draft` would write, read as it would load (nothing is computed)."""
     from quantcheck.fix.planner import load_planned
 
-    return load_planned(draft.files_out(), names)
+    return load_planned(draft.files_out())
 
 
 def harms(d: Diagnostic, key: str) -> bool:
+    """Whether `d` breaks or degrades target key `key`."""
     return d.effect_at(key) is not Effect.NONE
 
 
@@ -141,7 +142,9 @@ def _probe(name: str, side: int) -> Checkpoint:
     return assemble(Checkpoint(inputs=[src.name]), [Shard(src, read_header(src))])
 
 
-def new_findings(before: list[Diagnostic], after: list[Diagnostic], keys: tuple[str, ...]):  # type: ignore[no-untyped-def]
+def new_findings(
+    before: list[Diagnostic], after: list[Diagnostic], keys: tuple[str, ...]
+) -> list[Diagnostic]:
     """Findings of `after` not in `before` (by code and layer) that break or degrade a key."""
     from quantcheck.fix.planner import diagnostic_key
 

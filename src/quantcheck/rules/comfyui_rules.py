@@ -1,6 +1,6 @@
 """ComfyUI's own rules (the `checks` hook of its runtime record): what its loader does that the
 format table cannot say — the default safetensors loader's dtype table, the release that first
-loads each format (QC606-QC610; which releases each breaks is release data in
+loads each format (QC606-QC610, QC650, QC651; which releases each breaks is release data in
 `runtimes/comfyui_releases.py`), and the ConvRot group-size default.
 
 The upstream lines each rule follows are cited in the rule's evidence (catalog_*.py).

@@ -118,7 +118,7 @@ STEP_CODE: dict[str, str] = {name: code for name, code, _, _ in STEPS}
 #: The per-layer error a step's formats draw (beside the file-level step code): QC610 for the
 #: formats ComfyUI gained after 0271a469, whose layers an older ComfyUI stops at.
 LAYER_CODE: dict[str, str] = {"2026-09-29": "QC610"}
-#: Whether ComfyUI's checks report QC606-QC609 (tests may turn it off). They never reach a
+#: Whether ComfyUI's checks report the step codes (tests may turn it off). They never reach a
 #: report for the newest release (no effect there): only `--target comfyui@RELEASE` shows them.
 REPORT_STEPS = True
 #: Releases whose guessed behaviour `explain` and the docs must call a guess.
