@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import safetensors.numpy
 
-from quantcheck.check import check_paths
+from quantcheck.checking import check_paths
 from quantcheck.cli.convert import quant_formats
 from quantcheck.cli.main import build_parser, main
 from quantcheck.runtimes import split_target, targets_of

@@ -10,7 +10,7 @@ import json
 import pytest
 from tests.example_files import EXAMPLES
 
-from quantcheck.check import check_paths
+from quantcheck.checking import check_paths
 from quantcheck.cli.main import main
 from quantcheck.runtimes import targets_of
 

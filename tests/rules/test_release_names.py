@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from quantcheck.check import check_paths
+from quantcheck.checking import check_paths
 from quantcheck.cli.main import main
 from quantcheck.rules.registry import find_rule
 from quantcheck.runtimes import get_runtime, parse_target, targets_of

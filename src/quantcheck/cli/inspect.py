@@ -11,6 +11,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from quantcheck._version import document_head
+
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
     from typing import Any
@@ -102,9 +104,7 @@ def _print_many(specs: list[Any], args: argparse.Namespace) -> int:
 
         _dump(
             {
-                "schema_version": SCHEMA_VERSION,
-                "tool": "quantcheck",
-                "kind": "inspect",
+                **document_head("inspect", SCHEMA_VERSION),
                 "checkpoints": entries,
             }
         )

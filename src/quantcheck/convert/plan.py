@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from quantcheck.check import run_rules, select_diagnostics
+from quantcheck.checking import run_rules, select_diagnostics
 from quantcheck.diagnostics import Diagnostic
 from quantcheck.model.checkpoint import Checkpoint
 from quantcheck.rules.levels import Effect
