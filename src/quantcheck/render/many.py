@@ -346,7 +346,7 @@ def _diagnostic_dicts(results: list[CheckpointResult], key: str) -> Iterator[dic
             found = r.report.diagnostics
         else:
             continue
-        shown = r.report.runtime_names if r.report is not None else None
+        shown = r.report.targets if r.report is not None else None
         for d in found:
             yield {"checkpoint": r.name, **d.to_json(shown)}
 

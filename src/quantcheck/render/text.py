@@ -146,6 +146,8 @@ def verdict_lines(report: Report, c: bool, suppressed: list[Diagnostic] | None =
             if st["degraded"]:
                 bits.append(f"{st['degraded']} degrading")
             extra = f" ({', '.join(bits)})"
+        if st.get("verified") is False:
+            extra += f" (unverified: {clean(st['unverified'])})"
         parts.append(f"{clean(t)}: {label}{extra}")
     s = report.summary()
     files = s.get("files", 0)
