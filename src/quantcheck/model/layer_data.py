@@ -75,7 +75,7 @@ class LayerData:
         and a `PaddedShapeWarning` says so.
         """
         from quantcheck.numeric import NumericError, dequantize
-        from quantcheck.rules.gate import numeric_refusal
+        from quantcheck.rules.numeric.gate import numeric_refusal
 
         why = numeric_refusal(self.layer)
         if why:

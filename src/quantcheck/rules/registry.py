@@ -17,41 +17,33 @@ FAMILIES = {
     "DiffSynth-Studio, musubi-tuner)",
 }
 
+#: The catalog of every rule folder (`rules/<name>/catalog.py`), in the order the docs list them:
+#: the generic families, then each runtime's own.
+CATALOGS: tuple[str, ...] = (
+    "container",
+    "markers",
+    "layers",
+    "numeric",
+    "shards",
+    "support",
+    "forge_neo",
+    "sdnext",
+    "invokeai",
+    "sdcpp",
+    "diffsynth",
+    "musubi",
+)
+
 
 @cache
 def all_rules() -> dict[str, Rule]:
     """Every rule by code, from all catalog modules; duplicate codes or names are a bug."""
-    from quantcheck.rules import (
-        catalog_container,
-        catalog_diffsynth,
-        catalog_forge_neo,
-        catalog_invokeai,
-        catalog_layers,
-        catalog_markers,
-        catalog_musubi,
-        catalog_numeric,
-        catalog_runtime,
-        catalog_sdcpp,
-        catalog_sdnext,
-        catalog_shards,
-    )
+    from importlib import import_module
 
     table: dict[str, Rule] = {}
     names: set[str] = set()
-    for module in (
-        catalog_container,
-        catalog_markers,
-        catalog_layers,
-        catalog_numeric,
-        catalog_shards,
-        catalog_runtime,
-        catalog_forge_neo,
-        catalog_sdnext,
-        catalog_invokeai,
-        catalog_sdcpp,
-        catalog_diffsynth,
-        catalog_musubi,
-    ):
+    for name in CATALOGS:
+        module = import_module(f"quantcheck.rules.{name}.catalog")
         for rule in module.RULES:
             if rule.code in table or rule.name in names:
                 raise RuntimeError(f"duplicate rule {rule.code} {rule.name}")

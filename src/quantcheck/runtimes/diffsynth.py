@@ -116,10 +116,10 @@ def diffsynth_runtime() -> Runtime:
         "diffsynth",
         "DiffSynth-Studio",
         RELEASES,
-        checks="quantcheck.rules.diffsynth_rules:DiffsynthChecks",
+        checks="quantcheck.rules.diffsynth.checks:DiffsynthChecks",
         effects=EFFECTS,
         reasons={**WHY, **LEFT_NONE},
-        messages="quantcheck.explain.messages_diffsynth:PATTERNS",
+        messages="quantcheck.rules.diffsynth.messages:PATTERNS",
         default_target=False,
         doc="DiffSynth-Studio's comfy-kitchen backend (comfy_kitchen.py _parse_marker, "
         "unflatten_state_dict: marker tensors only, float8_e4m3fn and int8_tensorwise, strict "

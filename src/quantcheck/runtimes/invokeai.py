@@ -127,10 +127,10 @@ def invokeai_runtime() -> Runtime:
         "invokeai",
         "InvokeAI",
         RELEASES,
-        checks="quantcheck.rules.invokeai_rules:InvokeaiChecks",
+        checks="quantcheck.rules.invokeai.checks:InvokeaiChecks",
         effects=EFFECTS,
         reasons={**WHY, **LEFT_NONE},
-        messages="quantcheck.explain.messages_invokeai:PATTERNS",
+        messages="quantcheck.rules.invokeai.messages:PATTERNS",
         default_target=False,
         doc="InvokeAI's ComfyUI single-file loaders (comfyui_state_dict_utils.py "
         "_dequantize_comfyui_fp8: every weight_scale multiplied in, markers dropped), read in "

@@ -32,7 +32,7 @@ def build_pages(
     specs: list[Any], *, target: str = "default", deep: bool = False, generated: str | None = None
 ) -> dict[str, str]:
     """File name -> HTML for the index and each quantized checkpoint's page."""
-    from quantcheck import __version__
+    from quantcheck._version import __version__
     from quantcheck.checking import check_checkpoint
     from quantcheck.many import checkpoint_formats, is_quantized
     from quantcheck.model.checkpoint import InputError, load_checkpoint
