@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from quantcheck.textsafe import say_block
+
 DESCRIPTIONS = {
     "compare": (
         "Dequantize every layer of QUANTIZED and compare it with the same weight in ORIGINAL: "
@@ -32,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
 
     result = compare_checkpoints([args.quantized], [args.original])
     if args.output_format == "json":
-        print(json.dumps(result.to_json(), indent=2))
+        say_block(json.dumps(result.to_json(), indent=2))
     else:
-        print(render_table(result, None if args.all else args.top))
+        say_block(render_table(result, None if args.all else args.top))
     return 1 if result.problems else 0

@@ -9,7 +9,8 @@ per checkpoint (text) or a `checkpoints` list (JSON).
 from __future__ import annotations
 
 import argparse
-import sys
+
+from quantcheck.textsafe import say, say_block, say_error
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
@@ -58,7 +59,7 @@ def _dump(doc: dict[str, Any]) -> None:
 
     from quantcheck.textsafe import json_safe
 
-    print(json_safe(json.dumps(doc, indent=2, ensure_ascii=False)))
+    say_block(json_safe(json.dumps(doc, indent=2, ensure_ascii=False)))
 
 
 def _print_one(doc: dict[str, Any], args: argparse.Namespace) -> int:
@@ -67,7 +68,7 @@ def _print_one(doc: dict[str, Any], args: argparse.Namespace) -> int:
     else:
         from quantcheck.render.inspect_text import render_inspect
 
-        print(render_inspect(doc, summary_only=args.summary))
+        say_block(render_inspect(doc, summary_only=args.summary))
     return 0
 
 
@@ -75,7 +76,7 @@ def _print_many(specs: list[Any], args: argparse.Namespace) -> int:
     """One section (text) or entry (JSON) per checkpoint; one that cannot be read is named
     with the reason, the others are still shown, and the exit code is 2."""
     from quantcheck.errors import InputError
-    from quantcheck.textsafe import clean, redact_url
+    from quantcheck.textsafe import redact_url
 
     entries: list[dict[str, Any]] = []
     failed = 0
@@ -86,7 +87,7 @@ def _print_many(specs: list[Any], args: argparse.Namespace) -> int:
             doc = _summary(spec.paths, args.layers)
         except (InputError, OSError) as exc:
             failed += 1
-            print(f"quantcheck: error: {clean(name)}: {clean(exc)}", file=sys.stderr)
+            say_error(f"{name}: {exc}")
             entries.append({"name": name, "error": str(exc) or type(exc).__name__})
             continue
         if as_json:
@@ -95,8 +96,10 @@ def _print_many(specs: list[Any], args: argparse.Namespace) -> int:
         else:
             from quantcheck.render.inspect_text import render_inspect
 
-            print(("\n" if i else "") + f"== {clean(name)} ==")
-            print(render_inspect(doc, summary_only=args.summary))
+            if i:
+                say()
+            say(f"== {name} ==")
+            say_block(render_inspect(doc, summary_only=args.summary))
     if as_json:
         from quantcheck.model.inventory import SCHEMA_VERSION
 
@@ -109,5 +112,6 @@ def _print_many(specs: list[Any], args: argparse.Namespace) -> int:
             }
         )
     else:
-        print(f"\n{len(specs)} checkpoints" + (f", {failed} could not be read" if failed else ""))
+        say()
+        say(f"{len(specs)} checkpoints" + (f", {failed} could not be read" if failed else ""))
     return 2 if failed else 0

@@ -6,7 +6,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from quantcheck.cli.options import HelpFormatter, add_output_format
+from quantcheck.cli.options import HelpFormatter, Parser, add_output_format
+from quantcheck.textsafe import say, say_block, say_error
 
 EPILOG = """\
 exit codes: 0 clean, 1 problems found, 2 could not run (bad usage, unreadable input),
@@ -150,7 +151,7 @@ def build_parser(wanted: str | None = None) -> argparse.ArgumentParser:
     """The parser; only the command being run (`wanted`) gets its full argument set."""
     from quantcheck._version import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="quantcheck",
         description="Validate, inspect and repair ComfyUI per-layer quantized safetensors "
         "checkpoints (comfy_quant markers) for ComfyUI and sglang — from the header "
@@ -207,12 +208,12 @@ def cmd_rules(args: argparse.Namespace) -> int:
     if args.output_format == "markdown":
         from quantcheck.rules.docs import rules_markdown
 
-        print(rules_markdown(), end="")
+        say_block(rules_markdown(), end="")
         return 0
     if args.output_format == "json":
         from quantcheck.render.json_out import dumps
 
-        print(
+        say_block(
             dumps(
                 "rules",
                 {
@@ -234,8 +235,8 @@ def cmd_rules(args: argparse.Namespace) -> int:
     for r in rules.values():
         eff = " ".join(f"{t}:{e.value}" for t, e in r.runtime_effects().items())
         fix = f"fix:{r.fix.value}" if r.fix else "no fix"
-        print(f"{r.code}  {r.name:<34} {r.severity.value:<8} {fix:<18} {eff}")
-        print(f"       {r.title}")
+        say(f"{r.code}  {r.name:<34} {r.severity.value:<8} {fix:<18} {eff}")
+        say(f"       {r.title}")
     return 0
 
 
@@ -243,7 +244,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     from quantcheck.explain.lookup import explain
 
     text, ok = explain(" ".join(args.what), as_json=args.output_format == "json")
-    print(text)
+    say_block(text)
     return 0 if ok else 2
 
 
@@ -300,18 +301,14 @@ def _main(argv: Sequence[str] | None) -> int:
     handler = COMMANDS.get(args.command) or getattr(args, "handler", None)
     assert handler is not None  # every subparser is a core command or sets `handler`
     from quantcheck.model.checkpoint import InputError
-    from quantcheck.textsafe import clean
 
     try:
         return int(handler(args))
     except BrokenPipeError:
         raise  # an OSError, but not an error of the run: main() ends quietly
-    except InputError as exc:
-        print(f"quantcheck: error: {clean(exc)}", file=sys.stderr)
-        return 2
-    except OSError as exc:
-        print(f"quantcheck: error: {clean(exc)}", file=sys.stderr)
+    except (InputError, OSError) as exc:
+        say_error(exc)
         return 2
     except KeyboardInterrupt:
-        print("quantcheck: interrupted", file=sys.stderr)
+        say("quantcheck: interrupted", err=True)
         return 130

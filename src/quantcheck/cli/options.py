@@ -1,8 +1,26 @@
-"""Pieces every command's parser shares: the help formatter and `--output-format`."""
+"""Pieces every command's parser shares: the parser class, the help formatter and
+`--output-format`."""
 
 from __future__ import annotations
 
 import argparse
+import sys
+
+from quantcheck.textsafe import clean
+
+TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
+if TYPE_CHECKING:
+    from typing import NoReturn
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser whose usage errors are escaped: argparse repeats the offending
+    argument (`unrecognized arguments: NAME`), and a file name may carry a newline, a forged
+    `::error` workflow command or a terminal escape. Subparsers are made of the same class."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}: error: {clean(message)}\n")
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
 from quantcheck.cli.options import add_selection, add_target
-from quantcheck.textsafe import clean
+from quantcheck.textsafe import say, say_error
 
 DESCRIPTIONS = {
     "report": """\
@@ -108,10 +107,10 @@ def _write_many(args: argparse.Namespace, specs: list[Any]) -> int:
     pages = build_pages(specs, target=args.target, deep=args.deep)
     for name, html in pages.items():
         write_atomic(Path(out) / name, html)
-    print(
+    say(
         f"wrote {Path(out) / INDEX} and {len(pages) - 1} checkpoint pages "
         f"({len(specs)} checkpoints)",
-        file=sys.stderr,
+        err=True,
     )
     return 0
 
@@ -131,13 +130,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         compare = _compare(args.paths, args.compare) if args.compare else None
     except CompareUnavailable as exc:
-        print(f"quantcheck: error: {clean(exc)}", file=sys.stderr)
+        say_error(exc)
         return 2
     html = build_report(args.paths, compare=compare, target=args.target, deep=args.deep)
     out = Path(args.output)
     write_atomic(out, html)
-    print(
-        f"wrote {out} ({len(html.encode('utf-8', 'backslashreplace')) / 1024:.0f} KiB)",
-        file=sys.stderr,
-    )
+    say(f"wrote {out} ({len(html.encode('utf-8', 'backslashreplace')) / 1024:.0f} KiB)", err=True)
     return 0
