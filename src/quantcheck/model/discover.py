@@ -30,10 +30,16 @@ INDEX_SUFFIX = ".safetensors.index.json"
 @record
 class CheckpointSpec:
     """One checkpoint to check: a display name and the paths `load_checkpoint` opens.
-    Picklable (plain fields)."""
+    Picklable (plain fields). The name is for showing (tables, reports, page file names,
+    baselines): made with `redact_url`, it never carries a URL's credentials or query."""
 
     name: str
     paths: list[str]
+
+    def __post_init__(self) -> None:
+        from quantcheck.textsafe import redact_url
+
+        self.name = " + ".join(redact_url(p) for p in self.name.split(" + "))
 
 
 def discover(
