@@ -10,6 +10,7 @@ import pytest
 from quantcheck.cli.main import main
 
 from ._nginx import Nginx
+from ._run import run_cli
 
 SECRETS = ("hunter2", "SIGNEDSECRET", "Policy=", "X-Amz")
 
@@ -55,3 +56,81 @@ def test_check_of_signed_urls_shows_no_credentials(
         main(["check", "--output-format", fmt, *urls])
         outerr = capsys.readouterr()
         _no_secret(outerr.out + outerr.err)
+
+
+# --- R: a token is never printed, even a malformed one ---------------------------------------
+
+BAD_TOKENS = [
+    "hf_LEAKME\nX-Injected: 1",
+    "hf_LEAK\rME",
+    "hf_LEAK ME",
+    "hf_LEAKMEé",
+    "hf_\x1bLEAKME",
+]
+
+
+@pytest.mark.parametrize("bad", BAD_TOKENS)
+def test_a_malformed_token_is_refused_and_never_shown(
+    hub: Nginx, bad: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("HF_TOKEN", bad)
+    hub.clear_log()
+    for fmt in ("text", "json"):
+        rc, _doc, err = run_cli(
+            capsys, "check", "--output-format", fmt, "hf://acme/examples/fp8_e4m3fn.safetensors"
+        )
+        assert rc == 2
+        assert "HF_TOKEN" in err and "neither sent nor shown" in err, err
+        assert "LEAK" not in err and "LEAK" not in str(_doc)
+    assert hub.log() == []  # refused before any request
+
+
+def test_a_token_in_a_library_error_is_scrubbed() -> None:
+    from quantcheck.io.http import HttpClient, HttpSettings, RemoteError, _Watchdog
+
+    client = HttpClient(HttpSettings(token="hf_LEAKME"))
+    dog = _Watchdog(5)
+    with pytest.raises(RemoteError) as exc:
+        client.fail("http://h/x", ValueError("Invalid header value b'Bearer hf_LEAKME\\n'"), dog)
+    assert "LEAK" not in str(exc.value) and "Bearer ***" in str(exc.value)
+    with pytest.raises(RemoteError) as exc:
+        client.fail("http://h/x", ValueError("bearer zz_other\\r\\n"), dog)
+    assert "zz_other" not in str(exc.value)
+
+
+def test_the_token_hf_auth_login_saved_is_used(
+    hub: Nginx, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """HF_TOKEN unset: $HF_HOME/token (what `hf auth login` writes), or $HF_TOKEN_PATH."""
+    home = tmp_path / "hfhome"
+    home.mkdir()
+    (home / "token").write_text("hf_saved_token\n")
+    monkeypatch.setenv("HF_HOME", str(home))
+    hub.clear_log()
+    url = "hf://acme/examples/fp8_e4m3fn.safetensors"
+    rc, _doc, err = run_cli(capsys, "check", url)
+    assert rc == 0, err
+    assert {row[3] for row in hub.log()} == {"Bearer hf_saved_token"}
+    other = tmp_path / "elsewhere"
+    other.write_text("hf_path_token")
+    monkeypatch.setenv("HF_TOKEN_PATH", str(other))
+    hub.clear_log()
+    assert run_cli(capsys, "check", url)[0] == 0
+    assert {row[3] for row in hub.log()} == {"Bearer hf_path_token"}
+    monkeypatch.setenv("HF_TOKEN", "hf_env_wins")
+    hub.clear_log()
+    assert run_cli(capsys, "check", url)[0] == 0
+    assert {row[3] for row in hub.log()} == {"Bearer hf_env_wins"}
+
+
+def test_a_saved_token_that_is_a_fifo_is_not_waited_on(
+    hub: Nginx, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import os
+
+    fifo = tmp_path / "token"
+    os.mkfifo(fifo)
+    monkeypatch.setenv("HF_TOKEN_PATH", str(fifo))
+    hub.clear_log()
+    assert run_cli(capsys, "check", "hf://acme/examples/fp8_e4m3fn.safetensors")[0] == 0
+    assert {row[3] for row in hub.log()} == {"-"}

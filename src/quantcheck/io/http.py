@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import http.client
 import os
+import re
 import socket
 import ssl
 import threading
@@ -32,6 +33,8 @@ CHUNK = 64 * 1024
 USER_AGENT = f"quantcheck/{__version__} (Python http.client)"
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
 Origin = tuple[str, str, int]
+#: a credential as an HTTP library may quote it in an error (`b'Bearer hf_...'`)
+_BEARER = re.compile(r"(?i)bearer(?:\s|\\[nrt]|%20)+[^\s'\"]*")
 
 
 class RemoteError(SourceError):
@@ -413,7 +416,18 @@ class HttpClient:
             pass
 
     def fail(self, url: str, exc: BaseException, dog: _Watchdog) -> NoReturn:
-        """Raise a RemoteError that says what went wrong, in words."""
+        """Raise a RemoteError that says what went wrong, in words (never the token: a
+        library's message may quote the header it refused)."""
+        try:
+            self._fail(url, exc, dog)
+        except RemoteError as err:
+            text = str(err)
+            if self.settings.token and self.settings.token in text:
+                text = text.replace(self.settings.token, "***")
+            text = _BEARER.sub("Bearer ***", text)
+            raise type(err)(text) from None
+
+    def _fail(self, url: str, exc: BaseException, dog: _Watchdog) -> NoReturn:
         dog.cancel()
         where = redact(url)
         if dog.fired:

@@ -1,8 +1,9 @@
 """`hf://` addresses and the Hugging Face Hub's conventions (standard library only).
 
 `hf://ORG/REPO[/PATH][@REV]` (also `hf://ORG/REPO@REV[/PATH]`, and `hf://datasets/ORG/REPO…`).
-Honours `HF_ENDPOINT` (default https://huggingface.co), `HF_TOKEN` (sent only to the endpoint's
-origin) and `HF_HUB_OFFLINE`. Files are read from `{endpoint}/{repo}/resolve/{rev}/{path}`;
+Honours `HF_ENDPOINT` (default https://huggingface.co), `HF_TOKEN` (else the token `hf auth
+login` saved, `$HF_TOKEN_PATH` or `$HF_HOME/token`; sent only to the endpoint's origin) and
+`HF_HUB_OFFLINE`. Files are read from `{endpoint}/{repo}/resolve/{rev}/{path}`;
 folders are listed through `{endpoint}/api/models/{repo}/tree/{rev}[/{path}]`.
 """
 
@@ -70,9 +71,71 @@ def endpoint() -> str:
 
 
 def settings() -> HttpSettings:
-    """Timeouts from the environment; HF_TOKEN bound to the endpoint's origin only."""
-    token = os.environ.get("HF_TOKEN", "").strip() or None
-    return HttpSettings(timeout=env_timeout(), token=token, token_origin=origin_of(endpoint()))
+    """Timeouts from the environment; the token (`token()`) bound to the endpoint's origin."""
+    return HttpSettings(timeout=env_timeout(), token=token(), token_origin=origin_of(endpoint()))
+
+
+def hf_home() -> str:
+    """$HF_HOME, default $XDG_CACHE_HOME/huggingface (~/.cache/huggingface)."""
+    home = os.environ.get("HF_HOME", "").strip()
+    if home:
+        return os.path.expanduser(home)
+    cache = os.environ.get("XDG_CACHE_HOME", "").strip() or os.path.join("~", ".cache")
+    return os.path.join(os.path.expanduser(cache), "huggingface")
+
+
+def token_path() -> str:
+    """Where `hf auth login` saves the token: $HF_TOKEN_PATH, default $HF_HOME/token."""
+    path = os.environ.get("HF_TOKEN_PATH", "").strip()
+    return os.path.expanduser(path) if path else os.path.join(hf_home(), "token")
+
+
+#: what a bearer token may hold: visible ASCII, no space (anything else would break the
+#: header line, or be echoed in an error by the HTTP library).
+_TOKEN = re.compile(r"[\x21-\x7e]+")
+MAX_TOKEN_FILE = 64 * 1024
+
+
+def token() -> str | None:
+    """The Hugging Face token: $HF_TOKEN, else the file `hf auth login` saved (`token_path`),
+    else None. A malformed one is refused before any request, and never shown."""
+    raw = os.environ.get("HF_TOKEN")
+    where = "HF_TOKEN"
+    if raw is None or not raw.strip():
+        where = token_path()
+        raw = _read_token_file(where)
+    value = (raw or "").strip()
+    if not value:
+        return None
+    if _TOKEN.fullmatch(value) is None:
+        at = next(i for i, c in enumerate(value) if not "!" <= c <= "~")
+        raise RemoteError(
+            f"{where}: the Hugging Face token holds a space, control or non-ASCII character "
+            f"(character {at + 1} of {len(value)}); it was neither sent nor shown"
+        )
+    return value
+
+
+def _read_token_file(path: str) -> str | None:
+    """The saved token's text; None when there is no such regular file (a FIFO or a device
+    is not waited on, a folder is skipped) or it cannot be read."""
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = os.read(fd, MAX_TOKEN_FILE + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_TOKEN_FILE:
+        return None
+    return data.decode("utf-8", "replace")
 
 
 def parse(url: str) -> HubPath:
