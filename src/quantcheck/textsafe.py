@@ -78,13 +78,16 @@ def redact_url(location: str) -> str:
     """`location` as it may be printed or stored: a URL loses its credentials and secrets.
 
     `scheme://user:pass@host/...` keeps only `***@`; the whole query and fragment become `?…`
-    and `#…`. The whole query goes, not just parameters that look like secrets: signed CDN
+    and `#…` (not in `hf://` addresses, which have no query: there `?` and `#` belong to a file
+    name). The whole query goes, not just parameters that look like secrets: signed CDN
     and object-store URLs carry them under any name (`X-Amz-Signature`, `Signature`, `Policy`,
     `sig`, `token`, ...), and no name list can be complete. Local paths come back unchanged.
     """
     if "://" not in location:
         return location
     head = re.sub(_USERINFO, r"\1***@", location)
+    if head[:5].lower() == "hf://":  # no query there: `?`, `#` in a hub file name are data
+        return head
     path, hash_, _ = head.partition("#")
     path, query, _ = path.partition("?")
     return path + ("?…" if query else "") + ("#…" if hash_ else "")

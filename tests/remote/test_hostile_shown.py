@@ -134,3 +134,77 @@ def test_a_saved_token_that_is_a_fifo_is_not_waited_on(
     hub.clear_log()
     assert run_cli(capsys, "check", "hf://acme/examples/fp8_e4m3fn.safetensors")[0] == 0
     assert {row[3] for row in hub.log()} == {"-"}
+
+
+# --- U: hub file names are data --------------------------------------------------------------
+
+ODD = ["a@b.safetensors", "q?x.safetensors", "h#1.safetensors", "p%41.safetensors"]
+
+
+@pytest.fixture
+def odd_repo(hub: Nginx) -> str:
+    """A repository whose file names hold `@`, `?`, `#`, `%`, and an index whose shards do."""
+    import json
+    import shutil
+
+    from ._files import EXAMPLES, split_example, tree_listing
+
+    files = hub.root / "acme" / "odd" / "resolve" / "main"
+    if not files.exists():
+        files.mkdir(parents=True)
+        for name in ODD:
+            shutil.copy(EXAMPLES / "fp8_e4m3fn.safetensors", files / name)
+        sharded = files / "sh"
+        sharded.mkdir()
+        split_example(EXAMPLES / "nvfp4.safetensors", sharded, stem="m@1?#")
+        api = hub.root / "api" / "models" / "acme" / "odd" / "tree"
+        api.mkdir(parents=True)
+        listing = tree_listing(files) + [
+            {**e, "path": f"sh/{e['path']}"} for e in tree_listing(sharded)
+        ]
+        (api / "main").write_text(json.dumps(listing))
+    return "hf://acme/odd"
+
+
+def test_hub_file_names_with_at_query_and_hash_are_data(
+    odd_repo: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rc, doc, err = run_cli(capsys, "check", "--output-format", "json", odd_repo)
+    assert isinstance(doc, dict), err
+    names = [c["name"] for c in doc["checkpoints"]]
+    assert names == [
+        f"{odd_repo}/a%40b.safetensors",
+        f"{odd_repo}/h%231.safetensors",
+        f"{odd_repo}/p%2541.safetensors",
+        f"{odd_repo}/q%3Fx.safetensors",
+        f"{odd_repo}/sh/m%401%3F%23.safetensors.index.json",
+    ], names
+    assert rc == 0 and all(c["kind"] == "checked" for c in doc["checkpoints"]), doc
+    # each shown name, given back, names the same file (no revision, query or fragment)
+    for name in names[:4]:
+        rc, doc, err = run_cli(capsys, "check", "--output-format", "json", name)
+        assert rc == 0, err
+
+
+def test_http_index_shard_names_are_quoted(
+    odd_repo: str, hub: Nginx, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"{hub.endpoint}/acme/odd/resolve/main/sh/m%401%3F%23.safetensors.index.json"
+    rc, doc, err = run_cli(capsys, "check", "--output-format", "json", url)
+    assert rc == 0, err
+    assert [i["path"].rsplit("/", 1)[-1] for i in doc["checkpoints"][0]["inputs"]] == [
+        "m%401%3F%23-00001-of-00002.safetensors",
+        "m%401%3F%23-00002-of-00002.safetensors",
+    ], doc
+
+
+def test_redact_url_keeps_hub_names_whole() -> None:
+    from quantcheck.io import hub
+    from quantcheck.textsafe import redact_url
+
+    for name in ODD:
+        shown = hub.HubPath("models", "o/r", name, None).name()
+        assert redact_url(shown) == shown
+        assert hub.parse(shown).path == name and hub.parse(shown).revision is None
+    assert redact_url("hf://o/r/x?.safetensors") == "hf://o/r/x?.safetensors"
+    assert redact_url("https://h/x.safetensors?sig=1") == "https://h/x.safetensors?…"

@@ -48,14 +48,30 @@ class HubPath:
         return self.revision or "main"
 
     def name(self, path: str | None = None) -> str:
-        """The display name of a file of this repo: `hf://org/repo[@rev]/path`."""
-        p = self.path if path is None else path
+        """The display name of a file of this repo: `hf://org/repo[@rev]/path`. A file name
+        is data: its `%`, `@`, `?` and `#` are percent-encoded, so `parse` gives the same
+        path back (never a revision, a query or a fragment)."""
+        p = escape_path(self.path if path is None else path)
         kind = "" if self.repo_type == "models" else f"{self.repo_type}/"
         rev = f"@{self.revision}" if self.revision else ""
         return f"hf://{kind}{self.repo_id}{rev}" + (f"/{p}" if p else "")
 
     def with_path(self, path: str) -> HubPath:
         return HubPath(self.repo_type, self.repo_id, path, self.revision)
+
+
+_RESERVED = re.compile("[%@?#]")
+_ESCAPED = re.compile("%(25|40|3[Ff]|23)")
+
+
+def escape_path(path: str) -> str:
+    """`path` with the characters an `hf://` address gives a meaning (`%`, `@`, `?`, `#`)
+    percent-encoded; `unescape_path` reverses it."""
+    return _RESERVED.sub(lambda m: f"%{ord(m.group()):02X}", path)
+
+
+def unescape_path(path: str) -> str:
+    return _ESCAPED.sub(lambda m: chr(int(m.group(1), 16)), path)
 
 
 def offline() -> bool:
@@ -164,7 +180,7 @@ def parse(url: str) -> HubPath:
         raise RemoteError(
             f"{redact(url)}: not a hub address; expected hf://ORG/REPO[/PATH][@REVISION]"
         )
-    return HubPath(repo_type, f"{org}/{repo}", rest.strip("/"), revision)
+    return HubPath(repo_type, f"{org}/{repo}", unescape_path(rest.strip("/")), revision)
 
 
 def _repo_prefix(hp: HubPath) -> str:

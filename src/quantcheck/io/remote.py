@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import posixpath
 import threading
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from quantcheck.diagnostics import Diagnostic, json_pointer
 from quantcheck.io import hub
@@ -146,9 +146,11 @@ def _expand_index(
             )
         )
         return [], name, diags
-    # shards are fetched under the index's real URL (credentials kept, query dropped)
-    base = (name if name.startswith("hf://") else fetch).split("?", 1)[0].rsplit("/", 1)[0]
-    folder = posixpath.dirname(hub.parse(name).path) if name.startswith("hf://") else ""
+    # shards are fetched under the index's real URL (credentials kept, query dropped); a
+    # shard name is data: quoted into the URL, never re-parsed (`?`, `#`, `@` in it)
+    hp = hub.parse(name) if name.startswith("hf://") else None
+    base = fetch.split("?", 1)[0].split("#", 1)[0].rsplit("/", 1)[0]
+    folder = posixpath.dirname(hp.path) if hp else ""
     out: list[str] = []
     for shard in dict.fromkeys(wmap.values()):
         if not _shard_ok(shard):
@@ -166,7 +168,8 @@ def _expand_index(
                 Diagnostic(R.QC504, f"shard {shard!r} named by the index does not exist", file=name)
             )
             continue
-        out.append(f"{base}/{shard}")
+        joined = posixpath.normpath(posixpath.join(folder, shard))
+        out.append(hp.with_path(joined).name() if hp else f"{base}/{quote(shard)}")
     return out, name, diags
 
 
