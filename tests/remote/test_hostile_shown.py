@@ -208,3 +208,69 @@ def test_redact_url_keeps_hub_names_whole() -> None:
         assert hub.parse(shown).path == name and hub.parse(shown).revision is None
     assert redact_url("hf://o/r/x?.safetensors") == "hf://o/r/x?.safetensors"
     assert redact_url("https://h/x.safetensors?sig=1") == "https://h/x.safetensors?…"
+
+
+# --- J: a listing page is filtered as it arrives ---------------------------------------------
+
+
+def test_a_huge_listing_page_is_not_kept(tmp_path: Path) -> None:
+    """A 60 MiB listing page (half a million entries, none a checkpoint but one) costs the
+    child process about what a tiny listing costs, not the page several times over."""
+    import os
+
+    from ._listing_server import ListingServer, listing_bytes, peak_rss_of
+
+    huge = 580_000
+    assert listing_bytes(huge) > 56 * 2**20
+    peaks = {}
+    for n in (10, huge):
+        with ListingServer(n) as server:
+            env = {**os.environ, "HF_ENDPOINT": server.endpoint, "HF_HOME": str(tmp_path)}
+            rc, err, peaks[n] = peak_rss_of(["check", "-q", "hf://acme/huge"], env)
+            assert rc == 0, err
+    assert peaks[huge] - peaks[10] < 24 * 2**20, peaks
+
+
+# --- T: --max-bytes counts an index --------------------------------------------------------
+
+
+@pytest.fixture
+def big_index_repo(hub: Nginx) -> str:
+    """A sharded checkpoint whose index is 9 MB (a long metadata string)."""
+    import json
+
+    from ._files import EXAMPLES, split_example, tree_listing
+
+    files = hub.root / "acme" / "bigindex" / "resolve" / "main"
+    if not files.exists():
+        files.mkdir(parents=True)
+        split_example(EXAMPLES / "fp8_e4m3fn.safetensors", files)
+        index = files / "model.safetensors.index.json"
+        doc = json.loads(index.read_text())
+        doc["metadata"]["pad"] = "x" * 9_000_000
+        index.write_text(json.dumps(doc))
+        api = hub.root / "api" / "models" / "acme" / "bigindex" / "tree"
+        api.mkdir(parents=True)
+        (api / "main").write_text(json.dumps(tree_listing(files)))
+    return "hf://acme/bigindex"
+
+
+def test_max_bytes_bounds_a_remote_index(
+    big_index_repo: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The index itself is over the cap (the error names it, not a shard after it)."""
+    for arg in (f"{big_index_repo}/model.safetensors.index.json", big_index_repo):
+        rc, _doc, err = run_cli(capsys, "check", "--max-bytes", "100K", arg)
+        assert rc == 2, (arg, err)
+        assert "index.json: checking it needs more than the 102,400-byte cap" in err, err
+        rc, _doc, err = run_cli(capsys, "check", "--max-bytes", "20M", arg)
+        assert rc == 0, (arg, err)
+
+
+def test_an_index_read_by_discovery_counts_in_the_check(
+    big_index_repo: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Discovery reads the index ahead (to group shards); the check that takes that copy
+    counts it: 9 MB of index plus the shards do not fit in 9.5M."""
+    rc, _doc, err = run_cli(capsys, "check", "--max-bytes", "8800K", big_index_repo)
+    assert rc == 2 and "cap" in err, err

@@ -12,10 +12,13 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import quote, urljoin
 
 from quantcheck.io.http import (
+    CHUNK,
     BodyDropped,
     HttpClient,
     HttpSettings,
@@ -202,32 +205,180 @@ def tree_url(hp: HubPath) -> str:
 
 
 def list_folder(hp: HubPath) -> list[str]:
-    """Paths of the files directly in the folder `hp.path` of the repo (all pages)."""
+    """Paths of the checkpoint files (`.safetensors`, `.safetensors.index.json`) directly in
+    the folder `hp.path` of the repo (all pages)."""
+    return list_files(hp, keep=is_checkpoint_file)
+
+
+def is_checkpoint_file(path: str) -> bool:
+    return path.endswith((".safetensors", ".safetensors.index.json"))
+
+
+def list_files(
+    hp: HubPath, *, recursive: bool = False, keep: Callable[[str], bool] = is_checkpoint_file
+) -> list[str]:
+    """Paths of the files under `hp.path` for which `keep` is true, over every page of the
+    tree API (`recursive`: `?recursive=true`; a server that ignores it gives one level).
+
+    Each page is read as a stream of entries and filtered as they arrive: only the kept
+    paths stay in memory (at most MAX_KEPT of them), never a page's JSON document."""
     client = HttpClient(settings())
-    url: str | None = tree_url(hp)
+    url: str | None = tree_url(hp) + ("?recursive=true" if recursive else "")
     files: list[str] = []
     try:
         for _ in range(MAX_PAGES):
             if url is None:
                 return files
-            doc, link = fetch_json(client, url, what="listing")
-            if not isinstance(doc, list):
-                raise RemoteError(
-                    f"{redact(url)}: the hub's listing is not a JSON array; give "
-                    f"a file path ({hp.name('FILE.safetensors')})"
-                )
-            for entry in doc:
-                if (
-                    isinstance(entry, dict)
-                    and entry.get("type") == "file"
-                    and isinstance(entry.get("path"), str)
-                ):
-                    files.append(entry["path"])
+            link = _listing_page(client, url, hp, keep, files)
             m = _NEXT.search(link or "")
             url = urljoin(url, m.group(1)) if m else None
         raise RemoteError(f"{redact(tree_url(hp))}: listing has more than {MAX_PAGES} pages")
     finally:
         client.close()
+
+
+#: most paths a listing may keep (checkpoint files of a repository, after `keep`)
+MAX_KEPT = 200_000
+#: most bytes one entry of a listing may take (a hub entry is a few hundred)
+MAX_ENTRY = 1024 * 1024
+
+
+def _listing_page(
+    client: HttpClient, url: str, hp: HubPath, keep: Callable[[str], bool], files: list[str]
+) -> str | None:
+    """Add the kept paths of one page to `files`; the page's Link header. A body cut short
+    is asked for again, as `fetch_bytes` does."""
+    policy = client.settings.retry
+    attempts = max(1, policy.attempts)
+    for attempt in range(1, attempts + 1):
+        page: list[str] = []
+        try:
+            link = _stream_page(client, url, hp, keep, page, MAX_KEPT - len(files))
+        except BodyDropped as exc:
+            if attempt == attempts:
+                raise BodyDropped(f"{exc} (gave up after {attempts} attempts)") from None
+            client.stats.retries += 1
+            policy.wait(policy.backoff(attempt))
+            continue
+        files += page
+        return link
+    raise AssertionError("unreachable")
+
+
+def _stream_page(
+    client: HttpClient,
+    url: str,
+    hp: HubPath,
+    keep: Callable[[str], bool],
+    out: list[str],
+    room: int,
+) -> str | None:
+    resp = client.get(url, {"Accept": "application/json"})
+    try:
+        if resp.status != 200:
+            raise RemoteError(
+                f"{_status_error(resp)}; listing is not available here, so give a file "
+                "path (hf://ORG/REPO/FILE.safetensors)"
+            )
+        entries = _ArrayStream(redact(url), hp)
+        got = 0
+        while True:
+            chunk = resp.read(CHUNK)
+            got += len(chunk)
+            if got > MAX_JSON:
+                raise RemoteError(f"{redact(url)}: listing is over {MAX_JSON // 2**20} MiB")
+            for entry in entries.feed(chunk):
+                if not (isinstance(entry, dict) and entry.get("type") == "file"):
+                    continue
+                path = entry.get("path")
+                if isinstance(path, str) and keep(path):
+                    out.append(path)
+                    if len(out) > room:
+                        raise RemoteError(
+                            f"{redact(tree_url(hp))}: listing names more than {MAX_KEPT:,} "
+                            "checkpoint files; give a folder or file path"
+                        )
+            if not chunk:
+                break
+        length = resp.header("Content-Length")
+        if length is not None and length.isdigit() and got < int(length):
+            raise BodyDropped(
+                f"{redact(url)}: short body: got {got:,} of {int(length):,} bytes of the "
+                "listing before the connection closed"
+            )
+        entries.finish()
+        return resp.header("Link")
+    finally:
+        resp.release()
+
+
+class _ArrayStream:
+    """A JSON array read piece by piece: `feed(bytes)` yields each complete element; `feed(b"")`
+    ends the body. Memory is one element (at most MAX_ENTRY) plus one piece; the work is linear
+    (an incomplete element is tried again only once the text after it has doubled)."""
+
+    def __init__(self, where: str, hp: HubPath) -> None:
+        import codecs
+
+        self._where, self._hp = where, hp
+        self._utf8 = codecs.getincrementaldecoder("utf-8")("replace")
+        self._dec = json.JSONDecoder()
+        self._buf = ""
+        self._state = "start"  # start, first, sep, elem, end
+        self._wait = 0
+
+    def _bad(self, what: str) -> RemoteError:
+        if self._state == "start":
+            return RemoteError(
+                f"{self._where}: the hub's listing is not a JSON array; give a file path "
+                f"({self._hp.name('FILE.safetensors')})"
+            )
+        return RemoteError(f"{self._where}: listing is not valid JSON ({what})")
+
+    def feed(self, data: bytes) -> Iterator[Any]:
+        final = not data
+        buf = self._buf + self._utf8.decode(data, final)
+        pos, n = 0, len(buf)
+        while True:
+            while pos < n and buf[pos] in " \t\r\n":
+                pos += 1
+            if pos >= n:
+                break
+            c, state = buf[pos], self._state
+            if state == "end":
+                raise self._bad("text after the array")
+            if state == "start":
+                if c != "[":
+                    raise self._bad("not an array")
+                self._state, pos = "first", pos + 1
+            elif state in ("first", "sep") and c == "]":
+                self._state, pos = "end", pos + 1
+            elif state == "sep":
+                if c != ",":
+                    raise self._bad(f"expected , or ] at {c!r}")
+                self._state, pos = "elem", pos + 1
+            else:
+                if not final and n - pos < self._wait:
+                    break
+                try:
+                    value, end = self._dec.raw_decode(buf, pos)
+                except ValueError as exc:
+                    if final:
+                        raise self._bad(str(exc)) from None
+                    end = -1
+                if end < 0 or (end == n and not final):  # maybe cut: wait for more text
+                    if n - pos > MAX_ENTRY:
+                        raise self._bad(f"an entry is over {MAX_ENTRY // 1024} KiB")
+                    self._wait = 2 * (n - pos)
+                    break
+                self._wait, self._state, pos = 0, "sep", end
+                yield value
+        self._buf = buf[pos:]
+
+    def finish(self) -> None:
+        list(self.feed(b""))
+        if self._state != "end":
+            raise self._bad("the array is not closed")
 
 
 def fetch_bytes(client: HttpClient, url: str, what: str = "file") -> tuple[bytes, str | None]:

@@ -16,7 +16,7 @@ from urllib.parse import quote, urlsplit
 
 from quantcheck.diagnostics import Diagnostic, json_pointer
 from quantcheck.io import hub
-from quantcheck.io.http import HttpClient, RemoteError, redact
+from quantcheck.io.http import HttpClient, RemoteError, Stats, redact
 from quantcheck.io.httpsource import HttpSource
 from quantcheck.io.limits import current_budget
 from quantcheck.io.source import is_remote
@@ -128,6 +128,8 @@ def _expand_index(
         raw = _INDEX_RAW.pop(name, None)
     if raw is None:
         raw = _fetch_index(fetch)
+    else:
+        _charge(name, raw)
     diags: list[Diagnostic] = []
     try:
         doc = json.loads(raw)
@@ -183,11 +185,23 @@ def _remember(name: str, fetch: str, doc: object) -> None:
 
 
 def _fetch_index(fetch: str) -> bytes:
-    client = HttpClient(hub.settings())
+    """An index's bytes, counted in the checkpoint's byte budget (`--max-bytes`): inside
+    `limits.checkpoint_budget()` the one its shards share, else one of its own (discovery)."""
+    client = HttpClient(hub.settings(), Stats(budget=current_budget()))
     try:
         return hub.fetch_bytes(client, fetch, what="index")[0]
     finally:
         client.close()
+
+
+def _charge(name: str, raw: bytes) -> None:
+    """Count an index read ahead (during discovery) in the budget of the check that uses it."""
+    budget = current_budget()
+    if not budget.spend(len(raw)):
+        raise RemoteError(
+            f"{name}: checking it needs more than the {budget.limit:,}-byte cap per "
+            "checkpoint (its index alone is larger); raise --max-bytes to read it"
+        )
 
 
 def _keep_raw(name: str, raw: bytes) -> None:

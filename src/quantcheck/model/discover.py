@@ -215,40 +215,12 @@ def _discover_hub(
 
 
 def _list_hub_tree(hp: object) -> list[str]:
-    """Every file path under `hp.path` in the repo: the tree API asked for a recursive
-    listing (`?recursive=true`, all pages). A server that ignores the parameter gives one
-    level: the files directly in the folder."""
-    from urllib.parse import urljoin
-
+    """Every checkpoint file path under `hp.path` in the repo: the tree API asked for a
+    recursive listing (all pages, filtered as they arrive: `hub.list_files`)."""
     from quantcheck.io import hub
-    from quantcheck.io.http import HttpClient, RemoteError
 
     assert isinstance(hp, hub.HubPath)
-    client = HttpClient(hub.settings())
-    files: list[str] = []
-    url: str | None = hub.tree_url(hp) + "?recursive=true"
-    try:
-        for _ in range(hub.MAX_PAGES):
-            if url is None:
-                return sorted(set(files))
-            doc, link = hub.fetch_json(client, url, what="listing")
-            if not isinstance(doc, list):
-                raise RemoteError(
-                    f"{url}: the hub's listing is not a JSON array; give a file "
-                    f"path ({hp.name('FILE.safetensors')})"
-                )
-            files += [
-                e["path"]
-                for e in doc
-                if isinstance(e, dict)
-                and e.get("type") == "file"
-                and isinstance(e.get("path"), str)
-            ]
-            m = hub._NEXT.search(link or "")
-            url = urljoin(url, m.group(1)) if m else None
-        raise RemoteError(f"{hub.tree_url(hp)}: listing has more than {hub.MAX_PAGES} pages")
-    finally:
-        client.close()
+    return sorted(set(hub.list_files(hp, recursive=True)))
 
 
 def one_checkpoint(args: list[str], command: str, *, as_one: bool = False) -> list[str]:
