@@ -420,12 +420,3 @@ def _fetch_once(client: HttpClient, url: str, what: str) -> tuple[bytes, str | N
         return raw, resp.header("Link")
     finally:
         resp.release()
-
-
-def fetch_json(client: HttpClient, url: str, what: str = "file") -> tuple[object, str | None]:
-    """GET a JSON document of at most MAX_JSON bytes: (document, Link header)."""
-    raw, link = fetch_bytes(client, url, what)
-    try:
-        return json.loads(raw), link
-    except (ValueError, RecursionError) as exc:
-        raise RemoteError(f"{redact(url)}: {what} is not valid JSON ({exc})") from None
