@@ -274,3 +274,75 @@ def test_an_index_read_by_discovery_counts_in_the_check(
     counts it: 9 MB of index plus the shards do not fit in 9.5M."""
     rc, _doc, err = run_cli(capsys, "check", "--max-bytes", "8800K", big_index_repo)
     assert rc == 2 and "cap" in err, err
+
+
+# --- issue 22 item 7: commands that read tensor data have --max-bytes, and no cap by default ---
+
+
+def _big_original(path: Path) -> None:
+    """The BF16 original of `_files.big_file(8)`: one [512, 16384] zero weight."""
+    from quantcheck.io.build import RawTensor, build_safetensors
+
+    rows, k = 8 * 1024 * 1024 // 16384, 16384
+    path.write_bytes(
+        build_safetensors([RawTensor("blk.lin.weight", "BF16", (rows, k), bytes(rows * k * 2))])
+    )
+
+
+def test_remote_compare_reads_the_whole_checkpoint_by_default(
+    hub: Nginx, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    orig = tmp_path / "orig.safetensors"
+    _big_original(orig)
+    url = "hf://acme/big/big.safetensors"
+    rc, out, err = run_cli(capsys, "compare", "--max-bytes", "1M", url, str(orig))
+    assert rc == 1, err
+    assert "not compared: blk.lin:" in out and "raise --max-bytes" in out, out
+    assert out.rstrip().endswith("compared 0 of 1 layer; 1 not compared (listed above)"), out
+    rc, out, err = run_cli(capsys, "compare", url, str(orig))
+    assert rc == 0, (out, err)
+    assert out.rstrip().splitlines()[-1].startswith("compared 1 of 1 layer; worst relative L2")
+    rc, doc, err = run_cli(capsys, "compare", "--output-format", "json", url, str(orig))
+    assert doc["summary"]["layers_compared"] == 1 and doc["summary"]["worst_layer"] == "blk.lin"
+
+
+@pytest.mark.parametrize(
+    ("argv", "cap"),
+    [
+        (["compare", "Q", "O"], None),
+        (["compare", "--max-bytes", "2G", "Q", "O"], 2 << 30),
+        (["dequantize", "Q", "-o", "X"], None),
+        (["quantize", "Q", "--to", "mxfp8", "-o", "X"], None),
+        (["fix", "Q", "--dry-run"], None),
+        (["fix", "--max-bytes", "10M", "Q", "--dry-run"], 10 << 20),
+        (["report", "Q"], 64 << 20),
+        (["report", "Q", "--compare", "O"], None),
+        (["report", "--max-bytes", "1G", "Q", "--compare", "O"], 1 << 30),
+    ],
+)
+def test_the_byte_cap_each_command_reads_with(
+    argv: list[str], cap: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cap in force when the command opens a checkpoint: none for commands whose job
+    is reading tensor data, 64 MiB for header checks; `--max-bytes` sets it everywhere."""
+    import quantcheck.model.checkpoint as checkpoint
+    import quantcheck.numeric.compare as compare
+    from quantcheck.errors import InputError
+    from quantcheck.io.limits import byte_cap
+
+    from ._files import EXAMPLES
+
+    seen: list[int | None] = []
+
+    def load(*_a: object, **_k: object) -> None:
+        seen.append(byte_cap())
+        raise InputError("stop here")
+
+    monkeypatch.setattr(checkpoint, "load_checkpoint", load)
+    monkeypatch.setattr(compare, "load_checkpoint", load)  # imported at module level there
+    files = {
+        "Q": str(EXAMPLES / "fp8_e4m3fn.safetensors"),
+        "O": str(EXAMPLES / "nvfp4.safetensors"),
+    }
+    assert main([files.get(a, a) for a in argv]) in (1, 2)
+    assert seen[:1] == [cap]

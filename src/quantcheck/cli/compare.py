@@ -27,12 +27,17 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
     add_output_format(p, ("text", "json"))
     p.add_argument("--top", type=int, default=30, help="rows in the text table (default 30)")
     p.add_argument("--all", action="store_true", help="every layer in the text table")
+    from quantcheck.cli.options import NO_CAP, add_max_bytes
+
+    add_max_bytes(p, NO_CAP)
 
 
 def run(args: argparse.Namespace) -> int:
+    from quantcheck.io.limits import remote_limits
     from quantcheck.numeric.compare import compare_checkpoints, render_table
 
-    result = compare_checkpoints([args.quantized], [args.original])
+    with remote_limits(args.max_bytes, None):
+        result = compare_checkpoints([args.quantized], [args.original])
     if args.output_format == "json":
         say_block(json.dumps(result.to_json(), indent=2))
     else:

@@ -51,10 +51,11 @@ class DeprecatedTo(argparse.Action):
 
 
 def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
-    from quantcheck.cli.options import add_as_one
+    from quantcheck.cli.options import NO_CAP, add_as_one, add_max_bytes
 
     p.add_argument("paths", nargs="+", metavar="IN", help="checkpoint file, folder or index")
     add_as_one(p)
+    add_max_bytes(p, NO_CAP)
     p.add_argument(
         "-o",
         "--output",
@@ -173,6 +174,13 @@ def options_of(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from quantcheck.io.limits import remote_limits
+
+    with remote_limits(args.max_bytes, None):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from quantcheck.model.checkpoint import load_checkpoint
     from quantcheck.model.discover import one_checkpoint
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import difflib
 
-from quantcheck.cli.options import add_as_one, add_target
+from quantcheck.cli.options import NO_CAP, add_as_one, add_max_bytes, add_target
 from quantcheck.textsafe import clean, say, say_block, say_error
 
 TYPE_CHECKING = False  # `typing` costs start-up time
@@ -69,6 +69,7 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
         "NAME@RELEASE, NAME@all, all@all, or a comma-separated list; with --profile portable "
         "it also decides which consumers win where they need different bytes",
     )
+    add_max_bytes(p, NO_CAP)
     p.add_argument(
         "--unsafe-fixes", action="store_true", help="also apply fixes that change numbers"
     )
@@ -95,6 +96,13 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from quantcheck.io.limits import remote_limits
+
+    with remote_limits(args.max_bytes, None):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from quantcheck.fix.planner import plan_fixes, unrepairable
     from quantcheck.model.checkpoint import load_checkpoint
     from quantcheck.model.discover import one_checkpoint

@@ -87,13 +87,9 @@ def _check_args(p: argparse.ArgumentParser) -> None:
         "on worker processes, one per CPU at most; 1 checks one at a time "
         "(default: min(8, 4 x CPUs))",
     )
-    p.add_argument(
-        "--max-bytes",
-        default="64M",
-        metavar="SIZE",
-        help="most bytes read per remote checkpoint (all its shards), e.g. 500K, 64M "
-        "(default: 64M)",
-    )
+    from quantcheck.cli.options import add_max_bytes
+
+    add_max_bytes(p, "64M")
 
 
 def _inspect_args(p: argparse.ArgumentParser) -> None:

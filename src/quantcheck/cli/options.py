@@ -84,6 +84,24 @@ def add_target(p: argparse.ArgumentParser, help: str = TARGET_HELP) -> None:
     p.add_argument("--target", type=target_value, default="default", metavar="TARGET", help=help)
 
 
+#: `--max-bytes` of the commands whose work is reading tensor data (compare, quantize,
+#: dequantize, fix, report --compare): no cap. A normal checkpoint is 2-40 GB and the user
+#: asked for its data; any finite default would stop some normal checkpoint part way.
+NO_CAP = "none"
+
+
+def add_max_bytes(p: argparse.ArgumentParser, default: str | None) -> None:
+    """`--max-bytes SIZE` (dest `max_bytes`): most bytes read per remote checkpoint."""
+    shown = "no cap" if default == NO_CAP else default or "64M, none with --compare"
+    p.add_argument(
+        "--max-bytes",
+        default=default,
+        metavar="SIZE",
+        help="most bytes read per remote checkpoint (all its shards and its index), e.g. "
+        f"500K, 64M, 30G, or none for no cap (default: {shown})",
+    )
+
+
 def add_selection(p: argparse.ArgumentParser) -> None:
     """`--include` / `--exclude` globs for folders and repos, and `--as-one`."""
     p.add_argument(

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from quantcheck.cli.options import add_selection, add_target
+from quantcheck.cli.options import NO_CAP, add_max_bytes, add_selection, add_target
 from quantcheck.textsafe import say, say_error
 
 DESCRIPTIONS = {
@@ -49,6 +49,7 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
         help="the unquantized original: adds a per-layer error heat map (repeatable for shards)",
     )
     add_target(p)
+    add_max_bytes(p, None)
     p.add_argument(
         "--deep",
         action="store_true",
@@ -116,6 +117,14 @@ def _write_many(args: argparse.Namespace, specs: list[Any]) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from quantcheck.io.limits import remote_limits
+
+    cap = args.max_bytes or (NO_CAP if args.compare else "64M")
+    with remote_limits(cap, None):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from quantcheck.io.outpath import check_destination
     from quantcheck.render.html import build_report
 
