@@ -288,6 +288,9 @@ def _main(argv: Sequence[str] | None) -> int:
         if reconfigure is not None:  # names may hold lone surrogates: never crash printing them
             reconfigure(errors="backslashreplace")
     argv = list(sys.argv[1:] if argv is None else argv)
+    cache = sys.modules.get("quantcheck.io.hubcache")  # loaded by an earlier in-process run
+    if cache is not None:
+        cache.forget_said()
     wanted = next((a for a in argv if not a.startswith("-")), None)
     parser = build_parser(wanted)
     args = parser.parse_args(argv)

@@ -107,6 +107,10 @@ def expand_inputs(paths: list[str]) -> tuple[list[str], str | None, list[Diagnos
     index: str | None = None
     diags: list[Diagnostic] = []
     for p in paths:
+        if p.startswith("hf://"):
+            from quantcheck.io.hubcache import lookup
+
+            p = lookup(p) or p  # the local Hugging Face cache holds it: no request
         if "://" in p:
             from quantcheck.io.remote import expand_remote
 

@@ -57,6 +57,13 @@ def discover(
         return [CheckpointSpec(args[0] if len(args) == 1 else " + ".join(args), list(args))]
     out: list[CheckpointSpec] = []
     for arg in args:
+        local = _cached(arg)
+        if local is not None:  # the local Hugging Face cache holds it: no request
+            from quantcheck.io.hubcache import address_of
+
+            found = discover([local], include=include, exclude=exclude)
+            out += [CheckpointSpec(address_of(arg, local, s.name), s.paths) for s in found]
+            continue
         if arg.startswith("hf://") and not arg.split("@", 1)[0].endswith((SAFETENSORS, ".json")):
             found = _discover_hub(arg, include, exclude)
         elif "://" in arg or not os.path.isdir(arg):
@@ -72,6 +79,15 @@ def discover(
             )
         out += found
     return _unclaimed(_unique(out))
+
+
+def _cached(arg: str) -> str | None:
+    """The local path of an `hf://` address in the Hugging Face cache (`io.hubcache`)."""
+    if not arg.startswith("hf://"):
+        return None
+    from quantcheck.io.hubcache import lookup
+
+    return lookup(arg)
 
 
 def _unclaimed(specs: list[CheckpointSpec]) -> list[CheckpointSpec]:

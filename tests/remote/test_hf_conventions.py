@@ -1,0 +1,121 @@
+"""The huggingface_hub conventions users already have (issue 22 item 13): the local cache
+(`$HF_HUB_CACHE`), HF_HUB_OFFLINE, proxies and CA bundles."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ._files import EXAMPLES, split_example
+from ._run import run_cli
+
+COMMIT = "c0ffee" + "0" * 34
+
+
+def _blob(cache_repo: Path, snap: Path, rel: str, data: bytes) -> None:
+    """`snapshots/COMMIT/rel` as huggingface_hub writes it: a relative link into blobs/."""
+    blobs = cache_repo / "blobs"
+    blobs.mkdir(exist_ok=True)
+    digest = hashlib.sha256(data).hexdigest()
+    (blobs / digest).write_bytes(data)
+    link = snap / rel
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(os.path.relpath(blobs / digest, link.parent))
+
+
+@pytest.fixture
+def hf_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """$HF_HUB_CACHE with models--acme--cached at COMMIT: one file and a sharded checkpoint."""
+    cache = tmp_path / "hub"
+    repo = cache / "models--acme--cached"
+    snap = repo / "snapshots" / COMMIT
+    snap.mkdir(parents=True)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(COMMIT)
+    _blob(repo, snap, "fp8.safetensors", (EXAMPLES / "fp8_e4m3fn.safetensors").read_bytes())
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    split_example(EXAMPLES / "nvfp4.safetensors", staging)
+    for p in sorted(staging.iterdir()):
+        _blob(repo, snap, f"sh/{p.name}", p.read_bytes())
+    shutil.rmtree(staging)
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    return snap
+
+
+def test_a_complete_cached_repo_is_checked_without_a_request(
+    hf_cache: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """HF_ENDPOINT points at a closed port: any request would fail the check. (The index's
+    shards, links into blobs/, are judged by issue 21 F, the discovery's part: not here.)"""
+    rc, doc, err = run_cli(capsys, "check", "--output-format", "json", "hf://acme/cached")
+    assert rc in (0, 1), err
+    names = [c["name"] for c in doc["checkpoints"]]
+    assert names[0] == "hf://acme/cached/fp8.safetensors", names
+    assert "hf://acme/cached/sh/model.safetensors.index.json" in names
+    assert doc["checkpoints"][0]["kind"] == "checked" and not doc["checkpoints"][0]["error"]
+    assert err.count("read from the local Hugging Face cache") == 1, err
+    assert f"snapshot {COMMIT[:12]}" in err and "no request sent" in err
+    assert "127.0.0.1:9" not in err + str(doc)
+    inputs = doc["checkpoints"][0]["inputs"]
+    assert inputs[0]["hub_cache"] == {
+        "name": f"hf://acme/cached@{COMMIT}/fp8.safetensors",
+        "revision": COMMIT,
+    }
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["check", "hf://acme/cached/fp8.safetensors"],
+        ["check", "hf://acme/cached/sh/model.safetensors.index.json"],
+        ["inspect", "hf://acme/cached/fp8.safetensors"],
+        ["fix", "--dry-run", "hf://acme/cached/fp8.safetensors"],
+        ["dequantize", "hf://acme/cached/fp8.safetensors", "-o", "{tmp}/d.safetensors"],
+        ["compare", "hf://acme/cached/fp8.safetensors", "hf://acme/cached/fp8.safetensors"],
+        ["check", f"hf://acme/cached@{COMMIT}/fp8.safetensors"],
+    ],
+)
+def test_every_command_reads_a_cached_file(
+    hf_cache: Path, argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rc, _out, err = run_cli(capsys, *[a.replace("{tmp}", str(tmp_path)) for a in argv])
+    assert rc in (0, 1), err
+    assert "read from the local Hugging Face cache" in err and "127.0.0.1:9" not in err
+
+
+def test_an_incomplete_snapshot_goes_to_the_hub_unless_offline(
+    hf_cache: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shard = hf_cache / "sh" / "model-00002-of-00002.safetensors"
+    shard.unlink()  # the download of one shard never finished
+    rc, _doc, err = run_cli(capsys, "check", "hf://acme/cached")
+    assert rc == 2 and "127.0.0.1:9" in err and "local Hugging Face cache" not in err, err
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    rc, _doc, err = run_cli(capsys, "check", "hf://acme/cached")
+    assert "read from the local Hugging Face cache" in err and "incomplete" in err, err
+    assert "model-00002-of-00002.safetensors" in err and "127.0.0.1:9" not in err
+    assert rc in (1, 2)
+
+
+def test_offline_and_not_cached_says_where_it_looked(
+    hf_cache: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    rc, _doc, err = run_cli(capsys, "check", "hf://acme/other/x.safetensors")
+    assert rc == 2
+    assert "HF_HUB_OFFLINE is set" in err and "not in the Hugging Face cache" in err, err
+    assert str(hf_cache.parents[2]) in err
+
+
+def test_hf_home_is_the_default_cache(
+    hf_cache: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("HF_HUB_CACHE")
+    monkeypatch.setenv("HF_HOME", str(hf_cache.parents[3]))
+    rc, _doc, err = run_cli(capsys, "check", "hf://acme/cached/fp8.safetensors")
+    assert rc == 0 and "local Hugging Face cache" in err, err
