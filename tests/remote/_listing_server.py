@@ -1,5 +1,6 @@
 """A hub-like tree API on 127.0.0.1 that streams a listing of any size (made as it is sent),
-and serves one example checkpoint; for memory tests of listing pages."""
+and serves one example checkpoint; for memory tests of listing pages, and (`tls=True`, with
+tests/data/tls) for CA-bundle tests."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 
 from ._files import EXAMPLES
 
+TLS = Path(__file__).resolve().parents[1] / "data" / "tls"
 #: one junk entry: a file no check wants (`.bin`), about 110 bytes
 JUNK = '{{"type":"file","oid":"{oid}","size":1,"path":"junk/d{i:08d}/f.bin"}}'
 
@@ -33,8 +35,9 @@ class ListingServer:
     """`/api/models/acme/huge/tree/main…` answers a listing of `entries` junk files plus
     one checkpoint, chunked; `/acme/huge/resolve/main/fp8_e4m3fn.safetensors` serves it."""
 
-    def __init__(self, entries: int) -> None:
+    def __init__(self, entries: int, tls: bool = False) -> None:
         self.entries = entries
+        self.tls = tls
         model = (EXAMPLES / "fp8_e4m3fn.safetensors").read_bytes()
         outer = self
 
@@ -73,11 +76,18 @@ class ListingServer:
 
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
+        if tls:  # the test certificate: CN and subjectAltName 127.0.0.1, valid until 2126
+            import ssl
+
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(TLS / "cert.pem", TLS / "key.pem")
+            self._server.socket = ctx.wrap_socket(self._server.socket, server_side=True)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
     def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+        scheme = "https" if self.tls else "http"
+        return f"{scheme}://127.0.0.1:{self._server.server_address[1]}"
 
     def __enter__(self) -> ListingServer:
         self._thread.start()

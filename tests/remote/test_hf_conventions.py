@@ -119,3 +119,66 @@ def test_hf_home_is_the_default_cache(
     monkeypatch.setenv("HF_HOME", str(hf_cache.parents[3]))
     rc, _doc, err = run_cli(capsys, "check", "hf://acme/cached/fp8.safetensors")
     assert rc == 0 and "local Hugging Face cache" in err, err
+
+
+# --- proxies and CA bundles ------------------------------------------------------------------
+
+FILE = "hf://acme/huge/fp8_e4m3fn.safetensors"
+
+
+def test_http_proxy_is_used_with_its_credentials(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ._listing_server import ListingServer
+    from ._proxy import ProxyServer
+
+    with ListingServer(1) as server, ProxyServer() as proxy:
+        monkeypatch.setenv("HF_ENDPOINT", server.endpoint)
+        monkeypatch.setenv("HTTP_PROXY", proxy.url.replace("http://", "http://u%40x:p%3A@"))
+        rc, _doc, err = run_cli(capsys, "check", FILE)
+        assert rc == 0, err
+        assert proxy.requests, "the proxy was not asked"
+        line, auth = proxy.requests[0]
+        assert line.startswith(f"GET {server.endpoint}/acme/huge/resolve/main/"), line
+        assert auth == "Basic dUB4OnA6"  # base64 of "u@x:p:"
+        proxy.requests.clear()
+        monkeypatch.setenv("NO_PROXY", "localhost,127.0.0.1")
+        rc, _doc, err = run_cli(capsys, "check", FILE)
+        assert rc == 0 and proxy.requests == [], (err, proxy.requests)
+
+
+@pytest.mark.parametrize("ca_env", ["REQUESTS_CA_BUNDLE", "SSL_CERT_FILE", "CURL_CA_BUNDLE"])
+def test_https_through_a_proxy_trusts_the_ca_bundle(
+    ca_env: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ._listing_server import TLS, ListingServer
+    from ._proxy import ProxyServer
+
+    with ListingServer(1, tls=True) as server, ProxyServer() as proxy:
+        monkeypatch.setenv("HF_ENDPOINT", server.endpoint)
+        monkeypatch.setenv("HTTPS_PROXY", proxy.url)
+        rc, _doc, err = run_cli(capsys, "check", FILE)
+        assert rc == 2 and "CERTIFICATE_VERIFY_FAILED" in err, err  # not trusted by default
+        assert "set REQUESTS_CA_BUNDLE or SSL_CERT_FILE" in err
+        monkeypatch.setenv(ca_env, str(TLS / "cert.pem"))
+        proxy.requests.clear()
+        rc, _doc, err = run_cli(capsys, "check", FILE)
+        assert rc == 0, err
+        port = server.endpoint.rsplit(":", 1)[1]
+        assert proxy.requests and proxy.requests[0][0].startswith(f"CONNECT 127.0.0.1:{port} ")
+
+
+def test_a_missing_ca_bundle_and_an_unsupported_proxy_are_clear_errors(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ._listing_server import ListingServer
+
+    with ListingServer(1, tls=True) as server:
+        monkeypatch.setenv("HF_ENDPOINT", server.endpoint)
+        monkeypatch.setenv("REQUESTS_CA_BUNDLE", "/nonexistent/ca.pem")
+        rc, _doc, err = run_cli(capsys, "check", FILE)
+        assert rc == 2 and "REQUESTS_CA_BUNDLE=/nonexistent/ca.pem: no such CA bundle" in err
+        monkeypatch.delenv("REQUESTS_CA_BUNDLE")
+        monkeypatch.setenv("HTTPS_PROXY", "socks5://u:secretpw@127.0.0.1:1080")
+        rc, _doc, err = run_cli(capsys, "check", FILE)
+        assert rc == 2 and "only http://HOST[:PORT] proxies" in err and "secretpw" not in err

@@ -86,6 +86,82 @@ def redact(url: str) -> str:
     return redact_url(url)
 
 
+@dataclass(frozen=True, slots=True)
+class Proxy:
+    """An HTTP proxy (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`): where it is, and the
+    `Proxy-Authorization` its URL's user:password give (None without)."""
+
+    host: str
+    port: int
+    auth: str | None
+
+
+def proxy_for(org: Origin) -> Proxy | None:
+    """The proxy the environment names for `org`, as curl and requests read it: `HTTPS_PROXY`
+    for https, `HTTP_PROXY` for http, else `ALL_PROXY` (lower-case names too); none for a
+    host `NO_PROXY` lists. Only http:// proxies (https URLs go through them by CONNECT)."""
+    from urllib.request import getproxies_environment
+
+    scheme, host, port = org
+    proxies = getproxies_environment()
+    url = proxies.get(scheme) or proxies.get("all")
+    if not url or bypassed(host, port, proxies.get("no", "")):
+        return None
+    if "://" not in url:
+        url = f"http://{url}"
+    parts = urlsplit(url)
+    try:
+        pport = parts.port or 80
+    except ValueError:
+        pport = -1
+    if parts.scheme.lower() != "http" or not parts.hostname or pport < 0:
+        raise RemoteError(
+            f"proxy {redact(url)} ({scheme.upper()}_PROXY): only http://HOST[:PORT] proxies "
+            "are supported"
+        )
+    auth = None
+    if parts.username is not None:
+        import base64
+        from urllib.parse import unquote
+
+        pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
+        auth = "Basic " + base64.b64encode(pair.encode()).decode("ascii")
+    return Proxy(parts.hostname, pport, auth)
+
+
+def bypassed(host: str, port: int, no_proxy: str) -> bool:
+    """Whether `NO_PROXY` lists the host: `*`, a name or domain suffix (`example.com`,
+    `.example.com`), an address or network (`10.0.0.0/8`), each with an optional `:PORT`."""
+    import ipaddress
+
+    for entry in no_proxy.replace(" ", "").lower().split(","):
+        name, _, want = entry.rpartition(":") if entry.count(":") == 1 else (entry, "", "")
+        if want and want != str(port):
+            continue
+        name = name.strip("[]").lstrip(".")
+        if entry == "*" or (name and (host == name or host.endswith(f".{name}"))):
+            return True
+        if "/" in name:
+            try:
+                if ipaddress.ip_address(host) in ipaddress.ip_network(name, strict=False):
+                    return True
+            except ValueError:
+                continue
+    return False
+
+
+def ca_bundle() -> str | None:
+    """The CA certificates to trust instead of the system's: `REQUESTS_CA_BUNDLE`, else
+    `CURL_CA_BUNDLE`, else `SSL_CERT_FILE` (what requests and huggingface_hub read)."""
+    for name in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "SSL_CERT_FILE"):
+        value = os.environ.get(name, "").strip()
+        if value:
+            if not os.path.isfile(value):
+                raise RemoteError(f"{name}={value}: no such CA bundle file")
+            return value
+    return None
+
+
 @dataclass(slots=True)
 class HttpSettings:
     """How to talk to servers: timeouts and the one origin a bearer token may go to."""
@@ -273,6 +349,8 @@ class HttpClient:
         self.settings = settings
         self.stats = stats if stats is not None else Stats()
         self._conns: dict[Origin, http.client.HTTPConnection] = {}
+        #: origins reached through a plain-HTTP proxy: their requests name the whole URL
+        self._forwarded: dict[Origin, Proxy] = {}
 
     def get(
         self, url: str, headers: dict[str, str] | None = None, expect_bytes: int = 0
@@ -354,11 +432,17 @@ class HttpClient:
         for attempt in (0, 1):
             reused = org in self._conns
             conn = self._conn(org)
+            line = target
+            via = self._forwarded.get(org)
+            if via is not None:  # a plain-HTTP proxy is asked for the absolute URL
+                line = f"{org[0]}://{org[1]}:{org[2]}{target}"
+                if via.auth:
+                    send["Proxy-Authorization"] = via.auth
             try:
                 if dog.fired:
                     raise TimeoutError
                 self.stats.requests += 1
-                conn.request("GET", target, headers=send)
+                conn.request("GET", line, headers=send)
                 dog.watch(conn.sock)
                 resp = conn.getresponse()
                 if dog.fired:  # headers cut short by the watchdog
@@ -384,12 +468,18 @@ class HttpClient:
         if conn is None:
             scheme, host, port = org
             timeout = self.settings.timeout
+            proxy = proxy_for(org)
+            at = (proxy.host, proxy.port) if proxy else (host, port)
             if scheme == "https":
-                conn = http.client.HTTPSConnection(
-                    host, port, timeout=timeout, context=ssl.create_default_context()
-                )
+                context = ssl.create_default_context(cafile=ca_bundle())
+                conn = http.client.HTTPSConnection(*at, timeout=timeout, context=context)
+                if proxy:  # CONNECT host:port, then TLS with the origin through the tunnel
+                    extra = {"Proxy-Authorization": proxy.auth} if proxy.auth else None
+                    conn.set_tunnel(host, port, headers=extra)
             else:
-                conn = http.client.HTTPConnection(host, port, timeout=timeout)
+                conn = http.client.HTTPConnection(*at, timeout=timeout)
+                if proxy:
+                    self._forwarded[org] = proxy
             self._conns[org] = conn
         return conn
 
@@ -442,6 +532,12 @@ class HttpClient:
             raise RemoteError(f"{where}: connection refused") from None
         if isinstance(exc, socket.gaierror):
             raise RemoteError(f"{where}: cannot resolve host ({exc.strerror})") from None
+        if isinstance(exc, ssl.SSLCertVerificationError):
+            raise RemoteError(
+                f"{where}: TLS error ({exc.reason or exc}: {exc.verify_message}); behind a "
+                "proxy or a private CA, set REQUESTS_CA_BUNDLE or SSL_CERT_FILE to its "
+                "CA certificates"
+            ) from None
         if isinstance(exc, ssl.SSLError):
             raise RemoteError(f"{where}: TLS error ({exc.reason or exc})") from None
         if isinstance(exc, http.client.IncompleteRead):
