@@ -182,3 +182,25 @@ def test_a_missing_ca_bundle_and_an_unsupported_proxy_are_clear_errors(
         monkeypatch.setenv("HTTPS_PROXY", "socks5://u:secretpw@127.0.0.1:1080")
         rc, _doc, err = run_cli(capsys, "check", FILE)
         assert rc == 2 and "only http://HOST[:PORT] proxies" in err and "secretpw" not in err
+
+
+def test_the_environment_is_documented(capsys: pytest.CaptureFixture[str]) -> None:
+    """Every variable the remote code reads is in README and in `check --help`."""
+    import re
+
+    from quantcheck.cli.main import main
+
+    src = Path(__file__).resolve().parents[2] / "src" / "quantcheck" / "io"
+    read = set()
+    for path in src.glob("*.py"):
+        read |= set(re.findall(r'"((?:HF|HUGGING|QUANTCHECK_HTTP|REQUESTS|CURL|SSL)_[A-Z_]+)"',
+                               path.read_text()))  # fmt: skip
+    read -= {"HUGGINGFACE_HUB_CACHE"}  # the old name of HF_HUB_CACHE, not advertised
+    assert {"HF_TOKEN", "HF_TOKEN_PATH", "HF_HOME", "HF_HUB_CACHE", "SSL_CERT_FILE"} <= read
+    readme = (src.parents[2] / "README.md").read_text()
+    with pytest.raises(SystemExit):
+        main(["check", "--help"])
+    helptext = capsys.readouterr().out
+    for name in sorted(read | {"HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "NO_PROXY"}):
+        assert f"`{name}" in readme, name
+        assert name in helptext, name
