@@ -457,3 +457,22 @@ def test_text_reaches_a_terminal_only_through_textsafe() -> None:
             if std and not all(isinstance(a, ast.Constant) for a in node.args):
                 bad.append(f"{path.name}:{node.lineno} sys.{f.value.attr}.write")  # type: ignore[union-attr]
     assert not bad, bad
+
+
+def test_a_python_warning_during_a_command_is_escaped(
+    capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A library warning naming a hostile layer goes through the same escaping."""
+    import warnings
+
+    from quantcheck.cli import main as cli_main
+
+    def warn(_args: object) -> int:
+        warnings.warn("layer" + FORGED, UserWarning, stacklevel=1)
+        return 0
+
+    monkeypatch.setitem(cli_main.COMMANDS, "rules", warn)
+    assert main(["rules"]) == 0
+    _out, err = capfd.readouterr()
+    _forged_ok(err)
+    assert "quantcheck: warning: UserWarning: layerx\\n::error" in err

@@ -346,3 +346,30 @@ def test_the_byte_cap_each_command_reads_with(
     }
     assert main([files.get(a, a) for a in argv]) in (1, 2)
     assert seen[:1] == [cap]
+
+
+# --- C, remotely: a hub listing entry with a hostile name --------------------------------------
+
+FORGED = "x\n::error file=README.md,line=1::forged\n\x1b]0;T\x07.safetensors"
+
+
+def test_a_hostile_listing_name_is_escaped_in_every_format(
+    hub: Nginx, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """The listing names a file that is not there (the server answers 404): its error line,
+    in every format, on stdout and stderr, carries no raw control and starts no `::` line."""
+    import json
+    import re
+
+    api = hub.root / "api" / "models" / "acme" / "forged" / "tree"
+    api.mkdir(parents=True, exist_ok=True)
+    entry = {"type": "file", "oid": "0" * 40, "size": 10, "path": FORGED}
+    (api / "main").write_text(json.dumps([entry]))
+    raw = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f]")
+    for fmt in ("text", "json", "sarif", "github"):
+        assert main(["check", "--output-format", fmt, "hf://acme/forged"]) == 2
+        out, err = capfd.readouterr()
+        for text in (out, err):
+            assert not raw.search(text), (fmt, text)
+            assert not any(line.startswith("::error file=README") for line in text.splitlines())
+        assert "%1B%5D0%3BT%07" in err or "\\x1b]0;T\\x07" in err, err

@@ -7,7 +7,11 @@ import sys
 from collections.abc import Sequence
 
 from quantcheck.cli.options import HelpFormatter, Parser, add_output_format
-from quantcheck.textsafe import say, say_block, say_error
+from quantcheck.textsafe import say, say_block, say_error, say_warning
+
+TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 EPILOG = """\
 exit codes: 0 clean, 1 problems found, 2 could not run (bad usage, unreadable input),
@@ -296,6 +300,20 @@ def _stdout_closed() -> int:
     return EXIT_BROKEN_PIPE
 
 
+def _run_escaping_warnings(handler: Any, args: argparse.Namespace) -> int:
+    """`handler(args)` with Python warnings (a library's, ours: they may name a layer)
+    printed the way every other line is, through `textsafe.say_warning`, not raw; the
+    warnings machinery is as it was afterwards."""
+    import warnings
+
+    def show(message: object, category: type, *_args: object, **_kw: object) -> None:
+        say_warning(f"{category.__name__}: {message}")
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        return int(handler(args))
+
+
 def _main(argv: Sequence[str] | None) -> int:
     for stream in (sys.stdout, sys.stderr):
         reconfigure = getattr(stream, "reconfigure", None)
@@ -316,7 +334,7 @@ def _main(argv: Sequence[str] | None) -> int:
     from quantcheck.model.checkpoint import InputError
 
     try:
-        return int(handler(args))
+        return _run_escaping_warnings(handler, args)
     except BrokenPipeError:
         raise  # an OSError, but not an error of the run: main() ends quietly
     except (InputError, OSError) as exc:
