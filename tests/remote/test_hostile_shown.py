@@ -96,6 +96,10 @@ def test_a_token_in_a_library_error_is_scrubbed() -> None:
     with pytest.raises(RemoteError) as exc:
         client.fail("http://h/x", ValueError("bearer zz_other\\r\\n"), dog)
     assert "zz_other" not in str(exc.value)
+    url = "http://joe:hunter2@h/x?X-Amz-Signature=SIGNEDSECRET#frag"
+    with pytest.raises(RemoteError) as exc:
+        client.fail(url, ValueError(f"can't contain control characters: {url!r}"), dog)
+    _no_secret(str(exc.value))
 
 
 def test_the_token_hf_auth_login_saved_is_used(

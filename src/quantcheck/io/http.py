@@ -506,14 +506,17 @@ class HttpClient:
             pass
 
     def fail(self, url: str, exc: BaseException, dog: _Watchdog) -> NoReturn:
-        """Raise a RemoteError that says what went wrong, in words (never the token: a
-        library's message may quote the header it refused)."""
+        """Raise a RemoteError that says what went wrong, in words (never the token nor the
+        URL's password or query: a library's message may quote the header or URL it
+        refused)."""
         try:
             self._fail(url, exc, dog)
         except RemoteError as err:
+            parts = urlsplit(url)
             text = str(err)
-            if self.settings.token and self.settings.token in text:
-                text = text.replace(self.settings.token, "***")
+            for secret in (self.settings.token, parts.password, parts.query, parts.fragment):
+                if secret and len(secret) > 2 and secret in text:  # a library quoting the URL
+                    text = text.replace(secret, "***")
             text = _BEARER.sub("Bearer ***", text)
             raise type(err)(text) from None
 
