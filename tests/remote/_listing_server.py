@@ -112,7 +112,10 @@ def peak_rss_of(argv: list[str], env: dict[str, str]) -> tuple[int, str, int]:
         "from quantcheck.cli.main import main\n"
         "rc = main(sys.argv[1:])\n"
         "sys.stdout.flush()\n"
-        "print('PEAK', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
+        # VmHWM, not ru_maxrss: Linux carries ru_maxrss over exec from the forking parent
+        "hwm = [l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')]\n"
+        "peak = hwm[0] if hwm else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "print('PEAK', peak, file=sys.stderr)\n"
         "sys.exit(rc)\n"
     )
     src = str(Path(__file__).resolve().parents[2] / "src")
