@@ -14,6 +14,7 @@ import pytest
 
 from example_files import BROKEN_EXAMPLE, CLEAN_EXAMPLES
 from hostile import marker_bytes, raw, tensors
+from quantcheck._version import __version__
 from quantcheck.cli.main import main
 
 L = "blocks.0.attn.to_q"
@@ -458,9 +459,10 @@ def test_every_json_output_has_schema_version_and_tool(
     assert rc in (0, 1, 2)
     doc = json.loads(out)
     assert isinstance(doc, dict)
-    assert list(doc)[:3] == ["schema_version", "tool", "kind"]
+    assert list(doc)[:4] == ["schema_version", "tool", "tool_version", "kind"]
     version = 2 if argv[0] == "check" else 1  # check: 2 since it lists checkpoints
     assert (doc["schema_version"], doc["tool"], doc["kind"]) == (version, "quantcheck", argv[0])
+    assert doc["tool_version"] == __version__  # the one version, as --version shows it
 
 
 def test_json_outputs_cover_every_report_command() -> None:

@@ -26,7 +26,7 @@ its diagnostics are dropped, and it never changes the exit code.
 from __future__ import annotations
 
 from quantcheck._record import factory, record
-from quantcheck.check import labelled_check
+from quantcheck.checking import labelled_check
 from quantcheck.diagnostics import Severity
 from quantcheck.errors import InputError
 from quantcheck.model.checkpoint import load_checkpoint
@@ -110,7 +110,7 @@ class CheckpointResult:
                 {
                     k: v
                     for k, v in self.report.to_json().items()
-                    if k not in ("schema_version", "tool")
+                    if k not in ("schema_version", "tool", "tool_version", "kind")
                 }
             )
         else:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from quantcheck._record import factory, record
+from quantcheck._version import document_head
 from quantcheck.diagnostics import Diagnostic, Effect, Severity
 from quantcheck.runtimes import default_targets, get_runtime, registry
 
@@ -92,8 +93,7 @@ class Report:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "schema_version": SCHEMA_VERSION,
-            "tool": "quantcheck",
+            **document_head("check", SCHEMA_VERSION),
             "inputs": self.inputs,
             "targets": {t: self.target_status(t) for t in self.targets},
             "diagnostics": [d.to_json(self.runtime_names) for d in self.diagnostics],

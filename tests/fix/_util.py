@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from quantcheck.check import run_rules, select_diagnostics
+from quantcheck.checking import run_rules, select_diagnostics
 from quantcheck.cli.output import index_metadata, name_files, output_layout
 from quantcheck.fix.planner import FixPlan, fixable, plan_fixes
 from quantcheck.io.writer import write_checkpoint

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import safetensors.numpy
 
-from quantcheck.check import check_paths
+from quantcheck.checking import check_paths
 from quantcheck.cli.main import main
 from quantcheck.convert.eligible import format_refusal, marker_fields
 from quantcheck.model.checkpoint import load_checkpoint

@@ -53,6 +53,10 @@ def run(args: argparse.Namespace) -> int:
     def split(values: list[str]) -> list[str]:
         return [v for item in values for v in item.split(",") if v.strip()]
 
+    if args.generate_baseline:  # refuse a device, FIFO or folder before the work
+        from quantcheck.io.outpath import check_destination
+
+        check_destination(args.generate_baseline, sharded=False)
     known = None
     if args.baseline:
         try:

@@ -13,8 +13,7 @@ DESCRIPTIONS = {
         "max-abs error, relative L2, cosine similarity and SNR (dB), worst first. Layers are read "
         "and dequantized in row chunks on all cores (QUANTCHECK_THREADS), so memory stays at a few "
         "chunks; the results do not depend on the thread count. Biases are compared and reported "
-        "but never count as failures.\n\nexit codes: 0 compared, 1 some layers could not be "
-        "compared, 2 could not run."
+        "but never count as failures."
     )
 }
 

@@ -26,12 +26,11 @@ DESCRIPTIONS = {
         "Quantize the Linear weights of a BF16/F16/F32 checkpoint to one Comfy format and write "
         "the comfy_quant markers. By default norms, biases, embeddings and 1-D tensors are left "
         "alone, and so is every layer whose shape the format cannot take on --target (each is "
-        "reported). One layer is in memory at a time.\n\nexit codes: 0 written, 2 could not run."
+        "reported). One layer is in memory at a time."
     ),
     "dequantize": (
         "Dequantize every marked layer back to a plain weight (--dtype, default bf16) and drop "
-        "the markers; other tensors are copied byte for byte.\n\nexit codes: 0 written, 1 some "
-        "layers could not be dequantized (left as they are), 2 could not run."
+        "the markers; other tensors are copied byte for byte."
     ),
 }
 
@@ -114,7 +113,14 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
         help="int8_tensorwise: one scalar scale (implies --no-convrot)",
     )
     cg, g, bits = _W4A8["convrot_groupsize"], _W4A8["group_size"], _W4A8["bits"]
-    p.add_argument("--convrot-groupsize", type=int, default=cg.default, choices=cg.allowed)
+    p.add_argument(
+        "--convrot-groupsize",
+        type=int,
+        default=cg.default,
+        choices=cg.allowed,
+        help="Hadamard rotation group for int8_tensorwise ConvRot, convrot_w4a4 and "
+        f"asym_w4a8_int8 (default {cg.default})",
+    )
     p.add_argument(
         "--group-size",
         type=w4a8_group_size,

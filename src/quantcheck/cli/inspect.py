@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 
+from quantcheck._version import document_head
 from quantcheck.textsafe import say, say_block, say_error
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
@@ -105,9 +106,7 @@ def _print_many(specs: list[Any], args: argparse.Namespace) -> int:
 
         _dump(
             {
-                "schema_version": SCHEMA_VERSION,
-                "tool": "quantcheck",
-                "kind": "inspect",
+                **document_head("inspect", SCHEMA_VERSION),
                 "checkpoints": entries,
             }
         )

@@ -13,44 +13,14 @@ TYPE_CHECKING = False  # typing is not imported on the check path (start-up time
 if TYPE_CHECKING:
     from typing import Any
 
-EPILOG = """\
-exit codes: 0 clean, 1 problems found, 2 could not run (bad usage, unreadable input),
-  141 stdout closed before the report was printed (e.g. `| head`).
-
-examples:
-  quantcheck check model.safetensors                  every problem, for every runtime
-  quantcheck check --target sglang model.safetensors  one runtime
-  quantcheck check ~/ComfyUI/models/diffusion_models/ every checkpoint in a folder, and a table
-  quantcheck check --as-one part1.safetensors part2.safetensors
-                                                      shards of one checkpoint, without an index
-  quantcheck check --output-format json model.safetensors
-                                                      machine-readable
-  quantcheck inspect model.safetensors.index.json     what is in a sharded checkpoint
-  quantcheck explain QC301                            what a code means and how to fix it
-  quantcheck explain "Comfy INT8 layer 'x' needs I8 weights and F32 scales, got BF16 and F16"
-"""
-
-
-ENVIRONMENT = """
-environment (remote inputs; the huggingface_hub conventions):
-  HF_TOKEN            token for private or gated repositories, sent only to HF_ENDPOINT;
-                      unset: the one `hf auth login` saved (HF_TOKEN_PATH, else HF_HOME/token)
-  HF_ENDPOINT         the hub (default https://huggingface.co)
-  HF_HOME             default ~/.cache/huggingface; HF_HUB_CACHE default HF_HOME/hub: a
-                      complete cached snapshot of hf://ORG/REPO is checked without a request
-  HF_HUB_OFFLINE=1    only the local cache; nothing is fetched
-  HTTPS_PROXY, HTTP_PROXY, ALL_PROXY, NO_PROXY    http:// proxies, as curl reads them
-  REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE, SSL_CERT_FILE   CA certificates to trust
-  QUANTCHECK_HTTP_TIMEOUT   seconds to wait for any byte (default 20)
-"""
-
 
 def _add_inputs(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "paths",
         nargs="+",
         metavar="PATH",
-        help="safetensors files, folders of shards, or *.safetensors.index.json",
+        help="safetensors files, folders, *.safetensors.index.json, or remote "
+        "hf://ORG/REPO[/PATH][@REV] and https:// URLs",
     )
 
 
@@ -132,7 +102,7 @@ def _explain_args(p: argparse.ArgumentParser) -> None:
 #: name -> (one-line help, description, argument builder)
 CORE_COMMANDS = {
     "check": (
-        "report every problem, per runtime",
+        "report every problem, per runtime (default: sglang and ComfyUI)",
         "Check every layer against each runtime's rules and report all problems in one "
         "pass. Reads only the header and the marker bytes unless --deep is given.",
         _check_args,
@@ -164,13 +134,14 @@ CORE_COMMANDS = {
 def build_parser(wanted: str | None = None) -> argparse.ArgumentParser:
     """The parser; only the command being run (`wanted`) gets its full argument set."""
     from quantcheck._version import __version__
+    from quantcheck.cli.epilogs import epilog
 
     parser = Parser(
         prog="quantcheck",
         description="Validate, inspect and repair ComfyUI per-layer quantized safetensors "
         "checkpoints (comfy_quant markers) for ComfyUI and sglang — from the header "
         "alone, in milliseconds.",
-        epilog=EPILOG,
+        epilog=epilog("quantcheck"),
         formatter_class=HelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"quantcheck {__version__}")
@@ -188,7 +159,7 @@ def build_parser(wanted: str | None = None) -> argparse.ArgumentParser:
             name,
             help=help_text,
             description=description,
-            epilog=EPILOG + (ENVIRONMENT if name == "check" else ""),
+            epilog=epilog(name),
             formatter_class=HelpFormatter,
         )
         add_args(p)
@@ -343,3 +314,20 @@ def _main(argv: Sequence[str] | None) -> int:
     except KeyboardInterrupt:
         say("quantcheck: interrupted", err=True)
         return 130
+    except ModuleNotFoundError as exc:
+        if not exc.name or exc.name.partition(".")[0] == "quantcheck":
+            raise  # our own module missing is a defect, not the environment's
+        say_error(missing_package(args.command, exc.name))
+        return 2
+
+
+#: packages a command may find missing, and how to get them
+_DEPENDENCY = "a dependency of quantcheck: `pip install quantcheck` installs it"
+_INSTALL_HINTS = {"numpy": _DEPENDENCY, "ml_dtypes": _DEPENDENCY}
+
+
+def missing_package(command: str, name: str) -> str:
+    """One line: which package `command` needs and how to install it."""
+    top = name.partition(".")[0]
+    hint = _INSTALL_HINTS.get(top, f"pip install {top}")
+    return f"`quantcheck {command}` needs the Python package {top!r}, not installed here ({hint})"

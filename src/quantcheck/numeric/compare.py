@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from quantcheck._record import factory, record
+from quantcheck._version import document_head
 from quantcheck.model.checkpoint import Checkpoint, load_checkpoint
 from quantcheck.numeric.errors import NumericError
 from quantcheck.progress import Progress
@@ -32,9 +33,7 @@ class CompareResult:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "schema_version": 1,
-            "tool": "quantcheck",
-            "kind": "compare",
+            **document_head("compare", 1),
             "layers": [_jsonable(r) for r in self.layers],
             "biases": [_jsonable(r) for r in self.biases],
             "problems": self.problems,

@@ -8,6 +8,7 @@ on all diagnostics at once, each diagnostic's `file` being the path of the file 
 
 from __future__ import annotations
 
+from quantcheck._version import document_head
 from quantcheck.diagnostics import Severity
 from quantcheck.render.style import STATUS_STYLE, paint, use_color
 from quantcheck.results import Report
@@ -280,9 +281,7 @@ def _document(results: list[CheckpointResult], targets: tuple[str, ...]) -> dict
     summary["suppressed"] = sum(len(r.suppressed) for r in results)
     merged = merged_releases(results)
     return {
-        "schema_version": CHECK_SCHEMA_VERSION,
-        "tool": "quantcheck",
-        "kind": "check",
+        **document_head("check", CHECK_SCHEMA_VERSION),
         # one `json.dumps` per entry, not one per value (a folder has thousands of entries)
         "checkpoints": Stream(checkpoints),
         "inputs": Stream(inputs),

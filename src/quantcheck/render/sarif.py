@@ -51,7 +51,7 @@ def _results(
     for d in diagnostics:
         loc: dict[str, object] = {}
         if d.file:
-            loc["physicalLocation"] = {"artifactLocation": {"uri": d.file}}
+            loc["physicalLocation"] = {"artifactLocation": {"uri": artifact_uri(d.file)}}
         name = d.tensor or d.layer
         if name:
             loc["logicalLocations"] = [
@@ -73,6 +73,19 @@ def _results(
                 ),
             },
         }
+
+
+def artifact_uri(location: str) -> str:
+    """`location` as the URI reference SARIF wants: a local path percent-encoded byte by byte
+    (`my model #1.safetensors` -> `my%20model%20%231.safetensors`; a name that is not UTF-8
+    keeps its bytes, `\xff` -> `%FF`); an address keeps its scheme, reserved characters and
+    existing escapes, and gets the rest encoded."""
+    import os
+    from urllib.parse import quote
+
+    if "://" in location:
+        return quote(location.encode("utf-8", "surrogateescape"), safe=":/?#[]@!$&'()*+,;=%~")
+    return quote(os.fsencode(location.replace(os.sep, "/")), safe="/~")
 
 
 def _document(rules: list[Any], results: Stream, props: dict[str, Any]) -> dict[str, object]:

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from safetensors import safe_open
 
-from quantcheck.check import check_paths
+from quantcheck.checking import check_paths
 
 from .cases import AMBIGUOUS, CASES, GPU_DIFFERS, NOT_RUN
 from .loader import Comfy, load
