@@ -204,3 +204,17 @@ def test_the_environment_is_documented(capsys: pytest.CaptureFixture[str]) -> No
     for name in sorted(read | {"HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "NO_PROXY"}):
         assert f"`{name}" in readme, name
         assert name in helptext, name
+
+
+def test_offline_lists_no_repository(
+    hf_cache: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A repository not in the cache is not listed from the hub when offline."""
+    from ._proxy import ProxyServer
+
+    with ProxyServer() as proxy:  # would see any request
+        monkeypatch.setenv("HTTP_PROXY", proxy.url)
+        monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+        rc, _doc, err = run_cli(capsys, "check", "hf://acme/other")
+        assert rc == 2 and "HF_HUB_OFFLINE is set" in err, err
+        assert proxy.requests == []

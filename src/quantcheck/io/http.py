@@ -21,6 +21,7 @@ from urllib.parse import quote, urljoin, urlsplit
 
 from quantcheck._version import __version__
 from quantcheck.io.limits import ByteBudget
+from quantcheck.io.netenv import Origin, Proxy, ca_bundle, proxy_for
 from quantcheck.io.retry import RETRY_STATUSES, RetryPolicy
 from quantcheck.io.source import SourceError
 from quantcheck.textsafe import redact_url
@@ -32,7 +33,6 @@ MIN_RATE = 256 * 1024
 CHUNK = 64 * 1024
 USER_AGENT = f"quantcheck/{__version__} (Python http.client)"
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
-Origin = tuple[str, str, int]
 #: a credential as an HTTP library may quote it in an error (`b'Bearer hf_...'`)
 _BEARER = re.compile(r"(?i)bearer(?:\s|\\[nrt]|%20)+[^\s'\"]*")
 
@@ -84,82 +84,6 @@ def safe_url(url: str) -> str:
 def redact(url: str) -> str:
     """A URL for messages and reports: no credentials, query or fragment (`redact_url`)."""
     return redact_url(url)
-
-
-@dataclass(frozen=True, slots=True)
-class Proxy:
-    """An HTTP proxy (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY`): where it is, and the
-    `Proxy-Authorization` its URL's user:password give (None without)."""
-
-    host: str
-    port: int
-    auth: str | None
-
-
-def proxy_for(org: Origin) -> Proxy | None:
-    """The proxy the environment names for `org`, as curl and requests read it: `HTTPS_PROXY`
-    for https, `HTTP_PROXY` for http, else `ALL_PROXY` (lower-case names too); none for a
-    host `NO_PROXY` lists. Only http:// proxies (https URLs go through them by CONNECT)."""
-    from urllib.request import getproxies_environment
-
-    scheme, host, port = org
-    proxies = getproxies_environment()
-    url = proxies.get(scheme) or proxies.get("all")
-    if not url or bypassed(host, port, proxies.get("no", "")):
-        return None
-    if "://" not in url:
-        url = f"http://{url}"
-    parts = urlsplit(url)
-    try:
-        pport = parts.port or 80
-    except ValueError:
-        pport = -1
-    if parts.scheme.lower() != "http" or not parts.hostname or pport < 0:
-        raise RemoteError(
-            f"proxy {redact(url)} ({scheme.upper()}_PROXY): only http://HOST[:PORT] proxies "
-            "are supported"
-        )
-    auth = None
-    if parts.username is not None:
-        import base64
-        from urllib.parse import unquote
-
-        pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
-        auth = "Basic " + base64.b64encode(pair.encode()).decode("ascii")
-    return Proxy(parts.hostname, pport, auth)
-
-
-def bypassed(host: str, port: int, no_proxy: str) -> bool:
-    """Whether `NO_PROXY` lists the host: `*`, a name or domain suffix (`example.com`,
-    `.example.com`), an address or network (`10.0.0.0/8`), each with an optional `:PORT`."""
-    import ipaddress
-
-    for entry in no_proxy.replace(" ", "").lower().split(","):
-        name, _, want = entry.rpartition(":") if entry.count(":") == 1 else (entry, "", "")
-        if want and want != str(port):
-            continue
-        name = name.strip("[]").lstrip(".")
-        if entry == "*" or (name and (host == name or host.endswith(f".{name}"))):
-            return True
-        if "/" in name:
-            try:
-                if ipaddress.ip_address(host) in ipaddress.ip_network(name, strict=False):
-                    return True
-            except ValueError:
-                continue
-    return False
-
-
-def ca_bundle() -> str | None:
-    """The CA certificates to trust instead of the system's: `REQUESTS_CA_BUNDLE`, else
-    `CURL_CA_BUNDLE`, else `SSL_CERT_FILE` (what requests and huggingface_hub read)."""
-    for name in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "SSL_CERT_FILE"):
-        value = os.environ.get(name, "").strip()
-        if value:
-            if not os.path.isfile(value):
-                raise RemoteError(f"{name}={value}: no such CA bundle file")
-            return value
-    return None
 
 
 @dataclass(slots=True)

@@ -82,6 +82,22 @@ def offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in ("1", "ON", "YES", "TRUE")
 
 
+def refuse_offline(url: str) -> None:
+    """RemoteError when HF_HUB_OFFLINE is set (nothing may be fetched); for an `hf://`
+    address it says where the local cache was looked in."""
+    if not offline():
+        return
+    where = (
+        f" and it is not in the Hugging Face cache ({cache_dir()})"
+        if url.startswith("hf://")
+        else ""
+    )
+    raise RemoteError(
+        f"{redact(url)}: HF_HUB_OFFLINE is set, so nothing is fetched from the network{where}; "
+        "unset it to check a remote checkpoint"
+    )
+
+
 def endpoint() -> str:
     """HF_ENDPOINT without a trailing slash (default https://huggingface.co)."""
     value = os.environ.get("HF_ENDPOINT", "").strip() or DEFAULT_ENDPOINT
@@ -101,6 +117,16 @@ def hf_home() -> str:
         return os.path.expanduser(home)
     cache = os.environ.get("XDG_CACHE_HOME", "").strip() or os.path.join("~", ".cache")
     return os.path.join(os.path.expanduser(cache), "huggingface")
+
+
+def cache_dir() -> str:
+    """The local model cache: $HF_HUB_CACHE (or the older $HUGGINGFACE_HUB_CACHE), default
+    $HF_HOME/hub (read by `io.hubcache`)."""
+    for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
+        value = os.environ.get(name, "").strip()
+        if value:
+            return os.path.expanduser(value)
+    return os.path.join(hf_home(), "hub")
 
 
 def token_path() -> str:
@@ -137,24 +163,14 @@ def token() -> str | None:
 
 def _read_token_file(path: str) -> str | None:
     """The saved token's text; None when there is no such regular file (a FIFO or a device
-    is not waited on, a folder is skipped) or it cannot be read."""
-    import stat
+    is not waited on, a folder is skipped), it cannot be read or it is too large."""
+    from quantcheck.io.source import read_regular
 
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+        data = read_regular(path, MAX_TOKEN_FILE + 1)
     except OSError:
         return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        data = os.read(fd, MAX_TOKEN_FILE + 1)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    if len(data) > MAX_TOKEN_FILE:
-        return None
-    return data.decode("utf-8", "replace")
+    return None if len(data) > MAX_TOKEN_FILE else data.decode("utf-8", "replace")
 
 
 def parse(url: str) -> HubPath:
@@ -222,6 +238,7 @@ def list_files(
 
     Each page is read as a stream of entries and filtered as they arrive: only the kept
     paths stay in memory (at most MAX_KEPT of them), never a page's JSON document."""
+    refuse_offline(hp.name())
     client = HttpClient(settings())
     url: str | None = tree_url(hp) + ("?recursive=true" if recursive else "")
     files: list[str] = []

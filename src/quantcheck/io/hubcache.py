@@ -21,6 +21,7 @@ import re
 import threading
 
 from quantcheck.io import hub
+from quantcheck.io.source import read_regular
 from quantcheck.textsafe import say
 
 #: the addresses the one line was said for in this run (`forget_said` starts a new run)
@@ -32,18 +33,9 @@ _SNAPSHOT = re.compile(
 )
 
 
-def cache_dir() -> str:
-    """$HF_HUB_CACHE (or the older $HUGGINGFACE_HUB_CACHE), default $HF_HOME/hub."""
-    for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
-        value = os.environ.get(name, "").strip()
-        if value:
-            return os.path.expanduser(value)
-    return os.path.join(hub.hf_home(), "hub")
-
-
 def snapshot(hp: hub.HubPath) -> tuple[str, str] | None:
     """(snapshot folder, commit) of the cached revision of `hp`'s repo, or None."""
-    repo = os.path.join(cache_dir(), f"{hp.repo_type}--{hp.repo_id.replace('/', '--')}")
+    repo = os.path.join(hub.cache_dir(), f"{hp.repo_type}--{hp.repo_id.replace('/', '--')}")
     commit = hp.rev if _COMMIT.match(hp.rev) else _read_ref(os.path.join(repo, "refs", hp.rev))
     if commit is None or not _COMMIT.match(commit):
         return None
@@ -53,10 +45,7 @@ def snapshot(hp: hub.HubPath) -> tuple[str, str] | None:
 
 def _read_ref(path: str) -> str | None:
     try:
-        with open(path, "rb") as f:  # a ref is a small regular file written by huggingface_hub
-            if not os.path.isfile(path):
-                return None
-            return f.read(256).decode("ascii", "replace").strip()
+        return read_regular(path, 256).decode("ascii", "replace").strip()
     except OSError:
         return None
 
@@ -128,8 +117,7 @@ def incomplete(path: str) -> str | None:
 
 def _missing_shards(index: str) -> str | None:
     try:
-        with open(index, "rb") as f:
-            doc = json.loads(f.read(hub.MAX_JSON))
+        doc = json.loads(read_regular(index, hub.MAX_JSON))
     except (OSError, ValueError, RecursionError):
         return None  # the check reports the index itself
     wmap = doc.get("weight_map") if isinstance(doc, dict) else None

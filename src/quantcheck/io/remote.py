@@ -45,18 +45,7 @@ _RAW_LOCK = threading.Lock()
 
 
 def _refuse_offline(url: str) -> None:
-    if hub.offline():
-        from quantcheck.io.hubcache import cache_dir
-
-        where = (
-            f" and it is not in the Hugging Face cache ({cache_dir()})"
-            if url.startswith("hf://")
-            else ""
-        )
-        raise RemoteError(
-            f"{redact(url)}: HF_HUB_OFFLINE is set, so nothing is fetched from the "
-            f"network{where}; unset it to check a remote checkpoint"
-        )
+    hub.refuse_offline(url)
 
 
 def _locate(url: str) -> tuple[str, str]:
