@@ -378,3 +378,77 @@ def test_a_hostile_listing_name_is_escaped_in_every_format(
             assert not raw.search(text), (fmt, text)
             assert not any(line.startswith("::error file=README") for line in text.splitlines())
         assert "%1B%5D0%3BT%07" in err or "\\x1b]0;T\\x07" in err, err
+
+
+def _stream(text: bytes, sizes: list[int]) -> list[object]:
+    from quantcheck.io import hub
+
+    s = hub._ArrayStream("where", hub.HubPath("models", "o/r", "", None))
+    out: list[object] = []
+    pos, k = 0, 0
+    while pos < len(text):
+        n = sizes[k % len(sizes)]
+        out += list(s.feed(text[pos : pos + n]))
+        pos, k = pos + n, k + 1
+    out += list(s.feed(b""))
+    s.finish()
+    return out
+
+
+def test_listing_stream_reads_what_json_reads() -> None:
+    import json
+
+    doc = [
+        {"type": "file", "path": "a/é.safetensors", "size": 1},
+        {"type": "directory", "path": "a"},
+        [1, 2, {"x": "]}[,"}],
+        's"tr',
+        12345,
+        True,
+        None,
+        {"path": "x" * 5000},
+    ]
+    text = json.dumps(doc, ensure_ascii=False, indent=1).encode()
+    for sizes in ([1], [2, 3, 5], [7, 64, 1], [len(text)]):
+        assert _stream(text, sizes) == doc, sizes
+    assert _stream(b"  [ ]  ", [1]) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        (b'{"a": 1}', "not a JSON array"),
+        (b"[1, 2", "not closed"),
+        (b"[1 2]", "expected , or ]"),
+        (b"[1] x", "text after the array"),
+        (b"[1, }", "not valid JSON"),
+    ],
+)
+def test_listing_stream_refuses_what_is_not_a_listing(text: bytes, why: str) -> None:
+    from quantcheck.io.http import RemoteError
+
+    with pytest.raises(RemoteError, match=why):
+        _stream(text, [3])
+
+
+def test_listing_stream_bounds_one_entry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An entry that never ends is refused at MAX_ENTRY, and an incomplete entry is tried
+    again only when the text after it has doubled (linear work)."""
+    import json
+
+    from quantcheck.io import hub
+    from quantcheck.io.http import RemoteError
+
+    monkeypatch.setattr(hub, "MAX_ENTRY", 10_000)
+    with pytest.raises(RemoteError, match="an entry is over"):
+        _stream(b'[{"path": "' + b"x" * 20_000, [100])
+    calls: list[int] = []
+    real = json.JSONDecoder.raw_decode
+
+    def counting(self: json.JSONDecoder, s: str, idx: int = 0) -> tuple[object, int]:
+        calls.append(len(s) - idx)
+        return real(self, s, idx)
+
+    monkeypatch.setattr(json.JSONDecoder, "raw_decode", counting)
+    _stream(b'[{"path": "' + b"x" * 9_000 + b'"}]', [10])
+    assert len(calls) < 20 and sum(calls) < 4 * 9_000, (len(calls), sum(calls))
