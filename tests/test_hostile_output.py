@@ -524,3 +524,13 @@ def test_sarif_uri_of_an_address_keeps_its_escapes() -> None:
 
     url = "https://host/org/my%20model/a b.safetensors?…"
     assert artifact_uri(url) == "https://host/org/my%20model/a%20b.safetensors?%E2%80%A6"
+
+
+def test_clean_block_keeps_line_breaks_and_colour_only() -> None:
+    from quantcheck.textsafe import clean_block
+
+    assert clean_block("\x1b[1;31mred\x1b[0m\n\x1b]0;T\x07\tx\r") == (
+        "\x1b[1;31mred\x1b[0m\n\\x1b]0;T\\x07\\tx\\r"
+    )
+    assert clean_block("plain\nlines\n") == "plain\nlines\n"
+    assert clean_block("é · ≥\n\u202e") == "é · ≥\n\\u202e"
