@@ -126,8 +126,13 @@ def test_truncated_example_exits_1(
     cut.write_bytes(data[: len(data) // 2])
     rc, doc = check_json(capsys, str(cut))
     assert rc == 1
-    [d] = [d for d in doc["diagnostics"] if d["code"].startswith("QC1")]
-    assert d["code"] == "QC117" and "but the file holds" in d["message"]
+    # one finding, no follow-ons about the markers past the end (issue 22 item 6)
+    [d] = doc["diagnostics"]
+    size = len(data)
+    assert d["code"] == "QC117"
+    assert d["message"].startswith(
+        f"truncated: expected {size:,} bytes, found {size // 2:,} — re-download the file"
+    )
     assert doc["targets"]["sglang"]["status"] == "fails"
 
 

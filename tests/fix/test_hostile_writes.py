@@ -24,12 +24,12 @@ import pytest
 
 from quantcheck.cli.main import main
 from quantcheck.io import outpath
-from quantcheck.io.build import RawTensor, marker_tensor, write_safetensors
+from quantcheck.io.build import RawTensor, write_safetensors
 from quantcheck.io.outpath import OLD_SUFFIX, TMP_SUFFIX, clean_stale, temp_prefix
 from quantcheck.model.checkpoint import load_checkpoint
 
-from ._util import sha, tensor_bytes
-from .test_writer import CHILD_SLOW, _big, _child
+from ._util import STALE, sha, stale_layer, tensor_bytes
+from .test_writer import CHILD_SLOW, _child
 
 ROOT = Path(__file__).resolve().parents[2]
 SEEDS = ROOT / "examples" / "broken_seeds.safetensors"
@@ -40,16 +40,29 @@ def _f32(name: str, v: bytes = b"\0\0\x80?") -> RawTensor:
     return RawTensor(name, "F32", (1,), v)
 
 
+def _fixed(path: Path) -> dict[str, tuple[str, tuple[int, ...], bytes]]:
+    """The tensors of the checkpoint at `path` as `fix` writes them: without the markers."""
+    return {k: v for k, v in tensor_bytes([str(path)]).items() if not k.endswith(".comfy_quant")}
+
+
+def _named(wmap: dict[str, str]) -> dict[str, str]:
+    """A weight map without the `stale_layer` layers."""
+    return {k: v for k, v in wmap.items() if not k.startswith(STALE)}
+
+
 def _sharded(
     folder: Path, shards: dict[str, list[str]], index: str = "model.safetensors.index.json"
 ) -> Path:
-    """A folder of shards (names may hold subfolders) and its index."""
+    """A folder of shards (names may hold subfolders), each with a `stale_layer` layer, and its
+    index."""
     folder.mkdir(parents=True, exist_ok=True)
     wmap = {}
     for i, (name, tensors) in enumerate(shards.items()):
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
-        write_safetensors(folder / name, [_f32(t, bytes([i, 0, 0x80, 0x3F])) for t in tensors])
-        wmap |= {t: name for t in tensors}
+        stale = stale_layer(f"{STALE}{i}.proj")
+        f32 = [_f32(t, bytes([i, 0, 0x80, 0x3F])) for t in tensors]
+        write_safetensors(folder / name, f32 + stale)
+        wmap |= {t.name: name for t in f32 + stale}
     (folder / index).write_text(json.dumps({"metadata": {}, "weight_map": wmap}))
     return folder / index
 
@@ -241,7 +254,7 @@ def test_rewrite_switches_the_whole_set_and_keeps_other_files(
     ]
     assert (out / "README.md").read_text() == "mine"
     assert (out / "notes" / "a.txt").read_text() == "also mine"
-    assert tensor_bytes([str(out)]) == tensor_bytes([str(index)])
+    assert tensor_bytes([str(out)]) == _fixed(index)
     assert _temps(tmp_path) == []
 
 
@@ -273,22 +286,24 @@ def test_same_shard_name_in_two_subfolders_keeps_the_layout(tmp_path: Path) -> N
     out = tmp_path / "out"
     assert main(["fix", str(index), "-o", str(out)]) == 0
     doc = json.loads((out / "model.safetensors.index.json").read_text())
-    assert doc["weight_map"] == {
+    assert _named(doc["weight_map"]) == {
         "a.weight": "s1/model.safetensors",
         "b.weight": "s2/model.safetensors",
     }
     with load_checkpoint(str(out / "model.safetensors.index.json")) as ck:
         assert not ck.diagnostics and len(ck.shards) == 2
-    assert tensor_bytes([str(out)]) == tensor_bytes([str(index)])
+    assert tensor_bytes([str(out)]) == _fixed(index)
     # and again, over the previous output
     assert main(["fix", str(index), "-o", str(out)]) == 0
-    assert tensor_bytes([str(out / "model.safetensors.index.json")]) == tensor_bytes([str(index)])
+    assert tensor_bytes([str(out / "model.safetensors.index.json")]) == _fixed(index)
 
 
 def test_same_shard_name_given_as_files_keeps_the_layout(tmp_path: Path) -> None:
     for d, t in (("a", "x.weight"), ("b", "y.weight")):
         (tmp_path / d).mkdir()
-        write_safetensors(tmp_path / d / "model.safetensors", [_f32(t)])
+        write_safetensors(
+            tmp_path / d / "model.safetensors", [_f32(t), *stale_layer(f"{STALE}.{d}")]
+        )
     out = tmp_path / "out"
     assert (
         main(
@@ -304,7 +319,7 @@ def test_same_shard_name_given_as_files_keeps_the_layout(tmp_path: Path) -> None
         == 0
     )
     doc = json.loads((out / "model.safetensors.index.json").read_text())
-    assert doc["weight_map"] == {
+    assert _named(doc["weight_map"]) == {
         "x.weight": "a/model.safetensors",
         "y.weight": "b/model.safetensors",
     }
@@ -320,13 +335,13 @@ def test_signal_mid_write_cleans_up_and_exits_128_plus_it(
 ) -> None:
     """SIGTERM, and SIGHUP (a closed terminal or ssh session: it left the staging folder,
     issue 21), unwind like Ctrl-C: every temp file and the staging folder go."""
+    src = _slow_shards(tmp_path / "in")  # each shard has a fix: there is always a write
     if sharded:
-        src, out = _slow_shards(tmp_path / "in"), tmp_path / "out"
+        out = tmp_path / "out"
         args = ["fix", "--as-one", str(src / "a.safetensors"), str(src / "b.safetensors")]
     else:
-        src, out = tmp_path / "in.safetensors", tmp_path / "out.safetensors"
-        _big(src, 4)
-        args = ["fix", str(src)]
+        out = tmp_path / "out.safetensors"
+        args = ["fix", str(src / "a.safetensors")]
     proc = _child(CHILD_SLOW, *args, "-o", str(out))
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and not _temps(tmp_path):
@@ -349,7 +364,7 @@ def test_stale_temps_of_dead_writers_go_live_and_foreign_ones_stay(tmp_path: Pat
     foreign = tmp_path / f".other.safetensors.{dead.pid}.0badc0de.abc{TMP_SUFFIX}"
     for p in (stale, live, foreign):
         p.write_bytes(b"x")
-    write_safetensors(tmp_path / "in.safetensors", [_f32("a.weight")])
+    write_safetensors(tmp_path / "in.safetensors", [_f32("a.weight"), *stale_layer(STALE)])
     # a write to a different destination in the same folder removes only the dead writer's
     assert (
         main(["fix", str(tmp_path / "in.safetensors"), "-o", str(tmp_path / "out.safetensors")])
@@ -636,7 +651,7 @@ def test_sharded_rewrite_keeps_what_folders_carried_over_had(tmp_path: Path) -> 
         assert {k: v for k, v in after.items() if k != "times"} == {
             k: v for k, v in before[f].items() if k != "times"
         }, f
-    assert tensor_bytes([str(out)]) == tensor_bytes([str(index)])
+    assert tensor_bytes([str(out)]) == _fixed(index)
     assert _temps(tmp_path) == []
 
 
@@ -686,7 +701,7 @@ def test_exdev_switches_file_by_file_and_says_so(
         "s",
         "s/p2.safetensors",
     ]
-    assert tensor_bytes([str(out)]) == tensor_bytes([str(index)])
+    assert tensor_bytes([str(out)]) == _fixed(index)
     assert (out / "README.md").read_text() == "mine"
     assert _temps(tmp_path) == []
 
@@ -745,13 +760,22 @@ def test_an_old_file_that_cannot_be_removed_is_named(
     try:
         assert main(["fix", str(index), "-o", str(out)]) == 0
         err = capsys.readouterr().err
-        assert tensor_bytes([str(out)]) == tensor_bytes([str(index)])
+        assert tensor_bytes([str(out)]) == _fixed(index)
         left = [tmp_path / n for n in _temps(tmp_path)]
         assert len(left) == 1 and sorted(p.name for p in left[0].iterdir()) == ["p2.safetensors"]
         warning = [line for line in err.splitlines() if "warning" in line]
         assert len(warning) == 1, err
         assert "p2.safetensors" in warning[0] and str(left[0]) in warning[0]
         assert "Operation not permitted" in warning[0]
+        # the next run writing into that folder tries again, and says again what is left
+        dead = subprocess.Popen([sys.executable, "-c", "pass"])
+        dead.wait()
+        earlier = left[0].with_name(left[0].name.replace(f".{os.getpid()}.", f".{dead.pid}."))
+        left[0].rename(earlier)
+        left = [earlier]
+        assert main(["fix", str(index), "-o", str(tmp_path / "other")]) == 0
+        again = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
+        assert len(again) == 1 and str(left[0]) in again[0], again
     finally:
         for folder in [*left, out]:
             _chattr("-i", folder / "p2.safetensors")
@@ -770,8 +794,7 @@ def _slow_shards(folder: Path) -> Path:
             folder / f"{n}.safetensors",
             [
                 RawTensor(f"{n}.blob", "U8", (len(blob),), blob),
-                RawTensor(f"{n}.proj.weight", "BF16", (4, 16), bytes(128)),
-                marker_tensor(f"{n}.proj", {"format": "float8_e4m3fn"}),
+                *stale_layer(f"{STALE}.{n}"),
             ],
         )
     return folder
@@ -836,3 +859,32 @@ def test_baseline_of_names_that_are_not_utf8_round_trips(
     assert main(["check", ".", "--baseline", "b.json"]) == 0
     assert "known findings suppressed" in capsys.readouterr().out
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([f"{BAD}.safetensors", "b.json"])
+
+
+@pytest.mark.parametrize("page", ["index.html", "0001-broken_seeds.safetensors.html"])
+def test_report_pages_go_through_the_safe_writer(
+    page: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A page of a many-checkpoint report whose place holds a FIFO: refused, the FIFO kept,
+    no temp file left."""
+    models = tmp_path / "models"
+    models.mkdir()
+    shutil.copy(SEEDS, models)
+    shutil.copy(NVFP4, models)
+    out = tmp_path / "report"
+    out.mkdir()
+    os.mkfifo(out / page)
+    assert main(["report", str(models), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "FIFO" in err and err.count("\n") == 1, err
+    assert stat.S_ISFIFO(os.lstat(out / page).st_mode)
+    assert _temps(out) == [] and _temps(tmp_path) == []
+
+
+def test_replacing_a_setuid_file_drops_the_set_id_bits(tmp_path: Path) -> None:
+    """New contents never inherit a privilege: rwx bits are kept, set-user/group-id are not."""
+    dest = tmp_path / "out.safetensors"
+    dest.write_bytes(b"old")
+    dest.chmod(0o6750)
+    assert main(WRITERS["fix"](str(dest))) in (0, 1)
+    assert stat.S_IMODE(dest.stat().st_mode) == 0o750

@@ -99,7 +99,11 @@ def _write_report(args: argparse.Namespace, results: list[Any], targets: tuple[s
 
     if args.output_format == "text":
         lines = many.iter_text_lines(
-            results, targets, color=False if args.no_color else None, quiet=args.quiet
+            results,
+            targets,
+            color=False if args.no_color else None,
+            quiet=args.quiet,
+            show_all=args.show_all,
         )
         if args.statistics:
             import itertools
@@ -116,11 +120,11 @@ def _write_report(args: argparse.Namespace, results: list[Any], targets: tuple[s
                     for d in r.report.diagnostics
                 ],
             )
-            first = next(lines, None)  # no report lines: still the blank line after the counts
-            lines = itertools.chain((statistics(merged), "", "" if first is None else first), lines)
+            # after the findings and totals: the counts are a summary, read last
+            lines = itertools.chain(lines, ("", statistics(merged)))
         chunks = join_lines(lines)
     elif args.output_format == "json":
-        chunks = many.iter_json(results, targets)
+        chunks = many.iter_json(results, targets, group=args.group)
     else:
         chunks = many.iter_located(results, args.output_format, targets)
     from quantcheck.textsafe import clean_block

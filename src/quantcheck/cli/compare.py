@@ -33,10 +33,14 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from quantcheck.io.limits import remote_limits
+    from quantcheck.model.discover import one_checkpoint
     from quantcheck.numeric.compare import compare_checkpoints, render_table
 
     with remote_limits(args.max_bytes, None):
-        result = compare_checkpoints([args.quantized], [args.original])
+        quantized = one_checkpoint([args.quantized], "compare", what="reads")
+        result = compare_checkpoints(
+            quantized, one_checkpoint([args.original], "compare", what="reads")
+        )
     if args.output_format == "json":
         say_block(json.dumps(result.to_json(), indent=2))
     else:

@@ -45,7 +45,21 @@ def _check_args(p: argparse.ArgumentParser) -> None:
         metavar="CODE",
         help="leave out these codes; repeatable, comma-separated",
     )
-    p.add_argument("--statistics", action="store_true", help="print counts per code")
+    p.add_argument(
+        "--statistics", action="store_true", help="print counts per code after the findings"
+    )
+    p.add_argument(
+        "--show-all",
+        action="store_true",
+        help="text output: list every finding under its layer (by default a finding repeated "
+        "over layers is one entry, and a consequence is named on its cause)",
+    )
+    p.add_argument(
+        "--group",
+        action="store_true",
+        help="JSON output: also add `groups`, the entries the text report shows (every "
+        "diagnostic is still listed)",
+    )
     p.add_argument(
         "--fail-on",
         choices=("error", "warning", "info"),
@@ -308,8 +322,13 @@ def _main(argv: Sequence[str] | None) -> int:
         return _run_escaping_warnings(handler, args)
     except BrokenPipeError:
         raise  # an OSError, but not an error of the run: main() ends quietly
-    except (InputError, OSError) as exc:
+    except InputError as exc:
         say_error(exc)
+        return 2
+    except OSError as exc:
+        from quantcheck.errors import describe_os_error
+
+        say_error(describe_os_error(exc))
         return 2
     except KeyboardInterrupt:
         say("quantcheck: interrupted", err=True)

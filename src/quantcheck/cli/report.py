@@ -109,15 +109,17 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from quantcheck.io.outpath import check_destination
+    from quantcheck.model.discover import discover, one_checkpoint, only_one
     from quantcheck.render.html import build_report
 
-    if not args.compare:
-        from quantcheck.model.discover import discover
-
-        specs = discover(args.paths, include=args.include, exclude=args.exclude, as_one=args.as_one)
-        if len(specs) > 1:
-            return _write_many(args, specs)
-        args.paths = specs[0].paths
+    specs = discover(args.paths, include=args.include, exclude=args.exclude, as_one=args.as_one)
+    if len(specs) > 1 and not args.compare:
+        return _write_many(args, specs)
+    args.paths = only_one(specs, "report --compare reads")
+    if args.compare:  # several --compare values are the shards of the original
+        args.compare = one_checkpoint(
+            args.compare, "--compare", as_one=len(args.compare) > 1, what="takes"
+        )
     check_destination(args.output, sharded=False)  # refuse a device or FIFO before the work
     try:
         compare = _compare(args.paths, args.compare) if args.compare else None

@@ -1,7 +1,8 @@
 """What a rewrite keeps of the output it replaces (standard library only).
 
-- A replaced file keeps its mode, owner and group (`keep_attributes(old, new)`): the owner
-  where this process may set it (root), the group where it may (a group of its own).
+- A replaced file keeps its permission bits (not set-user/group-id), owner and group
+  (`keep_attributes(old, new)`): the owner where this process may set it (root), the group
+  where it may (a group of its own).
 - A folder carried over into a new sharded output keeps its owner, group, mode, extended
   attributes (POSIX ACLs are the `system.posix_acl_*` attributes) and, unless the write put
   files in it, its access and modification times.
@@ -14,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 
 from quantcheck.io.outpath import DestinationError
 from quantcheck.io.source import file_kind, read_regular
@@ -36,7 +38,9 @@ def keep_attributes(
             continue
     if xattrs_from is not None:
         copy_xattrs(xattrs_from, new)
-    os.chmod(new, st.st_mode & 0o7777)  # after chown, which clears set-id bits
+    # after chown, which clears set-id bits; a file's are not carried over (new contents
+    # never inherit a privilege), a folder's set-group-id (group inheritance) is
+    os.chmod(new, st.st_mode & (0o7777 if stat.S_ISDIR(st.st_mode) else 0o777))
     if times:
         os.utime(new, ns=(st.st_atime_ns, st.st_mtime_ns))
 

@@ -138,12 +138,12 @@ def clean_stale(folder: str, base: str | None = None) -> list[str]:
         ):
             continue
         path = os.path.join(folder, name)
-        with contextlib.suppress(OSError):
-            dest = os.path.join(folder, m.group("base"))
-            if m.group("kind") == "old" and not os.path.lexists(dest):
+        dest = os.path.join(folder, m.group("base"))
+        if m.group("kind") == "old" and not os.path.lexists(dest):
+            with contextlib.suppress(OSError):
                 os.rename(path, dest)
-                continue
-            _remove(path)
+            continue
+        if not remove_left([path], "a temp entry left by an earlier run"):
             removed.append(path)
     return removed
 
@@ -391,19 +391,22 @@ def _makedirs(folder: str) -> list[str]:
     return missing[::-1]
 
 
-def remove_left(paths: list[str]) -> None:
+def remove_left(paths: list[str], what: str = "the previous output") -> bool:
     """Remove what a switch left (the old output); what cannot be removed (an immutable
-    file, another owner's) is named in a warning, never left silently."""
+    file, another owner's) is named in a warning, never left silently. True if some was."""
+    left = False
     for path in paths:
         failed = _remove_collecting(path)
         if failed:
+            left = True
             files = [p for p, _ in failed if not os.path.isdir(p)] or [p for p, _ in failed]
-            shown = ", ".join(os.path.relpath(p, path) for p in files[:3])
+            shown = ", ".join(os.path.relpath(p, path) if p != path else p for p in files[:3])
             more = f" and {len(files) - 3} more" if len(files) > 3 else ""
             warn(
-                f"the previous output could not be removed whole ({failed[0][1]}: "
-                f"{shown}{more}); it is left in {path}"
+                f"{what} could not be removed whole ({failed[0][1]}: {shown}{more}); "
+                f"it is left in {path}"
             )
+    return left
 
 
 def _remove_collecting(path: str) -> list[tuple[str, str]]:

@@ -9,14 +9,15 @@ A write is described by `OutFile`s: per output file its metadata and an ordered 
 - `Chunks(nbytes, produce)`: a generator of chunks made on demand (quantized layers).
 
 The header (8-byte aligned, space padded) is written first, then the marker tensors, then every
-other tensor in order (`markers_first`). Nothing is ever held whole in memory. Output goes to a temp file next to the destination (a sharded
-output is staged in a temp folder), is fsynced, re-read and re-checked with quantcheck itself,
-and only then moved into place: one file through `quantcheck.io.atomic.replacing` (the one
-way any file is written), a sharded output by exchanging the whole folder in one rename, so a
-reader sees the old set or the new set, never a mix (other files in that folder are kept, see
-`quantcheck.io.carry`). Destinations, temp names, modes (umask), stale temp removal, the
-per-file switch where folders cannot be renamed and SIGTERM/SIGHUP are handled by
-`quantcheck.io.outpath`. On any failure the destination is untouched.
+other tensor in order (`markers_first`). Nothing is ever held whole in memory. Output goes to
+a temp file next to the destination (a sharded output is staged in a temp folder), is
+fsynced, re-read and re-checked with quantcheck itself, and only then moved into place: one
+file through `quantcheck.io.atomic.replacing` (the one way any file is written), a sharded
+output by exchanging the whole folder in one rename, so a reader sees the old set or the new
+set, never a mix (other files in that folder are kept, see `quantcheck.io.carry`).
+Destinations, temp names, modes (umask), stale temp removal, the per-file switch where
+folders cannot be renamed and SIGTERM/SIGHUP are handled by `quantcheck.io.outpath`. On any
+failure the destination is untouched.
 """
 
 from __future__ import annotations

@@ -51,20 +51,6 @@ class CompareResult:
             "worst_max_abs": worst["max_abs"] if worst else None,
         }
 
-    def summary_line(self) -> str:
-        """`compared 60 of 60 layers; worst relative L2 0.0123 (max abs 0.5) in NAME`."""
-        s = self.summary()
-        total = s["layers_compared"] + s["layers_not_compared"]
-        line = f"compared {s['layers_compared']} of {total} layer{'s' if total != 1 else ''}"
-        if s["worst_layer"] is not None:
-            line += (
-                f"; worst relative L2 {s['worst_rel_l2']:.4g} (max abs {s['worst_max_abs']:.3g})"
-                f" in {s['worst_layer']}"
-            )
-        if s["layers_not_compared"]:
-            line += f"; {s['layers_not_compared']} not compared (listed above)"
-        return line
-
 
 def _jsonable(row: dict[str, Any]) -> dict[str, Any]:
     out = {}
@@ -277,11 +263,12 @@ def render_table(result: CompareResult, limit: int | None = None) -> str:
     out = [
         f"{'LAYER':<60} {'FORMAT':<18} {'MAX ABS':>10} {'REL L2':>9} {'COSINE':>9} {'SNR dB':>7}"
     ]
+    from quantcheck.progress import cut_right
     from quantcheck.textsafe import clean
 
     for r in rows:
         out.append(
-            f"{clean(r['prefix'])[-60:]:<60} {clean(r['format'])[:18]:<18} "
+            f"{cut_right(clean(r['prefix']), 60):<60} {clean(r['format'])[:18]:<18} "
             f"{r['max_abs']:>10.3g} {r['rel_l2']:>9.4f} {r['cosine']:>9.6f} "
             f"{r['snr_db']:>7.1f}"
         )
@@ -295,5 +282,22 @@ def render_table(result: CompareResult, limit: int | None = None) -> str:
         )
     for p in result.problems:
         out.append(f"not compared: {clean(p['prefix'])}: {clean(p['problem'])}")
-    out.append(clean(result.summary_line()))
+    out.append(summary_line(result))
     return "\n".join(out)
+
+
+def summary_line(result: CompareResult) -> str:
+    """The closing line: how many layers were compared, the worst error and where."""
+    n = len(result.layers)
+    skipped = len(result.problems)
+    tail = f", {skipped} not compared" if skipped else ""
+    if not n:
+        return f"compared 0 layers{tail}"
+    from quantcheck.textsafe import clean
+
+    worst = result.layers[0]  # sorted worst relative L2 first
+    return (
+        f"compared {n} layer{'s' if n != 1 else ''}{tail}: worst relative L2 "
+        f"{worst['rel_l2']:.4f} (cosine {worst['cosine']:.6f}, max abs {worst['max_abs']:.3g}) "
+        f"in {clean(worst['prefix'])}"
+    )

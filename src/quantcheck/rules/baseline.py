@@ -78,7 +78,10 @@ def read_baseline(path: str) -> dict[tuple[str, str, str], int]:
         raise BaselineError(
             f"{path}: no such baseline file (write one with --generate-baseline)"
         ) from None
-    except (OSError, ValueError, RecursionError) as exc:
+    except OSError as exc:  # a FIFO, a folder, no permission: what, without errno noise
+        why = exc.strerror or str(exc).removeprefix(f"{path}: ").removeprefix(f"{path} ")
+        raise BaselineError(f"{path}: cannot read the baseline: {why}") from None
+    except (ValueError, RecursionError) as exc:
         raise BaselineError(f"{path}: cannot read the baseline: {exc}") from None
     items = doc.get("findings") if isinstance(doc, dict) else None
     if not isinstance(items, list) or doc.get("kind") != "baseline":

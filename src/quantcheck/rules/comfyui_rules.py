@@ -59,6 +59,13 @@ class ComfyuiChecks:
         yield from _format_added_later(layer)
         yield from _convrot_default(layer)
 
+    def finish(self, diags: list[Diagnostic]) -> list[Diagnostic]:
+        """Every rule's findings, once all have run: layers ComfyUI's key plumbing marks from
+        a header entry of another name are judged marked for ComfyUI (`comfyui_attach`)."""
+        from quantcheck.rules.comfyui_attach import revise
+
+        return revise(self.ck, diags)
+
 
 def _unreadable_dtypes(ck: Checkpoint) -> Iterator[Diagnostic]:
     unreadable = DEFAULT_LOADER_UNREADABLE

@@ -60,6 +60,7 @@ def comfyui_cpu_runtime() -> Runtime:
         RELEASES,
         based_on="comfyui",
         effects=dict(EFFECTS),
+        reasons={"QC605": "safetensors.safe_open (the --cpu loader) maps F8_E8M0"},
         doc="ComfyUI started with --cpu: safetensors are read with safetensors.safe_open "
         "(not the DynamicVRAM header parser of comfy/utils.py load_safetensors), so F8_E8M0 "
         "tensors load, and fp8/NVFP4/MXFP8 layers run dequantized on the CPU "

@@ -28,6 +28,7 @@ rule registry imports the runtimes.
 from __future__ import annotations
 
 from quantcheck.rules.levels import Effect
+from quantcheck.runtimes.builtin_reasons import COMFYUI as COMFYUI_REASONS
 from quantcheck.runtimes.registry import Release, Runtime
 
 #: Each step: (release name, rule code reporting formats that need it, formats it adds, note).
@@ -117,6 +118,8 @@ def comfyui_runtime() -> Runtime:
         RELEASES,
         checks="quantcheck.rules.comfyui_rules:ComfyuiChecks",
         default_target=True,
+        catalog=True,
+        reasons=dict(COMFYUI_REASONS),
         doc="ComfyUI's quantized-op loader (comfy/ops.py, QUANT_ALGOS) with comfy-kitchen; "
         "verdicts describe the default GPU setup: the DynamicVRAM safetensors loader "
         "(comfy/utils.py load_safetensors, which cannot read F8_E8M0) and the device's quantized "

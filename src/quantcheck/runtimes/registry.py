@@ -56,6 +56,13 @@ class Runtime:
     #: "module:callable" (checkpoint, release name or None for the newest) -> dict of extra
     #: keys for that target's JSON summary (sglang: which reader takes the file, `path`).
     paths: str = ""
+    #: Rule code -> one line saying why the code does what it does to this runtime (its
+    #: effects table's entry, or none): every generic code of a runtime that the catalogs do
+    #: not declare has one (`decision`), shown under the rule's evidence.
+    reasons: dict[str, str] = factory(dict)
+    #: The catalogs declare this runtime's effect of every generic rule (the built-in
+    #: runtimes, positionally); the rule's evidence is the reason.
+    catalog: bool = False
 
     @property
     def newest(self) -> Release:
@@ -250,9 +257,12 @@ def _expand_target(target: str) -> tuple[str, ...]:
 
 
 def parse_target(value: str) -> str:
-    """`value` if it names modelled runtimes/releases, else ValueError saying what is."""
-    for part in value.split(",") if "," in value else (value,):
-        part = part.strip()
+    """`value` in its one spelling (each comma-separated part without surrounding whitespace,
+    empty parts dropped) if it names modelled runtimes/releases, else ValueError saying what
+    is. Every command parses `--target` with it, so nothing downstream sees `' sglang'`."""
+    parts = [p.strip() for p in value.split(",")]
+    parts = [p for p in parts if p] or [""]
+    for part in parts:
         try:
             keys = targets_of(part)
             for key in keys:
@@ -271,7 +281,7 @@ def parse_target(value: str) -> str:
                 f"{', '.join(target_choices())}, NAME@RELEASE, NAME@all, all@all, "
                 "or a comma-separated list of those"
             ) from None
-    return value
+    return ",".join(parts)
 
 
 def release_span(names: tuple[str, ...] | list[str], hit: set[str] | list[str]) -> str:
@@ -405,3 +415,44 @@ def effect_on(
             return hit
         rt = _RUNTIMES.get(rt.based_on) if rt.based_on else None
     return Effect.NONE
+
+
+#: The generic codes (every runtime decides them): container, markers, layers, numerics,
+#: shards. QC6xx and QC7xx are the runtimes' own.
+GENERIC_FAMILIES = ("QC1", "QC2", "QC3", "QC4", "QC5")
+
+
+def decision(
+    runtime: Runtime, code: str, declared: dict[str, Effect], prose: str = ""
+) -> tuple[Effect, str] | None:
+    """(effect at the newest release, the one-line reason) of rule `code` (declared effects
+    `declared`, documentation `prose`) on `runtime`; None when nothing decides it (a silent
+    none). The reason is the runtime's own (`Runtime.reasons`); the catalog entry's evidence
+    (a built-in runtime: a generic code that affects it, or whose prose names it); its own
+    rule (declared for it, or in its release data); its base's (a fork); or another
+    runtime's own rule (QC6xx/QC7xx, reported for that runtime only)."""
+    effect = effect_on(runtime, code, None, declared)
+    why = runtime.reasons.get(code)
+    if why is not None:
+        return effect, why
+    generic = code.startswith(GENERIC_FAMILIES)
+    if generic and runtime.catalog:
+        named = runtime.name in prose.lower() or runtime.title.lower() in prose.lower()
+        if effect is not Effect.NONE or named:
+            return effect, "the rule's catalog entry (evidence above)"
+        return None
+    own = declared.get(runtime.name, Effect.NONE) is not Effect.NONE or any(
+        code in rel.effects for rel in runtime.releases
+    )
+    if own and not generic:
+        return effect, f"{runtime.title}'s own rule"
+    if runtime.based_on is not None:
+        base = decision(_RUNTIMES[runtime.based_on], code, declared, prose)
+        if base is not None:
+            hit = runtime.effect_table().get(code)
+            if hit is None or hit is base[0]:
+                return effect, f"as {runtime.based_on} (the same loader code): {base[1]}"
+        return None
+    if not generic and effect is Effect.NONE:
+        return effect, "another runtime's own rule"
+    return None
