@@ -239,6 +239,36 @@ def test_select_ignore(
     assert rc == expect_rc
 
 
+@pytest.mark.parametrize(
+    ("option", "value", "nearest"),
+    [
+        ("--select", "QC3O5", "QC305"),
+        ("--select", "companion_dtype", "companion-dtype"),
+        ("--ignore", "QC9999", None),
+        ("--ignore", "QC203,QC2O5", "QC205"),
+        ("--select", "marker_all_zero", "marker-all-zero"),
+    ],
+)
+def test_a_selector_matching_no_rule_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str], mixed: Path, option: str, value: str, nearest: str | None
+) -> None:
+    """A typo in --select/--ignore used to select nothing: a broken file said ok, exit 0."""
+    rc, out, err = run(capsys, "check", option, value, str(mixed))
+    assert rc == 2 and not out
+    (line,) = err.strip().splitlines()
+    assert "matches no rule code or name" in line and repr(value.split(",")[-1]) in line
+    if nearest is not None:
+        assert line.endswith(f"did you mean {nearest}?")
+
+
+def test_selector_check_in_the_library(mixed: Path) -> None:
+    from quantcheck.checking import check_paths, check_selectors
+
+    check_selectors(["QC3", "QC30*", "qc301", " companion-dtype ", ""])
+    with pytest.raises(ValueError, match="did you mean QC305"):
+        check_paths([str(mixed)], select=["QC3O5"])
+
+
 def test_fail_on_warning(capsys: pytest.CaptureFixture[str], warning_only: Path) -> None:
     assert run(capsys, "check", str(warning_only))[0] == 0
     assert run(capsys, "check", "--fail-on", "warning", str(warning_only))[0] == 1

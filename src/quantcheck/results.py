@@ -29,12 +29,6 @@ class Report:
     #: that takes the file, `path_reason`, `path_config`)
     paths: dict[str, dict[str, Any]] = factory(dict)
 
-    @property
-    def runtime_names(self) -> tuple[str, ...]:
-        """The runtimes the report's targets name (`sglang@0.5.19` -> `sglang`), in order:
-        renderers show per-finding targets and effects for these only."""
-        return tuple(dict.fromkeys(t.partition("@")[0] for t in self.targets))
-
     def target_status(self, target: str) -> dict[str, Any]:
         """ok / degraded / fails for one runtime, with how many problems affect it (and, for
         a runtime with a `paths` hook, which of its readers takes the file)."""
@@ -96,7 +90,7 @@ class Report:
             **document_head("check", SCHEMA_VERSION),
             "inputs": self.inputs,
             "targets": {t: self.target_status(t) for t in self.targets},
-            "diagnostics": [d.to_json(self.runtime_names) for d in self.diagnostics],
+            "diagnostics": [d.to_json(self.targets) for d in self.diagnostics],
             "summary": self.summary(),
             **({"releases": self.releases} if self.releases else {}),
         }

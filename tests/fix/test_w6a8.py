@@ -1,6 +1,6 @@
 """w6a8_int8 end to end: `quantize --format w6a8_int8`, its verdicts, and `fix --target
 comfyui@0271a469` relabelling it to asym_w4a8_int8 (the same tensors that release loads) without
-changing a value; the newest ComfyUI step (pr16483) loads it as it is; for sglang the layer is
+changing a value; the newest ComfyUI step (2026-09-29) loads it as it is; for sglang the layer is
 only repairable with --unsafe-fixes (dequantized)."""
 
 from __future__ import annotations

@@ -951,13 +951,31 @@ COMFYUI = [
         message="from v0.27 on",
     ),
     RuleCase(
+        "QC650",
+        "mxfp8-needs-v0.18",
+        file(lambda: mxfp8()),
+        NONE2,
+        file(fp8),
+        check_kwargs=ALL_CUI,
+        message="mxfp8 (1): ComfyUI loads it from v0.18 on",
+    ),
+    RuleCase(
+        "QC651",
+        "w4a4-needs-v0.28",
+        file(lambda: w4a4(FC1)),
+        NONE2,
+        file(fp8),
+        check_kwargs=ALL_CUI,
+        message="convrot_w4a4 (1): ComfyUI loads it from v0.28 on",
+    ),
+    RuleCase(
         "QC607",
-        "w4a8-needs-cd9452e",
+        "w4a8-needs-v0.31",
         file(lambda: [*w4a8(), *w4a4(FC1)]),
         NONE2,
         file(fp8),
         check_kwargs=ALL_CUI,
-        message="asym_w4a8_int8 (1), convrot_w4a4 (1)",
+        message="asym_w4a8_int8 (1): ComfyUI loads it from v0.31 on",
     ),
     RuleCase(
         "QC608",
@@ -970,12 +988,12 @@ COMFYUI = [
     ),
     RuleCase(
         "QC609",
-        "w6a8-needs-pr16483",
+        "w6a8-needs-2026-09-29",
         file(w6a8),
         NONE2,
         file(fp8),
         check_kwargs=ALL_CUI,
-        message="from pr16483 on",
+        message="from 2026-09-29 on",
     ),
 ]
 

@@ -53,6 +53,13 @@ def run(args: argparse.Namespace) -> int:
     def split(values: list[str]) -> list[str]:
         return [v for item in values for v in item.split(",") if v.strip()]
 
+    from quantcheck.checking import check_selectors
+
+    try:
+        check_selectors([*split(args.select), *split(args.ignore)])
+    except ValueError as exc:
+        say_error(f"--select/--ignore: {exc}")
+        return 2
     if args.generate_baseline:  # refuse a device, FIFO or folder before the work
         from quantcheck.io.outpath import check_destination
 

@@ -10,7 +10,14 @@ from __future__ import annotations
 
 from quantcheck._version import document_head
 from quantcheck.diagnostics import Severity
-from quantcheck.render.style import STATUS_STYLE, paint, terminal_width, use_color, visible_len
+from quantcheck.render.style import (
+    STATUS_STYLE,
+    counted,
+    paint,
+    terminal_width,
+    use_color,
+    visible_len,
+)
 from quantcheck.results import Report
 from quantcheck.runtimes import default_targets
 from quantcheck.textsafe import clean, redact_url
@@ -280,8 +287,8 @@ def total_line(results: list[CheckpointResult], targets: tuple[str, ...] = TARGE
     n = len(results)
     return (
         f"{n} checkpoint{'s' if n != 1 else ''}: {', '.join(parts) or 'none'} · "
-        f"{sev[Severity.ERROR]} errors, {sev[Severity.WARNING]} warnings, "
-        f"{sev[Severity.INFO]} notes"
+        f"{counted(sev[Severity.ERROR], 'error')}, {counted(sev[Severity.WARNING], 'warning')}, "
+        f"{counted(sev[Severity.INFO], 'note')}"
     )
 
 
@@ -339,7 +346,7 @@ def _diagnostic_dicts(results: list[CheckpointResult], key: str) -> Iterator[dic
             found = r.report.diagnostics
         else:
             continue
-        shown = r.report.runtime_names if r.report is not None else None
+        shown = r.report.targets if r.report is not None else None
         for d in found:
             yield {"checkpoint": r.name, **d.to_json(shown)}
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from quantcheck import __version__
-from quantcheck.diagnostics import Diagnostic
+from quantcheck.diagnostics import Diagnostic, Effect
 from quantcheck.render.json_out import Stream, iter_dumps
 from quantcheck.results import Report
 from quantcheck.rules.registry import all_rules
@@ -47,7 +47,6 @@ def _results(
     index: dict[str, int],
     targets: tuple[str, ...] | None = None,
 ) -> Iterator[object]:
-    names = None if targets is None else {k.partition("@")[0] for k in targets}
     for d in diagnostics:
         loc: dict[str, object] = {}
         if d.file:
@@ -64,7 +63,9 @@ def _results(
             "message": {"text": d.message},
             "locations": [loc] if loc else [],
             "properties": {
-                "targets": [t for t in d.targets if names is None or t in names],
+                "targets": d.targets
+                if targets is None
+                else [k for k in targets if d.effect_at(k) is not Effect.NONE],
                 "fix": d.fix.to_json() if d.fix else None,
                 **(
                     {"releases": rel, "labels": d.target_labels(targets)}

@@ -74,3 +74,8 @@ def wrap_parts(head: str, parts: list[str], sep: str, width: int | None) -> str:
             cur, empty = cur + ("" if empty else sep) + p, False
     lines.append(cur)
     return "\n".join(lines)
+
+
+def counted(n: int, word: str) -> str:
+    """`1 error`, `2 errors`, `0 notes`: a count and its noun, plural unless it is one."""
+    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"

@@ -10,6 +10,7 @@ from quantcheck.render import grouping
 from quantcheck.render.style import (
     SEVERITY_STYLE,
     STATUS_STYLE,
+    counted,
     paint,
     terminal_width,
     use_color,
@@ -145,12 +146,15 @@ def verdict_lines(report: Report, c: bool, suppressed: list[Diagnostic] | None =
             if st["degraded"]:
                 bits.append(f"{st['degraded']} degrading")
             extra = f" ({', '.join(bits)})"
+        if st.get("verified") is False:
+            extra += f" (unverified: {clean(st['unverified'])})"
         parts.append(f"{clean(t)}: {label}{extra}")
     s = report.summary()
     files = s.get("files", 0)
     totals = (
-        f"{s['errors']} errors, {s['warnings']} warnings, {s['infos']} notes in "
-        f"{files} file{'s' if files != 1 else ''}, {s.get('layers', 0)} layers"
+        f"{counted(s['errors'], 'error')}, {counted(s['warnings'], 'warning')}, "
+        f"{counted(s['infos'], 'note')} in {counted(files, 'file')}, "
+        f"{counted(s.get('layers', 0), 'layer')}"
     )
     return (
         wrap_parts("targets: ", parts, " · ", terminal_width())

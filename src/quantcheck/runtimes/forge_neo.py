@@ -18,6 +18,10 @@ Haoming02/sd-webui-forge-classic):
 - `backend/utils.py` `load_torch_file` reads safetensors with `safetensors.safe_open` (not
   ComfyUI's DynamicVRAM header parser), so ComfyUI's F8_E8M0 loader failure does not apply.
 
+Release names: Forge Neo publishes no numbered releases that these commits could be matched
+to, so each step keeps the commit it was read at (the ComfyUI release each port follows is in
+its note).
+
 Every other finding follows ComfyUI (`based_on="comfyui"`): the ports keep ComfyUI's checks
 and silent behaviours (header names that match no tensor leave plain weights, as in ComfyUI).
 Standard library only (the check path imports it); codes are strings (the rule registry
@@ -75,6 +79,8 @@ EFFECTS: dict[str, Effect] = {
     "QC608": Effect.NONE,
     "QC609": Effect.NONE,
     "QC610": Effect.NONE,
+    "QC650": Effect.NONE,
+    "QC651": Effect.NONE,
 }
 
 #: Codes whose effect on Forge Neo is ComfyUI's (the ported loader behaves the same), with

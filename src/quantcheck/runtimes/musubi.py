@@ -7,7 +7,8 @@ that is already quantized must pass `inspect_convrot_int8_artifact`
 admits only ConvRot INT8 triples (I8 [N, K] weight, F32 [N, 1] scale, U8 1-D `.comfy_quant`
 with format int8_tensorwise, convrot true and a power-of-four group dividing K) and raises
 "Invalid ConvRot INT8 artifact {path}, layer {m}: ..." for anything else. That gate is what
-this target models; its verdict "ok" means the gate passes.
+this target models; its verdict "ok" means the gate passes. The release is named by that
+commit (no musubi-tuner release containing it was found).
 
 Not modelled: the per-model topology checks of the MiniMax-H3 / Qwen3-VL loaders (exact layer
 counts, PR #1024), and `nvfp4_utils.py` @456eceb (Comfy NVFP4 + AWQ frozen text encoders,
@@ -111,7 +112,10 @@ LEFT_NONE: dict[str, str] = {
     "QC406": "NVFP4/MXFP8 are refused anyway (QC751)",
     "QC409": "W4A8 is refused anyway (QC750)",
     "QC505": "the index is not compared with the shards",
-    **{c: "sglang's and ComfyUI's own rules" for c in (f"QC6{n:02d}" for n in range(1, 25))},
+    **{
+        c: "sglang's and ComfyUI's own rules"
+        for c in (f"QC6{n:02d}" for n in (*range(1, 25), 50, 51))
+    },
 }
 
 RELEASES: tuple[Release, ...] = (

@@ -26,6 +26,12 @@ class Release:
     note: str = ""
     quantize: dict[str, str | None] = factory(dict)
     marker_fields: dict[str, dict[str, Any]] = factory(dict)
+    #: other spellings `--target NAME@ALIAS` accepts for this release (the commit or pull
+    #: request it was first named by); reports use `name`
+    aliases: tuple[str, ...] = ()
+    #: formats whose support from this release on rests on a reading that is not the runtime's
+    #: own code (format -> why), shown next to a status that depends on it
+    unverified: dict[str, str] = factory(dict)
 
 
 @record
@@ -76,13 +82,8 @@ class Runtime:
         if hit is not None:
             return hit  # type: ignore[no-any-return]
         out = dict(self.effects)
-        for rel in self.releases:
+        for rel in self._up_to(release):
             out.update(rel.effects)
-            if rel.name == release:
-                break
-        else:
-            if release is not None:
-                raise KeyError(f"{self.name} has no modelled release {release!r}")
         self.__dict__.setdefault("_tables", {})[key] = out
         return out
 
@@ -103,19 +104,28 @@ class Runtime:
     def _up_to(self, release: str | None) -> tuple[Release, ...]:
         if release is None:
             return self.releases
-        names = self.release_names()
-        if release not in names:
-            raise KeyError(f"{self.name} has no modelled release {release!r}")
-        return self.releases[: names.index(release) + 1]
+        return self.releases[: self.releases.index(self.release(release)) + 1]
 
     def release(self, name: str | None) -> Release:
-        """The release called `name` (None: the newest); KeyError if not modelled."""
+        """The release called `name` or one of its aliases (None: the newest); KeyError if
+        not modelled."""
         if name is None:
             return self.newest
         for rel in self.releases:
             if rel.name == name:
                 return rel
+        for rel in self.releases:
+            if name in rel.aliases:
+                return rel
         raise KeyError(f"{self.name} has no modelled release {name!r}")
+
+    def unverified_from(self, release: str | None) -> dict[str, str]:
+        """Formats whose support at `release` (None: the newest) rests on an unverified
+        reading: format -> why (the `unverified` of this release and the ones before)."""
+        out: dict[str, str] = {}
+        for rel in self._up_to(release):
+            out.update(rel.unverified)
+        return out
 
     def release_names(self) -> tuple[str, ...]:
         return tuple(rel.name for rel in self.releases)
@@ -211,8 +221,8 @@ def split_target(key: str) -> tuple[Runtime, str | None]:
     name, at, rel = key.partition("@")
     rt = _RUNTIMES[name]
     if at:
-        rt.release(rel)
-        return rt, (None if rel == rt.newest.name else rel)
+        found = rt.release(rel)
+        return rt, (None if found is rt.newest else found.name)
     return rt, None
 
 
@@ -253,7 +263,16 @@ def _expand_target(target: str) -> tuple[str, ...]:
         return names
     if rel == "all":
         return tuple(f"{n}@{r.name}" for n in names for r in _RUNTIMES[n].releases)
-    return tuple(f"{n}@{rel}" for n in names)
+    return tuple(f"{n}@{_canonical(n, rel)}" for n in names)
+
+
+def _canonical(runtime: str, release: str) -> str:
+    """The name of `runtime`'s release `release` (an alias: the release it names; unknown
+    runtimes and releases as given, for `parse_target` to report)."""
+    try:
+        return _RUNTIMES[runtime].release(release).name
+    except KeyError:
+        return release
 
 
 def parse_target(value: str) -> str:
@@ -272,7 +291,10 @@ def parse_target(value: str) -> str:
         except KeyError:
             name = part.partition("@")[0]
             if name in _RUNTIMES:
-                rels = ", ".join(_RUNTIMES[name].release_names())
+                rels = ", ".join(
+                    r.name + (f" (or {', '.join(r.aliases)})" if r.aliases else "")
+                    for r in _RUNTIMES[name].releases
+                )
                 raise ValueError(
                     f"unknown release in {part!r}: {name} models {rels} (or {name}@all)"
                 ) from None

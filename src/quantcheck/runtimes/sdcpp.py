@@ -8,6 +8,8 @@ the top level only) and never the header's `_quantization_metadata`; it implemen
 FP8 weights by dtype. The next release step is PR #1913 (merged 2026-08-26): FP8 weights keep
 their scalar or per-channel scale (`.scale_weight` read as `.weight_scale`); before it, scaled
 FP8 files load without their scales and render white images (PR #1898's description).
+Release names: sd.cpp's release tags that contain these commits were not found, so the steps
+are named by commit (bcc7e295) and by merge date (`2026-08-26`; `pr1913` stays an alias).
 
 Not modelled: commit 1aaa4929 (PR #1829, closed without merging) read only the header
 `_quantization_metadata` (with top-level `params` defaults), accepted `convrot_w4a4`, and
@@ -122,7 +124,10 @@ LEFT_NONE: dict[str, str] = {
     "QC502": "index files are not read",
     "QC503": "index files are not read",
     "QC505": "index files are not read",
-    **{c: "sglang's and ComfyUI's own rules" for c in (f"QC6{n:02d}" for n in range(1, 25))},
+    **{
+        c: "sglang's and ComfyUI's own rules"
+        for c in (f"QC6{n:02d}" for n in (*range(1, 25), 50, 51))
+    },
 }
 
 RELEASES: tuple[Release, ...] = (
@@ -132,10 +137,12 @@ RELEASES: tuple[Release, ...] = (
         "(+ConvRot); FP8 loaded without its scale.",
     ),
     Release(
-        "pr1913",
+        "2026-08-26",
         {"QC741": Effect.NONE},
         note="PR #1913 (merged 2026-08-26): FP8 E4M3/E5M2 weights keep scalar or per-channel "
-        "scales (read from its description; the merge commit was not read).",
+        "scales (read from its description; the merge commit was not read, so the step is "
+        "named by its merge date; alias pr1913).",
+        aliases=("pr1913",),
     ),
 )
 

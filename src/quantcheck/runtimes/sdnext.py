@@ -1,6 +1,7 @@
 """SD.Next (vladmandic/sdnext) as data: its native transformer loader for a UNet/DiT file.
 
-Read at snapshot d11a619 (2026-07-24):
+Read at snapshot d11a619 (2026-07-24; the modelled release keeps that commit's name: the
+dated SD.Next release that contains it was not found):
 - `pipelines/native_transformer.py`: `read_quantization_metadata` (header
   `_quantization_metadata`; malformed -> OverrideArchMismatch), `transcode_quant_metadata`
   (each header entry whose `<layer>.weight` exists becomes that layer's marker tensor,
@@ -157,7 +158,9 @@ LEFT_NONE: dict[str, str] = {
     "QC405": "padding is sliced off by unswizzle_block_scales",
     "QC409": "W4A8 is refused as a format (QC710)",
     "QC505": "the loader reads the file, not the index",
-    **dict.fromkeys((f"QC6{n:02d}" for n in range(1, 25)), "sglang's or ComfyUI's own finding"),
+    **dict.fromkeys(
+        (f"QC6{n:02d}" for n in (*range(1, 25), 50, 51)), "sglang's or ComfyUI's own finding"
+    ),
 }
 
 
