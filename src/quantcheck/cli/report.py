@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
-from quantcheck.cli.options import add_selection, add_target
-from quantcheck.textsafe import clean
+from quantcheck.cli.options import NO_CAP, add_max_bytes, add_selection, add_target
+from quantcheck.textsafe import say, say_error
 
 DESCRIPTIONS = {
     "report": """\
@@ -48,6 +47,7 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
         help="the unquantized original: adds a per-layer error heat map (repeatable for shards)",
     )
     add_target(p)
+    add_max_bytes(p, None)
     p.add_argument(
         "--deep",
         action="store_true",
@@ -91,15 +91,23 @@ def _write_many(args: argparse.Namespace, specs: list[Any]) -> int:
     pages = build_pages(specs, target=args.target, deep=args.deep)
     for name, html in pages.items():
         write_atomic(Path(out) / name, html)
-    print(
+    say(
         f"wrote {Path(out) / INDEX} and {len(pages) - 1} checkpoint pages "
         f"({len(specs)} checkpoints)",
-        file=sys.stderr,
+        err=True,
     )
     return 0
 
 
 def run(args: argparse.Namespace) -> int:
+    from quantcheck.io.limits import remote_limits
+
+    cap = args.max_bytes or (NO_CAP if args.compare else "64M")
+    with remote_limits(cap, None):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from quantcheck.io.outpath import check_destination
     from quantcheck.model.discover import discover, one_checkpoint, only_one
     from quantcheck.render.html import build_report
@@ -116,13 +124,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         compare = _compare(args.paths, args.compare) if args.compare else None
     except CompareUnavailable as exc:
-        print(f"quantcheck: error: {clean(exc)}", file=sys.stderr)
+        say_error(exc)
         return 2
     html = build_report(args.paths, compare=compare, target=args.target, deep=args.deep)
     out = Path(args.output)
     write_atomic(out, html)
-    print(
-        f"wrote {out} ({len(html.encode('utf-8', 'backslashreplace')) / 1024:.0f} KiB)",
-        file=sys.stderr,
-    )
+    say(f"wrote {out} ({len(html.encode('utf-8', 'backslashreplace')) / 1024:.0f} KiB)", err=True)
     return 0

@@ -16,6 +16,7 @@ from typing import Any
 from quantcheck.render.html.colors import STATUS_COLORS
 from quantcheck.render.html.page import CSS
 from quantcheck.render.inspect_text import human_bytes
+from quantcheck.textsafe import redact_url
 
 INDEX = "index.html"
 BACK = '<a href="index.html">&larr; All checkpoints</a>'
@@ -23,7 +24,8 @@ BACK = '<a href="index.html">&larr; All checkpoints</a>'
 
 def page_name(i: int, name: str) -> str:
     """`0001-model.safetensors.html`: numbered (names may repeat), safe characters only."""
-    base = re.split(r"[/\\]", name.rstrip("/"))[-1] or "checkpoint"
+    base = re.split(r"[/\\]", redact_url(name).split("?")[0].split("#")[0].rstrip("/"))[-1]
+    base = base or "checkpoint"
     slug = re.sub(r"[^A-Za-z0-9._-]+", "_", base)[:80]
     return f"{i + 1:04d}-{slug}.html"
 
@@ -44,7 +46,7 @@ def build_pages(
     targets: tuple[str, ...] = ()
     for i, spec in enumerate(specs):
         row: dict[str, Any] = {
-            "name": spec.name,
+            "name": redact_url(spec.name),
             "page": None,
             "size": None,
             "formats": "",
