@@ -17,38 +17,36 @@ FAMILIES = {
     "DiffSynth-Studio, musubi-tuner)",
 }
 
-#: The catalog of every rule folder (`rules/<name>/catalog.py`), in the order the docs list them:
-#: the generic families, then each runtime's own.
-CATALOGS: tuple[str, ...] = (
-    "container",
-    "markers",
-    "layers",
-    "numeric",
-    "shards",
-    "support",
-    "forge_neo",
-    "sdnext",
-    "invokeai",
-    "sdcpp",
-    "diffsynth",
-    "musubi",
-)
+#: The generic rule folders (`rules/<name>/catalog.py`); each runtime's own rules come from its
+#: record's folder (`Runtime.folder`: `rules/<runtime>/catalog.py`).
+CATALOGS: tuple[str, ...] = ("container", "markers", "layers", "numeric", "shards", "support")
+
+
+def all_rules() -> dict[str, Rule]:
+    """Every rule by code, from the generic catalogs and each registered runtime's folder;
+    duplicate codes or names are a bug."""
+    from quantcheck.runtimes import registry
+
+    return _rules_at(registry.generation)
 
 
 @cache
-def all_rules() -> dict[str, Rule]:
-    """Every rule by code, from all catalog modules; duplicate codes or names are a bug."""
+def _rules_at(generation: int) -> dict[str, Rule]:
+    """The rules while the runtime registry is at `generation` (a registration renews it)."""
     from importlib import import_module
 
+    from quantcheck.runtimes import runtimes
+
+    names = [f"quantcheck.rules.{name}.catalog" for name in CATALOGS]
+    names += [f"{rt.folder}.catalog" for rt in runtimes() if rt.folder]
     table: dict[str, Rule] = {}
-    names: set[str] = set()
-    for name in CATALOGS:
-        module = import_module(f"quantcheck.rules.{name}.catalog")
-        for rule in module.RULES:
-            if rule.code in table or rule.name in names:
+    seen: set[str] = set()
+    for name in names:
+        for rule in import_module(name).RULES:
+            if rule.code in table or rule.name in seen:
                 raise RuntimeError(f"duplicate rule {rule.code} {rule.name}")
             table[rule.code] = rule
-            names.add(rule.name)
+            seen.add(rule.name)
     return dict(sorted(table.items()))
 
 

@@ -120,6 +120,7 @@ def diffsynth_runtime() -> Runtime:
         effects=EFFECTS,
         reasons={**WHY, **LEFT_NONE},
         messages="quantcheck.rules.diffsynth.messages:PATTERNS",
+        folder="quantcheck.rules.diffsynth",
         default_target=False,
         doc="DiffSynth-Studio's comfy-kitchen backend (comfy_kitchen.py _parse_marker, "
         "unflatten_state_dict: marker tensors only, float8_e4m3fn and int8_tensorwise, strict "

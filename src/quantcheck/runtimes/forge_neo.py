@@ -163,4 +163,5 @@ def forge_neo_runtime() -> Runtime:
         "format table and header-replaces-marker conversion; ComfyUI's verdicts otherwise.",
         default_target=False,
         messages="quantcheck.rules.forge_neo.messages:PATTERNS",
+        folder="quantcheck.rules.forge_neo",
     )

@@ -131,6 +131,7 @@ def invokeai_runtime() -> Runtime:
         effects=EFFECTS,
         reasons={**WHY, **LEFT_NONE},
         messages="quantcheck.rules.invokeai.messages:PATTERNS",
+        folder="quantcheck.rules.invokeai",
         default_target=False,
         doc="InvokeAI's ComfyUI single-file loaders (comfyui_state_dict_utils.py "
         "_dequantize_comfyui_fp8: every weight_scale multiplied in, markers dropped), read in "

@@ -141,4 +141,5 @@ def musubi_runtime() -> Runtime:
         "triples from .comfy_quant tensors only; a pass means musubi accepts the file.",
         default_target=False,
         messages="quantcheck.rules.musubi.messages:PATTERNS",
+        folder="quantcheck.rules.musubi",
     )

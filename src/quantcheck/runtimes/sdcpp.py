@@ -161,4 +161,5 @@ def sdcpp_runtime() -> Runtime:
         "int8_tensorwise (+ConvRot); FP8 scales applied from PR #1913.",
         default_target=False,
         messages="quantcheck.rules.sdcpp.messages:PATTERNS",
+        folder="quantcheck.rules.sdcpp",
     )

@@ -185,4 +185,5 @@ def sdnext_runtime() -> Runtime:
         "a log warning, so refusals are degraded, not failures.",
         default_target=False,
         messages="quantcheck.rules.sdnext.messages:PATTERNS",
+        folder="quantcheck.rules.sdnext",
     )
