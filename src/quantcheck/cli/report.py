@@ -93,8 +93,7 @@ def _write_many(args: argparse.Namespace, specs: list[Any]) -> int:
         write_atomic(Path(out) / name, html)  # each page as it is made: one in memory at once
         written += 1
     say(
-        f"wrote {Path(out) / INDEX} and {written - 1} checkpoint pages "
-        f"({len(specs)} checkpoints)",
+        f"wrote {Path(out) / INDEX} and {written - 1} checkpoint pages ({len(specs)} checkpoints)",
         err=True,
     )
     return 0

@@ -9,9 +9,9 @@ opens only the checkpoint looked at; element ids of the pages cannot collide.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from html import escape
-from collections.abc import Iterator
 from typing import Any
 
 from quantcheck.render.html.colors import STATUS_COLORS
