@@ -27,6 +27,8 @@ from quantcheck.rules.sglang_header_path import (
     sglang_paths,
     short,
 )
+from quantcheck.results import distinct_kinds
+from quantcheck.rules.sglang_loaders import loaders_at
 from quantcheck.runtimes import get_runtime, registry
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
@@ -55,9 +57,20 @@ _RELEASES: dict[str, tuple[str, ...]] = registry.runtime_cache()
 
 
 def path_json(ck: Checkpoint, release: str | None) -> dict[str, Any]:
-    """`path` / `path_reason` / `path_config` of the sglang target at `release` (None: newest),
-    for the JSON summary (the `paths` hook of the sglang runtime record)."""
-    return sglang_path(ck, release or _releases()[-1]).to_json()
+    """`path` / `path_reason` / `path_config` of the sglang target at `release` (None: newest)
+    and its `loaders` (`sglang_loaders`), for the JSON summary (the `paths` hook of the sglang
+    runtime record)."""
+    rel = release or _releases()[-1]
+    docs = header_docs(ck)
+    path = sglang_path(ck, rel, docs)
+    held = _MARKER_STATUS
+    marker = held[1].get(rel) if held is not None and held[0] is ck else None
+    return {**path.to_json(), "loaders": loaders_at(ck, rel, docs, path, marker)}
+
+
+#: (checkpoint, {release: the marker rules' status}) of the last checkpoint whose header path
+#: hid its marker findings (`HeaderPathChecks.finish`), read by `path_json` right after
+_MARKER_STATUS: tuple[Checkpoint, dict[str, str]] | None = None
 
 
 class HeaderPathChecks:
@@ -108,9 +121,10 @@ class HeaderPathChecks:
         if len(configs) > 1 or len(header) != len(self.paths):
             per = "; per release: " + ", ".join(_runs(self.paths))
         tail = (
-            ": its text-encoder and --transformer-weights-path loaders try this before the "
-            "marker inspector, so the comfy_quant marker rules do not apply to sglang for it "
-            "(the MiniMax-H3 and ComfyUI single-file loaders read markers first)"
+            ": its text-encoder loader tries this before the marker inspector and its "
+            "--transformer-weights-path loader reads only this, so the comfy_quant marker "
+            "rules do not apply to sglang for it (the MiniMax-H3 and ComfyUI single-file "
+            "loaders read markers instead)"
             if self.everywhere
             else ""
         )
@@ -433,6 +447,23 @@ class HeaderPathChecks:
                     severity=d.severity,
                     data=d.data,
                 )
+            )
+        return out
+
+
+    def _marker_status(self, diags: list[Diagnostic]) -> dict[str, str]:
+        """Per release, the status the marker path's findings give (the header-path codes
+        left out)."""
+        kinds = distinct_kinds([d for d in diags if d.code not in HEADER_CODES])
+        out = {}
+        for rel in self.releases:
+            effs = {d.effect_at(f"sglang@{rel}") for d in kinds.values()}
+            out[rel] = (
+                "fails"
+                if Effect.FAILS in effs
+                else "degraded"
+                if Effect.DEGRADED in effs
+                else "ok"
             )
         return out
 
