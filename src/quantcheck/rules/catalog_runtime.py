@@ -252,19 +252,31 @@ RULES = [
     ),
     Rule(
         "QC615",
-        "sglang-mxfp8-scales-swizzled-twice",
-        Severity.WARNING,
-        "MXFP8 layers compute noise on sglang 0.5.19-0.5.21",
-        effects("none", "none"),
+        "sglang-mxfp8-weight-load",
+        E,
+        "MXFP8 layers stop sglang 0.5.19-0.5.21 and 0.5.23 at weight load",
+        effects("fails", "none"),
         None,
-        "No MXFP8 layers when the target is sglang 0.5.19, 0.5.20 or 0.5.21.",
-        "Those releases pass every check on MXFP8 files but hand FlashInfer scales that are "
-        "swizzled a second time: the output is noise, with no error. 0.5.22 fixed it "
-        "(ComfyMXFP8LinearMethod, PR #38028).",
+        "No MXFP8 layers when the target is sglang 0.5.19, 0.5.20, 0.5.21 or 0.5.23.",
+        "Stage: weight load, after the inspector and the layer build. MXFP8Config builds SRT's "
+        "Fp8LinearMethod (class name Fp8LinearMethod, in WEIGHT_LOADER_V2_SUPPORTED; 0.5.23's "
+        "_uses_weight_loader_v2 finds it in ComfyMXFP8LinearMethod's MRO), so the DiT linear "
+        "registers weight_loader_v2, which calls the SRT parameters' "
+        "load_column_parallel_weight / load_row_parallel_weight without their required "
+        "tp_rank: TypeError, the load stops, even for a clean comfy-kitchen MXFP8 file. 0.5.22 "
+        "builds ComfyMXFP8LinearMethod, not in the list: the v1 weight_loader loads a plain "
+        "MXFP8 file byte-exact (PR #38028 also stops re-swizzling its scales); there an "
+        "F8_E8M0 block scale is cast into the uint8 weight_scale_inv by fsdp_load's "
+        ".to(dtype) (2**(e-127) as an integer: 0 for every byte < 127, degraded) and a padded "
+        "scale fails the weight_loader's shape assertion (QC308).",
         '{"format": "mxfp8"}',
-        "Use sglang >= 0.5.22, or another format for older releases.",
-        "sglang 0.5.19-0.5.22 wheels (mxfp8.py; consumers.md 2.1) [READ, not run: the "
-        "kernel path needs a GPU].",
+        "Use sglang 0.5.22, or another format for the other releases.",
+        "sglang 0.5.19-0.5.23 wheels: multimodal_gen/runtime/layers/quantization/mxfp8.py "
+        "MXFP8Config.get_quant_method, multimodal_gen/runtime/layers/linear.py "
+        "WEIGHT_LOADER_V2_SUPPORTED / ColumnParallelLinear.weight_loader_v2, srt/layers/"
+        "parameter.py load_column_parallel_weight(loaded_weight, tp_rank), "
+        "multimodal_gen/runtime/loader/fsdp_load.py load_model_from_full_model_state_dict "
+        "(read; the stages before it are run by tests/rules/diff_sglang).",
     ),
     Rule(
         "QC616",

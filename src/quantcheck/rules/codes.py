@@ -116,7 +116,7 @@ QC611: Rule  # sglang-0518-markers-not-read
 QC612: Rule  # sglang-0519-markers-not-identical
 QC613: Rule  # sglang-0519-int8-marker-refused
 QC614: Rule  # sglang-0519-nvfp4-needs-fpmm
-QC615: Rule  # sglang-mxfp8-scales-swizzled-twice
+QC615: Rule  # sglang-mxfp8-weight-load
 QC616: Rule  # sglang-header-path
 QC617: Rule  # sglang-header-fp8-sweeps-layers
 QC618: Rule  # sglang-header-ignored-silently
