@@ -811,12 +811,44 @@ RUNTIME = [
     ),
     RuleCase(
         "QC617",
-        "fp8-header-sweeps-int8",
-        file(lambda: [*fp8(), *int8(FC1)], header_meta({P: FP8_MARK, FC1: INT8_CONVROT})),
+        "fp8-header-sweeps-scalar-int8",
+        file(
+            lambda: [*fp8(), *int8(FC1, scale=("F32", ()))],
+            header_meta({P: FP8_MARK, FC1: INT8_CONVROT}),
+        ),
         eff("degraded", "none"),
         file(lambda: [*fp8(), *fp8(FC1)], header_meta({P: FP8_MARK, FC1: FP8_MARK})),
         twin_allows=HEADER_FP8,
         message="1 int8_tensorwise layer",
+    ),
+    # QC630: the same whole-model Fp8Config cannot load layers that do not fit its per-tensor
+    # FP8 parameters (weight load: PerTensorScaleParameter [1], float8_e4m3fn [N, K] weight)
+    RuleCase(
+        "QC630",
+        "fp8-header-sweeps-rowwise-int8",
+        file(lambda: [*fp8(), *int8(FC1)], header_meta({P: FP8_MARK, FC1: INT8_CONVROT})),
+        SG_ONLY,
+        file(lambda: [*fp8(), *fp8(FC1)], header_meta({P: FP8_MARK, FC1: FP8_MARK})),
+        twin_allows=HEADER_FP8,
+        message="1 int8_tensorwise layer",
+    ),
+    RuleCase(
+        "QC630",
+        "fp8-header-rowwise-fp8-scale",
+        file(lambda: fp8(scale=("F32", (64, 1))), header_meta({P: FP8_MARK})),
+        SG_ONLY,
+        file(fp8, header_meta({P: FP8_MARK})),
+        twin_allows=HEADER_FP8,
+        message="1 float8_e4m3fn layer",
+    ),
+    RuleCase(
+        "QC630",
+        "fp8-header-sweeps-nvfp4",
+        file(lambda: [*fp8(), *nvfp4(FC1)], header_meta({P: FP8_MARK})),
+        SG_ONLY,
+        file(lambda: [*fp8(), *fp8(FC1)], header_meta({P: FP8_MARK})),
+        twin_allows=HEADER_FP8,
+        message="nvfp4",
     ),
     RuleCase(
         "QC617",

@@ -126,6 +126,7 @@ QC621: Rule  # rowwise-fp8-format-version
 QC622: Rule  # rowwise-fp8-header-contract
 QC623: Rule  # rowwise-fp8-layer-tensors
 QC624: Rule  # sglang-header-path-raises
+QC630: Rule  # sglang-header-fp8-weight-load
 QC701: Rule  # format-unsupported-by-forge-neo
 QC702: Rule  # format-needs-forge-neo-939c56d
 QC703: Rule  # header-replaces-marker-in-forge-neo
@@ -272,6 +273,7 @@ __all__ = [
     "QC622",
     "QC623",
     "QC624",
+    "QC630",
     "QC701",
     "QC702",
     "QC703",

@@ -1,4 +1,4 @@
-"""QC616-QC619, QC621-QC623: what sglang's header path does with a checkpoint (the model:
+"""QC616-QC619, QC621-QC624, QC630: what sglang's header path does with a checkpoint (the model:
 `sglang_header_path.py`). QC620 (the rowwise header formats) is a marker-format finding
 (`marker_rules`). Standard library only."""
 
@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 from quantcheck.diagnostics import Diagnostic
 from quantcheck.formats.table import (
+    FORMATS,
     HEADER_FORMATS,
     ROWWISE_BF16,
     ROWWISE_FORMAT_VERSIONS,
@@ -40,7 +41,9 @@ POINTER = "/__metadata__/_quantization_metadata"
 #: (by family) the container and shard rules (the files must still be readable and whole).
 HEADER_CODES = frozenset(
     r.code
-    for r in (R.QC616, R.QC617, R.QC618, R.QC619, R.QC620, R.QC621, R.QC622, R.QC623, R.QC624)
+    for r in (
+        R.QC616, R.QC617, R.QC618, R.QC619, R.QC620, R.QC621, R.QC622, R.QC623, R.QC624, R.QC630
+    )
 )
 
 
@@ -152,7 +155,12 @@ class HeaderPathChecks:
         )
 
     def _swept(self) -> Iterator[Diagnostic]:
-        """QC617: the whole-model Fp8Config takes layers of other formats."""
+        """QC617 / QC630: the whole-model Fp8Config builds every marked layer as a per-tensor
+        FP8 linear (float8_e4m3fn [N, K] weight, a [1] PerTensorScaleParameter scale), and
+        fsdp_load casts each tensor to that parameter's dtype before its weight_loader: a
+        layer whose weight is not a plain [N, K] or whose scale has more than one element
+        fails the weight_loader's shape assertion (QC630); a scalar-scaled layer stored in
+        another dtype loads value-cast to e4m3 (QC617)."""
         fp8 = next(
             (p.route for p in self.paths.values() if p.route is not None and p.route.kind == "fp8"),
             None,
@@ -165,29 +173,52 @@ class HeaderPathChecks:
             names = doc.get(key)
             if isinstance(names, list):
                 ignored.update(n for n in names if isinstance(n, str))
-        other: dict[str, list[str]] = {}
+        cast: dict[str, list[str]] = {}
+        unfit: dict[str, list[str]] = {}
         for la in self.ck.layers.values():
             m = la.marker
-            if m is None or la.weight is None or la.prefix in ignored:
+            w = la.weight
+            if m is None or w is None or la.prefix in ignored:
                 continue
             fmt = m.format
-            if fmt == "float8_e4m3fn" or (isinstance(fmt, str) and fmt in HEADER_FORMATS):
+            if isinstance(fmt, str) and fmt in HEADER_FORMATS:
                 continue
-            other.setdefault(fmt if isinstance(fmt, str) else short(fmt), []).append(la.prefix)
-        if not other:
-            return
-        n = sum(len(v) for v in other.values())
-        first = next(iter(other.values()))[0]
-        yield Diagnostic(
-            R.QC617,
-            f"sglang's header path builds one whole-model Fp8Config for this file, so its "
-            f"{n} {', '.join(sorted(other))} layer{'s' if n > 1 else ''} (e.g. {first!r}) "
-            f"{'are' if n > 1 else 'is'} built as per-tensor FP8 without an error (the "
-            "markers that say otherwise are never read)",
-            file=fp8.file,
-            pointer=POINTER,
-            data={"formats": sorted(other), "layers": n},
-        )
+            name = fmt if isinstance(fmt, str) else short(fmt)
+            spec = FORMATS.get(fmt) if isinstance(fmt, str) else None
+            scale = la.tensors.get("weight_scale")
+            many = scale is not None and _numel(scale.shape) > 1
+            if len(w.shape) != 2 or (spec is not None and spec.packing != "none") or many:
+                unfit.setdefault(name, []).append(la.prefix)
+            elif w.dtype != "F8_E4M3":
+                cast.setdefault(name, []).append(la.prefix)
+        if unfit:
+            n = sum(len(v) for v in unfit.values())
+            first = next(iter(unfit.values()))[0]
+            yield Diagnostic(
+                R.QC630,
+                f"sglang's header path builds one whole-model Fp8Config for this file, whose "
+                f"per-tensor FP8 linears take a plain [N, K] weight and a one-element scale: its "
+                f"{n} {', '.join(sorted(unfit))} layer{'s' if n > 1 else ''} (e.g. {first!r}) "
+                "do not fit and the load stops at weight load (fsdp_load: 'Failed to "
+                "shard/load parameter')",
+                file=fp8.file,
+                pointer=POINTER,
+                data={"formats": sorted(unfit), "layers": n},
+            )
+        if cast:
+            n = sum(len(v) for v in cast.values())
+            first = next(iter(cast.values()))[0]
+            yield Diagnostic(
+                R.QC617,
+                f"sglang's header path builds one whole-model Fp8Config for this file, so its "
+                f"{n} {', '.join(sorted(cast))} layer{'s' if n > 1 else ''} (e.g. {first!r}) "
+                f"{'are' if n > 1 else 'is'} loaded as per-tensor FP8 without an error: "
+                "fsdp_load casts the stored weights to float8_e4m3fn (values rounded; the "
+                "markers that say otherwise are never read)",
+                file=fp8.file,
+                pointer=POINTER,
+                data={"formats": sorted(cast), "layers": n},
+            )
 
     def _ignored(self) -> Iterator[Diagnostic]:
         """QC618: a header declaration the header path drops silently."""
@@ -466,6 +497,13 @@ class HeaderPathChecks:
                 else "ok"
             )
         return out
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n
 
 
 def _runs(paths: dict[str, SglangPath]) -> list[str]:

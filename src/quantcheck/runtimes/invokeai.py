@@ -85,7 +85,7 @@ LEFT_NONE: dict[str, str] = {
     ),
     "QC505": "the weight_map is not used by InvokeAI's single-file loaders",
     **dict.fromkeys(
-        [f"QC6{n:02d}" for n in range(1, 25)],
+        [*(f"QC6{n:02d}" for n in range(1, 25)), "QC630"],
         "sglang's and ComfyUI's own loaders (InvokeAI reads F8_E8M0 through safetensors)",
     ),
 }
