@@ -182,7 +182,5 @@ def test_header_fp8_config_fails_layers_it_cannot_load(tmp_path: Path) -> None:
         (tmp_path / name).mkdir()
         build = file(lambda tensors=tensors: tensors, header_meta({P: FP8_MARK}))
         report = check_paths([str(p) for p in build(tmp_path / name)], target="sglang@all")
-        assert all(
-            report.target_status(t)["status"] == status for t in report.targets
-        ), name
+        assert all(report.target_status(t)["status"] == status for t in report.targets), name
         assert code in {d.code for d in report.diagnostics}, name

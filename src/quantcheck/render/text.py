@@ -73,7 +73,12 @@ def verdict_lines(report: Report, c: bool) -> str:
         f"{files} file{'s' if files != 1 else ''}, {s.get('layers', 0)} layers"
     )
     return (
-        "targets: " + " · ".join(parts) + loader_lines(report) + release_lines(report) + "\n" + totals
+        "targets: "
+        + " · ".join(parts)
+        + loader_lines(report)
+        + release_lines(report)
+        + "\n"
+        + totals
     )
 
 

@@ -16,6 +16,7 @@ from quantcheck.formats.table import (
 )
 from quantcheck.model.checkpoint import Checkpoint
 from quantcheck.model.layers import Layer
+from quantcheck.results import distinct_kinds
 from quantcheck.rules import codes as R
 from quantcheck.rules.levels import Effect
 from quantcheck.rules.sglang_header_path import (
@@ -28,7 +29,6 @@ from quantcheck.rules.sglang_header_path import (
     sglang_paths,
     short,
 )
-from quantcheck.results import distinct_kinds
 from quantcheck.rules.sglang_loaders import loaders_at
 from quantcheck.runtimes import get_runtime, registry
 
@@ -42,7 +42,16 @@ POINTER = "/__metadata__/_quantization_metadata"
 HEADER_CODES = frozenset(
     r.code
     for r in (
-        R.QC616, R.QC617, R.QC618, R.QC619, R.QC620, R.QC621, R.QC622, R.QC623, R.QC624, R.QC630
+        R.QC616,
+        R.QC617,
+        R.QC618,
+        R.QC619,
+        R.QC620,
+        R.QC621,
+        R.QC622,
+        R.QC623,
+        R.QC624,
+        R.QC630,
     )
 )
 
@@ -66,14 +75,17 @@ def path_json(ck: Checkpoint, release: str | None) -> dict[str, Any]:
     rel = release or _releases()[-1]
     docs = header_docs(ck)
     path = sglang_path(ck, rel, docs)
-    held = _MARKER_STATUS
-    marker = held[1].get(rel) if held is not None and held[0] is ck else None
-    return {**path.to_json(), "loaders": loaders_at(ck, rel, docs, path, marker)}
+    held = _HELD_STATUS
+    mine = held[1] if held is not None and held[0] is ck else {}
+    loaders = loaders_at(ck, rel, docs, path, mine.get(rel), mine.get(NVFP4_ROUTE))
+    return {**path.to_json(), "loaders": loaders}
 
 
-#: (checkpoint, {release: the marker rules' status}) of the last checkpoint whose header path
-#: hid its marker findings (`HeaderPathChecks.finish`), read by `path_json` right after
-_MARKER_STATUS: tuple[Checkpoint, dict[str, str]] | None = None
+#: (checkpoint, statuses) of the last checkpoint checked (`HeaderPathChecks.finish`), read by
+#: `path_json` right after: per release the marker rules' status where the header path hides
+#: them, and under `NVFP4_ROUTE` the status of the ModelOpt NVFP4 route (0.5.18's rules)
+_HELD_STATUS: tuple[Checkpoint, dict[str, str]] | None = None
+NVFP4_ROUTE = "nvfp4-route"
 
 
 class HeaderPathChecks:
@@ -441,10 +453,42 @@ class HeaderPathChecks:
 
     # --- the header path hides the marker path ----------------------------------------------
 
+    def _marker_status(self, diags: list[Diagnostic]) -> dict[str, str]:
+        """Per release, the status the marker path's findings give (the header-path codes
+        left out): what the loaders that never ask the header path get. A header-only
+        rowwise format (QC620) read as a marker is a format the marker resolver refuses
+        ("Unsupported Comfy quantization format(s)")."""
+        if any(d.code == R.QC620.code for d in diags):
+            return dict.fromkeys(self.releases, "fails")
+        kinds = list(distinct_kinds([d for d in diags if d.code not in HEADER_CODES]).values())
+        return {
+            rel: _status_of({d.effect_at(f"sglang@{rel}") for d in kinds}) for rel in self.releases
+        }
+
+    def _nvfp4_route_status(self, diags: list[Diagnostic]) -> str:
+        """The status of the ModelOpt NVFP4 route `--transformer-weights-path` takes without a
+        header config (build_nvfp4_config_from_safetensors_list): what the findings 0.5.18's
+        release data decides (the ones that model that builder: group size, padded scales,
+        convrot ignored) give at 0.5.18, without QC611 (0.5.18 not reading markers)."""
+        oldest = get_runtime("sglang").releases[0]
+        codes = set(oldest.effects) - {R.QC611.code}
+        kinds = distinct_kinds([d for d in diags if d.code in codes]).values()
+        return _status_of({d.effect_at(f"sglang@{oldest.name}") for d in kinds})
+
     def finish(self, diags: list[Diagnostic], release_codes: set[str]) -> list[Diagnostic]:
         """When the header path takes the file on every release, the marker path's findings
         no longer concern sglang: those about sglang alone are dropped, the others keep their
-        effects on the other runtimes with none on sglang."""
+        effects on the other runtimes with none on sglang. The marker rules' status per
+        release is kept for the loaders that read the markers whatever the header says
+        (`sglang_loaders`)."""
+        global _HELD_STATUS
+        held = (
+            self._marker_status(diags)
+            if any(p.path == "header" for p in self.paths.values())
+            else {}
+        )
+        held[NVFP4_ROUTE] = self._nvfp4_route_status(diags)
+        _HELD_STATUS = (self.ck, held)
         if not self.everywhere:
             return diags
         out = []
@@ -482,21 +526,10 @@ class HeaderPathChecks:
         return out
 
 
-    def _marker_status(self, diags: list[Diagnostic]) -> dict[str, str]:
-        """Per release, the status the marker path's findings give (the header-path codes
-        left out)."""
-        kinds = distinct_kinds([d for d in diags if d.code not in HEADER_CODES])
-        out = {}
-        for rel in self.releases:
-            effs = {d.effect_at(f"sglang@{rel}") for d in kinds.values()}
-            out[rel] = (
-                "fails"
-                if Effect.FAILS in effs
-                else "degraded"
-                if Effect.DEGRADED in effs
-                else "ok"
-            )
-        return out
+def _status_of(effects: set[Effect]) -> str:
+    if Effect.FAILS in effects:
+        return "fails"
+    return "degraded" if Effect.DEGRADED in effects else "ok"
 
 
 def _numel(shape: tuple[int, ...]) -> int:

@@ -97,10 +97,12 @@ def loaders_at(
     docs: list[HeaderDoc],
     path: SglangPath,
     marker_status: str | None,
+    nvfp4_status: str | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Each loader's verdict at `release`. `path` is the header-first reading of the file
     (what the text-encoder loader does); `marker_status` the marker rules' status at `release`
-    when the header path hides it (None: the target's tally is the marker verdict)."""
+    when the header path hides it (None: the target's tally is the marker verdict);
+    `nvfp4_status` that of the ModelOpt NVFP4 route (None: the tally)."""
     v = version(release)
     if v <= NO_INSPECTOR:
         same = _verdict(
@@ -109,7 +111,7 @@ def loaders_at(
             "then the NVFP4 inference (_resolve_quant_config)",
         )
         return {OVERRIDE: same, H3: dict(same)}
-    override = override_verdict(ck, docs, release)
+    override = override_verdict(ck, docs, release, nvfp4_status)
     marked = _marked_layers(ck)
     out = {OVERRIDE: override}
     if marked:
@@ -126,9 +128,7 @@ def loaders_at(
         out[COMFYUI] = comfyui_verdict(ck, v, marked, marker_status)
     out[ENCODER] = _verdict(
         None,
-        "_get_encoder_quant_config: header path, quanto INT8, then the markers ("
-        + path.why
-        + ")",
+        "_get_encoder_quant_config: header path, quanto INT8, then the markers (" + path.why + ")",
     )
     return out
 
@@ -152,7 +152,9 @@ def _marked_layers(ck: Checkpoint) -> dict[str, Any]:
 # --- --transformer-weights-path ---------------------------------------------------------------
 
 
-def override_verdict(ck: Checkpoint, docs: list[HeaderDoc], release: str) -> dict[str, Any]:
+def override_verdict(
+    ck: Checkpoint, docs: list[HeaderDoc], release: str, nvfp4_status: str | None = None
+) -> dict[str, Any]:
     """`_resolve_weight_override_quantization`, then `_resolve_quant_config`'s NVFP4 inference
     and its refusal (0.5.19-0.5.23, identical in the wheels)."""
     where = "_resolve_weight_override_quantization"
@@ -189,7 +191,7 @@ def override_verdict(ck: Checkpoint, docs: list[HeaderDoc], release: str) -> dic
                 return _verdict(
                     "fails",
                     f'{where}: ValueError("Conflicting checkpoint quantization field '
-                    f"{conflict!r}\")",
+                    f'{conflict!r}")',
                 )
             declaration = _merged(declaration or {}, doc)
     if declaration is not None and "quant_method" in declaration:
@@ -203,7 +205,7 @@ def override_verdict(ck: Checkpoint, docs: list[HeaderDoc], release: str) -> dic
     declares = declaration is not None or _quantized_tensors(ck)
     if not declares:
         return _verdict(None, f"{where}: no declaration and no quantized tensors: unquantized")
-    return _nvfp4_inference(ck, docs, declaration is not None)
+    return _nvfp4_inference(ck, docs, declaration is not None, nvfp4_status)
 
 
 def _shard_metadata(ck: Checkpoint, file: str) -> dict[str, str]:
@@ -249,8 +251,11 @@ def _quantized_tensors(ck: Checkpoint) -> bool:
     return False
 
 
-def _nvfp4_inference(ck: Checkpoint, docs: list[HeaderDoc], declared: bool) -> dict[str, Any]:
-    """No config from the header: `build_nvfp4_config_from_safetensors_list` or the refusal."""
+def _nvfp4_inference(
+    ck: Checkpoint, docs: list[HeaderDoc], declared: bool, nvfp4_status: str | None
+) -> dict[str, Any]:
+    """No config from the header: `build_nvfp4_config_from_safetensors_list` or the refusal.
+    The ModelOpt route's own status is `nvfp4_status` (0.5.18's rules model that builder)."""
     why = "a header declaration" if declared else "quantized tensors"
     layers = nvfp4_layers(ck, docs)
     group = None
@@ -274,11 +279,12 @@ def _nvfp4_inference(ck: Checkpoint, docs: list[HeaderDoc], declared: bool) -> d
         "tensors (build_nvfp4_config_from_safetensors_list)"
     )
     if not others:
-        return _verdict(None, head)
+        return _verdict(nvfp4_status, head)
     status, text = _unquantized_load(ck, others)
-    return _verdict(
-        None, f"{head}; its other layers are excluded and load unquantized: {text}", status
-    )
+    text = f"{head}; its other layers are excluded and load unquantized: {text}"
+    if nvfp4_status is None:
+        return _verdict(None, text, status)
+    return _verdict(worst([nvfp4_status, status]), text)
 
 
 # --- unquantized loads (comfyui-mode specs without markers, NVFP4-inferred companions) -------

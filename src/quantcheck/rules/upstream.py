@@ -13,7 +13,9 @@ SGTL = "python/sglang/multimodal_gen/runtime/loader/transformer_load_utils.py"
 #: sglang's DiT weight loader (every release 0.5.18-0.5.23): load_model_from_full_model_state_dict
 #: casts each tensor to its parameter's dtype (`.to(dtype=target_dtype)`) before the
 #: parameter's weight_loader; an AssertionError there stops the load.
-SGFSDP = "python/sglang/multimodal_gen/runtime/loader/fsdp_load.py load_model_from_full_model_state_dict"
+SGFSDP = (
+    "python/sglang/multimodal_gen/runtime/loader/fsdp_load.py load_model_from_full_model_state_dict"
+)
 #: the DiT linears and their weight loaders (WEIGHT_LOADER_V2_SUPPORTED, weight_loader_v2).
 SGLIN = "python/sglang/multimodal_gen/runtime/layers/linear.py"
 #: ComfyUI (Comfy-Org/ComfyUI) at quantcheck's reference commit 0271a469fe29: the

@@ -108,7 +108,10 @@ LEFT_NONE: dict[str, str] = {
     "QC406": "NVFP4/MXFP8 are refused anyway (QC751)",
     "QC409": "W4A8 is refused anyway (QC750)",
     "QC505": "the index is not compared with the shards",
-    **{c: "sglang's and ComfyUI's own rules" for c in (*(f"QC6{n:02d}" for n in range(1, 25)), "QC630")},
+    **{
+        c: "sglang's and ComfyUI's own rules"
+        for c in (*(f"QC6{n:02d}" for n in range(1, 25)), "QC630")
+    },
 }
 
 RELEASES: tuple[Release, ...] = (

@@ -111,7 +111,10 @@ LEFT_NONE: dict[str, str] = {
     "QC504": "index files are not read",
     "QC505": "index files are not read",
     "QC506": "one file per model argument: shard sets are not read",
-    **{c: "sglang's and ComfyUI's own rules" for c in (*(f"QC6{n:02d}" for n in range(1, 25)), "QC630")},
+    **{
+        c: "sglang's and ComfyUI's own rules"
+        for c in (*(f"QC6{n:02d}" for n in range(1, 25)), "QC630")
+    },
 }
 
 RELEASES: tuple[Release, ...] = (

@@ -116,7 +116,9 @@ LEFT_NONE: dict[str, str] = {
     "QC405": "padding is sliced off by unswizzle_block_scales",
     "QC409": "W4A8 is refused as a format (QC710)",
     "QC505": "the loader reads the file, not the index",
-    **dict.fromkeys((*(f"QC6{n:02d}" for n in range(1, 25)), "QC630"), "sglang's or ComfyUI's own finding"),
+    **dict.fromkeys(
+        (*(f"QC6{n:02d}" for n in range(1, 25)), "QC630"), "sglang's or ComfyUI's own finding"
+    ),
 }
 
 
