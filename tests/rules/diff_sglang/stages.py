@@ -28,6 +28,9 @@ FSDP = "sglang.multimodal_gen.runtime.loader.fsdp_load"
 TLU = "sglang.multimodal_gen.runtime.loader.transformer_load_utils"
 H3 = "sglang.multimodal_gen.runtime.loader.minimax_h3_weights"
 STOPS = (*REFUSALS, AssertionError, RuntimeError, AttributeError)
+#: quant methods whose first forward runs on the CPU (comfy-kitchen's eager kernels); the
+#: others' kernels need a GPU, so their forward is not run
+CPU_FORWARD = ("KitchenW4A8LinearMethod",)
 
 
 def module(name: str) -> types.ModuleType:
@@ -86,6 +89,12 @@ def load_layer(
     if changed:
         return "degraded", "weight load changed values: " + "; ".join(changed)
     method = type(model.layer.quant_method).__name__
+    if method in CPU_FORWARD:
+        try:
+            model.layer.quant_method.apply(model.layer, torch.randn(2, k, dtype=torch.bfloat16))
+        except STOPS as exc:
+            return "fails", f"first forward: {type(exc).__name__}: {str(exc)[:200]}"
+        return "ok", f"{method}: loaded byte-exact, first forward ran"
     return "ok", f"{method}: loaded byte-exact"
 
 
