@@ -9,6 +9,7 @@ override from them (a terminal retitle, a screen clear, a forged `0 errors` line
 from __future__ import annotations
 
 import json
+import os
 import re
 import re._constants as sre_constants  # the parser `re` itself uses (sre_* are deprecated)
 import re._parser as sre_parse
@@ -344,3 +345,50 @@ def test_every_escaped_character_is_unprintable() -> None:
     """`clean` skips the regex for printable text: sound only if no escaped character is
     printable (checked over every code point)."""
     assert not [c for c in map(chr, range(0x110000)) if UNSAFE.match(c) and c.isprintable()]
+
+
+# -- issue 21 X: SARIF locations are URI references -------------------------------------------
+
+SEEDS = Path(__file__).resolve().parents[1] / "examples" / "broken_seeds.safetensors"
+
+
+@pytest.mark.parametrize(
+    ("name", "uri"),
+    [
+        ("my model #1 100%.safetensors", "my%20model%20%231%20100%25.safetensors"),
+        ("sub dir/a?b.safetensors", "sub%20dir/a%3Fb.safetensors"),
+        ("m\udcff.safetensors", "m%FF.safetensors"),  # the raw byte of a non-UTF-8 name
+        ("écrit.safetensors", "%C3%A9crit.safetensors"),
+    ],
+)
+def test_sarif_artifact_uri_is_percent_encoded(
+    name: str,
+    uri: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`artifactLocation.uri` was the raw path (`my model #1 100%.safetensors`): a URI
+    reference needs it percent-encoded, byte by byte."""
+    from urllib.parse import unquote_to_bytes
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / name).write_bytes(SEEDS.read_bytes())
+    main(["check", name, "--output-format", "sarif"])
+    doc = json.loads(capsys.readouterr().out)
+    uris = {
+        loc["physicalLocation"]["artifactLocation"]["uri"]
+        for r in doc["runs"][0]["results"]
+        for loc in r["locations"]
+        if "physicalLocation" in loc
+    }
+    assert uris == {uri}
+    assert unquote_to_bytes(uri) == os.fsencode(name)
+
+
+def test_sarif_uri_of_an_address_keeps_its_escapes() -> None:
+    from quantcheck.render.sarif import artifact_uri
+
+    url = "https://host/org/my%20model/a b.safetensors?…"
+    assert artifact_uri(url) == "https://host/org/my%20model/a%20b.safetensors?%E2%80%A6"

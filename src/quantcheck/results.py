@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from quantcheck._record import factory, record
+from quantcheck._version import document_head
 from quantcheck.diagnostics import Diagnostic, Effect, Severity
 from quantcheck.runtimes import default_targets, get_runtime, registry
 
@@ -27,12 +28,6 @@ class Report:
     #: per target key: extra summary keys its runtime computes (sglang: `path`, the reader
     #: that takes the file, `path_reason`, `path_config`)
     paths: dict[str, dict[str, Any]] = factory(dict)
-
-    @property
-    def runtime_names(self) -> tuple[str, ...]:
-        """The runtimes the report's targets name (`sglang@0.5.19` -> `sglang`), in order:
-        renderers show per-finding targets and effects for these only."""
-        return tuple(dict.fromkeys(t.partition("@")[0] for t in self.targets))
 
     def target_status(self, target: str) -> dict[str, Any]:
         """ok / degraded / fails for one runtime, with how many problems affect it (and, for
@@ -97,11 +92,10 @@ class Report:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "schema_version": SCHEMA_VERSION,
-            "tool": "quantcheck",
+            **document_head("check", SCHEMA_VERSION),
             "inputs": self.inputs,
             "targets": {t: self.target_status(t) for t in self.targets},
-            "diagnostics": [d.to_json(self.runtime_names) for d in self.diagnostics],
+            "diagnostics": [d.to_json(self.targets) for d in self.diagnostics],
             "summary": self.summary(),
             **({"releases": self.releases} if self.releases else {}),
         }

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import safetensors.numpy
 
-from quantcheck.check import check_paths
+from quantcheck.checking import check_paths
 from quantcheck.cli.main import main
 from quantcheck.convert.eligible import format_refusal, marker_fields
 from quantcheck.model.checkpoint import load_checkpoint
@@ -102,9 +102,11 @@ def test_unknown_release_is_a_usage_error(
 @pytest.mark.parametrize(
     ("fmt", "too_old", "first"),
     [
-        ("int8_tensorwise", "v0.16", "v0.27"),
-        ("convrot_w4a4", "v0.27", "cd9452e"),
-        ("w6a8_int8", "0271a469", "pr16483"),
+        ("int8_tensorwise", "v0.8", "v0.27"),
+        ("mxfp8", "v0.8", "v0.18"),
+        ("convrot_w4a4", "v0.27", "v0.28"),
+        ("asym_w4a8_int8", "v0.28", "v0.31"),
+        ("w6a8_int8", "0271a469", "2026-09-29"),
     ],
 )
 def test_comfyui_release_refuses_a_format_from_a_later_step(

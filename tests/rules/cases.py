@@ -57,6 +57,13 @@ def shard_set(parts: tuple[int, ...], total: int):
 NONE2 = eff("none", "none")
 
 
+def _prefixed_int8(others: int):
+    """An unmarked INT8 ConvRot layer under model.diffusion_model. and `others` BF16 layers
+    beside it (2 + others keys carry the prefix)."""
+    pre = "model.diffusion_model."
+    return [*int8(pre + P)[:-1], *(x for i in range(others) for x in bf16(f"{pre}blocks.{i}.ff"))]
+
+
 def _bad_correction():
     """A W4A8 layer whose weight_correction is [N, K/g] instead of [K/g, N]."""
     return [
@@ -405,25 +412,37 @@ MARKERS = [
             )
         ),
     ),
-    # ComfyUI's second convert_old_quants pass re-attaches entries without the model prefix.
+    # ComfyUI's second convert_old_quants pass re-attaches entries without the model prefix
+    # once more than 5 keys carry it (comfyui_keys).
     RuleCase(
         "QC222",
         "header-without-model-prefix",
         # INT8, not FP8: a float8 header makes sglang's header path take the whole file (QC616)
-        file(lambda: int8(f"model.diffusion_model.{P}")[:-1], header_meta({P: INT8_CONVROT})),
+        file(lambda: _prefixed_int8(4), header_meta({P: INT8_CONVROT})),
         SG_ONLY,
         message="ComfyUI re-attaches",
         twin=file(
-            lambda: int8(f"model.diffusion_model.{P}")[:-1],
-            header_meta({f"model.diffusion_model.{P}": INT8_CONVROT}),
+            lambda: _prefixed_int8(4), header_meta({f"model.diffusion_model.{P}": INT8_CONVROT})
+        ),
+    ),
+    RuleCase(
+        "QC222",
+        "header-without-model-prefix-few-keys",
+        # 2 keys carry the prefix: ComfyUI strips "model." instead, the entry matches nothing
+        file(lambda: _prefixed_int8(0), header_meta({P: INT8_CONVROT})),
+        eff("fails", "degraded"),
+        twin=file(
+            lambda: _prefixed_int8(0), header_meta({f"model.diffusion_model.{P}": INT8_CONVROT})
         ),
     ),
     RuleCase(
         "QC222",
         "header-with-extra-prefix",
+        # ComfyUI's strip keeps only the key it wrote for the entry: the tensors are dropped
         file(lambda: int8()[:-1], header_meta({f"model.diffusion_model.{P}": INT8_CONVROT})),
-        eff("fails", "degraded"),
+        eff("fails", "fails"),
         file(lambda: int8()[:-1], header_meta({P: INT8_CONVROT})),
+        message="dropping the layer's tensors",
     ),
     RuleCase(
         "QC223", "stale-marker", file(lambda: [*fp8(), marker(FC1, FP8_MARK)]), SG_ONLY, file(fp8)
@@ -612,7 +631,7 @@ LAYERS = [
         "QC319",
         "int8-1d-row-scale",
         file(lambda: int8(scale=("F32", (64,)))),
-        eff("none", "degraded"),
+        eff("none", "none"),
         file(int8),
         message="LoRA",
     ),
@@ -965,13 +984,31 @@ COMFYUI = [
         message="from v0.27 on",
     ),
     RuleCase(
+        "QC650",
+        "mxfp8-needs-v0.18",
+        file(lambda: mxfp8()),
+        NONE2,
+        file(fp8),
+        check_kwargs=ALL_CUI,
+        message="mxfp8 (1): ComfyUI loads it from v0.18 on",
+    ),
+    RuleCase(
+        "QC651",
+        "w4a4-needs-v0.28",
+        file(lambda: w4a4(FC1)),
+        NONE2,
+        file(fp8),
+        check_kwargs=ALL_CUI,
+        message="convrot_w4a4 (1): ComfyUI loads it from v0.28 on",
+    ),
+    RuleCase(
         "QC607",
-        "w4a8-needs-cd9452e",
+        "w4a8-needs-v0.31",
         file(lambda: [*w4a8(), *w4a4(FC1)]),
         NONE2,
         file(fp8),
         check_kwargs=ALL_CUI,
-        message="asym_w4a8_int8 (1), convrot_w4a4 (1)",
+        message="asym_w4a8_int8 (1): ComfyUI loads it from v0.31 on",
     ),
     RuleCase(
         "QC608",
@@ -984,12 +1021,12 @@ COMFYUI = [
     ),
     RuleCase(
         "QC609",
-        "w6a8-needs-pr16483",
+        "w6a8-needs-2026-09-29",
         file(w6a8),
         NONE2,
         file(fp8),
         check_kwargs=ALL_CUI,
-        message="from pr16483 on",
+        message="from 2026-09-29 on",
     ),
 ]
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from quantcheck.check import check_paths
+from quantcheck.checking import check_paths
 from quantcheck.compat.sglang import simulate_load
 from quantcheck.io.header import read_header
 from quantcheck.io.source import LocalFile

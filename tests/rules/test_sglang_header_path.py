@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from quantcheck.check import check_paths
+from quantcheck.checking import check_paths
 from quantcheck.explain.messages import match_message
 from quantcheck.render.json_out import render
 

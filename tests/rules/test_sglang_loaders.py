@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from quantcheck.check import check_paths
+from quantcheck.checking import check_paths
 from quantcheck.cli.main import main
 from quantcheck.rules.registry import get_rule
 

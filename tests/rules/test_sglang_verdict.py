@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from quantcheck.check import check_paths
+from quantcheck.checking import check_paths
 
 from .conftest import SGLANG_CASES
 

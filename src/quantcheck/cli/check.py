@@ -52,6 +52,17 @@ def run(args: argparse.Namespace) -> int:
     def split(values: list[str]) -> list[str]:
         return [v for item in values for v in item.split(",") if v.strip()]
 
+    from quantcheck.checking import check_selectors
+
+    try:
+        check_selectors([*split(args.select), *split(args.ignore)])
+    except ValueError as exc:
+        print(f"quantcheck: error: --select/--ignore: {exc}", file=sys.stderr)
+        return 2
+    if args.generate_baseline:  # refuse a device, FIFO or folder before the work
+        from quantcheck.io.outpath import check_destination
+
+        check_destination(args.generate_baseline, sharded=False)
     known = None
     if args.baseline:
         try:
@@ -96,7 +107,11 @@ def _write_report(args: argparse.Namespace, results: list[Any], targets: tuple[s
 
     if args.output_format == "text":
         lines = many.iter_text_lines(
-            results, targets, color=False if args.no_color else None, quiet=args.quiet
+            results,
+            targets,
+            color=False if args.no_color else None,
+            quiet=args.quiet,
+            show_all=args.show_all,
         )
         if args.statistics:
             import itertools
@@ -113,11 +128,11 @@ def _write_report(args: argparse.Namespace, results: list[Any], targets: tuple[s
                     for d in r.report.diagnostics
                 ],
             )
-            first = next(lines, None)  # no report lines: still the blank line after the counts
-            lines = itertools.chain((statistics(merged), "", "" if first is None else first), lines)
+            # after the findings and totals: the counts are a summary, read last
+            lines = itertools.chain(lines, ("", statistics(merged)))
         chunks = join_lines(lines)
     elif args.output_format == "json":
-        chunks = many.iter_json(results, targets)
+        chunks = many.iter_json(results, targets, group=args.group)
     else:
         chunks = many.iter_located(results, args.output_format, targets)
     if write_chunks(sys.stdout, chunks) or args.output_format != "text":

@@ -11,8 +11,7 @@ DESCRIPTIONS = {
         "max-abs error, relative L2, cosine similarity and SNR (dB), worst first. Layers are read "
         "and dequantized in row chunks on all cores (QUANTCHECK_THREADS), so memory stays at a few "
         "chunks; the results do not depend on the thread count. Biases are compared and reported "
-        "but never count as failures.\n\nexit codes: 0 compared, 1 some layers could not be "
-        "compared, 2 could not run."
+        "but never count as failures."
     )
 }
 
@@ -28,9 +27,13 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from quantcheck.model.discover import one_checkpoint
     from quantcheck.numeric.compare import compare_checkpoints, render_table
 
-    result = compare_checkpoints([args.quantized], [args.original])
+    quantized = one_checkpoint([args.quantized], "compare", what="reads")
+    result = compare_checkpoints(
+        quantized, one_checkpoint([args.original], "compare", what="reads")
+    )
     if args.output_format == "json":
         print(json.dumps(result.to_json(), indent=2))
     else:

@@ -27,12 +27,11 @@ DESCRIPTIONS = {
         "Quantize the Linear weights of a BF16/F16/F32 checkpoint to one Comfy format and write "
         "the comfy_quant markers. By default norms, biases, embeddings and 1-D tensors are left "
         "alone, and so is every layer whose shape the format cannot take on --target (each is "
-        "reported). One layer is in memory at a time.\n\nexit codes: 0 written, 2 could not run."
+        "reported). One layer is in memory at a time."
     ),
     "dequantize": (
         "Dequantize every marked layer back to a plain weight (--dtype, default bf16) and drop "
-        "the markers; other tensors are copied byte for byte.\n\nexit codes: 0 written, 1 some "
-        "layers could not be dequantized (left as they are), 2 could not run."
+        "the markers; other tensors are copied byte for byte."
     ),
 }
 
@@ -100,12 +99,13 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
     p.add_argument(
         "--target",
         type=target_value,
-        default="all",
+        default="default",
         metavar="TARGET",
-        help="runtime(s) the result must load on, as for check: NAME, NAME@RELEASE (e.g. "
-        "sglang@0.5.19), NAME@all, all, all@all or a comma-separated list; layers the format "
-        "cannot take there stay unquantized, a format a release cannot load is refused, and "
-        "marker fields a release needs are written (default: all)",
+        help="runtime(s) the result must load on, as for check: default, NAME, NAME@RELEASE "
+        "(e.g. sglang@0.5.19), NAME@all, all, all@all or a comma-separated list; a format a "
+        "target cannot load is refused, layers it cannot take stay unquantized, marker fields "
+        "a release needs are written, and the file written checks clean for each (default: "
+        "default, as for check: sglang and comfyui)",
     )
     p.add_argument(
         "--no-convrot",
@@ -118,7 +118,14 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
         help="int8_tensorwise: one scalar scale (implies --no-convrot)",
     )
     cg, g, bits = _W4A8["convrot_groupsize"], _W4A8["group_size"], _W4A8["bits"]
-    p.add_argument("--convrot-groupsize", type=int, default=cg.default, choices=cg.allowed)
+    p.add_argument(
+        "--convrot-groupsize",
+        type=int,
+        default=cg.default,
+        choices=cg.allowed,
+        help="Hadamard rotation group for int8_tensorwise ConvRot, convrot_w4a4 and "
+        f"asym_w4a8_int8 (default {cg.default})",
+    )
     p.add_argument(
         "--group-size",
         type=w4a8_group_size,
@@ -200,76 +207,22 @@ def run(args: argparse.Namespace) -> int:
         return _dequantize(ck, args, out, index)
 
 
-def plan_quantize(
-    ck: Any,
-    fmt: str,
-    options: dict[str, Any],
-    target: str,
-    include: list[str],
-    exclude: list[str],
-    refused: dict[str, str] | None = None,
-) -> tuple[Any, list[str], dict[str, str]]:
-    """(draft, quantized prefixes, skipped prefix -> reason); `refused` layers (the quantizer
-    refused their values, e.g. NaN) stay as they are."""
-    from quantcheck.convert.eligible import marker_fields, shape_refusal, skip_reason
-    from quantcheck.convert.layer import quantize_layer
-    from quantcheck.fix.actions import replace_layer
-    from quantcheck.fix.draft import Draft
-    from quantcheck.runtimes import targets_of
-
-    draft = Draft.of(ck)
-    extra = marker_fields(fmt, target)
-    done: list[str] = []
-    skipped: dict[str, str] = {}
-    for prefix, layer in ck.layers.items():
-        w = layer.weight
-        if w is None:
-            continue
-        if layer.marker is not None:
-            skipped[prefix] = "already has a marker"
-            continue
-        if refused and prefix in refused:
-            skipped[prefix] = refused[prefix]
-            continue
-        why = skip_reason(prefix, w.dtype, w.shape, include, exclude)
-        if why is None:
-            n, k = w.shape
-            why = next(
-                (r for t in targets_of(target) if (r := shape_refusal(fmt, n, k, options, t))), None
-            )
-        if why is not None:
-            skipped[prefix] = why
-            continue
-        cur = draft.get(w.name)
-        assert cur is not None
-        lazy, marker = quantize_layer(cur.data, w.dtype, w.shape, fmt, options)
-        if extra and marker is not None:
-            marker = {**marker, **extra}
-        lazy.name = prefix
-        replace_layer(draft, prefix, lazy, marker)
-        draft.log("quantize", prefix, f"{fmt} {list(w.shape)}", "unsafe")
-        done.append(prefix)
-    return draft, done, skipped
-
-
 def _quantize(ck: Any, args: argparse.Namespace, out: str, index: str | None) -> int:
-    from quantcheck.convert.eligible import format_refusal
-    from quantcheck.runtimes import targets_of
+    from quantcheck.convert.plan import plan_quantize
 
     options = options_of(args)
-    for t in targets_of(args.target):
-        why = format_refusal(args.fmt, options, t)
-        if why:
-            print(
-                f"quantcheck: error: {args.fmt} cannot load on {t}: {why} (choose another "
-                "--target or format)",
-                file=sys.stderr,
-            )
-            return 2
+    planned = _judge_targets(ck, args, options)
+    if isinstance(planned, str):
+        print(
+            f"quantcheck: error: {clean(planned)} (choose another --target or format)",
+            file=sys.stderr,
+        )
+        return 2
+    kept: dict[str, str] = planned
     refused: dict[str, str] = {}
     while True:
         draft, done, skipped = plan_quantize(
-            ck, args.fmt, options, args.target, args.include, args.exclude, refused
+            ck, args.fmt, options, args.target, args.include, args.exclude, {**kept, **refused}
         )
         if args.dry_run:
             break
@@ -282,7 +235,9 @@ def _quantize(ck: Any, args: argparse.Namespace, out: str, index: str | None) ->
             file=sys.stderr,
         )
     print(f"quantize: {len(done)} layer{'s' if len(done) != 1 else ''} -> {args.fmt}")
-    shape_skips = {p: r for p, r in skipped.items() if "K=" in r or "sglang" in r or p in refused}
+    shape_skips = {
+        p: r for p, r in skipped.items() if "K=" in r or "sglang" in r or p in refused or p in kept
+    }
     for p, r in shape_skips.items():
         print(f"  skipped {clean(p)}: {clean(r)}")
     other = len(skipped) - len(shape_skips)
@@ -296,6 +251,57 @@ def _quantize(ck: Any, args: argparse.Namespace, out: str, index: str | None) ->
     if rc == 0:
         print(f"wrote {out}")
     return rc or (1 if refused else 0)
+
+
+def _judge_targets(ck: Any, args: argparse.Namespace, options: dict[str, Any]) -> Any:
+    """Before anything is written: the reason (a str) a target cannot load what `quantize`
+    would write, or the layers to leave as they are (prefix -> why) so that the file checks
+    clean for every target key. The format is judged on a probe layer, then the planned
+    checkpoint's header is checked with the target's rules (what the input already had does
+    not count); a layer a target cannot take is kept, anything else refuses the run."""
+    from quantcheck.checking import run_rules, select_diagnostics
+    from quantcheck.convert.eligible import format_refusal
+    from quantcheck.convert.plan import (
+        harms,
+        new_findings,
+        plan_quantize,
+        planned,
+        probe_finding,
+        release_name,
+    )
+    from quantcheck.runtimes import targets_of
+
+    keys = targets_of(args.target)
+    _, done, _ = plan_quantize(ck, args.fmt, options, args.target, args.include, args.exclude)
+    for key in keys:
+        why = format_refusal(args.fmt, options, key)
+        if why:
+            return f"{args.fmt} cannot load on {release_name(key)}: {why}"
+        d = probe_finding(args.fmt, options, key, *done[:1])
+        if d is not None:
+            return f"{args.fmt} cannot load on {release_name(key)}: {d.code} {d.message}"
+    before = select_diagnostics(run_rules(ck, keys), target=args.target)
+    kept: dict[str, str] = {}
+    for _ in range(MAX_ROUNDS):
+        draft, done, _ = plan_quantize(
+            ck, args.fmt, options, args.target, args.include, args.exclude, kept
+        )
+        after = select_diagnostics(run_rules(planned(draft), keys), target=args.target)
+        found = new_findings(before, after, keys)
+        if not found:
+            return kept
+        for d in found:
+            key = next(k for k in keys if harms(d, k))
+            why = f"{release_name(key)}: {d.code} {d.message}"
+            if d.layer not in done:
+                return f"{args.fmt} cannot load on {why}"
+            kept[d.layer] = f"left as it is: {why}"
+        if all(p in kept for p in done):
+            return f"{args.fmt} cannot load on {why} (on every layer it would quantize)"
+    return f"{args.fmt}: no plan loads on {args.target} after {MAX_ROUNDS} rounds"
+
+
+MAX_ROUNDS = 4  # plans `quantize` checks against its targets before it gives up
 
 
 def _dequantize(ck: Any, args: argparse.Namespace, out: str, index: str | None) -> int:

@@ -19,9 +19,9 @@ DESCRIPTIONS = {
         "keep every value (exact casts to F32, relabels of 1-byte scales, reshapes, marker "
         "rewrites); "
         "--unsafe-fixes also changes numbers (quantize a layer its marker describes, dequantize or "
-        "requantize layers a runtime cannot take). With --target all, a fix that helps one runtime "
-        "and hurts the other is refused. Output is streamed to a temp file beside OUT, re-read and "
-        "re-checked, then moved into place.\n\n"
+        "requantize layers a runtime cannot take). With several targets, a fix that helps one "
+        "runtime and hurts another targeted one is refused. Output is streamed to a temp file "
+        "beside OUT, re-read and re-checked, then moved into place.\n\n"
         "profiles:\n"
         "  default   repair what the --target runtimes report (markers end up as .comfy_quant "
         "tensors).\n"
@@ -42,11 +42,7 @@ DESCRIPTIONS = {
         "            file, full_precision_matrix_mult for sglang@0.5.19) the report says which "
         "target it\n"
         "            chose and why; --target decides (e.g. --target all@all includes "
-        "sglang@0.5.19).\n\n"
-        "examples:\n"
-        "  quantcheck fix in.safetensors -o out.safetensors --profile portable --target all\n"
-        "  quantcheck fix in.safetensors --profile portable --dry-run --output-format json\n\n"
-        "exit codes: 0 nothing left to fix, 1 problems remain, 2 could not run."
+        "sglang@0.5.19)."
     )
 }
 
@@ -193,7 +189,7 @@ def _exit(plan: object, unsafe: bool) -> int:
 
 
 def _write(ck: object, plan: object, out: str, index: str | None) -> None:
-    from quantcheck.check import run_rules, select_diagnostics
+    from quantcheck.checking import run_rules, select_diagnostics
     from quantcheck.cli.output import index_metadata, name_files
     from quantcheck.fix.planner import FixPlan, diagnostic_key
     from quantcheck.io.writer import WriteError, write_checkpoint

@@ -8,30 +8,14 @@ from collections.abc import Sequence
 
 from quantcheck.cli.options import HelpFormatter, add_output_format
 
-EPILOG = """\
-exit codes: 0 clean, 1 problems found, 2 could not run (bad usage, unreadable input),
-  141 stdout closed before the report was printed (e.g. `| head`).
-
-examples:
-  quantcheck check model.safetensors                  every problem, for every runtime
-  quantcheck check --target sglang model.safetensors  one runtime
-  quantcheck check ~/ComfyUI/models/diffusion_models/ every checkpoint in a folder, and a table
-  quantcheck check --as-one part1.safetensors part2.safetensors
-                                                      shards of one checkpoint, without an index
-  quantcheck check --output-format json model.safetensors
-                                                      machine-readable
-  quantcheck inspect model.safetensors.index.json     what is in a sharded checkpoint
-  quantcheck explain QC301                            what a code means and how to fix it
-  quantcheck explain "Comfy INT8 layer 'x' needs I8 weights and F32 scales, got BF16 and F16"
-"""
-
 
 def _add_inputs(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "paths",
         nargs="+",
         metavar="PATH",
-        help="safetensors files, folders of shards, or *.safetensors.index.json",
+        help="safetensors files, folders, *.safetensors.index.json, or remote "
+        "hf://ORG/REPO[/PATH][@REV] and https:// URLs",
     )
 
 
@@ -56,7 +40,21 @@ def _check_args(p: argparse.ArgumentParser) -> None:
         metavar="CODE",
         help="leave out these codes; repeatable, comma-separated",
     )
-    p.add_argument("--statistics", action="store_true", help="print counts per code")
+    p.add_argument(
+        "--statistics", action="store_true", help="print counts per code after the findings"
+    )
+    p.add_argument(
+        "--show-all",
+        action="store_true",
+        help="text output: list every finding under its layer (by default a finding repeated "
+        "over layers is one entry, and a consequence is named on its cause)",
+    )
+    p.add_argument(
+        "--group",
+        action="store_true",
+        help="JSON output: also add `groups`, the entries the text report shows (every "
+        "diagnostic is still listed)",
+    )
     p.add_argument(
         "--fail-on",
         choices=("error", "warning", "info"),
@@ -117,7 +115,7 @@ def _explain_args(p: argparse.ArgumentParser) -> None:
 #: name -> (one-line help, description, argument builder)
 CORE_COMMANDS = {
     "check": (
-        "report every problem, per runtime",
+        "report every problem, per runtime (default: sglang and ComfyUI)",
         "Check every layer against each runtime's rules and report all problems in one "
         "pass. Reads only the header and the marker bytes unless --deep is given.",
         _check_args,
@@ -149,13 +147,14 @@ CORE_COMMANDS = {
 def build_parser(wanted: str | None = None) -> argparse.ArgumentParser:
     """The parser; only the command being run (`wanted`) gets its full argument set."""
     from quantcheck._version import __version__
+    from quantcheck.cli.epilogs import epilog
 
     parser = argparse.ArgumentParser(
         prog="quantcheck",
         description="Validate, inspect and repair ComfyUI per-layer quantized safetensors "
         "checkpoints (comfy_quant markers) for ComfyUI and sglang — from the header "
         "alone, in milliseconds.",
-        epilog=EPILOG,
+        epilog=epilog("quantcheck"),
         formatter_class=HelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"quantcheck {__version__}")
@@ -173,7 +172,7 @@ def build_parser(wanted: str | None = None) -> argparse.ArgumentParser:
             name,
             help=help_text,
             description=description,
-            epilog=EPILOG,
+            epilog=epilog(name),
             formatter_class=HelpFormatter,
         )
         add_args(p)
@@ -310,8 +309,27 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"quantcheck: error: {clean(exc)}", file=sys.stderr)
         return 2
     except OSError as exc:
-        print(f"quantcheck: error: {clean(exc)}", file=sys.stderr)
+        from quantcheck.errors import describe_os_error
+
+        print(f"quantcheck: error: {clean(describe_os_error(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("quantcheck: interrupted", file=sys.stderr)
         return 130
+    except ModuleNotFoundError as exc:
+        if not exc.name or exc.name.partition(".")[0] == "quantcheck":
+            raise  # our own module missing is a defect, not the environment's
+        print(f"quantcheck: error: {missing_package(args.command, exc.name)}", file=sys.stderr)
+        return 2
+
+
+#: packages a command may find missing, and how to get them
+_DEPENDENCY = "a dependency of quantcheck: `pip install quantcheck` installs it"
+_INSTALL_HINTS = {"numpy": _DEPENDENCY, "ml_dtypes": _DEPENDENCY}
+
+
+def missing_package(command: str, name: str) -> str:
+    """One line: which package `command` needs and how to install it."""
+    top = name.partition(".")[0]
+    hint = _INSTALL_HINTS.get(top, f"pip install {top}")
+    return f"`quantcheck {command}` needs the Python package {top!r}, not installed here ({hint})"

@@ -62,7 +62,10 @@ def add_target(p: argparse.ArgumentParser, help: str = TARGET_HELP) -> None:
     """`--target` with release support (dest `target`); the help names the modelled runtimes."""
     from quantcheck.runtimes import runtime_names
 
-    help = f"{help}. Runtimes: {', '.join(runtime_names())} (each described in docs/rules.md)"
+    help = (
+        f"{help}. Runtimes: {', '.join(runtime_names())} (`quantcheck rules` gives each rule's "
+        "effect on each)"
+    )
     p.add_argument("--target", type=target_value, default="default", metavar="TARGET", help=help)
 
 
@@ -87,9 +90,10 @@ def add_selection(p: argparse.ArgumentParser) -> None:
 
 
 def add_as_one(p: argparse.ArgumentParser) -> None:
-    """`--as-one`: several PATHs are the shards of one checkpoint (the pre-0.3 reading)."""
+    """`--as-one`: several PATHs are the shards of one checkpoint."""
     p.add_argument(
         "--as-one",
         action="store_true",
-        help="read all PATHs as the shards of one checkpoint (the pre-0.3 reading)",
+        help="read all PATHs as the shards of one checkpoint, without an index (by default "
+        "each PATH is a checkpoint of its own)",
     )

@@ -22,9 +22,7 @@ relative error against the original and the 20 worst layers (needs numpy).
 Several checkpoints (a folder, a hub repository, several arguments; read as
 `quantcheck check` reads them) give a folder: -o DIR (a name ending in .html
 loses it) holds index.html, a table of every checkpoint linked to one page per
-quantized checkpoint.
-
-exit codes: 0 report written, 2 could not run."""
+quantized checkpoint."""
 }
 
 
@@ -67,34 +65,19 @@ def _compare(paths: list[str], original: list[str]) -> Any:
         return compare_checkpoints(paths, original)
     except ImportError as exc:
         raise CompareUnavailable(
-            f"--compare needs the numeric extra (pip install 'quantcheck[numeric]'): {exc}"
+            f"--compare needs numpy and ml_dtypes (dependencies: pip install quantcheck): {exc}"
         ) from exc
 
 
 class CompareUnavailable(RuntimeError):
-    """--compare cannot run here (module or numeric extra missing)."""
+    """--compare cannot run here (a module or a numeric dependency missing)."""
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write via a temp file beside `path` (the writer's checks, names, modes and SIGTERM
-    handling), so a failed or interrupted run leaves no half file and no device replaced."""
-    from quantcheck.io import outpath
+    """Write `text` through the one safe writer (`quantcheck.io.atomic`)."""
+    from quantcheck.io.atomic import write_file
 
-    dest = outpath.check_destination(os.fspath(path), sharded=False)
-    parent, base = os.path.split(dest)
-    with outpath.terminate_cleanly():
-        outpath.clean_stale(parent)
-        tmp = outpath.make_temp_file(parent, base)
-        try:
-            with open(tmp, "w", encoding="utf-8", errors="backslashreplace") as f:
-                f.write(text)
-                f.flush()
-                os.fsync(f.fileno())
-            outpath.check_destination(dest, sharded=False)  # still not a device/FIFO
-            os.replace(tmp, dest)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+    write_file(os.fspath(path), text.encode("utf-8", "backslashreplace"))
 
 
 def _write_many(args: argparse.Namespace, specs: list[Any]) -> int:
@@ -118,15 +101,17 @@ def _write_many(args: argparse.Namespace, specs: list[Any]) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from quantcheck.io.outpath import check_destination
+    from quantcheck.model.discover import discover, one_checkpoint, only_one
     from quantcheck.render.html import build_report
 
-    if not args.compare:
-        from quantcheck.model.discover import discover
-
-        specs = discover(args.paths, include=args.include, exclude=args.exclude, as_one=args.as_one)
-        if len(specs) > 1:
-            return _write_many(args, specs)
-        args.paths = specs[0].paths
+    specs = discover(args.paths, include=args.include, exclude=args.exclude, as_one=args.as_one)
+    if len(specs) > 1 and not args.compare:
+        return _write_many(args, specs)
+    args.paths = only_one(specs, "report --compare reads")
+    if args.compare:  # several --compare values are the shards of the original
+        args.compare = one_checkpoint(
+            args.compare, "--compare", as_one=len(args.compare) > 1, what="takes"
+        )
     check_destination(args.output, sharded=False)  # refuse a device or FIFO before the work
     try:
         compare = _compare(args.paths, args.compare) if args.compare else None

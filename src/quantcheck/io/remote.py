@@ -10,7 +10,6 @@ Entry points used by `quantcheck.model.checkpoint`:
 from __future__ import annotations
 
 import json
-import posixpath
 import threading
 from urllib.parse import urlsplit
 
@@ -114,10 +113,13 @@ def _expand_folder(url: str, hp: hub.HubPath) -> tuple[list[str], str | None, li
     return found, None, []
 
 
-def _shard_ok(shard: str) -> bool:
-    if not shard or shard.startswith(("/", "\\")) or "://" in shard or "\\" in shard:
-        return False
-    return not posixpath.normpath(shard).startswith("..")
+def _member(index_rel: str, shard: str) -> str | None:
+    """The listing path a remote index's shard name means, or None when it is not opened:
+    it leaves the index's folder, by the rule local folders use (`index_member`), or is no
+    plain name (a URL, a `\\`)."""
+    from quantcheck.model.shard_sets import index_member
+
+    return None if "://" in shard or "\\" in shard else index_member(index_rel, shard)
 
 
 def _expand_index(
@@ -148,10 +150,11 @@ def _expand_index(
         return [], name, diags
     # shards are fetched under the index's real URL (credentials kept, query dropped)
     base = (name if name.startswith("hf://") else fetch).split("?", 1)[0].rsplit("/", 1)[0]
-    folder = posixpath.dirname(hub.parse(name).path) if name.startswith("hf://") else ""
+    index_rel = hub.parse(name).path if name.startswith("hf://") else ""
     out: list[str] = []
     for shard in dict.fromkeys(wmap.values()):
-        if not _shard_ok(shard):
+        member = _member(index_rel, shard)
+        if member is None:
             diags.append(
                 Diagnostic(
                     R.QC502,
@@ -161,7 +164,7 @@ def _expand_index(
                 )
             )
             continue
-        if listing is not None and posixpath.normpath(posixpath.join(folder, shard)) not in listing:
+        if listing is not None and member not in listing:
             diags.append(
                 Diagnostic(R.QC504, f"shard {shard!r} named by the index does not exist", file=name)
             )

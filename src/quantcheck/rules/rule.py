@@ -30,6 +30,10 @@ class Rule:
     retired: bool = False
     action: str | None = None
     repair: str = ""
+    #: codes this rule's findings follow from: on a layer that also has a finding of one of
+    #: them (for the same runtimes), the text report names this one on that entry instead of
+    #: listing it as a problem of its own (JSON and SARIF keep both)
+    follows: tuple[str, ...] = ()
 
     @property
     def family(self) -> str:
@@ -42,6 +46,28 @@ class Rule:
         from quantcheck.runtimes import effect_on, runtimes
 
         return {rt.name: effect_on(rt, self.code, None, self.effects) for rt in runtimes()}
+
+    @property
+    def prose(self) -> str:
+        """What the rule's documentation says (checks, why, evidence): where a catalog entry
+        gives the reason of a built-in runtime's effect."""
+        return f"{self.checks} {self.why} {self.evidence}"
+
+    def runtime_reasons(self) -> list[str]:
+        """One line per runtime whose effect the runtime's own data decides (not the catalog
+        entry above): `  sdcpp: fails — why`."""
+        from quantcheck.runtimes import decision, runtimes
+
+        out = []
+        for rt in runtimes():
+            hit = decision(rt, self.code, self.effects, self.prose)
+            if hit is None:  # tests/rules/test_runtime_decisions.py keeps this from happening
+                out.append(f"  {rt.name}: no reasoned decision")
+                continue
+            effect, why = hit
+            if rt.reasons.get(self.code) is not None or why.startswith("as "):
+                out.append(f"  {rt.name}: {effect.value} — {why}")
+        return out
 
     def doc(self) -> str:
         """The rule's documentation as plain text (what `quantcheck explain CODE` prints)."""
@@ -64,6 +90,7 @@ class Rule:
             "",
             f"Effect per runtime: {effects}",
             f"Evidence: {self.evidence}",
+            *self.runtime_reasons(),
             "",
             "Example:",
             *("  " + line for line in self.example.splitlines()),

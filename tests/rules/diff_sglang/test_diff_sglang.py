@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from quantcheck.check import check_paths
+from quantcheck.checking import check_paths
 from quantcheck.runtimes import get_runtime
 
 from .._build import (

@@ -33,7 +33,7 @@ def build_pages(
 ) -> dict[str, str]:
     """File name -> HTML for the index and each quantized checkpoint's page."""
     from quantcheck import __version__
-    from quantcheck.check import check_checkpoint
+    from quantcheck.checking import check_checkpoint
     from quantcheck.many import checkpoint_formats, is_quantized
     from quantcheck.model.checkpoint import InputError, load_checkpoint
     from quantcheck.render.html import collect, render_html
