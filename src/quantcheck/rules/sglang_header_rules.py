@@ -203,33 +203,34 @@ class HeaderPathChecks:
                 unfit.setdefault(name, []).append(la.prefix)
             elif w.dtype != "F8_E4M3":
                 cast.setdefault(name, []).append(la.prefix)
-        if unfit:
-            n = sum(len(v) for v in unfit.values())
-            first = next(iter(unfit.values()))[0]
-            yield Diagnostic(
+        head = "sglang's header path builds one whole-model Fp8Config for this file"
+        for rule, layers, tail in (
+            (
                 R.QC630,
-                f"sglang's header path builds one whole-model Fp8Config for this file, whose "
-                f"per-tensor FP8 linears take a plain [N, K] weight and a one-element scale: its "
-                f"{n} {', '.join(sorted(unfit))} layer{'s' if n > 1 else ''} (e.g. {first!r}) "
-                "do not fit and the load stops at weight load (fsdp_load: 'Failed to "
-                "shard/load parameter')",
-                file=fp8.file,
-                pointer=POINTER,
-                data={"formats": sorted(unfit), "layers": n},
-            )
-        if cast:
-            n = sum(len(v) for v in cast.values())
-            first = next(iter(cast.values()))[0]
-            yield Diagnostic(
+                unfit,
+                "do not fit its per-tensor FP8 linears (a plain [N, K] weight, a one-element "
+                "scale) and the load stops at weight load (fsdp_load: 'Failed to shard/load "
+                "parameter')",
+            ),
+            (
                 R.QC617,
-                f"sglang's header path builds one whole-model Fp8Config for this file, so its "
-                f"{n} {', '.join(sorted(cast))} layer{'s' if n > 1 else ''} (e.g. {first!r}) "
-                f"{'are' if n > 1 else 'is'} loaded as per-tensor FP8 without an error: "
-                "fsdp_load casts the stored weights to float8_e4m3fn (values rounded; the "
-                "markers that say otherwise are never read)",
+                cast,
+                "load as per-tensor FP8 without an error: fsdp_load casts the stored weights "
+                "to float8_e4m3fn (values rounded; the markers that say otherwise are never "
+                "read)",
+            ),
+        ):
+            if not layers:
+                continue
+            n = sum(len(v) for v in layers.values())
+            first = next(iter(layers.values()))[0]
+            yield Diagnostic(
+                rule,
+                f"{head}: its {n} {', '.join(sorted(layers))} layer{'s' if n > 1 else ''} "
+                f"(e.g. {first!r}) {tail}",
                 file=fp8.file,
                 pointer=POINTER,
-                data={"formats": sorted(cast), "layers": n},
+                data={"formats": sorted(layers), "layers": n},
             )
 
     def _ignored(self) -> Iterator[Diagnostic]:

@@ -118,6 +118,13 @@ KNOWN: dict[tuple[str, str], tuple[str, str]] = {
 }
 
 
+def _built(tmp_path: Path, name: str, build: Build) -> tuple[Path, list[str]]:
+    """The case's folder and its files."""
+    folder = tmp_path / name
+    folder.mkdir()
+    return folder, [str(p) for p in build(folder)]
+
+
 def _rank(status: str) -> int:
     return {"ok": 0, "degraded": 1, "fails": 2}[status]
 
@@ -167,9 +174,7 @@ def test_layer_build_and_weight_load_agree(
     mod = load_release(trees[version], stages=True)
     disagree = []
     for name, (build, reader, layers) in STAGE_CASES.items():
-        folder = tmp_path / name
-        folder.mkdir()
-        paths = [str(p) for p in build(folder)]
+        _, paths = _built(tmp_path, name, build)
         real, why = _stage_outcome(mod, paths, reader, layers)
         key = f"sglang@{version}"
         ours = check_paths(paths, target=key).target_status(key)["status"]
@@ -219,9 +224,7 @@ def test_transformer_weights_path_loader_agrees(
     load_release(trees[version], stages=True)
     disagree = []
     for name, build in _loader_cases().items():
-        folder = tmp_path / name
-        folder.mkdir()
-        paths = [str(p) for p in build(folder)]
+        folder, paths = _built(tmp_path, name, build)
         loads, why = override_outcome(paths, folder)
         key = f"sglang@{version}"
         report = check_paths(paths, target=key)
@@ -251,9 +254,7 @@ def test_minimax_h3_loader_agrees(
     mod = load_release(trees[version], stages=True)
     disagree = []
     for name, build in _loader_cases().items():
-        folder = tmp_path / name
-        folder.mkdir()
-        paths = [str(p) for p in build(folder)]
+        _, paths = _built(tmp_path, name, build)
         report = check_paths(paths, target=f"sglang@{version}")
         v = report.target_status(f"sglang@{version}")["loaders"]["minimax-h3"]
         if not v["reason"].startswith("inspect_minimax_h3_safetensors"):
@@ -295,8 +296,7 @@ def test_w4a8_first_forward(trees: dict[str, Path], tmp_path: Path) -> None:  # 
     seen = {}
     for name in ("w4a8", "w4a8-convrot-group-32"):
         build, reader, layers = STAGE_CASES[name]
-        (tmp_path / name).mkdir()
-        paths = [str(p) for p in build(tmp_path / name)]
+        _, paths = _built(tmp_path, name, build)
         seen[name] = _stage_outcome(mod, paths, reader, layers)
     assert seen["w4a8"][0] == "ok" and "first forward ran" in seen["w4a8"][1], seen
     status, why = seen["w4a8-convrot-group-32"]
