@@ -83,17 +83,17 @@ def write_atomic(path: Path, text: str) -> None:
 def _write_many(args: argparse.Namespace, specs: list[Any]) -> int:
     """An index page and one page per checkpoint, in the folder -o names."""
     from quantcheck.io.outpath import check_destination
-    from quantcheck.render.html.index import INDEX, build_pages
+    from quantcheck.render.html.index import INDEX, iter_pages
 
     out = args.output[:-5] if args.output.endswith(".html") else args.output
     check_destination(out, sharded=True)  # a folder, or nothing yet
     os.makedirs(out, exist_ok=True)
-    pages = build_pages(specs, target=args.target, deep=args.deep)
-    for name, html in pages.items():
-        write_atomic(Path(out) / name, html)
+    written = 0
+    for name, html in iter_pages(specs, target=args.target, deep=args.deep):
+        write_atomic(Path(out) / name, html)  # each page as it is made: one in memory at once
+        written += 1
     say(
-        f"wrote {Path(out) / INDEX} and {len(pages) - 1} checkpoint pages "
-        f"({len(specs)} checkpoints)",
+        f"wrote {Path(out) / INDEX} and {written - 1} checkpoint pages ({len(specs)} checkpoints)",
         err=True,
     )
     return 0

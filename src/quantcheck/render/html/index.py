@@ -9,6 +9,7 @@ opens only the checkpoint looked at; element ids of the pages cannot collide.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from html import escape
 from typing import Any
@@ -33,7 +34,17 @@ def page_name(i: int, name: str) -> str:
 def build_pages(
     specs: list[Any], *, target: str = "default", deep: bool = False, generated: str | None = None
 ) -> dict[str, str]:
-    """File name -> HTML for the index and each quantized checkpoint's page."""
+    """File name -> HTML for the index and each quantized checkpoint's page (all in memory:
+    for tests and small sets; `report` writes `iter_pages` as they come)."""
+    return dict(iter_pages(specs, target=target, deep=deep, generated=generated))
+
+
+def iter_pages(
+    specs: list[Any], *, target: str = "default", deep: bool = False, generated: str | None = None
+) -> Iterator[tuple[str, str]]:
+    """(file name, HTML) of each quantized checkpoint's page, made one at a time, then the
+    index. Only the index's small rows are kept between pages, so memory stays at one page
+    whatever the number of checkpoints."""
     from quantcheck._version import __version__
     from quantcheck.checking import check_checkpoint
     from quantcheck.many import checkpoint_formats, is_quantized
@@ -41,7 +52,6 @@ def build_pages(
     from quantcheck.render.html import collect, render_html
 
     stamp = generated or datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    pages: dict[str, str] = {}
     rows: list[dict[str, Any]] = []
     targets: tuple[str, ...] = ()
     for i, spec in enumerate(specs):
@@ -54,6 +64,7 @@ def build_pages(
             "releases": {},
             "note": "",
         }
+        page: tuple[str, str] | None = None
         try:
             with load_checkpoint(spec.paths) as ck:
                 report = check_checkpoint(ck, target=target, deep=deep)
@@ -67,12 +78,13 @@ def build_pages(
                     row["releases"] = report.releases
                     html = render_html(collect(ck, report, None, target=target, deep=deep), stamp)
                     row["page"] = page_name(i, spec.name)
-                    pages[row["page"]] = html.replace("<nav>", f"<nav>{BACK}", 1)
+                    page = (row["page"], html.replace("<nav>", f"<nav>{BACK}", 1))
         except (InputError, OSError) as exc:
             row["note"] = f"could not read: {exc}"
         rows.append(row)
-    pages[INDEX] = index_html(rows, targets or ("sglang", "comfyui"), stamp, __version__)
-    return pages
+        if page is not None:
+            yield page
+    yield INDEX, index_html(rows, targets or ("sglang", "comfyui"), stamp, __version__)
 
 
 def index_html(
