@@ -29,7 +29,7 @@ from quantcheck.rules.sglang.header_path import (
     sglang_paths,
     short,
 )
-from quantcheck.rules.sglang_loaders import loaders_at
+from quantcheck.rules.sglang.loaders import loaders_at
 from quantcheck.runtimes import get_runtime, registry
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
@@ -70,7 +70,7 @@ _RELEASES: dict[str, tuple[str, ...]] = registry.runtime_cache()
 
 def path_json(ck: Checkpoint, release: str | None) -> dict[str, Any]:
     """`path` / `path_reason` / `path_config` of the sglang target at `release` (None: newest)
-    and its `loaders` (`sglang_loaders`), for the JSON summary (the `paths` hook of the sglang
+    and its `loaders` (`rules/sglang/loaders.py`), for the JSON summary (the `paths` hook of the sglang
     runtime record)."""
     rel = release or _releases()[-1]
     docs = header_docs(ck)
@@ -481,7 +481,7 @@ class HeaderPathChecks:
         no longer concern sglang: those about sglang alone are dropped, the others keep their
         effects on the other runtimes with none on sglang. The marker rules' status per
         release is kept for the loaders that read the markers whatever the header says
-        (`sglang_loaders`)."""
+        (`rules/sglang/loaders.py`)."""
         global _HELD_STATUS
         held = (
             self._marker_status(diags)

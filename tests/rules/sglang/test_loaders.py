@@ -14,7 +14,7 @@ from quantcheck.checking import check_paths
 from quantcheck.cli.main import main
 from quantcheck.rules.registry import get_rule
 
-from ._build import (
+from .._build import (
     INT8_CONVROT,
     Build,
     P,
