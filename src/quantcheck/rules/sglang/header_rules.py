@@ -70,8 +70,8 @@ _RELEASES: dict[str, tuple[str, ...]] = registry.runtime_cache()
 
 def path_json(ck: Checkpoint, release: str | None) -> dict[str, Any]:
     """`path` / `path_reason` / `path_config` of the sglang target at `release` (None: newest)
-    and its `loaders` (`rules/sglang/loaders.py`), for the JSON summary (the `paths` hook of the sglang
-    runtime record)."""
+    and its `loaders` (`rules/sglang/loaders.py`), for the JSON summary (the `paths` hook of
+    the sglang runtime record)."""
     rel = release or _releases()[-1]
     docs = header_docs(ck)
     path = sglang_path(ck, rel, docs)
