@@ -298,7 +298,7 @@ def _load(paths: list[str], read_markers: bool, jobs: int) -> Checkpoint:
     ck.diagnostics += diags
     remote = sum("://" in f for f in files)
     if jobs > 1 and remote > 1:
-        from quantcheck.io.prefetch import open_shards
+        from quantcheck.model.prefetch import open_shards
 
         shards = open_shards(files, jobs, _open_shard, read_markers=read_markers)
     else:
