@@ -1,4 +1,4 @@
-"""Layer kinds (`rules/layer_kinds.py`) and the per-checkpoint passes that use them or the
+"""Layer kinds (`rules/layers/kinds.py`) and the per-checkpoint passes that use them or the
 layers instead of every tensor name: each gives what the general pass over names or layers
 gives, on files with odd names (empty prefixes, double dots, scales without weights) and with
 kinds interleaved."""

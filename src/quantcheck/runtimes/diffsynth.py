@@ -2,7 +2,7 @@
 
 DiffSynth-Studio reads only comfy_quant marker TENSORS (the header is passed in and ignored),
 loads float8_e4m3fn and int8_tensorwise, and loads the state dict strictly
-(`rules/diffsynth_rules.py`). Standard library only (the check path imports it).
+(`rules/diffsynth/checks.py`). Standard library only (the check path imports it).
 """
 
 from __future__ import annotations

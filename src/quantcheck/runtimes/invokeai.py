@@ -1,7 +1,7 @@
 """InvokeAI 6.14.2 as a target: what its ComfyUI single-file loaders do with these files.
 
 InvokeAI reads no marker (neither tensors nor the header): it multiplies every weight_scale /
-scale_weight into its weight and drops the scales and markers (`rules/invokeai_rules.py`).
+scale_weight into its weight and drops the scales and markers (`rules/invokeai/checks.py`).
 So marker findings change nothing for it; container and shard findings stop it like any
 safetensors reader; numeric findings on scales reach the weights it computes with.
 

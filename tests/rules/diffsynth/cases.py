@@ -1,7 +1,7 @@
 """DiffSynth-Studio's own rules (QC730-QC735): one failing case and its passing twin each.
 
 Checked with `--target diffsynth` (not a default target); the cases name the effects on
-sglang, ComfyUI and DiffSynth-Studio. Behaviour per rule: rules/catalog_diffsynth.py; the
+sglang, ComfyUI and DiffSynth-Studio. Behaviour per rule: rules/diffsynth/catalog.py; the
 outcomes are confirmed by DiffSynth-Studio's own code in tests/rules/diff_consumers.
 """
 

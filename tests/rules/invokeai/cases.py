@@ -1,7 +1,7 @@
 """InvokeAI's own rules (QC720-QC724): one failing case and its passing twin each.
 
 Checked with `--target invokeai` (InvokeAI is not a default target); the cases name the
-effects on sglang, ComfyUI and InvokeAI. Behaviour per rule: rules/catalog_invokeai.py; the
+effects on sglang, ComfyUI and InvokeAI. Behaviour per rule: rules/invokeai/catalog.py; the
 outcomes are confirmed by InvokeAI's own code in tests/rules/diff_consumers.
 """
 

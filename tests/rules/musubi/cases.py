@@ -1,7 +1,7 @@
 """musubi-tuner's own rules (QC750-QC757): one failing case and its passing twin each.
 
 Checked with `--target all` (musubi is not a default target); the cases name the effects on
-sglang, ComfyUI and musubi. Behaviour per rule: src/quantcheck/rules/catalog_musubi.py.
+sglang, ComfyUI and musubi. Behaviour per rule: src/quantcheck/rules/musubi/catalog.py.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """stable-diffusion.cpp's own rules (QC740-QC749): one failing case and its passing twin each.
 
 Checked with `--target all` (sd.cpp is not a default target); the cases name the effects on
-sglang, ComfyUI and sd.cpp. Behaviour per rule: src/quantcheck/rules/catalog_sdcpp.py.
+sglang, ComfyUI and sd.cpp. Behaviour per rule: src/quantcheck/rules/sdcpp/catalog.py.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ read), and the result goes to a strict `load_state_dict(assign=True)`. So only t
 count; each is decoded with `bytes(t.to(uint8).tolist()).decode()` and `json.loads` (strict
 UTF-8, no BOM; the tensor's values, not its bytes, so only U8/I8 markers survive); its format
 must be one of `ACCEPTED`; the layer needs `weight` and `weight_scale`; a rotated INT8 group
-must divide K. Upstream lines are cited in the rules' evidence (catalog_diffsynth.py).
+must divide K. Upstream lines are cited in the rules' evidence (catalog.py).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Forge Neo's own rules (the `checks` hook of its runtime record): its QUANT_ALGOS table by
 release, and header entries that replace tensor markers. Everything else follows ComfyUI.
 
-The upstream lines each rule follows are cited in catalog_forge_neo.py.
+The upstream lines each rule follows are cited in catalog.py.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ format's own weight (dequantized, no VRAM saving), the wrong numbers (ConvRot, M
 weight of the wrong shape (packed formats: torch refuses it at `load_state_dict`).
 
 The shape arithmetic is `dequantized_shape`; the formats whose product is their weight are
-`EXACT_SCALES`. Upstream lines are cited in the rules' evidence (catalog_invokeai.py).
+`EXACT_SCALES`. Upstream lines are cited in the rules' evidence (catalog.py).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ is an artifact module when it has a `.comfy_quant` tensor, a `.weight_scale` or 
 `.weight`; each must be a ConvRot INT8 triple (`.weight` I8 [N, K], `.weight_scale` or
 `.scale_weight` F32 [N, 1], `.comfy_quant` U8 1-D). Markers are read from tensors only.
 Musubi raises at the first problem; quantcheck reports every one. The upstream lines each rule
-follows are cited in the rule's evidence (catalog_musubi.py).
+follows are cited in the rule's evidence (catalog.py).
 
 Standard library only (the check path imports it).
 """

@@ -5,7 +5,7 @@ ConvRot safetensors"), whose safetensors reader (`src/model_io/safetensors_io.cp
 `read_safetensors_file` / `read_comfy_quant_config`) reads the `<layer>.comfy_quant` TENSOR
 markers only (the header `_quantization_metadata` is not read), implements `int8_tensorwise`
 (+ConvRot) and loads FP8 weights by dtype, without their scales until PR #1913. The upstream
-lines each rule follows are cited in the rule's evidence (catalog_sdcpp.py).
+lines each rule follows are cited in the rule's evidence (catalog.py).
 
 Standard library only (the check path imports it).
 """

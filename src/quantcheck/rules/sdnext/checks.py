@@ -1,6 +1,6 @@
 """SD.Next's own rules (the `checks` hook of its runtime record): what its native transformer
 loader (`detect_comfy_quant`, `build_component_prequantized`, `adopt_nvfp4_layer`) refuses, and
-what it reads differently. The upstream lines each rule follows are cited in catalog_sdnext.py.
+what it reads differently. The upstream lines each rule follows are cited in catalog.py.
 
 SD.Next reads the marker a header entry replaced (`transcode_quant_metadata`), and only its
 top-level keys. Its refusals are `degraded`: it falls back to the base model's transformer.
