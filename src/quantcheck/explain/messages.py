@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from quantcheck._record import factory, record
+from quantcheck.explain.template import Line, Template
 from quantcheck.rules import codes as R
 from quantcheck.rules.registry import Rule
 from quantcheck.runtimes.builtin import COMFYUI, SGLANG
@@ -22,8 +23,7 @@ class MessagePattern:
 
     runtime: str
     template: str
-    regex: re.Pattern[str]
-    fields: tuple[str, ...]
+    matcher: Template
     code: str
     causes: tuple[str, ...]
     fix_command: str = "quantcheck fix IN.safetensors -o OUT.safetensors --target sglang"
@@ -90,40 +90,6 @@ class MessageMatch:
         return "\n".join(lines)
 
 
-_FIELD = re.compile(r"\{(\w+)(!r)?\}")
-#: a shape as sglang prints it, `(8, 32)`, `[8, 32]` or `torch.Size([8, 32])`: brackets
-#: delimit it, so `, ` inside a shape is not taken for the `, ` that follows it.
-_SHAPE = r"(?:torch\.Size\()?[(\[][^()\[\]\n]*[)\]]\)?"
-
-
-def _compile(template: str) -> tuple[re.Pattern[str], tuple[str, ...]]:
-    """A regex for a `str.format` template that cannot backtrack (see `match_message`).
-
-    `{x!r}` matches a quoted repr, `{x_shape}` a bracketed shape; any other `{x}` followed by
-    text matches up to the first occurrence of that text, inside an atomic group (no retrying
-    a later occurrence), and a `{x}` ending the template takes the rest of the line.
-    """
-    parts: list[str] = []
-    names: list[str] = []
-    pieces = _FIELD.split(template)  # literal, name, !r, literal, name, !r, ..., literal
-    parts.append(re.escape(pieces[0]))
-    for i in range(1, len(pieces), 3):
-        name, is_repr, after = pieces[i], pieces[i + 1], pieces[i + 2]
-        group = name if name not in names else f"{name}_{len(names)}"
-        names.append(group)
-        if is_repr:
-            parts.append(
-                f"(?:'(?P<{group}>[^'\\n]*)'|\"(?P<{group}_dq>[^\"\\n]*)\")" + re.escape(after)
-            )
-        elif name.endswith("_shape"):
-            parts.append(f"(?P<{group}>{_SHAPE})" + re.escape(after))
-        elif after:
-            parts.append(f"(?>(?P<{group}>[^\\n]+?){re.escape(after)})")
-        else:
-            parts.append(f"(?P<{group}>[^\\n]+)")
-    return re.compile("".join(parts)), tuple(names)
-
-
 def pattern(
     template: str,
     rule: Rule,
@@ -132,11 +98,11 @@ def pattern(
     refine: Callable[[dict[str, str]], str] | None = None,
     target: str = "",
 ) -> MessagePattern:
-    regex, names = _compile(template)
+    matcher = Template(template)
     if not target:
-        return MessagePattern(runtime, template, regex, names, rule.code, causes, refine=refine)
+        return MessagePattern(runtime, template, matcher, rule.code, causes, refine=refine)
     fix = f"quantcheck fix IN.safetensors -o OUT.safetensors --target {target}"
-    return MessagePattern(runtime, template, regex, names, rule.code, causes, fix, refine, target)
+    return MessagePattern(runtime, template, matcher, rule.code, causes, fix, refine, target)
 
 
 HIGH = ("BF16", "F16", "F32", "F64")
@@ -624,20 +590,17 @@ def match_message(text: str) -> MessageMatch | None:
     """The first known message pattern found in `text` (a message, a traceback or a log).
 
     Work is linear in the text: it is cut into lines (long ones into windows) of at most
-    2*MAX_LINE characters; only lines holding the literal start of some template are tried
-    against the patterns, and no pattern can backtrack (literal start, bounded or atomic
-    fields). A message wrapped over two lines is found in the joined pair.
+    2*MAX_LINE characters; only lines holding the literal start of some template are tried,
+    and each template is matched in time linear in the line (`explain.template`). A message
+    wrapped over two lines is found in the joined pair.
     """
     lines, pairs = _units(text)
     patterns, leads = _all()
     for units in (lines, pairs):
-        candidates = [u for u in units if leads.search(u)]
+        candidates = [Line(u) for u in units if leads.search(u)]
         for p in patterns:
-            for unit in candidates:
-                m = p.regex.search(unit)
-                if m:
-                    values = {
-                        k.removesuffix("_dq"): v for k, v in m.groupdict().items() if v is not None
-                    }
+            for line in candidates:
+                values = p.matcher.search(line)
+                if values is not None:
                     return MessageMatch(p, values)
     return None
