@@ -16,10 +16,13 @@ from quantcheck.rules.registry import Rule
 from quantcheck.runtimes.builtin import COMFYUI, SGLANG
 from quantcheck.textsafe import clean
 
+#: a pattern's code(s) from the values its message names: one code, or one per defect named
+Refine = Callable[[dict[str, str]], "str | tuple[str, ...]"]
+
 
 @record
 class MessagePattern:
-    """One runtime message template: its regex, runtime, the rule it maps to, causes."""
+    """One runtime message template: its matcher, runtime, the rule it maps to, causes."""
 
     runtime: str
     template: str
@@ -27,12 +30,13 @@ class MessagePattern:
     code: str
     causes: tuple[str, ...]
     fix_command: str = "quantcheck fix IN.safetensors -o OUT.safetensors --target sglang"
-    refine: Callable[[dict[str, str]], str] | None = None  # the code, from the message's values
+    refine: Refine | None = None  # the code(s), from the message's values
     check_target: str = ""  # `--target` for the hint (default: the runtime's name)
 
-    def code_for(self, values: dict[str, str]) -> str:
-        """The rule the message points to, given the values it names."""
-        return self.refine(values) if self.refine else self.code
+    def codes_for(self, values: dict[str, str]) -> tuple[str, ...]:
+        """The rules the message points to (the first is the main one), given its values."""
+        codes = self.refine(values) if self.refine else self.code
+        return (codes,) if isinstance(codes, str) else codes
 
 
 @record
@@ -43,8 +47,13 @@ class MessageMatch:
     values: dict[str, str] = factory(dict)
 
     @property
+    def codes(self) -> tuple[str, ...]:
+        """Every rule the message points to: one per defect it names (the first is the main)."""
+        return self.pattern.codes_for(self.values)
+
+    @property
     def code(self) -> str:
-        return self.pattern.code_for(self.values)
+        return self.codes[0]
 
     def to_json(self) -> dict[str, Any]:
         from quantcheck.rules.registry import get_rule
@@ -56,6 +65,7 @@ class MessageMatch:
             "template": self.pattern.template,
             "values": self.values,
             "code": rule.code,
+            "codes": list(self.codes),
             "name": rule.name,
             "causes": list(self.pattern.causes),
             "fix": rule.remedy,
@@ -70,15 +80,17 @@ class MessageMatch:
         lines = [f"This is {self.pattern.runtime}'s message:", f"  {self.pattern.template}", ""]
         for k, v in self.values.items():
             lines.append(f"  {k}: {clean(v)}")
-        lines += ["", f"Rule: {rule.code} {rule.name} — {rule.title}", "", "Common causes:"]
-        lines += [f"  - {c}" for c in self.pattern.causes]
+        others = [get_rule(c) for c in self.codes[1:]]
+        lines += ["", f"Rule: {rule.code} {rule.name} — {rule.title}"]
+        lines += [f"Also: {r.code} {r.name} — {r.title}" for r in others]
+        lines += ["", "Common causes:", *(f"  - {c}" for c in self.pattern.causes)]
         target = self.pattern.check_target or self.pattern.runtime.split()[0].lower()
+        lines += ["", f"Fix: {rule.remedy}", *(f"  and {r.code}: {r.remedy}" for r in others)]
+        explains = " and ".join(f"`quantcheck explain {c}`" for c in self.codes)
         lines += [
-            "",
-            f"Fix: {rule.remedy}",
             f"  {self.pattern.fix_command}",
             "",
-            f"See `quantcheck explain {rule.code}` for the full rule, and "
+            f"See {explains} for the full rule{'s' if others else ''}, and "
             f"`quantcheck check --target {target} FILE` to find every such layer at once.",
         ]
         if "[GUESS]" in rule.evidence:
@@ -95,7 +107,7 @@ def pattern(
     rule: Rule,
     *causes: str,
     runtime: str = SGLANG.label,
-    refine: Callable[[dict[str, str]], str] | None = None,
+    refine: Refine | None = None,
     target: str = "",
 ) -> MessagePattern:
     matcher = Template(template)
@@ -108,15 +120,19 @@ def pattern(
 HIGH = ("BF16", "F16", "F32", "F64")
 
 
-def _by_weight(storage: str) -> Callable[[dict[str, str]], str]:
+def _by_weight(storage: str, scale: str) -> Refine:
     """ "needs X weights and Y scales, got W and S": a 16-bit W means the layer fell back
-    (QC304), another W the wrong storage (QC303); otherwise the scale dtype (QC305)."""
+    (QC304), another W the wrong storage (QC303); a scale S other than Y is QC305 besides
+    (the message names both when both are wrong)."""
 
-    def pick(v: dict[str, str]) -> str:
+    def pick(v: dict[str, str]) -> tuple[str, ...]:
         w = v.get("weight_dtype", "")
+        wrong_scale = (R.QC305.code,) if v.get("scale_dtype", "") != scale else ()
         if w in HIGH:
-            return R.QC304.code
-        return R.QC303.code if w != storage else R.QC305.code
+            return (R.QC304.code, *wrong_scale)
+        if w != storage:
+            return (R.QC303.code, *wrong_scale)
+        return (R.QC305.code,)
 
     return pick
 
@@ -140,6 +156,11 @@ def _formats(v: dict[str, str]) -> str:
     if any(n not in FORMATS or FORMATS[n].third_party for n in names):
         return R.QC213.code
     return R.QC601.code if len(names) == 1 else R.QC602.code
+
+
+def _backend_failure(v: dict[str, str]) -> str:
+    """comfy-kitchen names each backend's failed constraint: a shape (QC307) or a dtype."""
+    return R.QC307.code if ": shape " in v.get("failures", "") else R.QC305.code
 
 
 def _added_to_comfyui_later() -> list[tuple[str, str, Rule, str]]:
@@ -172,7 +193,7 @@ PATTERNS: list[MessagePattern] = [
         DOWNCAST,
         FALLBACK,
         "the marker names int8_tensorwise but the layer is stored in another format",
-        refine=_by_weight("I8"),
+        refine=_by_weight("I8", "F32"),
     ),
     pattern(
         "Comfy W4A8 layer {prefix!r} needs F32 channel scales, got {channel_dtype}",
@@ -187,7 +208,7 @@ PATTERNS: list[MessagePattern] = [
         DOWNCAST,
         "scales quantized with scale_dtype=float32",
         FALLBACK,
-        refine=_by_weight("I8"),
+        refine=_by_weight("I8", "F8_E4M3"),
     ),
     pattern(
         "Comfy W4A4 layer {prefix!r} needs I8 packed weights and F32 scales, got {weight_dtype} "
@@ -195,7 +216,7 @@ PATTERNS: list[MessagePattern] = [
         R.QC305,
         DOWNCAST,
         FALLBACK,
-        refine=_by_weight("I8"),
+        refine=_by_weight("I8", "F32"),
     ),
     pattern(
         "Comfy NVFP4 layer {prefix!r} needs U8 packed weights and FP8 block scales, got "
@@ -203,7 +224,7 @@ PATTERNS: list[MessagePattern] = [
         R.QC305,
         "block scales saved as U8 (ComfyUI accepts them; sglang wants F8_E4M3)",
         FALLBACK,
-        refine=_by_weight("U8"),
+        refine=_by_weight("U8", "F8_E4M3"),
     ),
     pattern(
         "Comfy NVFP4 layer {prefix!r} needs a scalar F32 weight_scale_2, got {scale_2}",
@@ -500,11 +521,42 @@ PATTERNS: list[MessagePattern] = [
         "the marker tensor was saved as F6",
         runtime=f"safetensors (via {SGLANG.label})",
     ),
+    *(
+        pattern(
+            f"Unsupported quantization format: {fmt}",  # comfy/ops.py _load_quantized_module
+            rule,
+            f"a ComfyUI from before {release}, which added {fmt}",
+            runtime=COMFYUI.title,
+            target=target,
+        )
+        for fmt, release, rule, target in _added_to_comfyui_later()
+    ),
     pattern(
         "Unsupported quantization format",
         R.QC213,
         "a misspelt or fork-only format",
         runtime=COMFYUI.title,
+    ),
+    # comfy-kitchen's backend registry (registry.py, exceptions.py NoCapableBackendError):
+    # no backend's constraint table accepts the call's tensors
+    pattern(
+        "No backend can handle {func!r}: {failures}",
+        R.QC305,
+        "a companion tensor of another dtype than the kernel's constraint table allows "
+        "(e.g. a W4A8 weight_s_channel in BF16/F16: comfy-kitchen wants F32)",
+        "a companion of another rank or shape (QC307)",
+        runtime=f"comfy-kitchen (via {COMFYUI.title})",
+        refine=_backend_failure,
+        target="comfyui",
+    ),
+    pattern(
+        "NoCapableBackendError",
+        R.QC305,
+        "a companion tensor of another dtype than the kernel's constraint table allows "
+        "(e.g. a W4A8 weight_s_channel in BF16/F16: comfy-kitchen wants F32); paste the whole "
+        "line to tell a dtype from a shape",
+        runtime=f"comfy-kitchen (via {COMFYUI.title})",
+        target="comfyui",
     ),
     pattern(
         "packed row width {cols} does not match K={K} at 4 or 6 bits",
