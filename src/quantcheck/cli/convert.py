@@ -200,6 +200,9 @@ def run(args: argparse.Namespace) -> int:
         return _dequantize(ck, args, out, index)
 
 
+ALREADY = "already has a marker"
+
+
 def plan_quantize(
     ck: Any,
     fmt: str,
@@ -226,7 +229,7 @@ def plan_quantize(
         if w is None:
             continue
         if layer.marker is not None:
-            skipped[prefix] = "already has a marker"
+            skipped[prefix] = ALREADY
             continue
         if refused and prefix in refused:
             skipped[prefix] = refused[prefix]
@@ -285,7 +288,13 @@ def _quantize(ck: Any, args: argparse.Namespace, out: str, index: str | None) ->
     shape_skips = {p: r for p, r in skipped.items() if "K=" in r or "sglang" in r or p in refused}
     for p, r in shape_skips.items():
         print(f"  skipped {clean(p)}: {clean(r)}")
-    other = len(skipped) - len(shape_skips)
+    marked = sum(r == ALREADY for r in skipped.values())
+    if marked:
+        print(
+            f"  {marked} layer{'s were' if marked != 1 else ' was'} already quantized (a "
+            "marker) and left as they are"
+        )
+    other = len(skipped) - len(shape_skips) - marked
     if other:
         print(
             f"  {other} other layer{'s' if other != 1 else ''} left as they are (norms, "
@@ -293,7 +302,9 @@ def _quantize(ck: Any, args: argparse.Namespace, out: str, index: str | None) ->
         )
     if args.dry_run:
         return 0
-    if rc == 0:
+    if rc == 0 and not done:
+        print(f"wrote {out}: a copy, no layer was quantized")
+    elif rc == 0:
         print(f"wrote {out}")
     return rc or (1 if refused else 0)
 

@@ -46,6 +46,7 @@ DESCRIPTIONS = {
         "examples:\n"
         "  quantcheck fix in.safetensors -o out.safetensors --profile portable --target all\n"
         "  quantcheck fix in.safetensors --profile portable --dry-run --output-format json\n\n"
+        "With no fix to apply, nothing is written and the exit code is check's.\n\n"
         "exit codes: 0 nothing left to fix, 1 problems remain, 2 could not run."
     )
 }
@@ -131,6 +132,12 @@ def run(args: argparse.Namespace) -> int:
                 _print_json(plan, args.unsafe_fixes, None, diff)
             return _exit(plan, args.unsafe_fixes)
         assert out is not None
+        if not plan.edits:  # a copy would change nothing: write nothing, say so
+            if as_json:
+                _print_json(plan, args.unsafe_fixes, None)
+            else:
+                print(f"nothing to fix: {clean(out)} was not written")
+            return _exit(plan, args.unsafe_fixes)
         _write(ck, plan, out, index)
         if as_json:
             _print_json(plan, args.unsafe_fixes, out)

@@ -55,6 +55,19 @@ class MessageMatch:
     def code(self) -> str:
         return self.codes[0]
 
+    @property
+    def fix_command(self) -> str:
+        """The `quantcheck fix` line that repairs the main rule: with --unsafe-fixes where its
+        fix changes numbers, "" where quantcheck has no automatic fix for it."""
+        from quantcheck.rules.levels import Safety
+        from quantcheck.rules.registry import get_rule
+
+        safety = get_rule(self.code).fix
+        if safety is None or safety is Safety.DISPLAY:
+            return ""
+        unsafe = " --unsafe-fixes" if safety is Safety.UNSAFE else ""
+        return self.pattern.fix_command + unsafe
+
     def to_json(self) -> dict[str, Any]:
         from quantcheck.rules.registry import get_rule
 
@@ -69,7 +82,7 @@ class MessageMatch:
             "name": rule.name,
             "causes": list(self.pattern.causes),
             "fix": rule.remedy,
-            "fix_command": self.pattern.fix_command,
+            "fix_command": self.fix_command or None,
             "guess": "[GUESS]" in rule.evidence,
         }
 
@@ -87,8 +100,9 @@ class MessageMatch:
         target = self.pattern.check_target or self.pattern.runtime.split()[0].lower()
         lines += ["", f"Fix: {rule.remedy}", *(f"  and {r.code}: {r.remedy}" for r in others)]
         explains = " and ".join(f"`quantcheck explain {c}`" for c in self.codes)
+        command = self.fix_command or "(quantcheck has no automatic fix for it)"
         lines += [
-            f"  {self.pattern.fix_command}",
+            f"  {command}",
             "",
             f"See {explains} for the full rule{'s' if others else ''}, and "
             f"`quantcheck check --target {target} FILE` to find every such layer at once.",

@@ -66,6 +66,9 @@ class Checkpoint:
     quant_formats: dict[str, str] = factory(dict)  # file -> quant_format
     index: str | None = None
     diagnostics: list[Diagnostic] = factory(list)
+    #: shards the checkpoint names but that were not opened: {tensor: shard} for the tensors an
+    #: index places in one; "" -> the missing members of a shard set without an index
+    absent: dict[str, str] = factory(dict)
 
     def layer(self, prefix: str) -> Any:
         """A layer handle for numerics (`.dequantize()`); KeyError for an unknown prefix."""
@@ -280,12 +283,15 @@ def load_checkpoint(
     if index is not None:
         ck.diagnostics += _check_weight_map(index, ck)
     else:
+        missing = missing_shards(files)
         ck.diagnostics += [
             Diagnostic(
                 R.QC506, f"{name} of this shard set is missing (no index names the set)", file=first
             )
-            for first, name in missing_shards(files)
+            for first, name in missing
         ]
+        if missing:
+            ck.absent[""] = ", ".join(name for _, name in missing)
     return ck
 
 
@@ -375,6 +381,8 @@ def _check_weight_map(index: str, ck: Checkpoint) -> list[Diagnostic]:
     for name, shard in wmap.items():
         path = os.path.join(folder, shard) if isinstance(shard, str) else None
         t = ck.tensors.get(name)
+        if path not in loaded and t is None and isinstance(shard, str):
+            ck.absent[name] = shard
         if path in loaded and (t is None or t.file != path):
             out.append(
                 Diagnostic(

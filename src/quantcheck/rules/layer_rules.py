@@ -115,10 +115,10 @@ def _check_marked(layer: Layer, spec: FormatSpec) -> Iterator[Diagnostic]:
                 DEGRADED,
             ),
             fix=Fix(
-                "remove the stale marker (keeps the 16-bit weights), or quantize the layer "
-                "with --unsafe-fixes",
+                "remove the stale marker and the scales left beside it (keeps the 16-bit "
+                "weights), or quantize the layer with --unsafe-fixes",
                 Safety.SAFE,
-                "drop-marker",
+                "unmark-unquantized",
             ),
         )
         return
