@@ -24,7 +24,7 @@ from quantcheck.io.build import RawTensor, write_safetensors
 from quantcheck.io.outpath import OLD_SUFFIX, TMP_SUFFIX, clean_stale, temp_prefix
 from quantcheck.model.checkpoint import load_checkpoint
 
-from ._util import sha, tensor_bytes
+from ._util import needs_rewrite, sha, tensor_bytes
 from .test_writer import CHILD_SLOW, _big, _child
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,6 +45,7 @@ def _sharded(
     for i, (name, tensors) in enumerate(shards.items()):
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         write_safetensors(folder / name, [_f32(t, bytes([i, 0, 0x80, 0x3F])) for t in tensors])
+        needs_rewrite(folder / name)  # so that `fix` writes the set
         wmap |= {t: name for t in tensors}
     (folder / index).write_text(json.dumps({"metadata": {}, "weight_map": wmap}))
     return folder / index
@@ -284,6 +285,7 @@ def test_same_shard_name_given_as_files_keeps_the_layout(tmp_path: Path) -> None
     for d, t in (("a", "x.weight"), ("b", "y.weight")):
         (tmp_path / d).mkdir()
         write_safetensors(tmp_path / d / "model.safetensors", [_f32(t)])
+        needs_rewrite(tmp_path / d / "model.safetensors")
     out = tmp_path / "out"
     assert (
         main(
@@ -334,6 +336,7 @@ def test_stale_temps_of_dead_writers_go_live_and_foreign_ones_stay(tmp_path: Pat
     for p in (stale, live, foreign):
         p.write_bytes(b"x")
     write_safetensors(tmp_path / "in.safetensors", [_f32("a.weight")])
+    needs_rewrite(tmp_path / "in.safetensors")
     # a write to a different destination in the same folder removes only the dead writer's
     assert (
         main(["fix", str(tmp_path / "in.safetensors"), "-o", str(tmp_path / "out.safetensors")])

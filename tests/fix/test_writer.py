@@ -27,12 +27,12 @@ from quantcheck.io.writer import (
 )
 from quantcheck.model.checkpoint import load_checkpoint
 
-from ._util import sha, tensor_bytes
+from ._util import needs_rewrite, sha, tensor_bytes
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 
-def _big(path: Path, mib: int = 4) -> None:
+def _big(path: Path, mib: int = 4, rewrite: bool = True) -> None:
     data = bytes((i * 7 + 3) & 0xFF for i in range(256)) * (mib * 4096)
     write_safetensors(
         path,
@@ -42,6 +42,8 @@ def _big(path: Path, mib: int = 4) -> None:
         ],
         {"note": "kept"},
     )
+    if rewrite:
+        needs_rewrite(path)  # so that `fix` writes it
 
 
 def test_copy_data_chunks_round_trip(tmp_path: Path) -> None:
@@ -96,6 +98,7 @@ def test_sharded_in_sharded_out(tmp_path: Path) -> None:
     src.mkdir()
     write_safetensors(src / "p1.safetensors", [RawTensor("a.weight", "F32", (1,), b"\0" * 4)])
     write_safetensors(src / "p2.safetensors", [RawTensor("b.weight", "F32", (1,), b"\1" * 4)])
+    needs_rewrite(src / "p2.safetensors")
     index = src / "model.safetensors.index.json"
     index.write_text(
         json.dumps(
@@ -204,7 +207,7 @@ def test_full_disk_gives_clear_error_and_no_output(tmp_path: Path) -> None:
 
 def test_local_copies_are_byte_exact_with_kernel_copy(tmp_path: Path) -> None:
     src = tmp_path / "in.safetensors"
-    _big(src, 9)  # more than one 8 MiB chunk
+    _big(src, 9, rewrite=False)  # more than one 8 MiB chunk
     with LocalFile(str(src)) as lf, load_checkpoint(str(src)) as ck:
         ts = [
             OutTensor(t.name, t.dtype, t.shape, Copy(lf, t.begin, t.nbytes))

@@ -218,7 +218,11 @@ def _round(
             return draft, files, cur, diags
         nxt = load_planned(files, names)
         after = select_diagnostics(run_rules(nxt), target=target)
-        harm = _harm(diags, after, draft.edits, target)
+        harm = {
+            k: why
+            for k, why in _harm(diags, after, draft.edits, target).items()
+            if k not in plan.refused  # edits a refusal does not stop (portable ones) stay
+        }
         if not harm:
             return draft, files, nxt, after
         plan.refused.update(harm)
