@@ -136,7 +136,7 @@ def main() -> None:
     if tmp is not None:
         write_big_checkpoint(path)
 
-    from quantcheck.check import check_paths
+    from quantcheck.checking import check_paths
 
     runs = args.runs
     floor = median_ms(lambda: floor_read([path]), runs)

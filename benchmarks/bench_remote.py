@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from quantcheck.check import check_paths
+from quantcheck.checking import check_paths
 from quantcheck.io import httpsource
 from quantcheck.io.batch import default_jobs, map_bounded
 from quantcheck.io.build import RawTensor, build_safetensors, marker_tensor

@@ -71,7 +71,12 @@ def tensors(blocks: int, hidden: int) -> list[Tensor]:
 
 def write(path: str, blocks: int = 60, hidden: int = 3072) -> tuple[int, int, int]:
     """Write the sparse checkpoint; return (tensors, header bytes, logical file size)."""
-    items = tensors(blocks, hidden)
+    return write_sparse(path, tensors(blocks, hidden))
+
+
+def write_sparse(path: str, items: list[Tensor]) -> tuple[int, int, int]:
+    """Write `items` in order as a sparse safetensors file (payloads written, the rest holes);
+    return (tensors, header bytes, logical file size)."""
     header: dict[str, object] = {"__metadata__": {"format": "pt"}}
     offset = 0
     for name, dtype, shape, size, _ in items:

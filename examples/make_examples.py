@@ -238,9 +238,10 @@ def main(out_dir: str) -> None:
 
 EXPECTED = {
     "awq_w4a16.safetensors": "valid for ComfyUI; sglang has no AWQ support (QC601)",
-    "w6a8_int8.safetensors": "loads on the newest ComfyUI step (pr16483 [GUESS]); ComfyUI up to "
-    "0271a469 lacks the format (QC610 with `--target comfyui@0271a469`; `fix --target "
-    "comfyui@0271a469` relabels it asym_w4a8_int8); sglang has no W6A8 (QC601)",
+    "w6a8_int8.safetensors": "loads on the newest ComfyUI step (2026-09-29, PR #16483 "
+    "[GUESS]); ComfyUI up to 0271a469 lacks the format (QC610 with `--target "
+    "comfyui@0271a469`; `fix --target comfyui@0271a469` relabels it asym_w4a8_int8); "
+    "sglang has no W6A8 (QC601)",
     "broken_seeds.safetensors": "the seed errors: QC305 ×2, QC304, QC316 (see `quantcheck check`)",
 }
 README = (

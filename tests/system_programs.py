@@ -7,6 +7,18 @@ import shutil
 
 import pytest
 
+#: How a skip for a missing program starts (the closing summary line counts these).
+SKIP_PREFIX = "system program "
+
+
+def missing_program(reason: str) -> str | None:
+    """The program a skip reason made by `require_program` names, else None."""
+    start = reason.find(SKIP_PREFIX + "'")
+    if start < 0:
+        return None
+    rest = reason[start + len(SKIP_PREFIX) + 1 :]
+    return rest.split("'", 1)[0] or None
+
 
 def in_ci() -> bool:
     """True when running under CI (`CI=true`, as GitHub Actions and most CI systems set)."""
@@ -18,7 +30,7 @@ def require_program(name: str) -> str:
     path = shutil.which(name)
     if path is not None:
         return path
-    reason = f"system program {name!r} is not installed (not found on PATH)"
+    reason = f"{SKIP_PREFIX}{name!r} is not installed (not found on PATH)"
     if in_ci():
         pytest.fail(f"{reason}; CI=true, so the CI image must provide it", pytrace=False)
     pytest.skip(f"{reason}; install it to run this test")

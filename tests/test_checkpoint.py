@@ -265,16 +265,28 @@ def test_index_absolute_path_refused(tmp_path: Path) -> None:
     assert [os.path.basename(s.name) for s in ck.shards] == ["part1.safetensors"]
 
 
-def test_index_symlink_leaving_folder_refused(tmp_path: Path) -> None:
+def test_index_shard_that_is_a_symlink_is_opened(tmp_path: Path) -> None:
+    """A shard name is resolved by name within the index's folder: where that name is a
+    symlink to is no reason to refuse it (a Hugging Face cache snapshot links every file
+    into ../../blobs/, and a loader opens it). A `..` is refused even where it would stay
+    inside by spelling: through a symlinked folder it leads wherever the link points."""
     folder = tmp_path / "model"
     folder.mkdir()
-    outside = write(tmp_path / "secret.safetensors", fp8_layer(B))
+    (tmp_path / "elsewhere").mkdir()
+    outside = write(tmp_path / "elsewhere" / "blob", fp8_layer(B))
+    (tmp_path / "deep" / "er").mkdir(parents=True)
+    write(tmp_path / "deep" / "secret.safetensors", fp8_layer(A))
     try:
         (folder / "link.safetensors").symlink_to(outside)
+        (folder / "sub").symlink_to(tmp_path / "deep" / "er")
     except OSError:
         pytest.skip("symlinks not supported here")
-    ck = load_checkpoint([str(write_index(folder, {f"{B}.weight": "link.safetensors"}))])
-    assert codes(ck) == ["QC502"] and ck.shards == []
+    wmap = {n: "link.safetensors" for n in (f"{B}.weight", f"{B}.weight_scale", f"{B}.comfy_quant")}
+    ck = load_checkpoint([str(write_index(folder, wmap))])
+    assert codes(ck) == [] and [s.name for s in ck.shards] == [str(folder / "link.safetensors")]
+    wmap[f"{A}.weight"] = "sub/../secret.safetensors"  # "secret.safetensors" by spelling only
+    ck = load_checkpoint([str(write_index(folder, wmap))])
+    assert codes(ck) == ["QC502"] and len(ck.shards) == 1
 
 
 def test_index_missing_shard(tmp_path: Path) -> None:

@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from quantcheck.check import _CONCERNS, check_checkpoint, file_labels, run_rules, select_diagnostics
+from quantcheck.checking import (
+    _CONCERNS,
+    check_checkpoint,
+    file_labels,
+    run_rules,
+    select_diagnostics,
+)
 from quantcheck.io.source import base_name
 from quantcheck.model.checkpoint import load_checkpoint
 from quantcheck.results import release_matrix

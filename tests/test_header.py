@@ -389,7 +389,7 @@ CASES = [
         "data-truncated",
         raw({"a": entry("U8", [16], 0)}, bytes(8), pad=True),
         "QC117",
-        "declares 16 bytes of tensor data but the file holds 8",
+        "declares 16 bytes of tensor data, the file holds 8",
     ),
     case("data-missing", raw({"a": entry("U8", [16], 0)}, pad=True), "QC117", "the file holds 0"),
     case(

@@ -14,6 +14,7 @@ from hostile import marker_bytes, tensors, write
 from quantcheck.cli.main import main
 
 L = "blocks.0.attn.to_q"
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -160,6 +161,94 @@ def test_character_device_is_refused(capsys: pytest.CaptureFixture[str]) -> None
         pytest.skip("no /dev/zero")
     rc, _out, err = run(capsys, "check", "/dev/zero")
     assert rc == 2 and "character device" in err
+
+
+@needs_fifo
+@pytest.mark.parametrize(
+    "case",
+    ["baseline-fifo", "baseline-device", "baseline-folder", "compare-fifo", "compare-device"],
+)
+def test_no_file_read_by_path_blocks_or_reads_a_device(case: str, tmp_path: Path) -> None:
+    """Issue 21 W: `--baseline FIFO` blocked for ever (a plain open()). Every file read by path
+    (baselines, --compare originals, indexes) is opened the way checkpoints are: O_NONBLOCK,
+    regular files only. Run in a child so that a hang fails by its timeout, not the suite."""
+    import subprocess
+    import sys
+
+    what, kind = case.split("-")
+    node = tmp_path / "node"
+    if kind == "fifo":
+        os.mkfifo(node)
+    elif kind == "folder":
+        node.mkdir()
+    else:
+        node = Path("/dev/zero")
+        if not node.exists():
+            pytest.skip("no /dev/zero")
+    seeds = str(ROOT / "examples" / "broken_seeds.safetensors")
+    argv = (
+        ["check", seeds, "--baseline", str(node)]
+        if what == "baseline"
+        else ["report", seeds, "--compare", str(node), "-o", str(tmp_path / "r.html")]
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "quantcheck", *argv],
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("quantcheck: error: "), proc.stderr
+    expected = {"fifo": "FIFO", "device": "character device", "folder": "folder"}[kind]
+    assert expected in lines[0]
+    assert not (tmp_path / "r.html").exists()
+
+
+#: every open by path that does not go through `quantcheck.io.source.open_regular`, and why
+#: (file, the call as `ast.unparse` spells it)
+OPEN_SITES = {
+    ("io/source.py", "os.open(path, _OPEN_FLAGS)"): "open_regular itself",
+    ("io/outpath.py", "os.open(folder or '.', os.O_RDONLY)"): "fsync_dir flushes a folder",
+    ("io/atomic.py", "os.open(path, flags, 438)"): "writes the temp file it made",
+    (
+        "io/writer.py",
+        "os.open(path, os.O_WRONLY | os.O_TRUNC | getattr(os, 'O_BINARY', 0))",
+    ): "writes a temp file or staged shard of its own",
+    ("io/writer.py", "os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 438)"): "creates one",
+    ("io/build.py", "open(path, 'wb')"): "write_safetensors: a builder for tests and examples",
+    ("cli/main.py", "os.open(os.devnull, os.O_WRONLY)"): "stdout to devnull after a closed pipe",
+}
+
+
+def test_every_file_read_by_path_goes_through_open_regular() -> None:
+    """Issue 21 W: one helper opens every file read by path; the scan lists any other open."""
+    import ast
+
+    src = ROOT / "src" / "quantcheck"
+    seen = set()
+    stray = []
+    for path in sorted(src.rglob("*.py")):
+        rel = str(path.relative_to(src))
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Call):
+                continue
+            f = node.func
+            name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+            owner = getattr(getattr(f, "value", None), "id", "")
+            if (
+                (name == "open" and owner in ("", "os", "io"))
+                or (name in ("read_text", "read_bytes") and not node.args)
+                or name in ("fdopen", "FileIO")
+            ):
+                site = (rel, ast.unparse(node))
+                seen.add(site)
+                if site not in OPEN_SITES:
+                    stray.append(f"{rel}:{node.lineno}: {site[1][:80]}")
+    assert stray == []
+    assert seen == set(OPEN_SITES)  # no stale allowance
 
 
 # -- 15: one file under two spellings ---------------------------------------------------------

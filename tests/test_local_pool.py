@@ -252,3 +252,138 @@ def test_no_pool_thread_outlives_the_call(folder: Path, forked: None) -> None:
     before = threading.active_count()
     in_pool(discover([str(folder)]))
     assert threading.active_count() == before
+
+
+# -------------------------------------------------------------- signals: no worker outlives the run
+
+#: `quantcheck check` with a pool on any machine (fork, two workers, a pool for few files) and
+#: each check in a worker slowed (it first leaves a mark named by its pid in argv[1]), so that
+#: a signal arrives while the workers are busy. Patched here, in the child: no hook in the code.
+SLOW_POOL_CHECK = """
+import os, sys, time
+from quantcheck import local_pool, many
+from quantcheck.cli.main import main
+local_pool.usable_cpus = lambda: 2
+local_pool.start_method = lambda: "fork"
+local_pool.MIN_PER_PROCESS = 2
+local_pool.PDEATHSIG = sys.argv.pop(2) == "prctl"  # else the watchdog thread (not Linux)
+parent, real, marks = os.getpid(), many.check_spec, sys.argv[1]
+def slow(spec, **options):
+    if os.getpid() != parent:
+        open(os.path.join(marks, str(os.getpid())), "w").close()
+        time.sleep(0.5)
+    return real(spec, **options)
+many.check_spec = slow
+sys.exit(main(sys.argv[2:]))
+"""
+
+#: hang guard for the waits below (the property asserted is "gone and EOF", not a duration)
+GUARD = 60.0
+
+
+def _children(pid: int) -> set[int]:
+    """The child processes of `pid` (Linux /proc)."""
+    found: set[int] = set()
+    for task in Path(f"/proc/{pid}/task").glob("*/children"):
+        with contextlib.suppress(OSError):
+            found.update(int(c) for c in task.read_text().split())
+    return found
+
+
+def _alive(pid: int, since: str) -> bool:
+    """Whether `pid` is still the process that started at `since` and is not a zombie."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return False
+    return fields[0] != "Z" and fields[19] == since
+
+
+def _start_time(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+
+
+@pytest.mark.skipif(
+    not (FORK and Path("/proc/self/task").is_dir()), reason="needs fork and Linux /proc"
+)
+@pytest.mark.parametrize(
+    ("sig", "notice"),
+    [
+        ("SIGTERM", "prctl"),
+        ("SIGHUP", "prctl"),
+        ("SIGINT", "prctl"),
+        ("SIGKILL", "prctl"),
+        ("SIGKILL", "watchdog"),
+    ],
+)
+def test_signal_to_check_leaves_no_worker(sig: str, notice: str, tmp_path: Path) -> None:
+    """A `check` of 80 files on worker processes gets `sig` mid-run: every worker is gone
+    soon after, and stdout and stderr reach EOF (an orphan holding them would make a CI step
+    that reads the output wait for ever). SIGKILL gives the parent no chance to clean up: the
+    workers notice their parent died and exit (the kernel tells them on Linux; elsewhere a
+    watchdog thread in each worker polls its parent)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    folder = tmp_path / "models"
+    folder.mkdir()
+    for i in range(80):
+        write_safetensors(
+            folder / f"m{i:02d}.safetensors",
+            [
+                RawTensor("blocks.0.attn.weight", "F8_E4M3", (16, 16), bytes(256)),
+                RawTensor("blocks.0.attn.weight_scale", "F32", (), bytes(4)),
+                marker_tensor("blocks.0.attn", {"format": "float8_e4m3fn"}),
+            ],
+        )
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            SLOW_POOL_CHECK,
+            str(marks),
+            notice,
+            "check",
+            "--jobs",
+            "2",
+            str(folder),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        env=env,
+    )
+    workers: dict[int, str] = {}
+    try:
+        end = time.monotonic() + GUARD
+        while len({int(p.name) for p in marks.iterdir()}) < 2 and time.monotonic() < end:
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.05)
+        for pid in _children(proc.pid) | {int(p.name) for p in marks.iterdir()}:
+            with contextlib.suppress(OSError):
+                workers[pid] = _start_time(pid)
+        assert len(workers) >= 2, "the pool did not start"
+        os.kill(proc.pid, getattr(signal, sig))
+        try:
+            _out, err = proc.communicate(timeout=GUARD)  # EOF on both pipes, parent reaped
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"stdout/stderr still open {GUARD:.0f} s after {sig}: orphaned workers")
+        while any(_alive(p, t) for p, t in workers.items()) and time.monotonic() < end + GUARD:
+            time.sleep(0.05)
+        assert not [p for p, t in workers.items() if _alive(p, t)]
+        want = {"SIGTERM": 143, "SIGHUP": 129, "SIGINT": 130, "SIGKILL": -9}[sig]
+        assert proc.returncode == want, err
+        if sig in ("SIGTERM", "SIGHUP"):
+            assert b"quantcheck: terminated" in err
+    finally:  # whatever happened: nothing this test started keeps running
+        for pid, t in workers.items():
+            if _alive(pid, t):
+                os.kill(pid, 9)
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()

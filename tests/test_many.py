@@ -16,7 +16,7 @@ from quantcheck.cli.main import main
 from quantcheck.io.build import RawTensor, write_safetensors
 from quantcheck.many import check_one, check_spec
 from quantcheck.model.discover import CheckpointSpec, discover
-from quantcheck.model.shard_sets import missing_shards
+from quantcheck.model.shard_sets import IncompleteSet, missing_shards
 
 BROKEN, CLEAN = "broken_seeds.safetensors", "nvfp4.safetensors"
 
@@ -94,11 +94,15 @@ def test_missing_shards_are_named(tmp_path: Path) -> None:
             f"{d}/m-00003-of-00003.safetensors",
             f"{d}/x.safetensors",
         ]
-    ) == [(f"{d}/m-00001-of-00003.safetensors", "m-00002-of-00003.safetensors")]
+    ) == [
+        IncompleteSet(f"{d}/m-00001-of-00003.safetensors", ["m-00002-of-00003.safetensors"], 1, 3)
+    ]
     (tmp_path / "m-00002-of-00003.safetensors").write_bytes(b"")
     assert missing_shards([f"{d}/m-00001-of-00003.safetensors"]) == [
-        (f"{d}/m-00001-of-00003.safetensors", "m-00003-of-00003.safetensors")
+        IncompleteSet(f"{d}/m-00001-of-00003.safetensors", ["m-00003-of-00003.safetensors"], 1, 3)
     ]
+    (tmp_path / "m-00003-of-00003.safetensors").symlink_to(tmp_path / "nowhere")
+    assert missing_shards([f"{d}/m-00001-of-00003.safetensors"])[0].count == 1  # dangling
 
 
 def test_index_argument_claims_its_shards(models: Path) -> None:

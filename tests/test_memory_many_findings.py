@@ -161,7 +161,8 @@ def test_rendering_holds_a_bounded_part_of_the_output(fmt: str) -> None:
         if fmt == "text":
             from quantcheck.render.json_out import join_lines
 
-            write_chunks(sink, join_lines(many.iter_text_lines([r], color=False)))
+            lines = many.iter_text_lines([r], color=False, show_all=True)  # every finding
+            write_chunks(sink, join_lines(lines))
         elif fmt == "json":
             write_chunks(sink, many.iter_json([r]))
         else:

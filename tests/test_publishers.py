@@ -1,18 +1,23 @@
 """Where publishers work: the pre-commit hook, run by pre-commit itself in a temporary git
-repository (offline: the hook's environment is built from this checkout without an index),
-and the documented GitHub Actions workflow, parsed and its `run:` commands executed."""
+repository (the hook's environment is built from this checkout, its dependencies from the
+package index pip is configured with), and the GitHub Action (action.yml at the repository
+root) with the documented workflow that uses it: parsed, and the action's shell steps run as
+the runner runs them, its install step included."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from install_helpers import fresh_venv, source_copy, user_env
 from system_programs import in_ci, require_program
 
 REPO = Path(__file__).resolve().parents[1]
@@ -78,14 +83,13 @@ def staged_repo(tmp_path: Path, examples_dir: Path) -> Path:
 
 
 def _pre_commit(repo: Path, tmp_path: Path, *files: str) -> subprocess.CompletedProcess[str]:
-    """`pre-commit try-repo THIS_CHECKOUT quantcheck`, offline: no package index; the hook's
-    virtualenv gets setuptools from virtualenv's bundled wheel and pip builds this checkout
-    without build isolation."""
+    """`pre-commit try-repo THIS_CHECKOUT quantcheck`: the hook's virtualenv gets setuptools
+    from virtualenv's bundled wheel, pip builds this checkout without build isolation and
+    takes numpy and ml_dtypes (dependencies) from the configured index."""
     _need("pre_commit")
     env = {
         **os.environ,
         "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"),
-        "PIP_NO_INDEX": "1",
         "PIP_NO_BUILD_ISOLATION": "0",
         "VIRTUALENV_SETUPTOOLS": "bundle",
         "PYTHONPATH": "",
@@ -129,32 +133,96 @@ def test_pre_commit_hook_passes_clean_and_fails_broken(
 
 # --------------------------------------------------------------------------- GitHub Actions
 
+ACTION = REPO / "action.yml"
+GITHUB_EXPR = re.compile(r"\$\{\{\s*([^}]*?)\s*\}\}")
 
-def _steps() -> list[dict[str, object]]:
-    doc = _yaml(WORKFLOW)
+
+def _action() -> dict[str, Any]:
+    doc = _yaml(ACTION)
     assert isinstance(doc, dict)
-    jobs = doc["jobs"]
-    assert list(jobs) == ["quantcheck"]
-    return jobs["quantcheck"]["steps"]
+    return doc
 
 
-def test_workflow_shape() -> None:
+def test_action_definition() -> None:
+    action = _action()
+    assert action["runs"]["using"] == "composite"
+    assert {"paths", "target", "baseline", "fail-on"} <= set(action["inputs"])
+    steps = action["runs"]["steps"]
+    install = steps[0]
+    assert '"$GITHUB_ACTION_PATH"' in install["run"] and "pip install" in install["run"]
+    upload = next(
+        s for s in steps if str(s.get("uses", "")).startswith("github/codeql-action/upload-sarif@")
+    )
+    assert "always()" in upload["if"]
+    assert upload["with"]["sarif_file"] == "${{ inputs.sarif-file }}"
+    for step in steps:
+        if "run" in step:
+            assert step["shell"] == "bash"
+            # inputs reach the script through env, never pasted into its text (injection)
+            assert "${{" not in step["run"], step["name"]
+
+
+def test_workflow_uses_the_action() -> None:
     doc = _yaml(WORKFLOW)
     assert isinstance(doc, dict)
     assert doc["permissions"]["security-events"] == "write"
     # PyYAML reads the key `on` as True (YAML 1.1); GitHub reads it as "on"
     triggers = doc.get("on", doc.get(True))
     assert set(triggers) == {"push", "pull_request"}
-    steps = _steps()
-    upload = next(
-        s for s in steps if str(s.get("uses", "")).startswith("github/codeql-action/upload-sarif@")
-    )
-    assert upload["with"]["sarif_file"] == "quantcheck.sarif" and upload["if"] == "always()"
-    runs = [str(s["run"]) for s in steps if "run" in s and "quantcheck check" in str(s["run"])]
-    assert any("--output-format sarif" in r for r in runs)
-    assert any("--output-format github" in r for r in runs)
+    steps = doc["jobs"]["quantcheck"]["steps"]
+    ours = [s for s in steps if str(s.get("uses", "")).split("@")[0].endswith("/quantcheck")]
+    assert len(ours) == 1 and set(ours[0]["with"]) <= set(_action()["inputs"])
+    assert not any("pip install quantcheck" in str(s.get("run", "")) for s in steps)
     readme = (REPO / "README.md").read_text()
-    assert "examples/workflows/quantcheck.yml" in readme and ".pre-commit-hooks.yaml" in readme
+    assert "action.yml" in readme and ".pre-commit-hooks.yaml" in readme
+
+
+def _expand(text: str, inputs: dict[str, str]) -> str:
+    """The two expression forms the action's env and conditions use."""
+
+    def value(m: re.Match[str]) -> str:
+        expr = m.group(1)
+        assert expr.startswith("inputs."), expr
+        return inputs[expr.removeprefix("inputs.")]
+
+    return GITHUB_EXPR.sub(value, text)
+
+
+def _run_action(
+    repo: Path, env: dict[str, str], given: dict[str, str], install: bool
+) -> tuple[list[subprocess.CompletedProcess[str]], dict[str, str]]:
+    """Each shell step in order, as the runner runs a composite action's bash steps
+    (`bash --noprofile --norc -eo pipefail`), stopping at the first failure. Returns the
+    completed steps and what they wrote to $GITHUB_OUTPUT."""
+    bash = require_program("bash")
+    action = _action()
+    inputs = {k: str(v.get("default", "")) for k, v in action["inputs"].items()}
+    inputs.update(given)
+    output = repo.parent / "github-output"
+    output.write_text("")
+    done = []
+    for i, step in enumerate(action["runs"]["steps"]):
+        if "run" not in step or (i == 0 and not install):
+            continue
+        step_env = {k: _expand(str(v), inputs) for k, v in step.get("env", {}).items()}
+        proc = subprocess.run(
+            [bash, "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
+            cwd=repo,
+            env={
+                **env,
+                **step_env,
+                "GITHUB_ACTION_PATH": env["GITHUB_ACTION_PATH"],
+                "GITHUB_OUTPUT": str(output),
+            },
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        done.append(proc)
+        if proc.returncode != 0:
+            break
+    outputs = dict(line.split("=", 1) for line in output.read_text().splitlines() if line)
+    return done, outputs
 
 
 @pytest.fixture
@@ -170,49 +238,30 @@ def shim(tmp_path: Path) -> dict[str, str]:
         "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
         "PYTHONPATH": str(REPO / "src"),
         "NO_COLOR": "1",
+        "GITHUB_ACTION_PATH": str(REPO),
     }
 
 
-def _run_steps(repo: Path, env: dict[str, str]) -> list[subprocess.CompletedProcess[str]]:
-    """Each `run:` that calls quantcheck, as the runner would (bash -e)."""
-    bash = require_program("bash")
-    out = []
-    for step in _steps():
-        cmd = str(step.get("run", ""))
-        if cmd.startswith("quantcheck "):
-            out.append(
-                subprocess.run(
-                    [bash, "-e", "-c", cmd],
-                    cwd=repo,
-                    env=env,
-                    capture_output=True,
-                    text=True,
-                    timeout=300,
-                )
-            )
-    assert len(out) == 2
-    return out
-
-
-def test_workflow_commands_on_a_clean_repo(staged_repo: Path, shim: dict[str, str]) -> None:
-    sarif, gate = _run_steps(staged_repo, shim)
+def test_action_on_a_clean_repo(staged_repo: Path, shim: dict[str, str]) -> None:
+    (sarif, gate), outputs = _run_action(staged_repo, shim, {}, install=False)
     assert sarif.returncode == 0 and gate.returncode == 0, sarif.stderr + gate.stderr
     doc = json.loads((staged_repo / "quantcheck.sarif").read_text())
     assert doc["version"] == "2.1.0" and doc["runs"][0]["results"] == []
     assert gate.stdout.strip() == ""
+    assert outputs == {"sarif-file": "quantcheck.sarif", "exit-code": "0"}
 
 
-def test_workflow_commands_on_a_broken_checkpoint(
+def test_action_on_a_broken_checkpoint(
     staged_repo: Path, shim: dict[str, str], examples_dir: Path
 ) -> None:
     (staged_repo / "models").mkdir()
     shutil.copy(examples_dir / BROKEN, staged_repo / "models" / BROKEN)
-    sarif, gate = _run_steps(staged_repo, shim)
+    (sarif, gate), outputs = _run_action(staged_repo, shim, {}, install=False)
     assert sarif.returncode == 0, sarif.stderr  # the SARIF step never fails on findings
     results = json.loads((staged_repo / "quantcheck.sarif").read_text())["runs"][0]["results"]
     uris = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] for r in results}
     assert uris == {f"models/{BROKEN}"}  # repository-relative, as code scanning wants
-    assert gate.returncode == 1
+    assert gate.returncode == 1 and outputs["exit-code"] == "1"
     lines = gate.stdout.strip().splitlines()
     assert lines and all(
         line.startswith(
@@ -223,3 +272,55 @@ def test_workflow_commands_on_a_broken_checkpoint(
         )
         for line in lines
     )
+
+
+def test_action_inputs_reach_quantcheck(
+    staged_repo: Path, shim: dict[str, str], examples_dir: Path, tmp_path: Path
+) -> None:
+    """A baseline accepts today's findings; --target and a path with a space (one per line)
+    are passed as given; a target quantcheck does not know stops the action (exit 2), never a
+    silent pass."""
+    named = staged_repo / "my models"
+    named.mkdir()
+    shutil.copy(examples_dir / BROKEN, named / BROKEN)
+    baseline = staged_repo / "qc-baseline.json"
+    made = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "quantcheck",
+            "check",
+            "--generate-baseline",
+            str(baseline),
+            "--target",
+            "comfyui",
+            str(named),
+        ],
+        cwd=staged_repo,
+        env=shim,
+        capture_output=True,
+        text=True,
+    )
+    assert baseline.is_file(), made.stderr
+    given = {"paths": "my models\n", "target": "comfyui", "baseline": baseline.name}
+    (_, gate), outputs = _run_action(staged_repo, shim, given, install=False)
+    assert gate.returncode == 0 and outputs["exit-code"] == "0", gate.stdout + gate.stderr
+    (failed,), _ = _run_action(staged_repo, shim, {"target": "no-such-runtime"}, install=False)
+    assert failed.returncode == 2 and "could not run" in failed.stderr
+
+
+def test_action_installs_from_its_checkout_and_checks(
+    staged_repo: Path, tmp_path: Path, examples_dir: Path
+) -> None:
+    """The whole action in a fresh virtual environment: the install step builds quantcheck
+    from the action's checkout (a copy of this one), the other steps use what it installed."""
+    bin_dir = fresh_venv(tmp_path / "venv")
+    action_path = source_copy(tmp_path / "action-checkout")
+    env = user_env(bin_dir, GITHUB_ACTION_PATH=str(action_path))
+    shutil.copy(examples_dir / BROKEN, staged_repo / BROKEN)
+    steps, outputs = _run_action(staged_repo, env, {}, install=True)
+    install = steps[0]
+    assert install.returncode == 0, install.stdout + install.stderr
+    assert (bin_dir / "quantcheck").is_file()
+    assert [s.returncode for s in steps] == [0, 0, 1], [s.stderr for s in steps]
+    assert outputs["exit-code"] == "1" and "QC305" in steps[2].stdout

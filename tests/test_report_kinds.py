@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from quantcheck.check import _concerns, select_diagnostics
+from quantcheck.checking import _concerns, select_diagnostics
 from quantcheck.diagnostics import Diagnostic, Effect
 from quantcheck.results import Report, distinct_kinds, kind_of
 from quantcheck.rules import codes as R

@@ -27,6 +27,6 @@ def load(path: str | os.PathLike[str] | list[str]) -> Checkpoint:
 
 def check(path: str | list[str], target: str = "default", deep: bool = False) -> Report:
     """Run every rule on a checkpoint and return the report."""
-    from quantcheck.check import check_paths
+    from quantcheck.checking import check_paths
 
     return check_paths(path if isinstance(path, list) else [str(path)], target=target, deep=deep)

@@ -238,14 +238,16 @@ class Diagnostic:
     def sort_key(self) -> tuple[str, str, str, str]:
         return (self.file or "", self.layer or self.tensor or "", self.code, self.message)
 
-    def to_json(self, runtimes: tuple[str, ...] | None = None) -> dict[str, Any]:
-        """The finding as JSON; `runtimes` (a report's runtime names) limits `targets`,
-        `effects` and `release_effects` to those runtimes (None: every registered one)."""
+    def to_json(self, keys: tuple[str, ...] | None = None) -> dict[str, Any]:
+        """The finding as JSON; `keys` (a report's target keys: `sglang`, `comfyui@0271a469`)
+        gives `targets` and `effects` per key, the effect on exactly that release, and limits
+        `release_effects` to the runtimes they name (None: every registered runtime, newest)."""
         eff = self.effective_effects
         rel = self.release_effects()
-        if runtimes is not None:
-            eff = {t: e for t, e in eff.items() if t in runtimes}
-            rel = {t: per for t, per in rel.items() if t in runtimes}
+        if keys is not None:
+            eff = {k: self.effect_at(k) for k in keys}
+            names = {k.partition("@")[0] for k in keys}
+            rel = {t: per for t, per in rel.items() if t in names}
         return {
             "code": self.code,
             "name": self.name,

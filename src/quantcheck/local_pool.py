@@ -9,10 +9,15 @@ checkpoints, as `check_many` does in one process; see `tests/test_local_pool.py`
 A pool is only started when it pays: at least `MIN_PER_PROCESS` checkpoints per worker, more
 when workers must import quantcheck afresh (no `fork`). Nothing here is imported for a single
 checkpoint or a small folder.
+
+No worker outlives the run: Ctrl-C, SIGTERM and SIGHUP unwind the parent (exit 130, 143,
+129), which ends the workers mid-chunk; a parent killed outright (SIGKILL) leaves workers that
+the kernel ends with it (Linux) or that notice it is gone and exit (elsewhere).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import sys
@@ -86,39 +91,98 @@ def check_in_processes(
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
+    from quantcheck.io.outpath import terminate_cleanly
+
     chunks = chunks_of(specs, procs)
     context = multiprocessing.get_context(start_method())
     out: list[Any] = []
-    pool = ProcessPoolExecutor(
-        procs, mp_context=context, initializer=_start_worker, initargs=(start,)
-    )
     done = False
-    try:
-        futures = [pool.submit(_check_chunk, check, chunk, options) for chunk in chunks]
-        for chunk, future in zip(chunks, futures, strict=True):
-            try:
-                sent: bytes | None = future.result()
-            except BrokenProcessPool:
-                sent = None
-            out.extend(
-                pickle.loads(sent) if sent is not None else _check_here(check, chunk, options)
-            )
-            advance(chunk[-1], len(chunk))
-        done = True
-    finally:
-        # done: the workers are idle, wait for them (no thread of the pool outlives the call,
-        # so the next call may fork again); interrupted: drop the queued chunks, do not wait
-        pool.shutdown(wait=done, cancel_futures=not done)
+    # SIGTERM and SIGHUP unwind like Ctrl-C, so the `finally` below ends the workers
+    with terminate_cleanly():
+        pool = ProcessPoolExecutor(
+            procs, mp_context=context, initializer=_start_worker, initargs=(start, os.getpid())
+        )
+        try:
+            futures = [pool.submit(_check_chunk, check, chunk, options) for chunk in chunks]
+            for chunk, future in zip(chunks, futures, strict=True):
+                try:
+                    sent: bytes | None = future.result()
+                except BrokenProcessPool:
+                    sent = None
+                out.extend(
+                    pickle.loads(sent) if sent is not None else _check_here(check, chunk, options)
+                )
+                advance(chunk[-1], len(chunk))
+            done = True
+        finally:
+            # done: the workers are idle, wait for them (no thread of the pool outlives the
+            # call, so the next call may fork again); interrupted (Ctrl-C, SIGTERM, SIGHUP, a
+            # defect): end the workers now, mid-chunk, so none outlives this process
+            if not done:
+                _end_workers(pool)
+            pool.shutdown(wait=True, cancel_futures=not done)
     return out
 
 
-def _start_worker(start: Callable[[], None] | None) -> None:
-    """A worker leaves Ctrl-C to the parent (which stops the pool), then runs `start`."""
+def _end_workers(pool: Any) -> None:
+    """Terminate the pool's worker processes (Python 3.14 has this as a method)."""
+    terminate = getattr(pool, "terminate_workers", None)
+    if terminate is not None:
+        terminate()
+        return
+    for proc in list((getattr(pool, "_processes", None) or {}).values()):
+        with contextlib.suppress(Exception):  # already gone
+            proc.terminate()
+
+
+def _start_worker(start: Callable[[], None] | None, parent: int) -> None:
+    """A worker leaves Ctrl-C to the parent (which stops the pool), takes SIGTERM and SIGHUP
+    as plain ends again (a forked worker inherits the parent's handlers), dies with its
+    parent (`_die_with`), then runs `start`."""
     import signal
 
+    from quantcheck.io.outpath import SIGNALS
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for s in SIGNALS:
+        signal.signal(s, signal.SIG_DFL)
+    _die_with(parent)
     if start is not None:
         start()
+
+
+#: whether the kernel can end a worker with its parent (Linux prctl PR_SET_PDEATHSIG)
+PDEATHSIG = sys.platform.startswith("linux")
+#: how often a worker without it looks whether its parent is still there (s)
+PARENT_POLL = 0.5
+
+
+def _die_with(parent: int) -> None:
+    """End this worker when the process `parent` dies, however it dies (SIGKILL included):
+    an orphan would hold stdout/stderr open for ever, blocked on a queue nobody feeds. On
+    Linux the kernel sends SIGKILL (prctl PR_SET_PDEATHSIG); elsewhere a daemon thread
+    polls `os.getppid()` every `PARENT_POLL` seconds."""
+    if PDEATHSIG:
+        try:
+            import ctypes
+            import signal
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            if libc.prctl(1, int(signal.SIGKILL), 0, 0, 0) == 0:  # 1: PR_SET_PDEATHSIG
+                if os.getppid() != parent:  # the parent died before prctl took effect
+                    os._exit(1)
+                return
+        except (OSError, AttributeError):
+            pass
+    threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+
+
+def _watch_parent(parent: int) -> None:
+    import time
+
+    while os.getppid() == parent:
+        time.sleep(PARENT_POLL)
+    os._exit(1)
 
 
 def _check_chunk(

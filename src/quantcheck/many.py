@@ -26,9 +26,9 @@ its diagnostics are dropped, and it never changes the exit code.
 from __future__ import annotations
 
 from quantcheck._record import factory, record
-from quantcheck.check import labelled_check
+from quantcheck.checking import labelled_check
 from quantcheck.diagnostics import Severity
-from quantcheck.errors import InputError
+from quantcheck.errors import InputError, describe_os_error
 from quantcheck.model.checkpoint import load_checkpoint
 from quantcheck.model.discover import CheckpointSpec
 from quantcheck.results import Report
@@ -110,7 +110,7 @@ class CheckpointResult:
                 {
                     k: v
                     for k, v in self.report.to_json().items()
-                    if k not in ("schema_version", "tool")
+                    if k not in ("schema_version", "tool", "tool_version", "kind")
                 }
             )
         else:
@@ -152,8 +152,10 @@ def check_spec(
             size = sum(s.header.file_size for s in ck.shards)
             kind = CHECKED if is_quantized(ck) else NOT_QUANTIZED
             formats = checkpoint_formats(ck)
-    except (InputError, OSError) as exc:
+    except InputError as exc:
         return CheckpointResult(spec, UNREADABLE, error=str(exc) or type(exc).__name__)
+    except OSError as exc:
+        return CheckpointResult(spec, UNREADABLE, error=describe_os_error(exc, "read"))
     return CheckpointResult(spec, kind, report, size, formats, files)
 
 

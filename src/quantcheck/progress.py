@@ -17,6 +17,30 @@ if TYPE_CHECKING:
     from typing import TextIO
 
 
+#: The fewest characters of the current item's name a progress line shows (more when the
+#: terminal is wider: the line fills it).
+MIN_ITEM_WIDTH = 20
+
+
+def eta_text(elapsed: float, done: int, total: int) -> str:
+    """The time left at the rate so far: `12s`, `3m05s`, `1h02m`; `--` before any progress."""
+    if done <= 0:
+        return "--"
+    left = max(total - done, 0) * elapsed / done
+    secs = int(left + 0.5)
+    if secs < 60:
+        return f"{secs}s"
+    if secs < 3600:
+        return f"{secs // 60}m{secs % 60:02d}s"
+    return f"{secs // 3600}h{secs % 3600 // 60:02d}m"
+
+
+def cut_right(text: str, width: int) -> str:
+    """`text` in at most `width` characters, its end replaced by `…` when longer (a layer
+    name keeps its beginning: `model.diffusion_model.transformer_blocks.1…`)."""
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
 class Progress:
     """Counts towards `total`; redraws at most 10 times a second."""
 
@@ -58,13 +82,23 @@ class Progress:
         width = 30
         bar = "#" * int(frac * width) + "-" * (width - int(frac * width))
         elapsed = max(time.monotonic() - self._start, 1e-6)
+        eta = f"eta {eta_text(elapsed, self.done, self.total)}"
+        line = f"{self.label} [{bar}] {frac * 100:5.1f}% "
         if self.unit == "bytes":
-            rate = f"{self.done / elapsed / 2**20:7.1f} MiB/s"
+            line += f"{self.done / elapsed / 2**20:7.1f} MiB/s {eta}"
         else:
-            eta = (self.total - self.done) * elapsed / max(self.done, 1)
-            rate = f"{self.done}/{self.total} eta {eta:4.0f}s {self.item[-40:]:<40}"
-        self.stream.write(f"\r{self.label} [{bar}] {frac * 100:5.1f}% {rate}")
+            line += f"{self.done}/{self.total} {eta} "
+            room = max(MIN_ITEM_WIDTH, self._columns() - len(line) - 1)
+            line += f"{cut_right(self.item, room):<{room}}"
+        self.stream.write("\r" + line)
         self.stream.flush()
+
+    def _columns(self) -> int:
+        """The terminal's width (80 when the stream is not one)."""
+        try:
+            return os.get_terminal_size(self.stream.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            return 80
 
     def close(self) -> None:
         if self.enabled:

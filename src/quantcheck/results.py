@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from quantcheck._record import factory, record
+from quantcheck._version import document_head
 from quantcheck.diagnostics import Diagnostic, Effect, Severity
 from quantcheck.runtimes import default_targets, get_runtime, registry
 
@@ -28,19 +29,18 @@ class Report:
     #: that takes the file, `path_reason`, `path_config`)
     paths: dict[str, dict[str, Any]] = factory(dict)
 
-    @property
-    def runtime_names(self) -> tuple[str, ...]:
-        """The runtimes the report's targets name (`sglang@0.5.19` -> `sglang`), in order:
-        renderers show per-finding targets and effects for these only."""
-        return tuple(dict.fromkeys(t.partition("@")[0] for t in self.targets))
-
     def target_status(self, target: str) -> dict[str, Any]:
         """ok / degraded / fails for one runtime, with how many problems affect it (and, for
         a runtime with a `paths` hook, which of its readers takes the file)."""
         fails, degraded = self._tally(target)
         status = "fails" if fails else "degraded" if degraded else "ok"
         out = {"status": status, "errors": fails, "degraded": degraded}
-        return {**out, **self.paths.get(target, {})}
+        extra = self.paths.get(target, {})
+        if "loaders" in extra:  # a loader's status may stand for the target's (sglang_loaders)
+            from quantcheck.rules.sglang_loaders import fill
+
+            extra = {**extra, "loaders": fill(extra["loaders"], status)}
+        return {**out, **extra}
 
     def status(self, target: str) -> str:
         """`target_status(target)["status"]` alone (tables ask it per checkpoint and column)."""
@@ -92,11 +92,10 @@ class Report:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "schema_version": SCHEMA_VERSION,
-            "tool": "quantcheck",
+            **document_head("check", SCHEMA_VERSION),
             "inputs": self.inputs,
             "targets": {t: self.target_status(t) for t in self.targets},
-            "diagnostics": [d.to_json(self.runtime_names) for d in self.diagnostics],
+            "diagnostics": [d.to_json(self.targets) for d in self.diagnostics],
             "summary": self.summary(),
             **({"releases": self.releases} if self.releases else {}),
         }

@@ -5,11 +5,24 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from quantcheck.check import run_rules, select_diagnostics
+from quantcheck.checking import run_rules, select_diagnostics
 from quantcheck.cli.output import index_metadata, name_files, output_layout
 from quantcheck.fix.planner import FixPlan, fixable, plan_fixes
+from quantcheck.io.build import RawTensor, marker_tensor
 from quantcheck.io.writer import write_checkpoint
 from quantcheck.model.checkpoint import load_checkpoint
+
+#: the layers `stale_layer` makes are named so
+STALE = "stale"
+
+
+def stale_layer(prefix: str) -> list[RawTensor]:
+    """A 16-bit weight with a leftover FP8 marker (QC304): `fix` removes the marker, so a
+    `fix` of a file holding one has an edit to write (with none it writes nothing)."""
+    return [
+        RawTensor(f"{prefix}.weight", "BF16", (4, 16), bytes(128)),
+        marker_tensor(prefix, {"format": "float8_e4m3fn"}),
+    ]
 
 
 def needs_rewrite(path: Path) -> Path:

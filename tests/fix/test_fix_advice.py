@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from quantcheck.check import check_paths
+from quantcheck.checking import check_paths
 from quantcheck.cli.main import main
 from rules._build import bf16, fp8, int8, write_safetensors
 from rules.cases import CASES

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from quantcheck.check import run_rules, select_diagnostics
+from quantcheck.checking import run_rules, select_diagnostics
 from quantcheck.fix.planner import diagnostic_key, plan_fixes, unrepairable
 from quantcheck.model.checkpoint import load_checkpoint
 from quantcheck.rules.levels import Effect

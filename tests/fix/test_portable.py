@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from quantcheck.check import run_rules
+from quantcheck.checking import run_rules
 from quantcheck.cli.main import main
 from quantcheck.diagnostics import Effect, Safety
 from quantcheck.fix.planner import FixPlan, fix_of, plan_fixes, where_of

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import safetensors.numpy
 
-from quantcheck.check import check_paths
+from quantcheck.checking import check_paths
 from quantcheck.cli.main import main
 from quantcheck.convert.eligible import format_refusal, marker_fields
 from quantcheck.model.checkpoint import load_checkpoint
@@ -56,8 +56,8 @@ def test_nvfp4_for_0519_requests_full_precision_matrix_mult(tmp_path: Path) -> N
     [
         ("int8_tensorwise", "sglang@0.5.18", "no marker inspector"),
         ("float8_e4m3fn", "sglang@0.5.18", "no marker inspector"),
-        ("mxfp8", "sglang@0.5.19", "noise"),
-        ("mxfp8", "sglang@0.5.21", "noise"),
+        ("mxfp8", "sglang@0.5.19", "tp_rank"),
+        ("mxfp8", "sglang@0.5.21", "tp_rank"),
         ("mxfp8", "comfyui,sglang@all", "sglang 0.5.18 has no marker inspector"),
     ],
 )
@@ -84,7 +84,7 @@ def test_a_release_writes_what_it_loads(fmt: str, target: str, tmp_path: Path) -
 def test_eligibility_per_release() -> None:
     assert format_refusal("mxfp8", {}, "sglang@0.5.20")
     assert format_refusal("mxfp8", {}, "sglang@0.5.22") is None
-    assert format_refusal("mxfp8", {}, "sglang") is None
+    assert format_refusal("mxfp8", {}, "sglang")  # 0.5.23: QC615, weight load
     assert marker_fields("nvfp4", "sglang@0.5.19") == {"full_precision_matrix_mult": True}
     assert marker_fields("nvfp4", "sglang@0.5.20") == {}
     assert marker_fields("nvfp4", "comfyui,sglang@all") == {"full_precision_matrix_mult": True}
@@ -102,9 +102,11 @@ def test_unknown_release_is_a_usage_error(
 @pytest.mark.parametrize(
     ("fmt", "too_old", "first"),
     [
-        ("int8_tensorwise", "v0.16", "v0.27"),
-        ("convrot_w4a4", "v0.27", "cd9452e"),
-        ("w6a8_int8", "0271a469", "pr16483"),
+        ("int8_tensorwise", "v0.8", "v0.27"),
+        ("mxfp8", "v0.8", "v0.18"),
+        ("convrot_w4a4", "v0.27", "v0.28"),
+        ("asym_w4a8_int8", "v0.28", "v0.31"),
+        ("w6a8_int8", "0271a469", "2026-09-29"),
     ],
 )
 def test_comfyui_release_refuses_a_format_from_a_later_step(

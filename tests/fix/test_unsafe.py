@@ -21,7 +21,7 @@ SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 
 def _codes(path: Path, target: str) -> set[str]:
-    from quantcheck.check import check_paths
+    from quantcheck.checking import check_paths
 
     return {d.code for d in check_paths([str(path)], target=target).diagnostics}
 

@@ -1,6 +1,6 @@
 """w6a8_int8 end to end: `quantize --format w6a8_int8`, its verdicts, and `fix --target
 comfyui@0271a469` relabelling it to asym_w4a8_int8 (the same tensors that release loads) without
-changing a value; the newest ComfyUI step (pr16483) loads it as it is; for sglang the layer is
+changing a value; the newest ComfyUI step (2026-09-29) loads it as it is; for sglang the layer is
 only repairable with --unsafe-fixes (dequantized)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import safetensors.numpy
 
-from quantcheck.check import check_paths
+from quantcheck.checking import check_paths
 from quantcheck.cli.main import main
 from quantcheck.model.checkpoint import load_checkpoint
 

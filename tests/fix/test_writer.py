@@ -27,23 +27,23 @@ from quantcheck.io.writer import (
 )
 from quantcheck.model.checkpoint import load_checkpoint
 
-from ._util import needs_rewrite, sha, tensor_bytes
+from ._util import STALE, sha, stale_layer, tensor_bytes
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 
-def _big(path: Path, mib: int = 4, rewrite: bool = True) -> None:
+def _big(path: Path, mib: int = 4, fixable: bool = False) -> None:
+    """`mib` MiB of data; with `fixable` also a layer `fix` repairs (so it writes)."""
     data = bytes((i * 7 + 3) & 0xFF for i in range(256)) * (mib * 4096)
     write_safetensors(
         path,
         [
             RawTensor("blob", "U8", (len(data),), data),
             RawTensor("b.weight", "F32", (2,), b"\x00\x00\x80?" * 2),
+            *(stale_layer(STALE) if fixable else []),
         ],
         {"note": "kept"},
     )
-    if rewrite:
-        needs_rewrite(path)  # so that `fix` writes it
 
 
 def test_copy_data_chunks_round_trip(tmp_path: Path) -> None:
@@ -96,27 +96,27 @@ def test_verify_refusal_keeps_old_output(tmp_path: Path) -> None:
 def test_sharded_in_sharded_out(tmp_path: Path) -> None:
     src = tmp_path / "in"
     src.mkdir()
-    write_safetensors(src / "p1.safetensors", [RawTensor("a.weight", "F32", (1,), b"\0" * 4)])
-    write_safetensors(src / "p2.safetensors", [RawTensor("b.weight", "F32", (1,), b"\1" * 4)])
-    needs_rewrite(src / "p2.safetensors")
-    index = src / "model.safetensors.index.json"
-    index.write_text(
-        json.dumps(
-            {
-                "metadata": {"format": "pt"},
-                "weight_map": {"a.weight": "p1.safetensors", "b.weight": "p2.safetensors"},
-            }
-        )
+    stale = stale_layer(STALE)  # fix removes its marker: there is an edit to write
+    write_safetensors(
+        src / "p1.safetensors", [RawTensor("a.weight", "F32", (1,), b"\0" * 4), *stale]
     )
+    write_safetensors(src / "p2.safetensors", [RawTensor("b.weight", "F32", (1,), b"\1" * 4)])
+    index = src / "model.safetensors.index.json"
+    wmap = {"a.weight": "p1.safetensors", "b.weight": "p2.safetensors"}
+    wmap |= {t.name: "p1.safetensors" for t in stale}
+    index.write_text(json.dumps({"metadata": {"format": "pt"}, "weight_map": wmap}))
     from quantcheck.cli.main import main
 
     assert main(["fix", str(index), "-o", str(tmp_path / "out")]) == 0
     doc = json.loads((tmp_path / "out" / "model.safetensors.index.json").read_text())
-    assert doc["weight_map"] == {"a.weight": "p1.safetensors", "b.weight": "p2.safetensors"}
-    assert doc["metadata"] == {"format": "pt", "total_size": 8}
+    del wmap[stale[1].name]
+    assert doc["weight_map"] == wmap
+    assert doc["metadata"] == {"format": "pt", "total_size": 8 + len(stale[0].data)}
     with load_checkpoint(str(tmp_path / "out")) as ck:
         assert not ck.diagnostics and len(ck.shards) == 2
-    assert tensor_bytes([str(tmp_path / "out")]) == tensor_bytes([str(index)])
+    before = tensor_bytes([str(index)])
+    del before[stale[1].name]
+    assert tensor_bytes([str(tmp_path / "out")]) == before
 
 
 def test_refuses_to_overwrite_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -158,7 +158,7 @@ def _child(code: str, *args: str) -> subprocess.Popen[str]:
 
 def test_killed_writer_leaves_input_and_no_output(tmp_path: Path) -> None:
     src, out = tmp_path / "in.safetensors", tmp_path / "out.safetensors"
-    _big(src, 4)
+    _big(src, 4, fixable=True)
     before = sha(src)
     proc = _child(CHILD_SLOW, "fix", str(src), "-o", str(out))
     deadline = time.monotonic() + 20
@@ -179,7 +179,8 @@ def test_killed_writer_leaves_input_and_no_output(tmp_path: Path) -> None:
 
     assert main(["fix", str(src), "-o", str(out)]) == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.safetensors", "out.safetensors"]
-    assert tensor_bytes([str(out)]) == tensor_bytes([str(src)])
+    fixed = {k: v for k, v in tensor_bytes([str(src)]).items() if k != f"{STALE}.comfy_quant"}
+    assert tensor_bytes([str(out)]) == fixed
 
 
 CHILD_FULL = """
@@ -194,7 +195,7 @@ sys.exit(main(sys.argv[1:]))
 @pytest.mark.skipif(not hasattr(signal, "SIGXFSZ"), reason="needs RLIMIT_FSIZE/SIGXFSZ")
 def test_full_disk_gives_clear_error_and_no_output(tmp_path: Path) -> None:
     src, out = tmp_path / "in.safetensors", tmp_path / "out.safetensors"
-    _big(src, 1)
+    _big(src, 1, fixable=True)
     before = sha(src)
     proc = _child(CHILD_FULL, "fix", str(src), "-o", str(out))
     _, err = proc.communicate(timeout=60)
@@ -207,7 +208,7 @@ def test_full_disk_gives_clear_error_and_no_output(tmp_path: Path) -> None:
 
 def test_local_copies_are_byte_exact_with_kernel_copy(tmp_path: Path) -> None:
     src = tmp_path / "in.safetensors"
-    _big(src, 9, rewrite=False)  # more than one 8 MiB chunk
+    _big(src, 9)  # more than one 8 MiB chunk
     with LocalFile(str(src)) as lf, load_checkpoint(str(src)) as ck:
         ts = [
             OutTensor(t.name, t.dtype, t.shape, Copy(lf, t.begin, t.nbytes))

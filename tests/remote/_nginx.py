@@ -58,7 +58,7 @@ def nginx_binary() -> str:
         (p for p in ("/usr/sbin/nginx", "/usr/local/sbin/nginx") if os.access(p, os.X_OK)), None
     )
     if found is None:
-        reason = "nginx is not installed (Debian package `nginx`; .ci/run installs it)"
+        reason = "system program 'nginx' is not installed (Debian package `nginx`)"
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(reason)
         pytest.skip(reason)

@@ -57,6 +57,13 @@ def shard_set(parts: tuple[int, ...], total: int):
 NONE2 = eff("none", "none")
 
 
+def _prefixed_int8(others: int):
+    """An unmarked INT8 ConvRot layer under model.diffusion_model. and `others` BF16 layers
+    beside it (2 + others keys carry the prefix)."""
+    pre = "model.diffusion_model."
+    return [*int8(pre + P)[:-1], *(x for i in range(others) for x in bf16(f"{pre}blocks.{i}.ff"))]
+
+
 def _bad_correction():
     """A W4A8 layer whose weight_correction is [N, K/g] instead of [K/g, N]."""
     return [
@@ -405,25 +412,37 @@ MARKERS = [
             )
         ),
     ),
-    # ComfyUI's second convert_old_quants pass re-attaches entries without the model prefix.
+    # ComfyUI's second convert_old_quants pass re-attaches entries without the model prefix
+    # once more than 5 keys carry it (comfyui_keys).
     RuleCase(
         "QC222",
         "header-without-model-prefix",
         # INT8, not FP8: a float8 header makes sglang's header path take the whole file (QC616)
-        file(lambda: int8(f"model.diffusion_model.{P}")[:-1], header_meta({P: INT8_CONVROT})),
+        file(lambda: _prefixed_int8(4), header_meta({P: INT8_CONVROT})),
         SG_ONLY,
         message="ComfyUI re-attaches",
         twin=file(
-            lambda: int8(f"model.diffusion_model.{P}")[:-1],
-            header_meta({f"model.diffusion_model.{P}": INT8_CONVROT}),
+            lambda: _prefixed_int8(4), header_meta({f"model.diffusion_model.{P}": INT8_CONVROT})
+        ),
+    ),
+    RuleCase(
+        "QC222",
+        "header-without-model-prefix-few-keys",
+        # 2 keys carry the prefix: ComfyUI strips "model." instead, the entry matches nothing
+        file(lambda: _prefixed_int8(0), header_meta({P: INT8_CONVROT})),
+        eff("fails", "degraded"),
+        twin=file(
+            lambda: _prefixed_int8(0), header_meta({f"model.diffusion_model.{P}": INT8_CONVROT})
         ),
     ),
     RuleCase(
         "QC222",
         "header-with-extra-prefix",
+        # ComfyUI's strip keeps only the key it wrote for the entry: the tensors are dropped
         file(lambda: int8()[:-1], header_meta({f"model.diffusion_model.{P}": INT8_CONVROT})),
-        eff("fails", "degraded"),
+        eff("fails", "fails"),
         file(lambda: int8()[:-1], header_meta({P: INT8_CONVROT})),
+        message="dropping the layer's tensors",
     ),
     RuleCase(
         "QC223", "stale-marker", file(lambda: [*fp8(), marker(FC1, FP8_MARK)]), SG_ONLY, file(fp8)
@@ -612,7 +631,7 @@ LAYERS = [
         "QC319",
         "int8-1d-row-scale",
         file(lambda: int8(scale=("F32", (64,)))),
-        eff("none", "degraded"),
+        eff("none", "none"),
         file(int8),
         message="LoRA",
     ),
@@ -749,7 +768,7 @@ RUNTIME = [
         file(lambda: [*mxfp8()[:-1], *int8(FC1)], {"quant_format": "mxfp8"}),
         SG_ONLY,
         file(lambda: mxfp8()[:-1], {"quant_format": "mxfp8"}),
-        twin_allows=("QC314",),
+        twin_allows=("QC314", "QC615"),  # QC615: MXFP8 fails at 0.5.23's weight load
     ),  # ComfyUI ignores quant_format: unmarked F8 weights
     # Release rules (runtimes/sglang_releases.py): no effect on the newest releases, checked
     # with --target sglang@all; twins may still need a release newer than 0.5.18 (QC611).
@@ -795,7 +814,7 @@ RUNTIME = [
         "QC615",
         "mxfp8-before-0522",
         file(mxfp8),
-        NONE2,
+        SG_ONLY,
         file(fp8, header_meta({P: FP8_MARK})),
         check_kwargs=ALL_SG,
         twin_allows=HEADER_FP8,
@@ -811,12 +830,44 @@ RUNTIME = [
     ),
     RuleCase(
         "QC617",
-        "fp8-header-sweeps-int8",
-        file(lambda: [*fp8(), *int8(FC1)], header_meta({P: FP8_MARK, FC1: INT8_CONVROT})),
+        "fp8-header-sweeps-scalar-int8",
+        file(
+            lambda: [*fp8(), *int8(FC1, scale=("F32", ()))],
+            header_meta({P: FP8_MARK, FC1: INT8_CONVROT}),
+        ),
         eff("degraded", "none"),
         file(lambda: [*fp8(), *fp8(FC1)], header_meta({P: FP8_MARK, FC1: FP8_MARK})),
         twin_allows=HEADER_FP8,
         message="1 int8_tensorwise layer",
+    ),
+    # QC630: the same whole-model Fp8Config cannot load layers that do not fit its per-tensor
+    # FP8 parameters (weight load: PerTensorScaleParameter [1], float8_e4m3fn [N, K] weight)
+    RuleCase(
+        "QC630",
+        "fp8-header-sweeps-rowwise-int8",
+        file(lambda: [*fp8(), *int8(FC1)], header_meta({P: FP8_MARK, FC1: INT8_CONVROT})),
+        SG_ONLY,
+        file(lambda: [*fp8(), *fp8(FC1)], header_meta({P: FP8_MARK, FC1: FP8_MARK})),
+        twin_allows=HEADER_FP8,
+        message="1 int8_tensorwise layer",
+    ),
+    RuleCase(
+        "QC630",
+        "fp8-header-rowwise-fp8-scale",
+        file(lambda: fp8(scale=("F32", (64, 1))), header_meta({P: FP8_MARK})),
+        SG_ONLY,
+        file(fp8, header_meta({P: FP8_MARK})),
+        twin_allows=HEADER_FP8,
+        message="1 float8_e4m3fn layer",
+    ),
+    RuleCase(
+        "QC630",
+        "fp8-header-sweeps-nvfp4",
+        file(lambda: [*fp8(), *nvfp4(FC1)], header_meta({P: FP8_MARK})),
+        SG_ONLY,
+        file(lambda: [*fp8(), *fp8(FC1)], header_meta({P: FP8_MARK})),
+        twin_allows=HEADER_FP8,
+        message="nvfp4",
     ),
     RuleCase(
         "QC617",
@@ -921,6 +972,7 @@ COMFYUI = [
         eff("none", "fails"),
         file(lambda: mxfp8()),
         message="--cpu",
+        twin_allows=("QC615",),  # sglang 0.5.23's weight load (not a ComfyUI finding)
     ),
     RuleCase(
         "QC606",
@@ -932,13 +984,31 @@ COMFYUI = [
         message="from v0.27 on",
     ),
     RuleCase(
+        "QC650",
+        "mxfp8-needs-v0.18",
+        file(lambda: mxfp8()),
+        NONE2,
+        file(fp8),
+        check_kwargs=ALL_CUI,
+        message="mxfp8 (1): ComfyUI loads it from v0.18 on",
+    ),
+    RuleCase(
+        "QC651",
+        "w4a4-needs-v0.28",
+        file(lambda: w4a4(FC1)),
+        NONE2,
+        file(fp8),
+        check_kwargs=ALL_CUI,
+        message="convrot_w4a4 (1): ComfyUI loads it from v0.28 on",
+    ),
+    RuleCase(
         "QC607",
-        "w4a8-needs-cd9452e",
+        "w4a8-needs-v0.31",
         file(lambda: [*w4a8(), *w4a4(FC1)]),
         NONE2,
         file(fp8),
         check_kwargs=ALL_CUI,
-        message="asym_w4a8_int8 (1), convrot_w4a4 (1)",
+        message="asym_w4a8_int8 (1): ComfyUI loads it from v0.31 on",
     ),
     RuleCase(
         "QC608",
@@ -951,12 +1021,12 @@ COMFYUI = [
     ),
     RuleCase(
         "QC609",
-        "w6a8-needs-pr16483",
+        "w6a8-needs-2026-09-29",
         file(w6a8),
         NONE2,
         file(fp8),
         check_kwargs=ALL_CUI,
-        message="from pr16483 on",
+        message="from 2026-09-29 on",
     ),
 ]
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from quantcheck.check import check_checkpoint
+from quantcheck.checking import check_checkpoint
 from quantcheck.diagnostics import Effect
 from quantcheck.model.checkpoint import load_checkpoint
 from quantcheck.rules import engine

@@ -9,7 +9,7 @@ from collections import defaultdict
 
 import pytest
 
-from quantcheck.check import check_paths
+from quantcheck.checking import check_paths
 from quantcheck.cli.main import main
 from quantcheck.rules.effect_variants import VARIANTS
 from quantcheck.rules.levels import Effect

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from quantcheck.check import check_paths
+from quantcheck.checking import check_paths
 from quantcheck.cli.main import main
 from quantcheck.explain.lookup import explain
 from quantcheck.explain.messages import MessagePattern, all_patterns, match_message

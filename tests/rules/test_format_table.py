@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import quantcheck.numeric.api  # noqa: F401  (imports every codec module: they register)
-from quantcheck.check import check_paths
+from quantcheck.checking import check_paths
 from quantcheck.cli.main import build_parser, main
 from quantcheck.formats import codecs
 from quantcheck.formats.table import F32, FORMATS, Companion, FormatSpec, Option, option

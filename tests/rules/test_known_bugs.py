@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from quantcheck.check import check_paths
+from quantcheck.checking import check_paths
 from quantcheck.runtimes import default_targets
 
 from ._build import W4A8, file, w4a4, w4a8

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from quantcheck.check import check_paths
+from quantcheck.checking import check_paths
 from quantcheck.cli.main import main
 from quantcheck.formats.docs import format_section
 from quantcheck.formats.table import FORMATS
@@ -19,7 +19,7 @@ from quantcheck.rules import codes as R
 from quantcheck.runtimes import get_runtime, release_label, release_span
 from quantcheck.runtimes.comfyui_releases import LAYER_CODE, STEPS
 
-from ._build import Build, awq, file, fp8, int8, mxfp8, nvfp4, w4a8, w6a8
+from ._build import Build, awq, file, fp8, int8, mxfp8, nvfp4, w4a4, w4a8, w6a8
 
 SG = ("0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
 
@@ -63,7 +63,7 @@ def test_release_only_findings_are_labelled_with_their_releases(tmp_path: Path) 
         line.endswith("[sglang@0.5.19]") for line in _lines(out, "QC614")
     )
     assert _lines(out, "QC611")[0].endswith("[sglang@0.5.18]")
-    assert _lines(out, "QC615")[0].endswith("[sglang 0.5.19–0.5.21]")
+    assert _lines(out, "QC615")[0].endswith("[sglang 0.5.19–0.5.21, 0.5.23]")
 
 
 def test_a_finding_on_every_release_keeps_the_runtime_name(tmp_path: Path) -> None:
@@ -105,9 +105,9 @@ def _two(tmp_path: Path) -> list[str]:
 
 
 def test_column_heads_group_releases_under_their_runtime() -> None:
-    groups, heads = column_heads(("sglang@0.5.18", "sglang@0.5.19", "comfyui", "comfyui@v0.16"))
+    groups, heads = column_heads(("sglang@0.5.18", "sglang@0.5.19", "comfyui", "comfyui@v0.8"))
     assert groups == ["SGLANG", "", "", "COMFYUI"]
-    assert heads == ["0.5.18", "0.5.19", "COMFYUI", "v0.16"]
+    assert heads == ["0.5.18", "0.5.19", "COMFYUI", "v0.8"]
     assert column_heads(("sglang", "comfyui")) == (["", ""], ["SGLANG", "COMFYUI"])
 
 
@@ -170,10 +170,12 @@ def test_html_index_groups_release_columns_and_says_what_each_needs(tmp_path: Pa
 
 #: step -> a checkpoint needing exactly that step (its formats arrive there)
 NEEDS_STEP: dict[str, Build] = {
+    "v0.18": file(mxfp8),
     "v0.27": file(int8),
-    "cd9452e": file(w4a8),
+    "v0.28": file(w4a4),
+    "v0.31": file(w4a8),
     "0271a469": file(awq),
-    "pr16483": file(w6a8),
+    "2026-09-29": file(w6a8),
 }
 
 
@@ -202,30 +204,32 @@ def test_comfyui_step_fails_before_and_loads_from_it(
 
 
 def test_qc610_effect_is_release_data(tmp_path: Path) -> None:
-    """QC610 follows the pr16483 step: fails up to 0271a469, none on the newest, and its
+    """QC610 follows the 2026-09-29 step: fails up to 0271a469, none on the newest, and its
     message names the release that lacks the format and the one that adds it."""
     rt = get_runtime("comfyui")
-    assert {"pr16483": R.QC610.code} == LAYER_CODE
-    assert rt.affected(R.QC610.code) == ["v0.16", "v0.27", "cd9452e", "0271a469"]
+    assert {"2026-09-29": R.QC610.code} == LAYER_CODE
+    assert rt.affected(R.QC610.code) == ["v0.8", "v0.18", "v0.27", "v0.28", "v0.31", "0271a469"]
     paths = _paths(file(w6a8), tmp_path)
     assert R.QC610.code not in {d.code for d in check_paths(paths, target="comfyui").diagnostics}
     old = check_paths(paths, target="comfyui@0271a469")
     hit = [d for d in old.diagnostics if d.code == R.QC610.code]
     assert hit and "up to 0271a469" in hit[0].message
-    assert "pr16483 [GUESS] adds it" in hit[0].message
+    assert "2026-09-29 [GUESS] adds it" in hit[0].message
     assert old.target_status("comfyui@0271a469")["status"] == "fails"
     assert check_paths(paths, target="comfyui").target_status("comfyui")["status"] == "ok"
 
 
 def test_format_docs_say_which_comfyui_release_adds_a_format() -> None:
-    assert "ComfyUI: yes (from pr16483 [GUESS])" in "\n".join(format_section(FORMATS["w6a8_int8"]))
+    assert "ComfyUI: yes (from 2026-09-29 [GUESS])" in "\n".join(
+        format_section(FORMATS["w6a8_int8"])
+    )
     assert "ComfyUI: yes (from v0.27)" in "\n".join(format_section(FORMATS["int8_tensorwise"]))
     assert "ComfyUI: yes;" in "\n".join(format_section(FORMATS["nvfp4"]))
 
 
 def test_fp8_needs_no_comfyui_step(tmp_path: Path) -> None:
     report = check_paths(_paths(file(fp8), tmp_path), target="comfyui@all")
-    assert report.releases["comfyui"]["needs"] == "v0.16"
+    assert report.releases["comfyui"]["needs"] == "v0.8"
 
 
 def test_html_page_labels_findings_with_their_releases(tmp_path: Path) -> None:

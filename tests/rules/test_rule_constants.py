@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from quantcheck.check import check_paths
+from quantcheck.checking import check_paths
 from quantcheck.diagnostics import Diagnostic, Safety
 from quantcheck.fix.planner import BY_REWRITE, fix_of
 from quantcheck.rules import codes

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from quantcheck.check import check_paths
+from quantcheck.checking import check_paths
 from quantcheck.diagnostics import TARGETS, Effect
 from quantcheck.rules.registry import all_rules
 from quantcheck.runtimes import get_runtime

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from quantcheck.check import check_paths
+from quantcheck.checking import check_paths
 from quantcheck.runtimes import get_runtime
 
 from ._build import P, file, fp8, int8, marker, t, w4a8

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from example_files import EXAMPLES
-from quantcheck.check import check_paths
+from quantcheck.checking import check_paths
 from quantcheck.cli.main import main
 from quantcheck.explain.messages import match_message
 from quantcheck.rules.registry import all_rules

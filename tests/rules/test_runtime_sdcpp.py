@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from quantcheck.check import check_paths
+from quantcheck.checking import check_paths
 from quantcheck.cli.main import main
 from quantcheck.explain.lookup import explain
 from quantcheck.rules.levels import Effect
@@ -52,7 +52,7 @@ def test_every_generic_code_has_a_decision() -> None:
 def test_runtime_record() -> None:
     rt = get_runtime("sdcpp")
     assert "sdcpp" in runtime_names() and not rt.default_target
-    assert rt.release_names() == ("bcc7e295", "pr1913")
+    assert rt.release_names() == ("bcc7e295", "2026-08-26")
     assert "bcc7e295" in rt.doc
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from quantcheck.check import check_paths
+from quantcheck.checking import check_paths
 from quantcheck.cli.main import main
 from quantcheck.diagnostics import Diagnostic, Effect
 from quantcheck.rules import codes as R

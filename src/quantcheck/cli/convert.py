@@ -7,12 +7,11 @@ tensor is written; every other tensor is copied byte for byte.
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from quantcheck.cli.options import target_value
 from quantcheck.formats.table import FORMATS
-from quantcheck.textsafe import clean
+from quantcheck.textsafe import say, say_error, say_warning
 
 
 def quant_formats() -> tuple[str, ...]:
@@ -27,12 +26,11 @@ DESCRIPTIONS = {
         "Quantize the Linear weights of a BF16/F16/F32 checkpoint to one Comfy format and write "
         "the comfy_quant markers. By default norms, biases, embeddings and 1-D tensors are left "
         "alone, and so is every layer whose shape the format cannot take on --target (each is "
-        "reported). One layer is in memory at a time.\n\nexit codes: 0 written, 2 could not run."
+        "reported). One layer is in memory at a time."
     ),
     "dequantize": (
         "Dequantize every marked layer back to a plain weight (--dtype, default bf16) and drop "
-        "the markers; other tensors are copied byte for byte.\n\nexit codes: 0 written, 1 some "
-        "layers could not be dequantized (left as they are), 2 could not run."
+        "the markers; other tensors are copied byte for byte."
     ),
 }
 
@@ -47,19 +45,16 @@ class DeprecatedTo(argparse.Action):
         values: Any,
         option_string: str | None = None,
     ) -> None:
-        print(
-            f"quantcheck: warning: quantize --format is deprecated and will be removed; "
-            f"use --to {values}",
-            file=sys.stderr,
-        )
+        say_warning(f"quantize --format is deprecated and will be removed; use --to {values}")
         setattr(namespace, self.dest, values)
 
 
 def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
-    from quantcheck.cli.options import add_as_one
+    from quantcheck.cli.options import NO_CAP, add_as_one, add_max_bytes
 
     p.add_argument("paths", nargs="+", metavar="IN", help="checkpoint file, folder or index")
     add_as_one(p)
+    add_max_bytes(p, NO_CAP)
     p.add_argument(
         "-o",
         "--output",
@@ -100,12 +95,13 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
     p.add_argument(
         "--target",
         type=target_value,
-        default="all",
+        default="default",
         metavar="TARGET",
-        help="runtime(s) the result must load on, as for check: NAME, NAME@RELEASE (e.g. "
-        "sglang@0.5.19), NAME@all, all, all@all or a comma-separated list; layers the format "
-        "cannot take there stay unquantized, a format a release cannot load is refused, and "
-        "marker fields a release needs are written (default: all)",
+        help="runtime(s) the result must load on, as for check: default, NAME, NAME@RELEASE "
+        "(e.g. sglang@0.5.19), NAME@all, all, all@all or a comma-separated list; a format a "
+        "target cannot load is refused, layers it cannot take stay unquantized, marker fields "
+        "a release needs are written, and the file written checks clean for each (default: "
+        "default, as for check: sglang and comfyui)",
     )
     p.add_argument(
         "--no-convrot",
@@ -118,7 +114,14 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
         help="int8_tensorwise: one scalar scale (implies --no-convrot)",
     )
     cg, g, bits = _W4A8["convrot_groupsize"], _W4A8["group_size"], _W4A8["bits"]
-    p.add_argument("--convrot-groupsize", type=int, default=cg.default, choices=cg.allowed)
+    p.add_argument(
+        "--convrot-groupsize",
+        type=int,
+        default=cg.default,
+        choices=cg.allowed,
+        help="Hadamard rotation group for int8_tensorwise ConvRot, convrot_w4a4 and "
+        f"asym_w4a8_int8 (default {cg.default})",
+    )
     p.add_argument(
         "--group-size",
         type=w4a8_group_size,
@@ -178,6 +181,13 @@ def options_of(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from quantcheck.io.limits import remote_limits
+
+    with remote_limits(args.max_bytes, None):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from quantcheck.model.checkpoint import load_checkpoint
     from quantcheck.model.discover import one_checkpoint
 
@@ -187,10 +197,7 @@ def run(args: argparse.Namespace) -> int:
 
         bad = unrepairable(ck)
         if bad:
-            print(
-                f"quantcheck: error: cannot convert: {bad[0].code} {clean(bad[0].message)}",
-                file=sys.stderr,
-            )
+            say_error(f"cannot convert: {bad[0].code} {bad[0].message}")
             return 2
         from quantcheck.cli.output import output_layout
 
@@ -200,79 +207,19 @@ def run(args: argparse.Namespace) -> int:
         return _dequantize(ck, args, out, index)
 
 
-ALREADY = "already has a marker"
-
-
-def plan_quantize(
-    ck: Any,
-    fmt: str,
-    options: dict[str, Any],
-    target: str,
-    include: list[str],
-    exclude: list[str],
-    refused: dict[str, str] | None = None,
-) -> tuple[Any, list[str], dict[str, str]]:
-    """(draft, quantized prefixes, skipped prefix -> reason); `refused` layers (the quantizer
-    refused their values, e.g. NaN) stay as they are."""
-    from quantcheck.convert.eligible import marker_fields, shape_refusal, skip_reason
-    from quantcheck.convert.layer import quantize_layer
-    from quantcheck.fix.actions import replace_layer
-    from quantcheck.fix.draft import Draft
-    from quantcheck.runtimes import targets_of
-
-    draft = Draft.of(ck)
-    extra = marker_fields(fmt, target)
-    done: list[str] = []
-    skipped: dict[str, str] = {}
-    for prefix, layer in ck.layers.items():
-        w = layer.weight
-        if w is None:
-            continue
-        if layer.marker is not None:
-            skipped[prefix] = ALREADY
-            continue
-        if refused and prefix in refused:
-            skipped[prefix] = refused[prefix]
-            continue
-        why = skip_reason(prefix, w.dtype, w.shape, include, exclude)
-        if why is None:
-            n, k = w.shape
-            why = next(
-                (r for t in targets_of(target) if (r := shape_refusal(fmt, n, k, options, t))), None
-            )
-        if why is not None:
-            skipped[prefix] = why
-            continue
-        cur = draft.get(w.name)
-        assert cur is not None
-        lazy, marker = quantize_layer(cur.data, w.dtype, w.shape, fmt, options)
-        if extra and marker is not None:
-            marker = {**marker, **extra}
-        lazy.name = prefix
-        replace_layer(draft, prefix, lazy, marker)
-        draft.log("quantize", prefix, f"{fmt} {list(w.shape)}", "unsafe")
-        done.append(prefix)
-    return draft, done, skipped
-
-
 def _quantize(ck: Any, args: argparse.Namespace, out: str, index: str | None) -> int:
-    from quantcheck.convert.eligible import format_refusal
-    from quantcheck.runtimes import targets_of
+    from quantcheck.convert.plan import ALREADY, plan_quantize
 
     options = options_of(args)
-    for t in targets_of(args.target):
-        why = format_refusal(args.fmt, options, t)
-        if why:
-            print(
-                f"quantcheck: error: {args.fmt} cannot load on {t}: {why} (choose another "
-                "--target or format)",
-                file=sys.stderr,
-            )
-            return 2
+    planned = _judge_targets(ck, args, options)
+    if isinstance(planned, str):
+        say_error(f"{planned} (choose another --target or format)")
+        return 2
+    kept: dict[str, str] = planned
     refused: dict[str, str] = {}
     while True:
         draft, done, skipped = plan_quantize(
-            ck, args.fmt, options, args.target, args.include, args.exclude, refused
+            ck, args.fmt, options, args.target, args.include, args.exclude, {**kept, **refused}
         )
         if args.dry_run:
             break
@@ -280,33 +227,86 @@ def _quantize(ck: Any, args: argparse.Namespace, out: str, index: str | None) ->
         if bad is None or bad[0] in refused or len(refused) >= MAX_REFUSED:
             break
         refused[bad[0]] = f"left as it is: the quantizer refused it ({bad[1]})"
-        print(
-            f"  {clean(bad[0])}: {clean(bad[1])} -> keeping this layer as it is and writing again",
-            file=sys.stderr,
+        say(
+            f"  {bad[0]}: {bad[1]} -> keeping this layer as it is and writing again",
+            err=True,
         )
-    print(f"quantize: {len(done)} layer{'s' if len(done) != 1 else ''} -> {args.fmt}")
-    shape_skips = {p: r for p, r in skipped.items() if "K=" in r or "sglang" in r or p in refused}
+    say(f"quantize: {len(done)} layer{'s' if len(done) != 1 else ''} -> {args.fmt}")
+    shape_skips = {
+        p: r for p, r in skipped.items() if "K=" in r or "sglang" in r or p in refused or p in kept
+    }
     for p, r in shape_skips.items():
-        print(f"  skipped {clean(p)}: {clean(r)}")
+        say(f"  skipped {p}: {r}")
     marked = sum(r == ALREADY for r in skipped.values())
     if marked:
-        print(
+        say(
             f"  {marked} layer{'s were' if marked != 1 else ' was'} already quantized (a "
             "marker) and left as they are"
         )
     other = len(skipped) - len(shape_skips) - marked
     if other:
-        print(
+        say(
             f"  {other} other layer{'s' if other != 1 else ''} left as they are (norms, "
             "embeddings, biases, non-2-D or non-float weights, --include/--exclude)"
         )
     if args.dry_run:
         return 0
     if rc == 0 and not done:
-        print(f"wrote {out}: a copy, no layer was quantized")
+        say(f"wrote {out}: a copy, no layer was quantized")
     elif rc == 0:
-        print(f"wrote {out}")
+        say(f"wrote {out}")
     return rc or (1 if refused else 0)
+
+
+def _judge_targets(ck: Any, args: argparse.Namespace, options: dict[str, Any]) -> Any:
+    """Before anything is written: the reason (a str) a target cannot load what `quantize`
+    would write, or the layers to leave as they are (prefix -> why) so that the file checks
+    clean for every target key. The format is judged on a probe layer, then the planned
+    checkpoint's header is checked with the target's rules (what the input already had does
+    not count); a layer a target cannot take is kept, anything else refuses the run."""
+    from quantcheck.checking import run_rules, select_diagnostics
+    from quantcheck.convert.eligible import format_refusal
+    from quantcheck.convert.plan import (
+        harms,
+        new_findings,
+        plan_quantize,
+        planned,
+        probe_finding,
+        release_name,
+    )
+    from quantcheck.runtimes import targets_of
+
+    keys = targets_of(args.target)
+    _, done, _ = plan_quantize(ck, args.fmt, options, args.target, args.include, args.exclude)
+    for key in keys:
+        why = format_refusal(args.fmt, options, key)
+        if why:
+            return f"{args.fmt} cannot load on {release_name(key)}: {why}"
+        d = probe_finding(args.fmt, options, key, *done[:1])
+        if d is not None:
+            return f"{args.fmt} cannot load on {release_name(key)}: {d.code} {d.message}"
+    before = select_diagnostics(run_rules(ck, keys), target=args.target)
+    kept: dict[str, str] = {}
+    for _ in range(MAX_ROUNDS):
+        draft, done, _ = plan_quantize(
+            ck, args.fmt, options, args.target, args.include, args.exclude, kept
+        )
+        after = select_diagnostics(run_rules(planned(draft), keys), target=args.target)
+        found = new_findings(before, after, keys)
+        if not found:
+            return kept
+        for d in found:
+            key = next(k for k in keys if harms(d, k))
+            why = f"{release_name(key)}: {d.code} {d.message}"
+            if d.layer not in done:
+                return f"{args.fmt} cannot load on {why}"
+            kept[d.layer] = f"left as it is: {why}"
+        if all(p in kept for p in done):
+            return f"{args.fmt} cannot load on {why} (on every layer it would quantize)"
+    return f"{args.fmt}: no plan loads on {args.target} after {MAX_ROUNDS} rounds"
+
+
+MAX_ROUNDS = 4  # plans `quantize` checks against its targets before it gives up
 
 
 def _dequantize(ck: Any, args: argparse.Namespace, out: str, index: str | None) -> int:
@@ -338,9 +338,9 @@ def _dequantize(ck: Any, args: argparse.Namespace, out: str, index: str | None) 
     if not failed:
         for f in draft.files:
             f.metadata.pop(QMETA, None)
-    print(f"dequantize: {n} layer{'s' if n != 1 else ''} -> {args.dtype}")
+    say(f"dequantize: {n} layer{'s' if n != 1 else ''} -> {args.dtype}")
     for p, r in failed.items():
-        print(f"  left quantized {clean(p)}: {clean(r)}")
+        say(f"  left quantized {p}: {r}")
     rc = _write(ck, draft, out, index, "all", "dequantize")
     return rc or (1 if failed else 0)
 
@@ -376,10 +376,11 @@ def _write(
         layer = getattr(exc, "layer", "")
         if retry and layer:
             return 2, (layer, str(exc).removeprefix(f"{layer}: "))
-        print(f"\nquantcheck: error: {clean(exc)}; nothing was written", file=sys.stderr)
+        say(err=True)
+        say_error(f"{exc}; nothing was written")
         return (2, None) if retry else 2
     bar.close()
     if retry:
         return 0, None
-    print(f"wrote {out}")
+    say(f"wrote {out}")
     return 0

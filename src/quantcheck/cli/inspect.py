@@ -9,7 +9,9 @@ per checkpoint (text) or a `checkpoints` list (JSON).
 from __future__ import annotations
 
 import argparse
-import sys
+
+from quantcheck._version import document_head
+from quantcheck.textsafe import say, say_block, say_error
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
@@ -36,7 +38,13 @@ def run(args: argparse.Namespace) -> int:
         as_one=args.as_one,
     )
     if len(specs) == 1:
-        return _print_one(_summary(specs[0].paths, args.layers), args)
+        from quantcheck.errors import InputError, describe_os_error
+
+        try:
+            doc = _summary(specs[0].paths, args.layers)
+        except OSError as exc:  # a file that cannot be read: say which and why
+            raise InputError(describe_os_error(exc, "read")) from exc
+        return _print_one(doc, args)
     return _print_many(specs, args)
 
 
@@ -46,6 +54,7 @@ def _summary(paths: list[str], layers: str | None) -> dict[str, Any]:
 
     with load_checkpoint(paths) as ck:
         doc = summarize(ck)
+        doc["problems"] = container_problems(ck)
     if layers:
         import fnmatch
 
@@ -53,12 +62,41 @@ def _summary(paths: list[str], layers: str | None) -> dict[str, Any]:
     return doc
 
 
+def container_problems(ck: Any) -> list[dict[str, Any]]:
+    """The container errors (QC1xx) of a checkpoint: what makes the safetensors library
+    refuse a file, so what `inspect` cannot show truthfully."""
+    from quantcheck.diagnostics import Severity
+
+    return [
+        {"code": d.code, "name": d.name, "file": d.file, "message": d.message}
+        for d in ck.diagnostics
+        if d.code.startswith("QC1") and d.effective_severity is Severity.ERROR
+    ]
+
+
+def problem_lines(doc: dict[str, Any]) -> list[str]:
+    """One line per container problem, and where to read more (text output)."""
+    from quantcheck.textsafe import clean
+
+    found = doc.get("problems") or []
+    lines = [
+        f"error   {p['code']} {p['name']}: {clean(p['file'] or '')}: {clean(p['message'])}"
+        for p in found
+    ]
+    if lines:
+        lines.append(
+            "the safetensors library refuses this file: what is shown above is only what could "
+            "be read (`quantcheck check` reports every finding)"
+        )
+    return lines
+
+
 def _dump(doc: dict[str, Any]) -> None:
     import json
 
     from quantcheck.textsafe import json_safe
 
-    print(json_safe(json.dumps(doc, indent=2, ensure_ascii=False)))
+    say_block(json_safe(json.dumps(doc, indent=2, ensure_ascii=False)))
 
 
 def _print_one(doc: dict[str, Any], args: argparse.Namespace) -> int:
@@ -67,18 +105,20 @@ def _print_one(doc: dict[str, Any], args: argparse.Namespace) -> int:
     else:
         from quantcheck.render.inspect_text import render_inspect
 
-        print(render_inspect(doc, summary_only=args.summary))
-    return 0
+        say_block(render_inspect(doc, summary_only=args.summary))
+        for line in problem_lines(doc):
+            say(line, err=True)
+    return 1 if doc["problems"] else 0
 
 
 def _print_many(specs: list[Any], args: argparse.Namespace) -> int:
     """One section (text) or entry (JSON) per checkpoint; one that cannot be read is named
     with the reason, the others are still shown, and the exit code is 2."""
-    from quantcheck.errors import InputError
-    from quantcheck.textsafe import clean, redact_url
+    from quantcheck.errors import InputError, describe_os_error
+    from quantcheck.textsafe import redact_url
 
     entries: list[dict[str, Any]] = []
-    failed = 0
+    failed = problems = 0
     as_json = args.output_format == "json"
     for i, spec in enumerate(specs):
         name = redact_url(spec.name)
@@ -86,8 +126,9 @@ def _print_many(specs: list[Any], args: argparse.Namespace) -> int:
             doc = _summary(spec.paths, args.layers)
         except (InputError, OSError) as exc:
             failed += 1
-            print(f"quantcheck: error: {clean(name)}: {clean(exc)}", file=sys.stderr)
-            entries.append({"name": name, "error": str(exc) or type(exc).__name__})
+            why = describe_os_error(exc, "read") if isinstance(exc, OSError) else str(exc)
+            say_error(f"{name}: {why}")
+            entries.append({"name": name, "error": why or type(exc).__name__})
             continue
         if as_json:
             body = {k: v for k, v in doc.items() if k not in ("schema_version", "tool", "kind")}
@@ -95,19 +136,23 @@ def _print_many(specs: list[Any], args: argparse.Namespace) -> int:
         else:
             from quantcheck.render.inspect_text import render_inspect
 
-            print(("\n" if i else "") + f"== {clean(name)} ==")
-            print(render_inspect(doc, summary_only=args.summary))
+            if i:
+                say()
+            say(f"== {name} ==")
+            say_block(render_inspect(doc, summary_only=args.summary))
+            for line in problem_lines(doc):
+                say(line, err=True)
+        problems += bool(doc["problems"])
     if as_json:
         from quantcheck.model.inventory import SCHEMA_VERSION
 
         _dump(
             {
-                "schema_version": SCHEMA_VERSION,
-                "tool": "quantcheck",
-                "kind": "inspect",
+                **document_head("inspect", SCHEMA_VERSION),
                 "checkpoints": entries,
             }
         )
     else:
-        print(f"\n{len(specs)} checkpoints" + (f", {failed} could not be read" if failed else ""))
-    return 2 if failed else 0
+        say()
+        say(f"{len(specs)} checkpoints" + (f", {failed} could not be read" if failed else ""))
+    return 2 if failed else 1 if problems else 0

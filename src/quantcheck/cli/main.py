@@ -6,24 +6,12 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from quantcheck.cli.options import HelpFormatter, add_output_format
+from quantcheck.cli.options import HelpFormatter, Parser, add_output_format
+from quantcheck.textsafe import say, say_block, say_error, say_warning
 
-EPILOG = """\
-exit codes: 0 clean, 1 problems found, 2 could not run (bad usage, unreadable input),
-  141 stdout closed before the report was printed (e.g. `| head`).
-
-examples:
-  quantcheck check model.safetensors                  every problem, for every runtime
-  quantcheck check --target sglang model.safetensors  one runtime
-  quantcheck check ~/ComfyUI/models/diffusion_models/ every checkpoint in a folder, and a table
-  quantcheck check --as-one part1.safetensors part2.safetensors
-                                                      shards of one checkpoint, without an index
-  quantcheck check --output-format json model.safetensors
-                                                      machine-readable
-  quantcheck inspect model.safetensors.index.json     what is in a sharded checkpoint
-  quantcheck explain QC301                            what a code means and how to fix it
-  quantcheck explain "Comfy INT8 layer 'x' needs I8 weights and F32 scales, got BF16 and F16"
-"""
+TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _add_inputs(p: argparse.ArgumentParser) -> None:
@@ -31,7 +19,8 @@ def _add_inputs(p: argparse.ArgumentParser) -> None:
         "paths",
         nargs="+",
         metavar="PATH",
-        help="safetensors files, folders of shards, or *.safetensors.index.json",
+        help="safetensors files, folders, *.safetensors.index.json, or remote "
+        "hf://ORG/REPO[/PATH][@REV] and https:// URLs",
     )
 
 
@@ -56,7 +45,21 @@ def _check_args(p: argparse.ArgumentParser) -> None:
         metavar="CODE",
         help="leave out these codes; repeatable, comma-separated",
     )
-    p.add_argument("--statistics", action="store_true", help="print counts per code")
+    p.add_argument(
+        "--statistics", action="store_true", help="print counts per code after the findings"
+    )
+    p.add_argument(
+        "--show-all",
+        action="store_true",
+        help="text output: list every finding under its layer (by default a finding repeated "
+        "over layers is one entry, and a consequence is named on its cause)",
+    )
+    p.add_argument(
+        "--group",
+        action="store_true",
+        help="JSON output: also add `groups`, the entries the text report shows (every "
+        "diagnostic is still listed)",
+    )
     p.add_argument(
         "--fail-on",
         choices=("error", "warning", "info"),
@@ -86,13 +89,9 @@ def _check_args(p: argparse.ArgumentParser) -> None:
         "on worker processes, one per CPU at most; 1 checks one at a time "
         "(default: min(8, 4 x CPUs))",
     )
-    p.add_argument(
-        "--max-bytes",
-        default="64M",
-        metavar="SIZE",
-        help="most bytes read per remote checkpoint (all its shards), e.g. 500K, 64M "
-        "(default: 64M)",
-    )
+    from quantcheck.cli.options import add_max_bytes
+
+    add_max_bytes(p, "64M")
 
 
 def _inspect_args(p: argparse.ArgumentParser) -> None:
@@ -117,7 +116,7 @@ def _explain_args(p: argparse.ArgumentParser) -> None:
 #: name -> (one-line help, description, argument builder)
 CORE_COMMANDS = {
     "check": (
-        "report every problem, per runtime",
+        "report every problem, per runtime (default: sglang and ComfyUI)",
         "Check every layer against each runtime's rules and report all problems in one "
         "pass. Reads only the header and the marker bytes unless --deep is given.",
         _check_args,
@@ -149,13 +148,14 @@ CORE_COMMANDS = {
 def build_parser(wanted: str | None = None) -> argparse.ArgumentParser:
     """The parser; only the command being run (`wanted`) gets its full argument set."""
     from quantcheck._version import __version__
+    from quantcheck.cli.epilogs import epilog
 
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="quantcheck",
         description="Validate, inspect and repair ComfyUI per-layer quantized safetensors "
         "checkpoints (comfy_quant markers) for ComfyUI and sglang — from the header "
         "alone, in milliseconds.",
-        epilog=EPILOG,
+        epilog=epilog("quantcheck"),
         formatter_class=HelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"quantcheck {__version__}")
@@ -173,7 +173,7 @@ def build_parser(wanted: str | None = None) -> argparse.ArgumentParser:
             name,
             help=help_text,
             description=description,
-            epilog=EPILOG,
+            epilog=epilog(name),
             formatter_class=HelpFormatter,
         )
         add_args(p)
@@ -207,12 +207,12 @@ def cmd_rules(args: argparse.Namespace) -> int:
     if args.output_format == "markdown":
         from quantcheck.rules.docs import rules_markdown
 
-        print(rules_markdown(), end="")
+        say_block(rules_markdown(), end="")
         return 0
     if args.output_format == "json":
         from quantcheck.render.json_out import dumps
 
-        print(
+        say_block(
             dumps(
                 "rules",
                 {
@@ -234,8 +234,8 @@ def cmd_rules(args: argparse.Namespace) -> int:
     for r in rules.values():
         eff = " ".join(f"{t}:{e.value}" for t, e in r.runtime_effects().items())
         fix = f"fix:{r.fix.value}" if r.fix else "no fix"
-        print(f"{r.code}  {r.name:<34} {r.severity.value:<8} {fix:<18} {eff}")
-        print(f"       {r.title}")
+        say(f"{r.code}  {r.name:<34} {r.severity.value:<8} {fix:<18} {eff}")
+        say(f"       {r.title}")
     return 0
 
 
@@ -243,7 +243,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     from quantcheck.explain.lookup import explain
 
     text, ok = explain(" ".join(args.what), as_json=args.output_format == "json")
-    print(text)
+    say_block(text)
     return 0 if ok else 2
 
 
@@ -285,12 +285,29 @@ def _stdout_closed() -> int:
     return EXIT_BROKEN_PIPE
 
 
+def _run_escaping_warnings(handler: Any, args: argparse.Namespace) -> int:
+    """`handler(args)` with Python warnings (a library's, ours: they may name a layer)
+    printed the way every other line is, through `textsafe.say_warning`, not raw; the
+    warnings machinery is as it was afterwards."""
+    import warnings
+
+    def show(message: object, category: type, *_args: object, **_kw: object) -> None:
+        say_warning(f"{category.__name__}: {message}")
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        return int(handler(args))
+
+
 def _main(argv: Sequence[str] | None) -> int:
     for stream in (sys.stdout, sys.stderr):
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:  # names may hold lone surrogates: never crash printing them
             reconfigure(errors="backslashreplace")
     argv = list(sys.argv[1:] if argv is None else argv)
+    cache = sys.modules.get("quantcheck.io.hubcache")  # loaded by an earlier in-process run
+    if cache is not None:
+        cache.forget_said()
     wanted = next((a for a in argv if not a.startswith("-")), None)
     parser = build_parser(wanted)
     args = parser.parse_args(argv)
@@ -300,18 +317,36 @@ def _main(argv: Sequence[str] | None) -> int:
     handler = COMMANDS.get(args.command) or getattr(args, "handler", None)
     assert handler is not None  # every subparser is a core command or sets `handler`
     from quantcheck.model.checkpoint import InputError
-    from quantcheck.textsafe import clean
 
     try:
-        return int(handler(args))
+        return _run_escaping_warnings(handler, args)
     except BrokenPipeError:
         raise  # an OSError, but not an error of the run: main() ends quietly
     except InputError as exc:
-        print(f"quantcheck: error: {clean(exc)}", file=sys.stderr)
+        say_error(exc)
         return 2
     except OSError as exc:
-        print(f"quantcheck: error: {clean(exc)}", file=sys.stderr)
+        from quantcheck.errors import describe_os_error
+
+        say_error(describe_os_error(exc))
         return 2
     except KeyboardInterrupt:
-        print("quantcheck: interrupted", file=sys.stderr)
+        say("quantcheck: interrupted", err=True)
         return 130
+    except ModuleNotFoundError as exc:
+        if not exc.name or exc.name.partition(".")[0] == "quantcheck":
+            raise  # our own module missing is a defect, not the environment's
+        say_error(missing_package(args.command, exc.name))
+        return 2
+
+
+#: packages a command may find missing, and how to get them
+_DEPENDENCY = "a dependency of quantcheck: `pip install quantcheck` installs it"
+_INSTALL_HINTS = {"numpy": _DEPENDENCY, "ml_dtypes": _DEPENDENCY}
+
+
+def missing_package(command: str, name: str) -> str:
+    """One line: which package `command` needs and how to install it."""
+    top = name.partition(".")[0]
+    hint = _INSTALL_HINTS.get(top, f"pip install {top}")
+    return f"`quantcheck {command}` needs the Python package {top!r}, not installed here ({hint})"

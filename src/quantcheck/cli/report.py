@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
-from quantcheck.cli.options import add_selection, add_target
-from quantcheck.textsafe import clean
+from quantcheck.cli.options import NO_CAP, add_max_bytes, add_selection, add_target
+from quantcheck.textsafe import say, say_error
 
 DESCRIPTIONS = {
     "report": """\
@@ -22,9 +21,7 @@ relative error against the original and the 20 worst layers (needs numpy).
 Several checkpoints (a folder, a hub repository, several arguments; read as
 `quantcheck check` reads them) give a folder: -o DIR (a name ending in .html
 loses it) holds index.html, a table of every checkpoint linked to one page per
-quantized checkpoint.
-
-exit codes: 0 report written, 2 could not run."""
+quantized checkpoint."""
 }
 
 
@@ -50,6 +47,7 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
         help="the unquantized original: adds a per-layer error heat map (repeatable for shards)",
     )
     add_target(p)
+    add_max_bytes(p, None)
     p.add_argument(
         "--deep",
         action="store_true",
@@ -67,77 +65,69 @@ def _compare(paths: list[str], original: list[str]) -> Any:
         return compare_checkpoints(paths, original)
     except ImportError as exc:
         raise CompareUnavailable(
-            f"--compare needs the numeric extra (pip install 'quantcheck[numeric]'): {exc}"
+            f"--compare needs numpy and ml_dtypes (dependencies: pip install quantcheck): {exc}"
         ) from exc
 
 
 class CompareUnavailable(RuntimeError):
-    """--compare cannot run here (module or numeric extra missing)."""
+    """--compare cannot run here (a module or a numeric dependency missing)."""
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write via a temp file beside `path` (the writer's checks, names, modes and SIGTERM
-    handling), so a failed or interrupted run leaves no half file and no device replaced."""
-    from quantcheck.io import outpath
+    """Write `text` through the one safe writer (`quantcheck.io.atomic`)."""
+    from quantcheck.io.atomic import write_file
 
-    dest = outpath.check_destination(os.fspath(path), sharded=False)
-    parent, base = os.path.split(dest)
-    with outpath.terminate_cleanly():
-        outpath.clean_stale(parent)
-        tmp = outpath.make_temp_file(parent, base)
-        try:
-            with open(tmp, "w", encoding="utf-8", errors="backslashreplace") as f:
-                f.write(text)
-                f.flush()
-                os.fsync(f.fileno())
-            outpath.check_destination(dest, sharded=False)  # still not a device/FIFO
-            os.replace(tmp, dest)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+    write_file(os.fspath(path), text.encode("utf-8", "backslashreplace"))
 
 
 def _write_many(args: argparse.Namespace, specs: list[Any]) -> int:
     """An index page and one page per checkpoint, in the folder -o names."""
     from quantcheck.io.outpath import check_destination
-    from quantcheck.render.html.index import INDEX, build_pages
+    from quantcheck.render.html.index import INDEX, iter_pages
 
     out = args.output[:-5] if args.output.endswith(".html") else args.output
     check_destination(out, sharded=True)  # a folder, or nothing yet
     os.makedirs(out, exist_ok=True)
-    pages = build_pages(specs, target=args.target, deep=args.deep)
-    for name, html in pages.items():
-        write_atomic(Path(out) / name, html)
-    print(
-        f"wrote {Path(out) / INDEX} and {len(pages) - 1} checkpoint pages "
-        f"({len(specs)} checkpoints)",
-        file=sys.stderr,
+    written = 0
+    for name, html in iter_pages(specs, target=args.target, deep=args.deep):
+        write_atomic(Path(out) / name, html)  # each page as it is made: one in memory at once
+        written += 1
+    say(
+        f"wrote {Path(out) / INDEX} and {written - 1} checkpoint pages ({len(specs)} checkpoints)",
+        err=True,
     )
     return 0
 
 
 def run(args: argparse.Namespace) -> int:
+    from quantcheck.io.limits import remote_limits
+
+    cap = args.max_bytes or (NO_CAP if args.compare else "64M")
+    with remote_limits(cap, None):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from quantcheck.io.outpath import check_destination
+    from quantcheck.model.discover import discover, one_checkpoint, only_one
     from quantcheck.render.html import build_report
 
-    if not args.compare:
-        from quantcheck.model.discover import discover
-
-        specs = discover(args.paths, include=args.include, exclude=args.exclude, as_one=args.as_one)
-        if len(specs) > 1:
-            return _write_many(args, specs)
-        args.paths = specs[0].paths
+    specs = discover(args.paths, include=args.include, exclude=args.exclude, as_one=args.as_one)
+    if len(specs) > 1 and not args.compare:
+        return _write_many(args, specs)
+    args.paths = only_one(specs, "report --compare reads")
+    if args.compare:  # several --compare values are the shards of the original
+        args.compare = one_checkpoint(
+            args.compare, "--compare", as_one=len(args.compare) > 1, what="takes"
+        )
     check_destination(args.output, sharded=False)  # refuse a device or FIFO before the work
     try:
         compare = _compare(args.paths, args.compare) if args.compare else None
     except CompareUnavailable as exc:
-        print(f"quantcheck: error: {clean(exc)}", file=sys.stderr)
+        say_error(exc)
         return 2
     html = build_report(args.paths, compare=compare, target=args.target, deep=args.deep)
     out = Path(args.output)
     write_atomic(out, html)
-    print(
-        f"wrote {out} ({len(html.encode('utf-8', 'backslashreplace')) / 1024:.0f} KiB)",
-        file=sys.stderr,
-    )
+    say(f"wrote {out} ({len(html.encode('utf-8', 'backslashreplace')) / 1024:.0f} KiB)", err=True)
     return 0

@@ -20,13 +20,13 @@ may be written `{"U8": null}`; the crate accepts both, so this reader does too.
 from __future__ import annotations
 
 import os
-import stat
 import struct
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
 from quantcheck.compat._header_json import HeaderJsonError, JsonObject, decode
+from quantcheck.io.source import NotRegularFileError, open_regular
 
 MAX_HEADER_SIZE = 100_000_000
 _USIZE_MAX = 2**64 - 1
@@ -296,14 +296,13 @@ class SafetensorsFile:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         name = os.fspath(path)
         display = os.fsdecode(name)
-        try:
-            self._fd = os.open(name, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        try:  # never blocks on a FIFO (the binding's open would: this one refuses it)
+            self._fd, info = open_regular(name)
+        except (NotRegularFileError, IsADirectoryError):
+            raise OSError("No such device (os error 19)") from None
         except OSError:
             raise FileNotFoundError(f"No such file or directory: {display}") from None
         try:
-            info = os.fstat(self._fd)
-            if not stat.S_ISREG(info.st_mode):
-                raise OSError("No such device (os error 19)")
             self.header = parse_header(self._fd, info.st_size)
         except BaseException:
             os.close(self._fd)

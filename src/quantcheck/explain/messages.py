@@ -181,7 +181,7 @@ def _added_to_comfyui_later() -> list[tuple[str, str, Rule, str]]:
     """(format, release, rule, fix target) for each format a ComfyUI step after the oldest
     added (an older ComfyUI's QUANT_ALGOS lookup raises KeyError): the per-layer code where the
     step has one (QC610, whose fix relabels for the release before the step), else the step's
-    file-level code (QC606-QC609, no fix)."""
+    file-level code (QC606-QC609, QC650, QC651; no fix)."""
     from quantcheck.runtimes.comfyui_releases import LAYER_CODE, STEPS, before
 
     return [

@@ -31,7 +31,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from quantcheck.check import run_rules, select_diagnostics
+from quantcheck.checking import run_rules, select_diagnostics
 from quantcheck.diagnostics import Diagnostic, Fix, Safety
 from quantcheck.fix.actions import ACTIONS, UNSAFE_ACTIONS, Refused
 from quantcheck.fix.draft import Draft, Edit

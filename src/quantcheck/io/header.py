@@ -104,6 +104,30 @@ class _Duplicates:
         return d
 
 
+#: The first bytes of files people mistake for safetensors, and what they are.
+MAGIC = (
+    (b"GGUF", "a GGUF file"),
+    (b"PK\x03\x04", "a zip archive (a PyTorch .pt/.ckpt/.bin checkpoint?)"),
+    (b"\x80\x02", "a Python pickle (a PyTorch .pt/.ckpt/.bin checkpoint?)"),
+    (b"\x80\x03", "a Python pickle (a PyTorch .pt/.ckpt/.bin checkpoint?)"),
+    (b"\x80\x04", "a Python pickle (a PyTorch .pt/.ckpt/.bin checkpoint?)"),
+    (b"\x89HDF", "an HDF5 file"),
+    (b"\x1f\x8b", "a gzip archive"),
+    (b"<", "an HTML or XML page (a download that returned a web page?)"),
+)
+
+
+def not_safetensors(first8: bytes) -> str:
+    """Why a file whose length field cannot be right is not a safetensors file at all (it
+    starts with text or another format's signature); empty when it may be one."""
+    what = next((w for magic, w in MAGIC if first8.startswith(magic)), "")
+    if not what and all(32 <= b < 127 or b in (9, 10, 13) for b in first8):
+        what = f"text, starting {first8.decode('ascii')!r}"
+    if not what:
+        return ""
+    return f"not a safetensors file (the first 8 bytes are not a header length: the file is {what})"
+
+
 def read_header(source: ByteSource, prefetch: bytes | None = None) -> Header:
     """Parse and validate the header of `source`. Raises only for I/O errors.
 
@@ -124,15 +148,18 @@ def read_header(source: ByteSource, prefetch: bytes | None = None) -> Header:
         return h
     head = prefetch if prefetch is not None and len(prefetch) >= 8 else source.read(0, 8)
     (n,) = struct.unpack("<Q", head[:8])
-    if n > MAX_HEADER:
-        diag(R.QC102, f"header length is {n:,} bytes; the safetensors limit is {MAX_HEADER:,}")
-        return h
-    if 8 + n > size:
-        diag(
-            R.QC103,
-            f"header length is {n:,} bytes but the file has only {size - 8:,} bytes "
-            "after the length field",
-        )
+    if n > MAX_HEADER or 8 + n > size:
+        what = not_safetensors(head[:8])
+        if what:
+            diag(R.QC102 if n > MAX_HEADER else R.QC103, what)
+        elif n > MAX_HEADER:
+            diag(R.QC102, f"header length is {n:,} bytes; the safetensors limit is {MAX_HEADER:,}")
+        else:
+            diag(
+                R.QC103,
+                f"header length is {n:,} bytes but the file has only {size - 8:,} bytes "
+                "after the length field (truncated inside the header? re-download it)",
+            )
         return h
     h.header_len = n
     if prefetch is not None and len(prefetch) >= 8 + n:
@@ -599,8 +626,9 @@ def _check_layout(h: Header, diag: Any, tiled: int = -1) -> None:
     if expected > h.file_size:
         diag(
             R.QC117,
-            f"the header declares {expected - h.data_start:,} bytes of tensor data "
-            f"but the file holds {max(h.file_size - h.data_start, 0):,}",
+            f"truncated: expected {expected:,} bytes, found {h.file_size:,} — re-download "
+            f"the file (the header declares {expected - h.data_start:,} bytes of tensor data, "
+            f"the file holds {max(h.file_size - h.data_start, 0):,})",
         )
     elif expected < h.file_size and not h.rejected:  # rejected entries own bytes too
         extra = h.file_size - expected

@@ -13,7 +13,16 @@
   beside it and exchanged with the old folder in one atomic rename (`renameat2`
   RENAME_EXCHANGE on Linux; elsewhere two renames, and a kill between them is undone by the
   next write). A reader sees the old set or the new set, never a mix.
-- SIGTERM during a write is handled like Ctrl-C: temp files are removed, exit status 143.
+- Replacing an existing file or folder keeps what it carried: a replaced file's mode, owner
+  and group (owner and group where this process may set them); a carried-over folder's owner,
+  group, mode, ACLs and extended attributes, and its times unless the write put files in it.
+- Where folders cannot be renamed (overlayfs: EXDEV), a sharded output is switched file by
+  file (`replace_files`): a failure puts the old files back, but a reader during the switch
+  may see a mix.
+- SIGTERM and SIGHUP during a write are handled like Ctrl-C: temp files are removed, exit
+  status 128 + the signal.
+- `quantcheck.io.atomic.replacing(out)` builds on these: it is the one way a single file is
+  written (outputs, baselines, reports); every write site fills the temp file it yields.
 """
 
 from __future__ import annotations
@@ -29,7 +38,8 @@ import socket
 import stat
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 TMP_SUFFIX = ".quantcheck-tmp"
 OLD_SUFFIX = ".quantcheck-old"
@@ -47,11 +57,14 @@ class DestinationError(OSError):
 
 
 def _umask() -> int:
+    from quantcheck.io.source import read_regular
+
     try:
-        with open("/proc/self/status", encoding="ascii", errors="replace") as f:
-            for line in f:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
+        for line in (
+            read_regular("/proc/self/status", 1 << 16).decode("ascii", "replace").split("\n")
+        ):
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
     except (OSError, ValueError, IndexError):
         pass
     old = os.umask(0o022)
@@ -125,12 +138,12 @@ def clean_stale(folder: str, base: str | None = None) -> list[str]:
         ):
             continue
         path = os.path.join(folder, name)
-        with contextlib.suppress(OSError):
-            dest = os.path.join(folder, m.group("base"))
-            if m.group("kind") == "old" and not os.path.lexists(dest):
+        dest = os.path.join(folder, m.group("base"))
+        if m.group("kind") == "old" and not os.path.lexists(dest):
+            with contextlib.suppress(OSError):
                 os.rename(path, dest)
-                continue
-            _remove(path)
+            continue
+        if not remove_left([path], "a temp entry left by an earlier run"):
             removed.append(path)
     return removed
 
@@ -264,62 +277,6 @@ def check_names(names: list[str]) -> None:
         seen.add(name)
 
 
-# ------------------------------------------------------------- keeping other files
-
-
-def carry_over(old: str, new: str, replaced: set[str], rel: str = "") -> None:
-    """Make every entry of folder `old` not in `replaced` appear in `new` too (hard links,
-    copied symlinks, recreated folders), so the switch keeps what the output does not own."""
-    with os.scandir(old) as it:
-        entries = sorted(it, key=lambda e: e.name)
-    for e in entries:
-        r = f"{rel}{e.name}"
-        if r in replaced:
-            continue
-        dst = os.path.join(new, e.name)
-        if e.is_symlink():
-            os.symlink(os.readlink(e.path), dst)
-        elif e.is_dir():
-            if not os.path.isdir(dst):
-                os.mkdir(dst)
-                shutil.copymode(e.path, dst)
-            carry_over(e.path, dst, replaced, r + "/")
-        elif e.is_file():
-            try:
-                os.link(e.path, dst, follow_symlinks=False)
-            except OSError as exc:
-                raise DestinationError(
-                    f"{e.path} is in the output folder and cannot be kept by a hard link "
-                    f"({exc.strerror}); write the sharded output to a new or empty folder "
-                    "(nothing was written)"
-                ) from exc
-        else:
-            raise DestinationError(
-                f"{e.path} is a {_kind(e.stat(follow_symlinks=False).st_mode)}"
-                " in the output folder; write the sharded output to a new or "
-                "empty folder (nothing was written)"
-            )
-
-
-def old_index_files(index_path: str) -> set[str]:
-    """Shard paths named by the index being replaced (they are the old output's own)."""
-    import json
-
-    try:
-        with open(index_path, "rb") as f:
-            doc = json.loads(f.read(64 * 1024 * 1024))
-    except (OSError, ValueError, RecursionError):
-        return set()
-    wmap = doc.get("weight_map") if isinstance(doc, dict) else None
-    if not isinstance(wmap, dict):
-        return set()
-    return {
-        os.path.normpath(v).replace(os.sep, "/")
-        for v in wmap.values()
-        if isinstance(v, str) and "\0" not in v
-    }
-
-
 # ------------------------------------------------------------------------- switching
 
 
@@ -343,25 +300,169 @@ def _exchange(a: str, b: str) -> bool:
     raise OSError(err, os.strerror(err), b)
 
 
-def switch_folder(staged: str, out: str) -> str | None:
-    """Put folder `staged` at `out`; an existing `out` is swapped out whole. Returns the path
-    now holding the old folder (to remove), or None."""
-    if not os.path.lexists(out):
-        os.rename(staged, out)
-        return None
-    if _exchange(staged, out):
-        return staged
-    aside = staged[: -len(TMP_SUFFIX)] + OLD_SUFFIX
-    os.rename(out, aside)
+def switch_folder(staged: str, out: str, own: list[str], stale: set[str]) -> list[str]:
+    """Put folder `staged` at `out`; an existing `out` is swapped out whole. Returns the paths
+    now holding what is no longer wanted (to remove).
+
+    Where folders cannot be renamed (EXDEV: overlayfs without redirect_dir), `own` (the
+    output's files, in order: the index last) are moved in one by one (`replace_files`) and
+    `stale` (old output files the new one does not name) are put aside.
+    """
+    try:
+        if not os.path.lexists(out):
+            os.rename(staged, out)
+            return []
+        if _exchange(staged, out):
+            return [staged]
+        aside = staged[: -len(TMP_SUFFIX)] + OLD_SUFFIX
+        os.rename(out, aside)
+    except OSError as exc:
+        if exc.errno != errno.EXDEV:
+            raise
+        return replace_files(staged, out, own, stale)
     try:
         os.rename(staged, out)
     except BaseException:
         os.rename(aside, out)
         raise
-    return aside
+    return [aside]
+
+
+#: what a sharded write into a folder that cannot be renamed still promises
+PER_FILE_PROMISE = (
+    "this file system cannot rename folders (overlayfs?), so the files were replaced one by "
+    "one: a failure puts the old files back, but a reader during the switch (or a kill) may "
+    "see a mix of old and new files"
+)
+
+
+def replace_files(staged: str, out: str, own: list[str], stale: set[str]) -> list[str]:
+    """Move each of `own` (`/`-separated names) from `staged` into the folder `out`, one
+    `os.replace` per file, keeping each replaced file aside (a hard link) until all are in; on
+    a failure every file moved is put back. Returns [aside folder, staged] (to remove)."""
+    aside = staged[: -len(TMP_SUFFIX)] + OLD_SUFFIX
+    os.mkdir(aside, 0o700)
+    os.makedirs(out, mode=dir_mode(), exist_ok=True)
+    done: list[tuple[str, bool]] = []
+    made: list[str] = []
+    try:
+        for name in own:
+            dst, kept = _in(out, name), _in(aside, name)
+            made += _makedirs(os.path.dirname(dst))
+            had = os.path.lexists(dst)
+            if had:
+                os.makedirs(os.path.dirname(kept), exist_ok=True)
+                os.link(dst, kept, follow_symlinks=False)
+            os.replace(_in(staged, name), dst)
+            done.append((name, had))
+    except BaseException:
+        for name, had in reversed(done):
+            with contextlib.suppress(OSError):
+                if had:
+                    os.replace(_in(aside, name), _in(out, name))
+                else:
+                    os.unlink(_in(out, name))
+        for folder in reversed(made):
+            with contextlib.suppress(OSError):
+                os.rmdir(folder)
+        discard(aside)  # only links to files now back in place are left in it
+        raise
+    for name in sorted(stale - set(own)):
+        with contextlib.suppress(OSError):
+            kept = _in(aside, name)
+            os.makedirs(os.path.dirname(kept), exist_ok=True)
+            os.rename(_in(out, name), kept)
+    warn(f"{out}: {PER_FILE_PROMISE}")
+    return [aside, staged]
+
+
+def _in(folder: str, name: str) -> str:
+    return os.path.join(folder, *name.split("/"))
+
+
+def _makedirs(folder: str) -> list[str]:
+    """Create `folder` and missing parents; the ones created, outermost first."""
+    missing = []
+    while not os.path.isdir(folder):
+        missing.append(folder)
+        folder = os.path.dirname(folder)
+    for f in reversed(missing):
+        os.mkdir(f, dir_mode())
+    return missing[::-1]
+
+
+def remove_left(paths: list[str], what: str = "the previous output") -> bool:
+    """Remove what a switch left (the old output); what cannot be removed (an immutable
+    file, another owner's) is named in a warning, never left silently. True if some was."""
+    left = False
+    for path in paths:
+        failed = _remove_collecting(path)
+        if failed:
+            left = True
+            files = [p for p, _ in failed if not os.path.isdir(p)] or [p for p, _ in failed]
+            shown = ", ".join(os.path.relpath(p, path) if p != path else p for p in files[:3])
+            more = f" and {len(files) - 3} more" if len(files) > 3 else ""
+            warn(
+                f"{what} could not be removed whole ({failed[0][1]}: {shown}{more}); "
+                f"it is left in {path}"
+            )
+    return left
+
+
+def _remove_collecting(path: str) -> list[tuple[str, str]]:
+    """Remove `path` (a folder bottom-up); the entries that could not be removed, and why."""
+    failed: list[tuple[str, str]] = []
+
+    def rm(fn: Callable[[str], None], p: str) -> None:
+        try:
+            fn(p)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            failed.append((p, exc.strerror or str(exc)))
+
+    if not os.path.isdir(path) or os.path.islink(path):
+        rm(os.unlink, path)
+        return failed
+    for root, dirs, files in os.walk(path, topdown=False):
+        for name in files:
+            rm(os.unlink, os.path.join(root, name))
+        for name in dirs:
+            p = os.path.join(root, name)
+            rm(os.unlink if os.path.islink(p) else os.rmdir, p)
+    rm(os.rmdir, path)
+    return [(p, why) for p, why in failed if os.path.lexists(p)]
+
+
+def warn(message: str) -> None:
+    """One warning line on stderr (text escaped)."""
+    from quantcheck.textsafe import say_warning
+
+    say_warning(message)
+
+
+def fsync_dir(folder: str) -> None:
+    """Flush a folder's entries to disk (where the system allows)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(folder or ".", os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def discard(path: str | None) -> None:
+    """Remove a temp file or folder of ours, quietly (it may be gone already)."""
+    if path is not None:
+        with contextlib.suppress(OSError):
+            _remove(path)
 
 
 # --------------------------------------------------------------------------- signals
+
+#: the signals a write unwinds on (cleanup runs), exiting with 128 + the signal: `kill` and
+#: a closed terminal or ssh session
+SIGNALS = tuple(getattr(signal, n) for n in ("SIGTERM", "SIGHUP") if hasattr(signal, n))
 
 
 class _Terminated(SystemExit):
@@ -370,25 +471,28 @@ class _Terminated(SystemExit):
 
 @contextlib.contextmanager
 def terminate_cleanly() -> Iterator[None]:
-    """Within the block SIGTERM unwinds like Ctrl-C (cleanup runs) and exits with 143."""
+    """Within the block SIGTERM and SIGHUP unwind like Ctrl-C (cleanup runs) and exit with
+    128 + the signal."""
 
     def handler(signum: int, frame: object) -> None:
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one must not cut cleanup
+        for s in SIGNALS:  # a second one must not cut cleanup
+            signal.signal(s, signal.SIG_IGN)
         with contextlib.suppress(OSError):
             os.write(2, b"\nquantcheck: terminated\n")
-        raise _Terminated(128 + signal.SIGTERM)
+        raise _Terminated(128 + signum)
 
-    installed = False
-    old = signal.getsignal(signal.SIGTERM)
-    if old == signal.SIG_DFL:  # otherwise someone else handles (or ignores) it
-        try:
-            signal.signal(signal.SIGTERM, handler)
-            installed = True
-        except ValueError:  # not the main thread: leave signals alone
-            pass
+    installed: dict[int, Any] = {}
+    for s in SIGNALS:
+        old = signal.getsignal(s)
+        if old == signal.SIG_DFL:  # otherwise someone else handles (or ignores) it
+            try:
+                signal.signal(s, handler)
+                installed[s] = old
+            except ValueError:  # not the main thread: leave signals alone
+                break
     try:
         yield
     finally:
-        if installed:
+        for s, old in installed.items():
             with contextlib.suppress(ValueError):
-                signal.signal(signal.SIGTERM, old)
+                signal.signal(s, old)

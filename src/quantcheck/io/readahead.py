@@ -11,9 +11,8 @@ check reads what it needs as before.
 from __future__ import annotations
 
 import os
-import stat
 
-from quantcheck.io.source import SMALL_FILE
+from quantcheck.io.source import SMALL_FILE, open_regular
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
@@ -24,8 +23,6 @@ if TYPE_CHECKING:
 #: how many checkpoints ahead of the one being checked are hinted
 WINDOW = 16
 _ADVISE = getattr(os, "posix_fadvise", None)
-#: never block on a FIFO or a device that merely carries a .safetensors name
-_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
 
 
 def hint(path: str, nbytes: int = SMALL_FILE) -> None:
@@ -33,12 +30,11 @@ def hint(path: str, nbytes: int = SMALL_FILE) -> None:
     if _ADVISE is None or "://" in path:
         return
     try:
-        fd = os.open(path, _FLAGS)
+        fd, _ = open_regular(path)  # never blocks on a FIFO; refuses anything not a file
     except OSError:
         return
     try:
-        if stat.S_ISREG(os.fstat(fd).st_mode):
-            _ADVISE(fd, 0, nbytes, os.POSIX_FADV_WILLNEED)
+        _ADVISE(fd, 0, nbytes, os.POSIX_FADV_WILLNEED)
     except OSError:
         pass
     finally:

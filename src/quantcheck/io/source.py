@@ -35,7 +35,12 @@ def file_kind(mode: int) -> str:
     return "not a regular file"
 
 
-_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0)
+_OPEN_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_BINARY", 0)
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_NOCTTY", 0)  # a terminal device never becomes our controlling one
+)
 
 
 def open_regular(path: str) -> tuple[int, os.stat_result]:

@@ -8,13 +8,16 @@ A write is described by `OutFile`s: per output file its metadata and an ordered 
 - `Data(bytes)`: small new bytes (markers, cast scales);
 - `Chunks(nbytes, produce)`: a generator of chunks made on demand (quantized layers).
 
-The header (8-byte aligned, space padded) is written first, then every tensor in order. Nothing
-is ever held whole in memory. Output goes to a temp file next to the destination (a sharded
-output is staged in a temp folder), is fsynced, re-read and re-checked with quantcheck itself,
-and only then moved into place: one file with `os.replace`, a sharded output by exchanging the
-whole folder in one rename, so a reader sees the old set or the new set, never a mix (other
-files in that folder are kept). Destinations, temp names, modes (umask), stale temp removal and
-SIGTERM are handled by `quantcheck.io.outpath`. On any failure the destination is untouched.
+The header (8-byte aligned, space padded) is written first, then the marker tensors, then every
+other tensor in order (`markers_first`). Nothing is ever held whole in memory. Output goes to
+a temp file next to the destination (a sharded output is staged in a temp folder), is
+fsynced, re-read and re-checked with quantcheck itself, and only then moved into place: one
+file through `quantcheck.io.atomic.replacing` (the one way any file is written), a sharded
+output by exchanging the whole folder in one rename, so a reader sees the old set or the new
+set, never a mix (other files in that folder are kept, see `quantcheck.io.carry`).
+Destinations, temp names, modes (umask), stale temp removal, the per-file switch where
+folders cannot be renamed and SIGTERM/SIGHUP are handled by `quantcheck.io.outpath`. On any
+failure the destination is untouched.
 """
 
 from __future__ import annotations
@@ -23,16 +26,16 @@ import contextlib
 import errno
 import json
 import os
-import shutil
-import stat
 import struct
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from quantcheck.io import outpath
+from quantcheck.io.atomic import json_bytes, replacing, write_new
+from quantcheck.io.carry import carry_over, keep_attributes, old_index_files
 from quantcheck.io.outpath import TMP_SUFFIX, clean_stale
-from quantcheck.io.source import ByteSource, LocalFile
+from quantcheck.io.source import ByteSource, LocalFile, open_regular
 from quantcheck.rules import codes as R
 
 if TYPE_CHECKING:
@@ -241,7 +244,7 @@ class _Sink:
             return False
         fd = self.fds.get(path)
         if fd is None:
-            fd = self.fds[path] = os.open(path, os.O_RDONLY)
+            fd = self.fds[path] = open_regular(path)[0]
         pos, end = offset, offset + n
         while pos < end:
             try:
@@ -291,15 +294,6 @@ def _write_one(
         os.close(fd)
 
 
-def _fsync_dir(folder: str) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(folder or ".", os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
 def _verify_written(
     paths: list[str], files: list[OutFile], verify: Callable[[Checkpoint], None] | None
 ) -> None:
@@ -325,8 +319,7 @@ def _index_doc(files: list[OutFile], meta: dict[str, Any] | None) -> bytes:
     wmap = {t.name: f.name for f in files for t in f.tensors}
     metadata = dict(meta or {})
     metadata["total_size"] = sum(f.data_size for f in files)
-    doc = {"metadata": metadata, "weight_map": wmap}
-    return (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    return json_bytes({"metadata": metadata, "weight_map": wmap})
 
 
 def write_checkpoint(
@@ -345,6 +338,8 @@ def write_checkpoint(
     (an index.json with a fresh weight_map). `verify(ck)` runs on the re-read output before it
     replaces anything; raise to refuse it.
     """
+    for f in files:
+        markers_first(f)
     sharded = index_name is not None or len(files) != 1
     if sharded and index_name is None:
         index_name = "model.safetensors.index.json"
@@ -356,41 +351,43 @@ def write_checkpoint(
             outpath.check_shard_places(dest, [f.name for f in files] + [index_name])
     except outpath.DestinationError as exc:
         raise WriteError(str(exc)) from exc
-    parent, base = os.path.split(dest)
+    if not sharded:
+        _write_file(files[0], dest, verify, on_bytes)
+        return [os.fspath(out)]
+    assert index_name is not None
     with outpath.terminate_cleanly():
-        clean_stale(parent)
-        if not sharded:
-            _write_file(files[0], parent, base, verify, on_bytes)
-            return [os.fspath(out)]
-        assert index_name is not None
+        clean_stale(os.path.dirname(dest))
         _write_sharded(files, dest, index_name, index_meta, verify, on_bytes)
     shown = os.fspath(out)
     return [os.path.join(shown, f.name) for f in files] + [os.path.join(shown, index_name)]
 
 
+def markers_first(out: OutFile) -> None:
+    """Put the marker tensors (`*.comfy_quant`) first, in their order, then the others in
+    theirs: every marker lies right after the header, so a reader of the markers (a remote
+    check) gets them with the header's bytes. Tensors keep their bytes; only offsets move."""
+    from quantcheck.model.markers import MARKER_SUFFIX
+
+    marks = [t for t in out.tensors if t.name.endswith(MARKER_SUFFIX)]
+    if marks and len(marks) < len(out.tensors):
+        out.tensors = marks + [t for t in out.tensors if not t.name.endswith(MARKER_SUFFIX)]
+
+
 def _write_file(
     out: OutFile,
-    parent: str,
-    base: str,
+    dest: str,
     verify: Callable[[Checkpoint], None] | None,
     on_bytes: Callable[[int], None] | None,
 ) -> None:
-    dest = os.path.join(parent, base)
     fds: dict[str, int] = {}
-    tmp: str | None = None
     try:
-        tmp = outpath.make_temp_file(parent, base)
-        _write_one(out, tmp, fds, on_bytes)
-        _verify_written([tmp], [out], verify)
-        outpath.check_destination(dest, sharded=False)  # still not a device/FIFO/folder
-        os.replace(tmp, dest)
-        tmp = None
-        _fsync_dir(parent)
+        with replacing(dest) as tmp:
+            _write_one(out, tmp, fds, on_bytes)
+            _verify_written([tmp], [out], verify)
     except OSError as exc:
         raise _failed(exc, dest) from exc
     finally:
         _close_all(fds)
-        _discard(tmp)
 
 
 def _write_sharded(
@@ -403,38 +400,44 @@ def _write_sharded(
 ) -> None:
     parent, base = os.path.split(dest)
     fds: dict[str, int] = {}
-    tmp: str | None = None
+    left: list[str] = []
+    own = [f.name for f in files] + [index_name]  # the index last: switched file by file
     try:
-        tmp = outpath.make_temp_dir(parent, base)
+        left = [outpath.make_temp_dir(parent, base)]
+        tmp = left[0]
         paths = []
         for f in files:
             p = os.path.join(tmp, *f.name.split("/"))
             os.makedirs(os.path.dirname(p), mode=0o777, exist_ok=True)
             os.close(os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
             _write_one(f, p, fds, on_bytes)
+            _keep_replaced(dest, f.name, p)
             paths.append(p)
         index_path = os.path.join(tmp, index_name)
-        with open(index_path, "wb") as fh:
-            fh.write(_index_doc(files, index_meta))
-            fh.flush()
-            os.fsync(fh.fileno())
+        write_new(index_path, _index_doc(files, index_meta))
+        _keep_replaced(dest, index_name, index_path)
         _verify_written(paths, files, verify)
         _check_index(index_path)
+        stale: set[str] = set()
         if os.path.isdir(dest):
-            replaced = {f.name for f in files} | {index_name}
-            replaced |= outpath.old_index_files(os.path.join(dest, index_name))
-            outpath.carry_over(dest, tmp, replaced)
-            st = os.stat(dest)
-            os.chmod(tmp, stat.S_IMODE(st.st_mode))
-        _fsync_dir(tmp)
-        old = outpath.switch_folder(tmp, dest)
-        tmp = old  # from here on only the old folder (or nothing) is left to remove
-        _fsync_dir(parent)
+            stale = old_index_files(os.path.join(dest, index_name))
+            carry_over(dest, tmp, set(own) | stale, set(own))
+            keep_attributes(dest, tmp, xattrs_from=dest)
+        outpath.fsync_dir(tmp)
+        left = outpath.switch_folder(tmp, dest, own, stale)  # from here on: the old set
+        outpath.fsync_dir(parent)
     except OSError as exc:
         raise _failed(exc, dest) from exc
     finally:
         _close_all(fds)
-        _discard(tmp)
+        outpath.remove_left(left)
+
+
+def _keep_replaced(dest: str, name: str, new: str) -> None:
+    """A shard or index replacing a file of the same name keeps that file's mode and owner."""
+    old = os.path.join(dest, *name.split("/"))
+    if os.path.isfile(old):
+        keep_attributes(old, new)
 
 
 def _failed(exc: OSError, dest: str) -> WriteError:
@@ -449,15 +452,6 @@ def _close_all(fds: dict[str, int]) -> None:
     for fd in fds.values():
         with contextlib.suppress(OSError):
             os.close(fd)
-
-
-def _discard(tmp: str | None) -> None:
-    if tmp is not None:
-        with contextlib.suppress(OSError):
-            if os.path.isdir(tmp) and not os.path.islink(tmp):
-                shutil.rmtree(tmp)
-            else:
-                os.unlink(tmp)
 
 
 def _check_index(index_path: str) -> None:

@@ -27,7 +27,7 @@ from quantcheck.model.markers import (
     read_header_markers,
     read_tensor_markers,
 )
-from quantcheck.model.shard_sets import missing_shards
+from quantcheck.model.shard_sets import IncompleteSet, index_member, leaves_folder, missing_shards
 from quantcheck.rules import codes as R
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
@@ -110,6 +110,10 @@ def expand_inputs(paths: list[str]) -> tuple[list[str], str | None, list[Diagnos
     index: str | None = None
     diags: list[Diagnostic] = []
     for p in paths:
+        if p.startswith("hf://"):
+            from quantcheck.io.hubcache import lookup
+
+            p = lookup(p) or p  # the local Hugging Face cache holds it: no request
         if "://" in p:
             from quantcheck.io.remote import expand_remote
 
@@ -210,7 +214,7 @@ def shards_from_index(index_path: str) -> tuple[list[str], list[Diagnostic]]:
             )
         )
         return [], diags
-    folder = os.path.realpath(os.path.dirname(os.path.abspath(index_path)))
+    folder = os.path.dirname(index_path)
     out: list[str] = []
     for shard in dict.fromkeys(wmap.values()):
         problem = _shard_problem(folder, shard)
@@ -225,26 +229,42 @@ def shards_from_index(index_path: str) -> tuple[list[str], list[Diagnostic]]:
                 )
             )
             continue
-        out.append(os.path.join(os.path.dirname(index_path), shard))
+        out.append(os.path.join(folder, shard))
     return out, diags
 
 
+def weight_map_names(index_path: str) -> list[str]:
+    """The shard names an index's weight_map gives, in order, each once; [] when the index
+    cannot be read or has no such map (checking it reports why). Discovery uses it to know
+    which files an index claims; it never raises for the index."""
+    try:
+        doc = _index_doc(index_path)
+    except (OSError, ValueError, RecursionError):
+        return []
+    wmap = doc.get("weight_map") if isinstance(doc, dict) else None
+    if not isinstance(wmap, dict):
+        return []
+    return [v for v in dict.fromkeys(wmap.values()) if isinstance(v, str)]
+
+
 def _shard_problem(folder: str, shard: str) -> tuple[Rule, str] | None:
-    """Why the shard file `shard` named by an index in `folder` is not opened, or None."""
+    """Why the shard file `shard` named by an index in `folder` is not opened, or None. The
+    name is judged by name (`index_member`): a shard that is a symlink is opened wherever it
+    points, as a loader would (a Hugging Face cache snapshot is all symlinks)."""
     if "\x00" in shard:
         return R.QC504, f"shard {shard!r} named by the index holds a NUL byte; no file has it"
+    if leaves_folder(shard):
+        return R.QC502, f"shard path {shard!r} leaves the index's folder; it was not opened"
+    if index_member("", shard) is None:
+        return R.QC504, f"shard {shard!r} named by the index names no file"
     try:
-        full = os.path.realpath(os.path.join(folder, shard))
-        leaves = os.path.isabs(shard) or os.path.commonpath([folder, full]) != folder
+        os.fsencode(shard)
     except (ValueError, UnicodeError):
         return R.QC504, f"shard {shard!r} named by the index is not a usable file name"
-    if leaves:
-        return R.QC502, f"shard path {shard!r} leaves the index's folder; it was not opened"
     try:
-        st = os.stat(full)
+        st = os.stat(os.path.join(folder, shard))
     except (OSError, ValueError, UnicodeError):
         return R.QC504, f"shard {shard!r} named by the index does not exist"
-
     if not stat.S_ISREG(st.st_mode):
         return R.QC504, (
             f"shard {shard!r} named by the index is {file_kind(st.st_mode)}, not "
@@ -261,38 +281,53 @@ def load_checkpoint(
     `jobs` > 1 opens remote shards concurrently (same result, fewer waits on latency)."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [os.fspath(paths)]
-    files, index, diags = expand_inputs(list(paths))
+    if not any("://" in p for p in paths):
+        return _load(list(paths), read_markers, jobs)
+    from quantcheck.io.limits import checkpoint_budget
+
+    with checkpoint_budget():  # --max-bytes bounds the checkpoint: its index and all shards
+        return _load(list(paths), read_markers, jobs)
+
+
+def _load(paths: list[str], read_markers: bool, jobs: int) -> Checkpoint:
+    files, index, diags = expand_inputs(paths)
     if not files and not diags:
         raise InputError("no input files")
     ck = Checkpoint(inputs=list(paths), index=index)
     ck.diagnostics += diags
     remote = sum("://" in f for f in files)
-    if remote:
-        from quantcheck.io.limits import checkpoint_budget
+    if jobs > 1 and remote > 1:
+        from quantcheck.io.prefetch import open_shards
 
-        with checkpoint_budget():  # --max-bytes bounds the checkpoint, all shards together
-            if jobs > 1 and remote > 1:
-                from quantcheck.io.prefetch import open_shards
-
-                shards = open_shards(files, jobs, _open_shard, read_markers=read_markers)
-            else:
-                shards = [_open_shard(f) for f in files]
+        shards = open_shards(files, jobs, _open_shard, read_markers=read_markers)
     else:
         shards = [_open_shard(f) for f in files]
     assemble(ck, shards, read_markers=read_markers)
     if index is not None:
         ck.diagnostics += _check_weight_map(index, ck)
     else:
-        missing = missing_shards(files)
-        ck.diagnostics += [
-            Diagnostic(
-                R.QC506, f"{name} of this shard set is missing (no index names the set)", file=first
-            )
-            for first, name in missing
-        ]
-        if missing:
-            ck.absent[""] = ", ".join(name for _, name in missing)
+        gaps = missing_shards(files)
+        ck.diagnostics += [_incomplete(gap) for gap in gaps]
+        if gaps:
+            ck.absent[""] = ", ".join(name for gap in gaps for name in gap.missing)
     return ck
+
+
+def _incomplete(gap: IncompleteSet) -> Diagnostic:
+    """The one QC506 finding of an incomplete shard set: the missing members it names (a
+    bounded number) and how many there are."""
+    if gap.count == 1:
+        text = f"{gap.missing[0]} of this shard set is missing (no index names the set)"
+    else:
+        more = (
+            f", and {gap.count - len(gap.missing):,} more" if gap.count > len(gap.missing) else ""
+        )
+        text = (
+            f"{gap.count:,} of the {gap.total:,} members of this shard set are missing (no "
+            f"index names the set): {', '.join(gap.missing)}{more}"
+        )
+    data = {"missing": gap.missing, "missing_count": gap.count, "total": gap.total}
+    return Diagnostic(R.QC506, text, file=gap.first, data=data)
 
 
 def _open_shard(f: str) -> Shard:

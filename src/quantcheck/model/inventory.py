@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from quantcheck._version import document_head
 from quantcheck.formats.dims import derive_dims
 from quantcheck.formats.table import FORMATS
 from quantcheck.io.dtypes import HIGH_PRECISION
@@ -85,9 +86,7 @@ def summarize(ck: Checkpoint) -> dict[str, Any]:
         for s in ck.shards
     ]
     return {
-        "schema_version": SCHEMA_VERSION,
-        "tool": "quantcheck",
-        "kind": "inspect",
+        **document_head("inspect", SCHEMA_VERSION),
         "inputs": [redact_url(p) for p in ck.inputs],
         "files": files,
         "index": ck.index,

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from quantcheck._record import factory, record
+from quantcheck._version import document_head
 from quantcheck.model.checkpoint import Checkpoint, load_checkpoint
 from quantcheck.numeric.errors import NumericError
 from quantcheck.progress import Progress
@@ -32,12 +33,22 @@ class CompareResult:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "schema_version": 1,
-            "tool": "quantcheck",
-            "kind": "compare",
+            **document_head("compare", 1),
             "layers": [_jsonable(r) for r in self.layers],
             "biases": [_jsonable(r) for r in self.biases],
             "problems": self.problems,
+            "summary": _jsonable(self.summary()),
+        }
+
+    def summary(self) -> dict[str, Any]:
+        """Layers compared and not, and the worst one (by relative L2; rows are sorted)."""
+        worst = self.layers[0] if self.layers else None
+        return {
+            "layers_compared": len(self.layers),
+            "layers_not_compared": len(self.problems),
+            "worst_layer": worst["prefix"] if worst else None,
+            "worst_rel_l2": worst["rel_l2"] if worst else None,
+            "worst_max_abs": worst["max_abs"] if worst else None,
         }
 
 
@@ -252,11 +263,12 @@ def render_table(result: CompareResult, limit: int | None = None) -> str:
     out = [
         f"{'LAYER':<60} {'FORMAT':<18} {'MAX ABS':>10} {'REL L2':>9} {'COSINE':>9} {'SNR dB':>7}"
     ]
+    from quantcheck.progress import cut_right
     from quantcheck.textsafe import clean
 
     for r in rows:
         out.append(
-            f"{clean(r['prefix'])[-60:]:<60} {clean(r['format'])[:18]:<18} "
+            f"{cut_right(clean(r['prefix']), 60):<60} {clean(r['format'])[:18]:<18} "
             f"{r['max_abs']:>10.3g} {r['rel_l2']:>9.4f} {r['cosine']:>9.6f} "
             f"{r['snr_db']:>7.1f}"
         )
@@ -270,4 +282,22 @@ def render_table(result: CompareResult, limit: int | None = None) -> str:
         )
     for p in result.problems:
         out.append(f"not compared: {clean(p['prefix'])}: {clean(p['problem'])}")
+    out.append(summary_line(result))
     return "\n".join(out)
+
+
+def summary_line(result: CompareResult) -> str:
+    """The closing line: how many layers were compared, the worst error and where."""
+    n = len(result.layers)
+    skipped = len(result.problems)
+    tail = f", {skipped} not compared" if skipped else ""
+    if not n:
+        return f"compared 0 layers{tail}"
+    from quantcheck.textsafe import clean
+
+    worst = result.layers[0]  # sorted worst relative L2 first
+    return (
+        f"compared {n} layer{'s' if n != 1 else ''}{tail}: worst relative L2 "
+        f"{worst['rel_l2']:.4f} (cosine {worst['cosine']:.6f}, max abs {worst['max_abs']:.3g}) "
+        f"in {clean(worst['prefix'])}"
+    )

@@ -1,13 +1,15 @@
 """Machine-readable output (schema documented in docs/json-schema.md).
 
-Every JSON document quantcheck prints starts with the same three keys: `schema_version`,
-`tool` and `kind` (the command that printed it). `envelope` adds them.
+Every JSON document quantcheck prints or writes starts with the same four keys:
+`schema_version`, `tool`, `tool_version` (quantcheck's version, from `_version.py` like
+`--version`) and `kind` (the command that made it). `document_head` makes them.
 """
 
 from __future__ import annotations
 
 import json
 
+from quantcheck._version import document_head
 from quantcheck.textsafe import json_safe
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
@@ -23,7 +25,7 @@ SCHEMA_VERSION = 1
 
 def envelope(kind: str, doc: dict[str, Any]) -> dict[str, Any]:
     """`doc` behind the common keys (`doc`'s own values for them win, so they cannot drift)."""
-    return {"schema_version": SCHEMA_VERSION, "tool": "quantcheck", "kind": kind, **doc}
+    return {**document_head(kind, SCHEMA_VERSION), **doc}
 
 
 def dumps(kind: str, doc: dict[str, Any]) -> str:

@@ -8,8 +8,16 @@ on all diagnostics at once, each diagnostic's `file` being the path of the file 
 
 from __future__ import annotations
 
+from quantcheck._version import document_head
 from quantcheck.diagnostics import Severity
-from quantcheck.render.style import STATUS_STYLE, paint, use_color
+from quantcheck.render.style import (
+    STATUS_STYLE,
+    counted,
+    paint,
+    terminal_width,
+    use_color,
+    visible_len,
+)
 from quantcheck.results import Report
 from quantcheck.runtimes import default_targets
 from quantcheck.textsafe import clean, redact_url
@@ -42,9 +50,10 @@ def render_text(
     *,
     color: bool | None = None,
     quiet: bool = False,
+    show_all: bool = False,
 ) -> str:
     """Sections for checkpoints with problems, then the table and the total line."""
-    return "\n".join(iter_text_lines(results, targets, color=color, quiet=quiet))
+    return "\n".join(iter_text_lines(results, targets, color=color, quiet=quiet, show_all=show_all))
 
 
 def iter_text_lines(
@@ -53,6 +62,7 @@ def iter_text_lines(
     *,
     color: bool | None = None,
     quiet: bool = False,
+    show_all: bool = False,
 ) -> Iterator[str]:
     """`render_text`'s lines one at a time (none at all for one unreadable checkpoint)."""
     from quantcheck.many import CHECKED, UNREADABLE
@@ -64,7 +74,7 @@ def iter_text_lines(
     if not quiet and len(results) == 1 and results[0].kind == CHECKED:
         r = results[0]
         assert r.report is not None
-        yield from iter_lines(r.report, color=c)
+        yield from iter_lines(r.report, color=c, show_all=show_all, suppressed=r.suppressed)
         if suppressed_line(results):
             yield suppressed_line(results)[1:]
         return
@@ -78,35 +88,98 @@ def iter_text_lines(
                 )
             elif r.kind == CHECKED and r.report is not None and r.report.diagnostics:
                 yield paint(f"== {clean(r.name)}", "bold", c)
-                yield from iter_lines(r.report, color=c)
+                yield from iter_lines(r.report, color=c, show_all=show_all, suppressed=r.suppressed)
                 yield ""
-    yield table(results, targets, c)
+    yield table(results, targets, c, terminal_width())
     if not quiet:
         yield total_line(results, targets) + suppressed_line(results)
 
 
-def table(results: list[CheckpointResult], targets: tuple[str, ...], c: bool) -> str:
+def table(
+    results: list[CheckpointResult],
+    targets: tuple[str, ...],
+    c: bool,
+    width: int | None = None,
+) -> str:
     """CHECKPOINT SIZE FORMATS and one status column per target key. Keys with a release
     (`sglang@0.5.19`) get a two-line header: the runtime over its releases' columns, each
-    column headed by its release alone (the columns stay as narrow as their statuses)."""
+    column headed by its release alone (the columns stay as narrow as their statuses).
+
+    When the table is wider than `width` (a terminal's; None: never cut), statuses are
+    abbreviated (a legend follows) and the status columns wrap into blocks that each repeat
+    the CHECKPOINT column."""
     from quantcheck.many import NOT_QUANTIZED
     from quantcheck.render.inspect_text import human_bytes
 
+    names = [clean(r.name) for r in results]
+    meta = [
+        [
+            human_bytes(r.size) if r.report else "-",
+            "not a quantized checkpoint" if r.kind == NOT_QUANTIZED else ",".join(r.formats) or "-",
+        ]
+        for r in results
+    ]
+    statuses = [shown_statuses(r, targets) for r in results]
+    full = _block(names, meta, statuses, targets, c)
+    if width is None or max(map(visible_len, full), default=0) <= width:
+        return "\n".join(full)
+    short = [[ABBREVIATIONS.get(st, st) for st in row] for row in statuses]
+    names = [_cut_middle(n, max(40, width // 3)) for n in names]
+    name_w = max(map(len, [*names, "CHECKPOINT"]))
+    meta_w = sum(max(map(len, col)) + 2 for col in zip(*meta, ("SIZE", "FORMATS"), strict=True))
+    lines: list[str] = []
+    i = 0
+    while i < len(targets):
+        room = width - name_w - (meta_w if i == 0 else 0)
+        j = i + 1  # at least one status column per block
+        while j < len(targets) and _columns_width(short, targets, i, j + 1) <= room:
+            j += 1
+        block = [row[i:j] for row in short]
+        if lines:
+            lines.append("")
+        lines += _block(names, meta if i == 0 else None, block, targets[i:j], c)
+        i = j
+    used = sorted({st for row in statuses for st in row if st in ABBREVIATIONS})
+    if used:
+        lines.append("legend: " + " · ".join(f"{ABBREVIATIONS[st]} = {st}" for st in used))
+    return "\n".join(lines)
+
+
+#: The short spelling of each status in a table cut to fit a terminal.
+ABBREVIATIONS = {
+    "degraded": "degr",
+    "fails": "FAIL",
+    "not quantized": "n/q",
+    "unreadable": "unrd",
+    "fails (baselined)": "FAIL*",
+    "degraded (baselined)": "degr*",
+}
+
+
+def _columns_width(statuses: list[list[str]], targets: tuple[str, ...], i: int, j: int) -> int:
+    """The printed width of status columns i..j-1 as one block (each with its two spaces)."""
+    groups, heads = column_heads(targets[i:j])
+    return sum(
+        2 + max(len(g), len(h), *(len(row[n]) for row in statuses))
+        for n, g, h in zip(range(i, j), groups, heads, strict=True)
+    )
+
+
+def _block(
+    names: list[str],
+    meta: list[list[str]] | None,
+    statuses: list[list[str]],
+    targets: tuple[str, ...],
+    c: bool,
+) -> list[str]:
+    """One table: CHECKPOINT, SIZE and FORMATS (when `meta` is given), the status columns."""
     groups, heads = column_heads(targets)
-    rows = [["CHECKPOINT", "SIZE", "FORMATS", *heads]]
-    for r in results:
-        formats = (
-            "not a quantized checkpoint" if r.kind == NOT_QUANTIZED else ",".join(r.formats) or "-"
-        )
-        rows.append(
-            [
-                clean(r.name),
-                human_bytes(r.size) if r.report else "-",
-                formats,
-                *(r.status(t) for t in targets),
-            ]
-        )
-    top = ["", "", "", *groups] if any(groups) else None
+    lead = ["CHECKPOINT", "SIZE", "FORMATS"] if meta is not None else ["CHECKPOINT"]
+    rows = [[*lead, *heads]]
+    for n, name in enumerate(names):
+        rows.append([name, *(meta[n] if meta is not None else ()), *statuses[n]])
+    k = len(lead)
+    top = [""] * k + groups if any(groups) else None
     widths = [max(map(len, column)) for column in zip(*rows, strict=True)]
     if top is not None:
         widths = [max(w, len(g)) for w, g in zip(widths, top, strict=True)]
@@ -117,17 +190,48 @@ def table(results: list[CheckpointResult], targets: tuple[str, ...], c: bool) ->
     # a status cell depends only on its column and status: each is padded and painted once
     cell: dict[tuple[int, str], str] = {}
     for n, row in enumerate(rows):
-        cells = [row[0].ljust(widths[0]), row[1].rjust(widths[1]), row[2].ljust(widths[2])]
-        for i, st in enumerate(row[3:], start=3):
+        cells = [row[0].ljust(widths[0])]
+        if meta is not None:
+            cells += [row[1].rjust(widths[1]), row[2].ljust(widths[2])]
+        for i, st in enumerate(row[k:], start=k):
             text = cell.get((i, st)) if n else None
             if text is None:
-                style = "bold" if n == 0 else STATUS_STYLE.get(st) or EXTRA_STYLE.get(st, "")
+                style = "bold" if n == 0 else _status_style(st)
                 text = paint(st.ljust(widths[i]), style, c) if style else st.ljust(widths[i])
                 if n:
                     cell[i, st] = text
             cells.append(text)
         lines.append("  ".join(cells).rstrip())
-    return "\n".join(lines)
+    return lines
+
+
+def _status_style(st: str) -> str:
+    full = next((k for k, v in ABBREVIATIONS.items() if v == st), st)
+    plain = full.partition(" (")[0]
+    return STATUS_STYLE.get(full) or STATUS_STYLE.get(plain) or EXTRA_STYLE.get(full, "")
+
+
+def _cut_middle(text: str, most: int) -> str:
+    """`text` at most `most` characters: its start and its end around `…`."""
+    if len(text) <= most:
+        return text
+    head = most // 3
+    return text[:head] + "…" + text[len(text) - (most - head - 1) :]
+
+
+def shown_statuses(r: CheckpointResult, targets: tuple[str, ...]) -> list[str]:
+    """The statuses a table shows: the checkpoint's own, and where a baseline suppressed
+    findings that make one worse, that worse status marked `(baselined)` (the exit code
+    follows the baseline; the display never hides the verdict)."""
+    from quantcheck.render.text import baselined_status, unsuppressed
+
+    own = [r.status(t) for t in targets]
+    if r.report is None or r.kind != "checked":
+        return own
+    before = unsuppressed(r.report, r.suppressed)
+    if before is None:
+        return own
+    return [baselined_status(st, before.status(t)) for st, t in zip(own, targets, strict=True)]
 
 
 def column_heads(targets: tuple[str, ...]) -> tuple[list[str], list[str]]:
@@ -158,6 +262,13 @@ def total_line(results: list[CheckpointResult], targets: tuple[str, ...] = TARGE
     counts: dict[str, int] = {}
     for r in results:
         st = worst_status(r, targets)
+        if r.suppressed:  # what the baseline accepted is said, never hidden
+            shown = max(
+                shown_statuses(r, targets),
+                key=lambda s: STATUS_RANK[s.partition(" (")[0]],
+                default=st,
+            )
+            st = shown if shown.endswith("(baselined)") else st
         counts[st] = counts.get(st, 0) + 1
     labels = {
         "ok": "ok",
@@ -166,6 +277,7 @@ def total_line(results: list[CheckpointResult], targets: tuple[str, ...] = TARGE
         "not quantized": "not quantized",
         "unreadable": "unreadable",
     }
+    labels.update({f"{k} (baselined)": f"{v} (baselined)" for k, v in labels.items()})
     parts = [f"{counts[k]} {v}" for k, v in labels.items() if counts.get(k)]
     sev = dict.fromkeys(Severity, 0)
     for r in results:
@@ -175,8 +287,8 @@ def total_line(results: list[CheckpointResult], targets: tuple[str, ...] = TARGE
     n = len(results)
     return (
         f"{n} checkpoint{'s' if n != 1 else ''}: {', '.join(parts) or 'none'} · "
-        f"{sev[Severity.ERROR]} errors, {sev[Severity.WARNING]} warnings, "
-        f"{sev[Severity.INFO]} notes"
+        f"{counted(sev[Severity.ERROR], 'error')}, {counted(sev[Severity.WARNING], 'warning')}, "
+        f"{counted(sev[Severity.INFO], 'note')}"
     )
 
 
@@ -234,14 +346,46 @@ def _diagnostic_dicts(results: list[CheckpointResult], key: str) -> Iterator[dic
             found = r.report.diagnostics
         else:
             continue
-        shown = r.report.runtime_names if r.report is not None else None
+        shown = r.report.targets if r.report is not None else None
         for d in found:
             yield {"checkpoint": r.name, **d.to_json(shown)}
 
 
-def _document(results: list[CheckpointResult], targets: tuple[str, ...]) -> dict[str, Any]:
+def _group_dicts(results: list[CheckpointResult]) -> Iterator[dict[str, Any]]:
+    """`--group`: the entries the text report shows, per checkpoint and file (see
+    docs/json-schema.md, `groups`)."""
+    from itertools import groupby
+
+    from quantcheck.many import CHECKED
+    from quantcheck.render.grouping import group, name_patterns
+
+    for r in results:
+        if r.report is None or r.kind != CHECKED:
+            continue
+        for file, in_file in groupby(r.report.diagnostics, key=lambda d: d.file or ""):
+            for bucket in group(in_file, r.report.targets):
+                for e in bucket:
+                    d = e.first
+                    yield {
+                        "checkpoint": r.name,
+                        "file": file or None,
+                        "code": d.code,
+                        "name": d.name,
+                        "severity": d.effective_severity.value,
+                        "message": e.message,
+                        "count": len(e.wheres),
+                        "where": e.wheres,
+                        "patterns": name_patterns(e.wheres) if len(e.wheres) > 1 else e.wheres,
+                        "targets": d.target_labels(r.report.targets),
+                        "consequences": list(e.consequences),
+                    }
+
+
+def _document(
+    results: list[CheckpointResult], targets: tuple[str, ...], group: bool = False
+) -> dict[str, Any]:
     """The check document, its arrays as `Stream`s (`diagnostics` and `suppressed` made one
-    item at a time)."""
+    item at a time); with `group`, also `groups`."""
     from quantcheck.render.json_out import Stream
 
     checkpoints, inputs = [], []
@@ -280,15 +424,14 @@ def _document(results: list[CheckpointResult], targets: tuple[str, ...]) -> dict
     summary["suppressed"] = sum(len(r.suppressed) for r in results)
     merged = merged_releases(results)
     return {
-        "schema_version": CHECK_SCHEMA_VERSION,
-        "tool": "quantcheck",
-        "kind": "check",
+        **document_head("check", CHECK_SCHEMA_VERSION),
         # one `json.dumps` per entry, not one per value (a folder has thousands of entries)
         "checkpoints": Stream(checkpoints),
         "inputs": Stream(inputs),
         "targets": per_target,
         "diagnostics": diagnostics,
         "suppressed": suppressed,
+        **({"groups": Stream(_group_dicts(results))} if group else {}),
         "summary": summary,
         **({"releases": merged} if merged else {}),
     }
@@ -298,11 +441,13 @@ def render_json(results: list[CheckpointResult], targets: tuple[str, ...] = TARG
     return "".join(iter_json(results, targets))
 
 
-def iter_json(results: list[CheckpointResult], targets: tuple[str, ...] = TARGETS) -> Iterator[str]:
-    """`render_json` in pieces, one diagnostic at a time."""
+def iter_json(
+    results: list[CheckpointResult], targets: tuple[str, ...] = TARGETS, *, group: bool = False
+) -> Iterator[str]:
+    """`render_json` in pieces, one diagnostic at a time; `group` adds `groups`."""
     from quantcheck.render.json_out import iter_dumps
 
-    return iter_dumps(_document(results, targets))
+    return iter_dumps(_document(results, targets, group))
 
 
 def merged_releases(results: list[CheckpointResult]) -> dict[str, Any]:

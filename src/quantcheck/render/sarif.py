@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from quantcheck import __version__
-from quantcheck.diagnostics import Diagnostic
+from quantcheck.diagnostics import Diagnostic, Effect
 from quantcheck.render.json_out import Stream, iter_dumps
 from quantcheck.results import Report
 from quantcheck.rules.registry import all_rules
@@ -47,11 +47,10 @@ def _results(
     index: dict[str, int],
     targets: tuple[str, ...] | None = None,
 ) -> Iterator[object]:
-    names = None if targets is None else {k.partition("@")[0] for k in targets}
     for d in diagnostics:
         loc: dict[str, object] = {}
         if d.file:
-            loc["physicalLocation"] = {"artifactLocation": {"uri": d.file}}
+            loc["physicalLocation"] = {"artifactLocation": {"uri": artifact_uri(d.file)}}
         name = d.tensor or d.layer
         if name:
             loc["logicalLocations"] = [
@@ -64,7 +63,9 @@ def _results(
             "message": {"text": d.message},
             "locations": [loc] if loc else [],
             "properties": {
-                "targets": [t for t in d.targets if names is None or t in names],
+                "targets": d.targets
+                if targets is None
+                else [k for k in targets if d.effect_at(k) is not Effect.NONE],
                 "fix": d.fix.to_json() if d.fix else None,
                 **(
                     {"releases": rel, "labels": d.target_labels(targets)}
@@ -73,6 +74,19 @@ def _results(
                 ),
             },
         }
+
+
+def artifact_uri(location: str) -> str:
+    """`location` as the URI reference SARIF wants: a local path percent-encoded byte by byte
+    (`my model #1.safetensors` -> `my%20model%20%231.safetensors`; a name that is not UTF-8
+    keeps its bytes, `\xff` -> `%FF`); an address keeps its scheme, reserved characters and
+    existing escapes, and gets the rest encoded."""
+    import os
+    from urllib.parse import quote
+
+    if "://" in location:
+        return quote(location.encode("utf-8", "surrogateescape"), safe=":/?#[]@!$&'()*+,;=%~")
+    return quote(os.fsencode(location.replace(os.sep, "/")), safe="/~")
 
 
 def _document(rules: list[Any], results: Stream, props: dict[str, Any]) -> dict[str, object]:

@@ -5,40 +5,66 @@ from __future__ import annotations
 from collections.abc import Iterator
 from itertools import groupby
 
-from quantcheck.render.style import SEVERITY_STYLE, STATUS_STYLE, paint, use_color
+from quantcheck.diagnostics import Diagnostic
+from quantcheck.render import grouping
+from quantcheck.render.style import (
+    SEVERITY_STYLE,
+    STATUS_STYLE,
+    counted,
+    paint,
+    terminal_width,
+    use_color,
+    wrap_parts,
+)
 from quantcheck.results import Report
 from quantcheck.textsafe import clean
 
 
-def render(report: Report, color: bool | None = None) -> str:
-    return "\n".join(iter_lines(report, color))
+def render(report: Report, color: bool | None = None, *, show_all: bool = False) -> str:
+    return "\n".join(iter_lines(report, color, show_all=show_all))
 
 
-def iter_lines(report: Report, color: bool | None = None) -> Iterator[str]:
-    """The report's lines one at a time (`render` joins them with newlines)."""
+def iter_lines(
+    report: Report,
+    color: bool | None = None,
+    *,
+    show_all: bool = False,
+    suppressed: list[Diagnostic] | None = None,
+) -> Iterator[str]:
+    """The report's lines one at a time (`render` joins them with newlines). Findings repeated
+    over layers are grouped and consequences named on their cause (`render.grouping`);
+    `show_all` lists every finding under its layer. `suppressed`: the findings a baseline
+    took out (the verdicts they would give are shown, marked baselined)."""
     c = use_color() if color is None else color
     diags = report.diagnostics
+    shown = 0
     for file, in_file in groupby(diags, key=lambda d: d.file or ""):
         yield paint(clean(file or "(inputs)"), "bold", c)
-        for where, group in groupby(in_file, key=lambda d: d.layer or d.tensor or ""):
-            yield "  " + paint(clean(where or "(file)"), "cyan", c)
-            for d in group:
-                sev = d.effective_severity.value
-                tag = paint(f"{sev:<7}", SEVERITY_STYLE[sev], c)
-                labels = d.target_labels(report.targets)
-                targets = f" [{', '.join(labels)}]" if labels else ""
-                # tensors inside the layer are named by their suffix in the message already
-                inside = d.tensor and (d.tensor == where or d.tensor.startswith(where + "."))
-                tensor = f"{d.tensor}: " if d.tensor and not inside else ""
-                yield (
-                    f"    {tag} {d.code} {d.name}: {clean(tensor + d.message)}"
-                    + paint(clean(targets), "dim", c)
-                )
-                if d.fix:
-                    yield (
-                        f"            help: {clean(d.fix.description)} ({d.fix.safety.value} fix)"
+        if show_all:
+            for where, group in groupby(in_file, key=lambda d: d.layer or d.tensor or ""):
+                yield "  " + paint(clean(where or "(file)"), "cyan", c)
+                for d in group:
+                    yield from _finding_lines(report, d, where, d.message, _fix_text(d), (), c)
+        else:
+            for bucket in grouping.group(in_file, report.targets):
+                head, *rest = grouping.heading(bucket[0].wheres)
+                yield "  " + paint(clean(head), "cyan", c)
+                yield from ("    " + paint(clean(line), "dim", c) for line in rest)
+                for e in bucket:
+                    shown += 1
+                    where = e.wheres[0] if len(e.wheres) == 1 else ""
+                    fix = _fix_text(e.first, e.fix_description)
+                    yield from _finding_lines(
+                        report, e.first, where, e.message, fix, e.consequences, c
                     )
         yield ""
+    if not show_all and shown < len(diags):
+        n = len(diags)
+        note = (
+            f"{n:,} findings shown as {shown:,} entr{'y' if shown == 1 else 'ies'} (repeats "
+            "over layers grouped, consequences named on their cause); --show-all lists each"
+        )
+        yield wrap_parts("", note.split(" "), " ", terminal_width())
     for r in report.inputs:
         if "bytes_fetched" in r:
             rev = r.get("revision") or r.get("etag")
@@ -48,15 +74,70 @@ def iter_lines(report: Report, color: bool | None = None) -> Iterator[str]:
                 f"request{'' if n == 1 else 's'} from {clean(r['path'])}"
                 + (f" at revision {clean(rev)}" if rev else "")
             )
-    yield verdict_lines(report, c)
+    yield verdict_lines(report, c, suppressed)
 
 
-def verdict_lines(report: Report, c: bool) -> str:
-    """The closing lines: per-target status and totals."""
+def _fix_text(d: Diagnostic, description: str | None = None) -> str:
+    if d.fix is None:
+        return ""
+    return f"{description or d.fix.description} ({d.fix.safety.value} fix)"
+
+
+def _finding_lines(
+    report: Report,
+    d: Diagnostic,
+    where: str,
+    message: str,
+    fix: str,
+    consequences: tuple[str, ...],
+    c: bool,
+) -> Iterator[str]:
+    """One finding: severity, code, name, message and runtimes; its fix; the consequences
+    named on it. `where` is the heading it sits under (empty under a group's heading)."""
+    sev = d.effective_severity.value
+    tag = paint(f"{sev:<7}", SEVERITY_STYLE[sev], c)
+    labels = d.target_labels(report.targets)
+    targets = f" [{', '.join(labels)}]" if labels else ""
+    # tensors inside the layer are named by their suffix in the message already
+    at = where or grouping.where_of(d)
+    inside = d.tensor and (d.tensor == at or d.tensor.startswith(at + "."))
+    tensor = "" if not d.tensor or inside else d.tensor + ": "
+    yield f"    {tag} {d.code} {d.name}: {clean(tensor + message)}" + paint(
+        clean(targets), "dim", c
+    )
+    if fix:
+        yield f"            help: {clean(fix)}"
+    if consequences:
+        from quantcheck.rules.registry import get_rule
+
+        names = ", ".join(f"{code} {get_rule(code).name}" for code in consequences)
+        layers = "layer" if where else "layers"  # under its own layer, or a group's heading
+        yield f"            and, following from it on the same {layers}: {names}"
+
+
+def unsuppressed(report: Report, suppressed: list[Diagnostic] | None) -> Report | None:
+    """The report with the findings a baseline suppressed put back (None when there are
+    none): the verdicts they would give."""
+    if not suppressed:
+        return None
+    return Report(inputs=[], diagnostics=[*report.diagnostics, *suppressed], targets=report.targets)
+
+
+def baselined_status(status: str, before: str) -> str:
+    """`status`, or the worse `before` (the status without the baseline) marked
+    `(baselined)`: suppressing findings only ever improves a status."""
+    return status if before == status else f"{before} (baselined)"
+
+
+def verdict_lines(report: Report, c: bool, suppressed: list[Diagnostic] | None = None) -> str:
+    """The closing lines: per-target status and totals. A status that findings suppressed by
+    a baseline would make worse is shown as that worse one, marked `(baselined)`."""
     parts = []
+    before = unsuppressed(report, suppressed)
     for t in report.targets:
         st = report.target_status(t)
-        label = paint(st["status"], STATUS_STYLE[st["status"]], c)
+        shown = st["status"] if before is None else baselined_status(st["status"], before.status(t))
+        label = paint(shown, STATUS_STYLE[shown.partition(" (")[0]], c)
         extra = ""
         if st["errors"] or st["degraded"]:
             bits = []
@@ -65,22 +146,53 @@ def verdict_lines(report: Report, c: bool) -> str:
             if st["degraded"]:
                 bits.append(f"{st['degraded']} degrading")
             extra = f" ({', '.join(bits)})"
+        if st.get("verified") is False:
+            extra += f" (unverified: {clean(st['unverified'])})"
         parts.append(f"{clean(t)}: {label}{extra}")
     s = report.summary()
     files = s.get("files", 0)
     totals = (
-        f"{s['errors']} errors, {s['warnings']} warnings, {s['infos']} notes in "
-        f"{files} file{'s' if files != 1 else ''}, {s.get('layers', 0)} layers"
+        f"{counted(s['errors'], 'error')}, {counted(s['warnings'], 'warning')}, "
+        f"{counted(s['infos'], 'note')} in {counted(files, 'file')}, "
+        f"{counted(s.get('layers', 0), 'layer')}"
     )
-    return "targets: " + " · ".join(parts) + release_lines(report) + "\n" + totals
+    return (
+        wrap_parts("targets: ", parts, " · ", terminal_width())
+        + loader_lines(report)
+        + release_lines(report)
+        + ("\n" + totals)
+    )
+
+
+def loader_lines(report: Report) -> str:
+    """Per target whose loaders disagree (sglang: `sglang_loaders`), one line per loader with
+    its status and reason; consecutive targets with the same loaders share their lines."""
+    groups: list[tuple[list[str], dict[str, dict[str, str]]]] = []
+    for t in report.targets:
+        loaders = report.target_status(t).get("loaders")
+        if not loaders or len({v["status"] for v in loaders.values()}) < 2:
+            continue
+        if groups and groups[-1][1] == loaders:
+            groups[-1][0].append(t)
+        else:
+            groups.append(([t], loaders))
+    out = []
+    for keys, loaders in groups:
+        out.append(f"\n{clean(', '.join(keys))} by loader:")
+        out.extend(
+            f"\n  {clean(name)}: {v['status']}: {clean(v['reason'])}" for name, v in loaders.items()
+        )
+    return "".join(out)
 
 
 def release_lines(report: Report) -> str:
     """One line per runtime with several modelled releases: which it needs (empty if none)."""
     from quantcheck.results import release_line
 
+    width = terminal_width()
     return "".join(
-        "\nreleases: " + clean(release_line(name, entry)) for name, entry in report.releases.items()
+        "\n" + wrap_parts("releases: ", clean(release_line(name, entry)).split(" · "), " · ", width)
+        for name, entry in report.releases.items()
     )
 
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import os
 
+from quantcheck._version import document_head
+
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
     from typing import Any
@@ -20,6 +22,8 @@ if TYPE_CHECKING:
     from quantcheck.many import CheckpointResult
 
 BASELINE_VERSION = 1
+#: a baseline is read up to this size
+MAX_BASELINE = 64 * 1024 * 1024
 
 
 class BaselineError(Exception):
@@ -51,31 +55,33 @@ def findings(results: list[CheckpointResult]) -> list[tuple[str, str, str]]:
 
 
 def write_baseline(path: str, results: list[CheckpointResult]) -> int:
-    """Write the baseline of `results`; the number of findings written."""
+    """Write the baseline of `results` (through the safe writer: a device, FIFO or folder is
+    refused with `OSError`); the number of findings written."""
     keys = findings(results)
     doc = {
-        "schema_version": BASELINE_VERSION,
-        "tool": "quantcheck",
-        "kind": "baseline",
+        **document_head("baseline", BASELINE_VERSION),
         "findings": [{"checkpoint": c, "code": code, "where": w} for c, code, w in keys],
     }
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
-    os.replace(tmp, path)
+    from quantcheck.io.atomic import json_bytes, write_file
+
+    write_file(path, json_bytes(doc))
     return len(keys)
 
 
 def read_baseline(path: str) -> dict[tuple[str, str, str], int]:
     """Key -> how many findings with it the baseline accepts."""
+    from quantcheck.io.source import read_regular
+
     try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.loads(f.read(64 * 1024 * 1024))
+        doc = json.loads(read_regular(path, MAX_BASELINE))
     except FileNotFoundError:
         raise BaselineError(
             f"{path}: no such baseline file (write one with --generate-baseline)"
         ) from None
-    except (OSError, ValueError, RecursionError) as exc:
+    except OSError as exc:  # a FIFO, a folder, no permission: what, without errno noise
+        why = exc.strerror or str(exc).removeprefix(f"{path}: ").removeprefix(f"{path} ")
+        raise BaselineError(f"{path}: cannot read the baseline: {why}") from None
+    except (ValueError, RecursionError) as exc:
         raise BaselineError(f"{path}: cannot read the baseline: {exc}") from None
     items = doc.get("findings") if isinstance(doc, dict) else None
     if not isinstance(items, list) or doc.get("kind") != "baseline":

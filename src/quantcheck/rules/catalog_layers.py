@@ -129,7 +129,12 @@ RULES = [
         "comfy-kitchen 0.2.40 tensor/int8.py TensorWiseINT8Layout and tensor/w4a8_int8.py "
         "dequantize_w4a8_int8_weight (run). ComfyUI: an INT8 [N] scale loads and computes "
         "(QC319 reports what it breaks); companions ComfyUI never reads (W4A8 "
-        f"weight_correction, {CUI_OPS} ~L1252-1271) cannot make its load fail; {CUI_RUN}.",
+        f"weight_correction, {CUI_OPS} ~L1252-1271) cannot make its load fail; {CUI_RUN}. "
+        "sglang stage: the marker inspector for INT8 and W4A8 shapes; weight load for an FP8 "
+        "[N, 1] weight_scale (the inspector does not shape-check FP8; ComfyFp8Config builds "
+        "Fp8LinearMethod, whose PerTensorScaleParameter [1] cannot take it: 'Failed to "
+        "shard/load parameter', fsdp_load.load_model_from_full_model_state_dict; run by "
+        "tests/rules/diff_sglang test_stages).",
     ),
     Rule(
         "QC308",
@@ -292,19 +297,22 @@ RULES = [
         "comfyui-dequantize-fails",
         W,
         "inference works in ComfyUI but LoRA / full-precision fallback fails",
-        effects("none", "degraded"),
+        effects("none", "none"),
         Safety.SAFE,
         "Scales ComfyUI's kernels accept are also shaped so that ComfyUI's own "
         "QuantizedTensor.dequantize() can broadcast them (INT8 weight_scale [] or [N, 1]).",
         "An INT8 weight_scale of shape [N] loads and computes correctly (the int8 kernel "
         "reads it per row), but ComfyUI's dequantize raises on the broadcast: applying a "
-        "LoRA to the layer, or the full-precision fallback, fails. Plain inference works, so "
-        "the effect is reported as degraded with this distinct rule rather than as a failure.",
+        "LoRA to the layer, or the full-precision fallback, fails. Plain inference is "
+        "exact, so the verdict stays ok and this warning names what breaks (an effect of its "
+        "own once quantcheck checks LoRA patching).",
         "int8_tensorwise weight I8 [3072, 3072] with weight_scale F32 [3072]",
         "Reshape [N] -> [N, 1] (same bytes).",
         f"{CUI_QOPS} QuantizedTensor.dequantize and the int8 layout of comfy-kitchen 0.2.40 "
         f"tensor/int8.py; {CUI_OPS} loads the scale as stored (~L1225-1229); {CUI_RUN}; "
-        f"{CUI_DIFF}, case int8-scale-1d.",
+        f"{CUI_DIFF}, case int8-scale-1d (load and forward right, dequantize raises). "
+        "No effect on ComfyUI's inference (comfyui, comfyui-cpu, forge-neo: the same "
+        "loader).",
     ),
     Rule(
         "QC320",

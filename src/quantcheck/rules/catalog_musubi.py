@@ -92,6 +92,7 @@ RULES = [
         f'{CONVROT} _is_power_of_four and _decode_convrot_control ("convrot_groupsize '
         'must be an exact power of four and at least 4"); inspect_convrot_int8_artifact '
         '("does not divide input width").',
+        follows=("QC752",),  # no ConvRot at all: no group either
     ),
     Rule(
         "QC754",
@@ -106,6 +107,7 @@ RULES = [
         "float8_e4m3fn layer: F8_E4M3 weight with an F32 weight_scale",
         "Requantize as ConvRot INT8, or give musubi the BF16 model.",
         f'{INSPECT} ("weight must be INT8/I8", "weight must be two-dimensional").',
+        follows=("QC751",),  # another format's own weight layout
     ),
     Rule(
         "QC755",
@@ -120,6 +122,7 @@ RULES = [
         "Reshape the scale to [N, 1] (same values: lossless) or repeat a scalar into it; "
         "convert another float dtype to F32.",
         f'{INSPECT} ("scale must be FP32/F32", "scale shape must be (N, 1)").',
+        follows=("QC751",),  # another format's own scale layout
     ),
     Rule(
         "QC756",

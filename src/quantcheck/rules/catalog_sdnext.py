@@ -98,6 +98,7 @@ RULES = [
         "float8_e4m3fn marker on a U8 weight",
         "Relabel the weight bytes as the format's dtype (same bytes).",
         f"{NT} build_component_prequantized; {FALLBACK}.",
+        follows=("QC304",),  # a weight left 16-bit under the marker: SD.Next's view of it
     ),
     Rule(
         "QC715",

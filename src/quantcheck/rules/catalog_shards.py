@@ -32,7 +32,9 @@ RULES = [
         "index names a shard outside its folder",
         effects("fails", "fails"),
         None,
-        "Every shard path in an index's weight_map stays inside the index's folder.",
+        "Every shard path in an index's weight_map stays inside the index's folder by name: "
+        "no absolute path, no `..` component. A shard that is a symlink is opened wherever it "
+        "points (a Hugging Face cache snapshot links every file into ../../blobs/).",
         "An index pointing at ../../x is a path traversal; quantcheck does not open it.",
         '"weight_map": {"a.weight": "../../etc/passwd"}',
         "Put the shards beside the index and name them relatively.",
@@ -95,6 +97,7 @@ RULES = [
         "with layers left at their initial values).",
         "model-00001-of-00003.safetensors and model-00003-of-00003.safetensors, no part 2",
         "Download the missing shard.",
-        "Hugging Face sharded-checkpoint naming convention (read); effect inferred.",
+        "Hugging Face sharded-checkpoint naming convention (read). A missing tensor is "
+        "missing on every runtime: each one fails (its reason below).",
     ),
 ]

@@ -108,15 +108,15 @@ QC603: Rule  # sglang-constructor-refuses
 QC604: Rule  # quant-format-mxfp8-conflict
 QC605: Rule  # dtype-stops-comfyui-default-loader
 QC606: Rule  # format-needs-comfyui-v0.27
-QC607: Rule  # format-needs-comfyui-cd9452e
+QC607: Rule  # format-needs-comfyui-v0.31
 QC608: Rule  # format-needs-comfyui-0271a469
-QC609: Rule  # format-needs-comfyui-pr16483
+QC609: Rule  # format-needs-comfyui-2026-09-29
 QC610: Rule  # format-unsupported-by-comfyui
 QC611: Rule  # sglang-0518-markers-not-read
 QC612: Rule  # sglang-0519-markers-not-identical
 QC613: Rule  # sglang-0519-int8-marker-refused
 QC614: Rule  # sglang-0519-nvfp4-needs-fpmm
-QC615: Rule  # sglang-mxfp8-scales-swizzled-twice
+QC615: Rule  # sglang-mxfp8-weight-load
 QC616: Rule  # sglang-header-path
 QC617: Rule  # sglang-header-fp8-sweeps-layers
 QC618: Rule  # sglang-header-ignored-silently
@@ -126,6 +126,9 @@ QC621: Rule  # rowwise-fp8-format-version
 QC622: Rule  # rowwise-fp8-header-contract
 QC623: Rule  # rowwise-fp8-layer-tensors
 QC624: Rule  # sglang-header-path-raises
+QC630: Rule  # sglang-header-fp8-weight-load
+QC650: Rule  # format-needs-comfyui-v0.18
+QC651: Rule  # format-needs-comfyui-v0.28
 QC701: Rule  # format-unsupported-by-forge-neo
 QC702: Rule  # format-needs-forge-neo-939c56d
 QC703: Rule  # header-replaces-marker-in-forge-neo
@@ -272,6 +275,9 @@ __all__ = [
     "QC622",
     "QC623",
     "QC624",
+    "QC630",
+    "QC650",
+    "QC651",
     "QC701",
     "QC702",
     "QC703",

@@ -1,6 +1,6 @@
 """ComfyUI's own rules (the `checks` hook of its runtime record): what its loader does that the
 format table cannot say — the default safetensors loader's dtype table, the release that first
-loads each format (QC606-QC610; which releases each breaks is release data in
+loads each format (QC606-QC610, QC650, QC651; which releases each breaks is release data in
 `runtimes/comfyui_releases.py`), and the ConvRot group-size default.
 
 The upstream lines each rule follows are cited in the rule's evidence (catalog_*.py).
@@ -35,13 +35,8 @@ CONVROT_DEFAULT = 256
 _ABSENT = object()
 _DTYPE = itemgetter(1)  # TensorInfo is a tuple: (name, dtype, ...)
 _LAYER_FORMAT = attrgetter("format")  # `Layer.format`: the merged marker's
-_STEP_RULES = {
-    R.QC606.code: R.QC606,
-    R.QC607.code: R.QC607,
-    R.QC608.code: R.QC608,
-    R.QC609.code: R.QC609,
-    R.QC610.code: R.QC610,
-}
+#: the rule of each release step's code (the step data names the codes)
+_STEP_RULES = {c: getattr(R, c) for c in (*STEP_CODE.values(), *LAYER_CODE.values()) if c}
 
 
 class ComfyuiChecks:
@@ -58,6 +53,13 @@ class ComfyuiChecks:
     def layer_findings(self, layer: Layer) -> Iterator[Diagnostic]:
         yield from _format_added_later(layer)
         yield from _convrot_default(layer)
+
+    def finish(self, diags: list[Diagnostic]) -> list[Diagnostic]:
+        """Every rule's findings, once all have run: layers ComfyUI's key plumbing marks from
+        a header entry of another name are judged marked for ComfyUI (`comfyui_attach`)."""
+        from quantcheck.rules.comfyui_attach import revise
+
+        return revise(self.ck, diags)
 
 
 def _unreadable_dtypes(ck: Checkpoint) -> Iterator[Diagnostic]:

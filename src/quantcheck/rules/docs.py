@@ -65,6 +65,7 @@ def rules_markdown() -> str:
                 f"- **Why it matters:** {r.why}",
                 f"- **Fix ({r.fix.value if r.fix else 'none'}):** {r.remedy}",
                 f"- **Evidence:** {r.evidence}",
+                *(f"  - {line.strip()}" for line in r.runtime_reasons()),
                 "",
                 "Example:",
                 "",

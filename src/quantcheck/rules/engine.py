@@ -17,6 +17,7 @@ from quantcheck.diagnostics import Diagnostic
 from quantcheck.io.source import base_name
 from quantcheck.model.checkpoint import Checkpoint
 from quantcheck.model.layers import Layer
+from quantcheck.rules import codes as R
 from quantcheck.rules.layer_kinds import (
     LayerKinds,
     any_layer_has,
@@ -258,4 +259,19 @@ def _run_all_rules(
         finish = getattr(checks, "finish", None)  # optional: a runtime revising its verdict
         if finish is not None:
             out = finish(out)
-    return out
+    return without_truncation_follow_ons(ck, out)
+
+
+def without_truncation_follow_ons(ck: Checkpoint, found: list[Diagnostic]) -> list[Diagnostic]:
+    """A truncated file is one finding (QC117): a layer whose marker tensor lies past the end
+    of its file is not also reported as unmarked (QC314 would point at a marker finding
+    that cannot exist: the marker bytes are simply missing)."""
+    if not any(d.code == R.QC117.code for d in ck.diagnostics):
+        return found
+    cut = {
+        name[: -len(".comfy_quant")]
+        for s in ck.shards
+        for name, t in s.header.tensors.items()
+        if t.end > s.header.file_size and name.endswith(".comfy_quant")
+    }
+    return [d for d in found if not (d.code == R.QC314.code and d.layer in cut)]

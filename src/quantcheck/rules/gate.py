@@ -3,17 +3,31 @@
 Dequantize (the `Checkpoint.layer(...).dequantize()` API and the command), compare,
 `check --deep` and the unsafe fixes ask `numeric_refusal(layer)` first. A layer whose marker,
 weight dtype or tensor shapes draw an error that affects ComfyUI (whose numerics the numeric
-code follows) is skipped, and the reason names that finding. Standard library only.
+code follows) is skipped, and the reason names that finding. The gate blocks only what the
+codecs cannot decode: a companion whose dtype label a runtime refuses but whose numbers the
+codec reads as the wanted dtype (the same bytes, or an exact float widening: the finding's
+safe fix) is a finding, not a reason to refuse numbers (MXFP8 block scales stored as F8_E8M0,
+as comfy-kitchen's quantize_mxfp8 returns them, are E8M0 exponents either way).
+Standard library only.
 """
 
 from __future__ import annotations
 
-from quantcheck.diagnostics import Diagnostic, Effect, Severity
+from quantcheck.diagnostics import Diagnostic, Effect, Safety, Severity
 from quantcheck.model.layers import Layer
+from quantcheck.rules import codes as R
 
 #: QC6xx say whether a runtime release loads a format at all (QC610: w6a8_int8 on ComfyUI up
 #: to 0271a469), not that the layer's numbers are unreadable: they never block.
 RUNTIME_SUPPORT = "QC6"
+#: A companion dtype label: blocks only where no safe relabel or cast reads it.
+DTYPE_LABEL = R.QC305.code
+
+
+def _decodable_label(d: Diagnostic) -> bool:
+    """A companion-dtype finding whose numbers the codec reads as they are (its fix keeps
+    every value: a relabel of the same bytes or an exact cast to F32)."""
+    return d.code == DTYPE_LABEL and d.fix is not None and d.fix.safety is Safety.SAFE
 
 
 def blocking_findings(layer: Layer, *, marker_only: bool = False) -> list[Diagnostic]:
@@ -34,6 +48,7 @@ def blocking_findings(layer: Layer, *, marker_only: bool = False) -> list[Diagno
         for d in found
         if d.effective_severity is Severity.ERROR
         and not d.code.startswith(RUNTIME_SUPPORT)
+        and not _decodable_label(d)
         and d.effective_effects.get("comfyui", Effect.NONE) is not Effect.NONE
     ]
 

@@ -61,6 +61,13 @@ def _unmarked(layer: Layer, mxfp8_meta: bool) -> Iterator[Diagnostic]:
     elif w.dtype.startswith("F8") and "weight_scale" not in layer.tensors:
         eff = _eff(FAILS if noted else NONE, NONE)
         hint = "a plain FP8 cast (ComfyUI loads it as-is; sglang needs a marker)"
+    elif (packed := _packed_format(layer)) is not None:
+        eff = _eff(FAILS if noted else NONE, FAILS)
+        hint = (
+            f"packed {packed} storage without a marker (ComfyUI loads the codes unmarked as a "
+            f"{list(w.shape)} weight, narrower than the layer's K, and the first forward "
+            "raises a shape error)"
+        )
     else:
         eff = _eff(FAILS if noted else NONE, DEGRADED)
         hint = "quantized storage without a marker (ComfyUI loads the raw codes as weights)"
@@ -74,6 +81,21 @@ def _unmarked(layer: Layer, mxfp8_meta: bool) -> Iterator[Diagnostic]:
         effects=eff,
         fix=fix,
     )
+
+
+def _packed_format(layer: Layer) -> str | None:
+    """The packed format (several codes a byte) an unmarked layer's tensors show, or None when
+    they show none or a same-width one. Told by the companions: what `infer_marker` names
+    (NVFP4, AWQ), or W4A8's group scales (its 4- or 6-bit codes are always packed)."""
+    from quantcheck.fix.marker_infer import infer_marker
+
+    fields, _ = infer_marker(layer)
+    spec = FORMATS.get(fields["format"]) if fields else None
+    if spec is not None:
+        return spec.name if spec.packing != "none" else None
+    if "weight_s_rel" in layer.tensors:
+        return "asym_w4a8_int8"
+    return None
 
 
 def _marker_fix(layer: Layer) -> tuple[Fix | None, str]:
@@ -94,10 +116,31 @@ def _marker_fix(layer: Layer) -> tuple[Fix | None, str]:
 
 
 def _check_marked(layer: Layer, spec: FormatSpec) -> Iterator[Diagnostic]:
+    """Every independent problem of a marked layer, the worst deciding the verdict: the
+    weight's dtype and rank, then its companions. A missing required companion is reported
+    whatever the weight is (ComfyUI raises "Missing MXFP8 block scales" for an I8 weight too,
+    comfy/ops.py @0271a469 ~L1214); companion dtypes too, except beside a 16/32-bit weight
+    (the layer was left unquantized: its scales are stale, QC304's fix drops the marker);
+    shapes and sizes only where the weight is a 2-D tensor of the format's storage dtype,
+    which they are derived from."""
+    w = layer.weight
+    assert w is not None
+    sg = _sglang_checks(spec)
+    found = list(_weight(layer, spec, sg))
+    yield from found
+    dims = derive_dims(spec, layer) if not found else None
+    yield from _companions(layer, spec, dims, sg, bool(found), w.dtype in HIGH_PRECISION)
+    yield from _extras(layer, spec)
+    if dims is not None:
+        yield from _sizes(layer, spec, dims, sg)
+
+
+def _weight(layer: Layer, spec: FormatSpec, sg: bool) -> Iterator[Diagnostic]:
+    """The weight itself: 16/32-bit (QC304), another storage dtype (QC303), not 2-D (QC306);
+    at most one, the first that applies."""
     w = layer.weight
     assert w is not None
     marker_file = layer.marker.sources[-1].file if layer.marker else w.file
-    sg = _sglang_checks(spec)
     if w.dtype in HIGH_PRECISION:
         yield Diagnostic(
             R.QC304,
@@ -121,8 +164,7 @@ def _check_marked(layer: Layer, spec: FormatSpec) -> Iterator[Diagnostic]:
                 "unmark-unquantized",
             ),
         )
-        return
-    if w.dtype not in spec.weight_dtypes:
+    elif w.dtype not in spec.weight_dtypes:
         want = "/".join(sorted(spec.weight_dtypes))
         yield Diagnostic(
             R.QC303,
@@ -138,8 +180,7 @@ def _check_marked(layer: Layer, spec: FormatSpec) -> Iterator[Diagnostic]:
                 Safety.DISPLAY,
             ),
         )
-        return
-    if len(w.shape) != 2:
+    elif len(w.shape) != 2:
         yield Diagnostic(
             R.QC306,
             f"weight has shape {list(w.shape)}; {spec.name} layers are 2-D [N, K]",
@@ -152,19 +193,25 @@ def _check_marked(layer: Layer, spec: FormatSpec) -> Iterator[Diagnostic]:
                 NONE if layer.marker and layer.marker.get("num_experts") is not None else DEGRADED,
             ),
         )
-        return
-    dims = derive_dims(spec, layer)
-    assert dims is not None
-    yield from _companions(layer, spec, dims, sg)
-    yield from _extras(layer, spec)
-    yield from _sizes(layer, spec, dims, sg)
 
 
-def _companions(layer: Layer, spec: FormatSpec, dims: Dims, sg: bool) -> Iterator[Diagnostic]:
+def _companions(
+    layer: Layer,
+    spec: FormatSpec,
+    dims: Dims | None,
+    sg: bool,
+    bad_weight: bool = False,
+    unquantized: bool = False,
+) -> Iterator[Diagnostic]:
+    """Presence, dtype and shape of each companion. Beside a weight already reported
+    (`bad_weight`), a missing companion fails sglang only for the formats its inspector
+    validates: for the others (mxfp8) the inspector passes the layer (recorded case
+    mxfp8_marker_no_validation) and what its weight loader does is not modelled here."""
     for c in spec.companions:
         t = layer.tensors.get(c.suffix)
         if t is None:
-            need_c, need_s = c.required_comfyui, c.required_sglang and sg
+            sg_needs = sg if not bad_weight else spec.sglang == "validated"
+            need_c, need_s = c.required_comfyui, c.required_sglang and sg_needs
             if need_c or need_s:
                 yield Diagnostic(
                     R.QC301,
@@ -175,8 +222,11 @@ def _companions(layer: Layer, spec: FormatSpec, dims: Dims, sg: bool) -> Iterato
                     effects=_eff(FAILS if need_s else NONE, FAILS if need_c else NONE),
                 )
             continue
+        if unquantized:
+            continue  # stale companions of a layer left 16-bit: only their absence matters
         yield from _companion_dtype(layer, spec, c, t.dtype, sg, t.name, t.file)
-        yield from _companion_shape(layer, spec, c, dims, sg)
+        if dims is not None:
+            yield from _companion_shape(layer, spec, c, dims, sg)
         if not c.comfyui_loads:
             yield Diagnostic(
                 R.QC313,
@@ -292,18 +342,20 @@ def _companion_shape(
             "reshape",
             (("shape", (dims.N, 1)),),
         )
-        # ComfyUI's int8 kernel reads [N] per row; only its dequantize (LoRA, fallback) fails.
+        # ComfyUI's int8 kernel reads [N] per row: plain inference is right (no effect);
+        # only its dequantize (LoRA patching, the full-precision fallback) raises.
         comfy_ok = True
         yield Diagnostic(
             R.QC319,
-            f"{c.suffix} has shape [{dims.N}]: ComfyUI loads and runs the layer, but "
-            "its QuantizedTensor.dequantize() cannot broadcast the scale, so applying "
-            "a LoRA or the full-precision fallback fails",
+            f"{c.suffix} has shape [{dims.N}]: ComfyUI loads and runs the layer correctly, "
+            "but its QuantizedTensor.dequantize() cannot broadcast the scale, so patching "
+            "the layer with a LoRA, or ComfyUI's full-precision fallback (a device without "
+            "int8 compute), fails",
             file=t.file,
             tensor=t.name,
             layer=layer.prefix,
             pointer=json_pointer(t.name, "shape"),
-            effects=_eff(NONE, DEGRADED),
+            effects=_eff(NONE, NONE),
             fix=fix,
         )
         if sg_ok:

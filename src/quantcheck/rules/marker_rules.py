@@ -16,6 +16,7 @@ from quantcheck.formats.table import (
 )
 from quantcheck.model.markers import Marker
 from quantcheck.rules import codes as R
+from quantcheck.rules.comfyui_keys import Plumbing, checkpoint_plumbing
 from quantcheck.runtimes import effects as _eff
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
@@ -40,8 +41,6 @@ TOLERATED = frozenset(
     }
 )
 MODEL_PREFIXES = ("model.diffusion_model.", "diffusion_model.")
-#: Model prefixes ComfyUI strips before its second convert_old_quants pass (comfy/sd.py).
-COMFYUI_STRIPPED = ("model.diffusion_model.",)
 #: Values sglang derives itself; a producer writing them can contradict the derived ones.
 DERIVED = frozenset(
     {
@@ -69,12 +68,14 @@ def _tensor(m: Marker) -> str | None:
 def check_orphans(ck: Checkpoint) -> Iterator[Diagnostic]:
     """Markers whose prefix has no weight: header-name mismatches and stale markers."""
     layers = ck.layers
-    for m in [
+    orphans = [
         m
         for prefix, m in ck.markers.items()
         if prefix not in layers or "weight" not in layers[prefix].tensors
-    ]:
-        yield from _orphan(ck, m)
+    ]
+    plumbed = checkpoint_plumbing(ck) if orphans else None
+    for m in orphans:
+        yield from _orphan(ck, m, plumbed)
 
 
 def check_marker_fields(m: Marker) -> Iterator[Diagnostic]:
@@ -86,28 +87,45 @@ def check_marker_fields(m: Marker) -> Iterator[Diagnostic]:
         yield from _keys(m, spec)
 
 
-def _orphan(ck: Checkpoint, m: Marker) -> Iterator[Diagnostic]:
+def _orphan(ck: Checkpoint, m: Marker, plumbed: Plumbing | None) -> Iterator[Diagnostic]:
     """A marker whose prefix has no weight: a header name mismatch or a stale marker."""
     header_only = all(s.origin == "header" for s in m.sources)
     match = _renamed_prefix(ck, m.prefix)
     if header_only and match:
-        # ComfyUI's second convert_old_quants pass (after the model prefix is stripped)
-        # attaches entries written without the prefix to the prefixed tensors.
-        reattached = any(match == p + m.prefix for p in COMFYUI_STRIPPED)
+        # ComfyUI's key plumbing (`comfyui_keys`): its second convert_old_quants pass, after
+        # the model prefix is stripped (when more than 5 keys carry it), attaches entries
+        # written without it to the prefixed tensors; an entry carrying a prefix the tensors
+        # lack makes the strip keep only the header's keys, dropping the tensors.
+        reattached = plumbed is not None and plumbed.marks.get(match) == m.prefix
+        dropped = plumbed is not None and f"{match}.weight" in plumbed.dropped
+        if reattached:
+            why, comfy = (
+                "sglang matches names exactly and treats that layer as unmarked (ComfyUI "
+                "re-attaches the entry after stripping the model prefix)",
+                NONE,
+            )
+        elif dropped:
+            assert plumbed is not None
+            why, comfy = (
+                "sglang matches names exactly and treats that layer as unmarked; ComfyUI "
+                f"writes the entry as {m.prefix}.comfy_quant, takes {plumbed.prefix!r} for the "
+                "model prefix and keeps only the keys under it, dropping the layer's tensors "
+                "(load_diffusion_model_state_dict: the model has no weights to load)",
+                FAILS,
+            )
+        else:
+            why, comfy = (
+                "runtimes match names exactly, so that layer is treated as unmarked",
+                DEGRADED,
+            )
         yield Diagnostic(
             R.QC222,
             f"_quantization_metadata names layer {m.prefix!r}, but the tensors are "
-            f"under {match!r}; "
-            + (
-                "sglang matches names exactly and treats that layer as unmarked "
-                "(ComfyUI re-attaches the entry after stripping the model prefix)"
-                if reattached
-                else "runtimes match names exactly, so that layer is treated as unmarked"
-            ),
+            f"under {match!r}; " + why,
             file=_file(m),
             layer=m.prefix,
             pointer="/__metadata__/_quantization_metadata",
-            effects=_eff(FAILS, NONE if reattached else DEGRADED),
+            effects=_eff(FAILS, comfy),
             fix=Fix(
                 f"write the marker as the tensor {match}.comfy_quant and drop the header entry",
                 Safety.SAFE,

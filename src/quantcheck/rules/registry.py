@@ -66,11 +66,16 @@ def get_rule(code: str) -> Rule:
 
 
 def find_rule(text: str) -> Rule | None:
-    """Look a rule up by code (any case) or kebab-case name."""
+    """Look a rule up by code (any case), kebab-case name, or a name it had before (a ComfyUI
+    step renamed after its release: `format-needs-comfyui-cd9452e`)."""
+    from quantcheck.runtimes.comfyui_releases import RULE_ALIASES
+
     rules = all_rules()
     key = text.strip()
     if key.upper() in rules:
         return rules[key.upper()]
+    if key.lower() in RULE_ALIASES:
+        return rules[RULE_ALIASES[key.lower()]]
     for rule in rules.values():
         if rule.name == key.lower():
             return rule

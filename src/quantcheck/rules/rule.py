@@ -30,6 +30,10 @@ class Rule:
     retired: bool = False
     action: str | None = None
     repair: str = ""
+    #: codes this rule's findings follow from: on a layer that also has a finding of one of
+    #: them (for the same runtimes), the text report names this one on that entry instead of
+    #: listing it as a problem of its own (JSON and SARIF keep both)
+    follows: tuple[str, ...] = ()
 
     @property
     def family(self) -> str:
@@ -53,6 +57,28 @@ class Rule:
             t: tuple(dict.fromkeys((e, *map(Effect, more.get(t, ())))))
             for t, e in self.runtime_effects().items()
         }
+
+    @property
+    def prose(self) -> str:
+        """What the rule's documentation says (checks, why, evidence): where a catalog entry
+        gives the reason of a built-in runtime's effect."""
+        return f"{self.checks} {self.why} {self.evidence}"
+
+    def runtime_reasons(self) -> list[str]:
+        """One line per runtime whose effect the runtime's own data decides (not the catalog
+        entry above): `  sdcpp: fails — why`."""
+        from quantcheck.runtimes import decision, runtimes
+
+        out = []
+        for rt in runtimes():
+            hit = decision(rt, self.code, self.effects, self.prose)
+            if hit is None:  # tests/rules/test_runtime_decisions.py keeps this from happening
+                out.append(f"  {rt.name}: no reasoned decision")
+                continue
+            effect, why = hit
+            if rt.reasons.get(self.code) is not None or why.startswith("as "):
+                out.append(f"  {rt.name}: {effect.value} — {why}")
+        return out
 
     def doc(self) -> str:
         """The rule's documentation as plain text (what `quantcheck explain CODE` prints)."""
@@ -78,6 +104,7 @@ class Rule:
             "",
             f"Effect per runtime: {effects}",
             f"Evidence: {self.evidence}",
+            *self.runtime_reasons(),
             "",
             "Example:",
             *("  " + line for line in self.example.splitlines()),

@@ -27,6 +27,7 @@ from quantcheck.runtimes.builtin import BUILTIN
 from quantcheck.runtimes.registry import (
     Release,
     Runtime,
+    decision,
     default_targets,
     effect_at,
     effect_on,
@@ -54,6 +55,7 @@ __all__ = [
     "BUILTIN",
     "Release",
     "Runtime",
+    "decision",
     "default_targets",
     "effect_at",
     "effect_on",

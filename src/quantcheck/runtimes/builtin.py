@@ -3,6 +3,7 @@ ComfyUI (the default targets), then the other consumers of these files, one modu
 
 from __future__ import annotations
 
+from quantcheck.runtimes import builtin_reasons
 from quantcheck.runtimes.comfyui_cpu import comfyui_cpu_runtime
 from quantcheck.runtimes.comfyui_releases import comfyui_runtime
 from quantcheck.runtimes.diffsynth import diffsynth_runtime
@@ -23,6 +24,8 @@ SGLANG = register_runtime(
         quantize_refusal="quantcheck.rules.runtime_rules:sglang_quantize_refusal",
         paths="quantcheck.rules.sglang_header_rules:path_json",
         default_target=True,
+        catalog=True,
+        reasons=dict(builtin_reasons.SGLANG),
         doc="sglang's ComfyUI-checkpoint loader: the header path "
         "(get_quant_config_from_safetensors_metadata, tried first), then the marker "
         "inspector, format resolver and the config classes' constructors (format support, "

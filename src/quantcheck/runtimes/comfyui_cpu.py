@@ -29,9 +29,9 @@ code at 0271a469):
 Release steps: a `based_on` fork's base is looked up at the base's NEWEST release
 (`registry.effect_on`), so `comfyui-cpu@v0.27` could not see ComfyUI's per-release format
 steps through the base. The fork therefore carries ComfyUI's own release records
-(`comfyui_releases.RELEASES`, the same names and deltas): its own table answers the step codes
-QC606-QC610 at every release, and every other code (identical on all ComfyUI releases) falls
-through to the base.
+(`comfyui_releases.RELEASES`, the same names, aliases and deltas): its own table answers the
+step codes (QC606-QC610, QC650, QC651) at every release, and every other code (identical on all
+ComfyUI releases) falls through to the base.
 
 Standard library only (the check path imports it).
 """
@@ -39,7 +39,7 @@ Standard library only (the check path imports it).
 from __future__ import annotations
 
 from quantcheck.rules.levels import Effect
-from quantcheck.runtimes.comfyui_releases import RELEASES
+from quantcheck.runtimes.comfyui_releases import RELEASES, UNVERIFIED_HOOK
 from quantcheck.runtimes.registry import Runtime
 
 NAME = "comfyui-cpu"
@@ -60,6 +60,8 @@ def comfyui_cpu_runtime() -> Runtime:
         RELEASES,
         based_on="comfyui",
         effects=dict(EFFECTS),
+        reasons={"QC605": "safetensors.safe_open (the --cpu loader) maps F8_E8M0"},
+        paths=UNVERIFIED_HOOK,
         doc="ComfyUI started with --cpu: safetensors are read with safetensors.safe_open "
         "(not the DynamicVRAM header parser of comfy/utils.py load_safetensors), so F8_E8M0 "
         "tensors load, and fp8/NVFP4/MXFP8 layers run dequantized on the CPU "

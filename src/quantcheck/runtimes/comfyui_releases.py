@@ -1,25 +1,38 @@
 """ComfyUI's releases as data: which marker formats each step of `QUANT_ALGOS` loads.
 
 ComfyUI's format table (`comfy/quant_ops.py` QUANT_ALGOS, with `comfy/ops.py`
-`_load_quantized_module`) grew in steps. Each step is a `Release`, named by its release where
-one exists and else by the commit that introduced the change; each is a delta on the one
-before. A layer whose format arrived in a later step is reported (by `ComfyuiChecks`) with that
-step's code, QC606-QC609: the oldest release sets every such code to "fails", and the step that
-adds the format sets its code back to "none". The newest release therefore loads every format.
-A step may also name a per-layer code (`LAYER_CODE`: QC610 for the formats added after
-0271a469, the release quantcheck's layer rules were read at); its effect follows the same step.
+`_load_quantized_module`) grew in steps. Each step is a `Release`, named by the first ComfyUI
+release that shipped it (the release whose `comfyui_version.py` bump has the step's commit in its
+history); a step no known release is shown to contain is named by its commit, or by its merge
+date; each is a delta on the one before. The commit spellings quantcheck used before (`v0.16`,
+`cd9452e`, `pr16483`) stay accepted as aliases. A layer whose format arrived in a later step is
+reported (by `ComfyuiChecks`) with that step's code: the oldest release sets every such code to
+"fails", and the step that adds the format sets its code back to "none". The newest release
+therefore loads every format. A step may also name a per-layer code (`LAYER_CODE`: QC610 for the
+formats added after 0271a469, the commit quantcheck's layer rules were read at); its effect
+follows the same step.
 
-Sources (each step's commit or pull request, or the port it was read in):
-- v0.16: float8_e4m3fn, float8_e5m2, nvfp4 (NVFP4: ComfyUI PR #11635). Read in Forge Neo's
-  port of ComfyUI v0.16.4 (commit bfd09a1), not in ComfyUI's own tag.
-- v0.27: + mxfp8, int8_tensorwise (int8: ComfyUI PR #14636, commit 1a510f04). mxfp8 is
-  registered only when the installed comfy-kitchen has `TensorCoreMXFP8Layout`. Read in Forge
-  Neo's port (939c56d) of v0.27.0.
-- cd9452e: + convrot_w4a4, asym_w4a8_int8 (Comfy-Org/ComfyUI PR #15308), read at cd9452e.
-- 0271a469: + awq_w4a16, read at 0271a469 (quantcheck's reference for every other rule).
-- pr16483: + w6a8_int8 (`_GROUPED_INT8_FORMATS` in comfy/ops.py, PR #16483 merged 2026-09-29).
-  [GUESS]: upstream ComfyUI's file at that merge was not read (only Forge Neo's port and
-  third-party probes); the merge commit is not known, so the step is named by the PR.
+Sources: which release shipped a commit was read in ComfyUI's own history (the
+patientx/ComfyUI-Zluda mirror of Comfy-Org/ComfyUI: `git log -S` on comfy/quant_ops.py for the
+commit that added the format, then the first `ComfyUI vX.Y.0` version bump that contains it; the
+mirror has no tags and ends at 783545f6, 2026-08-22):
+- v0.8: float8_e4m3fn, float8_e5m2, nvfp4 (PR #11635, commit 6da00dd8, 2026-01-05; v0.8.0 is
+  fc0cb10b, 2026-01-07). Also read in Forge Neo's port bfd09a1 of v0.16.4 (alias `v0.16`: v0.16.x
+  has the same three formats).
+- v0.18: + mxfp8 (PR #12907, commit 1c5db739, 2026-03-14; v0.18.0 is dc719cde, 2026-03-20),
+  registered only when the installed comfy-kitchen has `TensorCoreMXFP8Layout`.
+- v0.27: + int8_tensorwise (PR #14636, commit 1a510f04, 2026-06-25; v0.27.0 is bb131be9,
+  2026-06-30). Also read in Forge Neo's port 939c56d of v0.27.0.
+- v0.28: + convrot_w4a4 (PR #14859, commit 73e84d5e, 2026-07-09; v0.28.0 is 700821e1, 2026-07-15).
+- v0.31: + asym_w4a8_int8 (PR #15308, commit 344b4398, 2026-08-07; v0.31.0 is 43cb4fff, released
+  2026-08-08), read at cd9452e (alias `cd9452e`: it has the same formats).
+- 0271a469: + awq_w4a16, read at 0271a469 (quantcheck's reference for every other rule). Not in
+  v0.33.0 nor at 783545f6 (2026-08-22); the first release that has it is not known, so the step
+  keeps its commit name.
+- 2026-09-29: + w6a8_int8 (`_GROUPED_INT8_FORMATS` in comfy/ops.py, PR #16483 merged 2026-09-29;
+  alias `pr16483`). [GUESS]: upstream ComfyUI's file at that merge was not read (only Forge Neo's
+  port and third-party probes); neither the merge commit nor the first release with it is known,
+  so the step is named by the merge date, and a status that rests on it says "unverified".
 
 Standard library only (the check path imports it); codes are written as strings because the
 rule registry imports the runtimes.
@@ -28,39 +41,76 @@ rule registry imports the runtimes.
 from __future__ import annotations
 
 from quantcheck.rules.levels import Effect
+from quantcheck.runtimes.builtin_reasons import COMFYUI as COMFYUI_REASONS
 from quantcheck.runtimes.registry import Release, Runtime
+
+TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Each step: (release name, rule code reporting formats that need it, formats it adds, note).
 STEPS: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
     (
-        "v0.16",
+        "v0.8",
         "",
         ("float8_e4m3fn", "float8_e5m2", "nvfp4"),
-        "ComfyUI v0.16.x: FP8 (e4m3fn, e5m2) and NVFP4 (PR #11635); read in Forge Neo's port "
-        "bfd09a1 of v0.16.4.",
+        "ComfyUI v0.8.0: FP8 (e4m3fn, e5m2) and NVFP4 (PR #11635, commit 6da00dd8); also read in "
+        "Forge Neo's port bfd09a1 of v0.16.4.",
+    ),
+    (
+        "v0.18",
+        "QC650",
+        ("mxfp8",),
+        "ComfyUI v0.18.0: + mxfp8 (PR #12907, commit 1c5db739; only when the installed "
+        "comfy-kitchen has TensorCoreMXFP8Layout).",
     ),
     (
         "v0.27",
         "QC606",
-        ("mxfp8", "int8_tensorwise"),
-        "ComfyUI v0.27.0: + int8_tensorwise (PR #14636, commit 1a510f04) and mxfp8 (only when "
-        "the installed comfy-kitchen has TensorCoreMXFP8Layout); read in Forge Neo's port 939c56d.",
+        ("int8_tensorwise",),
+        "ComfyUI v0.27.0: + int8_tensorwise (PR #14636, commit 1a510f04); also read in Forge "
+        "Neo's port 939c56d.",
     ),
     (
-        "cd9452e",
+        "v0.28",
+        "QC651",
+        ("convrot_w4a4",),
+        "ComfyUI v0.28.0: + convrot_w4a4 (PR #14859, commit 73e84d5e).",
+    ),
+    (
+        "v0.31",
         "QC607",
-        ("convrot_w4a4", "asym_w4a8_int8"),
-        "Comfy-Org/ComfyUI cd9452e: + convrot_w4a4 and asym_w4a8_int8 (PR #15308).",
+        ("asym_w4a8_int8",),
+        "ComfyUI v0.31.0 (released 2026-08-08): + asym_w4a8_int8 (PR #15308, commit 344b4398); "
+        "read at Comfy-Org/ComfyUI cd9452e.",
     ),
-    ("0271a469", "QC608", ("awq_w4a16",), "Comfy-Org/ComfyUI 0271a469: + awq_w4a16."),
     (
-        "pr16483",
+        "0271a469",
+        "QC608",
+        ("awq_w4a16",),
+        "Comfy-Org/ComfyUI 0271a469: + awq_w4a16 (the first release with it is not known: not "
+        "in v0.33.0 nor at 783545f6).",
+    ),
+    (
+        "2026-09-29",
         "QC609",
         ("w6a8_int8",),
         "[GUESS] ComfyUI after PR #16483 (merged 2026-09-29): + w6a8_int8; upstream's file at "
-        "the merge was not read, and the merge commit is unknown (named by the PR).",
+        "the merge was not read, and neither the merge commit nor its first release is known "
+        "(named by the merge date).",
     ),
 )
+#: Spellings each step was known by before it was named by its release (still accepted).
+ALIASES: dict[str, tuple[str, ...]] = {
+    "v0.8": ("v0.16",),
+    "v0.31": ("cd9452e",),
+    "2026-09-29": ("pr16483",),
+}
+#: Steps whose formats were not read in ComfyUI's own code: step -> format -> why (a status
+#: that rests on such a format says "unverified" with the reason).
+UNVERIFIED: dict[str, dict[str, str]] = {
+    "2026-09-29": {"w6a8_int8": "w6a8_int8 support read from a port, not from ComfyUI"},
+}
 
 #: The release that first loads each format (formats not listed: no ComfyUI release does).
 FORMAT_SINCE: dict[str, str] = {fmt: name for name, _, fmts, _ in STEPS for fmt in fmts}
@@ -68,12 +118,19 @@ FORMAT_SINCE: dict[str, str] = {fmt: name for name, _, fmts, _ in STEPS for fmt 
 STEP_CODE: dict[str, str] = {name: code for name, code, _, _ in STEPS}
 #: The per-layer error a step's formats draw (beside the file-level step code): QC610 for the
 #: formats ComfyUI gained after 0271a469, whose layers an older ComfyUI stops at.
-LAYER_CODE: dict[str, str] = {"pr16483": "QC610"}
-#: Whether ComfyUI's checks report QC606-QC609 (tests may turn it off). They never reach a
+LAYER_CODE: dict[str, str] = {"2026-09-29": "QC610"}
+#: Whether ComfyUI's checks report the step codes (tests may turn it off). They never reach a
 #: report for the newest release (no effect there): only `--target comfyui@RELEASE` shows them.
 REPORT_STEPS = True
 #: Releases whose guessed behaviour `explain` and the docs must call a guess.
-GUESSED = frozenset({"pr16483"})
+GUESSED = frozenset(UNVERIFIED)
+#: Rule names that named a step by its former spelling (accepted by `--select`, `explain`).
+RULE_ALIASES: dict[str, str] = {
+    f"format-needs-comfyui-{old}": STEP_CODE[new]
+    for new, olds in ALIASES.items()
+    for old in olds
+    if STEP_CODE.get(new)
+}
 
 
 def step_codes(name: str) -> tuple[str, ...]:
@@ -102,11 +159,36 @@ def _releases() -> tuple[Release, ...]:
     for i, (name, _, fmts, note) in enumerate(STEPS):
         effects = oldest if i == 0 else dict.fromkeys(step_codes(name), Effect.NONE)
         quantize: dict[str, str | None] = later if i == 0 else dict.fromkeys(fmts, None)
-        out.append(Release(name, effects, f"{note} Formats: {', '.join(fmts)}.", quantize=quantize))
+        out.append(
+            Release(
+                name,
+                effects,
+                f"{note} Formats: {', '.join(fmts)}.",
+                quantize=quantize,
+                aliases=ALIASES.get(name, ()),
+                unverified=UNVERIFIED.get(name, {}),
+            )
+        )
     return tuple(out)
 
 
 RELEASES: tuple[Release, ...] = _releases()
+#: the `Runtime.paths` hook of the ComfyUI targets (comfyui, comfyui-cpu)
+UNVERIFIED_HOOK = "quantcheck.runtimes.comfyui_releases:unverified_json"
+
+
+def unverified_json(ck: Any, release: str | None) -> dict[str, Any]:
+    """The JSON summary keys of a ComfyUI target at `release` (None: the newest) for `ck`:
+    `verified: false` and `unverified` (why) when a layer's format is one whose support there
+    rests on a reading that is not ComfyUI's own code (the `paths` hook); {} otherwise."""
+    names = [r.name for r in RELEASES]
+    upto = RELEASES if release is None else RELEASES[: names.index(release) + 1]
+    why = {fmt: text for rel in upto for fmt, text in rel.unverified.items()}
+    if not why:
+        return {}
+    used = {la.marker.format for la in ck.layers.values() if la.marker is not None}
+    hits = sorted({text for fmt, text in why.items() if fmt in used})
+    return {"verified": False, "unverified": "; ".join(hits)} if hits else {}
 
 
 def comfyui_runtime() -> Runtime:
@@ -116,7 +198,10 @@ def comfyui_runtime() -> Runtime:
         "ComfyUI",
         RELEASES,
         checks="quantcheck.rules.comfyui_rules:ComfyuiChecks",
+        paths=UNVERIFIED_HOOK,
         default_target=True,
+        catalog=True,
+        reasons=dict(COMFYUI_REASONS),
         doc="ComfyUI's quantized-op loader (comfy/ops.py, QUANT_ALGOS) with comfy-kitchen; "
         "verdicts describe the default GPU setup: the DynamicVRAM safetensors loader "
         "(comfy/utils.py load_safetensors, which cannot read F8_E8M0) and the device's quantized "

@@ -34,6 +34,36 @@ EFFECTS: dict[str, Effect] = {
     "QC501": DEGRADED,
     **dict.fromkeys(["QC502", "QC503", "QC504", "QC506"], FAILS),
 }
+#: Why each code of EFFECTS does what it does to DiffSynth-Studio (one line each).
+WHY: dict[str, str] = {
+    **dict.fromkeys(
+        [f"QC1{n:02d}" for n in (1, 2, 3, 4, 5, 6, *range(8, 19), 20, 21)],
+        "safetensors.safe_open refuses what sglang's reader refuses",
+    ),
+    "QC107": "a duplicate key: one of the two values wins",
+    **dict.fromkeys(
+        ["QC201", "QC202", "QC203", "QC204"],
+        "_parse_marker cannot decode the marker tensor ('is not valid JSON'); a JSON value "
+        "that is not an object stops it with AttributeError",
+    ),
+    **dict.fromkeys(
+        ["QC303", "QC304", "QC306", "QC307"],
+        "the weight is wrapped as the marker says whatever it holds (comfy-kitchen computes "
+        "with it); a scale of another shape is used as it is",
+    ),
+    **dict.fromkeys(
+        ["QC314", "QC315"], "weight_scale is an unexpected key of the strict load_state_dict"
+    ),
+    "QC320": "no convrot_groupsize: DiffSynth rotates with 256 like ComfyUI",
+    **dict.fromkeys(
+        ["QC401", "QC402", "QC403", "QC407", "QC408"], "the stored scales are used as they are"
+    ),
+    "QC501": "the shards are merged into one dict: one copy wins silently",
+    **dict.fromkeys(
+        ["QC502", "QC503", "QC504", "QC506"],
+        "an incomplete or broken shard set cannot be loaded: its tensors are missing",
+    ),
+}
 #: Existing codes consciously without effect on DiffSynth-Studio, and why.
 LEFT_NONE: dict[str, str] = {
     **dict.fromkeys(["QC119", "QC122"], "layout notes safetensors accepts"),
@@ -65,7 +95,7 @@ LEFT_NONE: dict[str, str] = {
     **dict.fromkeys(["QC404", "QC405", "QC406", "QC409"], "formats DiffSynth refuses (QC730)"),
     "QC505": "the weight_map is not used to load the shards",
     **dict.fromkeys(
-        [f"QC6{n:02d}" for n in range(1, 25)],
+        [f"QC6{n:02d}" for n in (*range(1, 25), 30, 50, 51)],
         "sglang's and ComfyUI's own loaders (safetensors reads F8_E8M0)",
     ),
 }
@@ -88,6 +118,7 @@ def diffsynth_runtime() -> Runtime:
         RELEASES,
         checks="quantcheck.rules.diffsynth_rules:DiffsynthChecks",
         effects=EFFECTS,
+        reasons={**WHY, **LEFT_NONE},
         messages="quantcheck.explain.messages_diffsynth:PATTERNS",
         default_target=False,
         doc="DiffSynth-Studio's comfy-kitchen backend (comfy_kitchen.py _parse_marker, "

@@ -18,6 +18,10 @@ Haoming02/sd-webui-forge-classic):
 - `backend/utils.py` `load_torch_file` reads safetensors with `safetensors.safe_open` (not
   ComfyUI's DynamicVRAM header parser), so ComfyUI's F8_E8M0 loader failure does not apply.
 
+Release names: Forge Neo publishes no numbered releases that these commits could be matched
+to, so each step keeps the commit it was read at (the ComfyUI release each port follows is in
+its note).
+
 Every other finding follows ComfyUI (`based_on="comfyui"`): the ports keep ComfyUI's checks
 and silent behaviours (header names that match no tensor leave plain weights, as in ComfyUI).
 Standard library only (the check path imports it); codes are strings (the rule registry
@@ -75,29 +79,60 @@ EFFECTS: dict[str, Effect] = {
     "QC608": Effect.NONE,
     "QC609": Effect.NONE,
     "QC610": Effect.NONE,
+    "QC650": Effect.NONE,
+    "QC651": Effect.NONE,
 }
 
-#: Codes whose effect on Forge Neo is ComfyUI's (the ported loader behaves the same); each was
-#: decided, not defaulted: a new code must be added here, to EFFECTS, or to the own rules.
-FOLLOWS_COMFYUI: tuple[str, ...] = (
-    # container: the same safetensors reader failures
-    *(f"QC1{n:02d}" for n in range(1, 23)),
-    # markers: json.loads of the tensor bytes, format lookup, header entries as markers
-    "QC201", "QC202", "QC203", "QC204", "QC205", "QC206", "QC207", "QC208", "QC209",
-    "QC210", "QC211", "QC212", "QC213", "QC214", "QC215", "QC216", "QC218", "QC219",
-    "QC220", "QC221", "QC222", "QC223", "QC225",
-    # layers: the same per-format scale handling as ComfyUI's ops.py
-    "QC301", "QC302", "QC303", "QC304", "QC305", "QC306", "QC307", "QC308", "QC311",
-    "QC312", "QC313", "QC314", "QC315", "QC316", "QC318", "QC319", "QC320", "QC321",
-    # numeric: the same comfy-kitchen layouts compute the same values
-    "QC401", "QC402", "QC403", "QC404", "QC405", "QC406", "QC407", "QC408", "QC409",
-    # shards
-    "QC501", "QC502", "QC503", "QC504", "QC505", "QC506",
-    # sglang's own codes (none on ComfyUI)
-    "QC601", "QC602", "QC603", "QC604", "QC611", "QC612", "QC613", "QC614", "QC615",
-    # sglang's header path (QC620, a header-only rowwise format, fails ComfyUI and Forge alike)
-    "QC616", "QC617", "QC618", "QC619", "QC620", "QC621", "QC622", "QC623", "QC624",
-)  # fmt: skip
+#: Codes whose effect on Forge Neo is ComfyUI's (the ported loader behaves the same), with
+#: why; each was decided, not defaulted: a new code must be added here, to EFFECTS, or to the
+#: own rules.
+FOLLOWS: dict[str, str] = {
+    **dict.fromkeys(
+        (f"QC1{n:02d}" for n in range(1, 23)), "the same safetensors reader failures as ComfyUI"
+    ),
+    **dict.fromkeys(
+        (
+            "QC201", "QC202", "QC203", "QC204", "QC205", "QC206", "QC207", "QC208", "QC209",
+            "QC210", "QC211", "QC212", "QC213", "QC214", "QC215", "QC216", "QC218", "QC219",
+            "QC220", "QC221", "QC222", "QC223", "QC225",
+        ),
+        "ComfyUI's marker handling, ported: json.loads of the tensor bytes, the format "
+        "lookup, header entries written as markers",
+    ),
+    **dict.fromkeys(
+        (
+            "QC301", "QC302", "QC303", "QC304", "QC305", "QC306", "QC307", "QC308", "QC311",
+            "QC312", "QC313", "QC314", "QC315", "QC316", "QC318", "QC319", "QC320", "QC321",
+        ),
+        "the same per-format scale handling as ComfyUI's ops.py (ported)",
+    ),
+    **dict.fromkeys(
+        ("QC401", "QC402", "QC403", "QC404", "QC405", "QC406", "QC407", "QC408", "QC409"),
+        "the same comfy-kitchen layouts compute the same values",
+    ),
+    **dict.fromkeys(
+        ("QC501", "QC502", "QC503", "QC504", "QC505", "QC506"),
+        "shards are merged and loaded as ComfyUI does: a missing shard's tensors are missing",
+    ),
+    **dict.fromkeys(
+        (
+            "QC601", "QC602", "QC603", "QC604", "QC611", "QC612", "QC613", "QC614", "QC615",
+            "QC616", "QC617", "QC618", "QC619", "QC620", "QC621", "QC622", "QC623", "QC624",
+            "QC630",
+        ),
+        "sglang's own codes (none on ComfyUI; QC620, a header-only rowwise format, fails "
+        "ComfyUI and Forge alike)",
+    ),
+}  # fmt: skip
+FOLLOWS_COMFYUI: tuple[str, ...] = tuple(FOLLOWS)
+#: Why each code of EFFECTS differs from ComfyUI on Forge Neo.
+WHY: dict[str, str] = {
+    "QC605": "safetensors.safe_open reads F8_E8M0 (backend/utils.py load_torch_file)",
+    **dict.fromkeys(
+        ("QC606", "QC607", "QC608", "QC609", "QC610"),
+        "ComfyUI's release steps and format table: Forge Neo's own are QC701/QC702",
+    ),
+}
 
 
 def _releases() -> tuple[Release, ...]:
@@ -122,6 +157,7 @@ def forge_neo_runtime() -> Runtime:
         checks="quantcheck.rules.forge_neo_rules:ForgeNeoChecks",
         based_on="comfyui",
         effects=dict(EFFECTS),
+        reasons={**WHY, **{c: f"as ComfyUI: {why}" for c, why in FOLLOWS.items()}},
         doc="Forge Neo's ports of ComfyUI's loader (Haoming02/sd-webui-forge-classic "
         "backend/quant_ops.py QUANT_ALGOS at bfd09a1/939c56d, operations_mixed_precision.py "
         "_load_quantized_module at 1835c9c, state_dict.py convert_quantization): its own "

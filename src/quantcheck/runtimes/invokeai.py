@@ -36,6 +36,27 @@ EFFECTS: dict[str, Effect] = {
     "QC501": DEGRADED,
     **dict.fromkeys(["QC502", "QC503", "QC504", "QC506"], FAILS),
 }
+#: Why each code of EFFECTS does what it does to InvokeAI (one line each).
+WHY: dict[str, str] = {
+    **dict.fromkeys(
+        [f"QC1{n:02d}" for n in (1, 2, 3, 4, 5, 6, *range(8, 19), 20, 21)],
+        "safetensors.torch.load_file refuses what sglang's reader refuses",
+    ),
+    "QC107": "a duplicate key: one of the two values wins",
+    "QC301": "a missing scale: the weight loads as raw codes",
+    "QC304": "a 16-bit weight beside a scale has the scale multiplied in again",
+    "QC303": "InvokeAI follows the dtype, so it computes with the marker's weight only if the "
+    "dtype label is the right one of the two",
+    **dict.fromkeys(
+        ["QC401", "QC402", "QC403", "QC407", "QC408"],
+        "values InvokeAI multiplies into the weights it computes with",
+    ),
+    "QC501": "the shards are merged into one dict: one copy wins silently",
+    **dict.fromkeys(
+        ["QC502", "QC503", "QC504", "QC506"],
+        "an incomplete or broken shard set cannot be loaded: its tensors are missing",
+    ),
+}
 #: Existing codes consciously without effect on InvokeAI, and why.
 LEFT_NONE: dict[str, str] = {
     **dict.fromkeys(["QC119", "QC122"], "layout notes safetensors accepts"),
@@ -85,7 +106,7 @@ LEFT_NONE: dict[str, str] = {
     ),
     "QC505": "the weight_map is not used by InvokeAI's single-file loaders",
     **dict.fromkeys(
-        [f"QC6{n:02d}" for n in range(1, 25)],
+        [f"QC6{n:02d}" for n in (*range(1, 25), 30, 50, 51)],
         "sglang's and ComfyUI's own loaders (InvokeAI reads F8_E8M0 through safetensors)",
     ),
 }
@@ -108,6 +129,7 @@ def invokeai_runtime() -> Runtime:
         RELEASES,
         checks="quantcheck.rules.invokeai_rules:InvokeaiChecks",
         effects=EFFECTS,
+        reasons={**WHY, **LEFT_NONE},
         messages="quantcheck.explain.messages_invokeai:PATTERNS",
         default_target=False,
         doc="InvokeAI's ComfyUI single-file loaders (comfyui_state_dict_utils.py "

@@ -7,7 +7,8 @@ that is already quantized must pass `inspect_convrot_int8_artifact`
 admits only ConvRot INT8 triples (I8 [N, K] weight, F32 [N, 1] scale, U8 1-D `.comfy_quant`
 with format int8_tensorwise, convrot true and a power-of-four group dividing K) and raises
 "Invalid ConvRot INT8 artifact {path}, layer {m}: ..." for anything else. That gate is what
-this target models; its verdict "ok" means the gate passes.
+this target models; its verdict "ok" means the gate passes. The release is named by that
+commit (no musubi-tuner release containing it was found).
 
 Not modelled: the per-model topology checks of the MiniMax-H3 / Qwen3-VL loaders (exact layer
 counts, PR #1024), and `nvfp4_utils.py` @456eceb (Comfy NVFP4 + AWQ frozen text encoders,
@@ -24,32 +25,13 @@ from quantcheck.runtimes.registry import Release, Runtime
 
 FAILS, DEGRADED = Effect.FAILS, Effect.DEGRADED
 
+#: The container codes its reader refuses.
+READER_REFUSES: tuple[str, ...] = tuple(f"QC1{n:02d}" for n in (*range(1, 7), *range(9, 19), 20))
 #: What each generic code does to musubi (codes not listed: nothing, see LEFT_NONE).
 EFFECTS: dict[str, Effect] = {
     # container: musubi reads headers with its own MemoryEfficientSafeOpen and the tensors
     # with torch; a broken container stops it [GUESS for gaps/overlaps/trailing bytes].
-    **dict.fromkeys(
-        (
-            "QC101",
-            "QC102",
-            "QC103",
-            "QC104",
-            "QC105",
-            "QC106",
-            "QC109",
-            "QC110",
-            "QC111",
-            "QC112",
-            "QC113",
-            "QC114",
-            "QC115",
-            "QC116",
-            "QC117",
-            "QC118",
-            "QC120",
-        ),
-        FAILS,
-    ),
+    **dict.fromkeys(READER_REFUSES, FAILS),
     "QC107": DEGRADED,  # json.loads keeps the last of duplicate keys
     # tensor markers: U8 (checked while scanning), bytes decoded as UTF-8 then json.loads,
     # which refuses a BOM, NUL bytes and non-objects.
@@ -61,6 +43,28 @@ EFFECTS: dict[str, Effect] = {
     **dict.fromkeys(("QC401", "QC402", "QC403", "QC407", "QC408"), DEGRADED),
 }
 
+#: Why each code of EFFECTS does what it does to musubi (one line each).
+WHY: dict[str, str] = {
+    **dict.fromkeys(
+        READER_REFUSES,
+        "musubi reads headers with its own MemoryEfficientSafeOpen and the tensors with torch; "
+        "a broken container stops it [GUESS for gaps/overlaps/trailing bytes]",
+    ),
+    "QC107": "json.loads keeps the last of duplicate keys",
+    **dict.fromkeys(
+        ("QC201", "QC202", "QC203", "QC204", "QC205", "QC207"),
+        "tensor markers: U8 (checked while scanning), decoded as UTF-8 then json.loads, which "
+        "refuses a BOM, NUL bytes and non-objects",
+    ),
+    **dict.fromkeys(
+        ("QC501", "QC502", "QC503", "QC504", "QC506"),
+        "a key seen twice across files is refused ('Duplicate normalized safetensors key'); the "
+        "index is validated by resolve_safetensors_files; a missing shard's tensors are missing",
+    ),
+    **dict.fromkeys(
+        ("QC401", "QC402", "QC403", "QC407", "QC408"), "the INT8 scales are used as stored"
+    ),
+}
 #: Generic codes consciously left NONE for musubi, with the reason.
 LEFT_NONE: dict[str, str] = {
     "QC108": "__metadata__ is not used to load the ConvRot layers [GUESS]",
@@ -108,7 +112,10 @@ LEFT_NONE: dict[str, str] = {
     "QC406": "NVFP4/MXFP8 are refused anyway (QC751)",
     "QC409": "W4A8 is refused anyway (QC750)",
     "QC505": "the index is not compared with the shards",
-    **{c: "sglang's and ComfyUI's own rules" for c in (f"QC6{n:02d}" for n in range(1, 25))},
+    **{
+        c: "sglang's and ComfyUI's own rules"
+        for c in (f"QC6{n:02d}" for n in (*range(1, 25), 30, 50, 51))
+    },
 }
 
 RELEASES: tuple[Release, ...] = (
@@ -128,6 +135,7 @@ def musubi_runtime() -> Runtime:
         RELEASES,
         checks="quantcheck.rules.musubi_rules:MusubiChecks",
         effects=dict(EFFECTS),
+        reasons={**WHY, **LEFT_NONE},
         doc="musubi-tuner's pre-quantized DiT gate, inspect_convrot_int8_artifact "
         "(kohya-ss/musubi-tuner 725869d, modules/convrot_int8_utils.py): ConvRot INT8 "
         "triples from .comfy_quant tensors only; a pass means musubi accepts the file.",

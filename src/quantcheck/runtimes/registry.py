@@ -26,6 +26,12 @@ class Release:
     note: str = ""
     quantize: dict[str, str | None] = factory(dict)
     marker_fields: dict[str, dict[str, Any]] = factory(dict)
+    #: other spellings `--target NAME@ALIAS` accepts for this release (the commit or pull
+    #: request it was first named by); reports use `name`
+    aliases: tuple[str, ...] = ()
+    #: formats whose support from this release on rests on a reading that is not the runtime's
+    #: own code (format -> why), shown next to a status that depends on it
+    unverified: dict[str, str] = factory(dict)
 
 
 @record
@@ -56,6 +62,13 @@ class Runtime:
     #: "module:callable" (checkpoint, release name or None for the newest) -> dict of extra
     #: keys for that target's JSON summary (sglang: which reader takes the file, `path`).
     paths: str = ""
+    #: Rule code -> one line saying why the code does what it does to this runtime (its
+    #: effects table's entry, or none): every generic code of a runtime that the catalogs do
+    #: not declare has one (`decision`), shown under the rule's evidence.
+    reasons: dict[str, str] = factory(dict)
+    #: The catalogs declare this runtime's effect of every generic rule (the built-in
+    #: runtimes, positionally); the rule's evidence is the reason.
+    catalog: bool = False
 
     @property
     def newest(self) -> Release:
@@ -69,13 +82,8 @@ class Runtime:
         if hit is not None:
             return hit  # type: ignore[no-any-return]
         out = dict(self.effects)
-        for rel in self.releases:
+        for rel in self._up_to(release):
             out.update(rel.effects)
-            if rel.name == release:
-                break
-        else:
-            if release is not None:
-                raise KeyError(f"{self.name} has no modelled release {release!r}")
         self.__dict__.setdefault("_tables", {})[key] = out
         return out
 
@@ -96,19 +104,28 @@ class Runtime:
     def _up_to(self, release: str | None) -> tuple[Release, ...]:
         if release is None:
             return self.releases
-        names = self.release_names()
-        if release not in names:
-            raise KeyError(f"{self.name} has no modelled release {release!r}")
-        return self.releases[: names.index(release) + 1]
+        return self.releases[: self.releases.index(self.release(release)) + 1]
 
     def release(self, name: str | None) -> Release:
-        """The release called `name` (None: the newest); KeyError if not modelled."""
+        """The release called `name` or one of its aliases (None: the newest); KeyError if
+        not modelled."""
         if name is None:
             return self.newest
         for rel in self.releases:
             if rel.name == name:
                 return rel
+        for rel in self.releases:
+            if name in rel.aliases:
+                return rel
         raise KeyError(f"{self.name} has no modelled release {name!r}")
+
+    def unverified_from(self, release: str | None) -> dict[str, str]:
+        """Formats whose support at `release` (None: the newest) rests on an unverified
+        reading: format -> why (the `unverified` of this release and the ones before)."""
+        out: dict[str, str] = {}
+        for rel in self._up_to(release):
+            out.update(rel.unverified)
+        return out
 
     def release_names(self) -> tuple[str, ...]:
         return tuple(rel.name for rel in self.releases)
@@ -204,8 +221,8 @@ def split_target(key: str) -> tuple[Runtime, str | None]:
     name, at, rel = key.partition("@")
     rt = _RUNTIMES[name]
     if at:
-        rt.release(rel)
-        return rt, (None if rel == rt.newest.name else rel)
+        found = rt.release(rel)
+        return rt, (None if found is rt.newest else found.name)
     return rt, None
 
 
@@ -246,13 +263,25 @@ def _expand_target(target: str) -> tuple[str, ...]:
         return names
     if rel == "all":
         return tuple(f"{n}@{r.name}" for n in names for r in _RUNTIMES[n].releases)
-    return tuple(f"{n}@{rel}" for n in names)
+    return tuple(f"{n}@{_canonical(n, rel)}" for n in names)
+
+
+def _canonical(runtime: str, release: str) -> str:
+    """The name of `runtime`'s release `release` (an alias: the release it names; unknown
+    runtimes and releases as given, for `parse_target` to report)."""
+    try:
+        return _RUNTIMES[runtime].release(release).name
+    except KeyError:
+        return release
 
 
 def parse_target(value: str) -> str:
-    """`value` if it names modelled runtimes/releases, else ValueError saying what is."""
-    for part in value.split(",") if "," in value else (value,):
-        part = part.strip()
+    """`value` in its one spelling (each comma-separated part without surrounding whitespace,
+    empty parts dropped) if it names modelled runtimes/releases, else ValueError saying what
+    is. Every command parses `--target` with it, so nothing downstream sees `' sglang'`."""
+    parts = [p.strip() for p in value.split(",")]
+    parts = [p for p in parts if p] or [""]
+    for part in parts:
         try:
             keys = targets_of(part)
             for key in keys:
@@ -262,7 +291,10 @@ def parse_target(value: str) -> str:
         except KeyError:
             name = part.partition("@")[0]
             if name in _RUNTIMES:
-                rels = ", ".join(_RUNTIMES[name].release_names())
+                rels = ", ".join(
+                    r.name + (f" (or {', '.join(r.aliases)})" if r.aliases else "")
+                    for r in _RUNTIMES[name].releases
+                )
                 raise ValueError(
                     f"unknown release in {part!r}: {name} models {rels} (or {name}@all)"
                 ) from None
@@ -271,7 +303,7 @@ def parse_target(value: str) -> str:
                 f"{', '.join(target_choices())}, NAME@RELEASE, NAME@all, all@all, "
                 "or a comma-separated list of those"
             ) from None
-    return value
+    return ",".join(parts)
 
 
 def release_span(names: tuple[str, ...] | list[str], hit: set[str] | list[str]) -> str:
@@ -405,3 +437,44 @@ def effect_on(
             return hit
         rt = _RUNTIMES.get(rt.based_on) if rt.based_on else None
     return Effect.NONE
+
+
+#: The generic codes (every runtime decides them): container, markers, layers, numerics,
+#: shards. QC6xx and QC7xx are the runtimes' own.
+GENERIC_FAMILIES = ("QC1", "QC2", "QC3", "QC4", "QC5")
+
+
+def decision(
+    runtime: Runtime, code: str, declared: dict[str, Effect], prose: str = ""
+) -> tuple[Effect, str] | None:
+    """(effect at the newest release, the one-line reason) of rule `code` (declared effects
+    `declared`, documentation `prose`) on `runtime`; None when nothing decides it (a silent
+    none). The reason is the runtime's own (`Runtime.reasons`); the catalog entry's evidence
+    (a built-in runtime: a generic code that affects it, or whose prose names it); its own
+    rule (declared for it, or in its release data); its base's (a fork); or another
+    runtime's own rule (QC6xx/QC7xx, reported for that runtime only)."""
+    effect = effect_on(runtime, code, None, declared)
+    why = runtime.reasons.get(code)
+    if why is not None:
+        return effect, why
+    generic = code.startswith(GENERIC_FAMILIES)
+    if generic and runtime.catalog:
+        named = runtime.name in prose.lower() or runtime.title.lower() in prose.lower()
+        if effect is not Effect.NONE or named:
+            return effect, "the rule's catalog entry (evidence above)"
+        return None
+    own = declared.get(runtime.name, Effect.NONE) is not Effect.NONE or any(
+        code in rel.effects for rel in runtime.releases
+    )
+    if own and not generic:
+        return effect, f"{runtime.title}'s own rule"
+    if runtime.based_on is not None:
+        base = decision(_RUNTIMES[runtime.based_on], code, declared, prose)
+        if base is not None:
+            hit = runtime.effect_table().get(code)
+            if hit is None or hit is base[0]:
+                return effect, f"as {runtime.based_on} (the same loader code): {base[1]}"
+        return None
+    if not generic and effect is Effect.NONE:
+        return effect, "another runtime's own rule"
+    return None

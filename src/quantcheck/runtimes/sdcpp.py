@@ -8,6 +8,8 @@ the top level only) and never the header's `_quantization_metadata`; it implemen
 FP8 weights by dtype. The next release step is PR #1913 (merged 2026-08-26): FP8 weights keep
 their scalar or per-channel scale (`.scale_weight` read as `.weight_scale`); before it, scaled
 FP8 files load without their scales and render white images (PR #1898's description).
+Release names: sd.cpp's release tags that contain these commits were not found, so the steps
+are named by commit (bcc7e295) and by merge date (`2026-08-26`; `pr1913` stays an alias).
 
 Not modelled: commit 1aaa4929 (PR #1829, closed without merging) read only the header
 `_quantization_metadata` (with top-level `params` defaults), accepted `convrot_w4a4`, and
@@ -25,29 +27,15 @@ from quantcheck.runtimes.registry import Release, Runtime
 
 FAILS, DEGRADED = Effect.FAILS, Effect.DEGRADED
 
+#: The container codes its reader refuses.
+READER_REFUSES: tuple[str, ...] = tuple(
+    f"QC1{n:02d}" for n in (*range(1, 7), *range(9, 15), 17, 20)
+)
 #: What each generic code does to sd.cpp (codes not listed: nothing, see LEFT_NONE).
 EFFECTS: dict[str, Effect] = {
     # container: its own header parser (read_safetensors_file) checks the header length, JSON,
     # dtype table, offsets against the file size and each tensor's byte count.
-    **dict.fromkeys(
-        (
-            "QC101",
-            "QC102",
-            "QC103",
-            "QC104",
-            "QC105",
-            "QC106",
-            "QC109",
-            "QC110",
-            "QC111",
-            "QC112",
-            "QC113",
-            "QC114",
-            "QC117",
-            "QC120",
-        ),
-        FAILS,
-    ),
+    **dict.fromkeys(READER_REFUSES, FAILS),
     "QC107": DEGRADED,  # nlohmann::json keeps one of the duplicate keys
     # tensor markers: U8 only, at most 64 KiB, parsed with nlohmann::json::parse inside a try;
     # a value of the wrong type (convrot not a boolean) throws in json.value().
@@ -56,6 +44,33 @@ EFFECTS: dict[str, Effect] = {
     "QC306": FAILS,
     # numerics: the INT8 scales are used as stored.
     **dict.fromkeys(("QC401", "QC402", "QC403", "QC407", "QC408"), DEGRADED),
+    # shards: sd.cpp loads one file per model argument, so a set with a missing member
+    # cannot be loaded whole: a missing tensor is missing everywhere.
+    "QC504": FAILS,
+    "QC506": FAILS,
+}
+#: Why each code of EFFECTS does what it does to sd.cpp (one line each).
+WHY: dict[str, str] = {
+    **dict.fromkeys(
+        READER_REFUSES,
+        "its own header parser (read_safetensors_file) checks the header length, JSON, dtype "
+        "table, offsets against the file size and each tensor's byte count",
+    ),
+    "QC107": "nlohmann::json keeps one of the duplicate keys",
+    **dict.fromkeys(
+        ("QC201", "QC202", "QC203", "QC204", "QC205", "QC206", "QC218"),
+        "tensor markers: U8 only, at most 64 KiB, parsed with nlohmann::json::parse inside a "
+        "try; a value of the wrong type (convrot not a boolean) throws in json.value()",
+    ),
+    "QC306": "a quantized weight that is not 2-D never matches the model's Linear shape",
+    **dict.fromkeys(
+        ("QC401", "QC402", "QC403", "QC407", "QC408"), "the INT8 scales are used as stored"
+    ),
+    **dict.fromkeys(
+        ("QC504", "QC506"),
+        "a missing shard's tensors are missing whatever loads the rest: sd.cpp loads one file "
+        "per model argument and cannot load the set whole",
+    ),
 }
 
 #: Generic codes consciously left NONE for sd.cpp, with the reason.
@@ -108,10 +123,11 @@ LEFT_NONE: dict[str, str] = {
     "QC501": "one file per model argument: shards are not combined",
     "QC502": "index files are not read",
     "QC503": "index files are not read",
-    "QC504": "index files are not read",
     "QC505": "index files are not read",
-    "QC506": "one file per model argument: shard sets are not read",
-    **{c: "sglang's and ComfyUI's own rules" for c in (f"QC6{n:02d}" for n in range(1, 25))},
+    **{
+        c: "sglang's and ComfyUI's own rules"
+        for c in (f"QC6{n:02d}" for n in (*range(1, 25), 30, 50, 51))
+    },
 }
 
 RELEASES: tuple[Release, ...] = (
@@ -121,10 +137,12 @@ RELEASES: tuple[Release, ...] = (
         "(+ConvRot); FP8 loaded without its scale.",
     ),
     Release(
-        "pr1913",
+        "2026-08-26",
         {"QC741": Effect.NONE},
         note="PR #1913 (merged 2026-08-26): FP8 E4M3/E5M2 weights keep scalar or per-channel "
-        "scales (read from its description; the merge commit was not read).",
+        "scales (read from its description; the merge commit was not read, so the step is "
+        "named by its merge date; alias pr1913).",
+        aliases=("pr1913",),
     ),
 )
 
@@ -137,6 +155,7 @@ def sdcpp_runtime() -> Runtime:
         RELEASES,
         checks="quantcheck.rules.sdcpp_rules:SdcppChecks",
         effects=dict(EFFECTS),
+        reasons={**WHY, **LEFT_NONE},
         doc="stable-diffusion.cpp's safetensors reader and Linear (leejet/stable-diffusion.cpp "
         "master bcc7e295, src/model_io/safetensors_io.cpp): .comfy_quant tensor markers only, "
         "int8_tensorwise (+ConvRot); FP8 scales applied from PR #1913.",

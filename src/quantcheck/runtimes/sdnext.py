@@ -1,6 +1,7 @@
 """SD.Next (vladmandic/sdnext) as data: its native transformer loader for a UNet/DiT file.
 
-Read at snapshot d11a619 (2026-07-24):
+Read at snapshot d11a619 (2026-07-24; the modelled release keeps that commit's name: the
+dated SD.Next release that contains it was not found):
 - `pipelines/native_transformer.py`: `read_quantization_metadata` (header
   `_quantization_metadata`; malformed -> OverrideArchMismatch), `transcode_quant_metadata`
   (each header entry whose `<layer>.weight` exists becomes that layer's marker tensor,
@@ -88,6 +89,47 @@ EFFECTS: dict[str, Effect] = {
     "QC506": F,
 }
 
+#: Why each code of EFFECTS does what it does to SD.Next (one line each).
+WHY: dict[str, str] = {
+    **{
+        f"QC1{n:02d}": "safetensors cannot read the file; native_transformer.load raises past "
+        "the OverrideArchMismatch handler"
+        for n in range(1, 22)
+        if n != 7 and n != 19
+    },
+    "QC107": "duplicate key: one of the two values is used silently",
+    **dict.fromkeys(
+        ("QC201", "QC202", "QC203", "QC212", "QC213", "QC214"),
+        "json.loads / ['format'] failures become OverrideArchMismatch: it falls back to the "
+        "base model's transformer",
+    ),
+    "QC204": "numpy() of a dtype numpy lacks raises inside the same try: fallback",
+    **dict.fromkeys(
+        ("QC208", "QC209"), "read_quantization_metadata: a malformed header falls back"
+    ),
+    "QC210": "the header entry replaces the tensor marker: the tensor's value is lost",
+    "QC218": 'if meta.get("convrot"): "false" or 0/1 strings are truthy',
+    "QC223": "a marker without a weight: 'expects ... weights but X has missing': fallback",
+    **dict.fromkeys(
+        ("QC301", "QC302", "QC303", "QC304"),
+        "anything load_state_dict leaves over or misses makes it fall back",
+    ),
+    "QC306": "the marked module is no nn.Linear: fallback",
+    "QC307": "adopt_nvfp4_layer refuses NVFP4 block scales of another shape (fallback); INT8/FP8 "
+    "scales meet SDNQ's scale parameter reshaped [GUESS]",
+    "QC314": "unmarked quantized weights: the scale keys are unexpected: fallback",
+    "QC315": "legacy scaled_fp8: no markers, scale_weight keys unexpected: fallback",
+    "QC318": "nvfp4 + convrot (QC712 is SD.Next's own finding)",
+    **dict.fromkeys(
+        ("QC401", "QC402", "QC403", "QC407", "QC408"), "the dequantizer multiplies what is stored"
+    ),
+    "QC406": "unswizzle_block_scales assumes the swizzled layout",
+    "QC501": "the shards are merged into one dict: the last copy wins silently",
+    **dict.fromkeys(
+        ("QC502", "QC503", "QC504", "QC506"),
+        "the tensors of a missing or escaping shard are missing",
+    ),
+}
 #: Generic codes consciously left NONE for SD.Next, with the reason.
 LEFT_NONE: dict[str, str] = {
     "QC119": "sub-byte dtypes are not read by this loader",
@@ -116,7 +158,9 @@ LEFT_NONE: dict[str, str] = {
     "QC405": "padding is sliced off by unswizzle_block_scales",
     "QC409": "W4A8 is refused as a format (QC710)",
     "QC505": "the loader reads the file, not the index",
-    **dict.fromkeys((f"QC6{n:02d}" for n in range(1, 25)), "sglang's or ComfyUI's own finding"),
+    **dict.fromkeys(
+        (f"QC6{n:02d}" for n in (*range(1, 25), 30, 50, 51)), "sglang's or ComfyUI's own finding"
+    ),
 }
 
 
@@ -134,6 +178,7 @@ def sdnext_runtime() -> Runtime:
         ),
         checks="quantcheck.rules.sdnext_rules:SdnextChecks",
         effects=dict(EFFECTS),
+        reasons={**WHY, **LEFT_NONE},
         doc="SD.Next's native transformer loader (vladmandic/sdnext d11a619 "
         "pipelines/native_transformer.py detect_comfy_quant, build_component_prequantized, "
         "adopt_nvfp4_layer): every refusal falls back to the base model's transformer with "

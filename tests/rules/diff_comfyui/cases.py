@@ -16,8 +16,9 @@ from typing import Any
 import numpy as np
 
 from quantcheck.io.build import RawTensor, write_safetensors
+from quantcheck.numeric.api import dequantize, quantize
 
-from .._build import awq, t
+from .._build import awq, header_meta, t
 from ..diff_consumers.cases import CASES as CONSUMER_CASES
 from ..diff_consumers.cases import (
     F32_ONE,
@@ -92,6 +93,45 @@ def _per_row_scale(ts: Tensors) -> None:
     ts["weight_scale"] = (dtype, np.full((n, 1), a, np.float32))
 
 
+MODEL = "model.diffusion_model."
+
+
+def _under_model_prefix(
+    fmt: str,
+    header: str | None,
+    *,
+    n: int = 64,
+    k: int = 128,
+    others: int = 0,
+    options: dict[str, Any] | None = None,
+    stored: str = MODEL + "blocks.4.attn.wo",
+) -> Case:
+    """One `fmt` layer stored as `stored` with no marker tensor, its marker only in the header
+    under the name `header` (None: no header), and `others` BF16 layers under the model prefix
+    (each one key): ComfyUI strips the prefix only when more than 5 keys carry it."""
+
+    def build(tmp: Path) -> tuple[str, Layers]:
+        import ml_dtypes
+
+        w = np.random.default_rng(n * 1000 + k).standard_normal((n, k)).astype(np.float32)
+        q = quantize(w, fmt, **(options or {}))
+        want = dequantize(fmt, q.arrays(), q.marker, shape=(n, k))
+        tensors = [
+            RawTensor(f"{stored}.{sfx}", dtype, tuple(a.shape), a.tobytes())
+            for sfx, (dtype, a) in q.tensors.items()
+        ]
+        bf16 = np.zeros((8, 8), ml_dtypes.bfloat16).tobytes()
+        tensors += [
+            RawTensor(f"{MODEL}blocks.{i}.ff.weight", "BF16", (8, 8), bf16) for i in range(others)
+        ]
+        path = tmp / "model.safetensors"
+        meta = header_meta({header: q.marker}) if header is not None else None
+        write_safetensors(path, tensors, meta)
+        return str(path), {stored: ((n, k), want)}
+
+    return build
+
+
 CASES: dict[str, Case] = {
     # every format ComfyUI @0271a469 has (QUANT_ALGOS), as quantcheck writes it
     "fp8": layer_case("float8_e4m3fn"),
@@ -138,6 +178,41 @@ CASES: dict[str, Case] = {
     "fp8-scale-per-row-input-scale": layer_case(
         "float8_e4m3fn", edit=_per_row_scale, extra=(("input_scale", "F32", (), F32_ONE),)
     ),
+    # issue 20 item 1: a wrong-dtype weight hides no missing companion
+    "mxfp8-i8-weight-no-scales": raw_case(
+        lambda: [t(f"{P}.weight", "I8", (128, 128)), _marker({"format": "mxfp8"})], 128, 128
+    ),
+    "nvfp4-bf16-weight-no-scales": raw_case(
+        lambda: [t(f"{P}.weight", "BF16", (64, 64)), _marker({"format": "nvfp4"})], 64, 64
+    ),
+    "int8-u8-weight-no-scale": raw_case(
+        lambda: [t(f"{P}.weight", "U8", (64, 64)), _marker({"format": "int8_tensorwise"})], 64, 64
+    ),
+    # item 2: unmarked storage, decided from the shapes (packed: fails; same width: degraded)
+    "nvfp4-unmarked-header-elsewhere": _under_model_prefix("nvfp4", "blocks.4.attn.wo"),
+    "w4a8-unmarked": _under_model_prefix("asym_w4a8_int8", None, k=256),
+    "int8-unmarked": layer_case("int8_tensorwise", options=INT8, marker=lambda conf: None),
+    # item 3: dequantize() cannot broadcast [N] (N != K: it raises; N == K above: misreads)
+    "int8-scale-1d-wide": layer_case(
+        "int8_tensorwise",
+        n=64,
+        k=128,
+        options=INT8,
+        edit=lambda ts: ts.update(weight_scale=("F32", ts["weight_scale"][1].reshape(-1))),
+    ),
+    # item 4: load_diffusion_model_state_dict's two convert_old_quants passes
+    "header-unprefixed-prefix-stripped": _under_model_prefix(
+        "int8_tensorwise", "blocks.4.attn.wo", others=4, options=ROT16
+    ),
+    "header-unprefixed-two-call-fp8": _under_model_prefix(
+        "float8_e4m3fn", "proj_in", others=4, stored=MODEL + "proj_in"
+    ),
+    "header-unprefixed-few-keys": _under_model_prefix(
+        "int8_tensorwise", "blocks.4.attn.wo", others=2, options=ROT16
+    ),
+    "header-prefixed-tensors-unprefixed": _under_model_prefix(
+        "int8_tensorwise", MODEL + "blocks.4.attn.wo", options=ROT16, stored="blocks.4.attn.wo"
+    ),
 }
 #: The InvokeAI / DiffSynth cases that say something about ComfyUI too.
 CASES.update(
@@ -162,10 +237,7 @@ CASES.update(
 )
 
 #: Cases whose ComfyUI outcome needs code the tests do not execute, and why.
-NOT_RUN: dict[str, str] = {
-    "consumers:fp8-legacy-scaled-fp8": "ComfyUI converts legacy scaled_fp8 files in "
-    "comfy/utils.py convert_old_quants, which is not executed (not read at the pin)",
-}
+NOT_RUN: dict[str, str] = {}
 #: Cases whose outcome on a GPU with fp8 compute differs from the CPU run (not executed here:
 #: no GPU), with the `comfyui` verdict and why.
 GPU_DIFFERS: dict[str, tuple[str, str]] = {

@@ -1,13 +1,15 @@
 """ComfyUI's code at the pinned commit, from a reproducible source, verified before it runs.
 
 Where it comes from (first that works):
-1. `QUANTCHECK_COMFYUI_SRC`: a folder holding `comfy/quant_ops.py` and `comfy/ops.py` (a
-   checkout at the pin, or only those files). Nothing there is trusted: each definition the
+1. `QUANTCHECK_COMFYUI_SRC`: a folder holding `comfy/quant_ops.py` and `comfy/ops.py` at the
+   pin, and `comfy/utils.py`, `comfy/model_detection.py`, `comfy/sd.py` at LOADER_COMMIT (or
+   only the pinned functions of those files). Nothing there is trusted: each definition the
    tests execute must match its SHA-256 pin below.
 2. The cache `~/.cache/quantcheck/comfyui/<commit>/` (or `$QUANTCHECK_COMFYUI_CACHE/<commit>/`),
-   filled once by `git fetch --depth 1 https://github.com/Comfy-Org/ComfyUI <commit>` into a
-   scratch repository: git checks every object against its id, and the fetched commit must be
-   the pin (`git rev-parse FETCH_HEAD`); the needed files are then written with `git show`.
+   filled once by `git fetch --depth 1 https://github.com/Comfy-Org/ComfyUI <commit>` (for
+   each of the two commits) into a scratch repository: git checks every object against its
+   id, and the fetched commit must be the pin (`git rev-parse FETCH_HEAD`); the needed files
+   are then written with `git show`.
 
 Only the pieces the tests run are executed (see loader.py); the pins cover exactly those.
 Nothing of ComfyUI is stored in this repository.
@@ -16,7 +18,8 @@ The project's machines (and CI) reach no GitHub host, and the code-search mirror
 Comfy-Org/ComfyUI there is a 2025-10 snapshot without the pin; so the tests were run with
 `QUANTCHECK_COMFYUI_SRC` pointing at a folder holding `comfy/quant_ops.py` and the two pinned
 functions of `comfy/ops.py`, written from the code index's stored copy of those files at
-0271a469 (outside the repository). The pins were computed from that copy; the first run from a
+0271a469, and the loader files of 783545f6 from a git mirror of ComfyUI (outside the
+repository). The pins were computed from that copy; the first run from a
 `git fetch` of the commit confirms them (a mismatch fails, naming both hashes).
 """
 
@@ -32,10 +35,17 @@ from pathlib import Path
 URL = "https://github.com/Comfy-Org/ComfyUI"
 #: Comfy-Org/ComfyUI 0271a469 (quantcheck's reference commit for its ComfyUI rules).
 COMMIT = "0271a469fe29524fafe5872b737123d65a63e5fc"
-#: The files read at the pin (utils.py is optional: it holds convert_old_quants, header markers).
-FILES = ("comfy/quant_ops.py", "comfy/ops.py", "comfy/utils.py")
-#: SHA-256 of what is executed at the pin: a whole file, or `path::function` (the function's
-#: source text as `ast.get_source_segment` returns it). Taken from the file text at 0271a469.
+#: The files read at the pin.
+FILES = ("comfy/quant_ops.py", "comfy/ops.py")
+#: ComfyUI 783545f6: the key plumbing before any layer is built (comfy/sd.py
+#: load_diffusion_model_state_dict and what it calls), read at that commit (the loader facts'
+#: commit for sd.py and utils.py; the code index holds only ops.py and quant_ops.py at
+#: 0271a469). Its files sit beside the pinned ones in the same tree.
+LOADER_COMMIT = "783545f689a0af730065994b46b382ae24844c99"
+LOADER_FILES = ("comfy/utils.py", "comfy/model_detection.py", "comfy/sd.py")
+#: SHA-256 of what is executed: a whole file, or `path::function` (the function's source text
+#: as `ast.get_source_segment` returns it). Taken from the file text at 0271a469 (ops.py,
+#: quant_ops.py) and 783545f6 (the rest).
 PINS = {
     "comfy/quant_ops.py": "acb89f938544e50ca910bd48f8d10ecda245ff0028b8988830000c97bbdbaebc",
     "comfy/ops.py::_load_quantized_module": (
@@ -44,7 +54,21 @@ PINS = {
     "comfy/ops.py::get_disabled_quant_formats": (
         "077aba6c842a1dc8f09e2657af2787f724aece2e36ae005c75f4ba8537804b3a"
     ),
+    "comfy/utils.py::convert_old_quants": (
+        "58d5013a0932e78ffe0cf2f1ed01a3e886dd3626da84c5be57a26b49f5bbea93"
+    ),
+    "comfy/utils.py::state_dict_prefix_replace": (
+        "09a35481e7a5d4ee8cb418bb915c8886f2b4d929a2524c4bb8b9a4b2c1d262d0"
+    ),
+    "comfy/model_detection.py::unet_prefix_from_state_dict": (
+        "87bac94ccde648d12c2a83dadf4e7ef20cda4c44a5389ca5aa8ac1abb3d44882"
+    ),
+    "comfy/sd.py::load_diffusion_model_state_dict": (
+        "cd79d8bb0f32b6259ed73c1dee480a061e96ee2540615554de69059fb61f91b8"
+    ),
 }
+#: Which commit each file is fetched at.
+FETCH = {COMMIT: FILES, LOADER_COMMIT: LOADER_FILES}
 
 
 def cache_root() -> Path:
@@ -85,7 +109,12 @@ def verify(root: Path) -> None:
 
 
 def _git_fetch(into: Path) -> bool:
-    """Fetch the pinned commit with git and write FILES under `into`; False if unreachable."""
+    """Fetch the pinned commits with git and write their files under `into`; False if
+    unreachable."""
+    return all(_git_fetch_one(into, commit, files) for commit, files in FETCH.items())
+
+
+def _git_fetch_one(into: Path, commit: str, files: tuple[str, ...]) -> bool:
     with tempfile.TemporaryDirectory() as scratch:
 
         def git(*args: str) -> subprocess.CompletedProcess[str]:
@@ -98,15 +127,15 @@ def _git_fetch(into: Path) -> bool:
             )
 
         git("init", "-q")
-        if git("fetch", "--depth", "1", "-q", URL, COMMIT).returncode != 0:
+        if git("fetch", "--depth", "1", "-q", URL, commit).returncode != 0:
             return False
         head = git("rev-parse", "FETCH_HEAD").stdout.strip()
-        if head != COMMIT:
-            raise RuntimeError(f"fetched {head}, not the pinned {COMMIT}")
-        for rel in FILES:
-            shown = git("show", f"{COMMIT}:{rel}")
+        if head != commit:
+            raise RuntimeError(f"fetched {head}, not the pinned {commit}")
+        for rel in files:
+            shown = git("show", f"{commit}:{rel}")
             if shown.returncode != 0:
-                raise RuntimeError(f"{rel} is not in {COMMIT}: {shown.stderr.strip()}")
+                raise RuntimeError(f"{rel} is not in {commit}: {shown.stderr.strip()}")
             (into / rel).parent.mkdir(parents=True, exist_ok=True)
             (into / rel).write_text(shown.stdout, encoding="utf-8")
     return True

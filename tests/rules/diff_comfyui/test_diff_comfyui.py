@@ -7,7 +7,9 @@ Skipped unless QUANTCHECK_DIFF_COMFYUI=1. The code comes from `QUANTCHECK_COMFYU
 `git fetch` of the pinned commit (source.py), checked against SHA-256 pins before it runs.
 
 The files are read with safe_open, the loader of ComfyUI's `--cpu` (`comfyui-cpu`): that
-verdict must equal the outcome. The default GPU setup (`comfyui`) differs in its safetensors
+verdict must equal the outcome of plain inference, and quantcheck warns (QC319) exactly where
+ComfyUI's `QuantizedTensor.dequantize()`, which LoRA patching and the full-precision fallback
+use, raises on a layer that runs. The default GPU setup (`comfyui`) differs in its safetensors
 loader, whose dtype table has no F8_E8M0 (comfy/utils.py load_safetensors, not executed here),
 and in running fp8 / NVFP4 / MXFP8 layers on their quantized kernels (not executed: no GPU):
 its verdict must equal the outcome, except that a file with an F8_E8M0 tensor must fail and
@@ -22,7 +24,7 @@ from pathlib import Path
 import pytest
 from safetensors import safe_open
 
-from quantcheck.check import check_paths
+from quantcheck.checking import check_paths
 
 from .cases import AMBIGUOUS, CASES, GPU_DIFFERS, NOT_RUN
 from .loader import Comfy, load
@@ -35,6 +37,8 @@ pytestmark = pytest.mark.skipif(
 )
 
 RELEASE = "0271a469"
+#: The warning for a layer whose inference is right but whose dequantize() raises.
+LORA_WARNING = "QC319"
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +66,7 @@ def test_comfyui_agrees_with_quantcheck(name: str, comfy: Comfy, tmp_path: Path)
     if name in NOT_RUN or name in AMBIGUOUS:
         pytest.skip(NOT_RUN.get(name) or AMBIGUOUS[name])
     path, layers = CASES[name](tmp_path)
-    real, why = outcome(comfy, path, layers)
+    real, why, dequantize_fails = outcome(comfy, path, layers)
     cpu_key, gpu_key = f"comfyui-cpu@{RELEASE}", f"comfyui@{RELEASE}"
     report = check_paths([path], target=f"{cpu_key},{gpu_key}")
     cpu = report.target_status(cpu_key)["status"]
@@ -71,4 +75,10 @@ def test_comfyui_agrees_with_quantcheck(name: str, comfy: Comfy, tmp_path: Path)
     assert (cpu, gpu) == (real, want_gpu), (
         f"{name}: ComfyUI {RELEASE} with safe_open: {real} ({why}); quantcheck says "
         f"comfyui-cpu {cpu}, comfyui {gpu} (wanted {want_gpu})"
+    )
+    warned = any(d.code == LORA_WARNING for d in report.diagnostics)
+    assert warned == (dequantize_fails and real != "fails"), (
+        f"{name}: ComfyUI's dequantize() (LoRA / full-precision fallback) "
+        f"{'raises' if dequantize_fails else 'works'} ({why}); quantcheck "
+        f"{'warns' if warned else 'does not warn'} ({LORA_WARNING})"
     )

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from quantcheck.check import check_paths
+from quantcheck.checking import check_paths
 
 from .cases import AMBIGUOUS, CASES
 from .loader import load_diffsynth, load_invokeai

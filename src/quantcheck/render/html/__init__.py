@@ -1,5 +1,5 @@
 """`quantcheck report`: a self-contained HTML picture of a checkpoint (inline CSS and SVG, no
-scripts, no network). Standard library only; `--compare` needs the numeric extra.
+scripts, no network). Standard library only; `--compare` needs numpy.
 
     from quantcheck.render.html import build_report
     html = build_report(["model.safetensors"])
@@ -34,7 +34,7 @@ def build_report(
 ) -> str:
     """Open `paths`, check them, and render the report. `compare` is a CompareResult-like
     object (`.layers` rows with prefix and rel_l2, optional `.problems`) or None."""
-    from quantcheck.check import check_checkpoint
+    from quantcheck.checking import check_checkpoint
     from quantcheck.model.checkpoint import load_checkpoint
 
     with load_checkpoint(paths) as ck:

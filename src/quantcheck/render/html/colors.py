@@ -25,6 +25,10 @@ _SPARE = ("#a0cbe8", "#8cd17d", "#86bcb6", "#f1ce63", "#d4a6c8", "#fabfd2", "#b6
 SEVERITY_COLORS = {"error": "#d1242f", "warning": "#e08600", "info": "#1f6feb"}
 STATUS_COLORS = {"ok": "#1a7f37", "degraded": "#bf8700", "fails": "#d1242f"}
 MISSING = "#f3f3f3"
+#: Layers kept unquantized: white with a dashed grey outline, outside the heat colours (their
+#: error is a dtype round trip, not a quantization error).
+NOT_QUANTIZED = "#ffffff"
+NOT_QUANTIZED_STROKE = "#8c8c8c"
 
 #: Light to dark: small relative error is pale, large is dark red.
 _HEAT = ("#fff7bc", "#fee391", "#fec44f", "#fe9929", "#ec7014", "#cc4c02", "#993404", "#662506")
@@ -58,18 +62,25 @@ def _rgb(color: str) -> tuple[int, int, int]:
 
 
 class LogScale:
-    """Maps positive values to [0, 1] on a log scale between the smallest and largest finite."""
+    """Maps relative errors to [0, 1] on a fixed log10 scale, the same in every report:
+    `LO` (1e-4, a near-lossless round trip) is 0 and `HI` (1, an error as large as the
+    weights) is 1; values outside clamp. `lo` and `hi` are the real range of `values` (the
+    finite positive ones), which the legend marks on the scale."""
+
+    LO = 1e-4
+    HI = 1.0
+    #: Labelled ticks of the legend.
+    TICKS = ((1e-4, "10⁻⁴"), (1e-3, "10⁻³"), (1e-2, "0.01"), (1e-1, "0.1"), (1.0, "1"))
 
     def __init__(self, values: list[float]) -> None:
-        finite = [v for v in values if v > 0 and math.isfinite(v)]
-        self.lo = min(finite, default=1e-4)
-        self.hi = max(finite, default=1.0)
-        if self.hi <= self.lo * 1.0001:
-            self.lo, self.hi = self.lo / 10, self.hi * 10
+        finite = [v for v in values if math.isfinite(v) and v >= 0]
+        self.lo = min(finite, default=None)
+        self.hi = max(finite, default=None)
 
     def __call__(self, v: float) -> float:
         if not math.isfinite(v):
             return 1.0
-        if v <= 0:
+        if v <= self.LO:
             return 0.0
-        return (math.log10(v) - math.log10(self.lo)) / (math.log10(self.hi) - math.log10(self.lo))
+        t = (math.log10(v) - math.log10(self.LO)) / (math.log10(self.HI) - math.log10(self.LO))
+        return min(t, 1.0)

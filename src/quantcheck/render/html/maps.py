@@ -9,6 +9,7 @@ from html import escape
 
 from quantcheck.render.html.colors import (
     MISSING,
+    NOT_QUANTIZED,
     SEVERITY_COLORS,
     LogScale,
     format_color,
@@ -24,10 +25,19 @@ def format_fill(la: LayerView) -> str:
     return format_color(la.format)
 
 
+def is_quantized(la: LayerView) -> bool:
+    return not la.format.startswith("unquantized ")
+
+
 def heat_fill(scale: LogScale) -> Callable[[LayerView], str]:
+    """Heat colour of a compared quantized layer; its own style for a layer kept
+    unquantized (never the colour of a small error) and grey for one not compared."""
+
     def fill(la: LayerView) -> str:
         v = la.rel_l2
-        return MISSING if v is None else heat_color(scale(v))
+        if v is None:
+            return MISSING
+        return heat_color(scale(v)) if is_quantized(la) else NOT_QUANTIZED
 
     return fill
 
@@ -62,9 +72,11 @@ def flat_list_html(
     for i in ids:
         la = layers[i]
         sev = f" sev-{la.severity}" if la.severity and anchor == "L" else ""
+        color = fill(la)
+        sev += " unq" if color == NOT_QUANTIZED else ""
         rows.append(
             f'<li id="{anchor}{i}" title="{escape(tooltip(la))}"><span class="sw{sev}" '
-            f'style="background:{fill(la)}"></span><code>{escape(la.prefix)}</code>'
+            f'style="background:{color}"></span><code>{escape(la.prefix)}</code>'
             f'<span class="meta">{escape(meta(la))}</span></li>'
         )
     return f'<ul class="flat">{"".join(rows)}</ul>'
@@ -120,9 +132,9 @@ def format_map_html(layout: Layout, layers: list[LayerView]) -> str:
 
 def heat_map_html(layout: Layout, layers: list[LayerView], problems: list[dict[str, str]]) -> str:
     """The compare section: heat map on the same grid, the 20 worst layers, what failed."""
-    values = [v for la in layers if (v := la.rel_l2) is not None]
-    scale = LogScale(values)
-    compared = len(values)
+    compared = sum(la.rel_l2 is not None for la in layers)
+    scale = LogScale([v for la in layers if (v := la.rel_l2) is not None and is_quantized(la)])
+    unquantized = sum(la.rel_l2 is not None and not is_quantized(la) for la in layers)
     grids = _grids_html(
         layout,
         layers,
@@ -133,9 +145,15 @@ def heat_map_html(layout: Layout, layers: list[LayerView], problems: list[dict[s
     )
     parts = [
         f'<section id="compare"><h2>Error against the original</h2><p class="caption">'
-        f"Relative L2 error per layer ({compared} of {len(layers)} layers compared; grey: "
-        f"not compared). Same grid as the format map.</p>",
-        heat_legend_svg(num(scale.lo), num(scale.hi)),
+        f"Relative L2 error per layer ({compared} of {len(layers)} layers compared), on a "
+        "fixed log scale from 10⁻⁴ to 1, the same in every report; the bar under it spans "
+        "this report's quantized layers. Same grid as the format map.</p>",
+        heat_legend_svg(scale, num),
+        '<div class="legend">'
+        '<span class="key"><span class="sw unq"></span>not quantized '
+        f"<small>{unquantized}</small></span>"
+        f'<span class="key"><span class="sw" style="background:{MISSING}"></span>not '
+        f"compared <small>{len(layers) - compared}</small></span></div>",
         grids,
         _worst_html(layers, scale),
     ]
@@ -152,6 +170,10 @@ def heat_map_html(layout: Layout, layers: list[LayerView], problems: list[dict[s
     return "".join(parts)
 
 
+def _meter_color(la: LayerView, scale: LogScale) -> str:
+    return heat_color(scale(la.rel_l2 or 0.0)) if is_quantized(la) else "#b4b4b4"
+
+
 def _worst_html(layers: list[LayerView], scale: LogScale) -> str:
     rows = []
     for rank, la in enumerate(worst(layers), 1):
@@ -162,7 +184,7 @@ def _worst_html(layers: list[LayerView], scale: LogScale) -> str:
             f'{escape(la.prefix)}</code></a></td><td><span class="sw" style="background:'
             f'{format_color(la.format)}"></span>{escape(la.format)}</td>'
             f'<td class="num">{num(v)}</td><td>'
-            f"{meter_svg(scale(v), 1.0, heat_color(scale(v)), 120)}</td>"
+            f"{meter_svg(scale(v), 1.0, _meter_color(la, scale), 120)}</td>"
             f'<td class="num">{num(m.get("cosine"), 6)}</td>'
             f'<td class="num">{num(m.get("snr_db"))}</td>'
             f'<td class="num">{num(m.get("max_abs"))}</td></tr>'

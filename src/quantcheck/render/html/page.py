@@ -43,6 +43,7 @@ background:var(--bg);border-radius:6px}
 .sw{display:inline-block;width:14px;height:14px;border-radius:3px;vertical-align:-2px;
 margin-right:6px;border:1px solid rgba(0,0,0,.12)}
 .sw.outline{background:#fff;border:3px solid}
+.sw.unq{background:#fff;border:1px dashed #8c8c8c}
 .sev-error{outline:3px solid #d1242f}.sev-warning{outline:3px solid #e08600}
 .sev-info{outline:3px solid #1f6feb}
 .scroll{overflow-x:auto}

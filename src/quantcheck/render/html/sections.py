@@ -41,6 +41,8 @@ def header_html(data: ReportData, generated: str, version: str) -> str:
     for t in data.report.targets:
         st = data.report.target_status(t)
         detail = f"{st['errors']} blocking · {st['degraded']} degrading"
+        if st.get("verified") is False:
+            detail += f" · unverified: {st['unverified']}"
         cards.append(_card(t, st["status"], detail, STATUS_COLORS[st["status"]]))
     inputs = "".join(f"<li><code>{escape(p)}</code></li>" for p in data.inputs)
     flags = f"target {escape(data.target)}" + (" · deep checks" if data.deep else "")

@@ -5,7 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from html import escape
 
-from quantcheck.render.html.colors import MISSING, SEVERITY_COLORS, heat_stops
+from quantcheck.render.html.colors import (
+    MISSING,
+    NOT_QUANTIZED,
+    NOT_QUANTIZED_STROKE,
+    SEVERITY_COLORS,
+    LogScale,
+    heat_stops,
+)
 from quantcheck.render.html.layout import Grid, kind_key
 from quantcheck.render.html.model import LayerView
 from quantcheck.render.html.text import tooltip
@@ -76,9 +83,17 @@ def grid_svg(
 def _cell(
     la: LayerView, x: int, y: int, cw: int, ch: int, color: str, anchor: str, outline: bool
 ) -> str:
+    dashed = (
+        f' stroke="{NOT_QUANTIZED_STROKE}" stroke-width="1" stroke-dasharray="3 2"'
+        if color == NOT_QUANTIZED
+        else ""
+    )
+    cls = "c unq" if dashed else "c"
     rect = (
-        f'<rect class="c" id="{anchor}{la.index}" x="{x + 1}" y="{y + 1}" width="{cw - 2}" '
-        f'height="{ch - 2}" fill="{color}"><title>{escape(tooltip(la))}</title></rect>'
+        f'<rect class="{cls}" id="{anchor}{la.index}" x="{x + 1.5 if dashed else x + 1}" '
+        f'y="{y + 1.5 if dashed else y + 1}" width="{cw - 3 if dashed else cw - 2}" '
+        f'height="{ch - 3 if dashed else ch - 2}" fill="{color}"{dashed}>'
+        f"<title>{escape(tooltip(la))}</title></rect>"
     )
     if not outline or la.severity is None:
         return rect
@@ -131,17 +146,38 @@ def meter_svg(
     return "".join(out)
 
 
-def heat_legend_svg(lo: str, hi: str, width: int = 320) -> str:
-    """The heat scale as a gradient with its end labels."""
+def heat_legend_svg(scale: LogScale, label: Callable[[float], str], width: int = 400) -> str:
+    """The fixed heat scale as a gradient with its labelled ticks (the same in every report)
+    and, under it, a bracket over the range this report's values span, with its end values."""
     stops = heat_stops()
     grad = "".join(
         f'<stop offset="{i / (len(stops) - 1):.3f}" stop-color="{c}"/>' for i, c in enumerate(stops)
     )
-    return (
-        f'<svg class="legend-heat" xmlns="http://www.w3.org/2000/svg" width="{width + 120}" '
-        f'height="34" viewBox="0 0 {width + 120} 34"><defs><linearGradient id="heatgrad">'
-        f'{grad}</linearGradient></defs><text x="0" y="16" class="lbl">{escape(lo)}</text>'
-        f'<rect x="60" y="4" width="{width}" height="16" fill="url(#heatgrad)"/>'
-        f'<text x="{width + 66}" y="16" class="lbl">{escape(hi)}</text>'
-        f'<text x="60" y="32" class="lbl">relative L2 error, log scale</text></svg>'
-    )
+    x0 = 24  # room for the first tick's label
+    out = [
+        f'<svg class="legend-heat" xmlns="http://www.w3.org/2000/svg" width="{width + 2 * x0}" '
+        f'height="64" viewBox="0 0 {width + 2 * x0} 64"><defs><linearGradient id="heatgrad">'
+        f"{grad}</linearGradient></defs>"
+        f'<rect x="{x0}" y="4" width="{width}" height="16" fill="url(#heatgrad)"/>'
+    ]
+    for tick, name in scale.TICKS:
+        tx = x0 + width * scale(tick)
+        out.append(
+            f'<rect x="{tx - 0.5:.1f}" y="20" width="1" height="4" fill="#444"/>'
+            f'<text x="{tx:.1f}" y="35" class="lbl" text-anchor="middle">{escape(name)}</text>'
+        )
+    if scale.lo is not None and scale.hi is not None:
+        a, b = x0 + width * scale(scale.lo), x0 + width * scale(scale.hi)
+        b = max(b, a + 2)
+        text = f"this report: {label(scale.lo)}" + (
+            f" – {label(scale.hi)}" if scale.hi != scale.lo else ""
+        )
+        anchor = "start" if a < width / 2 else "end"
+        tx = a if anchor == "start" else b
+        out.append(
+            f'<rect class="range" x="{a:.1f}" y="40" width="{b - a:.1f}" height="4" '
+            f'fill="#222"/><text x="{tx:.1f}" y="58" class="lbl" '
+            f'text-anchor="{anchor}">{escape(text)}</text>'
+        )
+    out.append("</svg>")
+    return "".join(out)

@@ -11,6 +11,7 @@ from quantcheck.model.checkpoint import Checkpoint, load_checkpoint
 from quantcheck.results import Report, kind_of, release_matrix
 from quantcheck.rules.levels import Effect
 from quantcheck.runtimes import load, registry, split_target, targets_of
+from quantcheck.runtimes.comfyui_releases import RULE_ALIASES
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
@@ -28,14 +29,7 @@ def select_diagnostics(
     `QC301`, `QC3*`, or a rule name)."""
 
     def matches(d: Diagnostic, pats: list[str]) -> bool:
-        for p in pats:
-            p = p.strip()
-            if not p:
-                continue
-            up = p.upper()
-            if d.code.startswith(up) or fnmatch.fnmatch(d.code, up) or p.lower() == d.name:
-                return True
-        return False
+        return any(selects(p, d.code, d.name) for p in pats)
 
     keys = targets_of(target) if target is not None else None
     concerns = _concerns_memo(keys) if keys is not None else {}
@@ -65,6 +59,61 @@ def select_diagnostics(
             continue
         out.append(d)
     return out
+
+
+def selects(pattern: str, code: str, name: str) -> bool:
+    """Whether a `--select`/`--ignore` pattern (`QC3`, `QC301`, `QC3*`, a rule name; any case,
+    surrounding blanks ignored; blank: nothing) takes rule `code` called `name`."""
+    p = pattern.strip()
+    if not p:
+        return False
+    up, low = p.upper(), p.lower()
+    return (
+        code.startswith(up)
+        or fnmatch.fnmatch(code, up)
+        or low == name
+        or RULE_ALIASES.get(low) == code
+    )
+
+
+def check_selectors(patterns: Iterable[str]) -> None:
+    """ValueError naming the first pattern that takes no rule of the registry (a typo such as
+    `QC3O5` would otherwise select nothing and turn a gate green), with the nearest code or
+    rule name as a suggestion."""
+    from quantcheck.rules.registry import all_rules
+
+    rules = all_rules()
+    for pattern in patterns:
+        if not pattern.strip() or any(selects(pattern, c, r.name) for c, r in rules.items()):
+            continue
+        p = pattern.strip()
+        near = _nearest_rule(p, rules)
+        hint = f"; did you mean {near}?" if near else ""
+        raise ValueError(
+            f"{p!r} matches no rule code or name (codes like QC301, families like QC3, "
+            f"globs like QC3*, or a rule name from `quantcheck rules`){hint}"
+        )
+
+
+#: characters a code is mistyped with (`QC3O5`), read as the digit they look like
+_LOOKALIKE = str.maketrans("OILSZB", "011528")
+
+
+def _nearest_rule(text: str, rules: dict[str, Any]) -> str | None:
+    """The code or rule name nearest to `text`: a code written with look-alike letters, else
+    the closest code or name by `difflib` (None when nothing is close)."""
+    import difflib
+
+    up = text.upper()
+    if up.startswith("QC"):
+        fixed = "QC" + up[2:].translate(_LOOKALIKE)
+        if any(c.startswith(fixed) for c in rules):
+            return fixed
+    low = text.lower()
+    choices = [*rules, *(r.name for r in rules.values())]
+    scored = [(difflib.SequenceMatcher(None, low, c.lower()).ratio(), c) for c in choices]
+    ratio, best = max(scored)
+    return best if ratio >= 0.5 else None
 
 
 def _concerns_memo(keys: tuple[str, ...]) -> dict[Any, bool]:
@@ -133,6 +182,7 @@ def labelled_check(
 
         diags.extend(deep_check(ck, read_weights=read_weights))
     if select or ignore:
+        check_selectors([*(select or ()), *(ignore or ())])
         diags = select_diagnostics(diags, target=None, select=select, ignore=ignore)
     releases = release_matrix(diags, targets)
     diags = select_diagnostics(diags, target=target) if diags else diags
@@ -190,6 +240,12 @@ def input_record(ck: Checkpoint, i: int) -> dict[str, object]:
     extra = getattr(shard.source, "describe", None)
     if callable(extra):
         rec.update(extra())
+    if "snapshots" in shard.name:  # maybe read from the Hugging Face cache (no hub import else)
+        from quantcheck.io.hubcache import origin
+
+        cached = origin(shard.name)
+        if cached is not None:
+            rec["hub_cache"] = cached
     return rec
 
 
