@@ -25,14 +25,6 @@ def stale_layer(prefix: str) -> list[RawTensor]:
     ]
 
 
-def needs_rewrite(path: Path) -> Path:
-    """Give a written file trailing bytes (QC118), which only a rewrite repairs: `fix` then
-    has one fix to apply and writes (with nothing to fix it writes nothing)."""
-    with open(path, "ab") as f:
-        f.write(bytes(8))
-    return path
-
-
 def sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 

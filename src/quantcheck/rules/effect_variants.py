@@ -23,7 +23,7 @@ VARIANTS: dict[str, dict[str, tuple[str, ...]]] = {
     R.QC210.code: {"sglang": ("none",)},
     R.QC219.code: _each(_CUI, "none"),
     R.QC220.code: _each(_CUI, "none"),
-    R.QC222.code: _each(_CUI, "none"),
+    R.QC222.code: _each(_CUI, "none", "fails"),
     R.QC223.code: {"sglang": ("none",)},
     R.QC301.code: {"sglang": ("none",)},
     R.QC305.code: {"sglang": ("none",), **_each(_CUI, "fails")},
