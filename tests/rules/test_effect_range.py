@@ -49,6 +49,7 @@ def test_every_effect_check_gives_is_in_the_rule_range(
 def test_every_declared_variant_is_seen_in_a_case(
     observed: dict[str, dict[str, set[Effect]]],
 ) -> None:
+    assert set(VARIANTS) <= set(all_rules())
     for code, per in VARIANTS.items():
         for t, effects in per.items():
             assert {Effect(e) for e in effects} <= observed[code][t], (code, t)

@@ -9,8 +9,6 @@ docs/rules.md show them, so the effects a reader is told are the ones `check` ap
 
 from __future__ import annotations
 
-from quantcheck.rules import codes as R
-
 _CUI = ("comfyui", "comfyui-cpu", "forge-neo")
 
 
@@ -18,18 +16,20 @@ def _each(names: tuple[str, ...], *effects: str) -> dict[str, tuple[str, ...]]:
     return {n: effects for n in names}
 
 
-#: code -> runtime -> effects (values of `Effect`) some findings have besides the declared one
+#: code -> runtime -> effects (values of `Effect`) some findings have besides the declared one;
+#: codes as strings (rule.py imports this module, and `rules.codes` imports the catalogs that
+#: import rule.py), checked against the registry by tests/rules/test_effect_range.py
 VARIANTS: dict[str, dict[str, tuple[str, ...]]] = {
-    R.QC210.code: {"sglang": ("none",)},
-    R.QC219.code: _each(_CUI, "none"),
-    R.QC220.code: _each(_CUI, "none"),
-    R.QC222.code: _each(_CUI, "none", "fails"),
-    R.QC223.code: {"sglang": ("none",)},
-    R.QC301.code: {"sglang": ("none",)},
-    R.QC305.code: {"sglang": ("none",), **_each(_CUI, "fails")},
-    R.QC307.code: {"sglang": ("none",), **_each(_CUI, "none")},
-    R.QC311.code: {"sglang": ("none",), **_each(_CUI, "none")},
-    R.QC314.code: {"sglang": ("none",), **_each(_CUI, "none")},
-    R.QC320.code: _each(_CUI, "fails"),
-    R.QC713.code: {"sdnext": ("fails",)},
+    "QC210": {"sglang": ("none",)},
+    "QC219": _each(_CUI, "none"),
+    "QC220": _each(_CUI, "none"),
+    "QC222": _each(_CUI, "none", "fails"),
+    "QC223": {"sglang": ("none",)},
+    "QC301": {"sglang": ("none",)},
+    "QC305": {"sglang": ("none",), **_each(_CUI, "fails")},
+    "QC307": {"sglang": ("none",), **_each(_CUI, "none")},
+    "QC311": {"sglang": ("none",), **_each(_CUI, "none")},
+    "QC314": {"sglang": ("none",), **_each(_CUI, "none")},
+    "QC320": _each(_CUI, "fails"),
+    "QC713": {"sdnext": ("fails",)},
 }
