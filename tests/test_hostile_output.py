@@ -11,8 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import re._constants as sre_constants  # the parser `re` itself uses (sre_* are deprecated)
-import re._parser as sre_parse
 from pathlib import Path
 from typing import Any
 
@@ -212,94 +210,23 @@ def test_explain_escapes_pasted_values(capsys: pytest.CaptureFixture[str]) -> No
     _lines_ok(capsys.readouterr().out)
 
 
-# --- item 10: explain's matching is linear --------------------------------------------------
-
-UNBOUNDED = {
-    sre_constants.MAX_REPEAT,
-    sre_constants.MIN_REPEAT,
-    getattr(sre_constants, "POSSESSIVE_REPEAT", sre_constants.MAX_REPEAT),
-}
-
-
-def _walk(
-    items: Any, inside_repeat: bool, inside_atomic: bool, found: list[str], tail: bool
-) -> None:
-    """Record nested unbounded repeats, and broad repeats that could backtrack."""
-    seq = list(items)
-    for i, (op, av) in enumerate(seq):
-        last = tail and i == len(seq) - 1
-        if op in UNBOUNDED:
-            _lo, hi, sub = av
-            unbounded = hi == sre_constants.MAXREPEAT
-            if unbounded and inside_repeat:
-                found.append("nested unbounded repeat")
-            broad = any(
-                o in (sre_constants.ANY, sre_constants.NOT_LITERAL)
-                or (
-                    o == sre_constants.IN
-                    and av2
-                    and av2[0][0] == sre_constants.NEGATE
-                    and len(av2) <= 2
-                )
-                for o, av2 in sub
-            )
-            if unbounded and broad and not (inside_atomic or last):
-                found.append("broad repeat outside an atomic group, not at the end")
-            _walk(sub, inside_repeat or unbounded, inside_atomic, found, False)
-        elif op == sre_constants.SUBPATTERN:
-            _walk(av[-1], inside_repeat, inside_atomic, found, last)
-        elif op == getattr(sre_constants, "ATOMIC_GROUP", None):
-            _walk(av, inside_repeat, True, found, last)
-        elif op == sre_constants.BRANCH:
-            for alt in av[1]:
-                _walk(alt, inside_repeat, inside_atomic, found, last)
-
-
-def _hazards(pattern: str) -> list[str]:
-    found: list[str] = []
-    _walk(sre_parse.parse(pattern), False, False, found, True)
-    return found
-
-
-def test_hazard_finder_finds_the_old_shape() -> None:
-    assert _hazards(r"a (?P<x>.+?) and (?P<y>.+?)$")
-    assert _hazards(r"(a+)+b")
-    assert not _hazards(r"a (?>(?P<x>[^\n]+?) and )(?P<y>[^\n]+)")
-
-
-def test_message_patterns_cannot_backtrack() -> None:
-    from quantcheck.explain.messages import PATTERNS
-
-    for p in PATTERNS:
-        assert not _hazards(p.regex.pattern), (p.template, _hazards(p.regex.pattern))
-        first = sre_parse.parse(p.regex.pattern)[0]
-        assert first[0] == sre_constants.LITERAL, f"{p.template}: not anchored on a literal"
-
-
-class _Spy:
-    """A compiled pattern that records the length of every text it is asked to search."""
-
-    def __init__(self, regex: re.Pattern[str], seen: list[int]) -> None:
-        self.regex, self.seen = regex, seen
-
-    def search(self, text: str, *args: Any) -> Any:
-        self.seen.append(len(text))
-        return self.regex.search(text, *args)
-
-    def match(self, text: str, *args: Any) -> Any:
-        self.seen.append(len(text))
-        return self.regex.match(text, *args)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.regex, name)
+# --- item 10: explain's matching is bounded (its linearity: tests/test_explain_linear.py) ----
 
 
 def test_matcher_only_sees_bounded_text(monkeypatch: pytest.MonkeyPatch) -> None:
     from quantcheck.explain import messages
+    from quantcheck.explain.template import Line
 
     seen: list[int] = []
-    for p in messages.PATTERNS:
-        monkeypatch.setattr(p, "regex", _Spy(p.regex, seen))
+
+    class Spy(Line):
+        """A line that records the length of every text the matcher is given."""
+
+        def __init__(self, text: str) -> None:
+            seen.append(len(text))
+            super().__init__(text)
+
+    monkeypatch.setattr(messages, "Line", Spy)
     junk = "Comfy W4A8 layer 'x' has incompatible weight/scale shapes: (8, 1), " * 3000
     log = (
         "INFO loading\n" * 2000

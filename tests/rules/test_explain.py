@@ -14,7 +14,7 @@ from quantcheck.checking import check_paths
 from quantcheck.cli.main import main
 from quantcheck.explain.lookup import explain
 from quantcheck.explain.messages import MessagePattern, all_patterns, match_message
-from quantcheck.rules.registry import all_rules
+from quantcheck.rules.registry import all_rules, get_rule
 
 from .conftest import SEEDS as SEED_DIR
 from .conftest import SGLANG_CASES
@@ -80,7 +80,7 @@ def test_explain_qc305_doc(capsys: pytest.CaptureFixture) -> None:
     for head in (
         "What it checks:",
         "Why it matters:",
-        "Effect per runtime: sglang: fails, comfyui: none",
+        "Effect per runtime: sglang: fails or none (by finding), comfyui: none or fails",
         "Evidence:",
         "Example:",
         "Fix (safe):",
@@ -228,3 +228,79 @@ def test_explain_recorded_message_points_to_checked_code(
         c for cause in match.pattern.causes for c in failing if f"({c})" in cause
     }
     assert pointed & failing, f"explain says {match.code}; check says {sorted(failing)}"
+
+
+# --- issue 22 item 11: every defect a message names, the release finding, comfy-kitchen -----
+
+BOTH_WRONG = "Comfy INT8 layer 'x' needs I8 weights and F32 scales, got BF16 and F16"
+
+
+def test_message_naming_two_wrong_dtypes_names_both_rules(capsys: pytest.CaptureFixture) -> None:
+    match = match_message(BOTH_WRONG)
+    assert match is not None and match.codes == ("QC304", "QC305")
+    assert main(["explain", BOTH_WRONG]) == 0
+    out = capsys.readouterr().out
+    assert "Rule: QC304 marker-on-unquantized-layer" in out
+    assert "Also: QC305 companion-dtype" in out
+    assert "`quantcheck explain QC304` and `quantcheck explain QC305`" in out
+    assert main(["explain", "--format", "json", BOTH_WRONG]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["code"] == "QC304" and doc["codes"] == ["QC304", "QC305"]
+
+
+@pytest.mark.parametrize(
+    "message,codes",
+    [
+        ("Comfy INT8 layer 'x' needs I8 weights and F32 scales, got BF16 and F32", ("QC304",)),
+        ("Comfy INT8 layer 'x' needs I8 weights and F32 scales, got I8 and F16", ("QC305",)),
+        (
+            "Comfy INT8 layer 'x' needs I8 weights and F32 scales, got U8 and F16",
+            ("QC303", "QC305"),
+        ),
+        (
+            "Comfy W4A8 layer 'x' needs I8 weights and FP8 group scales, got BF16 and F8_E4M3",
+            ("QC304",),
+        ),
+        (
+            "Comfy NVFP4 layer 'x' needs U8 packed weights and FP8 block scales, got U8 and U8",
+            ("QC305",),
+        ),
+    ],
+)
+def test_dtype_message_names_each_wrong_dtype(message: str, codes: tuple[str, ...]) -> None:
+    match = match_message(message)
+    assert match is not None and match.codes == codes
+
+
+def test_unsupported_format_of_a_later_comfyui_is_the_release_finding(
+    capsys: pytest.CaptureFixture,
+) -> None:
+    assert main(["explain", "ValueError: Unsupported quantization format: w6a8_int8"]) == 0
+    out = capsys.readouterr().out
+    assert "Rule: QC610 format-unsupported-by-comfyui" in out
+    assert "--target comfyui@0271a469" in out
+    match = match_message("Unsupported quantization format: nvfp4_typo")
+    assert match is not None and match.code == "QC213"
+
+
+@pytest.mark.parametrize(
+    "message,code",
+    [
+        (
+            "comfy_kitchen.exceptions.NoCapableBackendError: No backend can handle "
+            "'w4a8_int8_linear': eager: s_channel: dtype torch.bfloat16 not in {torch.float32}",
+            "QC305",
+        ),
+        (
+            "NoCapableBackendError: No backend can handle 'w4a8_int8_linear': eager: s_rel: "
+            "shape [8] fails: exactly 2 dims",
+            "QC307",
+        ),
+        ("raise NoCapableBackendError(func_name, failures)", "QC305"),
+    ],
+)
+def test_comfy_kitchen_no_capable_backend_is_recognised(message: str, code: str) -> None:
+    match = match_message(message)
+    assert match is not None and match.code == code
+    assert "comfy-kitchen" in match.pattern.runtime
+    assert "NoCapableBackendError" in get_rule("QC305").evidence  # what QC305 cites

@@ -208,7 +208,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _quantize(ck: Any, args: argparse.Namespace, out: str, index: str | None) -> int:
-    from quantcheck.convert.plan import plan_quantize
+    from quantcheck.convert.plan import ALREADY, plan_quantize
 
     options = options_of(args)
     planned = _judge_targets(ck, args, options)
@@ -237,7 +237,13 @@ def _quantize(ck: Any, args: argparse.Namespace, out: str, index: str | None) ->
     }
     for p, r in shape_skips.items():
         say(f"  skipped {p}: {r}")
-    other = len(skipped) - len(shape_skips)
+    marked = sum(r == ALREADY for r in skipped.values())
+    if marked:
+        say(
+            f"  {marked} layer{'s were' if marked != 1 else ' was'} already quantized (a "
+            "marker) and left as they are"
+        )
+    other = len(skipped) - len(shape_skips) - marked
     if other:
         say(
             f"  {other} other layer{'s' if other != 1 else ''} left as they are (norms, "
@@ -245,7 +251,9 @@ def _quantize(ck: Any, args: argparse.Namespace, out: str, index: str | None) ->
         )
     if args.dry_run:
         return 0
-    if rc == 0:
+    if rc == 0 and not done:
+        say(f"wrote {out}: a copy, no layer was quantized")
+    elif rc == 0:
         say(f"wrote {out}")
     return rc or (1 if refused else 0)
 

@@ -26,7 +26,10 @@ EXIT_CODES = {
     ),
     "rules": "exit codes: 0 listed, 2 bad usage.",
     "explain": "exit codes: 0 explained, 2 no code, rule name or known message matched.",
-    "fix": "exit codes: 0 nothing left to fix, 1 problems remain, 2 could not run.",
+    "fix": (
+        "With no fix to apply nothing is written, and the exit code is check's.\n"
+        "exit codes: 0 nothing left to fix, 1 problems remain, 2 could not run."
+    ),
     "quantize": "exit codes: 0 written, 2 could not run (or the format is refused for --target).",
     "dequantize": (
         "exit codes: 0 written, 1 some layers could not be dequantized (left as they are),\n"

@@ -130,6 +130,12 @@ def _run(args: argparse.Namespace) -> int:
                 _print_json(plan, args.unsafe_fixes, None, diff)
             return _exit(plan, args.unsafe_fixes)
         assert out is not None
+        if not plan.edits:  # a copy would change nothing: write nothing, say so
+            if as_json:
+                _print_json(plan, args.unsafe_fixes, None)
+            else:
+                say(f"nothing to fix: {out} was not written")
+            return _exit(plan, args.unsafe_fixes)
         _write(ck, plan, out, index)
         if as_json:
             _print_json(plan, args.unsafe_fixes, out)

@@ -25,6 +25,9 @@ PROBE_LAYER = "model.diffusion_model.transformer_blocks.0.attn.to_q"
 PROBE_SIDE = 512
 
 
+ALREADY = "already has a marker"  # why a layer with a marker is not quantized
+
+
 def plan_quantize(
     ck: Checkpoint,
     fmt: str,
@@ -50,7 +53,7 @@ def plan_quantize(
         if w is None:
             continue
         if layer.marker is not None:
-            skipped[prefix] = "already has a marker"
+            skipped[prefix] = ALREADY
             continue
         if refused and prefix in refused:
             skipped[prefix] = refused[prefix]

@@ -47,5 +47,6 @@ def _rule_json(rule: Any) -> dict[str, Any]:
         "fix": rule.remedy,
         "fix_safety": rule.fix.value if rule.fix else None,
         "effects": {t: e.value for t, e in rule.runtime_effects().items()},
+        "effect_range": {t: [e.value for e in r] for t, r in rule.effect_range().items()},
         "evidence": rule.evidence,
     }

@@ -10,29 +10,33 @@ from collections.abc import Callable
 from typing import Any
 
 from quantcheck._record import factory, record
+from quantcheck.explain.template import Line, Template
 from quantcheck.rules import codes as R
 from quantcheck.rules.registry import Rule
 from quantcheck.runtimes.builtin import COMFYUI, SGLANG
 from quantcheck.textsafe import clean
 
+#: a pattern's code(s) from the values its message names: one code, or one per defect named
+Refine = Callable[[dict[str, str]], "str | tuple[str, ...]"]
+
 
 @record
 class MessagePattern:
-    """One runtime message template: its regex, runtime, the rule it maps to, causes."""
+    """One runtime message template: its matcher, runtime, the rule it maps to, causes."""
 
     runtime: str
     template: str
-    regex: re.Pattern[str]
-    fields: tuple[str, ...]
+    matcher: Template
     code: str
     causes: tuple[str, ...]
     fix_command: str = "quantcheck fix IN.safetensors -o OUT.safetensors --target sglang"
-    refine: Callable[[dict[str, str]], str] | None = None  # the code, from the message's values
+    refine: Refine | None = None  # the code(s), from the message's values
     check_target: str = ""  # `--target` for the hint (default: the runtime's name)
 
-    def code_for(self, values: dict[str, str]) -> str:
-        """The rule the message points to, given the values it names."""
-        return self.refine(values) if self.refine else self.code
+    def codes_for(self, values: dict[str, str]) -> tuple[str, ...]:
+        """The rules the message points to (the first is the main one), given its values."""
+        codes = self.refine(values) if self.refine else self.code
+        return (codes,) if isinstance(codes, str) else codes
 
 
 @record
@@ -43,8 +47,26 @@ class MessageMatch:
     values: dict[str, str] = factory(dict)
 
     @property
+    def codes(self) -> tuple[str, ...]:
+        """Every rule the message points to: one per defect it names (the first is the main)."""
+        return self.pattern.codes_for(self.values)
+
+    @property
     def code(self) -> str:
-        return self.pattern.code_for(self.values)
+        return self.codes[0]
+
+    @property
+    def fix_command(self) -> str:
+        """The `quantcheck fix` line that repairs the main rule: with --unsafe-fixes where its
+        fix changes numbers, "" where quantcheck has no automatic fix for it."""
+        from quantcheck.rules.levels import Safety
+        from quantcheck.rules.registry import get_rule
+
+        safety = get_rule(self.code).fix
+        if safety is None or safety is Safety.DISPLAY:
+            return ""
+        unsafe = " --unsafe-fixes" if safety is Safety.UNSAFE else ""
+        return self.pattern.fix_command + unsafe
 
     def to_json(self) -> dict[str, Any]:
         from quantcheck.rules.registry import get_rule
@@ -56,10 +78,11 @@ class MessageMatch:
             "template": self.pattern.template,
             "values": self.values,
             "code": rule.code,
+            "codes": list(self.codes),
             "name": rule.name,
             "causes": list(self.pattern.causes),
             "fix": rule.remedy,
-            "fix_command": self.pattern.fix_command,
+            "fix_command": self.fix_command or None,
             "guess": "[GUESS]" in rule.evidence,
         }
 
@@ -70,15 +93,18 @@ class MessageMatch:
         lines = [f"This is {self.pattern.runtime}'s message:", f"  {self.pattern.template}", ""]
         for k, v in self.values.items():
             lines.append(f"  {k}: {clean(v)}")
-        lines += ["", f"Rule: {rule.code} {rule.name} — {rule.title}", "", "Common causes:"]
-        lines += [f"  - {c}" for c in self.pattern.causes]
+        others = [get_rule(c) for c in self.codes[1:]]
+        lines += ["", f"Rule: {rule.code} {rule.name} — {rule.title}"]
+        lines += [f"Also: {r.code} {r.name} — {r.title}" for r in others]
+        lines += ["", "Common causes:", *(f"  - {c}" for c in self.pattern.causes)]
         target = self.pattern.check_target or self.pattern.runtime.split()[0].lower()
+        lines += ["", f"Fix: {rule.remedy}", *(f"  and {r.code}: {r.remedy}" for r in others)]
+        explains = " and ".join(f"`quantcheck explain {c}`" for c in self.codes)
+        command = self.fix_command or "(quantcheck has no automatic fix for it)"
         lines += [
+            f"  {command}",
             "",
-            f"Fix: {rule.remedy}",
-            f"  {self.pattern.fix_command}",
-            "",
-            f"See `quantcheck explain {rule.code}` for the full rule, and "
+            f"See {explains} for the full rule{'s' if others else ''}, and "
             f"`quantcheck check --target {target} FILE` to find every such layer at once.",
         ]
         if "[GUESS]" in rule.evidence:
@@ -90,67 +116,37 @@ class MessageMatch:
         return "\n".join(lines)
 
 
-_FIELD = re.compile(r"\{(\w+)(!r)?\}")
-#: a shape as sglang prints it, `(8, 32)`, `[8, 32]` or `torch.Size([8, 32])`: brackets
-#: delimit it, so `, ` inside a shape is not taken for the `, ` that follows it.
-_SHAPE = r"(?:torch\.Size\()?[(\[][^()\[\]\n]*[)\]]\)?"
-
-
-def _compile(template: str) -> tuple[re.Pattern[str], tuple[str, ...]]:
-    """A regex for a `str.format` template that cannot backtrack (see `match_message`).
-
-    `{x!r}` matches a quoted repr, `{x_shape}` a bracketed shape; any other `{x}` followed by
-    text matches up to the first occurrence of that text, inside an atomic group (no retrying
-    a later occurrence), and a `{x}` ending the template takes the rest of the line.
-    """
-    parts: list[str] = []
-    names: list[str] = []
-    pieces = _FIELD.split(template)  # literal, name, !r, literal, name, !r, ..., literal
-    parts.append(re.escape(pieces[0]))
-    for i in range(1, len(pieces), 3):
-        name, is_repr, after = pieces[i], pieces[i + 1], pieces[i + 2]
-        group = name if name not in names else f"{name}_{len(names)}"
-        names.append(group)
-        if is_repr:
-            parts.append(
-                f"(?:'(?P<{group}>[^'\\n]*)'|\"(?P<{group}_dq>[^\"\\n]*)\")" + re.escape(after)
-            )
-        elif name.endswith("_shape"):
-            parts.append(f"(?P<{group}>{_SHAPE})" + re.escape(after))
-        elif after:
-            parts.append(f"(?>(?P<{group}>[^\\n]+?){re.escape(after)})")
-        else:
-            parts.append(f"(?P<{group}>[^\\n]+)")
-    return re.compile("".join(parts)), tuple(names)
-
-
 def pattern(
     template: str,
     rule: Rule,
     *causes: str,
     runtime: str = SGLANG.label,
-    refine: Callable[[dict[str, str]], str] | None = None,
+    refine: Refine | None = None,
     target: str = "",
 ) -> MessagePattern:
-    regex, names = _compile(template)
+    matcher = Template(template)
     if not target:
-        return MessagePattern(runtime, template, regex, names, rule.code, causes, refine=refine)
+        return MessagePattern(runtime, template, matcher, rule.code, causes, refine=refine)
     fix = f"quantcheck fix IN.safetensors -o OUT.safetensors --target {target}"
-    return MessagePattern(runtime, template, regex, names, rule.code, causes, fix, refine, target)
+    return MessagePattern(runtime, template, matcher, rule.code, causes, fix, refine, target)
 
 
 HIGH = ("BF16", "F16", "F32", "F64")
 
 
-def _by_weight(storage: str) -> Callable[[dict[str, str]], str]:
+def _by_weight(storage: str, scale: str) -> Refine:
     """ "needs X weights and Y scales, got W and S": a 16-bit W means the layer fell back
-    (QC304), another W the wrong storage (QC303); otherwise the scale dtype (QC305)."""
+    (QC304), another W the wrong storage (QC303); a scale S other than Y is QC305 besides
+    (the message names both when both are wrong)."""
 
-    def pick(v: dict[str, str]) -> str:
+    def pick(v: dict[str, str]) -> tuple[str, ...]:
         w = v.get("weight_dtype", "")
+        wrong_scale = (R.QC305.code,) if v.get("scale_dtype", "") != scale else ()
         if w in HIGH:
-            return R.QC304.code
-        return R.QC303.code if w != storage else R.QC305.code
+            return (R.QC304.code, *wrong_scale)
+        if w != storage:
+            return (R.QC303.code, *wrong_scale)
+        return (R.QC305.code,)
 
     return pick
 
@@ -174,6 +170,11 @@ def _formats(v: dict[str, str]) -> str:
     if any(n not in FORMATS or FORMATS[n].third_party for n in names):
         return R.QC213.code
     return R.QC601.code if len(names) == 1 else R.QC602.code
+
+
+def _backend_failure(v: dict[str, str]) -> str:
+    """comfy-kitchen names each backend's failed constraint: a shape (QC307) or a dtype."""
+    return R.QC307.code if ": shape " in v.get("failures", "") else R.QC305.code
 
 
 def _added_to_comfyui_later() -> list[tuple[str, str, Rule, str]]:
@@ -206,7 +207,7 @@ PATTERNS: list[MessagePattern] = [
         DOWNCAST,
         FALLBACK,
         "the marker names int8_tensorwise but the layer is stored in another format",
-        refine=_by_weight("I8"),
+        refine=_by_weight("I8", "F32"),
     ),
     pattern(
         "Comfy W4A8 layer {prefix!r} needs F32 channel scales, got {channel_dtype}",
@@ -221,7 +222,7 @@ PATTERNS: list[MessagePattern] = [
         DOWNCAST,
         "scales quantized with scale_dtype=float32",
         FALLBACK,
-        refine=_by_weight("I8"),
+        refine=_by_weight("I8", "F8_E4M3"),
     ),
     pattern(
         "Comfy W4A4 layer {prefix!r} needs I8 packed weights and F32 scales, got {weight_dtype} "
@@ -229,7 +230,7 @@ PATTERNS: list[MessagePattern] = [
         R.QC305,
         DOWNCAST,
         FALLBACK,
-        refine=_by_weight("I8"),
+        refine=_by_weight("I8", "F32"),
     ),
     pattern(
         "Comfy NVFP4 layer {prefix!r} needs U8 packed weights and FP8 block scales, got "
@@ -237,7 +238,7 @@ PATTERNS: list[MessagePattern] = [
         R.QC305,
         "block scales saved as U8 (ComfyUI accepts them; sglang wants F8_E4M3)",
         FALLBACK,
-        refine=_by_weight("U8"),
+        refine=_by_weight("U8", "F8_E4M3"),
     ),
     pattern(
         "Comfy NVFP4 layer {prefix!r} needs a scalar F32 weight_scale_2, got {scale_2}",
@@ -534,11 +535,42 @@ PATTERNS: list[MessagePattern] = [
         "the marker tensor was saved as F6",
         runtime=f"safetensors (via {SGLANG.label})",
     ),
+    *(
+        pattern(
+            f"Unsupported quantization format: {fmt}",  # comfy/ops.py _load_quantized_module
+            rule,
+            f"a ComfyUI from before {release}, which added {fmt}",
+            runtime=COMFYUI.title,
+            target=target,
+        )
+        for fmt, release, rule, target in _added_to_comfyui_later()
+    ),
     pattern(
         "Unsupported quantization format",
         R.QC213,
         "a misspelt or fork-only format",
         runtime=COMFYUI.title,
+    ),
+    # comfy-kitchen's backend registry (registry.py, exceptions.py NoCapableBackendError):
+    # no backend's constraint table accepts the call's tensors
+    pattern(
+        "No backend can handle {func!r}: {failures}",
+        R.QC305,
+        "a companion tensor of another dtype than the kernel's constraint table allows "
+        "(e.g. a W4A8 weight_s_channel in BF16/F16: comfy-kitchen wants F32)",
+        "a companion of another rank or shape (QC307)",
+        runtime=f"comfy-kitchen (via {COMFYUI.title})",
+        refine=_backend_failure,
+        target="comfyui",
+    ),
+    pattern(
+        "NoCapableBackendError",
+        R.QC305,
+        "a companion tensor of another dtype than the kernel's constraint table allows "
+        "(e.g. a W4A8 weight_s_channel in BF16/F16: comfy-kitchen wants F32); paste the whole "
+        "line to tell a dtype from a shape",
+        runtime=f"comfy-kitchen (via {COMFYUI.title})",
+        target="comfyui",
     ),
     pattern(
         "packed row width {cols} does not match K={K} at 4 or 6 bits",
@@ -624,20 +656,17 @@ def match_message(text: str) -> MessageMatch | None:
     """The first known message pattern found in `text` (a message, a traceback or a log).
 
     Work is linear in the text: it is cut into lines (long ones into windows) of at most
-    2*MAX_LINE characters; only lines holding the literal start of some template are tried
-    against the patterns, and no pattern can backtrack (literal start, bounded or atomic
-    fields). A message wrapped over two lines is found in the joined pair.
+    2*MAX_LINE characters; only lines holding the literal start of some template are tried,
+    and each template is matched in time linear in the line (`explain.template`). A message
+    wrapped over two lines is found in the joined pair.
     """
     lines, pairs = _units(text)
     patterns, leads = _all()
     for units in (lines, pairs):
-        candidates = [u for u in units if leads.search(u)]
+        candidates = [Line(u) for u in units if leads.search(u)]
         for p in patterns:
-            for unit in candidates:
-                m = p.regex.search(unit)
-                if m:
-                    values = {
-                        k.removesuffix("_dq"): v for k, v in m.groupdict().items() if v is not None
-                    }
+            for line in candidates:
+                values = p.matcher.search(line)
+                if values is not None:
                     return MessageMatch(p, values)
     return None

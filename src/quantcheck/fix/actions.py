@@ -127,6 +127,23 @@ def _drop_marker(draft: Draft, d: Diagnostic, p: dict[str, Any], target: str) ->
     return f"remove the marker of {prefix}"
 
 
+def _unmark_unquantized(draft: Draft, d: Diagnostic, p: dict[str, Any], target: str) -> str:
+    """QC304: a layer left 16-bit keeps its weight; its marker and the scales its format
+    names go (a leftover scale is itself a finding, e.g. musubi's QC750)."""
+    prefix = d.layer or ""
+    layer = draft.ck.layers.get(prefix)
+    fmt = layer.marker.format if layer is not None and layer.marker is not None else None
+    spec = FORMATS.get(fmt) if isinstance(fmt, str) else None
+    left = [
+        c.suffix for c in (spec.companions if spec else ()) if draft.get(f"{prefix}.{c.suffix}")
+    ]
+    draft.set_marker(prefix, None)
+    for suffix in left:
+        draft.drop(f"{prefix}.{suffix}")
+    scales = f" and its leftover {', '.join(left)}" if left else ""
+    return f"remove the marker of {prefix}{scales} (the 16-bit weight is kept)"
+
+
 def _drop_tensor(draft: Draft, d: Diagnostic, p: dict[str, Any], target: str) -> str:
     t = _tensor(draft, d)
     draft.drop(t.name)
@@ -499,6 +516,7 @@ ACTIONS: dict[str, Action] = {
     "relabel": _relabel,
     "reshape": _reshape,
     "drop-marker": _drop_marker,
+    "unmark-unquantized": _unmark_unquantized,
     "drop-tensor": _drop_tensor,
     "drop-keys": _drop_keys,
     "set-key": _set_key,

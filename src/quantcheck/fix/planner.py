@@ -64,6 +64,7 @@ ORDER = (
     "header-to-tensor-markers",
     "resolve-conflict",
     "drop-marker",
+    "unmark-unquantized",
     "dequantize-layer",
     "requantize",
     "requantize-symmetric",
@@ -71,7 +72,7 @@ ORDER = (
     "add-marker",
     "set-format",
 )
-STRUCTURAL = frozenset(ORDER[:12])
+STRUCTURAL = frozenset(ORDER[:13])
 
 
 @dataclass
@@ -217,7 +218,11 @@ def _round(
             return draft, files, cur, diags
         nxt = load_planned(files, names)
         after = select_diagnostics(run_rules(nxt), target=target)
-        harm = _harm(diags, after, draft.edits, target)
+        harm = {
+            k: why
+            for k, why in _harm(diags, after, draft.edits, target).items()
+            if k not in plan.refused  # edits a refusal does not stop (portable ones) stay
+        }
         if not harm:
             return draft, files, nxt, after
         plan.refused.update(harm)
@@ -235,26 +240,34 @@ def _affected(d: Diagnostic, scope: tuple[str, ...]) -> list[str]:
 def _harm(
     before: list[Diagnostic], after: list[Diagnostic], edits: list[Edit], target: str
 ) -> dict[tuple[str, str], str]:
-    """Edits whose result shows a new problem for a runtime the fixed problem did not affect."""
+    """Edits whose result shows a new problem for a runtime of `target`: a fix never trades
+    one finding for another on a runtime it was asked about. A new finding is charged to the
+    edits of its layer, or to every edit of the round when no edited layer holds it."""
     old = {diagnostic_key(d) for d in before}
     scope = targets_of(target)
+    real = [e for e in edits if e.safety != "rewrite"]
     out: dict[tuple[str, str], str] = {}
     for d in after:
         hit = _affected(d, scope)
         if diagnostic_key(d) in old or not hit:
             continue
         layer = d.layer or (d.tensor or "").rsplit(".", 1)[0]
-        for e in edits:
-            if e.safety == "rewrite" or not (e.where == layer or e.where.startswith(layer + ".")):
-                continue
-            hurt = set(hit) - set(e.targets)
-            if hurt and e.targets:
-                out[(e.code, e.where)] = (
-                    f"the fix helps {', '.join(e.targets)} but would break "
-                    f"{', '.join(sorted(hurt))} ({d.code}: {d.message}); run it with --target "
-                    f"{e.targets[0]} to apply it for that runtime only"
-                )
+        mine = [e for e in real if layer and (e.where == layer or e.where.startswith(layer + "."))]
+        for e in mine or real:
+            out.setdefault((e.code, e.where), _harm_text(e, d, hit))
     return out
+
+
+def _harm_text(e: Edit, d: Diagnostic, hit: list[str]) -> str:
+    """Why an edit is refused: the new finding, and the runtimes the edit would still help."""
+    new = f"{d.code}: {d.message}"
+    helped = [t for t in e.targets if t not in hit]
+    if helped:
+        return (
+            f"the fix helps {', '.join(helped)} but {', '.join(hit)} would then report "
+            f"{new}; run it with --target {','.join(helped)} to apply it for those runtimes"
+        )
+    return f"the fix would not repair it for {', '.join(hit)}, which would then report {new}"
 
 
 def _apply_all(
@@ -316,7 +329,7 @@ def _apply_all(
             text = run(draft, d, dict(fix.params), target)
         except Refused as exc:
             if action == "quantize-layer":  # fall back to the safe fix: drop the marker
-                text = f"{exc}; " + ACTIONS["drop-marker"](draft, d, {}, target)
+                text = f"{exc}; " + ACTIONS[fix.action](draft, d, {}, target)
             else:
                 refused[key] = str(exc)
                 continue

@@ -69,6 +69,9 @@ class Checkpoint:
     #: The caller's numeric gate (`LayerData.Gate`) every `layer(p)` handle asks before
     #: `dequantize`; None: no gate (`quantcheck.load` sets the rules' gate).
     numeric_gate: Any = None
+    #: shards the checkpoint names but that were not opened: {tensor: shard} for the tensors an
+    #: index places in one; "" -> the missing members of a shard set without an index
+    absent: dict[str, str] = factory(dict)
 
     def layer(self, prefix: str) -> Any:
         """A layer handle for numerics (`.dequantize()`, asking `numeric_gate` first); KeyError
@@ -307,7 +310,10 @@ def _load(paths: list[str], read_markers: bool, jobs: int) -> Checkpoint:
     if index is not None:
         ck.diagnostics += _check_weight_map(index, ck)
     else:
-        ck.diagnostics += [_incomplete(gap) for gap in missing_shards(files)]
+        gaps = missing_shards(files)
+        ck.diagnostics += [_incomplete(gap) for gap in gaps]
+        if gaps:
+            ck.absent[""] = ", ".join(name for gap in gaps for name in gap.missing)
     return ck
 
 
@@ -414,6 +420,8 @@ def _check_weight_map(index: str, ck: Checkpoint) -> list[Diagnostic]:
     for name, shard in wmap.items():
         path = os.path.join(folder, shard) if isinstance(shard, str) else None
         t = ck.tensors.get(name)
+        if path not in loaded and t is None and isinstance(shard, str):
+            ck.absent[name] = shard
         if path in loaded and (t is None or t.file != path):
             out.append(
                 Diagnostic(

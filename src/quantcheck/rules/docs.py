@@ -10,11 +10,9 @@ from quantcheck.runtimes import release_summary, runtimes
 
 
 def _cell(rule: Any, rt: Any) -> str:
-    """The rule's effect on `rt` (its newest release), with the per-release effects where the
-    releases differ."""
-    from quantcheck.runtimes import effect_on
-
-    newest = effect_on(rt, rule.code, None, rule.effects).value
+    """The rule's effect on `rt` (its newest release; `none or fails` where findings differ),
+    with the per-release effects where the releases differ."""
+    newest = " or ".join(e.value for e in rule.effect_range()[rt.name])
     per = release_summary(rt, rule.code, rule.effects)
     return f"{newest} ({per})" if per else newest
 
@@ -30,7 +28,8 @@ def rules_markdown() -> str:
         "stable and never reused. Effects: what the problem does to each runtime — `fails` "
         "(refuses to load), `degraded` (loads but computes something else), `none`. A cell "
         "gives the newest modelled release's effect; older releases where it differs follow in "
-        "parentheses (`none (fails ≤0271a469)`: fails on ComfyUI up to 0271a469).",
+        "parentheses (`none (fails ≤0271a469)`: fails on ComfyUI up to 0271a469); `none or "
+        "fails`: the effect depends on the finding (each finding says its own).",
         "",
         "Runtimes modelled (`--target`):",
         "",

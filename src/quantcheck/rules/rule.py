@@ -47,6 +47,17 @@ class Rule:
 
         return {rt.name: effect_on(rt, self.code, None, self.effects) for rt in runtimes()}
 
+    def effect_range(self) -> dict[str, tuple[Effect, ...]]:
+        """Every effect a finding of this rule can have on each runtime (newest release): the
+        rule's own first, then those some findings get from their check (`effect_variants`)."""
+        from quantcheck.rules.effect_variants import VARIANTS
+
+        more = VARIANTS.get(self.code, {})
+        return {
+            t: tuple(dict.fromkeys((e, *map(Effect, more.get(t, ())))))
+            for t, e in self.runtime_effects().items()
+        }
+
     @property
     def prose(self) -> str:
         """What the rule's documentation says (checks, why, evidence): where a catalog entry
@@ -79,7 +90,10 @@ class Rule:
             return f" ({per})" if per else ""
 
         effects = ", ".join(
-            f"{t}: {e.value}{per_release(t)}" for t, e in self.runtime_effects().items()
+            f"{t}: {' or '.join(e.value for e in range_)}"
+            + (" (by finding)" if len(range_) > 1 else "")
+            + per_release(t)
+            for t, range_ in self.effect_range().items()
         )
         parts = [
             f"{self.code} {self.name} ({self.severity.value}) — {self.title}",

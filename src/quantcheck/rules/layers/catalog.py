@@ -72,8 +72,8 @@ RULES = [
         '("needs I8 weights and F32 scales, got BF16 and …"); ComfyUI casts the 16-bit '
         "weight into the quantized dtype.",
         "blocks.1.attn.to_k: int8_tensorwise marker, BF16 [3072, 3072] weight",
-        "Remove the marker (safe: keeps the 16-bit weights), or quantize the layer "
-        "(--unsafe-fixes).",
+        "Remove the marker and the scales left beside it (safe: keeps the 16-bit weights), "
+        "or quantize the layer (--unsafe-fixes).",
         f"{SG} (seed 000, case fp8_marker_on_bf16_weight); ComfyUI value cast "
         f"({CUI_OPS} ~L1284, read; {CUI_DIFF}, case fp8-bf16-weight). FP8 markers: sglang "
         "does not check the dtype (inferred degraded).",

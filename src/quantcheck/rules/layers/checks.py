@@ -158,10 +158,10 @@ def _weight(layer: Layer, spec: FormatSpec, sg: bool) -> Iterator[Diagnostic]:
                 DEGRADED,
             ),
             fix=Fix(
-                "remove the stale marker (keeps the 16-bit weights), or quantize the layer "
-                "with --unsafe-fixes",
+                "remove the stale marker and the scales left beside it (keeps the 16-bit "
+                "weights), or quantize the layer with --unsafe-fixes",
                 Safety.SAFE,
-                "drop-marker",
+                "unmark-unquantized",
             ),
         )
     elif w.dtype not in spec.weight_dtypes:

@@ -138,14 +138,30 @@ def _orphan(ck: Checkpoint, m: Marker, plumbed: Plumbing | None) -> Iterator[Dia
     validated = (
         isinstance(fmt, str) and FORMATS.get(fmt) is not None and FORMATS[fmt].sglang == "validated"
     )
+    shard = ck.absent.get(f"{m.prefix}.weight") or ck.absent.get("")
+    if shard:  # the weight is (or may be) in a shard that was not opened: not stale
+        where = (
+            f"the index places it in {shard}, which is missing"
+            if f"{m.prefix}.weight" in ck.absent
+            else f"the shard set lacks {shard}, which may hold it"
+        )
+        text = f"marker for {m.prefix!r} has no {m.prefix}.weight: {where}"
+        fix = Fix(
+            "supply the missing shard (removing the marker would unmark the layer once the "
+            "shard is back)",
+            Safety.DISPLAY,
+        )
+    else:
+        text = f"marker for {m.prefix!r} has no {m.prefix}.weight in the checkpoint"
+        fix = Fix("remove the stale marker", Safety.SAFE, "drop-marker")
     yield Diagnostic(
         R.QC223,
-        f"marker for {m.prefix!r} has no {m.prefix}.weight in the checkpoint",
+        text,
         file=_file(m),
         tensor=_tensor(m),
         layer=m.prefix,
         effects=_eff(FAILS if validated else NONE, NONE),
-        fix=Fix("remove the stale marker", Safety.SAFE, "drop-marker"),
+        fix=fix,
     )
 
 

@@ -88,7 +88,10 @@ def check_layer_runtime(layer: Layer, config_class: str | None) -> Iterator[Diag
             layer=layer.prefix,
             effects=_eff(FAILS, NONE),
             fix=Fix(
-                "requantize the layer to a format sglang loads (or dequantize it)",
+                "requantize the layer to float8_e4m3fn (changes numbers)"
+                if spec.name == "float8_e5m2"
+                else "dequantize the layer to BF16: sglang then loads it unquantized (changes "
+                "numbers, a bigger file)",
                 Safety.UNSAFE,
                 "requantize",
             ),

@@ -43,7 +43,10 @@ RULES = [
         "float8_e5m2 and awq_w4a16 pass sglang's inspector but its resolver refuses them "
         '("Unsupported Comfy quantization format(s)").',
         '{"format": "float8_e5m2"}',
-        "Requantize the layers (e.g. e5m2 -> float8_e4m3fn) for sglang.",
+        "`quantcheck fix --target sglang --unsafe-fixes` changes the numbers: it requantizes "
+        "float8_e5m2 layers to float8_e4m3fn and dequantizes other layers (awq_w4a16) to BF16, "
+        "which sglang loads unquantized (a bigger file). Without --unsafe-fixes, fix changes "
+        "nothing here.",
         "sglang 0.5.23 resolve_comfy_checkpoint_quantization (cases fp8_e5m2_marker, "
         "unknown_format_awq, recorded).",
     ),
