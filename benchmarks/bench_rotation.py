@@ -1,0 +1,115 @@
+"""Rotation benchmark (not a test): the rotated formats of issue 28 vs comfy-kitchen's CPU eager
+backend, plus the rotation alone against torch's BF16 matmul ``x @ H^T`` (what comfy-kitchen
+does).
+
+MB/s of BF16 input (N*K*2 bytes), best of ``--repeat`` interleaved runs, in one process with
+torch.set_num_threads(--threads) and QUANTCHECK_THREADS set to the same count.
+
+    .venv/bin/python benchmarks/bench_rotation.py [--shape 3072x3072] [--threads 2] [--repeat 3]
+        [--rotate-only] [--markdown]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+from bench_numeric import _best_pair, _ck_calls, _label, _weights  # noqa: E402
+
+CASES = [
+    ("int8_tensorwise", {"convrot": True, "convrot_groupsize": 16}),
+    ("int8_tensorwise", {"convrot": True, "convrot_groupsize": 64}),
+    ("int8_tensorwise", {"convrot": True, "convrot_groupsize": 256}),
+    ("convrot_w4a4", {"convrot_groupsize": 256}),
+    ("asym_w4a8_int8", {"symmetric": False}),
+    ("int8_tensorwise", {}),
+    ("nvfp4", {}),
+]
+
+
+def run_rotate(n: int, k: int, repeat: int) -> list[dict]:
+    """``hadamard.rotate`` (BF16 in, BF16-rounded out) vs torch ``x @ H^T`` in BF16."""
+    import torch
+
+    from quantcheck.numeric import hadamard
+
+    w = _weights(n, k)
+    tw = torch.from_numpy(w.view("uint16")).view(torch.bfloat16)
+    mb = n * k * 2 / 1e6
+    rows = []
+    for g in (16, 64, 256):
+        h = torch.from_numpy(hadamard.hadamard(g)).to(torch.bfloat16)
+
+        def theirs(g=g, h=h):
+            return (tw.reshape(-1, g) @ h.T).reshape(n, k)
+
+        t_ours, t_ck = _best_pair(lambda g=g: hadamard.rotate(w, g, "bf16"), theirs, repeat)
+        rows.append({"case": f"rotate g={g}", "ours": mb / t_ours, "torch": mb / t_ck})
+        print(json.dumps(rows[-1]), file=sys.stderr)
+    return rows
+
+
+def run_formats(n: int, k: int, repeat: int) -> list[dict]:
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "numeric"))
+    import ckref
+
+    from quantcheck.numeric import dequantize, quantize
+
+    w = _weights(n, k)
+    mb = n * k * 2 / 1e6
+    rows = []
+    for fmt, opts in CASES:
+        layer = quantize(w, fmt, **opts)
+        tensors, marker = layer.arrays(), layer.marker
+        ck_q, ck_dq = _ck_calls(ckref, fmt, opts, w, tensors, marker, n, k)
+        rep = max(1, repeat // 3) if fmt == "asym_w4a8_int8" else repeat
+        t_ours, t_ck = _best_pair(lambda f=fmt, o=opts: quantize(w, f, **o), ck_q, rep)
+        row = {"case": _label(fmt, opts), "q_ours": mb / t_ours, "q_ck": mb / t_ck}
+        t_ours, t_ck = _best_pair(
+            lambda f=fmt, t=tensors, m=marker: dequantize(f, t, m, (n, k)), ck_dq, repeat
+        )
+        row["dq_ours"], row["dq_ck"] = mb / t_ours, mb / t_ck
+        rows.append(row)
+        print(json.dumps(row), file=sys.stderr)
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--shape", default="3072x3072")
+    ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--rotate-only", action="store_true")
+    ap.add_argument("--markdown", action="store_true")
+    a = ap.parse_args()
+    os.environ["QUANTCHECK_THREADS"] = str(a.threads)
+    import torch
+
+    torch.set_num_threads(a.threads)
+    n, k = (int(v) for v in a.shape.split("x"))
+    rows = run_rotate(n, k, a.repeat)
+    if not a.rotate_only:
+        rows += run_formats(n, k, a.repeat)
+    if not a.markdown:
+        return
+    print(f"\n{n}x{k} BF16, {a.threads} thread(s), best of {a.repeat}; MB/s of BF16 input\n")
+    print("| case | q ours | q ck | q ratio | dq ours | dq ck | dq ratio |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        if "ours" in r:
+            ratio = r["ours"] / r["torch"]
+            print(f"| {r['case']} (torch bf16 matmul) | {r['ours']:.0f} | {r['torch']:.0f} "
+                  f"| {ratio:.2f}x | | | |")
+            continue
+        print(
+            f"| {r['case']} | {r['q_ours']:.0f} | {r['q_ck']:.0f} | {r['q_ours'] / r['q_ck']:.2f}x "
+            f"| {r['dq_ours']:.0f} | {r['dq_ck']:.0f} | {r['dq_ours'] / r['dq_ck']:.2f}x |"
+        )
+
+
+if __name__ == "__main__":
+    main()
