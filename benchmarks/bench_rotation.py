@@ -18,7 +18,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from bench_numeric import _best_pair, _ck_calls, _label, _weights  # noqa: E402
+from bench_numeric import _best_pair, _ck_calls, _label, _weights
 
 CASES = [
     ("int8_tensorwise", {"convrot": True, "convrot_groupsize": 16}),
@@ -102,8 +102,10 @@ def main() -> None:
     for r in rows:
         if "ours" in r:
             ratio = r["ours"] / r["torch"]
-            print(f"| {r['case']} (torch bf16 matmul) | {r['ours']:.0f} | {r['torch']:.0f} "
-                  f"| {ratio:.2f}x | | | |")
+            print(
+                f"| {r['case']} (torch bf16 matmul) | {r['ours']:.0f} | {r['torch']:.0f} "
+                f"| {ratio:.2f}x | | | |"
+            )
             continue
         print(
             f"| {r['case']} | {r['q_ours']:.0f} | {r['q_ck']:.0f} | {r['q_ours'] / r['q_ck']:.2f}x "
