@@ -81,6 +81,10 @@ def _butterfly(t: np.ndarray, e: np.ndarray, a: int) -> None:
 
 
 _LOCAL = threading.local()
+#: numpy's ufunc buffer (elements) while the butterflies run: with the default 8192, operands
+#: whose contiguous runs are shorter (late stages, p < 8192) go through the iterator's
+#: buffers, which halves the speed; buffering never changes a result.
+_BUFSIZE = 1024
 _KEEP = 1 << 19  # largest per-thread scratch kept between calls (elements; 2 MiB each)
 _PAD = 16  # floats added to a scratch row whose stride is a multiple of 1 KiB (L1 sets thrash)
 
@@ -90,12 +94,13 @@ def _scratch(g: int, p: int) -> tuple[np.ndarray, np.ndarray]:
     elements; rows are padded by :data:`_PAD` when ``p`` is a multiple of 256."""
     stride = p + (_PAD if p % 256 == 0 else 0)
     size = g * stride
-    if size > _KEEP:
-        flat = (np.empty(size, np.float32), np.empty(size, np.float32))
+    kept: tuple[np.ndarray, np.ndarray] | None = getattr(_LOCAL, "bufs", None)
+    if kept is not None and kept[0].size >= size:
+        flat = kept
     else:
-        flat = getattr(_LOCAL, "bufs", None)
-        if flat is None or flat[0].size < size:
-            flat = _LOCAL.bufs = (np.empty(size, np.float32), np.empty(size, np.float32))
+        flat = (np.empty(size, np.float32), np.empty(size, np.float32))
+        if size <= _KEEP:
+            _LOCAL.bufs = flat
     t, e = (f[:size].reshape(g, stride)[:, :p] for f in flat)
     return t, e
 
@@ -128,8 +133,12 @@ def fwht(x: np.ndarray, g: int, out: np.ndarray | None = None, kind: str = "f32"
         else:
             np.copyto(t, x.reshape(p, g).T, casting="unsafe")
         np.multiply(t, scale, out=t)  # the terms x·2^-j
-        for ax in range(1, j + 1):
-            _butterfly(t, e, 4 ** (ax - 1))
+        size = np.setbufsize(_BUFSIZE)
+        try:
+            for ax in range(1, j + 1):
+                _butterfly(t, e, 4 ** (ax - 1))
+        finally:
+            np.setbufsize(size)
     if kind != "f32":
         round_to(t, kind, out=t)
     if out is None:
