@@ -18,7 +18,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from bench_numeric import _best_pair, _ck_calls, _label, _weights
+from bench_numeric import _best_pair, _weights, run_speed
 
 CASES = [
     ("int8_tensorwise", {"convrot": True, "convrot_groupsize": 16}),
@@ -53,31 +53,6 @@ def run_rotate(n: int, k: int, repeat: int) -> list[dict]:
     return rows
 
 
-def run_formats(n: int, k: int, repeat: int) -> list[dict]:
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "numeric"))
-    import ckref
-
-    from quantcheck.numeric import dequantize, quantize
-
-    w = _weights(n, k)
-    mb = n * k * 2 / 1e6
-    rows = []
-    for fmt, opts in CASES:
-        layer = quantize(w, fmt, **opts)
-        tensors, marker = layer.arrays(), layer.marker
-        ck_q, ck_dq = _ck_calls(ckref, fmt, opts, w, tensors, marker, n, k)
-        rep = max(1, repeat // 3) if fmt == "asym_w4a8_int8" else repeat
-        t_ours, t_ck = _best_pair(lambda f=fmt, o=opts: quantize(w, f, **o), ck_q, rep)
-        row = {"case": _label(fmt, opts), "q_ours": mb / t_ours, "q_ck": mb / t_ck}
-        t_ours, t_ck = _best_pair(
-            lambda f=fmt, t=tensors, m=marker: dequantize(f, t, m, (n, k)), ck_dq, repeat
-        )
-        row["dq_ours"], row["dq_ck"] = mb / t_ours, mb / t_ck
-        rows.append(row)
-        print(json.dumps(row), file=sys.stderr)
-    return rows
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shape", default="3072x3072")
@@ -93,7 +68,7 @@ def main() -> None:
     n, k = (int(v) for v in a.shape.split("x"))
     rows = run_rotate(n, k, a.repeat)
     if not a.rotate_only:
-        rows += run_formats(n, k, a.repeat)
+        rows += run_speed(n, k, a.repeat, CASES)
     if not a.markdown:
         return
     print(f"\n{n}x{k} BF16, {a.threads} thread(s), best of {a.repeat}; MB/s of BF16 input\n")
