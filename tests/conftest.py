@@ -36,6 +36,38 @@ def examples_dir() -> Path:
     return EXAMPLES
 
 
+#: the huggingface_hub conventions quantcheck honours: none of the machine's may reach a test
+#: (a saved token, a proxy, a CA bundle, a model cache, offline mode).
+HF_ENVIRONMENT = (
+    "HF_TOKEN",
+    "HF_TOKEN_PATH",
+    "HUGGING_FACE_HUB_TOKEN",
+    "HF_HUB_OFFLINE",
+    "HF_HUB_CACHE",
+    "HUGGINGFACE_HUB_CACHE",
+    "HTTPS_PROXY",
+    "https_proxy",
+    "HTTP_PROXY",
+    "http_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+    "NO_PROXY",
+    "no_proxy",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
+    "SSL_CERT_FILE",
+)
+
+
+@pytest.fixture(autouse=True)
+def _no_machine_hub_settings(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    for name in HF_ENVIRONMENT:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path_factory.getbasetemp() / "no-hf-home"))
+
+
 _SKIPPED_FOR_PROGRAMS: list[str] = []
 
 

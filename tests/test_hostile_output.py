@@ -347,6 +347,138 @@ def test_every_escaped_character_is_unprintable() -> None:
     assert not [c for c in map(chr, range(0x110000)) if UNSAFE.match(c) and c.isprintable()]
 
 
+# --- issue 21 C: every command, stdout and stderr, on a hostile-named file -------------------
+
+#: a name a repository (or a hub listing) can carry: a forged workflow command and a retitle
+FORGED = "x\n::error file=README.md,line=1::forged\n\x1b]0;T\x07"
+
+
+def _forged_ok(text: str) -> None:
+    """No raw control character, and no line a hostile name could have started."""
+    assert not RAW.search(text), repr(RAW.search(text))
+    for line in text.splitlines():
+        assert not line.startswith("::error file=README.md"), line
+        assert not line.startswith("\x1b"), line
+
+
+def _bf16_file(path: Path, scale: float = 1.0) -> None:
+    import numpy as np
+
+    from quantcheck.io.build import RawTensor, build_safetensors
+
+    w = (np.arange(64 * 64, dtype=np.float32).reshape(64, 64) % 7 - 3) * scale
+    bf16 = (w.view(np.uint32) >> 16).astype(np.uint16).tobytes()
+    path.write_bytes(build_safetensors([RawTensor("blk.lin.weight", "BF16", (64, 64), bf16)]))
+
+
+@pytest.fixture
+def forged(tmp_path: Path) -> dict[str, Path]:
+    """A folder with a dangling link and a valid quantized file under hostile names, and a
+    BF16 original under a hostile name."""
+    import shutil
+
+    folder = tmp_path / ("models" + FORGED)
+    folder.mkdir()
+    (folder / f"{FORGED}dangling.safetensors").symlink_to(tmp_path / "gone.safetensors")
+    ex = Path(__file__).resolve().parents[1] / "examples" / "fp8_e4m3fn.safetensors"
+    quant = folder / f"{FORGED}fp8.safetensors"
+    shutil.copy(ex, quant)
+    orig = tmp_path / f"{FORGED}bf16.safetensors"
+    _bf16_file(orig)
+    return {"folder": folder, "quant": quant, "orig": orig, "out": tmp_path / f"out{FORGED}"}
+
+
+def _commands(f: dict[str, Path]) -> list[list[str]]:
+    folder, quant, orig, out = (str(f[k]) for k in ("folder", "quant", "orig", "out"))
+    dangling = str(f["folder"] / f"{FORGED}dangling.safetensors")
+    lines = [
+        ["check", "--no-color", "--format", fmt, path]
+        for fmt in ("text", "json", "github", "sarif")
+        for path in (folder, dangling)
+    ]
+    lines += [["check", "--statistics", "--no-color", folder], ["check", "-q", folder]]
+    lines += [["inspect", folder], ["inspect", "--format", "json", folder], ["inspect", quant]]
+    lines += [["inspect", dangling]]
+    lines += [["fix", "--dry-run", quant], ["fix", "--diff", quant], ["fix", quant, "-o", out]]
+    lines += [["fix", "--output-format", "json", "--dry-run", quant]]
+    lines += [["fix", "--dry-run", dangling]]
+    lines += [["quantize", orig, "--to", "float8_e4m3fn", "-o", out + "q.safetensors"]]
+    lines += [["quantize", dangling, "--to", "float8_e4m3fn", "-o", out + "q2.safetensors"]]
+    lines += [["dequantize", quant, "-o", out + "d.safetensors"]]
+    lines += [["dequantize", dangling, "-o", out + "d2"]]
+    lines += [["compare", quant, orig], ["compare", "--format", "json", quant, orig]]
+    lines += [["compare", dangling, orig]]
+    lines += [["report", folder, "-o", out + "r"], ["report", quant, "-o", out + "r.html"]]
+    lines += [["report", dangling, "-o", out + "r2.html"], ["explain", FORGED]]
+    lines += [["check", "--baseline", dangling, quant], ["check", "--target", FORGED, quant]]
+    return lines
+
+
+def test_every_command_escapes_a_hostile_file_name(
+    forged: dict[str, Path], capfd: pytest.CaptureFixture[str]
+) -> None:
+    """stdout and stderr of every command, on a file name that carries a forged `::error`
+    line and a terminal escape (a dangling link in a folder, a valid file, a missing one)."""
+    seen = 0
+    for argv in _commands(forged):
+        try:
+            main(argv)
+        except SystemExit:  # argparse refusing a value: its message is checked all the same
+            pass
+        out, err = capfd.readouterr()
+        _forged_ok(out)
+        _forged_ok(err)
+        seen += "\\x1b]0;T\\x07" in out + err
+    assert seen >= 20  # the names were shown, escaped, not dropped
+
+
+def test_text_reaches_a_terminal_only_through_textsafe() -> None:
+    """Every line printed goes through `textsafe.say*` (or a renderer's escaped chunks): no
+    `print(...)` and no `sys.stdout/stderr.write(...)` of anything but a constant elsewhere in
+    src/, so no message can skip the escaping."""
+    import ast
+
+    src = Path(__file__).resolve().parents[1] / "src" / "quantcheck"
+    bad = []
+    for path in sorted(src.rglob("*.py")):
+        if path.name == "textsafe.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, ast.Call):
+                continue
+            f = node.func
+            if isinstance(f, ast.Name) and f.id == "print":
+                bad.append(f"{path.name}:{node.lineno} print")
+            std = (
+                isinstance(f, ast.Attribute)
+                and f.attr == "write"
+                and isinstance(f.value, ast.Attribute)
+                and f.value.attr in ("stdout", "stderr")
+            )
+            if std and not all(isinstance(a, ast.Constant) for a in node.args):
+                bad.append(f"{path.name}:{node.lineno} sys.{f.value.attr}.write")  # type: ignore[union-attr]
+    assert not bad, bad
+
+
+def test_a_python_warning_during_a_command_is_escaped(
+    capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A library warning naming a hostile layer goes through the same escaping."""
+    import warnings
+
+    from quantcheck.cli import main as cli_main
+
+    def warn(_args: object) -> int:
+        warnings.warn("layer" + FORGED, UserWarning, stacklevel=1)
+        return 0
+
+    monkeypatch.setitem(cli_main.COMMANDS, "rules", warn)
+    assert main(["rules"]) == 0
+    _out, err = capfd.readouterr()
+    _forged_ok(err)
+    assert "quantcheck: warning: UserWarning: layerx\\n::error" in err
+
+
 # -- issue 21 X: SARIF locations are URI references -------------------------------------------
 
 SEEDS = Path(__file__).resolve().parents[1] / "examples" / "broken_seeds.safetensors"
@@ -392,3 +524,13 @@ def test_sarif_uri_of_an_address_keeps_its_escapes() -> None:
 
     url = "https://host/org/my%20model/a b.safetensors?…"
     assert artifact_uri(url) == "https://host/org/my%20model/a%20b.safetensors?%E2%80%A6"
+
+
+def test_clean_block_keeps_line_breaks_and_colour_only() -> None:
+    from quantcheck.textsafe import clean_block
+
+    assert clean_block("\x1b[1;31mred\x1b[0m\n\x1b]0;T\x07\tx\r") == (
+        "\x1b[1;31mred\x1b[0m\n\\x1b]0;T\\x07\\tx\\r"
+    )
+    assert clean_block("plain\nlines\n") == "plain\nlines\n"
+    assert clean_block("é · ≥\n\u202e") == "é · ≥\n\\u202e"

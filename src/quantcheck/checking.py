@@ -240,6 +240,12 @@ def input_record(ck: Checkpoint, i: int) -> dict[str, object]:
     extra = getattr(shard.source, "describe", None)
     if callable(extra):
         rec.update(extra())
+    if "snapshots" in shard.name:  # maybe read from the Hugging Face cache (no hub import else)
+        from quantcheck.io.hubcache import origin
+
+        cached = origin(shard.name)
+        if cached is not None:
+            rec["hub_cache"] = cached
     return rec
 
 

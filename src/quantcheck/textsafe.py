@@ -16,6 +16,7 @@ U+200E, U+200F, U+202A-U+202E, U+2066-U+2069), and lone surrogates.
 from __future__ import annotations
 
 import re
+import sys
 
 #: characters never written raw to a human-readable output (none of them is printable, so
 #: `str.isprintable()` is a fast path past the regex, which is compiled on first use: 1-2 ms
@@ -35,6 +36,10 @@ def __getattr__(name: str) -> re.Pattern[str]:
         return re.compile(UNSAFE_PATTERN)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
+
+#: an SGR colour sequence (`ESC [ 1;31 m`): the only escape sequence a block of rendered
+#: text may keep (the renderers add it around text already escaped with `clean`).
+_SGR = "\x1b\\[[0-9;]*m"
 
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
@@ -73,13 +78,53 @@ def redact_url(location: str) -> str:
     """`location` as it may be printed or stored: a URL loses its credentials and secrets.
 
     `scheme://user:pass@host/...` keeps only `***@`; the whole query and fragment become `?…`
-    and `#…`. The whole query goes, not just parameters that look like secrets: signed CDN
+    and `#…` (not in `hf://` addresses, which have no query: there `?` and `#` belong to a file
+    name). The whole query goes, not just parameters that look like secrets: signed CDN
     and object-store URLs carry them under any name (`X-Amz-Signature`, `Signature`, `Policy`,
     `sig`, `token`, ...), and no name list can be complete. Local paths come back unchanged.
     """
     if "://" not in location:
         return location
     head = re.sub(_USERINFO, r"\1***@", location)
+    if head[:5].lower() == "hf://":  # no query there: `?`, `#` in a hub file name are data
+        return head
     path, hash_, _ = head.partition("#")
     path, query, _ = path.partition("?")
     return path + ("?…" if query else "") + ("#…" if hash_ else "")
+
+
+def clean_block(text: object) -> str:
+    """Rendered multi-line text with every unsafe character escaped except its line breaks
+    (and the SGR colour sequences a renderer adds): no ESC, BEL, CR, C1 control or bidi
+    override reaches the terminal, whatever a renderer forgot."""
+    s = text if isinstance(text, str) else str(text)
+    if s.isascii() and s.replace("\n", "").isprintable():
+        return s
+    return re.sub(
+        f"({_SGR})|(?!\n){UNSAFE_PATTERN}",
+        lambda m: m.group(1) or _spell(m.group()),
+        s,
+    )
+
+
+def say(message: object = "", *, err: bool = False) -> None:
+    """Print one line to stdout (or stderr): the whole line escaped with `clean`, so nothing
+    in it (a file name, a server's answer, an exception) can start another line, forge a
+    `::error` workflow command or send a terminal escape."""
+    print(clean(message), file=sys.stderr if err else sys.stdout)
+
+
+def say_error(message: object) -> None:
+    """`quantcheck: error: MESSAGE` on stderr, escaped as `say` escapes."""
+    say(f"quantcheck: error: {message}", err=True)
+
+
+def say_warning(message: object) -> None:
+    """`quantcheck: warning: MESSAGE` on stderr, escaped as `say` escapes."""
+    say(f"quantcheck: warning: {message}", err=True)
+
+
+def say_block(text: object, *, end: str = "\n") -> None:
+    """Print rendered multi-line text (a table, a report, JSON) to stdout via `clean_block`."""
+    sys.stdout.write(clean_block(text))
+    sys.stdout.write(end)  # a second write, as `print` does: a closed pipe shows here

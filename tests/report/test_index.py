@@ -46,3 +46,35 @@ def test_one_checkpoint_keeps_one_file(examples_dir: Path, tmp_path: Path) -> No
     out = tmp_path / "r.html"
     assert main(["report", str(examples_dir / BROKEN_EXAMPLE), "-o", str(out)]) == 0
     assert out.is_file() and "All checkpoints" not in out.read_text(encoding="utf-8")
+
+
+def test_pages_are_written_as_they_are_made(
+    examples_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 21 P: each page reaches the disk before the next one is rendered, so a report of
+    many checkpoints holds one page in memory, not all of them."""
+    import quantcheck.cli.report as report_cli
+    import quantcheck.render.html as html
+
+    models = tmp_path / "models"
+    models.mkdir()
+    for i in range(4):
+        shutil.copy(examples_dir / "nvfp4.safetensors", models / f"m{i}.safetensors")
+    rendered: list[int] = []
+    written: list[tuple[str, int]] = []
+    real_render, real_write = html.render_html, report_cli.write_atomic
+
+    def render(*args: object, **kwargs: object) -> str:
+        rendered.append(len(rendered))
+        return real_render(*args, **kwargs)  # type: ignore[arg-type]
+
+    def write(path: Path, text: str) -> None:
+        written.append((path.name, len(rendered)))
+        real_write(path, text)
+
+    monkeypatch.setattr(html, "render_html", render)
+    monkeypatch.setattr(report_cli, "write_atomic", write)
+    assert main(["report", str(models), "-o", str(tmp_path / "out")]) == 0
+    pages = [w for w in written if w[0] != "index.html"]
+    assert [n for _, n in pages] == [1, 2, 3, 4]  # page k written right after render k
+    assert written[-1][0] == "index.html"

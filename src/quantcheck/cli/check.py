@@ -48,6 +48,7 @@ def run(args: argparse.Namespace) -> int:
         write_baseline,
     )
     from quantcheck.runtimes import targets_of
+    from quantcheck.textsafe import say, say_error
 
     def split(values: list[str]) -> list[str]:
         return [v for item in values for v in item.split(",") if v.strip()]
@@ -57,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         check_selectors([*split(args.select), *split(args.ignore)])
     except ValueError as exc:
-        print(f"quantcheck: error: --select/--ignore: {exc}", file=sys.stderr)
+        say_error(f"--select/--ignore: {exc}")
         return 2
     if args.generate_baseline:  # refuse a device, FIFO or folder before the work
         from quantcheck.io.outpath import check_destination
@@ -68,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             known = read_baseline(args.baseline)
         except BaselineError as exc:
-            print(f"quantcheck: error: {exc}", file=sys.stderr)
+            say_error(exc)
             return 2
     with remote_limits(args.max_bytes, args.jobs) as jobs:
         specs = discover(
@@ -85,12 +86,10 @@ def run(args: argparse.Namespace) -> int:
         )
     for r in results:
         if r.error is not None:
-            print(f"quantcheck: error: {r.error}", file=sys.stderr)
+            say_error(r.error)
     if args.generate_baseline:
         n = write_baseline(args.generate_baseline, results)
-        print(
-            f"wrote {n} finding{'s' if n != 1 else ''} to {args.generate_baseline}", file=sys.stderr
-        )
+        say(f"wrote {n} finding{'s' if n != 1 else ''} to {args.generate_baseline}", err=True)
         return 2 if any(r.error for r in results) else 0
     if known is not None:
         apply_baseline(results, known)
@@ -135,5 +134,9 @@ def _write_report(args: argparse.Namespace, results: list[Any], targets: tuple[s
         chunks = many.iter_json(results, targets, group=args.group)
     else:
         chunks = many.iter_located(results, args.output_format, targets)
-    if write_chunks(sys.stdout, chunks) or args.output_format != "text":
+    from quantcheck.textsafe import clean_block
+
+    # the renderers escape what they show; clean_block is the one check of what reaches the
+    # terminal (line breaks and colour kept), so a renderer that forgot cannot leak a control
+    if write_chunks(sys.stdout, map(clean_block, chunks)) or args.output_format != "text":
         sys.stdout.write("\n")

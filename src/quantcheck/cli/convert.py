@@ -7,12 +7,11 @@ tensor is written; every other tensor is copied byte for byte.
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from quantcheck.cli.options import target_value
 from quantcheck.formats.table import FORMATS
-from quantcheck.textsafe import clean
+from quantcheck.textsafe import say, say_error, say_warning
 
 
 def quant_formats() -> tuple[str, ...]:
@@ -46,19 +45,16 @@ class DeprecatedTo(argparse.Action):
         values: Any,
         option_string: str | None = None,
     ) -> None:
-        print(
-            f"quantcheck: warning: quantize --format is deprecated and will be removed; "
-            f"use --to {values}",
-            file=sys.stderr,
-        )
+        say_warning(f"quantize --format is deprecated and will be removed; use --to {values}")
         setattr(namespace, self.dest, values)
 
 
 def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
-    from quantcheck.cli.options import add_as_one
+    from quantcheck.cli.options import NO_CAP, add_as_one, add_max_bytes
 
     p.add_argument("paths", nargs="+", metavar="IN", help="checkpoint file, folder or index")
     add_as_one(p)
+    add_max_bytes(p, NO_CAP)
     p.add_argument(
         "-o",
         "--output",
@@ -185,6 +181,13 @@ def options_of(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from quantcheck.io.limits import remote_limits
+
+    with remote_limits(args.max_bytes, None):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from quantcheck.model.checkpoint import load_checkpoint
     from quantcheck.model.discover import one_checkpoint
 
@@ -194,10 +197,7 @@ def run(args: argparse.Namespace) -> int:
 
         bad = unrepairable(ck)
         if bad:
-            print(
-                f"quantcheck: error: cannot convert: {bad[0].code} {clean(bad[0].message)}",
-                file=sys.stderr,
-            )
+            say_error(f"cannot convert: {bad[0].code} {bad[0].message}")
             return 2
         from quantcheck.cli.output import output_layout
 
@@ -213,10 +213,7 @@ def _quantize(ck: Any, args: argparse.Namespace, out: str, index: str | None) ->
     options = options_of(args)
     planned = _judge_targets(ck, args, options)
     if isinstance(planned, str):
-        print(
-            f"quantcheck: error: {clean(planned)} (choose another --target or format)",
-            file=sys.stderr,
-        )
+        say_error(f"{planned} (choose another --target or format)")
         return 2
     kept: dict[str, str] = planned
     refused: dict[str, str] = {}
@@ -230,26 +227,26 @@ def _quantize(ck: Any, args: argparse.Namespace, out: str, index: str | None) ->
         if bad is None or bad[0] in refused or len(refused) >= MAX_REFUSED:
             break
         refused[bad[0]] = f"left as it is: the quantizer refused it ({bad[1]})"
-        print(
-            f"  {clean(bad[0])}: {clean(bad[1])} -> keeping this layer as it is and writing again",
-            file=sys.stderr,
+        say(
+            f"  {bad[0]}: {bad[1]} -> keeping this layer as it is and writing again",
+            err=True,
         )
-    print(f"quantize: {len(done)} layer{'s' if len(done) != 1 else ''} -> {args.fmt}")
+    say(f"quantize: {len(done)} layer{'s' if len(done) != 1 else ''} -> {args.fmt}")
     shape_skips = {
         p: r for p, r in skipped.items() if "K=" in r or "sglang" in r or p in refused or p in kept
     }
     for p, r in shape_skips.items():
-        print(f"  skipped {clean(p)}: {clean(r)}")
+        say(f"  skipped {p}: {r}")
     other = len(skipped) - len(shape_skips)
     if other:
-        print(
+        say(
             f"  {other} other layer{'s' if other != 1 else ''} left as they are (norms, "
             "embeddings, biases, non-2-D or non-float weights, --include/--exclude)"
         )
     if args.dry_run:
         return 0
     if rc == 0:
-        print(f"wrote {out}")
+        say(f"wrote {out}")
     return rc or (1 if refused else 0)
 
 
@@ -333,9 +330,9 @@ def _dequantize(ck: Any, args: argparse.Namespace, out: str, index: str | None) 
     if not failed:
         for f in draft.files:
             f.metadata.pop(QMETA, None)
-    print(f"dequantize: {n} layer{'s' if n != 1 else ''} -> {args.dtype}")
+    say(f"dequantize: {n} layer{'s' if n != 1 else ''} -> {args.dtype}")
     for p, r in failed.items():
-        print(f"  left quantized {clean(p)}: {clean(r)}")
+        say(f"  left quantized {p}: {r}")
     rc = _write(ck, draft, out, index, "all", "dequantize")
     return rc or (1 if failed else 0)
 
@@ -371,10 +368,11 @@ def _write(
         layer = getattr(exc, "layer", "")
         if retry and layer:
             return 2, (layer, str(exc).removeprefix(f"{layer}: "))
-        print(f"\nquantcheck: error: {clean(exc)}; nothing was written", file=sys.stderr)
+        say(err=True)
+        say_error(f"{exc}; nothing was written")
         return (2, None) if retry else 2
     bar.close()
     if retry:
         return 0, None
-    print(f"wrote {out}")
+    say(f"wrote {out}")
     return 0

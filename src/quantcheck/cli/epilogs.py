@@ -96,6 +96,22 @@ EXAMPLES = {
 }
 
 
+#: the end of `check --help`: the environment remote inputs honour (README has the same)
+ENVIRONMENT = """\
+environment (remote inputs; the huggingface_hub conventions):
+  HF_TOKEN            token for private or gated repositories, sent only to HF_ENDPOINT;
+                      unset: the one `hf auth login` saved (HF_TOKEN_PATH, else HF_HOME/token)
+  HF_ENDPOINT         the hub (default https://huggingface.co)
+  HF_HOME             default ~/.cache/huggingface; HF_HUB_CACHE default HF_HOME/hub: a
+                      complete cached snapshot of hf://ORG/REPO is checked without a request
+  HF_HUB_OFFLINE=1    only the local cache; nothing is fetched
+  HTTPS_PROXY, HTTP_PROXY, ALL_PROXY, NO_PROXY    http:// proxies, as curl reads them
+  REQUESTS_CA_BUNDLE, CURL_CA_BUNDLE, SSL_CERT_FILE   CA certificates to trust
+  QUANTCHECK_HTTP_TIMEOUT   seconds to wait for any byte (default 20)
+"""
+
+
 def epilog(command: str) -> str:
     """The `--help` epilog of `command` (or of the program for "quantcheck")."""
-    return f"{EXIT_CODES[command]}\n\nexamples:\n{EXAMPLES[command]}\n"
+    text = f"{EXIT_CODES[command]}\n\nexamples:\n{EXAMPLES[command]}\n"
+    return text + ("\n" + ENVIRONMENT if command == "check" else "")

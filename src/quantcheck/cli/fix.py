@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import sys
 
-from quantcheck.cli.options import add_as_one, add_target
-from quantcheck.textsafe import clean
+from quantcheck.cli.options import NO_CAP, add_as_one, add_max_bytes, add_target
+from quantcheck.textsafe import clean, say, say_block, say_error
 
 TYPE_CHECKING = False  # `typing` costs start-up time
 if TYPE_CHECKING:
@@ -66,6 +65,7 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
         "NAME@RELEASE, NAME@all, all@all, or a comma-separated list; with --profile portable "
         "it also decides which consumers win where they need different bytes",
     )
+    add_max_bytes(p, NO_CAP)
     p.add_argument(
         "--unsafe-fixes", action="store_true", help="also apply fixes that change numbers"
     )
@@ -92,22 +92,25 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from quantcheck.io.limits import remote_limits
+
+    with remote_limits(args.max_bytes, None):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from quantcheck.fix.planner import plan_fixes, unrepairable
     from quantcheck.model.checkpoint import load_checkpoint
     from quantcheck.model.discover import one_checkpoint
 
     if not (args.output or args.dry_run or args.diff):
-        print("quantcheck: error: fix needs -o OUT (or --dry-run / --diff)", file=sys.stderr)
+        say_error("fix needs -o OUT (or --dry-run / --diff)")
         return 2
     paths = one_checkpoint(args.paths, "fix", as_one=args.as_one)
     with load_checkpoint(paths) as ck:
         bad = unrepairable(ck)
         if bad:
-            print(
-                f"quantcheck: error: cannot repair: {bad[0].code} {clean(bad[0].message)}; a "
-                "rewrite would lose data",
-                file=sys.stderr,
-            )
+            say_error(f"cannot repair: {bad[0].code} {bad[0].message}; a rewrite would lose data")
             return 2
         out, index = (None, None)
         if args.output:
@@ -121,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
             print_plan(plan, args.unsafe_fixes)
         diff = header_diff(ck, plan.files) if args.diff else None
         if diff is not None and not as_json:
-            sys.stdout.write(diff)
+            say_block(diff, end="")
         if args.dry_run or args.diff:
             if as_json:
                 _print_json(plan, args.unsafe_fixes, None, diff)
@@ -131,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
         if as_json:
             _print_json(plan, args.unsafe_fixes, out)
         else:
-            print(f"wrote {clean(out)}")
+            say(f"wrote {out}")
     return _exit(plan, args.unsafe_fixes)
 
 
@@ -178,7 +181,7 @@ def plan_json(
 def _print_json(plan: object, unsafe: bool, written: str | None, diff: str | None = None) -> None:
     from quantcheck.render.json_out import dumps
 
-    print(dumps("fix", plan_json(plan, unsafe, written, diff)))
+    say_block(dumps("fix", plan_json(plan, unsafe, written, diff)))
 
 
 def _exit(plan: object, unsafe: bool) -> int:
@@ -227,12 +230,12 @@ def print_plan(plan: object, unsafe: bool) -> None:
     assert isinstance(plan, FixPlan)
     real = [e for e in plan.edits if e.safety != "rewrite"]
     label = plan.target + (", portable" if plan.profile == "portable" else "")
-    print(f"fix ({label}): {len(real)} fix{'es' if len(real) != 1 else ''}")
+    say(f"fix ({label}): {len(real)} fix{'es' if len(real) != 1 else ''}")
     for e in plan.edits:
-        print(f"  {e.code}  [{e.safety}] {clean(e.description)}")
+        say(f"  {e.code}  [{e.safety}] {e.description}")
     left = plan.unapplied(unsafe)
     if left:
-        print(f"not fixed ({len(left)}):")
+        say(f"not fixed ({len(left)}):")
     for o in left:
         d = o.diagnostic
         why = {
@@ -241,13 +244,13 @@ def print_plan(plan: object, unsafe: bool) -> None:
             "no-fix": "no automatic fix",
         }[o.status]
         where = d.layer or d.tensor or d.file or ""
-        print(f"  {d.code}  {clean(where)}: {clean(d.message)} ({clean(why)})")
+        say(f"  {d.code}  {where}: {d.message} ({why})")
     if not plan.converged:
-        print("  (fixes did not settle after 8 rounds; the rest is left as it is)")
+        say("  (fixes did not settle after 8 rounds; the rest is left as it is)")
     if plan.profile == "portable":
-        print(f"portable ({len(plan.choices)}):" if plan.choices else "portable: no choices")
+        say(f"portable ({len(plan.choices)}):" if plan.choices else "portable: no choices")
         for c in plan.choices:
-            print(f"  {clean(c.text())}")
+            say(f"  {c.text()}")
 
 
 def _lines(

@@ -9,9 +9,9 @@ per checkpoint (text) or a `checkpoints` list (JSON).
 from __future__ import annotations
 
 import argparse
-import sys
 
 from quantcheck._version import document_head
+from quantcheck.textsafe import say, say_block, say_error
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
@@ -96,7 +96,7 @@ def _dump(doc: dict[str, Any]) -> None:
 
     from quantcheck.textsafe import json_safe
 
-    print(json_safe(json.dumps(doc, indent=2, ensure_ascii=False)))
+    say_block(json_safe(json.dumps(doc, indent=2, ensure_ascii=False)))
 
 
 def _print_one(doc: dict[str, Any], args: argparse.Namespace) -> int:
@@ -105,9 +105,9 @@ def _print_one(doc: dict[str, Any], args: argparse.Namespace) -> int:
     else:
         from quantcheck.render.inspect_text import render_inspect
 
-        print(render_inspect(doc, summary_only=args.summary))
+        say_block(render_inspect(doc, summary_only=args.summary))
         for line in problem_lines(doc):
-            print(line, file=sys.stderr)
+            say(line, err=True)
     return 1 if doc["problems"] else 0
 
 
@@ -115,7 +115,7 @@ def _print_many(specs: list[Any], args: argparse.Namespace) -> int:
     """One section (text) or entry (JSON) per checkpoint; one that cannot be read is named
     with the reason, the others are still shown, and the exit code is 2."""
     from quantcheck.errors import InputError, describe_os_error
-    from quantcheck.textsafe import clean, redact_url
+    from quantcheck.textsafe import redact_url
 
     entries: list[dict[str, Any]] = []
     failed = problems = 0
@@ -127,7 +127,7 @@ def _print_many(specs: list[Any], args: argparse.Namespace) -> int:
         except (InputError, OSError) as exc:
             failed += 1
             why = describe_os_error(exc, "read") if isinstance(exc, OSError) else str(exc)
-            print(f"quantcheck: error: {clean(name)}: {clean(why)}", file=sys.stderr)
+            say_error(f"{name}: {why}")
             entries.append({"name": name, "error": why or type(exc).__name__})
             continue
         if as_json:
@@ -136,10 +136,12 @@ def _print_many(specs: list[Any], args: argparse.Namespace) -> int:
         else:
             from quantcheck.render.inspect_text import render_inspect
 
-            print(("\n" if i else "") + f"== {clean(name)} ==")
-            print(render_inspect(doc, summary_only=args.summary))
+            if i:
+                say()
+            say(f"== {name} ==")
+            say_block(render_inspect(doc, summary_only=args.summary))
             for line in problem_lines(doc):
-                print(line, file=sys.stderr)
+                say(line, err=True)
         problems += bool(doc["problems"])
     if as_json:
         from quantcheck.model.inventory import SCHEMA_VERSION
@@ -151,5 +153,6 @@ def _print_many(specs: list[Any], args: argparse.Namespace) -> int:
             }
         )
     else:
-        print(f"\n{len(specs)} checkpoints" + (f", {failed} could not be read" if failed else ""))
+        say()
+        say(f"{len(specs)} checkpoints" + (f", {failed} could not be read" if failed else ""))
     return 2 if failed else 1 if problems else 0

@@ -6,7 +6,12 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from quantcheck.cli.options import HelpFormatter, add_output_format
+from quantcheck.cli.options import HelpFormatter, Parser, add_output_format
+from quantcheck.textsafe import say, say_block, say_error, say_warning
+
+TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _add_inputs(p: argparse.ArgumentParser) -> None:
@@ -84,13 +89,9 @@ def _check_args(p: argparse.ArgumentParser) -> None:
         "on worker processes, one per CPU at most; 1 checks one at a time "
         "(default: min(8, 4 x CPUs))",
     )
-    p.add_argument(
-        "--max-bytes",
-        default="64M",
-        metavar="SIZE",
-        help="most bytes read per remote checkpoint (all its shards), e.g. 500K, 64M "
-        "(default: 64M)",
-    )
+    from quantcheck.cli.options import add_max_bytes
+
+    add_max_bytes(p, "64M")
 
 
 def _inspect_args(p: argparse.ArgumentParser) -> None:
@@ -149,7 +150,7 @@ def build_parser(wanted: str | None = None) -> argparse.ArgumentParser:
     from quantcheck._version import __version__
     from quantcheck.cli.epilogs import epilog
 
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="quantcheck",
         description="Validate, inspect and repair ComfyUI per-layer quantized safetensors "
         "checkpoints (comfy_quant markers) for ComfyUI and sglang — from the header "
@@ -206,12 +207,12 @@ def cmd_rules(args: argparse.Namespace) -> int:
     if args.output_format == "markdown":
         from quantcheck.rules.docs import rules_markdown
 
-        print(rules_markdown(), end="")
+        say_block(rules_markdown(), end="")
         return 0
     if args.output_format == "json":
         from quantcheck.render.json_out import dumps
 
-        print(
+        say_block(
             dumps(
                 "rules",
                 {
@@ -233,8 +234,8 @@ def cmd_rules(args: argparse.Namespace) -> int:
     for r in rules.values():
         eff = " ".join(f"{t}:{e.value}" for t, e in r.runtime_effects().items())
         fix = f"fix:{r.fix.value}" if r.fix else "no fix"
-        print(f"{r.code}  {r.name:<34} {r.severity.value:<8} {fix:<18} {eff}")
-        print(f"       {r.title}")
+        say(f"{r.code}  {r.name:<34} {r.severity.value:<8} {fix:<18} {eff}")
+        say(f"       {r.title}")
     return 0
 
 
@@ -242,7 +243,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     from quantcheck.explain.lookup import explain
 
     text, ok = explain(" ".join(args.what), as_json=args.output_format == "json")
-    print(text)
+    say_block(text)
     return 0 if ok else 2
 
 
@@ -284,12 +285,29 @@ def _stdout_closed() -> int:
     return EXIT_BROKEN_PIPE
 
 
+def _run_escaping_warnings(handler: Any, args: argparse.Namespace) -> int:
+    """`handler(args)` with Python warnings (a library's, ours: they may name a layer)
+    printed the way every other line is, through `textsafe.say_warning`, not raw; the
+    warnings machinery is as it was afterwards."""
+    import warnings
+
+    def show(message: object, category: type, *_args: object, **_kw: object) -> None:
+        say_warning(f"{category.__name__}: {message}")
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        return int(handler(args))
+
+
 def _main(argv: Sequence[str] | None) -> int:
     for stream in (sys.stdout, sys.stderr):
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:  # names may hold lone surrogates: never crash printing them
             reconfigure(errors="backslashreplace")
     argv = list(sys.argv[1:] if argv is None else argv)
+    cache = sys.modules.get("quantcheck.io.hubcache")  # loaded by an earlier in-process run
+    if cache is not None:
+        cache.forget_said()
     wanted = next((a for a in argv if not a.startswith("-")), None)
     parser = build_parser(wanted)
     args = parser.parse_args(argv)
@@ -299,27 +317,26 @@ def _main(argv: Sequence[str] | None) -> int:
     handler = COMMANDS.get(args.command) or getattr(args, "handler", None)
     assert handler is not None  # every subparser is a core command or sets `handler`
     from quantcheck.model.checkpoint import InputError
-    from quantcheck.textsafe import clean
 
     try:
-        return int(handler(args))
+        return _run_escaping_warnings(handler, args)
     except BrokenPipeError:
         raise  # an OSError, but not an error of the run: main() ends quietly
     except InputError as exc:
-        print(f"quantcheck: error: {clean(exc)}", file=sys.stderr)
+        say_error(exc)
         return 2
     except OSError as exc:
         from quantcheck.errors import describe_os_error
 
-        print(f"quantcheck: error: {clean(describe_os_error(exc))}", file=sys.stderr)
+        say_error(describe_os_error(exc))
         return 2
     except KeyboardInterrupt:
-        print("quantcheck: interrupted", file=sys.stderr)
+        say("quantcheck: interrupted", err=True)
         return 130
     except ModuleNotFoundError as exc:
         if not exc.name or exc.name.partition(".")[0] == "quantcheck":
             raise  # our own module missing is a defect, not the environment's
-        print(f"quantcheck: error: {missing_package(args.command, exc.name)}", file=sys.stderr)
+        say_error(missing_package(args.command, exc.name))
         return 2
 
 

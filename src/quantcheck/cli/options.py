@@ -1,8 +1,26 @@
-"""Pieces every command's parser shares: the help formatter and `--output-format`."""
+"""Pieces every command's parser shares: the parser class, the help formatter and
+`--output-format`."""
 
 from __future__ import annotations
 
 import argparse
+import sys
+
+from quantcheck.textsafe import clean
+
+TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
+if TYPE_CHECKING:
+    from typing import NoReturn
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser whose usage errors are escaped: argparse repeats the offending
+    argument (`unrecognized arguments: NAME`), and a file name may carry a newline, a forged
+    `::error` workflow command or a terminal escape. Subparsers are made of the same class."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(2, f"{self.prog}: error: {clean(message)}\n")
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -67,6 +85,24 @@ def add_target(p: argparse.ArgumentParser, help: str = TARGET_HELP) -> None:
         "effect on each)"
     )
     p.add_argument("--target", type=target_value, default="default", metavar="TARGET", help=help)
+
+
+#: `--max-bytes` of the commands whose work is reading tensor data (compare, quantize,
+#: dequantize, fix, report --compare): no cap. A normal checkpoint is 2-40 GB and the user
+#: asked for its data; any finite default would stop some normal checkpoint part way.
+NO_CAP = "none"
+
+
+def add_max_bytes(p: argparse.ArgumentParser, default: str | None) -> None:
+    """`--max-bytes SIZE` (dest `max_bytes`): most bytes read per remote checkpoint."""
+    shown = "no cap" if default == NO_CAP else default or "64M, none with --compare"
+    p.add_argument(
+        "--max-bytes",
+        default=default,
+        metavar="SIZE",
+        help="most bytes read per remote checkpoint (all its shards and its index), e.g. "
+        f"500K, 64M, 30G, or none for no cap (default: {shown})",
+    )
 
 
 def add_selection(p: argparse.ArgumentParser) -> None:

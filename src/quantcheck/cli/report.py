@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
-from quantcheck.cli.options import add_selection, add_target
-from quantcheck.textsafe import clean
+from quantcheck.cli.options import NO_CAP, add_max_bytes, add_selection, add_target
+from quantcheck.textsafe import say, say_error
 
 DESCRIPTIONS = {
     "report": """\
@@ -48,6 +47,7 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
         help="the unquantized original: adds a per-layer error heat map (repeatable for shards)",
     )
     add_target(p)
+    add_max_bytes(p, None)
     p.add_argument(
         "--deep",
         action="store_true",
@@ -83,23 +83,31 @@ def write_atomic(path: Path, text: str) -> None:
 def _write_many(args: argparse.Namespace, specs: list[Any]) -> int:
     """An index page and one page per checkpoint, in the folder -o names."""
     from quantcheck.io.outpath import check_destination
-    from quantcheck.render.html.index import INDEX, build_pages
+    from quantcheck.render.html.index import INDEX, iter_pages
 
     out = args.output[:-5] if args.output.endswith(".html") else args.output
     check_destination(out, sharded=True)  # a folder, or nothing yet
     os.makedirs(out, exist_ok=True)
-    pages = build_pages(specs, target=args.target, deep=args.deep)
-    for name, html in pages.items():
-        write_atomic(Path(out) / name, html)
-    print(
-        f"wrote {Path(out) / INDEX} and {len(pages) - 1} checkpoint pages "
-        f"({len(specs)} checkpoints)",
-        file=sys.stderr,
+    written = 0
+    for name, html in iter_pages(specs, target=args.target, deep=args.deep):
+        write_atomic(Path(out) / name, html)  # each page as it is made: one in memory at once
+        written += 1
+    say(
+        f"wrote {Path(out) / INDEX} and {written - 1} checkpoint pages ({len(specs)} checkpoints)",
+        err=True,
     )
     return 0
 
 
 def run(args: argparse.Namespace) -> int:
+    from quantcheck.io.limits import remote_limits
+
+    cap = args.max_bytes or (NO_CAP if args.compare else "64M")
+    with remote_limits(cap, None):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     from quantcheck.io.outpath import check_destination
     from quantcheck.model.discover import discover, one_checkpoint, only_one
     from quantcheck.render.html import build_report
@@ -116,13 +124,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         compare = _compare(args.paths, args.compare) if args.compare else None
     except CompareUnavailable as exc:
-        print(f"quantcheck: error: {clean(exc)}", file=sys.stderr)
+        say_error(exc)
         return 2
     html = build_report(args.paths, compare=compare, target=args.target, deep=args.deep)
     out = Path(args.output)
     write_atomic(out, html)
-    print(
-        f"wrote {out} ({len(html.encode('utf-8', 'backslashreplace')) / 1024:.0f} KiB)",
-        file=sys.stderr,
-    )
+    say(f"wrote {out} ({len(html.encode('utf-8', 'backslashreplace')) / 1024:.0f} KiB)", err=True)
     return 0

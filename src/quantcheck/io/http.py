@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import http.client
 import os
+import re
 import socket
 import ssl
 import threading
@@ -20,6 +21,7 @@ from urllib.parse import quote, urljoin, urlsplit
 
 from quantcheck._version import __version__
 from quantcheck.io.limits import ByteBudget
+from quantcheck.io.netenv import Origin, Proxy, ca_bundle, proxy_for
 from quantcheck.io.retry import RETRY_STATUSES, RetryPolicy
 from quantcheck.io.source import SourceError
 from quantcheck.textsafe import redact_url
@@ -31,7 +33,8 @@ MIN_RATE = 256 * 1024
 CHUNK = 64 * 1024
 USER_AGENT = f"quantcheck/{__version__} (Python http.client)"
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
-Origin = tuple[str, str, int]
+#: a credential as an HTTP library may quote it in an error (`b'Bearer hf_...'`)
+_BEARER = re.compile(r"(?i)bearer(?:\s|\\[nrt]|%20)+[^\s'\"]*")
 
 
 class RemoteError(SourceError):
@@ -270,6 +273,8 @@ class HttpClient:
         self.settings = settings
         self.stats = stats if stats is not None else Stats()
         self._conns: dict[Origin, http.client.HTTPConnection] = {}
+        #: origins reached through a plain-HTTP proxy: their requests name the whole URL
+        self._forwarded: dict[Origin, Proxy] = {}
 
     def get(
         self, url: str, headers: dict[str, str] | None = None, expect_bytes: int = 0
@@ -351,11 +356,17 @@ class HttpClient:
         for attempt in (0, 1):
             reused = org in self._conns
             conn = self._conn(org)
+            line = target
+            via = self._forwarded.get(org)
+            if via is not None:  # a plain-HTTP proxy is asked for the absolute URL
+                line = f"{org[0]}://{org[1]}:{org[2]}{target}"
+                if via.auth:
+                    send["Proxy-Authorization"] = via.auth
             try:
                 if dog.fired:
                     raise TimeoutError
                 self.stats.requests += 1
-                conn.request("GET", target, headers=send)
+                conn.request("GET", line, headers=send)
                 dog.watch(conn.sock)
                 resp = conn.getresponse()
                 if dog.fired:  # headers cut short by the watchdog
@@ -381,12 +392,18 @@ class HttpClient:
         if conn is None:
             scheme, host, port = org
             timeout = self.settings.timeout
+            proxy = proxy_for(org)
+            at = (proxy.host, proxy.port) if proxy else (host, port)
             if scheme == "https":
-                conn = http.client.HTTPSConnection(
-                    host, port, timeout=timeout, context=ssl.create_default_context()
-                )
+                context = ssl.create_default_context(cafile=ca_bundle())
+                conn = http.client.HTTPSConnection(*at, timeout=timeout, context=context)
+                if proxy:  # CONNECT host:port, then TLS with the origin through the tunnel
+                    extra = {"Proxy-Authorization": proxy.auth} if proxy.auth else None
+                    conn.set_tunnel(host, port, headers=extra)
             else:
-                conn = http.client.HTTPConnection(host, port, timeout=timeout)
+                conn = http.client.HTTPConnection(*at, timeout=timeout)
+                if proxy:
+                    self._forwarded[org] = proxy
             self._conns[org] = conn
         return conn
 
@@ -413,7 +430,21 @@ class HttpClient:
             pass
 
     def fail(self, url: str, exc: BaseException, dog: _Watchdog) -> NoReturn:
-        """Raise a RemoteError that says what went wrong, in words."""
+        """Raise a RemoteError that says what went wrong, in words (never the token nor the
+        URL's password or query: a library's message may quote the header or URL it
+        refused)."""
+        try:
+            self._fail(url, exc, dog)
+        except RemoteError as err:
+            parts = urlsplit(url)
+            text = str(err)
+            for secret in (self.settings.token, parts.password, parts.query, parts.fragment):
+                if secret and len(secret) > 2 and secret in text:  # a library quoting the URL
+                    text = text.replace(secret, "***")
+            text = _BEARER.sub("Bearer ***", text)
+            raise type(err)(text) from None
+
+    def _fail(self, url: str, exc: BaseException, dog: _Watchdog) -> NoReturn:
         dog.cancel()
         where = redact(url)
         if dog.fired:
@@ -428,6 +459,12 @@ class HttpClient:
             raise RemoteError(f"{where}: connection refused") from None
         if isinstance(exc, socket.gaierror):
             raise RemoteError(f"{where}: cannot resolve host ({exc.strerror})") from None
+        if isinstance(exc, ssl.SSLCertVerificationError):
+            raise RemoteError(
+                f"{where}: TLS error ({exc.reason or exc}: {exc.verify_message}); behind a "
+                "proxy or a private CA, set REQUESTS_CA_BUNDLE or SSL_CERT_FILE to its "
+                "CA certificates"
+            ) from None
         if isinstance(exc, ssl.SSLError):
             raise RemoteError(f"{where}: TLS error ({exc.reason or exc})") from None
         if isinstance(exc, http.client.IncompleteRead):

@@ -9,7 +9,6 @@ not do multi-range. A server that ignores Range is read only as far as needed, t
 from __future__ import annotations
 
 import struct
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -33,7 +32,7 @@ from quantcheck.io.multipart import (
     unsatisfied_total,
 )
 from quantcheck.io.spans import SpanCache, batches, coalesce, range_header
-from quantcheck.textsafe import clean
+from quantcheck.textsafe import clean, say_warning
 
 #: 512 KiB: the whole header of a checkpoint of up to ~3,700 tensors (~140 header bytes per
 #: tensor), which covers most single-file diffusion models (1-3k tensors), in the first request;
@@ -154,7 +153,7 @@ class HttpSource:
 
     def _warn(self, message: str) -> None:
         self.warnings.append(message)
-        print(f"quantcheck: warning: {clean(self.name)}: {clean(message)}", file=sys.stderr)
+        say_warning(f"{self.name}: {message}")
 
     def _get(self, headers: dict[str, str], expect: int) -> Response:
         resp = self._client.get(self._fetch_url, headers, expect)

@@ -89,13 +89,16 @@ def set_byte_cap(limit: int | None) -> int | None:
     return old
 
 
-def parse_byte_count(text: str) -> int:
-    """A byte count with an optional K, M or G suffix (×1024; KB, KiB, MB… accepted too)."""
+def parse_byte_count(text: str) -> int | None:
+    """A byte count with an optional K, M, G or T suffix (×1024; KB, KiB, MB… accepted too);
+    `none` (or `unlimited`) is no cap: None."""
+    if text.strip().lower() in ("none", "unlimited"):
+        return None
     raw = text.strip().upper().removesuffix("B").removesuffix("I")
-    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(raw[-1:], 1)
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}.get(raw[-1:], 1)
     digits = raw[:-1] if scale > 1 else raw
     if not digits.isdigit() or not 16 <= int(digits) * scale <= 1 << 50:
-        raise ValueError(f"{text!r} is not a byte count of at least 16 (e.g. 64M, 500K)")
+        raise ValueError(f"{text!r} is not a byte count of at least 16 (e.g. 64M, 500K) or none")
     return int(digits) * scale
 
 

@@ -436,9 +436,9 @@ def _remove_collecting(path: str) -> list[tuple[str, str]]:
 
 def warn(message: str) -> None:
     """One warning line on stderr (text escaped)."""
-    from quantcheck.textsafe import clean
+    from quantcheck.textsafe import say_warning
 
-    print(f"quantcheck: warning: {clean(message)}", file=sys.stderr)
+    say_warning(message)
 
 
 def fsync_dir(folder: str) -> None:

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 import threading
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from quantcheck.diagnostics import Diagnostic, json_pointer
 from quantcheck.io import hub
-from quantcheck.io.http import HttpClient, RemoteError, redact
+from quantcheck.io.http import HttpClient, RemoteError, Stats, redact
 from quantcheck.io.httpsource import HttpSource
 from quantcheck.io.limits import current_budget
 from quantcheck.io.source import is_remote
@@ -44,11 +44,7 @@ _RAW_LOCK = threading.Lock()
 
 
 def _refuse_offline(url: str) -> None:
-    if hub.offline():
-        raise RemoteError(
-            f"{redact(url)}: HF_HUB_OFFLINE is set, so nothing is fetched from the "
-            "network; unset it to check a remote checkpoint"
-        )
+    hub.refuse_offline(url)
 
 
 def _locate(url: str) -> tuple[str, str]:
@@ -130,6 +126,8 @@ def _expand_index(
         raw = _INDEX_RAW.pop(name, None)
     if raw is None:
         raw = _fetch_index(fetch)
+    else:
+        _charge(name, raw)
     diags: list[Diagnostic] = []
     try:
         doc = json.loads(raw)
@@ -148,9 +146,11 @@ def _expand_index(
             )
         )
         return [], name, diags
-    # shards are fetched under the index's real URL (credentials kept, query dropped)
-    base = (name if name.startswith("hf://") else fetch).split("?", 1)[0].rsplit("/", 1)[0]
-    index_rel = hub.parse(name).path if name.startswith("hf://") else ""
+    # shards are fetched under the index's real URL (credentials kept, query dropped); a
+    # shard name is data: quoted into the URL, never re-parsed (`?`, `#`, `@` in it)
+    hp = hub.parse(name) if name.startswith("hf://") else None
+    base = fetch.split("?", 1)[0].split("#", 1)[0].rsplit("/", 1)[0]
+    index_rel = hp.path if hp else ""
     out: list[str] = []
     for shard in dict.fromkeys(wmap.values()):
         member = _member(index_rel, shard)
@@ -169,7 +169,7 @@ def _expand_index(
                 Diagnostic(R.QC504, f"shard {shard!r} named by the index does not exist", file=name)
             )
             continue
-        out.append(f"{base}/{shard}")
+        out.append(hp.with_path(member).name() if hp else f"{base}/{quote(shard)}")
     return out, name, diags
 
 
@@ -183,11 +183,23 @@ def _remember(name: str, fetch: str, doc: object) -> None:
 
 
 def _fetch_index(fetch: str) -> bytes:
-    client = HttpClient(hub.settings())
+    """An index's bytes, counted in the checkpoint's byte budget (`--max-bytes`): inside
+    `limits.checkpoint_budget()` the one its shards share, else one of its own (discovery)."""
+    client = HttpClient(hub.settings(), Stats(budget=current_budget()))
     try:
         return hub.fetch_bytes(client, fetch, what="index")[0]
     finally:
         client.close()
+
+
+def _charge(name: str, raw: bytes) -> None:
+    """Count an index read ahead (during discovery) in the budget of the check that uses it."""
+    budget = current_budget()
+    if not budget.spend(len(raw)):
+        raise RemoteError(
+            f"{name}: checking it needs more than the {budget.limit:,}-byte cap per "
+            "checkpoint (its index alone is larger); raise --max-bytes to read it"
+        )
 
 
 def _keep_raw(name: str, raw: bytes) -> None:

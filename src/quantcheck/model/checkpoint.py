@@ -107,6 +107,10 @@ def expand_inputs(paths: list[str]) -> tuple[list[str], str | None, list[Diagnos
     index: str | None = None
     diags: list[Diagnostic] = []
     for p in paths:
+        if p.startswith("hf://"):
+            from quantcheck.io.hubcache import lookup
+
+            p = lookup(p) or p  # the local Hugging Face cache holds it: no request
         if "://" in p:
             from quantcheck.io.remote import expand_remote
 
@@ -274,22 +278,25 @@ def load_checkpoint(
     `jobs` > 1 opens remote shards concurrently (same result, fewer waits on latency)."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [os.fspath(paths)]
-    files, index, diags = expand_inputs(list(paths))
+    if not any("://" in p for p in paths):
+        return _load(list(paths), read_markers, jobs)
+    from quantcheck.io.limits import checkpoint_budget
+
+    with checkpoint_budget():  # --max-bytes bounds the checkpoint: its index and all shards
+        return _load(list(paths), read_markers, jobs)
+
+
+def _load(paths: list[str], read_markers: bool, jobs: int) -> Checkpoint:
+    files, index, diags = expand_inputs(paths)
     if not files and not diags:
         raise InputError("no input files")
     ck = Checkpoint(inputs=list(paths), index=index)
     ck.diagnostics += diags
     remote = sum("://" in f for f in files)
-    if remote:
-        from quantcheck.io.limits import checkpoint_budget
+    if jobs > 1 and remote > 1:
+        from quantcheck.io.prefetch import open_shards
 
-        with checkpoint_budget():  # --max-bytes bounds the checkpoint, all shards together
-            if jobs > 1 and remote > 1:
-                from quantcheck.io.prefetch import open_shards
-
-                shards = open_shards(files, jobs, _open_shard, read_markers=read_markers)
-            else:
-                shards = [_open_shard(f) for f in files]
+        shards = open_shards(files, jobs, _open_shard, read_markers=read_markers)
     else:
         shards = [_open_shard(f) for f in files]
     assemble(ck, shards, read_markers=read_markers)

@@ -38,10 +38,16 @@ INDEX_SUFFIX = ".safetensors.index.json"
 @record
 class CheckpointSpec:
     """One checkpoint to check: a display name and the paths `load_checkpoint` opens.
-    Picklable (plain fields)."""
+    Picklable (plain fields). The name is for showing (tables, reports, page file names,
+    baselines): made with `redact_url`, it never carries a URL's credentials or query."""
 
     name: str
     paths: list[str]
+
+    def __post_init__(self) -> None:
+        from quantcheck.textsafe import redact_url
+
+        self.name = " + ".join(redact_url(p) for p in self.name.split(" + "))
 
 
 def discover(
@@ -59,6 +65,13 @@ def discover(
         return [CheckpointSpec(args[0] if len(args) == 1 else " + ".join(args), list(args))]
     out: list[CheckpointSpec] = []
     for arg in args:
+        local = _cached(arg)
+        if local is not None:  # the local Hugging Face cache holds it: no request
+            from quantcheck.io.hubcache import address_of
+
+            found = discover([local], include=include, exclude=exclude)
+            out += [CheckpointSpec(address_of(arg, local, s.name), s.paths) for s in found]
+            continue
         if arg.startswith("hf://") and not arg.split("@", 1)[0].endswith((SAFETENSORS, ".json")):
             found = _discover_hub(arg, include, exclude)
         elif "://" in arg or not os.path.isdir(arg):
@@ -74,6 +87,15 @@ def discover(
             )
         out += found
     return _unclaimed(_unique(out))
+
+
+def _cached(arg: str) -> str | None:
+    """The local path of an `hf://` address in the Hugging Face cache (`io.hubcache`)."""
+    if not arg.startswith("hf://"):
+        return None
+    from quantcheck.io.hubcache import lookup
+
+    return lookup(arg)
 
 
 def _unclaimed(specs: list[CheckpointSpec]) -> list[CheckpointSpec]:
@@ -267,40 +289,12 @@ def _discover_hub(
 
 
 def _list_hub_tree(hp: object) -> list[str]:
-    """Every file path under `hp.path` in the repo: the tree API asked for a recursive
-    listing (`?recursive=true`, all pages). A server that ignores the parameter gives one
-    level: the files directly in the folder."""
-    from urllib.parse import urljoin
-
+    """Every checkpoint file path under `hp.path` in the repo: the tree API asked for a
+    recursive listing (all pages, filtered as they arrive: `hub.list_files`)."""
     from quantcheck.io import hub
-    from quantcheck.io.http import HttpClient, RemoteError
 
     assert isinstance(hp, hub.HubPath)
-    client = HttpClient(hub.settings())
-    files: list[str] = []
-    url: str | None = hub.tree_url(hp) + "?recursive=true"
-    try:
-        for _ in range(hub.MAX_PAGES):
-            if url is None:
-                return sorted(set(files))
-            doc, link = hub.fetch_json(client, url, what="listing")
-            if not isinstance(doc, list):
-                raise RemoteError(
-                    f"{url}: the hub's listing is not a JSON array; give a file "
-                    f"path ({hp.name('FILE.safetensors')})"
-                )
-            files += [
-                e["path"]
-                for e in doc
-                if isinstance(e, dict)
-                and e.get("type") == "file"
-                and isinstance(e.get("path"), str)
-            ]
-            m = hub._NEXT.search(link or "")
-            url = urljoin(url, m.group(1)) if m else None
-        raise RemoteError(f"{hub.tree_url(hp)}: listing has more than {hub.MAX_PAGES} pages")
-    finally:
-        client.close()
+    return sorted(set(hub.list_files(hp, recursive=True)))
 
 
 def one_checkpoint(

@@ -37,6 +37,18 @@ class CompareResult:
             "layers": [_jsonable(r) for r in self.layers],
             "biases": [_jsonable(r) for r in self.biases],
             "problems": self.problems,
+            "summary": _jsonable(self.summary()),
+        }
+
+    def summary(self) -> dict[str, Any]:
+        """Layers compared and not, and the worst one (by relative L2; rows are sorted)."""
+        worst = self.layers[0] if self.layers else None
+        return {
+            "layers_compared": len(self.layers),
+            "layers_not_compared": len(self.problems),
+            "worst_layer": worst["prefix"] if worst else None,
+            "worst_rel_l2": worst["rel_l2"] if worst else None,
+            "worst_max_abs": worst["max_abs"] if worst else None,
         }
 
 

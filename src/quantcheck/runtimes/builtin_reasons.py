@@ -26,7 +26,7 @@ SGLANG: dict[str, str] = {
     "handling of a missing convrot_groupsize",
     "QC321": "a w6a8_int8 finding: sglang does not load the format (QC601)",
     "QC405": _PADDING,
-    "QC505": "sglang loads the shard files, not the index's weight_map",
+    "QC505": "sglang loads the shard files, not the index's weight_map (inferred)",
 }
 
 #: ComfyUI's reasons, by code.

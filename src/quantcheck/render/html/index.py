@@ -9,6 +9,7 @@ opens only the checkpoint looked at; element ids of the pages cannot collide.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from html import escape
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 from quantcheck.render.html.colors import STATUS_COLORS
 from quantcheck.render.html.page import CSS
 from quantcheck.render.inspect_text import human_bytes
+from quantcheck.textsafe import redact_url
 
 INDEX = "index.html"
 BACK = '<a href="index.html">&larr; All checkpoints</a>'
@@ -23,7 +25,8 @@ BACK = '<a href="index.html">&larr; All checkpoints</a>'
 
 def page_name(i: int, name: str) -> str:
     """`0001-model.safetensors.html`: numbered (names may repeat), safe characters only."""
-    base = re.split(r"[/\\]", name.rstrip("/"))[-1] or "checkpoint"
+    base = re.split(r"[/\\]", redact_url(name).split("?")[0].split("#")[0].rstrip("/"))[-1]
+    base = base or "checkpoint"
     slug = re.sub(r"[^A-Za-z0-9._-]+", "_", base)[:80]
     return f"{i + 1:04d}-{slug}.html"
 
@@ -31,7 +34,17 @@ def page_name(i: int, name: str) -> str:
 def build_pages(
     specs: list[Any], *, target: str = "default", deep: bool = False, generated: str | None = None
 ) -> dict[str, str]:
-    """File name -> HTML for the index and each quantized checkpoint's page."""
+    """File name -> HTML for the index and each quantized checkpoint's page (all in memory:
+    for tests and small sets; `report` writes `iter_pages` as they come)."""
+    return dict(iter_pages(specs, target=target, deep=deep, generated=generated))
+
+
+def iter_pages(
+    specs: list[Any], *, target: str = "default", deep: bool = False, generated: str | None = None
+) -> Iterator[tuple[str, str]]:
+    """(file name, HTML) of each quantized checkpoint's page, made one at a time, then the
+    index. Only the index's small rows are kept between pages, so memory stays at one page
+    whatever the number of checkpoints."""
     from quantcheck import __version__
     from quantcheck.checking import check_checkpoint
     from quantcheck.many import checkpoint_formats, is_quantized
@@ -39,12 +52,11 @@ def build_pages(
     from quantcheck.render.html import collect, render_html
 
     stamp = generated or datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    pages: dict[str, str] = {}
     rows: list[dict[str, Any]] = []
     targets: tuple[str, ...] = ()
     for i, spec in enumerate(specs):
         row: dict[str, Any] = {
-            "name": spec.name,
+            "name": redact_url(spec.name),
             "page": None,
             "size": None,
             "formats": "",
@@ -52,6 +64,7 @@ def build_pages(
             "releases": {},
             "note": "",
         }
+        page: tuple[str, str] | None = None
         try:
             with load_checkpoint(spec.paths) as ck:
                 report = check_checkpoint(ck, target=target, deep=deep)
@@ -65,12 +78,13 @@ def build_pages(
                     row["releases"] = report.releases
                     html = render_html(collect(ck, report, None, target=target, deep=deep), stamp)
                     row["page"] = page_name(i, spec.name)
-                    pages[row["page"]] = html.replace("<nav>", f"<nav>{BACK}", 1)
+                    page = (row["page"], html.replace("<nav>", f"<nav>{BACK}", 1))
         except (InputError, OSError) as exc:
             row["note"] = f"could not read: {exc}"
         rows.append(row)
-    pages[INDEX] = index_html(rows, targets or ("sglang", "comfyui"), stamp, __version__)
-    return pages
+        if page is not None:
+            yield page
+    yield INDEX, index_html(rows, targets or ("sglang", "comfyui"), stamp, __version__)
 
 
 def index_html(
