@@ -6,7 +6,11 @@ MB/s of BF16 input (N*K*2 bytes), best of ``--repeat`` interleaved runs, in one 
 torch.set_num_threads(--threads) and QUANTCHECK_THREADS set to the same count.
 
     .venv/bin/python benchmarks/bench_rotation.py [--shape 3072x3072] [--threads 2] [--repeat 3]
-        [--rotate-only] [--markdown]
+        [--rotate-only] [--markdown] [--reference FILE]
+
+``--reference FILE`` times another version of numeric/hadamard.py (e.g. ``git show
+main:src/quantcheck/numeric/hadamard.py > /tmp/ref.py``) against ours, rotate() alone on one
+thread, runs interleaved in one process (load noise hits both), best of ``--repeat``.
 """
 
 from __future__ import annotations
@@ -53,6 +57,28 @@ def run_rotate(n: int, k: int, repeat: int) -> list[dict]:
     return rows
 
 
+def run_reference(path: str, n: int, k: int, repeat: int) -> None:
+    """rotate() of the module at ``path`` vs ours, BF16 in and out, interleaved best-of."""
+    import importlib.util
+
+    from quantcheck.numeric import hadamard
+
+    spec = importlib.util.spec_from_file_location("quantcheck.numeric._hadamard_ref", path)
+    assert spec is not None and spec.loader is not None
+    ref = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ref)
+    w = _weights(n, k)
+    mb = n * k * 2 / 1e6
+    for g in (16, 64, 256):
+        t_ref, t_ours = _best_pair(
+            lambda g=g: ref.rotate(w, g, "bf16"), lambda g=g: hadamard.rotate(w, g, "bf16"), repeat
+        )
+        print(
+            f"rotate g={g}: reference {mb / t_ref:.0f} MB/s, ours {mb / t_ours:.0f} MB/s, "
+            f"{t_ref / t_ours:.2f}x"
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shape", default="3072x3072")
@@ -60,12 +86,16 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--rotate-only", action="store_true")
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--reference", help="another hadamard.py to time rotate() against")
     a = ap.parse_args()
     os.environ["QUANTCHECK_THREADS"] = str(a.threads)
     import torch
 
     torch.set_num_threads(a.threads)
     n, k = (int(v) for v in a.shape.split("x"))
+    if a.reference:
+        run_reference(a.reference, n, k, a.repeat)
+        return
     rows = run_rotate(n, k, a.repeat)
     if not a.rotate_only:
         rows += run_speed(n, k, a.repeat, CASES)
