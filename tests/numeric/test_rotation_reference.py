@@ -100,3 +100,10 @@ def test_in_place_output():
     x = hostile(41, 512, 9)
     want = reference(x, 64, "f32")
     assert same_bits(hadamard.rotate(x, 64, out=x), want)
+
+
+def test_block_rows_are_odd_and_cover_the_block():
+    assert hadamard.block_rows(3072) == 85  # 2^18 // 3072 = 85 (odd already)
+    assert hadamard.block_rows(4096) == 63  # 64 would give a power-of-two scratch stride
+    assert hadamard.block_rows(1 << 20) == 1  # one row longer than the block
+    assert hadamard.block_rows(256, block=1024) == 3
