@@ -35,7 +35,12 @@ class Report:
         fails, degraded = self._tally(target)
         status = "fails" if fails else "degraded" if degraded else "ok"
         out = {"status": status, "errors": fails, "degraded": degraded}
-        return {**out, **self.paths.get(target, {})}
+        extra = self.paths.get(target, {})
+        if "loaders" in extra:  # a loader's status may stand for the target's (sglang_loaders)
+            from quantcheck.rules.sglang_loaders import fill
+
+            extra = {**extra, "loaders": fill(extra["loaders"], status)}
+        return {**out, **extra}
 
     def status(self, target: str) -> str:
         """`target_status(target)["status"]` alone (tables ask it per checkpoint and column)."""

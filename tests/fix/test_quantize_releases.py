@@ -56,8 +56,8 @@ def test_nvfp4_for_0519_requests_full_precision_matrix_mult(tmp_path: Path) -> N
     [
         ("int8_tensorwise", "sglang@0.5.18", "no marker inspector"),
         ("float8_e4m3fn", "sglang@0.5.18", "no marker inspector"),
-        ("mxfp8", "sglang@0.5.19", "noise"),
-        ("mxfp8", "sglang@0.5.21", "noise"),
+        ("mxfp8", "sglang@0.5.19", "tp_rank"),
+        ("mxfp8", "sglang@0.5.21", "tp_rank"),
         ("mxfp8", "comfyui,sglang@all", "sglang 0.5.18 has no marker inspector"),
     ],
 )
@@ -84,7 +84,7 @@ def test_a_release_writes_what_it_loads(fmt: str, target: str, tmp_path: Path) -
 def test_eligibility_per_release() -> None:
     assert format_refusal("mxfp8", {}, "sglang@0.5.20")
     assert format_refusal("mxfp8", {}, "sglang@0.5.22") is None
-    assert format_refusal("mxfp8", {}, "sglang") is None
+    assert format_refusal("mxfp8", {}, "sglang")  # 0.5.23: QC615, weight load
     assert marker_fields("nvfp4", "sglang@0.5.19") == {"full_precision_matrix_mult": True}
     assert marker_fields("nvfp4", "sglang@0.5.20") == {}
     assert marker_fields("nvfp4", "comfyui,sglang@all") == {"full_precision_matrix_mult": True}

@@ -768,7 +768,7 @@ RUNTIME = [
         file(lambda: [*mxfp8()[:-1], *int8(FC1)], {"quant_format": "mxfp8"}),
         SG_ONLY,
         file(lambda: mxfp8()[:-1], {"quant_format": "mxfp8"}),
-        twin_allows=("QC314",),
+        twin_allows=("QC314", "QC615"),  # QC615: MXFP8 fails at 0.5.23's weight load
     ),  # ComfyUI ignores quant_format: unmarked F8 weights
     # Release rules (runtimes/sglang_releases.py): no effect on the newest releases, checked
     # with --target sglang@all; twins may still need a release newer than 0.5.18 (QC611).
@@ -814,7 +814,7 @@ RUNTIME = [
         "QC615",
         "mxfp8-before-0522",
         file(mxfp8),
-        NONE2,
+        SG_ONLY,
         file(fp8, header_meta({P: FP8_MARK})),
         check_kwargs=ALL_SG,
         twin_allows=HEADER_FP8,
@@ -830,12 +830,44 @@ RUNTIME = [
     ),
     RuleCase(
         "QC617",
-        "fp8-header-sweeps-int8",
-        file(lambda: [*fp8(), *int8(FC1)], header_meta({P: FP8_MARK, FC1: INT8_CONVROT})),
+        "fp8-header-sweeps-scalar-int8",
+        file(
+            lambda: [*fp8(), *int8(FC1, scale=("F32", ()))],
+            header_meta({P: FP8_MARK, FC1: INT8_CONVROT}),
+        ),
         eff("degraded", "none"),
         file(lambda: [*fp8(), *fp8(FC1)], header_meta({P: FP8_MARK, FC1: FP8_MARK})),
         twin_allows=HEADER_FP8,
         message="1 int8_tensorwise layer",
+    ),
+    # QC630: the same whole-model Fp8Config cannot load layers that do not fit its per-tensor
+    # FP8 parameters (weight load: PerTensorScaleParameter [1], float8_e4m3fn [N, K] weight)
+    RuleCase(
+        "QC630",
+        "fp8-header-sweeps-rowwise-int8",
+        file(lambda: [*fp8(), *int8(FC1)], header_meta({P: FP8_MARK, FC1: INT8_CONVROT})),
+        SG_ONLY,
+        file(lambda: [*fp8(), *fp8(FC1)], header_meta({P: FP8_MARK, FC1: FP8_MARK})),
+        twin_allows=HEADER_FP8,
+        message="1 int8_tensorwise layer",
+    ),
+    RuleCase(
+        "QC630",
+        "fp8-header-rowwise-fp8-scale",
+        file(lambda: fp8(scale=("F32", (64, 1))), header_meta({P: FP8_MARK})),
+        SG_ONLY,
+        file(fp8, header_meta({P: FP8_MARK})),
+        twin_allows=HEADER_FP8,
+        message="1 float8_e4m3fn layer",
+    ),
+    RuleCase(
+        "QC630",
+        "fp8-header-sweeps-nvfp4",
+        file(lambda: [*fp8(), *nvfp4(FC1)], header_meta({P: FP8_MARK})),
+        SG_ONLY,
+        file(lambda: [*fp8(), *fp8(FC1)], header_meta({P: FP8_MARK})),
+        twin_allows=HEADER_FP8,
+        message="nvfp4",
     ),
     RuleCase(
         "QC617",
@@ -940,6 +972,7 @@ COMFYUI = [
         eff("none", "fails"),
         file(lambda: mxfp8()),
         message="--cpu",
+        twin_allows=("QC615",),  # sglang 0.5.23's weight load (not a ComfyUI finding)
     ),
     RuleCase(
         "QC606",

@@ -141,6 +141,7 @@ CASES: list[RuleCase] = [
         file(mxfp8),
         message="byte 255",
         check_kwargs=DEEP,
+        twin_allows=("QC615",),  # sglang 0.5.23 fails MXFP8 at weight load
     ),
     RuleCase(
         "QC405",

@@ -54,7 +54,8 @@ MATRIX: dict[str, tuple[Build, str, str | None]] = {
         "degraded ok fails fails fails fails",
         None,
     ),
-    "mxfp8": (file(mxfp8), "fails degraded degraded degraded ok ok", "0.5.22"),
+    # QC615: 0.5.19-0.5.21 and 0.5.23 stop at weight load; only 0.5.22 loads it
+    "mxfp8": (file(mxfp8), "fails fails fails fails ok fails", None),
 }
 
 

@@ -197,10 +197,11 @@ def test_many_checkpoint_table_has_a_column_per_runtime(capsys: pytest.CaptureFi
     # the total counts each checkpoint's worst verdict over the runtimes asked for
     main(["check", "--target", "sglang,comfyui,forge-neo,sdnext", str(EXAMPLES)])
     total = capsys.readouterr().out.strip().splitlines()[-1]
-    assert total.startswith("9 checkpoints: 3 ok, 1 degraded, 5 failing"), total
+    # mxfp8.safetensors fails on sglang 0.5.23 (QC615, weight load)
+    assert total.startswith("9 checkpoints: 3 ok, 6 failing"), total
     main(["check", str(EXAMPLES)])
     total = capsys.readouterr().out.strip().splitlines()[-1]
-    assert total.startswith("9 checkpoints: 6 ok, 3 failing"), total
+    assert total.startswith("9 checkpoints: 5 ok, 4 failing"), total
 
 
 def test_explain_round_trip(capsys: pytest.CaptureFixture) -> None:
@@ -234,7 +235,7 @@ def test_html_report_has_one_verdict_per_runtime(tmp_path: Path) -> None:
     verdicts = {name: status for name, status in cards if status in ("ok", "degraded", "fails")}
     assert set(verdicts) == set(runtime_names())
     assert {k: verdicts[k] for k in ("sglang", "comfyui", "forge-neo", NAME)} == {
-        "sglang": "ok",
+        "sglang": "fails",  # 0.5.23 stops MXFP8 at weight load (QC615)
         "comfyui": "ok",
         "forge-neo": "ok",
         NAME: "degraded",

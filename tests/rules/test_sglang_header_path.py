@@ -72,8 +72,9 @@ def test_json_summary_has_path_for_sglang_only(tmp_path: Path) -> None:
 
 def test_header_path_hides_the_marker_path(tmp_path: Path) -> None:
     """FP8 + INT8: the marker resolver refuses the mix (QC602); with a float8 header the header
-    path takes the file first (whole-model Fp8Config: degraded, QC617) and never gets there."""
-    layers = lambda: [*fp8(), *int8(FC1)]  # noqa: E731
+    path takes the file first (whole-model Fp8Config: a scalar-scaled INT8 layer loads
+    value-cast, degraded, QC617) and never gets there."""
+    layers = lambda: [*fp8(), *int8(FC1, scale=("F32", ()))]  # noqa: E731
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     markers_only = check_paths([str(p) for p in file(layers)(tmp_path / "a")])
@@ -163,3 +164,23 @@ def test_cli_json_top_level_path_when_checkpoints_agree(
     doc = json.loads(capsys.readouterr().out)
     assert "path" not in doc["targets"]["sglang"]
     assert [e["targets"]["sglang"]["path"] for e in doc["checkpoints"]] == ["header", "markers"]
+
+
+def test_header_fp8_config_fails_layers_it_cannot_load(tmp_path: Path) -> None:
+    """Issue 20 item 17: the whole-model Fp8Config registers a [1] per-tensor scale and an
+    [N, K] float8_e4m3fn weight; an INT8 row scale [N, 1] or a packed NVFP4 layer fails at
+    weight load (QC630, fails: main said degraded), a scalar-scaled INT8 / BF16 / E5M2 weight
+    loads value-cast (QC617, degraded)."""
+    cases = {
+        "int8-row": ([*fp8(), *int8(FC1)], "fails", "QC630"),
+        "nvfp4": ([*fp8(), *nvfp4(FC1)], "fails", "QC630"),
+        "fp8-row": (fp8(scale=("F32", (64, 1))), "fails", "QC630"),
+        "int8-scalar": ([*fp8(), *int8(FC1, scale=("F32", ()))], "degraded", "QC617"),
+        "bf16-scalar": ([*fp8(), *fp8(FC1, weight="BF16")], "degraded", "QC617"),
+    }
+    for name, (tensors, status, code) in cases.items():
+        (tmp_path / name).mkdir()
+        build = file(lambda tensors=tensors: tensors, header_meta({P: FP8_MARK}))
+        report = check_paths([str(p) for p in build(tmp_path / name)], target="sglang@all")
+        assert all(report.target_status(t)["status"] == status for t in report.targets), name
+        assert code in {d.code for d in report.diagnostics}, name

@@ -79,7 +79,10 @@ def test_one_finding_over_many_layers_is_one_entry(
     _, every = run(["check", "--no-color", "--show-all", int8_plain], capsys)
     assert sum("QC316" in line for line in every.splitlines()) == 36
     assert "shown as" not in every
-    assert len(grouped.splitlines()) < len(every.splitlines()) / 10
+    # the findings part (the closing verdict lines, e.g. sglang's per-loader lines, are the
+    # same in both)
+    findings = [out.split("\ntargets: ")[0].splitlines() for out in (grouped, every)]
+    assert len(findings[0]) < len(findings[1]) / 10
 
 
 def test_json_keeps_every_instance_and_groups_on_request(

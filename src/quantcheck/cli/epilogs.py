@@ -83,7 +83,8 @@ EXAMPLES = {
   quantcheck quantize model-bf16.safetensors -o model-nvfp4.safetensors --to nvfp4
   quantcheck quantize model-bf16.safetensors -o model-int8.safetensors --to int8_tensorwise \\
       --convrot-groupsize 64
-  quantcheck quantize model-bf16.safetensors -o plan.safetensors --to mxfp8 --dry-run""",
+  quantcheck quantize model-bf16.safetensors -o plan.safetensors --to mxfp8 --target comfyui \\
+      --dry-run""",
     "dequantize": """\
   quantcheck dequantize model-nvfp4.safetensors -o model-back.safetensors --dtype bf16""",
     "compare": """\

@@ -158,9 +158,31 @@ def verdict_lines(report: Report, c: bool, suppressed: list[Diagnostic] | None =
     )
     return (
         wrap_parts("targets: ", parts, " · ", terminal_width())
+        + loader_lines(report)
         + release_lines(report)
         + ("\n" + totals)
     )
+
+
+def loader_lines(report: Report) -> str:
+    """Per target whose loaders disagree (sglang: `sglang_loaders`), one line per loader with
+    its status and reason; consecutive targets with the same loaders share their lines."""
+    groups: list[tuple[list[str], dict[str, dict[str, str]]]] = []
+    for t in report.targets:
+        loaders = report.target_status(t).get("loaders")
+        if not loaders or len({v["status"] for v in loaders.values()}) < 2:
+            continue
+        if groups and groups[-1][1] == loaders:
+            groups[-1][0].append(t)
+        else:
+            groups.append(([t], loaders))
+    out = []
+    for keys, loaders in groups:
+        out.append(f"\n{clean(', '.join(keys))} by loader:")
+        out.extend(
+            f"\n  {clean(name)}: {v['status']}: {clean(v['reason'])}" for name, v in loaders.items()
+        )
+    return "".join(out)
 
 
 def release_lines(report: Report) -> str:

@@ -129,7 +129,12 @@ RULES = [
         "comfy-kitchen 0.2.40 tensor/int8.py TensorWiseINT8Layout and tensor/w4a8_int8.py "
         "dequantize_w4a8_int8_weight (run). ComfyUI: an INT8 [N] scale loads and computes "
         "(QC319 reports what it breaks); companions ComfyUI never reads (W4A8 "
-        f"weight_correction, {CUI_OPS} ~L1252-1271) cannot make its load fail; {CUI_RUN}.",
+        f"weight_correction, {CUI_OPS} ~L1252-1271) cannot make its load fail; {CUI_RUN}. "
+        "sglang stage: the marker inspector for INT8 and W4A8 shapes; weight load for an FP8 "
+        "[N, 1] weight_scale (the inspector does not shape-check FP8; ComfyFp8Config builds "
+        "Fp8LinearMethod, whose PerTensorScaleParameter [1] cannot take it: 'Failed to "
+        "shard/load parameter', fsdp_load.load_model_from_full_model_state_dict; run by "
+        "tests/rules/diff_sglang test_stages).",
     ),
     Rule(
         "QC308",

@@ -10,6 +10,8 @@ from quantcheck.rules.upstream import (
     CUI_QOPS,
     CUI_RUN,
     CUI_UTILS,
+    SGFSDP,
+    SGLIN,
     SGQ,
     SGQC,
     SGRF,
@@ -252,19 +254,31 @@ RULES = [
     ),
     Rule(
         "QC615",
-        "sglang-mxfp8-scales-swizzled-twice",
-        Severity.WARNING,
-        "MXFP8 layers compute noise on sglang 0.5.19-0.5.21",
-        effects("none", "none"),
+        "sglang-mxfp8-weight-load",
+        E,
+        "MXFP8 layers stop sglang 0.5.19-0.5.21 and 0.5.23 at weight load",
+        effects("fails", "none"),
         None,
-        "No MXFP8 layers when the target is sglang 0.5.19, 0.5.20 or 0.5.21.",
-        "Those releases pass every check on MXFP8 files but hand FlashInfer scales that are "
-        "swizzled a second time: the output is noise, with no error. 0.5.22 fixed it "
-        "(ComfyMXFP8LinearMethod, PR #38028).",
+        "No MXFP8 layers when the target is sglang 0.5.19, 0.5.20, 0.5.21 or 0.5.23.",
+        "Stage: weight load, after the inspector and the layer build. MXFP8Config builds SRT's "
+        "Fp8LinearMethod (class name Fp8LinearMethod, in WEIGHT_LOADER_V2_SUPPORTED; 0.5.23's "
+        "_uses_weight_loader_v2 finds it in ComfyMXFP8LinearMethod's MRO), so the DiT linear "
+        "registers weight_loader_v2, which calls the SRT parameters' "
+        "load_column_parallel_weight / load_row_parallel_weight without their required "
+        "tp_rank: TypeError, the load stops, even for a clean comfy-kitchen MXFP8 file. 0.5.22 "
+        "builds ComfyMXFP8LinearMethod, not in the list: the v1 weight_loader loads a plain "
+        "MXFP8 file byte-exact (PR #38028 also stops re-swizzling its scales); there an "
+        "F8_E8M0 block scale is cast into the uint8 weight_scale_inv by fsdp_load's "
+        ".to(dtype) (2**(e-127) as an integer: 0 for every byte < 127, degraded) and a padded "
+        "scale fails the weight_loader's shape assertion (QC308).",
         '{"format": "mxfp8"}',
-        "Use sglang >= 0.5.22, or another format for older releases.",
-        "sglang 0.5.19-0.5.22 wheels (mxfp8.py; consumers.md 2.1) [READ, not run: the "
-        "kernel path needs a GPU].",
+        "Use sglang 0.5.22, or another format for the other releases.",
+        "sglang 0.5.19-0.5.23 wheels: multimodal_gen/runtime/layers/quantization/mxfp8.py "
+        "MXFP8Config.get_quant_method, multimodal_gen/runtime/layers/linear.py "
+        "WEIGHT_LOADER_V2_SUPPORTED / ColumnParallelLinear.weight_loader_v2, srt/layers/"
+        "parameter.py load_column_parallel_weight(loaded_weight, tp_rank), "
+        "multimodal_gen/runtime/loader/fsdp_load.py load_model_from_full_model_state_dict "
+        "(read; the stages before it are run by tests/rules/diff_sglang).",
     ),
     Rule(
         "QC616",
@@ -304,18 +318,47 @@ RULES = [
         None,
         "When sglang's header path builds its whole-model Fp8Config, every quantized layer of "
         "the file is float8_e4m3fn.",
-        "handle_fp8_metadata_format turns the whole header into one Fp8Config as soon as one "
-        'layer format contains "float8": float8_e5m2, int8_tensorwise, nvfp4 and every other '
-        "layer is then built as a per-tensor FP8 linear (Fp8Config has no per-layer formats "
-        "and the header sets no ignored_layers), without an error; the weights are cast or "
-        "fail at weight load. [GUESS] for the load step: not run on a GPU. Unquantized "
-        "linears are built FP8 too.",
-        "float8_e4m3fn and int8_tensorwise layers declared in one _quantization_metadata",
+        "Stage: weight load. handle_fp8_metadata_format turns the whole header into one "
+        'Fp8Config as soon as one layer format contains "float8": every marked layer is then '
+        "built as a per-tensor FP8 linear (Fp8Config has no per-layer formats and the header "
+        "sets no ignored_layers), and fsdp_load casts each stored tensor to its parameter's "
+        "dtype before the weight_loader (.to(dtype=target_dtype)): a layer with a one-element "
+        "scale and an I8, BF16 or F8_E5M2 weight loads without an error, its values rounded "
+        "to e4m3 (a mixed FP8 + INT8 file: 36 % of the INT8 values change, about 2.7 % output "
+        "error). Layers that do not fit the FP8 parameters fail instead (QC630).",
+        "float8_e4m3fn and scalar-scaled int8_tensorwise layers declared in one "
+        "_quantization_metadata",
         "Keep one format per file for sglang, or drop the header declaration so sglang's "
         "marker inspector reads the layers.",
-        f"sglang 0.5.18-0.5.23 {SGQ} handle_fp8_metadata_format and "
-        f"{SGQC}fp8.py Fp8Config.from_config / get_quant_method (read); config step run by "
-        "tests/rules/diff_sglang.",
+        f"sglang 0.5.18-0.5.23 {SGQ} handle_fp8_metadata_format, {SGQC}fp8.py "
+        f"Fp8Config.get_quant_method / Fp8LinearMethod.create_weights, {SGFSDP} (read; the "
+        "config step is run by tests/rules/diff_sglang, and the weight load of each layer "
+        "through Fp8LinearMethod.create_weights and the linear's weight_loader_v2).",
+    ),
+    Rule(
+        "QC630",
+        "sglang-header-fp8-weight-load",
+        E,
+        "sglang's whole-model FP8 header config cannot load these layers",
+        effects("fails", "none"),
+        None,
+        "When sglang's header path builds its whole-model Fp8Config, every quantized layer "
+        "stores a 2-D [N, K] weight and a one-element weight_scale.",
+        "Stage: weight load. The whole-model Fp8Config (QC616, QC617) builds each marked layer "
+        "as Fp8LinearMethod: a float8_e4m3fn [N, K] weight and a PerTensorScaleParameter [1] "
+        "scale. A row-wise [N, 1] or block scale (FP8 row-wise or block-wise, NVFP4, MXFP8, "
+        "INT8 row scales) or a packed / non-2-D weight (NVFP4, W4A8, W4A4) does not fit: the "
+        "parameter's load_column_parallel_weight asserts equal shapes and fsdp_load stops "
+        "('Failed to shard/load parameter …'). The file fails, it does not load degraded.",
+        "_quantization_metadata declaring float8_e4m3fn with an F32 [N, 1] weight_scale, or "
+        "float8_e4m3fn beside nvfp4 layers",
+        "Write FP8 with a per-tensor scale for sglang's header path, or drop the header "
+        "declaration so sglang's marker inspector reads the layers.",
+        f"sglang 0.5.18-0.5.23 {SGQ} handle_fp8_metadata_format, {SGQC}fp8.py "
+        f"Fp8LinearMethod.create_weights, {SGLIN} ColumnParallelLinear.weight_loader_v2, "
+        f"srt/layers/parameter.py PerTensorScaleParameter, {SGFSDP} (read; run by "
+        "tests/rules/diff_sglang: the layer built by create_weights, the file's tensors "
+        "loaded through its weight_loader).",
     ),
     Rule(
         "QC618",

@@ -116,7 +116,7 @@ QC611: Rule  # sglang-0518-markers-not-read
 QC612: Rule  # sglang-0519-markers-not-identical
 QC613: Rule  # sglang-0519-int8-marker-refused
 QC614: Rule  # sglang-0519-nvfp4-needs-fpmm
-QC615: Rule  # sglang-mxfp8-scales-swizzled-twice
+QC615: Rule  # sglang-mxfp8-weight-load
 QC616: Rule  # sglang-header-path
 QC617: Rule  # sglang-header-fp8-sweeps-layers
 QC618: Rule  # sglang-header-ignored-silently
@@ -126,6 +126,7 @@ QC621: Rule  # rowwise-fp8-format-version
 QC622: Rule  # rowwise-fp8-header-contract
 QC623: Rule  # rowwise-fp8-layer-tensors
 QC624: Rule  # sglang-header-path-raises
+QC630: Rule  # sglang-header-fp8-weight-load
 QC650: Rule  # format-needs-comfyui-v0.18
 QC651: Rule  # format-needs-comfyui-v0.28
 QC701: Rule  # format-unsupported-by-forge-neo
@@ -274,6 +275,7 @@ __all__ = [
     "QC622",
     "QC623",
     "QC624",
+    "QC630",
     "QC650",
     "QC651",
     "QC701",

@@ -393,7 +393,9 @@ def _path_at(
         return _plain(
             release,
             "markers",
-            f"{READER} returns None, so the loader goes on to inspect_comfy_quant_markers",
+            f"{READER} returns None, so the text-encoder loader goes on to "
+            "inspect_comfy_quant_markers (the --transformer-weights-path loader never reads "
+            "the markers: see loaders)",
         )
     return _plain(release, "none", "no header declaration and no comfy_quant markers")
 

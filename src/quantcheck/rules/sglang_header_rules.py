@@ -1,4 +1,4 @@
-"""QC616-QC619, QC621-QC623: what sglang's header path does with a checkpoint (the model:
+"""QC616-QC619, QC621-QC624, QC630: what sglang's header path does with a checkpoint (the model:
 `sglang_header_path.py`). QC620 (the rowwise header formats) is a marker-format finding
 (`marker_rules`). Standard library only."""
 
@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 from quantcheck.diagnostics import Diagnostic
 from quantcheck.formats.table import (
+    FORMATS,
     HEADER_FORMATS,
     ROWWISE_BF16,
     ROWWISE_FORMAT_VERSIONS,
@@ -15,6 +16,7 @@ from quantcheck.formats.table import (
 )
 from quantcheck.model.checkpoint import Checkpoint
 from quantcheck.model.layers import Layer
+from quantcheck.results import distinct_kinds
 from quantcheck.rules import codes as R
 from quantcheck.rules.levels import Effect
 from quantcheck.rules.sglang_header_path import (
@@ -27,6 +29,7 @@ from quantcheck.rules.sglang_header_path import (
     sglang_paths,
     short,
 )
+from quantcheck.rules.sglang_loaders import loaders_at
 from quantcheck.runtimes import get_runtime, registry
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
@@ -38,7 +41,18 @@ POINTER = "/__metadata__/_quantization_metadata"
 #: (by family) the container and shard rules (the files must still be readable and whole).
 HEADER_CODES = frozenset(
     r.code
-    for r in (R.QC616, R.QC617, R.QC618, R.QC619, R.QC620, R.QC621, R.QC622, R.QC623, R.QC624)
+    for r in (
+        R.QC616,
+        R.QC617,
+        R.QC618,
+        R.QC619,
+        R.QC620,
+        R.QC621,
+        R.QC622,
+        R.QC623,
+        R.QC624,
+        R.QC630,
+    )
 )
 
 
@@ -55,9 +69,23 @@ _RELEASES: dict[str, tuple[str, ...]] = registry.runtime_cache()
 
 
 def path_json(ck: Checkpoint, release: str | None) -> dict[str, Any]:
-    """`path` / `path_reason` / `path_config` of the sglang target at `release` (None: newest),
-    for the JSON summary (the `paths` hook of the sglang runtime record)."""
-    return sglang_path(ck, release or _releases()[-1]).to_json()
+    """`path` / `path_reason` / `path_config` of the sglang target at `release` (None: newest)
+    and its `loaders` (`sglang_loaders`), for the JSON summary (the `paths` hook of the sglang
+    runtime record)."""
+    rel = release or _releases()[-1]
+    docs = header_docs(ck)
+    path = sglang_path(ck, rel, docs)
+    held = _HELD_STATUS
+    mine = held[1] if held is not None and held[0] is ck else {}
+    loaders = loaders_at(ck, rel, docs, path, mine.get(rel), mine.get(NVFP4_ROUTE))
+    return {**path.to_json(), "loaders": loaders}
+
+
+#: (checkpoint, statuses) of the last checkpoint checked (`HeaderPathChecks.finish`), read by
+#: `path_json` right after: per release the marker rules' status where the header path hides
+#: them, and under `NVFP4_ROUTE` the status of the ModelOpt NVFP4 route (0.5.18's rules)
+_HELD_STATUS: tuple[Checkpoint, dict[str, str]] | None = None
+NVFP4_ROUTE = "nvfp4-route"
 
 
 class HeaderPathChecks:
@@ -108,9 +136,10 @@ class HeaderPathChecks:
         if len(configs) > 1 or len(header) != len(self.paths):
             per = "; per release: " + ", ".join(_runs(self.paths))
         tail = (
-            ": its text-encoder and --transformer-weights-path loaders try this before the "
-            "marker inspector, so the comfy_quant marker rules do not apply to sglang for it "
-            "(the MiniMax-H3 and ComfyUI single-file loaders read markers first)"
+            ": its text-encoder loader tries this before the marker inspector and its "
+            "--transformer-weights-path loader reads only this, so the comfy_quant marker "
+            "rules do not apply to sglang for it (the MiniMax-H3 and ComfyUI single-file "
+            "loaders read markers instead)"
             if self.everywhere
             else ""
         )
@@ -138,7 +167,12 @@ class HeaderPathChecks:
         )
 
     def _swept(self) -> Iterator[Diagnostic]:
-        """QC617: the whole-model Fp8Config takes layers of other formats."""
+        """QC617 / QC630: the whole-model Fp8Config builds every marked layer as a per-tensor
+        FP8 linear (float8_e4m3fn [N, K] weight, a [1] PerTensorScaleParameter scale), and
+        fsdp_load casts each tensor to that parameter's dtype before its weight_loader: a
+        layer whose weight is not a plain [N, K] or whose scale has more than one element
+        fails the weight_loader's shape assertion (QC630); a scalar-scaled layer stored in
+        another dtype loads value-cast to e4m3 (QC617)."""
         fp8 = next(
             (p.route for p in self.paths.values() if p.route is not None and p.route.kind == "fp8"),
             None,
@@ -151,29 +185,53 @@ class HeaderPathChecks:
             names = doc.get(key)
             if isinstance(names, list):
                 ignored.update(n for n in names if isinstance(n, str))
-        other: dict[str, list[str]] = {}
+        cast: dict[str, list[str]] = {}
+        unfit: dict[str, list[str]] = {}
         for la in self.ck.layers.values():
             m = la.marker
-            if m is None or la.weight is None or la.prefix in ignored:
+            w = la.weight
+            if m is None or w is None or la.prefix in ignored:
                 continue
             fmt = m.format
-            if fmt == "float8_e4m3fn" or (isinstance(fmt, str) and fmt in HEADER_FORMATS):
+            if isinstance(fmt, str) and fmt in HEADER_FORMATS:
                 continue
-            other.setdefault(fmt if isinstance(fmt, str) else short(fmt), []).append(la.prefix)
-        if not other:
-            return
-        n = sum(len(v) for v in other.values())
-        first = next(iter(other.values()))[0]
-        yield Diagnostic(
-            R.QC617,
-            f"sglang's header path builds one whole-model Fp8Config for this file, so its "
-            f"{n} {', '.join(sorted(other))} layer{'s' if n > 1 else ''} (e.g. {first!r}) "
-            f"{'are' if n > 1 else 'is'} built as per-tensor FP8 without an error (the "
-            "markers that say otherwise are never read)",
-            file=fp8.file,
-            pointer=POINTER,
-            data={"formats": sorted(other), "layers": n},
-        )
+            name = fmt if isinstance(fmt, str) else short(fmt)
+            spec = FORMATS.get(fmt) if isinstance(fmt, str) else None
+            scale = la.tensors.get("weight_scale")
+            many = scale is not None and _numel(scale.shape) > 1
+            if len(w.shape) != 2 or (spec is not None and spec.packing != "none") or many:
+                unfit.setdefault(name, []).append(la.prefix)
+            elif w.dtype != "F8_E4M3":
+                cast.setdefault(name, []).append(la.prefix)
+        head = "sglang's header path builds one whole-model Fp8Config for this file"
+        for rule, layers, tail in (
+            (
+                R.QC630,
+                unfit,
+                "do not fit its per-tensor FP8 linears (a plain [N, K] weight, a one-element "
+                "scale) and the load stops at weight load (fsdp_load: 'Failed to shard/load "
+                "parameter')",
+            ),
+            (
+                R.QC617,
+                cast,
+                "load as per-tensor FP8 without an error: fsdp_load casts the stored weights "
+                "to float8_e4m3fn (values rounded; the markers that say otherwise are never "
+                "read)",
+            ),
+        ):
+            if not layers:
+                continue
+            n = sum(len(v) for v in layers.values())
+            first = next(iter(layers.values()))[0]
+            yield Diagnostic(
+                rule,
+                f"{head}: its {n} {', '.join(sorted(layers))} layer{'s' if n > 1 else ''} "
+                f"(e.g. {first!r}) {tail}",
+                file=fp8.file,
+                pointer=POINTER,
+                data={"formats": sorted(layers), "layers": n},
+            )
 
     def _ignored(self) -> Iterator[Diagnostic]:
         """QC618: a header declaration the header path drops silently."""
@@ -396,10 +454,42 @@ class HeaderPathChecks:
 
     # --- the header path hides the marker path ----------------------------------------------
 
+    def _marker_status(self, diags: list[Diagnostic]) -> dict[str, str]:
+        """Per release, the status the marker path's findings give (the header-path codes
+        left out): what the loaders that never ask the header path get. A header-only
+        rowwise format (QC620) read as a marker is a format the marker resolver refuses
+        ("Unsupported Comfy quantization format(s)")."""
+        if any(d.code == R.QC620.code for d in diags):
+            return dict.fromkeys(self.releases, "fails")
+        kinds = list(distinct_kinds([d for d in diags if d.code not in HEADER_CODES]).values())
+        return {
+            rel: _status_of({d.effect_at(f"sglang@{rel}") for d in kinds}) for rel in self.releases
+        }
+
+    def _nvfp4_route_status(self, diags: list[Diagnostic]) -> str:
+        """The status of the ModelOpt NVFP4 route `--transformer-weights-path` takes without a
+        header config (build_nvfp4_config_from_safetensors_list): what the findings 0.5.18's
+        release data decides (the ones that model that builder: group size, padded scales,
+        convrot ignored) give at 0.5.18, without QC611 (0.5.18 not reading markers)."""
+        oldest = get_runtime("sglang").releases[0]
+        codes = set(oldest.effects) - {R.QC611.code}
+        kinds = distinct_kinds([d for d in diags if d.code in codes]).values()
+        return _status_of({d.effect_at(f"sglang@{oldest.name}") for d in kinds})
+
     def finish(self, diags: list[Diagnostic], release_codes: set[str]) -> list[Diagnostic]:
         """When the header path takes the file on every release, the marker path's findings
         no longer concern sglang: those about sglang alone are dropped, the others keep their
-        effects on the other runtimes with none on sglang."""
+        effects on the other runtimes with none on sglang. The marker rules' status per
+        release is kept for the loaders that read the markers whatever the header says
+        (`sglang_loaders`)."""
+        global _HELD_STATUS
+        held = (
+            self._marker_status(diags)
+            if any(p.path == "header" for p in self.paths.values())
+            else {}
+        )
+        held[NVFP4_ROUTE] = self._nvfp4_route_status(diags)
+        _HELD_STATUS = (self.ck, held)
         if not self.everywhere:
             return diags
         out = []
@@ -435,6 +525,19 @@ class HeaderPathChecks:
                 )
             )
         return out
+
+
+def _status_of(effects: set[Effect]) -> str:
+    if Effect.FAILS in effects:
+        return "fails"
+    return "degraded" if Effect.DEGRADED in effects else "ok"
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    n = 1
+    for d in shape:
+        n *= int(d)
+    return n
 
 
 def _runs(paths: dict[str, SglangPath]) -> list[str]:

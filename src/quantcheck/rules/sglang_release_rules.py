@@ -1,4 +1,4 @@
-"""QC611-QC615: what older sglang releases require or get wrong (consumers.md §2.1). Emitted
+"""QC611-QC615: what some sglang releases require or get wrong (consumers.md §2.1). Emitted
 whatever the target; `runtimes/sglang_releases.py` says which releases they break, and the
 messages name those releases from that data (`span`)."""
 
@@ -132,12 +132,13 @@ def file_findings(ck: Checkpoint) -> Iterator[Diagnostic]:
             )
     mx = sum(len(k.layers) for k in kinds if k.format == "mxfp8")
     if mx or mxfp8_meta:
-        old, new = span(R.QC615.code)
         yield Diagnostic(
             R.QC615,
-            f"MXFP8 layers ({mx or 'quant_format'}): sglang {old} load "
-            "them without error but swizzle their scales twice, so they compute "
-            f"noise; fixed in {new}",
+            f"MXFP8 layers ({mx or 'quant_format'}): sglang {span(R.QC615.code)[0]} stop at "
+            "weight load: MXFP8Config's SRT Fp8LinearMethod takes the DiT linears' "
+            "weight_loader_v2, which calls load_column_parallel_weight without tp_rank "
+            "(TypeError: missing 1 required positional argument: 'tp_rank'); 0.5.22 loads "
+            "them through the v1 weight_loader",
             file=first,
         )
 

@@ -10,6 +10,14 @@ SGQC = "python/sglang/multimodal_gen/runtime/layers/quantization/"
 SGRF = "python/sglang/multimodal_gen/runtime/layers/quantization/rowwise_fp8.py"
 SGTE = "python/sglang/multimodal_gen/runtime/loader/component_loaders/text_encoder_loader.py"
 SGTL = "python/sglang/multimodal_gen/runtime/loader/transformer_load_utils.py"
+#: sglang's DiT weight loader (every release 0.5.18-0.5.23): load_model_from_full_model_state_dict
+#: casts each tensor to its parameter's dtype (`.to(dtype=target_dtype)`) before the
+#: parameter's weight_loader; an AssertionError there stops the load.
+SGFSDP = (
+    "python/sglang/multimodal_gen/runtime/loader/fsdp_load.py load_model_from_full_model_state_dict"
+)
+#: the DiT linears and their weight loaders (WEIGHT_LOADER_V2_SUPPORTED, weight_loader_v2).
+SGLIN = "python/sglang/multimodal_gen/runtime/layers/linear.py"
 #: ComfyUI (Comfy-Org/ComfyUI) at quantcheck's reference commit 0271a469fe29: the
 #: quantized-op loader `_load_quantized_module` (L1159-1303: marker json.loads ~L1192, the
 #: QUANT_ALGOS lookup ~L1206, per-format branches ~L1211-1280, the storage-dtype value cast

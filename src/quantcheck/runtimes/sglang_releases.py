@@ -3,11 +3,12 @@ on the release before (consumers.md §2.1, read in the PyPI wheels; `tests/diff_
 wheels' own code against these verdicts). Standard library only.
 
 The rules each release switches on or off are emitted by `SglangChecks` whatever the release
-(QC611–QC615 and QC619, declared "none" for the newest; QC620–QC623, the rowwise FP8 header
-path, declared for the newest and switched off before 0.5.23); a release's delta says which
+(QC611–QC614 and QC619, declared "none" for the newest; QC615, MXFP8 at weight load, on for
+0.5.19–0.5.21 and again for 0.5.23; QC620–QC623, the rowwise FP8 header path, declared for the
+newest and switched off before 0.5.23); a release's delta says which
 of them break or degrade that release, and which newest-release rules it does not have yet
 (QC318). A release also says what `quantize --target sglang@RELEASE` must not write
-(`quantize`: 0.5.18 reads no tensor markers, 0.5.19-0.5.21 compute MXFP8 as noise) and which
+(`quantize`: 0.5.18 reads no tensor markers, 0.5.19-0.5.21 and 0.5.23 cannot load MXFP8) and which
 marker fields it must write (`marker_fields`: 0.5.19 needs full_precision_matrix_mult on NVFP4).
 """
 
@@ -29,9 +30,9 @@ _NO_INSPECTOR = (
     "quantize writes (only NVFP4 layers, found from their tensors); use sglang >= 0.5.19"
 )
 _MARKER_ONLY = ("float8_e4m3fn", "int8_tensorwise", "asym_w4a8_int8", "convrot_w4a4", "mxfp8")
-_MXFP8_NOISE = (
-    "sglang 0.5.19-0.5.21 load MXFP8 without error but swizzle its scales twice and compute "
-    "noise (QC615); use sglang >= 0.5.22"
+_MXFP8_WEIGHT_LOAD = (
+    "sglang 0.5.19-0.5.21 and 0.5.23 stop loading MXFP8 at weight load (weight_loader_v2 "
+    "calls load_column_parallel_weight without tp_rank: TypeError, QC615); use sglang 0.5.22"
 )
 
 #: Rule codes as strings: this data module sits below the rule registry (no import cycle);
@@ -41,6 +42,7 @@ SGLANG_RELEASES: tuple[Release, ...] = (
         "0.5.18",
         {
             "QC611": FAILS,
+            "QC615": NONE,  # no marker inspector: MXFP8 layers are not read at all (QC611)
             "QC318": DEGRADED,
             "QC619": DEGRADED,
             # padded NVFP4 scales: no inspector to refuse them; the ModelOpt builder infers a
@@ -65,16 +67,17 @@ SGLANG_RELEASES: tuple[Release, ...] = (
             "QC612": FAILS,
             "QC613": FAILS,
             "QC614": FAILS,
-            "QC615": DEGRADED,
+            "QC615": FAILS,
             "QC318": NONE,
             "QC619": NONE,
             "QC308": FAILS,
         },
-        quantize={**dict.fromkeys(_MARKER_ONLY, None), "mxfp8": _MXFP8_NOISE},
+        quantize={**dict.fromkeys(_MARKER_ONLY, None), "mxfp8": _MXFP8_WEIGHT_LOAD},
         marker_fields={"nvfp4": {"full_precision_matrix_mult": True}},
         note="inspector introduced: identical markers per layer, convrot on every INT8 "
         "marker (KitchenInt8Config), full_precision_matrix_mult on every NVFP4 "
-        "layer; MXFP8 scales swizzled twice",
+        "layer; MXFP8 layers stop the load (SRT Fp8LinearMethod takes weight_loader_v2, "
+        "whose load_column_parallel_weight call lacks tp_rank)",
     ),
     Release(
         "0.5.20",
@@ -91,13 +94,16 @@ SGLANG_RELEASES: tuple[Release, ...] = (
         {"QC615": NONE},
         quantize={"mxfp8": None},
         note="ConvRotInt8Config: messages say 'convrot_int8' instead of 'kitchen_int8'; "
-        "MXFP8 scales no longer swizzled twice (PR #38028)",
+        "MXFP8 loads: ComfyMXFP8LinearMethod is not in WEIGHT_LOADER_V2_SUPPORTED, so the "
+        "v1 weight_loader takes the tensors (PR #38028 also stops re-swizzling the scales)",
     ),
     Release(
         "0.5.23",
-        {"QC620": NONE, "QC621": FAILS, "QC622": FAILS, "QC623": FAILS},
+        {"QC620": NONE, "QC621": FAILS, "QC622": FAILS, "QC623": FAILS, "QC615": FAILS},
+        quantize={"mxfp8": _MXFP8_WEIGHT_LOAD},
         note="adds the header format rowwise-float8_e4m3fn (format_version "
         '"1.1", RowwiseFp8Config, RowwiseFp8Error not caught); marker rules identical to '
-        "0.5.22",
+        "0.5.22; _uses_weight_loader_v2 walks the quant method's MRO, so ComfyMXFP8LinearMethod "
+        "(an SRT Fp8LinearMethod) takes weight_loader_v2 again and MXFP8 fails at weight load",
     ),
 )

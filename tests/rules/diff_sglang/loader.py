@@ -35,7 +35,13 @@ REAL = (
 
 def _special(name: str) -> Any:
     """Stubbed names the constructors read as values: a CPU host, the default ConvRot
-    backend, the JIT group sizes, a logger."""
+    backend, the JIT group sizes, a logger; with the stage modules (`STAGES`) also the
+    parallel state of a single-GPU diffusion worker (tensor-parallel size 1, rank 0), unset
+    environment flags and no accelerator-specific code path."""
+    if STAGES[0]:
+        hit = _stage_special(name)
+        if hit is not None:
+            return hit
     if name == "current_platform":
         return _Platform()
     if name == "SGLANG_DIFFUSION_CONVROT_INT8_BACKEND":
@@ -49,6 +55,96 @@ def _special(name: str) -> Any:
     return None
 
 
+#: [True] while the weight-loading stage modules are loaded (`load_release(root, stages=True)`)
+STAGES = [False]
+#: what the weight-loading stages execute beside `REAL`: the DiT linears and their parameter
+#: classes, the weight loader (fsdp_load), the FP8 / MXFP8 quant methods (SRT's too) and the
+#: quantization registry, the --transformer-weights-path resolution and the MiniMax-H3
+#: inspector/resolver, and sglang's checkpoint declaration reader
+STAGE_MODULES = (
+    # the package first, as sglang's entry points import it (its config modules import the
+    # linears, which import the package's base config)
+    "sglang.multimodal_gen.runtime.layers.quantization",
+    "sglang.multimodal_gen.runtime.layers.quantization.configs.base_config",
+    "sglang.multimodal_gen.runtime.layers.quantization.method_names",  # 0.5.22+
+    "sglang.srt.layers.quantization.base_config",
+    "sglang.multimodal_gen.runtime.layers.linear",
+    "sglang.multimodal_gen.runtime.models.parameter",
+    "sglang.multimodal_gen.runtime.utils.weight_attrs",
+    "sglang.multimodal_gen.runtime.layers.quantization.fp8",
+    "sglang.multimodal_gen.runtime.layers.quantization.mxfp8",
+    "sglang.multimodal_gen.runtime.layers.quantization.kitchen_w4a8",
+    "sglang.multimodal_gen.runtime.loader.rank_local_checkpoint",
+    "sglang.multimodal_gen.runtime.loader.utils",
+    "sglang.multimodal_gen.runtime.loader.fsdp_load",
+    "sglang.multimodal_gen.runtime.loader.transformer_load_utils",
+    "sglang.multimodal_gen.runtime.loader.minimax_h3_weights",
+    "sglang.srt.layers.quantization.fp8",
+    "sglang.srt.layers.parameter",
+    "sglang.srt.model_loader.checkpoint_quantization",
+)
+#: third-party packages sglang imports that the test environment lacks (stubbed if absent)
+ABSENT = ("huggingface_hub", "diffusers", "transformers")
+
+
+class _Group:
+    """The tensor-parallel group of a single-GPU worker."""
+
+    world_size = tp_size = 1
+    rank_in_group = rank = tp_rank = 0
+
+
+class _EnvVar:
+    def get(self) -> None:
+        return None
+
+    def __bool__(self) -> bool:
+        return False
+
+
+class _Backend(str):
+    """`envs.SGLANG_DIFFUSION_CONVROT_INT8_BACKEND`: its default, "auto"."""
+
+    def get(self) -> str:
+        return str(self)
+
+
+class _Envs:
+    """`envs`: every environment flag unset (the ConvRot INT8 backend at its default)."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "SGLANG_DIFFUSION_CONVROT_INT8_BACKEND":
+            return _Backend("auto")
+        return _EnvVar()
+
+
+class _Log:
+    """sglang's logger (takes its own keywords such as main_process_only): silent."""
+
+    def __getattr__(self, name: str) -> Any:
+        return lambda *a, **k: None
+
+
+def _stage_special(name: str) -> Any:
+    if name in ("get_group_size", "get_tensor_model_parallel_world_size", "get_tp_world_size"):
+        return lambda *a, **k: 1
+    if name in ("get_group_rank", "get_tensor_model_parallel_rank", "get_tp_rank"):
+        return lambda *a, **k: 0
+    if name in ("get_tp_group", "get_tensor_model_parallel_group", "get_parallel"):
+        return lambda *a, **k: _Group()
+    if name == "divide":
+        return lambda a, b: a // b
+    if name == "envs":
+        return _Envs()
+    if name == "init_logger":
+        return lambda *a, **k: _Log()
+    if name.startswith(("is_", "_is_")):
+        return lambda *a, **k: False  # no CUDA/ROCm/NPU/gfx path on the CPU host
+    if name.startswith(("USE_", "_USE_")):
+        return False
+    return None
+
+
 class _StubMeta(type):
     def __getattr__(cls, name: str) -> Any:
         if name.startswith("__"):
@@ -58,6 +154,9 @@ class _StubMeta(type):
 
     def __getitem__(cls, item: Any) -> Any:
         return cls
+
+    def __iter__(cls) -> Any:  # `x in Stub` must not iterate __getitem__ forever
+        return iter(())
 
 
 class _Stub(metaclass=_StubMeta):
@@ -81,6 +180,11 @@ def _stub_class(name: str) -> type:
 
 
 class _Platform:
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("is_"):
+            return lambda *a, **k: False
+        return _Stub()
+
     def is_mps(self) -> bool:
         return False
 
@@ -89,9 +193,6 @@ class _Platform:
 
     def get_device_capability(self) -> None:
         return None
-
-    def __getattr__(self, name: str) -> Any:
-        return _Stub()
 
 
 class _StubModule(types.ModuleType):
@@ -111,11 +212,17 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         self.root = root
 
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
-        if fullname != "sglang" and not fullname.startswith("sglang."):
+        top = fullname.partition(".")[0]
+        if top in ABSENT and STAGES[0]:
+            return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+        if top != "sglang":
             return None
-        file = self.root / (fullname.replace(".", "/") + ".py")
-        if fullname in REAL and file.exists():
-            return importlib.util.spec_from_file_location(fullname, file)
+        base = self.root / fullname.replace(".", "/")
+        real = REAL + STAGE_MODULES if STAGES[0] else REAL
+        if fullname in real:
+            for file in (base.with_suffix(".py"), base / "__init__.py"):
+                if file.exists():
+                    return importlib.util.spec_from_file_location(fullname, file)
         return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
 
     def create_module(self, spec: Any) -> Any:
@@ -127,13 +234,32 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         pass
 
 
-def load_release(root: Path) -> types.ModuleType:
+def load_release(root: Path, *, stages: bool = False) -> types.ModuleType:
     """`quantization_utils` of the release extracted at `root` (previous sglang modules are
-    dropped from sys.modules first, so releases do not mix)."""
-    for name in [n for n in sys.modules if n == "sglang" or n.startswith("sglang.")]:
-        del sys.modules[name]
+    dropped from sys.modules first, so releases do not mix); `stages` also executes the
+    weight-loading stage modules (`STAGE_MODULES`)."""
+    STAGES[0] = stages
+    for name in [
+        n
+        for n in sys.modules
+        if n == "sglang" or n.startswith("sglang.") or n.partition(".")[0] in ABSENT
+    ]:
+        if n_is_stub_or_sglang(name):
+            del sys.modules[name]
     sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _Finder)]
     sys.meta_path.insert(0, _Finder(root))
     import importlib
 
+    if stages:  # submodules read with `from package import module` must be real attributes
+        for name in STAGE_MODULES:
+            importlib.import_module(name)
     return importlib.import_module(REAL[0])
+
+
+def n_is_stub_or_sglang(name: str) -> bool:
+    """Whether module `name` may be dropped: sglang's, or a stub of an absent package."""
+    return (
+        name == "sglang"
+        or name.startswith("sglang.")
+        or isinstance(sys.modules.get(name), _StubModule)
+    )

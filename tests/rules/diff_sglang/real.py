@@ -4,10 +4,22 @@ through which of its two readers."""
 from __future__ import annotations
 
 import types
+from typing import Any
 
 #: exceptions the header path, inspector, resolver and constructors raise for files they
 #: refuse (0.5.23's RowwiseFp8Error is a ValueError)
 REFUSALS = (ValueError, NotImplementedError, TypeError, KeyError, OverflowError)
+
+
+#: codes of the stages after the config (layer build, weight load, first forward): the
+#: config-stage tests leave them to `test_stages.py`, which runs those stages
+LATER_STAGE = frozenset(("QC615", "QC630", "QC307", "QC220", "QC219", "QC312"))
+
+
+def later_only(report: Any, key: str) -> bool:
+    """Whether every finding that fails target `key` is a later-stage one (`LATER_STAGE`)."""
+    failing = {d.code for d in report.diagnostics if d.effect_at(key).value == "fails"}
+    return bool(failing) and failing <= LATER_STAGE
 
 
 def real_verdict(mod: types.ModuleType, paths: list[str]) -> tuple[bool, str, str]:

@@ -36,7 +36,7 @@ from .._build import (
     w4a8,
 )
 from .loader import load_release
-from .real import real_verdict
+from .real import later_only, real_verdict
 from .wheels import PINNED, extract
 
 pytestmark = pytest.mark.skipif(
@@ -148,9 +148,12 @@ def test_release_agrees_with_quantcheck(
         paths = [str(p) for p in build(folder)]
         loads, why, path = real_verdict(mod, paths)
         key = f"sglang@{version}"
-        status = check_paths(paths, target=key).target_status(key)
+        report = check_paths(paths, target=key)
+        status = report.target_status(key)
         ours = status["status"]
-        if loads != (ours != "fails"):
+        if loads and ours == "fails" and later_only(report, key):
+            pass  # fails at a later stage (test_stages.py runs it)
+        elif loads != (ours != "fails"):
             disagree.append(
                 f"{name}: sglang {version} {'loads' if loads else 'refuses'} "
                 f"({why}); quantcheck says {ours}"

@@ -22,10 +22,19 @@ PINNED = {
     "0.5.22": "cc9a0f15bd8f877a0584fdb7a1702240177a1f1cc8d17c978715161717b9037b",
     "0.5.23": "00b3cd5b265ac76c64185fbb6b95424f324ddd9f428d0306b77bc9db9d859937",
 }
-#: what the tests execute of each wheel (the marker inspector, resolver and config classes)
+#: what the tests execute of each wheel (the marker inspector, resolver and config classes;
+#: the loaders, DiT linears, parameter classes and weight loader of the stage tests)
 MEMBERS = (
     "sglang/multimodal_gen/runtime/utils/quantization_utils.py",
     "sglang/multimodal_gen/runtime/layers/quantization/",
+    "sglang/multimodal_gen/runtime/layers/linear.py",
+    "sglang/multimodal_gen/runtime/models/parameter.py",
+    "sglang/multimodal_gen/runtime/utils/weight_attrs.py",
+    "sglang/multimodal_gen/runtime/loader/",
+    "sglang/srt/layers/quantization/fp8.py",
+    "sglang/srt/layers/quantization/base_config.py",
+    "sglang/srt/layers/parameter.py",
+    "sglang/srt/model_loader/checkpoint_quantization.py",
 )
 
 
