@@ -154,8 +154,9 @@ def rotate(
 
     ``x`` is F32 or the BF16/F16 input itself; for ``kind`` "bf16"/"f16" the F32 result is
     rounded once to that dtype (values returned as F32). Rows are processed in blocks of about
-    ``block`` elements (the default keeps a block's buffers in L2); the result does not depend
-    on the block size. ``out``: a C-contiguous F32 [N, K] array for the result (may be ``x``
+    ``block`` elements (:func:`block_rows`; the default, 2^18, measured fastest on Zen 4:
+    smaller blocks pay numpy's per-call cost more often); the result does not depend on the
+    block size. ``out``: a C-contiguous F32 [N, K] array for the result (may be ``x``
     itself when ``x`` is F32)."""
     n, k = x.shape
     check_group(g)
