@@ -1,4 +1,5 @@
-"""The package's shape: no import cycles (lazy imports included) and a small top level."""
+"""The package's shape: imports go down the layers of docs/design-notes.md ("Map"), no import
+cycles (lazy and type-only imports included) and a small top level."""
 
 from __future__ import annotations
 
@@ -27,6 +28,12 @@ def _resolve(name: str, modules: dict[str, Path]) -> str | None:
     return name or None
 
 
+def _all_nodes(tree: ast.AST) -> list[ast.AST]:
+    """Every node, `if TYPE_CHECKING:` blocks included (a type-only import is a dependency of
+    the code's meaning even if it never runs)."""
+    return list(ast.walk(tree))
+
+
 def _runtime_nodes(tree: ast.AST) -> list[ast.AST]:
     """Every node except those under `if TYPE_CHECKING:` (type-only imports never run)."""
     out: list[ast.AST] = []
@@ -46,14 +53,15 @@ def _runtime_nodes(tree: ast.AST) -> list[ast.AST]:
     return out
 
 
-def import_graph() -> dict[str, set[str]]:
-    """module -> modules it imports anywhere in its body (top level and inside functions; not
-    under `if TYPE_CHECKING:`, which never runs)."""
+def import_graph(*, type_only: bool = False) -> dict[str, set[str]]:
+    """module -> modules it imports anywhere in its body (top level and inside functions; with
+    `type_only`, also under `if TYPE_CHECKING:`, which never runs)."""
     modules = _modules()
     graph: dict[str, set[str]] = {m: set() for m in modules}
+    nodes = _all_nodes if type_only else _runtime_nodes
     for mod, path in modules.items():
         is_pkg = path.name == "__init__.py"
-        for node in _runtime_nodes(ast.parse(path.read_text(), str(path))):
+        for node in nodes(ast.parse(path.read_text(), str(path))):
             targets: list[str] = []
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
@@ -65,6 +73,8 @@ def import_graph() -> dict[str, set[str]]:
                     base = ".".join([*anchor, base] if base else anchor)
                 targets = [f"{base}.{a.name}" for a in node.names]
             for t in targets:
+                if t == "quantcheck.__version__":  # the version string, not the public API
+                    t = "quantcheck._version"
                 if not t.startswith("quantcheck"):
                     continue
                 dep = _resolve(t, modules)
@@ -131,3 +141,111 @@ def test_cycle_finder_finds_a_cycle() -> None:
 def test_top_level_stays_small() -> None:
     top = sorted(p.name for p in PKG.glob("*.py"))
     assert len(top) <= 12, top
+
+
+# --------------------------------------------------------------------------- layers
+
+#: The layers bottom to top (docs/design-notes.md, "Map"): a module imports only its own
+#: layer and those below it, type-only imports included.
+LAYERS = ("base", "vocabulary", "bytes", "checkpoint", "rules", "report", "render", "commands")
+#: A package's layer (second name of the module: quantcheck.<package>...).
+PACKAGE_LAYER = {
+    "formats": "vocabulary",  # the format table: data
+    "runtimes": "vocabulary",  # runtime records, releases, effects tables: data
+    "io": "bytes",
+    "model": "checkpoint",
+    "numeric": "checkpoint",  # codecs: the numbers of a layer's bytes
+    "rules": "rules",  # the checks, per family and per runtime (rules/<runtime>/)
+    "compat": "rules",  # sglang's drop-in: its loader's behaviour
+    "explain": "rules",  # message patterns (each runtime's live in rules/<runtime>/)
+    "fix": "report",
+    "convert": "report",
+    "render": "render",
+    "cli": "commands",
+}
+#: Modules whose layer is not their package's.
+MODULE_LAYER = {
+    "quantcheck": "commands",  # the public API: load, check
+    "quantcheck.__main__": "commands",
+    "quantcheck._version": "base",
+    "quantcheck._record": "base",
+    "quantcheck.errors": "base",
+    "quantcheck.textsafe": "base",
+    "quantcheck.progress": "base",
+    # the words every layer speaks: a diagnostic, its rule record and code constant
+    "quantcheck.diagnostics": "vocabulary",
+    "quantcheck.rules": "vocabulary",
+    "quantcheck.rules.levels": "vocabulary",
+    "quantcheck.rules.rule": "vocabulary",
+    "quantcheck.rules.codes": "vocabulary",
+    "quantcheck.rules.registry": "vocabulary",
+    "quantcheck.rules.upstream": "vocabulary",
+    "quantcheck.formats.dims": "checkpoint",  # a layer's dims, from a model Layer
+    "quantcheck.numeric.compare": "report",  # `compare`: two checkpoints side by side
+    "quantcheck.numeric.compare_rows": "report",
+    "quantcheck.rules.baseline": "report",  # filters a finished report
+    "quantcheck.results": "report",
+    "quantcheck.checking": "report",
+    "quantcheck.many": "report",
+    "quantcheck.local_pool": "report",
+    "quantcheck.explain.lookup": "commands",  # the `explain` command's answer
+}
+#: Imports that still go up, each to be removed (issue 23 item 2: `io/` never calls `model/`).
+#: The list may only shrink: an entry that no longer exists fails too.
+KNOWN_UPWARD = {
+    ("quantcheck.io.remote", "quantcheck.model.shard_sets"),
+    ("quantcheck.io.writer", "quantcheck.model.checkpoint"),
+    ("quantcheck.io.writer", "quantcheck.model.markers"),
+    # sglang's per-loader verdicts group findings with results.distinct_kinds: that grouping
+    # of diagnostics belongs beside `Diagnostic` (vocabulary), not in the report
+    ("quantcheck.rules.sglang.header_rules", "quantcheck.results"),
+}
+
+
+def layer_of(module: str) -> str:
+    """The layer of a module: MODULE_LAYER, a rule folder's catalog (data: vocabulary), or
+    its package's."""
+    if module in MODULE_LAYER:
+        return MODULE_LAYER[module]
+    parts = module.split(".")
+    if parts[1] == "rules" and parts[-1] == "catalog":
+        return "vocabulary"
+    return PACKAGE_LAYER[parts[1]]
+
+
+def upward(graph: dict[str, set[str]]) -> set[tuple[str, str]]:
+    """(importer, imported) pairs where the imported module sits in a higher layer."""
+    rank = {name: i for i, name in enumerate(LAYERS)}
+    return {
+        (m, d) for m, deps in graph.items() for d in deps if rank[layer_of(d)] > rank[layer_of(m)]
+    }
+
+
+def test_every_module_has_a_layer() -> None:
+    for module in _modules():
+        assert layer_of(module) in LAYERS, module
+
+
+def test_imports_go_down_the_layers() -> None:
+    found = upward(import_graph(type_only=True))
+    assert found - KNOWN_UPWARD == set(), f"imports up the layers: {sorted(found - KNOWN_UPWARD)}"
+    assert KNOWN_UPWARD - found == set(), f"fixed, drop from KNOWN_UPWARD: {KNOWN_UPWARD - found}"
+
+
+def test_the_model_never_asks_the_rules() -> None:
+    """model/ may use the rule vocabulary (codes, records) but never a check or the gate."""
+    graph = import_graph(type_only=True)
+    asks = {
+        (m, d)
+        for m, deps in graph.items()
+        if m.startswith("quantcheck.model")
+        for d in deps
+        if d.startswith("quantcheck.rules") and layer_of(d) != "vocabulary"
+    }
+    assert asks == set(), asks
+
+
+def test_layer_check_finds_an_upward_import() -> None:
+    graph = {"quantcheck.model.layer_data": {"quantcheck.rules.numeric.gate"}}
+    assert upward(graph) == {("quantcheck.model.layer_data", "quantcheck.rules.numeric.gate")}
+    assert upward({"quantcheck.rules.numeric.gate": {"quantcheck.model.layers"}}) == set()

@@ -178,7 +178,7 @@ def labelled_check(
     targets = targets_of(target)
     diags = run_rules(ck, targets)
     if deep:
-        from quantcheck.rules.deep import deep_check
+        from quantcheck.rules.numeric.deep import deep_check
 
         diags.extend(deep_check(ck, read_weights=read_weights))
     if select or ignore:

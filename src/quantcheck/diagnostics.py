@@ -277,16 +277,18 @@ class Diagnostic:
 
 
 def _rules() -> dict[str, Rule]:
-    """The rule registry (imported on first use: the catalogs are only needed then)."""
+    """The rule registry (imported on first use: the catalogs are only needed then), renewed
+    when a runtime with its own rules is registered or removed."""
     global _RULES
-    if _RULES is None:
+    generation = _runtimes().generation
+    if _RULES is None or _RULES[0] != generation:
         from quantcheck.rules.registry import all_rules
 
-        _RULES = all_rules()
-    return _RULES
+        _RULES = (generation, all_rules())
+    return _RULES[1]
 
 
-_RULES: dict[str, Rule] | None = None
+_RULES: tuple[int, dict[str, Rule]] | None = None
 
 
 def _runtimes() -> Any:

@@ -36,8 +36,10 @@ class Report:
         status = "fails" if fails else "degraded" if degraded else "ok"
         out = {"status": status, "errors": fails, "degraded": degraded}
         extra = self.paths.get(target, {})
-        if "loaders" in extra:  # a loader's status may stand for the target's (sglang_loaders)
-            from quantcheck.rules.sglang_loaders import fill
+        if (
+            "loaders" in extra
+        ):  # a loader's status may stand for the target's (rules/sglang/loaders.py)
+            from quantcheck.rules.sglang.loaders import fill
 
             extra = {**extra, "loaders": fill(extra["loaders"], status)}
         return {**out, **extra}

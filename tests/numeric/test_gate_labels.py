@@ -17,7 +17,7 @@ import pytest
 from quantcheck import load
 from quantcheck.checking import check_paths
 from quantcheck.cli.main import main
-from quantcheck.rules.gate import numeric_refusal
+from quantcheck.rules.numeric.gate import numeric_refusal
 
 P = "blocks.0.attn.qkv"
 

@@ -18,7 +18,7 @@ from quantcheck.rules.registry import all_rules
 
 from .conftest import SEEDS as SEED_DIR
 from .conftest import SGLANG_CASES
-from .test_sglang_verdict import MAPPER_ONLY, sglang_failed
+from .sglang.test_verdict import MAPPER_ONLY, sglang_failed
 
 LAYER = "model.diffusion_model.transformer_blocks.1.attn.to_q"
 SAMPLE = {

@@ -170,9 +170,9 @@ INFERRED = {"float8_e4m3fn", "float8_e5m2", "nvfp4", "mxfp8"}
 def test_inference_agrees_with_the_written_layout(name: str, options: dict) -> None:
     """What `quantize` writes (the table's layout) is inferred back as that format, or not at
     all (rotation groups and W4A8 sizes are not in the tensors); never as another format."""
-    from quantcheck.fix.marker_infer import infer_marker
     from quantcheck.io.header import TensorInfo
     from quantcheck.model.layers import Layer
+    from quantcheck.rules.markers.infer import infer_marker
 
     spec = FORMATS[name]
     opts = {k: v for k, v in options.items() if k in {o.name for o in spec.options}}

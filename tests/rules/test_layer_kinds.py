@@ -1,4 +1,4 @@
-"""Layer kinds (`rules/layer_kinds.py`) and the per-checkpoint passes that use them or the
+"""Layer kinds (`rules/layers/kinds.py`) and the per-checkpoint passes that use them or the
 layers instead of every tensor name: each gives what the general pass over names or layers
 gives, on files with odd names (empty prefixes, double dots, scales without weights) and with
 kinds interleaved."""
@@ -17,12 +17,12 @@ from quantcheck.compat._sglang_configs import resolve_comfy_checkpoint_quantizat
 from quantcheck.diagnostics import Diagnostic
 from quantcheck.model.checkpoint import Checkpoint, load_checkpoint
 from quantcheck.model.layers import Layer
-from quantcheck.rules import layer_kinds
-from quantcheck.rules.comfyui_rules import formats_by_step
-from quantcheck.rules.diffsynth_rules import check_layer
-from quantcheck.rules.layer_memo import layer_key, memo_findings
-from quantcheck.rules.runtime_rules import _has_scaled_fp8, _sglang_view, sglang_config_class
-from quantcheck.rules.sglang_header_path import header_docs, nvfp4_layers
+from quantcheck.rules.comfyui.checks import formats_by_step
+from quantcheck.rules.diffsynth.checks import check_layer
+from quantcheck.rules.layers import kinds as layer_kinds
+from quantcheck.rules.layers.memo import layer_key, memo_findings
+from quantcheck.rules.sglang.checks import _has_scaled_fp8, _sglang_view, sglang_config_class
+from quantcheck.rules.sglang.header_path import header_docs, nvfp4_layers
 from quantcheck.runtimes.comfyui_releases import FORMAT_SINCE, STEP_CODE
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

@@ -15,7 +15,12 @@ from quantcheck.runtimes import get_runtime
 from ._case import RuleCase
 
 HERE = Path(__file__).parent
-TABLE_MODULES = sorted(p.stem for p in HERE.glob("cases*.py"))
+#: Every rule table: `cases*.py` here (the generic families) and `<runtime>/cases.py`.
+TABLE_MODULES = sorted(
+    ".".join(p.relative_to(HERE).with_suffix("").parts)
+    for p in [*HERE.glob("cases*.py"), *HERE.glob("*/cases.py")]
+    if not p.parent.name.startswith("diff_")
+)
 
 
 def _all_cases() -> list[RuleCase]:

@@ -1,8 +1,9 @@
 """Runtimes are data: a third runtime registered by a fixture reaches every surface.
 
-Nothing here edits the rule engine, the CLI or the renderers: the fake runtime is one record
-(its effects table and its own checks), exactly what adding sglang's or ComfyUI's next release
-or a new runtime (Forge Neo, SD.Next, ...) takes.
+Nothing here edits the rule engine, the CLI or the renderers: the fake runtime is one folder
+(tests/rules/fakert/: its checks, its catalog with one rule of its own, its messages) and one
+registered record (its releases and effects table), exactly what adding a new runtime (Forge
+Neo, SD.Next, ...: src/quantcheck/rules/<runtime>/ plus runtimes/<runtime>.py) takes.
 """
 
 from __future__ import annotations
@@ -15,13 +16,11 @@ import pytest
 
 from quantcheck.checking import check_paths
 from quantcheck.cli.main import main
-from quantcheck.diagnostics import Diagnostic, Effect
-from quantcheck.rules import codes as R
+from quantcheck.diagnostics import Effect
 from quantcheck.rules.docs import rules_markdown
 from quantcheck.runtimes import (
     Release,
     Runtime,
-    effects,
     register_runtime,
     runtime_names,
     target_choices,
@@ -31,6 +30,8 @@ from quantcheck.runtimes import (
 from ._build import file, fp8, nvfp4
 
 FAKE = "fakert"
+#: The fake runtime's rule folder: its checks, catalog (QC799) and messages.
+FOLDER = f"{__package__}.fakert"
 FORK = "fakefork"
 #: The runtimes registered when quantcheck is imported, in registration order.
 REGISTERED = (
@@ -46,35 +47,18 @@ REGISTERED = (
 )
 
 
-class FakeChecks:
-    """The fake runtime's own rule: it has no NVFP4 support."""
-
-    def __init__(self, ck) -> None:
-        self.ck = ck
-
-    def file_findings(self) -> Iterator[Diagnostic]:
-        return iter(())
-
-    def layer_findings(self, layer) -> Iterator[Diagnostic]:
-        if layer.format == "nvfp4":
-            yield Diagnostic(
-                R.QC601,
-                "fakert has no nvfp4 support",
-                layer=layer.prefix,
-                effects=effects(**{FAKE: "fails"}),
-            )
-
-
 @pytest.fixture
 def fake_runtimes() -> Iterator[None]:
     register_runtime(
         Runtime(
             FAKE,
             "FakeRT",
-            (Release("1.0"), Release("1.1", {"QC601": Effect.DEGRADED})),
-            checks=f"{__name__}:FakeChecks",
+            (Release("1.0"), Release("1.1", {"QC799": Effect.DEGRADED})),
+            checks=f"{FOLDER}.checks:FakeChecks",
             effects={"QC314": Effect.DEGRADED},
             doc="a test runtime",
+            messages=f"{FOLDER}.messages:PATTERNS",
+            folder=FOLDER,
         )
     )
     register_runtime(Runtime(FORK, "FakeFork", (Release("2.0"),), based_on="comfyui"))
@@ -122,15 +106,37 @@ def test_runtime_checks_report_for_that_runtime_only(fake_runtimes: None, tmp_pa
     report = check_paths(paths, target="all")
     ours = [d for d in report.diagnostics if d.message == "fakert has no nvfp4 support"]
     assert ours and ours[0].targets == [FAKE]
-    # release 1.1 (the newest, what a bare name means) changed QC601 to degraded
+    assert ours[0].code == "QC799" and ours[0].name == "fakert-no-nvfp4"
+    # release 1.1 (the newest, what a bare name means) changed QC799 to degraded
     assert ours[0].effective_effects[FAKE] is Effect.DEGRADED
     assert report.target_status(FAKE)["status"] == "degraded"
     assert report.target_status("sglang")["status"] == "ok"
     assert check_paths(paths, target="sglang").diagnostics == []
 
 
+def test_runtime_folder_brings_its_rules_and_messages(
+    fake_runtimes: None, capsys: pytest.CaptureFixture
+) -> None:
+    """The folder's catalog joins the registry (docs, `rules`, `explain`) and its messages
+    are matched, only while the runtime is registered."""
+    from quantcheck.explain.messages import match_message
+    from quantcheck.rules.registry import all_rules
+
+    assert all_rules()["QC799"].name == "fakert-no-nvfp4"
+    assert "QC799" in rules_markdown()
+    hit = match_message("RuntimeError: FakeRT cannot run nvfp4 layer 'blocks.0.fc'")
+    assert hit is not None and hit.pattern.code == "QC799"
+    assert main(["explain", "QC799"]) == 0
+    assert "fakert-no-nvfp4" in capsys.readouterr().out
+
+
 def test_without_the_fixture_nothing_is_left_behind() -> None:
+    from quantcheck.explain.messages import match_message
+    from quantcheck.rules.registry import all_rules
+
     assert runtime_names() == REGISTERED
+    assert "QC799" not in all_rules()
+    assert match_message("FakeRT cannot run nvfp4 layer 'blocks.0.fc'") is None
 
 
 def test_target_lists_and_unknown_names(fake_runtimes: None) -> None:

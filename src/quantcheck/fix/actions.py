@@ -15,12 +15,12 @@ from typing import Any
 
 from quantcheck.diagnostics import Diagnostic
 from quantcheck.fix.draft import QMETA, Draft
-from quantcheck.fix.marker_infer import infer_marker
 from quantcheck.formats.dims import derive_dims
 from quantcheck.formats.table import FORMATS, ROTATION_GROUPS
 from quantcheck.io.writer import CHUNK, Chunks, OutTensor
 from quantcheck.model.markers import MARKER_SUFFIX
 from quantcheck.rules import codes as R
+from quantcheck.rules.markers.infer import infer_marker
 from quantcheck.runtimes import targets_of
 
 
@@ -351,7 +351,7 @@ def logical_shape(
 
 def _gate(layer: Any, marker_only: bool = False) -> None:
     """Refuse a numeric conversion of a layer the rules reject (the reason names the finding)."""
-    from quantcheck.rules.gate import numeric_refusal
+    from quantcheck.rules.numeric.gate import numeric_refusal
 
     why = numeric_refusal(layer, marker_only=marker_only)
     if why:

@@ -17,8 +17,14 @@ from quantcheck.io.source import SMALL_FILE, open_regular
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
+    from typing import Protocol, TypeVar
 
-    from quantcheck.model.discover import CheckpointSpec
+    class _Paths(Protocol):
+        """Anything naming files (a `model.discover.CheckpointSpec`): io/ knows no model."""
+
+        paths: list[str]
+
+    Spec = TypeVar("Spec", bound=_Paths)
 
 #: how many checkpoints ahead of the one being checked are hinted
 WINDOW = 16
@@ -41,12 +47,12 @@ def hint(path: str, nbytes: int = SMALL_FILE) -> None:
         os.close(fd)
 
 
-def read_ahead(specs: Iterable[CheckpointSpec], window: int = WINDOW) -> Iterator[CheckpointSpec]:
+def read_ahead(specs: Iterable[Spec], window: int = WINDOW) -> Iterator[Spec]:
     """Yield `specs` in order, hinting each one's files `window` places before it is yielded."""
     if _ADVISE is None:
         yield from specs
         return
-    queue: list[CheckpointSpec] = []
+    queue: list[Spec] = []
     for spec in specs:
         for path in spec.paths:
             hint(path)

@@ -66,14 +66,18 @@ class Checkpoint:
     quant_formats: dict[str, str] = factory(dict)  # file -> quant_format
     index: str | None = None
     diagnostics: list[Diagnostic] = factory(list)
+    #: The caller's numeric gate (`LayerData.Gate`) every `layer(p)` handle asks before
+    #: `dequantize`; None: no gate (`quantcheck.load` sets the rules' gate).
+    numeric_gate: Any = None
 
     def layer(self, prefix: str) -> Any:
-        """A layer handle for numerics (`.dequantize()`); KeyError for an unknown prefix."""
+        """A layer handle for numerics (`.dequantize()`, asking `numeric_gate` first); KeyError
+        for an unknown prefix."""
         from quantcheck.model.layer_data import LayerData
 
         if prefix not in self.layers:
             raise KeyError(f"no layer {prefix!r} in this checkpoint")
-        return LayerData(self, self.layers[prefix])
+        return LayerData(self, self.layers[prefix], self.numeric_gate)
 
     def shard_of(self, tensor: TensorInfo) -> Shard:
         for s in self.shards:
@@ -294,7 +298,7 @@ def _load(paths: list[str], read_markers: bool, jobs: int) -> Checkpoint:
     ck.diagnostics += diags
     remote = sum("://" in f for f in files)
     if jobs > 1 and remote > 1:
-        from quantcheck.io.prefetch import open_shards
+        from quantcheck.model.prefetch import open_shards
 
         shards = open_shards(files, jobs, _open_shard, read_markers=read_markers)
     else:

@@ -1,8 +1,13 @@
-"""Numeric access to one layer of a checkpoint: read its tensors, dequantize it (numpy)."""
+"""Numeric access to one layer of a checkpoint: read its tensors, dequantize it (numpy).
+
+Whether a layer's numbers may be read is the caller's policy, not the model's: the caller
+passes a gate (`quantcheck.load` passes the rules' `numeric_refusal`); no gate, no refusal.
+"""
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from quantcheck.formats.dims import derive_dims
@@ -13,6 +18,9 @@ if TYPE_CHECKING:
 
     from quantcheck.model.checkpoint import Checkpoint
     from quantcheck.model.layers import Layer
+
+#: Why the numeric code must not touch a layer (None: it may), asked before `dequantize`.
+Gate = Callable[["Layer"], "str | None"]
 
 #: Largest tensor `read` loads in one piece (a guard against lying headers; 16 GiB).
 MAX_TENSOR_BYTES = 16 * 2**30
@@ -25,9 +33,10 @@ class PaddedShapeWarning(UserWarning):
 class LayerData:
     """A layer handle bound to its checkpoint: `read(suffix)`, `dequantize(shape=None)`."""
 
-    def __init__(self, ck: Checkpoint, layer: Layer) -> None:
+    def __init__(self, ck: Checkpoint, layer: Layer, gate: Gate | None = None) -> None:
         self.ck = ck
         self.layer = layer
+        self.gate = gate
 
     @property
     def prefix(self) -> str:
@@ -72,12 +81,11 @@ class LayerData:
         what the file proves (N from the bias length; a size that is not a multiple of the pad;
         a stored size whose last row and column hold data, since padding is exactly zero).
         Where they cannot be known the padded shape is returned with its (exactly zero) padding
-        and a `PaddedShapeWarning` says so.
+        and a `PaddedShapeWarning` says so. A layer the gate refuses raises NumericError.
         """
         from quantcheck.numeric import NumericError, dequantize
-        from quantcheck.rules.gate import numeric_refusal
 
-        why = numeric_refusal(self.layer)
+        why = self.gate(self.layer) if self.gate is not None else None
         if why:
             raise NumericError(f"{self.prefix} is skipped: {why}")
         fmt = self.format

@@ -163,13 +163,15 @@ def _whole(q: Checkpoint, o: Checkpoint, prefix: str) -> list[Any]:
     """A layer without a row plan: dequantize it whole, then sum it in fixed row chunks."""
     import numpy as np
 
+    from quantcheck.model.layer_data import LayerData
     from quantcheck.numeric.compare_rows import chunk_rows
     from quantcheck.numeric.metrics import chunk_sums
+    from quantcheck.rules.numeric.gate import numeric_refusal
 
-    try:
+    try:  # the rules' numeric gate: a layer they reject is not compared
         ref = o.layer(prefix).read("weight").astype(np.float32)
         ref2 = ref.reshape(ref.shape[0], -1) if ref.ndim > 1 else ref
-        test = q.layer(prefix).dequantize(
+        test = LayerData(q, q.layers[prefix], numeric_refusal).dequantize(
             shape=tuple(ref2.shape) if ref2.ndim == 2 and q.layers[prefix].marker else None
         )
     except NumericError as exc:

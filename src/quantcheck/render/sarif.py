@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from quantcheck import __version__
+from quantcheck._version import __version__
 from quantcheck.diagnostics import Diagnostic, Effect
 from quantcheck.render.json_out import Stream, iter_dumps
 from quantcheck.results import Report

@@ -18,15 +18,15 @@ from quantcheck.io.source import base_name
 from quantcheck.model.checkpoint import Checkpoint
 from quantcheck.model.layers import Layer
 from quantcheck.rules import codes as R
-from quantcheck.rules.layer_kinds import (
+from quantcheck.rules.layers.checks import check_layer
+from quantcheck.rules.layers.kinds import (
     LayerKinds,
     any_layer_has,
     hold,
     is_embedding_name,
     let_go,
 )
-from quantcheck.rules.layer_rules import check_layer
-from quantcheck.rules.marker_rules import check_marker_fields, check_orphans
+from quantcheck.rules.markers.checks import check_marker_fields, check_orphans
 from quantcheck.runtimes import load, registry, runtimes
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)

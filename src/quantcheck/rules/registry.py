@@ -17,46 +17,36 @@ FAMILIES = {
     "DiffSynth-Studio, musubi-tuner)",
 }
 
+#: The generic rule folders (`rules/<name>/catalog.py`); each runtime's own rules come from its
+#: record's folder (`Runtime.folder`: `rules/<runtime>/catalog.py`).
+CATALOGS: tuple[str, ...] = ("container", "markers", "layers", "numeric", "shards", "support")
+
+
+def all_rules() -> dict[str, Rule]:
+    """Every rule by code, from the generic catalogs and each registered runtime's folder;
+    duplicate codes or names are a bug."""
+    from quantcheck.runtimes import registry
+
+    return _rules_at(registry.generation)
+
 
 @cache
-def all_rules() -> dict[str, Rule]:
-    """Every rule by code, from all catalog modules; duplicate codes or names are a bug."""
-    from quantcheck.rules import (
-        catalog_container,
-        catalog_diffsynth,
-        catalog_forge_neo,
-        catalog_invokeai,
-        catalog_layers,
-        catalog_markers,
-        catalog_musubi,
-        catalog_numeric,
-        catalog_runtime,
-        catalog_sdcpp,
-        catalog_sdnext,
-        catalog_shards,
-    )
+def _rules_at(generation: int) -> dict[str, Rule]:
+    """The rules while the runtime registry is at `generation` (a registration renews it)."""
+    from importlib import import_module
 
+    from quantcheck.runtimes import runtimes
+
+    names = [f"quantcheck.rules.{name}.catalog" for name in CATALOGS]
+    names += [f"{rt.folder}.catalog" for rt in runtimes() if rt.folder]
     table: dict[str, Rule] = {}
-    names: set[str] = set()
-    for module in (
-        catalog_container,
-        catalog_markers,
-        catalog_layers,
-        catalog_numeric,
-        catalog_shards,
-        catalog_runtime,
-        catalog_forge_neo,
-        catalog_sdnext,
-        catalog_invokeai,
-        catalog_sdcpp,
-        catalog_diffsynth,
-        catalog_musubi,
-    ):
-        for rule in module.RULES:
-            if rule.code in table or rule.name in names:
+    seen: set[str] = set()
+    for name in names:
+        for rule in import_module(name).RULES:
+            if rule.code in table or rule.name in seen:
                 raise RuntimeError(f"duplicate rule {rule.code} {rule.name}")
             table[rule.code] = rule
-            names.add(rule.name)
+            seen.add(rule.name)
     return dict(sorted(table.items()))
 
 

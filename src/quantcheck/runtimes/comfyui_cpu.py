@@ -19,12 +19,12 @@ compute path changes the outcome (each established by tests/rules/diff_comfyui, 
 code at 0271a469):
 - QC605 (an F8_E8M0 tensor): none — safe_open maps it.
 - QC305 on an MXFP8 `weight_scale` stored as F8_E8M0: none instead of fails (the instance says
-  so by name, `layer_rules._companion_dtype`): `_load_quantized_module` views the scale as
+  so by name, `rules/layers/checks._companion_dtype`): `_load_quantized_module` views the scale as
   float8_e8m0fnu whatever its stored dtype (comfy/ops.py @0271a469 ~L1213), so the layer is
   the same as with U8 bytes.
 - QC307 on an FP8 `weight_scale` of shape [N, 1]: none instead of fails (by name,
-  `layer_rules._cpu_per_row_fp8`): the CPU dequantizes the layer and broadcasts the scale per
-  row; only the GPU's torch._scaled_mm refuses it.
+  `rules/layers/checks._cpu_per_row_fp8`): the CPU dequantizes the layer and broadcasts the
+  scale per row; only the GPU's torch._scaled_mm refuses it.
 
 Release steps: a `based_on` fork's base is looked up at the base's NEWEST release
 (`registry.effect_on`), so `comfyui-cpu@v0.27` could not see ComfyUI's per-release format

@@ -197,7 +197,7 @@ def comfyui_runtime() -> Runtime:
         "comfyui",
         "ComfyUI",
         RELEASES,
-        checks="quantcheck.rules.comfyui_rules:ComfyuiChecks",
+        checks="quantcheck.rules.comfyui.checks:ComfyuiChecks",
         paths=UNVERIFIED_HOOK,
         default_target=True,
         catalog=True,

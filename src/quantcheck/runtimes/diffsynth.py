@@ -2,7 +2,7 @@
 
 DiffSynth-Studio reads only comfy_quant marker TENSORS (the header is passed in and ignored),
 loads float8_e4m3fn and int8_tensorwise, and loads the state dict strictly
-(`rules/diffsynth_rules.py`). Standard library only (the check path imports it).
+(`rules/diffsynth/checks.py`). Standard library only (the check path imports it).
 """
 
 from __future__ import annotations
@@ -116,10 +116,11 @@ def diffsynth_runtime() -> Runtime:
         "diffsynth",
         "DiffSynth-Studio",
         RELEASES,
-        checks="quantcheck.rules.diffsynth_rules:DiffsynthChecks",
+        checks="quantcheck.rules.diffsynth.checks:DiffsynthChecks",
         effects=EFFECTS,
         reasons={**WHY, **LEFT_NONE},
-        messages="quantcheck.explain.messages_diffsynth:PATTERNS",
+        messages="quantcheck.rules.diffsynth.messages:PATTERNS",
+        folder="quantcheck.rules.diffsynth",
         default_target=False,
         doc="DiffSynth-Studio's comfy-kitchen backend (comfy_kitchen.py _parse_marker, "
         "unflatten_state_dict: marker tensors only, float8_e4m3fn and int8_tensorwise, strict "

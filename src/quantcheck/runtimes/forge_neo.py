@@ -154,7 +154,7 @@ def forge_neo_runtime() -> Runtime:
         NAME,
         TITLE,
         RELEASES,
-        checks="quantcheck.rules.forge_neo_rules:ForgeNeoChecks",
+        checks="quantcheck.rules.forge_neo.checks:ForgeNeoChecks",
         based_on="comfyui",
         effects=dict(EFFECTS),
         reasons={**WHY, **{c: f"as ComfyUI: {why}" for c, why in FOLLOWS.items()}},
@@ -163,5 +163,6 @@ def forge_neo_runtime() -> Runtime:
         "_load_quantized_module at 1835c9c, state_dict.py convert_quantization): its own "
         "format table and header-replaces-marker conversion; ComfyUI's verdicts otherwise.",
         default_target=False,
-        messages="quantcheck.explain.messages_forge_neo:PATTERNS",
+        messages="quantcheck.rules.forge_neo.messages:PATTERNS",
+        folder="quantcheck.rules.forge_neo",
     )

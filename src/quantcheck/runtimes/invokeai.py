@@ -1,7 +1,7 @@
 """InvokeAI 6.14.2 as a target: what its ComfyUI single-file loaders do with these files.
 
 InvokeAI reads no marker (neither tensors nor the header): it multiplies every weight_scale /
-scale_weight into its weight and drops the scales and markers (`rules/invokeai_rules.py`).
+scale_weight into its weight and drops the scales and markers (`rules/invokeai/checks.py`).
 So marker findings change nothing for it; container and shard findings stop it like any
 safetensors reader; numeric findings on scales reach the weights it computes with.
 
@@ -127,10 +127,11 @@ def invokeai_runtime() -> Runtime:
         "invokeai",
         "InvokeAI",
         RELEASES,
-        checks="quantcheck.rules.invokeai_rules:InvokeaiChecks",
+        checks="quantcheck.rules.invokeai.checks:InvokeaiChecks",
         effects=EFFECTS,
         reasons={**WHY, **LEFT_NONE},
-        messages="quantcheck.explain.messages_invokeai:PATTERNS",
+        messages="quantcheck.rules.invokeai.messages:PATTERNS",
+        folder="quantcheck.rules.invokeai",
         default_target=False,
         doc="InvokeAI's ComfyUI single-file loaders (comfyui_state_dict_utils.py "
         "_dequantize_comfyui_fp8: every weight_scale multiplied in, markers dropped), read in "

@@ -133,12 +133,13 @@ def musubi_runtime() -> Runtime:
         "musubi",
         "musubi-tuner",
         RELEASES,
-        checks="quantcheck.rules.musubi_rules:MusubiChecks",
+        checks="quantcheck.rules.musubi.checks:MusubiChecks",
         effects=dict(EFFECTS),
         reasons={**WHY, **LEFT_NONE},
         doc="musubi-tuner's pre-quantized DiT gate, inspect_convrot_int8_artifact "
         "(kohya-ss/musubi-tuner 725869d, modules/convrot_int8_utils.py): ConvRot INT8 "
         "triples from .comfy_quant tensors only; a pass means musubi accepts the file.",
         default_target=False,
-        messages="quantcheck.explain.messages_musubi:PATTERNS",
+        messages="quantcheck.rules.musubi.messages:PATTERNS",
+        folder="quantcheck.rules.musubi",
     )

@@ -69,6 +69,9 @@ class Runtime:
     #: The catalogs declare this runtime's effect of every generic rule (the built-in
     #: runtimes, positionally); the rule's evidence is the reason.
     catalog: bool = False
+    #: The package of its rule folder (`quantcheck.rules.<name>`): its `catalog` module's
+    #: RULES join the registry while the runtime is registered ("" for none).
+    folder: str = ""
 
     @property
     def newest(self) -> Release:

@@ -153,12 +153,13 @@ def sdcpp_runtime() -> Runtime:
         "sdcpp",
         "stable-diffusion.cpp",
         RELEASES,
-        checks="quantcheck.rules.sdcpp_rules:SdcppChecks",
+        checks="quantcheck.rules.sdcpp.checks:SdcppChecks",
         effects=dict(EFFECTS),
         reasons={**WHY, **LEFT_NONE},
         doc="stable-diffusion.cpp's safetensors reader and Linear (leejet/stable-diffusion.cpp "
         "master bcc7e295, src/model_io/safetensors_io.cpp): .comfy_quant tensor markers only, "
         "int8_tensorwise (+ConvRot); FP8 scales applied from PR #1913.",
         default_target=False,
-        messages="quantcheck.explain.messages_sdcpp:PATTERNS",
+        messages="quantcheck.rules.sdcpp.messages:PATTERNS",
+        folder="quantcheck.rules.sdcpp",
     )

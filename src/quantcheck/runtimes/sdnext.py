@@ -176,7 +176,7 @@ def sdnext_runtime() -> Runtime:
                 "pipelines/native_transformer.py and generic_transformer.py.",
             ),
         ),
-        checks="quantcheck.rules.sdnext_rules:SdnextChecks",
+        checks="quantcheck.rules.sdnext.checks:SdnextChecks",
         effects=dict(EFFECTS),
         reasons={**WHY, **LEFT_NONE},
         doc="SD.Next's native transformer loader (vladmandic/sdnext d11a619 "
@@ -184,5 +184,6 @@ def sdnext_runtime() -> Runtime:
         "adopt_nvfp4_layer): every refusal falls back to the base model's transformer with "
         "a log warning, so refusals are degraded, not failures.",
         default_target=False,
-        messages="quantcheck.explain.messages_sdnext:PATTERNS",
+        messages="quantcheck.rules.sdnext.messages:PATTERNS",
+        folder="quantcheck.rules.sdnext",
     )

@@ -18,7 +18,7 @@ __all__ = ["ReportData", "build_report", "collect", "render_html"]
 
 def render_html(data: ReportData, generated: str | None = None) -> str:
     """The document for already-collected data."""
-    from quantcheck import __version__
+    from quantcheck._version import __version__
 
     stamp = generated or datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     return render_page(data, stamp, __version__)

@@ -45,7 +45,7 @@ def iter_pages(
     """(file name, HTML) of each quantized checkpoint's page, made one at a time, then the
     index. Only the index's small rows are kept between pages, so memory stays at one page
     whatever the number of checkpoints."""
-    from quantcheck import __version__
+    from quantcheck._version import __version__
     from quantcheck.checking import check_checkpoint
     from quantcheck.many import checkpoint_formats, is_quantized
     from quantcheck.model.checkpoint import InputError, load_checkpoint

@@ -1,0 +1,3 @@
+"""Forge Neo's behaviour: its own checks, its rules with evidence (catalog) and its error texts
+(messages). Its record and effects table: runtimes/forge_neo.py.
+"""

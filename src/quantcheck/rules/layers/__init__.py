@@ -1,0 +1,1 @@
+"""QC3xx: layer rules (catalog), their checks, layer kinds and per-layer memos."""

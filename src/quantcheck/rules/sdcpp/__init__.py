@@ -1,0 +1,3 @@
+"""stable-diffusion.cpp's behaviour: its own checks, its rules with evidence (catalog) and its
+error texts (messages). Its record and effects table: runtimes/sdcpp.py.
+"""

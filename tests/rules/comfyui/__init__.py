@@ -1,0 +1,1 @@
+"""Tests of the comfyui rule folder (src/quantcheck/rules/comfyui)."""

@@ -1,0 +1,1 @@
+"""Tests of the diffsynth rule folder (src/quantcheck/rules/diffsynth)."""

@@ -1,0 +1,1 @@
+"""Tests of the invokeai rule folder (src/quantcheck/rules/invokeai)."""

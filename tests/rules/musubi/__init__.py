@@ -1,0 +1,1 @@
+"""Tests of the musubi rule folder (src/quantcheck/rules/musubi)."""

@@ -1,0 +1,1 @@
+"""Tests of the sdcpp rule folder (src/quantcheck/rules/sdcpp)."""

@@ -1,0 +1,1 @@
+"""Tests of the sdnext rule folder (src/quantcheck/rules/sdnext)."""

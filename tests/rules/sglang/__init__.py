@@ -1,0 +1,1 @@
+"""Tests of the sglang rule folder (src/quantcheck/rules/sglang)."""
