@@ -151,7 +151,7 @@ def _ck_calls(ckref, fmt: str, opts: dict, w, tensors: dict, marker: dict, n: in
     return quant, deq
 
 
-def run_speed(n: int, k: int, repeat: int) -> list[dict]:
+def run_speed(n: int, k: int, repeat: int, cases: list = CASES) -> list[dict]:
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests", "numeric"))
     import ckref
 
@@ -160,7 +160,7 @@ def run_speed(n: int, k: int, repeat: int) -> list[dict]:
     w = _weights(n, k)
     mb = n * k * 2 / 1e6
     rows = []
-    for fmt, opts in CASES:
+    for fmt, opts in cases:
         row = {"case": _label(fmt, opts)}
         if fmt == "awq_w4a16":
             tensors = _awq_tensors(n, k)

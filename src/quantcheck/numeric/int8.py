@@ -15,7 +15,7 @@ import numpy as np
 from quantcheck.formats.codecs import register_codec
 
 from .errors import NumericError
-from .hadamard import check_group, rotate
+from .hadamard import block_rows, check_group, rotate
 from .lowp import (
     F32,
     abs_max,
@@ -81,7 +81,7 @@ def quantize(
             scales[rows] = s = _scale(amax)
             q[rows] = _codes(x, _scale_for_math(s, kind), kind, inplace=True)
 
-        for_each(work_rot, n, row_step(k))
+        for_each(work_rot, n, block_rows(k))
         return q, scales
     if per_row:
         amax = abs_max(w, axis=1).reshape(n, 1)
@@ -139,7 +139,7 @@ def dequantize(
         x = np.multiply(q[rows], s if s.ndim == 0 else s[rows], dtype=np.float32)
         rotate(x, g, "f32", out=out[rows])
 
-    for_each(work, n, row_step(q.shape[1]))
+    for_each(work, n, block_rows(q.shape[1]))
     return _cast_out(out, out_dtype)
 
 

@@ -16,8 +16,8 @@ from quantcheck.formats.codecs import register_codec
 from quantcheck.formats.table import CONVROT_GS
 
 from .errors import NumericError
-from .hadamard import check_group, rotate
-from .lowp import F32, kind_of, round_scalar, round_to, row_step
+from .hadamard import block_rows, check_group, rotate
+from .lowp import F32, kind_of, round_scalar, round_to
 from .nibbles import pack_lo_first, unpack_signed_lo_first
 from .parallel import for_each
 
@@ -60,7 +60,7 @@ def quantize(
         packed[rows] = pack_lo_first(y.astype(np.int8))
         scales[rows] = s[:, 0]
 
-    for_each(work, n, row_step(k))
+    for_each(work, n, block_rows(k))
     return packed, scales
 
 
@@ -85,7 +85,7 @@ def dequantize(
         q *= s[rows, None]
         rotate(q, cg, "f32", out=out[rows])
 
-    for_each(work, n, row_step(k))
+    for_each(work, n, block_rows(k))
     if out_dtype == "float32":
         return out
     return round_to(out, {"bfloat16": "bf16", "float16": "f16"}[out_dtype])

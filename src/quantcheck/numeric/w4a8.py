@@ -21,7 +21,7 @@ import numpy as np
 from quantcheck.formats.codecs import register_codec
 
 from .errors import NumericError
-from .hadamard import check_group, rotate
+from .hadamard import block_rows, check_group, rotate
 from .lowp import F32, abs_max, fixed_sum, kind_of, last_axis_reduce, round_to, to_f32
 from .nibbles import pack6, pack_lo_first, unpack6, unpack_lo_first
 from .parallel import for_each
@@ -743,7 +743,7 @@ def dequantize(
             round_to(wrot, kind, out=wrot)
         rotate(wrot, convrot_groupsize, kind, out=out[rows])
 
-    for_each(work, n, max(1, (1 << 17) // k))
+    for_each(work, n, block_rows(k))
     return out
 
 
