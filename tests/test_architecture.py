@@ -180,6 +180,7 @@ MODULE_LAYER = {
     "quantcheck.rules.codes": "vocabulary",
     "quantcheck.rules.registry": "vocabulary",
     "quantcheck.rules.upstream": "vocabulary",
+    "quantcheck.rules.effect_variants": "vocabulary",  # data a Rule record reads
     "quantcheck.formats.dims": "checkpoint",  # a layer's dims, from a model Layer
     "quantcheck.numeric.compare": "report",  # `compare`: two checkpoints side by side
     "quantcheck.numeric.compare_rows": "report",
