@@ -21,8 +21,9 @@ EXIT_CODES = {
         "  usage, unreadable input, hostile server),\n" + _PIPE
     ),
     "inspect": (
-        "exit codes: 0 shown, 2 could not run (bad usage, unreadable input, a file that is not\n"
-        "  a readable safetensors checkpoint),\n" + _PIPE
+        "exit codes: 0 shown, 1 shown, but the file is broken as a container (not safetensors,\n"
+        "  truncated: the problem is on stderr), 2 could not run (bad usage, unreadable input),\n"
+        + _PIPE
     ),
     "rules": "exit codes: 0 listed, 2 bad usage.",
     "explain": "exit codes: 0 explained, 2 no code, rule name or known message matched.",
