@@ -56,9 +56,22 @@ def test_inspect_json_lists_checkpoints(two: list[str], capsys: pytest.CaptureFi
     for c, path in zip(doc["checkpoints"], two, strict=True):
         assert c["error"] is None and [f["path"] for f in c["files"]] == [path]
         _, one, _ = run(capsys, "inspect", "--output-format", "json", path)
+        head = ("schema_version", "tool", "tool_version", "kind")  # the document's only
+        assert not set(head) & set(c)
         assert {k: v for k, v in c.items() if k not in ("name", "error")} == {
-            k: v for k, v in json.loads(one).items() if k not in ("schema_version", "tool", "kind")
+            k: v for k, v in json.loads(one).items() if k not in head
         }
+
+
+def test_inspect_names_an_unreadable_checkpoint_once(
+    two: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    dangling = tmp_path / "gone.safetensors"
+    dangling.symlink_to(tmp_path / "nowhere")
+    rc, _, err = run(capsys, "inspect", "--summary", str(tmp_path))
+    assert rc == 2
+    (line,) = [ln for ln in err.splitlines() if "gone.safetensors" in ln]
+    assert line.count("gone.safetensors") == 1, line
 
 
 def test_inspect_as_one_keeps_the_shards_reading(

@@ -127,11 +127,17 @@ def _print_many(specs: list[Any], args: argparse.Namespace) -> int:
         except (InputError, OSError) as exc:
             failed += 1
             why = describe_os_error(exc, "read") if isinstance(exc, OSError) else str(exc)
-            say_error(f"{name}: {why}")
+            say_error(why if why.startswith(name) else f"{name}: {why}")  # named once
             entries.append({"name": name, "error": why or type(exc).__name__})
             continue
         if as_json:
-            body = {k: v for k, v in doc.items() if k not in ("schema_version", "tool", "kind")}
+            head = (
+                "schema_version",
+                "tool",
+                "tool_version",
+                "kind",
+            )  # the document's, not an entry's
+            body = {k: v for k, v in doc.items() if k not in head}
             entries.append({"name": name, "error": None, **body})
         else:
             from quantcheck.render.inspect_text import render_inspect
