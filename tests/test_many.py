@@ -265,3 +265,22 @@ def test_baseline_that_cannot_be_read_exits_2(
     (tmp_path / "bad.json").write_text("[]")
     rc, _, err = run(capsys, "check", "--baseline", str(tmp_path / "bad.json"), str(models))
     assert rc == 2 and "not a quantcheck baseline" in err
+
+
+def test_table_marks_an_unverified_verdict(
+    tmp_path: Path, examples_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 20 item 11: a verdict resting on a reading not checked against the runtime's own
+    code says so in the many-checkpoint table too, with the reason once under it."""
+    for name in ("w6a8_int8.safetensors", "nvfp4.safetensors"):
+        shutil.copy(examples_dir / name, tmp_path / name)
+    assert main(["check", "--quiet", "--target", "comfyui", str(tmp_path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    (w6a8,) = [ln for ln in out if "w6a8_int8.safetensors" in ln]
+    (nvfp4,) = [ln for ln in out if "nvfp4.safetensors" in ln]
+    assert w6a8.endswith("ok (unverified)") and nvfp4.endswith("ok")
+    assert out.count("unverified: w6a8_int8 support read from a port, not from ComfyUI") == 1
+    main(["check", "--quiet", "--target", "comfyui@0271a469", str(tmp_path)])
+    older = capsys.readouterr().out
+    # that release refuses w6a8_int8: nothing rests on a guess
+    assert "(unverified)" not in older and "\nunverified: " not in older

@@ -91,6 +91,7 @@ def iter_text_lines(
                 yield from iter_lines(r.report, color=c, show_all=show_all, suppressed=r.suppressed)
                 yield ""
     yield table(results, targets, c, terminal_width())
+    yield from unverified_notes(results, targets)
     if not quiet:
         yield total_line(results, targets) + suppressed_line(results)
 
@@ -153,6 +154,8 @@ ABBREVIATIONS = {
     "unreadable": "unrd",
     "fails (baselined)": "FAIL*",
     "degraded (baselined)": "degr*",
+    "ok (unverified)": "ok?",
+    "degraded (unverified)": "degr?",
 }
 
 
@@ -228,10 +231,31 @@ def shown_statuses(r: CheckpointResult, targets: tuple[str, ...]) -> list[str]:
     own = [r.status(t) for t in targets]
     if r.report is None or r.kind != "checked":
         return own
+    own = [_with_unverified(r.report, t, st) for t, st in zip(targets, own, strict=True)]
     before = unsuppressed(r.report, r.suppressed)
     if before is None:
         return own
     return [baselined_status(st, before.status(t)) for st, t in zip(own, targets, strict=True)]
+
+
+def _with_unverified(report: Report, target: str, status: str) -> str:
+    """`ok (unverified)` where the verdict rests on a reading not checked against the
+    runtime's own code (the reason goes under the table: `unverified_notes`)."""
+    if status == "fails" or not report.paths.get(target, {}).get("unverified"):
+        return status
+    return f"{status} (unverified)"
+
+
+def unverified_notes(results: list[CheckpointResult], targets: tuple[str, ...]) -> list[str]:
+    """One line per distinct reason a table's `(unverified)` status gives."""
+    reasons = {
+        why: None
+        for r in results
+        if r.report is not None
+        for t in targets
+        if (why := r.report.paths.get(t, {}).get("unverified")) and r.report.status(t) != "fails"
+    }
+    return [f"unverified: {clean(why)}" for why in reasons]
 
 
 def column_heads(targets: tuple[str, ...]) -> tuple[list[str], list[str]]:
