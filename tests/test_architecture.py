@@ -197,9 +197,6 @@ KNOWN_UPWARD = {
     ("quantcheck.io.remote", "quantcheck.model.shard_sets"),
     ("quantcheck.io.writer", "quantcheck.model.checkpoint"),
     ("quantcheck.io.writer", "quantcheck.model.markers"),
-    # sglang's per-loader verdicts group findings with results.distinct_kinds: that grouping
-    # of diagnostics belongs beside `Diagnostic` (vocabulary), not in the report
-    ("quantcheck.rules.sglang.header_rules", "quantcheck.results"),
 }
 
 

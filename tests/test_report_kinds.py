@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 from quantcheck.checking import _concerns, select_diagnostics
-from quantcheck.diagnostics import Diagnostic, Effect
-from quantcheck.results import Report, distinct_kinds, kind_of
+from quantcheck.diagnostics import Diagnostic, Effect, distinct_kinds, kind_of
+from quantcheck.results import Report
 from quantcheck.rules import codes as R
 from quantcheck.runtimes import effects, targets_of
 

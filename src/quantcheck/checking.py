@@ -5,10 +5,10 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Iterable
 
-from quantcheck.diagnostics import Diagnostic
+from quantcheck.diagnostics import Diagnostic, kind_of
 from quantcheck.io.source import base_name
 from quantcheck.model.checkpoint import Checkpoint, load_checkpoint
-from quantcheck.results import Report, kind_of, release_matrix
+from quantcheck.results import Report, release_matrix
 from quantcheck.rules.levels import Effect
 from quantcheck.runtimes import load, registry, split_target, targets_of
 from quantcheck.runtimes.comfyui_releases import RULE_ALIASES

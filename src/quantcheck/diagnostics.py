@@ -320,3 +320,22 @@ def json_pointer(*parts: str | int) -> str:
         s = str(p).replace("~", "~0").replace("/", "~1")
         out.append("/" + s)
     return "".join(out)
+
+
+def kind_of(d: Diagnostic) -> tuple[str, tuple[tuple[str, Effect], ...] | None]:
+    """What a finding's effects depend on: its code and the effects its check gave it."""
+    return d.code, None if d.effects is None else tuple(d.effects.items())
+
+
+def distinct_kinds(diags: list[Diagnostic]) -> dict[Any, Diagnostic]:
+    """One finding per `kind_of` (thousands of findings are usually a handful of kinds)."""
+    out: dict[Any, Diagnostic] = {}
+    # (code, the given effects object) -> that object: findings sharing both are one kind
+    # (holding the object keeps its id from being reused while the loop runs)
+    seen: dict[tuple[str, int], Any] = {}
+    for d in diags:
+        ident = (d.code, id(d.effects))
+        if ident not in seen:
+            seen[ident] = d.effects
+            out.setdefault(kind_of(d), d)
+    return out

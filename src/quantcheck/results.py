@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from quantcheck._record import factory, record
 from quantcheck._version import document_head
-from quantcheck.diagnostics import Diagnostic, Effect, Severity
+from quantcheck.diagnostics import Diagnostic, Effect, Severity, distinct_kinds
 from quantcheck.runtimes import default_targets, get_runtime, registry
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
@@ -143,25 +143,6 @@ def release_matrix(diags: list[Diagnostic], keys: tuple[str, ...]) -> dict[str, 
 #: {(kinds of findings, target keys): `_entry` per runtime}: many checkpoints share a handful
 #: of kinds (a clean one has none), so the matrix is computed once per combination.
 _MATRICES: dict[Any, dict[str, dict[str, Any]]] = registry.runtime_cache()
-
-
-def kind_of(d: Diagnostic) -> tuple[str, tuple[tuple[str, Effect], ...] | None]:
-    """What a finding's effects depend on: its code and the effects its check gave it."""
-    return d.code, None if d.effects is None else tuple(d.effects.items())
-
-
-def distinct_kinds(diags: list[Diagnostic]) -> dict[Any, Diagnostic]:
-    """One finding per `kind_of` (thousands of findings are usually a handful of kinds)."""
-    out: dict[Any, Diagnostic] = {}
-    # (code, the given effects object) -> that object: findings sharing both are one kind
-    # (holding the object keeps its id from being reused while the loop runs)
-    seen: dict[tuple[str, int], Any] = {}
-    for d in diags:
-        ident = (d.code, id(d.effects))
-        if ident not in seen:
-            seen[ident] = d.effects
-            out.setdefault(kind_of(d), d)
-    return out
 
 
 def _entry(per: dict[str, str]) -> dict[str, Any]:

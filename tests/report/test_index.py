@@ -78,3 +78,17 @@ def test_pages_are_written_as_they_are_made(
     pages = [w for w in written if w[0] != "index.html"]
     assert [n for _, n in pages] == [1, 2, 3, 4]  # page k written right after render k
     assert written[-1][0] == "index.html"
+
+
+def test_index_marks_an_unverified_verdict(examples_dir: Path, tmp_path: Path) -> None:
+    """Issue 20 item 11: the index's verdict cell says when it rests on an unverified reading."""
+    models = tmp_path / "models"
+    models.mkdir()
+    for name in ("w6a8_int8.safetensors", "nvfp4.safetensors"):
+        shutil.copy(examples_dir / name, models / name)
+    out = tmp_path / "out"
+    assert main(["report", str(models), "--target", "comfyui", "-o", str(out)]) == 0
+    index = (out / "index.html").read_text(encoding="utf-8")
+    assert index.count("(unverified)") == 1
+    assert 'title="unverified: w6a8_int8 support read from a port, not from ComfyUI"' in index
+    assert not parse(index).errors

@@ -180,7 +180,11 @@ def _status_cell(st: dict[str, Any]) -> str:
         if st["errors"] or st["degraded"]
         else ""
     )
+    why = st.get("unverified") if st["status"] != "fails" else None
+    if why:  # the verdict rests on a reading not checked against the runtime's own code
+        detail += " (unverified)"
+    title = f' title="unverified: {escape(why)}"' if why else ""
     return (
-        f'<td><span class="pill" style="background:{color}">{escape(st["status"])}</span>'
+        f'<td{title}><span class="pill" style="background:{color}">{escape(st["status"])}</span>'
         f"<small>{escape(detail)}</small></td>"
     )

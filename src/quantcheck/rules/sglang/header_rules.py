@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from quantcheck.diagnostics import Diagnostic
+from quantcheck.diagnostics import Diagnostic, distinct_kinds
 from quantcheck.formats.table import (
     FORMATS,
     HEADER_FORMATS,
@@ -16,7 +16,6 @@ from quantcheck.formats.table import (
 )
 from quantcheck.model.checkpoint import Checkpoint
 from quantcheck.model.layers import Layer
-from quantcheck.results import distinct_kinds
 from quantcheck.rules import codes as R
 from quantcheck.rules.levels import Effect
 from quantcheck.rules.sglang.header_path import (
