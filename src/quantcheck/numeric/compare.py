@@ -290,16 +290,16 @@ def render_table(result: CompareResult, limit: int | None = None) -> str:
 
 def summary_line(result: CompareResult) -> str:
     """The closing line: how many layers were compared, the worst error and where."""
-    n = len(result.layers)
-    skipped = len(result.problems)
+    s = result.summary()  # the JSON summary's figures, so text and JSON cannot disagree
+    n, skipped = s["layers_compared"], s["layers_not_compared"]
     tail = f", {skipped} not compared" if skipped else ""
     if not n:
         return f"compared 0 layers{tail}"
     from quantcheck.textsafe import clean
 
-    worst = result.layers[0]  # sorted worst relative L2 first
+    cosine = result.layers[0]["cosine"]  # the worst layer's (rows sorted worst first)
     return (
         f"compared {n} layer{'s' if n != 1 else ''}{tail}: worst relative L2 "
-        f"{worst['rel_l2']:.4f} (cosine {worst['cosine']:.6f}, max abs {worst['max_abs']:.3g}) "
-        f"in {clean(worst['prefix'])}"
+        f"{s['worst_rel_l2']:.4f} (cosine {cosine:.6f}, max abs {s['worst_max_abs']:.3g}) "
+        f"in {clean(s['worst_layer'])}"
     )
