@@ -176,6 +176,7 @@ def gpu_entry(plan: Plan, rules: GpuRules, spec: GpuSpec) -> dict[str, Any]:
         "compute_dtype": dtype,
         "summary": summary_line(rules.name, spec, per_format, weight, peak),
         "notes": notes,
+        "known_issues": [],
         "execution": execution,
     }
 
