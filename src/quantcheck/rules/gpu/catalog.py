@@ -13,7 +13,7 @@ from __future__ import annotations
 from quantcheck.rules.levels import Severity
 from quantcheck.rules.rule import Rule, effects
 
-W, I = Severity.WARNING, Severity.INFO
+W, N = Severity.WARNING, Severity.INFO
 GPU_DATA = "quantcheck runtimes/comfyui_gpu.py KNOWN_ISSUES (each entry names its threads)"
 
 RULES = [
@@ -55,7 +55,7 @@ RULES = [
     Rule(
         "QC802",
         "gpu-known-slow",
-        I,
+        N,
         "format reported slower than expected on this GPU class",
         effects(),
         None,
@@ -70,7 +70,7 @@ RULES = [
     Rule(
         "QC803",
         "gpu-size-limit",
-        I,
+        N,
         "INT8 layer whose kernel faults above a token count",
         effects(),
         None,

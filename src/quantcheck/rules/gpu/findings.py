@@ -1,6 +1,7 @@
-"""Known bad device combinations as findings (issue 24 item 4): QC800-QC803 for ComfyUI
-targets, from `runtimes/comfyui_gpu.py KNOWN_ISSUES` and `SIZE_LIMIT`. One finding per known
-issue and checkpoint, naming every given GPU it concerns (whatever the targets). Standard library only."""
+"""Known bad device combinations as findings (issue 24 item 4): QC800-QC803 from
+`runtimes/comfyui_gpu.py KNOWN_ISSUES` and `SIZE_LIMIT`. One finding per known issue and
+checkpoint, naming every given GPU it concerns (whatever the targets). Standard library
+only."""
 
 from __future__ import annotations
 
@@ -36,10 +37,10 @@ def known_issues(ck: Checkpoint, specs: list[GpuSpec]) -> list[Diagnostic]:
     """The QC800-QC803 findings of checkpoint `ck` on `specs`. They are reports about
     ComfyUI with comfy-kitchen (whose kernels sglang uses too) and change no target's status,
     so they are listed whatever `keys` names."""
-    layers = [
-        (prefix, layer.format, layer)
+    layers: list[tuple[str, str, Layer]] = [
+        (prefix, fmt, layer)
         for prefix, layer in ck.layers.items()
-        if layer.marker is not None and isinstance(layer.format, str)
+        if layer.marker is not None and isinstance(fmt := layer.format, str)
     ]
     if not layers:
         return []
@@ -70,14 +71,14 @@ def known_issues(ck: Checkpoint, specs: list[GpuSpec]) -> list[Diagnostic]:
                     data={"gpus": gpus, "formats": fmts, "layers": len(hit)},
                 )
             )
-    size = _size_limit(ck, layers, specs, file)
+    size = _size_limit(layers, specs, file)
     if size is not None:
         out.append(size)
     return out
 
 
 def _size_limit(
-    ck: Checkpoint, layers: list[tuple[str, object, Layer]], specs: list[GpuSpec], file: str | None
+    layers: list[tuple[str, str, Layer]], specs: list[GpuSpec], file: str | None
 ) -> Diagnostic | None:
     """QC803 for the widest INT8 layer that runs on comfy-kitchen's INT8 kernel on some GPU."""
     gpus = [
