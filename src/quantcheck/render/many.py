@@ -435,6 +435,10 @@ def _document(
         seen = {e["targets"][t]["path"] for e in checkpoints if "path" in e["targets"].get(t, {})}
         if len(seen) == 1:
             per_target[t]["path"] = seen.pop()
+        # `--gpu`: one checkpoint's GPU entries stand for the run (several: per checkpoint)
+        if len(checkpoints) == 1 and "gpu" in checkpoints[0]["targets"].get(t, {}):
+            per_target[t]["gpu"] = checkpoints[0]["targets"][t]["gpu"]
+            per_target[t]["gpu_needs"] = checkpoints[0]["targets"][t]["gpu_needs"]
     kinds = [r.kind for r in results]
     summary: dict[str, int] = {
         "checkpoints": len(results),
