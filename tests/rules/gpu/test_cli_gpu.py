@@ -125,3 +125,40 @@ def test_known_issue_in_the_gpu_line(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "warning QC801 gpu-known-wrong-output: 1 int8_tensorwise layer on t4" in out
     line = next(ln for ln in out.splitlines() if ln.startswith("comfyui on t4"))
     assert line.endswith("known issues: QC801, QC802, QC803")
+
+
+def test_sarif_run_properties(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    main(["check", _file(tmp_path), "--gpu", "rtx4090", "--output-format", "sarif"])
+    run = json.loads(capsys.readouterr().out)["runs"][0]
+    (entry,) = run["properties"]["gpu"]
+    got = entry["targets"]["comfyui"]["rtx4090"]
+    assert got["formats"] == {"nvfp4": "emulated"} and "execution" not in got
+    assert entry["needs"]["comfyui"]["class"] == "sm_100"
+
+
+def test_sarif_without_gpu_has_no_gpu_property(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    main(["check", _file(tmp_path), "--output-format", "sarif"])
+    run = json.loads(capsys.readouterr().out)["runs"][0]
+    assert "gpu" not in run.get("properties", {})
+
+
+def test_html_gpu_by_format_grid(tmp_path: Path) -> None:
+    from quantcheck.gpus import expand_specs
+    from quantcheck.render.html import build_report
+
+    def make() -> list:
+        return [*nvfp4(), *fp8("blocks.1.attn.qkv")]
+
+    path = _file(tmp_path, make)
+    html = build_report([path], gpus=expand_specs(["rtx3090", "rtx4090", "b200"]))
+    section = html[html.index('<section id="gpu">') :]
+    section = section[: section.index("</section>")]
+    assert '<a href="#gpu">GPUs</a>' in html
+    assert "<th>GPU</th><th>nvfp4</th><th>float8_e4m3fn</th>" in section
+    assert "<td>rtx4090 (sm_89)</td>" in section and "activations are not included" in section
+    comfy = section[section.index("<h3>comfyui</h3>") :]
+    row = comfy[comfy.index("<td>rtx4090 (sm_89)</td>") :].split("</tr>")[0]
+    assert ">emulated</td>" in row and ">native</td>" in row
+    assert "<h2>GPUs</h2>" not in build_report([path])
