@@ -116,11 +116,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from quantcheck.cli.gpu import resolve
     from quantcheck.io.outpath import check_destination
     from quantcheck.model.discover import discover, one_checkpoint, only_one
     from quantcheck.render.html import build_report
-
-    from quantcheck.cli.gpu import resolve
 
     try:
         args.gpus = resolve(args.gpu) if args.gpu else None
