@@ -102,7 +102,10 @@ EXAMPLES = {
   quantcheck quantize model-bf16.safetensors -o model-int8.safetensors --to int8_tensorwise \\
       --convrot-groupsize 64
   quantcheck quantize model-bf16.safetensors -o plan.safetensors --to mxfp8 --target comfyui \\
-      --dry-run""",
+      --dry-run
+  quantcheck quantize model-bf16.safetensors -o model-4090.safetensors --to auto --gpu rtx4090
+                                                      a format that runs natively on an RTX 4090
+                                                      (--gpu alone: warn where it would not)""",
     "dequantize": """\
   quantcheck dequantize model-nvfp4.safetensors -o model-back.safetensors --dtype bf16""",
     "compare": """\
