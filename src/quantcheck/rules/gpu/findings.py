@@ -1,7 +1,7 @@
 """Known bad device combinations as findings (issue 24 item 4): QC800-QC803 from
 `runtimes/comfyui_gpu.py KNOWN_ISSUES` and `SIZE_LIMIT`. One finding per known issue and
-checkpoint, naming every given GPU it concerns (whatever the targets). Standard library
-only."""
+checkpoint, naming every given GPU it concerns (whatever the targets). Looked up per layer
+signature (`rules/gpu/plan.Plan`), not per layer. Standard library only."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from quantcheck.runtimes import comfyui_gpu as data
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
     from quantcheck.gpus.spec import GpuSpec
-    from quantcheck.model.checkpoint import Checkpoint
     from quantcheck.model.layers import Layer
+    from quantcheck.rules.gpu.plan import Plan
 
 #: runs where it matters: a mode in which the format's own kernel runs
 RUNS = ("native", "depends")
@@ -33,28 +33,22 @@ def _is_convrot(fmt: str, layer: Layer) -> bool:
     return fmt == "convrot_w4a4" or bool(layer.marker and layer.marker.get("convrot") is True)
 
 
-def known_issues(ck: Checkpoint, specs: list[GpuSpec]) -> list[Diagnostic]:
-    """The QC800-QC803 findings of checkpoint `ck` on `specs`. They are reports about
-    ComfyUI with comfy-kitchen (whose kernels sglang uses too) and change no target's status,
-    so they are listed whatever `keys` names."""
-    layers: list[tuple[str, str, Layer]] = [
-        (prefix, fmt, layer)
-        for prefix, layer in ck.layers.items()
-        if layer.marker is not None and isinstance(fmt := layer.format, str)
-    ]
-    if not layers:
-        return []
-    file = ck.shards[0].name if ck.shards else None
+def known_issues(plan: Plan, specs: list[GpuSpec], file: str | None) -> list[Diagnostic]:
+    """The QC800-QC803 findings of the checkpoint `plan` describes, on `specs`. They are
+    reports about ComfyUI with comfy-kitchen (whose kernels sglang uses too) and change no
+    target's status, so they are listed whatever the targets; `file` is the one they name."""
+    groups = plan.groups  # [format, prefix, layer, count, dims] per signature
     out = []
     for issue in data.KNOWN_ISSUES:
         hit = [
-            (p, f)
-            for p, f, layer in layers
-            if f in issue.formats and (not issue.convrot_only or _is_convrot(f, layer))
+            g
+            for g in groups
+            if g[0] in issue.formats and (not issue.convrot_only or _is_convrot(g[0], g[2]))
         ]
         if not hit:
             continue
-        fmts = sorted({f for _, f in hit})
+        fmts = sorted({g[0] for g in hit})
+        n = sum(g[3] for g in hit)
         gpus = [
             s.given
             for s in specs
@@ -65,20 +59,20 @@ def known_issues(ck: Checkpoint, specs: list[GpuSpec]) -> list[Diagnostic]:
             out.append(
                 Diagnostic(
                     issue.code,
-                    f"{len(hit)} {'/'.join(fmts)} layer{'s' if len(hit) != 1 else ''} on "
+                    f"{n} {'/'.join(fmts)} layer{'s' if n != 1 else ''} on "
                     f"{', '.join(gpus)}: {issue.what} ({issue.threads})",
                     file=file,
-                    data={"gpus": gpus, "formats": fmts, "layers": len(hit)},
+                    data={"gpus": gpus, "formats": fmts, "layers": n},
                 )
             )
-    size = _size_limit(layers, specs, file)
+    size = _size_limit(groups, specs, file)
     if size is not None:
         out.append(size)
     return out
 
 
 def _size_limit(
-    layers: list[tuple[str, str, Layer]], specs: list[GpuSpec], file: str | None
+    groups: list[list[object]], specs: list[GpuSpec], file: str | None
 ) -> Diagnostic | None:
     """QC803 for the widest INT8 layer that runs on comfy-kitchen's INT8 kernel on some GPU."""
     gpus = [
@@ -88,9 +82,9 @@ def _size_limit(
     ]
     widest = max(
         (
-            (layer.weight.shape[0], prefix)
-            for prefix, f, layer in layers
-            if f == "int8_tensorwise" and layer.weight is not None and layer.weight.shape
+            (g[4][0], g[1])  # type: ignore[index]
+            for g in groups
+            if g[0] == "int8_tensorwise" and g[4] is not None
         ),
         default=None,
     )
@@ -103,6 +97,6 @@ def _size_limit(
         f"widest INT8 layer N={n}: comfy-kitchen's INT8 GEMM faults from {tokens:,} tokens per "
         f"call (tokens x N >= 2**31) on {', '.join(gpus)} ({data.SIZE_THREAD})",
         file=file,
-        layer=prefix,
+        layer=str(prefix),
         data={"gpus": gpus, "n": n, "tokens": tokens},
     )

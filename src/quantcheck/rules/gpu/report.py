@@ -54,7 +54,7 @@ def gpu_targets(
         lowest = native_from(plan, rules)
         slow = [a for s in specs if (a := advice(rules, s, entries[s.given]))]
         needs[key] = {**lowest, "advice": slow, "advice_lines": advice_lines(slow)}
-    found = known_issues(ck, specs)
+    found = known_issues(plan, specs, ck.shards[0].name if ck.shards else None)
     for key, entries in per_target.items():
         if split_target(key)[0].name != "comfyui":
             continue
