@@ -10,9 +10,9 @@ quantized, their bytes) is computed once per checkpoint (`Plan`).
 
 from __future__ import annotations
 
-from quantcheck.formats.dims import derive_dims
 from operator import itemgetter
 
+from quantcheck.formats.dims import derive_dims
 from quantcheck.formats.table import FORMATS
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
