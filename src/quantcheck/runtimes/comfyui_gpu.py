@@ -131,27 +131,21 @@ class Kernel:
     source: str = ""
 
 
+#: both FP8 formats: torch's own scaled matmul, no comfy-kitchen kernel
+_FP8 = Kernel(
+    "TensorCoreFP8Layout",
+    None,
+    "",
+    "native",
+    "torch._scaled_mm (FP8 tensor cores)",
+    "native",
+    "torch._scaled_mm on ROCm",
+    source=f"[READ] {KITCHEN} tensor/fp8.py _fp8_scaled_mm; [RUN] issue 24 (e4m3fn)",
+)
+
 KERNELS: dict[str, Kernel] = {
-    "float8_e4m3fn": Kernel(
-        "TensorCoreFP8Layout",
-        None,
-        "",
-        "native",
-        "torch._scaled_mm (FP8 tensor cores)",
-        "native",
-        "torch._scaled_mm on ROCm",
-        source=f"[READ] {KITCHEN} tensor/fp8.py _fp8_scaled_mm; [RUN] issue 24",
-    ),
-    "float8_e5m2": Kernel(
-        "TensorCoreFP8Layout",
-        None,
-        "",
-        "native",
-        "torch._scaled_mm (FP8 tensor cores)",
-        "native",
-        "torch._scaled_mm on ROCm",
-        source=f"[READ] {KITCHEN} tensor/fp8.py _fp8_scaled_mm",
-    ),
+    "float8_e4m3fn": _FP8,
+    "float8_e5m2": _FP8,
     "nvfp4": Kernel(
         "TensorCoreNVFP4Layout",
         (10, 0),
