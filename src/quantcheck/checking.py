@@ -250,7 +250,10 @@ def input_record(ck: Checkpoint, i: int) -> dict[str, object]:
 
 
 def check_paths(paths: list[str], **kw: object) -> Report:
-    """Open `paths` (files, folders, index files) and check them."""
+    """Open `paths` (files, folders, index files: the shards of one checkpoint, resolved as
+    `--as-one` resolves them) and check them."""
+    from quantcheck.model.discover import as_one_spec
+
     jobs = int(kw.pop("jobs", 1))  # type: ignore[call-overload]
-    with load_checkpoint(paths, jobs=jobs) as ck:
+    with load_checkpoint(as_one_spec(list(paths)), jobs=jobs) as ck:
         return check_checkpoint(ck, **kw)  # type: ignore[arg-type]

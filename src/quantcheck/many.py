@@ -137,9 +137,13 @@ def check_spec(
 ) -> CheckpointResult:
     """Open and check one checkpoint. Never raises for input that cannot be read: the result
     then has kind `unreadable` and `error` says why."""
-    spec = as_spec(spec)
     try:
-        with load_checkpoint(spec.paths) as ck:
+        spec = as_spec(spec)
+    except InputError as exc:
+        name = spec if isinstance(spec, str) else " + ".join(map(str, spec))  # type: ignore[arg-type]
+        return CheckpointResult(CheckpointSpec(name, [name]), UNREADABLE, error=str(exc))
+    try:
+        with load_checkpoint(spec) as ck:
             report, labels = labelled_check(
                 ck,
                 target=target,
@@ -259,12 +263,15 @@ def _failed(spec: CheckpointSpec, exc: Exception) -> CheckpointResult:
 
 
 def as_spec(spec: CheckpointSpec | str | list[str]) -> CheckpointSpec:
+    """A resolved spec: a path as `check` resolves it (`discover.resolve_one`), a list as the
+    shards of one checkpoint; a spec resolved once (`discover.resolve_spec`)."""
+    from quantcheck.model.discover import as_one_spec, resolve_one, resolve_spec
+
     if isinstance(spec, CheckpointSpec):
-        return spec
+        return resolve_spec(spec)
     if isinstance(spec, str):
-        return CheckpointSpec(spec, [spec])
-    paths = [str(p) for p in spec]
-    return CheckpointSpec(paths[0] if len(paths) == 1 else " + ".join(paths), paths)
+        return resolve_one(spec)
+    return as_one_spec([str(p) for p in spec])
 
 
 def is_quantized(ck: Any) -> bool:
