@@ -179,9 +179,18 @@ def check_many(
     otherwise one at a time. A progress bar on a terminal counts checkpoints when there are
     several."""
     from quantcheck.io.source import is_remote
-    from quantcheck.progress import Progress
 
     remote = any(is_remote(p) for s in specs for p in s.paths)
+    if len(specs) == 1:  # no bar, read-ahead, pool or threads (nor their imports)
+        share_across_checkpoints(True)
+        try:
+            if remote and jobs > 1:  # as on the threads: a defect is the row's error
+                return [check_safely(specs[0], options)]
+            return [check_spec(specs[0], **options)]
+        finally:
+            share_across_checkpoints(False)
+    from quantcheck.progress import Progress
+
     procs = 1
     if not remote and jobs > 1 and len(specs) > 1:
         from quantcheck.local_pool import pool_size

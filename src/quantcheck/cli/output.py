@@ -74,7 +74,7 @@ def index_metadata(ck: Checkpoint) -> dict[str, object]:
     """The input index's `metadata` object (total_size is recomputed by the writer)."""
     if not ck.index:
         return {}
-    from quantcheck.model.index_files import local_doc
+    from quantcheck.model.shard_sets import local_doc
 
     try:
         doc = local_doc(ck.index)

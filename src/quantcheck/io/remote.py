@@ -1,7 +1,7 @@
 """Remote bytes: `hf://` addresses and http(s) URLs, read through Range requests.
 
 - `open_remote_source(url)` → an `HttpSource` (a ByteSource) for one file;
-- `fetch_index(url)` → an index file's bytes (`model.index_files` reads them);
+- `fetch_index(url)` → an index file's bytes (`model.shard_sets` reads them);
 - `charge_index(name, size)` → an index read earlier counted in a check's byte budget.
 
 Which files a remote argument names is decided in `quantcheck.model.discover`, never here.

@@ -32,8 +32,15 @@ import stat
 
 from quantcheck._record import factory, record
 from quantcheck.errors import InputError
-from quantcheck.model.index_files import IndexRead, read_local, read_remote
-from quantcheck.model.shard_sets import SAFETENSORS, SHARD_NAME, IncompleteSet, missing_shards
+from quantcheck.model.shard_sets import (
+    SAFETENSORS,
+    SHARD_NAME,
+    IncompleteSet,
+    IndexRead,
+    missing_shards,
+    read_local,
+    read_remote,
+)
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
