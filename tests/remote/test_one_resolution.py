@@ -55,3 +55,20 @@ def test_every_command_reads_the_cached_checkpoint_check_reads(
     (hf_cache / "fp8.safetensors").unlink()  # one checkpoint, in the folder sh/
     found = commands_see([arg], tmp_path, monkeypatch)
     assert_all_see_what_check_sees(found)
+
+
+def test_a_hub_checkpoint_is_resolved_with_sizes_and_commit(hub: Nginx, hub_root: Path) -> None:
+    """Resolving `hf://acme/sharded` knows every shard, its size (from the listing) and the
+    commit the revision resolved to (the listing's X-Repo-Commit), before anything is opened."""
+    from quantcheck.model.discover import discover
+
+    from ._nginx import COMMIT
+
+    [spec] = discover(["hf://acme/sharded"])
+    folder = hub_root / "acme/sharded/resolve/main"
+    names = ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"]
+    assert spec.shards == [f"hf://acme/sharded/{n}" for n in names]
+    assert spec.sizes == [(folder / n).stat().st_size for n in names]
+    assert spec.revision == COMMIT
+    assert spec.index == "hf://acme/sharded/model.safetensors.index.json"
+    assert isinstance(spec.weight_map, dict) and spec.findings == [] and spec.failure is None

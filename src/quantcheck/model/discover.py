@@ -346,7 +346,8 @@ def _discover_hub(
 
     hp = hub.parse(arg)
     prefix = f"{hp.path}/" if hp.path else ""
-    rels = [f[len(prefix) :] for f in _list_hub_tree(hp) if f.startswith(prefix)]
+    listed = hub.Listed({})
+    rels = [f[len(prefix) :] for f in _list_hub_tree(hp, listed) if f.startswith(prefix)]
     rels = [
         r for r in rels if r.endswith((SAFETENSORS, INDEX_SUFFIX)) and selected(r, include, exclude)
     ]
@@ -370,16 +371,29 @@ def _discover_hub(
     for spec in specs:
         if spec.index in local:
             spec.index = local[spec.index]
+        _listed_facts(resolve_spec(spec), listed)
     return specs
 
 
-def _list_hub_tree(hp: object) -> list[str]:
+def _listed_facts(spec: CheckpointSpec, listed: Any) -> None:
+    """A hub checkpoint's shard sizes from the listing, and the commit its revision resolved
+    to when the hub said so."""
+    from quantcheck.io import hub
+
+    if not spec.shards or not all(s.startswith("hf://") for s in spec.shards):
+        return
+    spec.sizes = [listed.sizes.get(hub.parse(s).path) for s in spec.shards]
+    spec.revision = listed.commit or spec.revision
+
+
+def _list_hub_tree(hp: object, listed: Any) -> list[str]:
     """Every checkpoint file path under `hp.path` in the repo: the tree API asked for a
-    recursive listing (all pages, filtered as they arrive: `hub.list_files`)."""
+    recursive listing (all pages, filtered as they arrive: `hub.list_files`); `listed`
+    receives the sizes and the commit."""
     from quantcheck.io import hub
 
     assert isinstance(hp, hub.HubPath)
-    return sorted(set(hub.list_files(hp, recursive=True)))
+    return sorted(set(hub.list_files(hp, recursive=True, listed=listed)))
 
 
 def resolve_spec(spec: CheckpointSpec) -> CheckpointSpec:
