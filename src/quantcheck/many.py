@@ -138,10 +138,9 @@ def check_spec(
     """Open and check one checkpoint. Never raises for input that cannot be read: the result
     then has kind `unreadable` and `error` says why."""
     try:
-        spec = as_spec(spec)
+        spec = resolved(spec)
     except InputError as exc:
-        name = spec if isinstance(spec, str) else " + ".join(map(str, spec))  # type: ignore[arg-type]
-        return CheckpointResult(CheckpointSpec(name, [name]), UNREADABLE, error=str(exc))
+        return CheckpointResult(as_spec(spec), UNREADABLE, error=str(exc))
     try:
         with load_checkpoint(spec) as ck:
             report, labels = labelled_check(
@@ -272,8 +271,19 @@ def _failed(spec: CheckpointSpec, exc: Exception) -> CheckpointResult:
 
 
 def as_spec(spec: CheckpointSpec | str | list[str]) -> CheckpointSpec:
-    """A resolved spec: a path as `check` resolves it (`discover.resolve_one`), a list as the
-    shards of one checkpoint; a spec resolved once (`discover.resolve_spec`)."""
+    """A spec named as given (not resolved): a path, or a list of one checkpoint's shards."""
+    if isinstance(spec, CheckpointSpec):
+        return spec
+    if isinstance(spec, str):
+        return CheckpointSpec(spec, [spec])
+    paths = [str(p) for p in spec]
+    return CheckpointSpec(paths[0] if len(paths) == 1 else " + ".join(paths), paths)
+
+
+def resolved(spec: CheckpointSpec | str | list[str]) -> CheckpointSpec:
+    """The checkpoint to check, resolved: a path as `check` resolves it
+    (`discover.resolve_one`), a list as the shards of one checkpoint, a spec once
+    (`discover.resolve_spec`)."""
     from quantcheck.model.discover import as_one_spec, resolve_one, resolve_spec
 
     if isinstance(spec, CheckpointSpec):

@@ -108,11 +108,7 @@ def as_one_spec(paths: list[str]) -> CheckpointSpec:
 def resolve_one(path: str) -> CheckpointSpec:
     """The one checkpoint `path` names, as `check` finds it (`quantcheck.load`,
     `quantcheck.check`, `many.check_spec` of a path); InputError when it names several."""
-    specs = discover([path])
-    if len(specs) == 1:
-        return specs[0]
-    only_one(specs, "loading a path reads")
-    raise AssertionError("unreachable")
+    return only_one(discover([path]), f"{path}: loading a path reads")
 
 
 def _found(
