@@ -14,7 +14,16 @@ HEAVY = ("numpy", "torch", "safetensors", "huggingface_hub", "ml_dtypes", "comfy
 #: Standard-library modules a local check must not pay for at start-up (each costs milliseconds:
 #: the remote machinery pulls in http.client, ssl and email; typing and dataclasses pull in
 #: more). A remote check imports them when it needs them.
-COSTLY = ("typing", "dataclasses", "http.client", "ssl", "email", "concurrent.futures", "ast")
+COSTLY = (
+    "typing",
+    "dataclasses",
+    "http.client",
+    "ssl",
+    "email",
+    "concurrent.futures",
+    "ast",
+    "urllib.parse",
+)
 
 SCRIPT = r"""
 import contextlib, io, json, sys

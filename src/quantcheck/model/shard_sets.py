@@ -10,7 +10,6 @@ import json
 import os
 import re
 import stat
-from urllib.parse import quote
 
 from quantcheck._record import factory, record
 from quantcheck.diagnostics import Diagnostic, json_pointer
@@ -233,6 +232,8 @@ def read_remote(
     """A remote index (display name `name`, fetched from `fetch`; `hp`: its hub address):
     shard addresses under the index's real URL (a shard name is data, quoted into the URL),
     checked like local index files; with `listing`, a shard not in it is QC504."""
+    from urllib.parse import quote
+
     from quantcheck.io.hub import refuse_offline
     from quantcheck.io.remote import fetch_index
 
