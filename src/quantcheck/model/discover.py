@@ -416,7 +416,7 @@ def _set(spec: CheckpointSpec, files: list[str], index: str | None, read: IndexR
     spec.findings = list(read.findings)
     spec.index_bytes = read.raw_bytes
     spec.incomplete = missing_shards(spec.shards) if index is None else []
-    spec.sizes = [_size(f) for f in spec.shards]
+    spec.sizes = [read.sizes[f] if f in read.sizes else _size(f) for f in spec.shards]
     spec.revision = _revision(spec.shards[0]) if spec.shards else None
 
 
@@ -484,9 +484,11 @@ def _expand(paths: list[str]) -> tuple[list[str], str | None, IndexRead]:
                 if st is None:
                     raise InputError(f"{p}: no such file or folder")
                 files.append(p)
+                read.sizes[p] = st.st_size
         if got is not None:
             read.findings += got.findings
             read.raw_bytes += got.raw_bytes
+            read.sizes.update(got.sizes)
     return files, index, read
 
 

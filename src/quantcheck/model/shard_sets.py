@@ -133,6 +133,7 @@ class IndexRead:
     findings: list[Diagnostic] = factory(list)
     claims: list[str] = factory(list)
     raw_bytes: int = 0  # bytes fetched for a remote index (charged to its check's budget)
+    sizes: dict[str, int] = factory(dict)  # shard -> its size, where a stat gave it
 
 
 _LOCAL_DOCS: dict[tuple[str, int, int], Any] = {}
@@ -182,7 +183,7 @@ def read_local(index_path: str, index_rel: str = "") -> IndexRead:
         return out
     folder = os.path.dirname(index_path)
     for shard in dict.fromkeys(wmap.values()):
-        problem = _shard_problem(folder, shard)
+        problem = _shard_problem(folder, shard, out.sizes)
         if problem is not None:
             code, text = problem
             pointer = json_pointer("weight_map") if code is R.QC502 else None
@@ -200,7 +201,7 @@ def _usable(name: str) -> bool:
         return False
 
 
-def _shard_problem(folder: str, shard: str) -> tuple[Rule, str] | None:
+def _shard_problem(folder: str, shard: str, sizes: dict[str, int]) -> tuple[Rule, str] | None:
     """Why the shard file `shard` named by an index in `folder` is not opened, or None. The
     name is judged by name (`index_member`): a shard that is a symlink is opened wherever it
     points, as a loader would (a Hugging Face cache snapshot is all symlinks)."""
@@ -223,6 +224,7 @@ def _shard_problem(folder: str, shard: str) -> tuple[Rule, str] | None:
             f"shard {shard!r} named by the index is {file_kind(st.st_mode)}, not "
             "a regular file; it was not opened"
         )
+    sizes[os.path.join(folder, shard)] = st.st_size
     return None
 
 
