@@ -150,7 +150,7 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
         help="convrot_w4a4 GEMM",
     )
     p.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
-    from quantcheck.cli.gpu import add_gpu
+    from quantcheck.cli.options import add_gpu
 
     add_gpu(
         p,

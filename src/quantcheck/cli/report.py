@@ -54,7 +54,7 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
         help="also read scale tensors and check their values (needs numpy)",
     )
     add_selection(p)
-    from quantcheck.cli.gpu import add_gpu
+    from quantcheck.cli.options import add_gpu
 
     add_gpu(
         p,

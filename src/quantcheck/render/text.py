@@ -156,9 +156,11 @@ def verdict_lines(report: Report, c: bool, suppressed: list[Diagnostic] | None =
         f"{counted(s['infos'], 'note')} in {counted(files, 'file')}, "
         f"{counted(s.get('layers', 0), 'layer')}"
     )
-    from quantcheck.render.gpu_text import gpu_lines
+    gpu = ""
+    if report.gpu:  # --gpu
+        from quantcheck.render.gpu_text import gpu_lines
 
-    gpu = "".join("\n" + line for line in gpu_lines(report))
+        gpu = "".join("\n" + line for line in gpu_lines(report))
     return (
         wrap_parts("targets: ", parts, " · ", terminal_width())
         + loader_lines(report)
