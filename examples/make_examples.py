@@ -213,6 +213,87 @@ def broken() -> list[RawTensor]:
     return out
 
 
+#: A reduced Flux.1 [dev]-shaped model that ComfyUI's own detection (comfy/model_detection.py
+#: @783545f6: `double_blocks.0.img_attn.norm.key_norm.scale` + `img_in.weight`) takes for Flux:
+#: hidden 128 (one head of axes 16+56+56), one double and one single block, in_channels 16
+#: (img_in [128, 64]), context 64, vector 32, guidance embedding; keys as Black Forest Labs'
+#: files store them, no `model.diffusion_model.` prefix. The block linears are quantized; the
+#: embedders, modulations and final layer stay BF16 (what Flux producers keep high precision).
+FLUX_H = 128
+FLUX_PLAIN = {
+    "img_in": (FLUX_H, 64),
+    "time_in.in_layer": (FLUX_H, 256),
+    "time_in.out_layer": (FLUX_H, FLUX_H),
+    "vector_in.in_layer": (FLUX_H, 32),
+    "vector_in.out_layer": (FLUX_H, FLUX_H),
+    "guidance_in.in_layer": (FLUX_H, 256),
+    "guidance_in.out_layer": (FLUX_H, FLUX_H),
+    "txt_in": (FLUX_H, 64),
+    "double_blocks.0.img_mod.lin": (6 * FLUX_H, FLUX_H),
+    "double_blocks.0.txt_mod.lin": (6 * FLUX_H, FLUX_H),
+    "single_blocks.0.modulation.lin": (3 * FLUX_H, FLUX_H),
+    "final_layer.linear": (64, FLUX_H),
+    "final_layer.adaLN_modulation.1": (2 * FLUX_H, FLUX_H),
+}
+FLUX_QUANTIZED = {
+    f"double_blocks.0.{s}_{name}": shape
+    for s in ("img", "txt")
+    for name, shape in (
+        ("attn.qkv", (3 * FLUX_H, FLUX_H)),
+        ("attn.proj", (FLUX_H, FLUX_H)),
+        ("mlp.0", (4 * FLUX_H, FLUX_H)),
+        ("mlp.2", (FLUX_H, 4 * FLUX_H)),
+    )
+} | {
+    "single_blocks.0.linear1": (7 * FLUX_H, FLUX_H),
+    "single_blocks.0.linear2": (FLUX_H, 5 * FLUX_H),
+}
+FLUX_NORMS = (
+    "double_blocks.0.img_attn.norm.query_norm",
+    "double_blocks.0.img_attn.norm.key_norm",
+    "double_blocks.0.txt_attn.norm.query_norm",
+    "double_blocks.0.txt_attn.norm.key_norm",
+    "single_blocks.0.norm.query_norm",
+    "single_blocks.0.norm.key_norm",
+)
+
+
+def layer_bf16(p: str, n: int, k: int) -> list[RawTensor]:
+    return [RawTensor(f"{p}.weight", "BF16", (n, k), bf16(scales(n * k, -0.05, 0.05))), *extras(p, n)]
+
+
+def flux(make) -> list[RawTensor]:
+    """The reduced Flux model with its block linears made by `make` (layer_bf16: unquantized)."""
+    out = [t for p, (n, k) in FLUX_PLAIN.items() for t in layer_bf16(p, n, k)]
+    out += [RawTensor(f"{p}.scale", "BF16", (FLUX_H,), bf16([1.0] * FLUX_H)) for p in FLUX_NORMS]
+    for p, (n, k) in FLUX_QUANTIZED.items():
+        out += make(p, n, k)
+    return out
+
+
+def flux_broken() -> list[RawTensor]:
+    """The FP8 Flux model with three problems ComfyUI stops on, each in its own layer."""
+    out = flux(layer_fp8)
+    qkv, proj, lin2 = (
+        "double_blocks.0.img_attn.qkv",
+        "double_blocks.0.txt_attn.proj",
+        "single_blocks.0.linear2",
+    )
+    # an INT8 layer whose scale is F16 (ComfyUI's int8 kernels need F32)
+    out = [t for t in out if not t.name.startswith(qkv + ".")] + layer_int8(
+        qkv, 3 * FLUX_H, FLUX_H, convrot=False, scale_dtype="F16"
+    )
+    # a marker left on a layer that fell back to BF16
+    out = [t for t in out if not t.name.startswith(proj + ".")] + [
+        *layer_bf16(proj, FLUX_H, FLUX_H),
+        RawTensor(f"{proj}.weight_scale", "F32", (), f32([0.01])),
+        marker_tensor(proj, {"format": "float8_e4m3fn"}),
+    ]
+    # an FP8 layer whose scale was dropped
+    out = [t for t in out if t.name != f"{lin2}.weight_scale"]
+    return out
+
+
 EXAMPLES = {
     "fp8_e4m3fn.safetensors": lambda: model(layer_fp8),
     "int8_convrot.safetensors": lambda: model(layer_int8),
@@ -222,7 +303,12 @@ EXAMPLES = {
     "w4a4_convrot.safetensors": lambda: model(layer_w4a4),
     "awq_w4a16.safetensors": lambda: model(layer_awq),
     "broken_seeds.safetensors": broken,
-    "w6a8_int8.safetensors": lambda: model(layer_w6a8),  # last: earlier files keep their bytes
+    "w6a8_int8.safetensors": lambda: model(layer_w6a8),
+    # after the others: earlier files keep their bytes
+    "flux_bf16.safetensors": lambda: flux(layer_bf16),
+    "flux_fp8.safetensors": lambda: flux(layer_fp8),
+    "flux_nvfp4.safetensors": lambda: flux(layer_nvfp4),
+    "flux_broken.safetensors": flux_broken,
 }
 
 
