@@ -259,7 +259,10 @@ FLUX_NORMS = (
 
 
 def layer_bf16(p: str, n: int, k: int) -> list[RawTensor]:
-    return [RawTensor(f"{p}.weight", "BF16", (n, k), bf16(scales(n * k, -0.05, 0.05))), *extras(p, n)]
+    return [
+        RawTensor(f"{p}.weight", "BF16", (n, k), bf16(scales(n * k, -0.05, 0.05))),
+        *extras(p, n),
+    ]
 
 
 def flux(make) -> list[RawTensor]:

@@ -46,7 +46,7 @@ class QuantcheckGuardError(ValueError):
 
 
 def mode(env: dict[str, str] | os._Environ[str] | None = None) -> str:
-    """"block", "warn" or "off" from `QUANTCHECK_GUARD`."""
+    """ "block", "warn" or "off" from `QUANTCHECK_GUARD`."""
     value = (os.environ if env is None else env).get(ENV, "").strip().lower()
     return "block" if value in ON else "warn" if value in WARN else "off"
 

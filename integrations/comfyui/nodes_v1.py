@@ -1,4 +1,4 @@
-""""Check Quantized Model" in ComfyUI's first node API (every ComfyUI version has it)."""
+""" "Check Quantized Model" in ComfyUI's first node API (every ComfyUI version has it)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-""""Check Quantized Model" in ComfyUI's V3 node API (`comfy_api.latest`; imported only when
+""" "Check Quantized Model" in ComfyUI's V3 node API (`comfy_api.latest`; imported only when
 the running ComfyUI has it)."""
 
 from __future__ import annotations
@@ -20,9 +20,13 @@ class CheckQuantizedModel(io.ComfyNode):  # type: ignore[misc]
             is_output_node=True,
             inputs=[
                 io.Combo.Input(
-                    "model", options=check_node.choices(), tooltip="a file in ComfyUI's model folders"
+                    "model",
+                    options=check_node.choices(),
+                    tooltip="a file in ComfyUI's model folders",
                 ),
-                io.String.Input("path", default="", optional=True, tooltip="or a path (wins when set)"),
+                io.String.Input(
+                    "path", default="", optional=True, tooltip="or a path (wins when set)"
+                ),
                 io.Combo.Input(
                     "lora",
                     options=check_node.choices(("loras",)),

@@ -34,7 +34,9 @@ def free_port() -> int:
 
 def prepare(base: Path) -> None:
     """The base directory: the pack in custom_nodes, the Flux examples as diffusion models."""
-    shutil.copytree(PACK, base / "custom_nodes" / "quantcheck", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        PACK, base / "custom_nodes" / "quantcheck", ignore=shutil.ignore_patterns("__pycache__")
+    )
     models = base / "models" / "diffusion_models"
     models.mkdir(parents=True)
     for name in MODELS:
@@ -49,9 +51,22 @@ class ComfyServer:
         full_env = {**os.environ, **env, "PYTHONPATH": str(ROOT / "src")}
         self.log = self.log_path.open("wb")
         self.proc = subprocess.Popen(
-            [python, "main.py", "--cpu", "--listen", "127.0.0.1", "--port", str(self.port),
-             "--base-directory", str(base), "--disable-auto-launch"],
-            cwd=source, env=full_env, stdout=self.log, stderr=subprocess.STDOUT,
+            [
+                python,
+                "main.py",
+                "--cpu",
+                "--listen",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--base-directory",
+                str(base),
+                "--disable-auto-launch",
+            ],
+            cwd=source,
+            env=full_env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + START_LIMIT
         while True:

@@ -44,7 +44,9 @@ def fake_v3() -> types.ModuleType:
         setattr(
             io,
             kind,
-            types.SimpleNamespace(Input=_recorder(f"{kind}.Input"), Output=_recorder(f"{kind}.Output")),
+            types.SimpleNamespace(
+                Input=_recorder(f"{kind}.Input"), Output=_recorder(f"{kind}.Output")
+            ),
         )
     latest.io = io  # type: ignore[attr-defined]
     latest.ui = types.SimpleNamespace(PreviewText=_recorder("PreviewText"))  # type: ignore[attr-defined]
@@ -54,7 +56,11 @@ def fake_v3() -> types.ModuleType:
 
 def install(monkeypatch: Any, models: Path, *, v3: bool) -> Calls:
     calls = Calls()
-    folders = {"diffusion_models": models / "diffusion_models", "text_encoders": models / "text_encoders", "loras": models / "loras"}
+    folders = {
+        "diffusion_models": models / "diffusion_models",
+        "text_encoders": models / "text_encoders",
+        "loras": models / "loras",
+    }
     for f in folders.values():
         f.mkdir(parents=True, exist_ok=True)
     fp = types.ModuleType("folder_paths")
@@ -67,13 +73,19 @@ def install(monkeypatch: Any, models: Path, *, v3: bool) -> Calls:
     utils = types.ModuleType("comfy.utils")
     mm = types.ModuleType("comfy.model_management")
 
-    def load_torch_file(ckpt: str, safe_load: bool = False, device: Any = None, return_metadata: bool = False) -> object:
-        calls.torch_file.append(((ckpt,), {"safe_load": safe_load, "return_metadata": return_metadata}))
+    def load_torch_file(
+        ckpt: str, safe_load: bool = False, device: Any = None, return_metadata: bool = False
+    ) -> object:
+        calls.torch_file.append(
+            ((ckpt,), {"safe_load": safe_load, "return_metadata": return_metadata})
+        )
         out = object()
         calls.returned.append(out)
         return out
 
-    def load_diffusion_model(unet_path: str, model_options: Any = None, disable_dynamic: bool = False) -> object:
+    def load_diffusion_model(
+        unet_path: str, model_options: Any = None, disable_dynamic: bool = False
+    ) -> object:
         calls.unet.append(((unet_path,), {"model_options": model_options}))
         utils.load_torch_file(unet_path, return_metadata=True)
         out = object()

@@ -26,7 +26,9 @@ def models(tmp_path: Path) -> Path:
     return root
 
 
-def test_v1_only_comfyui_gets_the_v1_mappings(monkeypatch: pytest.MonkeyPatch, models: Path) -> None:
+def test_v1_only_comfyui_gets_the_v1_mappings(
+    monkeypatch: pytest.MonkeyPatch, models: Path
+) -> None:
     install(monkeypatch, models, v3=False)
     pack = load_pack(monkeypatch)
     assert not hasattr(pack, "comfy_entrypoint")
@@ -164,7 +166,7 @@ def test_the_guard_checks_text_encoders_and_ignores_other_files(
 def test_warn_mode_logs_instead_of_raising(
     monkeypatch: pytest.MonkeyPatch, models: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    pack, calls = _guarded(monkeypatch, models, "warn")
+    _pack, calls = _guarded(monkeypatch, models, "warn")
     import comfy.sd
 
     broken = str(models / "diffusion_models" / "flux_broken.safetensors")

@@ -84,7 +84,9 @@ def test_gpu_and_lora_are_passed_when_the_check_takes_them(
     seen: dict[str, object] = {}
     real = quantcheck.check
 
-    def check(path: list[str], target: str = "default", deep: bool = False, gpu: str = "", lora: str = "") -> object:
+    def check(
+        path: list[str], target: str = "default", deep: bool = False, gpu: str = "", lora: str = ""
+    ) -> object:
         seen.update(gpu=gpu, lora=lora)
         return real(path, target=target)
 
@@ -100,7 +102,10 @@ def test_untrusted_names_are_escaped(tmp_path: Path) -> None:
     path = tmp_path / "evil.safetensors"
     write_safetensors(
         path,
-        [RawTensor(f"{p}.weight", "F8_E4M3", (16, 16), bytes(256)), marker_tensor(p, {"format": "float8_e4m3fn"})],
+        [
+            RawTensor(f"{p}.weight", "F8_E4M3", (16, 16), bytes(256)),
+            marker_tensor(p, {"format": "float8_e4m3fn"}),
+        ],
     )
     text = pre.blocking_error(pre.preflight([str(path)], "comfyui"), "ComfyUI")
     assert "QC301" in text and "\x1b" not in text

@@ -35,9 +35,7 @@ class Preflight:
         self.report = report
         self.notes = notes
         self.blocking = [d for d in report.diagnostics if d.effect_at(target) is Effect.FAILS]
-        self.warnings = [
-            d for d in report.diagnostics if d.effect_at(target) is Effect.DEGRADED
-        ]
+        self.warnings = [d for d in report.diagnostics if d.effect_at(target) is Effect.DEGRADED]
 
     @property
     def passed(self) -> bool:

@@ -33,9 +33,7 @@ if TYPE_CHECKING:
 ENTRY_POINT = "quantcheck"
 GROUP = "sglang.multimodal_gen.plugins"
 #: the function the hook runs before (sglang 0.5.23)
-HOOK_TARGET = (
-    "sglang.multimodal_gen.runtime.utils.quantization_utils.inspect_comfy_quant_markers"
-)
+HOOK_TARGET = "sglang.multimodal_gen.runtime.utils.quantization_utils.inspect_comfy_quant_markers"
 log = logging.getLogger("quantcheck.sglang")
 
 
