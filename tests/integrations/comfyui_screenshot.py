@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tests.integrations.comfyui_live import ComfyServer, free_port, prepare  # noqa: E402
+from tests.integrations.comfyui_live import ComfyServer, free_port, prepare
 
 GRAPH_JS = """
 (async () => {
