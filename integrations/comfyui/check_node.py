@@ -7,7 +7,7 @@ import os
 from quantcheck.errors import InputError
 from quantcheck.integrations.preflight import preflight, report_text
 
-from .runtime_facts import target_and_gpu
+from .runtime_facts import emulated_formats, target_and_gpu
 
 #: ComfyUI's model folders the node offers (folder_paths names); text_encoders is also
 #: known as clip, diffusion_models as unet
@@ -52,7 +52,7 @@ def run(choice: str, path: str = "", lora: str = "") -> tuple[str, bool, str]:
     target, note, gpu = target_and_gpu()
     lora_file = resolve(lora, "")
     try:
-        pf = preflight([file], target, gpu=gpu, lora=lora_file or None)
+        pf = preflight([file], target, gpu=gpu, lora=lora_file or None, emulated=emulated_formats())
     except InputError as exc:
         return f"quantcheck could not read {file}: {exc}", False, f"quantcheck: unreadable: {exc}"
     text = f"{note}\n\n{report_text(pf)}"

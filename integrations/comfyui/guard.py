@@ -26,7 +26,7 @@ from typing import Any
 from quantcheck.errors import InputError
 from quantcheck.integrations.preflight import blocking_error, preflight, warning_lines
 
-from .runtime_facts import comfyui_version, target_and_gpu
+from .runtime_facts import comfyui_version, emulated_formats, target_and_gpu
 
 ENV = "QUANTCHECK_GUARD"
 ON = ("1", "on", "true", "yes")
@@ -72,7 +72,7 @@ def check_file(path: str, blocking: bool = True) -> None:
 def _check(path: str) -> str | None:
     target, note, gpu = target_and_gpu()
     try:
-        pf = preflight([path], target, gpu=gpu)
+        pf = preflight([path], target, gpu=gpu, emulated=emulated_formats())
     except InputError as exc:
         log.warning("quantcheck could not read %s: %s", path, exc)
         return None

@@ -49,3 +49,46 @@ def target_and_gpu() -> tuple[str, str, str | None]:
     version = comfyui_version()
     target, note = release_for_version(runtime, version or "unknown")
     return target, note, gpu
+
+
+#: ComfyUI's device gates (comfy/ops.py `pick_operations` @783545f6: a format whose predicate
+#: in comfy/model_management.py is false on the load device is passed to mixed_precision_ops
+#: as disabled, "emulated ops" in its log: loaded quantized, dequantized on every forward).
+#: `supports_int8_compute` is asked from 02b2b388 on; a predicate this ComfyUI lacks is skipped.
+GATES = (
+    ("supports_fp8_compute", ("float8_e4m3fn", "float8_e5m2")),
+    ("supports_nvfp4_compute", ("nvfp4",)),
+    ("supports_mxfp8_compute", ("mxfp8",)),
+    ("supports_int8_compute", ("int8_tensorwise", "convrot_w4a4", "asym_w4a8_int8", "w6a8_int8")),
+)
+
+
+def emulated_formats() -> dict[str, str]:
+    """format -> why, for the formats the running ComfyUI computes emulated on its device:
+    `comfy.ops.get_disabled_quant_formats(device)` where it exists, else the predicates."""
+    try:
+        import comfy.model_management as mm
+
+        dev = mm.get_torch_device()
+    except Exception:
+        return {}
+    try:
+        import comfy.ops  # type: ignore[import-not-found]
+
+        disabled = getattr(comfy.ops, "get_disabled_quant_formats", None)
+        if disabled is not None:
+            return {str(f): f"disabled on {dev}" for f in disabled(dev)}
+    except Exception:
+        pass
+    out: dict[str, str] = {}
+    for name, formats in GATES:
+        gate = getattr(mm, name, None)
+        if gate is None:
+            continue
+        try:
+            native = bool(gate(dev))
+        except Exception:
+            continue
+        if not native:
+            out.update((f, f"{name}() is false on {dev}") for f in formats)
+    return out

@@ -24,6 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tests.integrations.comfyui_live import ComfyServer, free_port, prepare
 
+from quantcheck.render.html.chromium import FLAGS, find_chromium
+
 GRAPH_JS = """
 (async () => {
   const app = window.app, LG = window.LiteGraph;
@@ -125,15 +127,8 @@ def main(source: str, python: str, out: str) -> None:
     profile = base / "chromium"
     browser = subprocess.Popen(
         [
-            "/usr/bin/chromium",
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
+            find_chromium() or "/usr/bin/chromium",
+            *FLAGS,
             f"--user-data-dir={profile}",
             f"--remote-debugging-port={port}",
             "--window-size=1300,560",

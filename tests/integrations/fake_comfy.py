@@ -95,6 +95,9 @@ def install(monkeypatch: Any, models: Path, *, v3: bool) -> Calls:
     sd.load_diffusion_model = load_diffusion_model  # type: ignore[attr-defined]
     utils.load_torch_file = load_torch_file  # type: ignore[attr-defined]
     mm.get_torch_device = lambda: types.SimpleNamespace(type="cpu")  # type: ignore[attr-defined]
+    # ComfyUI 783545f6 with --cpu: no FP8, NVFP4 or MXFP8 compute (its log: "emulated ops")
+    for gate in ("supports_fp8_compute", "supports_nvfp4_compute", "supports_mxfp8_compute"):
+        setattr(mm, gate, lambda device: False)
     comfy.sd, comfy.utils, comfy.model_management = sd, utils, mm  # type: ignore[attr-defined]
     version = types.ModuleType("comfyui_version")
     version.__version__ = "0.33.0"  # type: ignore[attr-defined]

@@ -61,7 +61,8 @@ def test_the_node_reports_a_broken_and_a_clean_file(plain: ComfyServer) -> None:
     report = broken["outputs"]["2"]["text"][0]
     assert "QC301 companion-missing" in report and "comfyui-cpu@v0.31: fails" in report
     clean = plain.run(check_prompt("diffusion_models/flux_fp8.safetensors"))
-    assert clean["outputs"]["1"]["text"][0].endswith(": ok")
+    # ComfyUI --cpu at 783545f6 has no FP8 compute: the node says so (its own gates)
+    assert clean["outputs"]["1"]["text"][0].endswith(": ok (10 layers emulated: float8_e4m3fn)")
 
 
 def test_without_the_guard_comfyui_fails_far_from_the_cause(plain: ComfyServer) -> None:
@@ -84,4 +85,6 @@ def test_the_guard_stops_the_broken_file_and_lets_the_clean_ones_load(
         ok = guarded.run(unet_prompt(name))
         assert ok["status"]["status_str"] == "success", error_message(ok)
         assert "ModelPatcher" in ok["outputs"]["2"]["text"][0]
-    assert "QC304" in guarded.text_log()  # the degrading finding is logged as a warning
+    log = guarded.text_log()
+    assert "QC304" in log  # the degrading finding is logged as a warning
+    assert "10 layers in nvfp4 run emulated (supports_nvfp4_compute() is false on cpu)" in log

@@ -56,7 +56,13 @@ def test_v1_only_comfyui_gets_the_v1_mappings(
         "flux_broken.safetensors on comfyui-cpu@v0.31: FAILS to load (1 problem)"
     ]
     ok = node().check("(none)", path=str(models / "diffusion_models" / "flux_fp8.safetensors"))
-    assert ok["result"][1] is True and ok["ui"]["text"][0].endswith(": ok")
+    assert ok["result"][1] is True
+    assert ok["ui"]["text"][0].endswith(": ok (10 layers emulated: float8_e4m3fn)")
+    assert (
+        ok["result"][0]
+        .splitlines()[-1]
+        .startswith("10 layers in float8_e4m3fn run emulated (supports_fp8_compute() is false on ")
+    )
 
 
 def test_v3_comfyui_gets_the_entrypoint(monkeypatch: pytest.MonkeyPatch, models: Path) -> None:
@@ -174,6 +180,7 @@ def test_warn_mode_logs_instead_of_raising(
         comfy.sd.load_diffusion_model(broken)
     assert len(calls.unet) == 1
     assert "QC301" in caplog.text and "QC304" in caplog.text  # blocking, then degrading
+    assert "in float8_e4m3fn run emulated" in caplog.text  # what this device computes emulated
 
 
 def _allowed_ranges(path: Path) -> list[tuple[int, int]]:

@@ -109,3 +109,17 @@ def test_untrusted_names_are_escaped(tmp_path: Path) -> None:
     )
     text = pre.blocking_error(pre.preflight([str(path)], "comfyui"), "ComfyUI")
     assert "QC301" in text and "\x1b" not in text
+
+
+def test_emulated_formats_are_counted_from_the_markers() -> None:
+    nvfp4 = str(EXAMPLES / "flux_nvfp4.safetensors")
+    why = {"nvfp4": "supports_nvfp4_compute() is false on cpu", "mxfp8": "x"}
+    pf = pre.preflight([nvfp4], "comfyui-cpu", emulated=why)
+    assert pf.passed and pf.emulated == {"nvfp4": (10, why["nvfp4"])}
+    assert pf.summary() == "flux_nvfp4.safetensors on comfyui-cpu: ok (10 layers emulated: nvfp4)"
+    assert pre.warning_lines(pf) == [
+        "10 layers in nvfp4 run emulated (supports_nvfp4_compute() is false on cpu): dequantized "
+        "on every forward, so no speed-up over 16-bit weights (they stay small in memory)"
+    ]
+    assert pre.report_text(pf).endswith(pre.warning_lines(pf)[0])
+    assert pre.preflight([nvfp4], "comfyui-cpu", emulated={"mxfp8": "x"}).emulated == {}

@@ -27,13 +27,22 @@ NAMED_LAYERS = 3
 class Preflight:
     """The outcome of one pre-load check."""
 
-    __slots__ = ("blocking", "notes", "paths", "report", "target", "warnings")
+    __slots__ = ("blocking", "emulated", "notes", "paths", "report", "target", "warnings")
 
-    def __init__(self, paths: list[str], target: str, report: Report, notes: list[str]):
+    def __init__(
+        self,
+        paths: list[str],
+        target: str,
+        report: Report,
+        notes: list[str],
+        emulated: dict[str, tuple[int, str]] | None = None,
+    ):
         self.paths = paths
         self.target = target
         self.report = report
         self.notes = notes
+        #: format -> (how many layers use it, why the runtime's device emulates it)
+        self.emulated = emulated or {}
         self.blocking = [d for d in report.diagnostics if d.effect_at(target) is Effect.FAILS]
         self.warnings = [d for d in report.diagnostics if d.effect_at(target) is Effect.DEGRADED]
 
@@ -54,6 +63,9 @@ class Preflight:
             state = f"loads, with {_count(self.warnings, 'warning')}"
         else:
             state = "ok"
+        if self.emulated and not self.blocking:
+            n = sum(count for count, _ in self.emulated.values())
+            state += f" ({n} layer{'' if n == 1 else 's'} emulated: {', '.join(self.emulated)})"
         return clean(f"{names} on {self.target}: {state}")
 
 
@@ -72,11 +84,18 @@ def accepted_keywords() -> set[str]:
 
 
 def preflight(
-    paths: list[str], target: str, *, gpu: str | None = None, lora: str | None = None
+    paths: list[str],
+    target: str,
+    *,
+    gpu: str | None = None,
+    lora: str | None = None,
+    emulated: dict[str, str] | None = None,
 ) -> Preflight:
     """Check `paths` (one checkpoint: a file or its shards) for target key `target`; `gpu` and
     `lora` go to `quantcheck.check` when it takes them (else a note says they were not
-    checked). Raises `quantcheck.errors.InputError` when the file cannot be read."""
+    checked). `emulated`: the formats the runtime's device runs emulated, with why (as the
+    running runtime reports them); the layers using them are counted from the markers.
+    Raises `quantcheck.errors.InputError` when the file cannot be read."""
     kwargs: dict[str, str] = {}
     notes: list[str] = []
     accepted = accepted_keywords()
@@ -90,7 +109,19 @@ def preflight(
                 f"{name} {value!r} not checked: this quantcheck has no {name} dimension yet"
             )
     report = quantcheck.check(list(paths), target=target, **kwargs)  # type: ignore[arg-type]
-    return Preflight(list(paths), target, report, notes)
+    used = _emulated_layers(paths, emulated) if emulated else {}
+    return Preflight(list(paths), target, report, notes, used)
+
+
+def _emulated_layers(paths: list[str], emulated: dict[str, str]) -> dict[str, tuple[int, str]]:
+    """format -> (layers whose marker names it, why) for the formats in `emulated`."""
+    counts: dict[str, int] = {}
+    with quantcheck.load(list(paths)) as ck:
+        for layer in ck.layers.values():
+            fmt = layer.marker.format if layer.marker is not None else None
+            if isinstance(fmt, str) and fmt in emulated:
+                counts[fmt] = counts.get(fmt, 0) + 1
+    return {fmt: (n, emulated[fmt]) for fmt, n in sorted(counts.items())}
 
 
 def _entries(diags: list[Diagnostic], target: str) -> list[grouping.Entry]:
@@ -132,13 +163,21 @@ def blocking_error(pf: Preflight, runtime_name: str, note: str = "") -> str:
 def warning_lines(pf: Preflight) -> list[str]:
     """What loads but deserves a warning (degraded layers, emulated formats, erased LoRA),
     and what could not be checked."""
-    lines = _problem_lines(pf.warnings, pf.target)
-    return [*lines, *(clean(n) for n in pf.notes)]
+    return [*_problem_lines(pf.warnings, pf.target), *_device_lines(pf)]
+
+
+def _device_lines(pf: Preflight) -> list[str]:
+    """The emulated formats, then what could not be checked."""
+    lines = [
+        f"{n} layer{'' if n == 1 else 's'} in {fmt} run emulated ({why}): dequantized on "
+        "every forward, so no speed-up over 16-bit weights (they stay small in memory)"
+        for fmt, (n, why) in pf.emulated.items()
+    ]
+    return [clean(line) for line in [*lines, *pf.notes]]
 
 
 def report_text(pf: Preflight) -> str:
-    """The text report (`quantcheck check` without colour), notes last."""
+    """The text report (`quantcheck check` without colour), emulated formats and notes last."""
     from quantcheck.render.text import render
 
-    text = render(pf.report, color=False)
-    return "\n".join([text, *(clean(n) for n in pf.notes)])
+    return "\n".join([render(pf.report, color=False), *_device_lines(pf)])
