@@ -306,8 +306,11 @@ EXAMPLES = {
     "w4a4_convrot.safetensors": lambda: model(layer_w4a4),
     "awq_w4a16.safetensors": lambda: model(layer_awq),
     "broken_seeds.safetensors": broken,
-    "w6a8_int8.safetensors": lambda: model(layer_w6a8),
-    # after the others: earlier files keep their bytes
+    "w6a8_int8.safetensors": lambda: model(layer_w6a8),  # last: earlier files keep their bytes
+}
+#: in examples/flux/ (made after the others, so theirs keep their bytes)
+FLUX_DIR = "flux"
+FLUX_EXAMPLES = {
     "flux_bf16.safetensors": lambda: flux(layer_bf16),
     "flux_fp8.safetensors": lambda: flux(layer_fp8),
     "flux_nvfp4.safetensors": lambda: flux(layer_nvfp4),
@@ -318,10 +321,12 @@ EXAMPLES = {
 def main(out_dir: str) -> None:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    for name, make in EXAMPLES.items():
-        meta = {"format": "pt", "producer": "quantcheck examples/make_examples.py"}
-        write_safetensors(out / name, make(), meta)
-        print(f"wrote {out / name}")
+    meta = {"format": "pt", "producer": "quantcheck examples/make_examples.py"}
+    (out / FLUX_DIR).mkdir(exist_ok=True)
+    for folder, made in ((out, EXAMPLES), (out / FLUX_DIR, FLUX_EXAMPLES)):
+        for name, make in made.items():
+            write_safetensors(folder / name, make(), meta)
+            print(f"wrote {folder / name}")
     (out / "README.md").write_text(README)
 
 
@@ -332,6 +337,16 @@ EXPECTED = {
     "comfyui@0271a469`; `fix --target comfyui@0271a469` relabels it asym_w4a8_int8); "
     "sglang has no W6A8 (QC601)",
     "broken_seeds.safetensors": "the seed errors: QC305 ×2, QC304, QC316 (see `quantcheck check`)",
+}
+FLUX_EXPECTED = {
+    "flux_bf16.safetensors": "not quantized: the reference the others are made like",
+    "flux_fp8.safetensors": "loads in sglang, ComfyUI, Forge Neo and SD.Next (FP8 runs emulated "
+    "below sm_89 and with --cpu); InvokeAI degraded; musubi fails (ConvRot INT8 only)",
+    "flux_nvfp4.safetensors": "loads in ComfyUI, Forge Neo, SD.Next (NVFP4 native from sm_100) "
+    "and sglang >= 0.5.20 (0.5.19 fails); InvokeAI, sd.cpp, DiffSynth and musubi fail",
+    "flux_broken.safetensors": "ComfyUI fails (QC301: an FP8 layer's weight_scale dropped; "
+    "ComfyUI 0.33.0 stops with \"'NoneType' object has no attribute 'clone'\"), QC304 (a stale "
+    "marker on a BF16 layer), and for sglang QC305 (an F16 INT8 scale) and QC602 (FP8 + INT8)",
 }
 README = (
     """# Example checkpoints
@@ -346,6 +361,20 @@ Two transformer blocks, six linears each, 128×128, in ComfyUI's per-layer forma
         f"| `{n}` | {n.split('.')[0]} | {EXPECTED.get(n, 'valid for every runtime')} |"
         for n in EXAMPLES
     )
+    + "\n"
+    + """
+## flux/: a model ComfyUI's own loader takes
+
+A reduced Flux.1 [dev]-shaped diffusion model (hidden 128, one double and one single block,
+the keys Black Forest Labs' files use): ComfyUI's UNETLoader detects it as FLUX and loads it
+(ComfyUI 0.33.0 --cpu, `make test-comfyui-integration`), so the node pack's tests and a first
+try run through the real loader. The block linears are quantized; embedders, modulations and
+the final layer stay BF16.
+
+| file | expected |
+|---|---|
+"""
+    + "\n".join(f"| `flux/{n}` | {FLUX_EXPECTED[n]} |" for n in FLUX_EXAMPLES)
     + "\n"
 )
 

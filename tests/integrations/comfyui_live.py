@@ -21,7 +21,12 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 PACK = ROOT / "integrations" / "comfyui"
-MODELS = ("flux_fp8.safetensors", "flux_broken.safetensors", "flux_nvfp4.safetensors")
+MODELS = (
+    "flux_bf16.safetensors",
+    "flux_fp8.safetensors",
+    "flux_broken.safetensors",
+    "flux_nvfp4.safetensors",
+)
 #: how long a start may take on a shared 2-core machine (it is ~7-11 s idle)
 START_LIMIT = 600
 
@@ -40,7 +45,7 @@ def prepare(base: Path) -> None:
     models = base / "models" / "diffusion_models"
     models.mkdir(parents=True)
     for name in MODELS:
-        shutil.copyfile(ROOT / "examples" / name, models / name)
+        shutil.copyfile(ROOT / "examples" / "flux" / name, models / name)
 
 
 class ComfyServer:

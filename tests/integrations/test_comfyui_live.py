@@ -81,7 +81,7 @@ def test_the_guard_stops_the_broken_file_and_lets_the_clean_ones_load(
     assert message.startswith("quantcheck: flux_broken.safetensors will not load in ComfyUI")
     assert "QC301 companion-missing (single_blocks.0.linear2)" in message
     assert "fix:" not in message or "safe fix" in message
-    for name in ("flux_fp8.safetensors", "flux_nvfp4.safetensors"):
+    for name in ("flux_bf16.safetensors", "flux_fp8.safetensors", "flux_nvfp4.safetensors"):
         ok = guarded.run(unet_prompt(name))
         assert ok["status"]["status_str"] == "success", error_message(ok)
         assert "ModelPatcher" in ok["outputs"]["2"]["text"][0]

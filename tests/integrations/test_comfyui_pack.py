@@ -14,7 +14,7 @@ import pytest
 
 from .fake_comfy import install, load_pack
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "flux"
 
 
 @pytest.fixture

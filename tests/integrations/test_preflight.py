@@ -10,7 +10,7 @@ import quantcheck
 from quantcheck.integrations import preflight as pre
 from quantcheck.runtimes.versions import release_for_version, version_tuple
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "flux"
 BROKEN = str(EXAMPLES / "flux_broken.safetensors")
 CLEAN = str(EXAMPLES / "flux_fp8.safetensors")
 

@@ -15,8 +15,8 @@ import pytest
 from quantcheck.integrations import sglang_plugin as plugin
 
 ROOT = Path(__file__).resolve().parents[2]
-BROKEN = str(ROOT / "examples" / "flux_broken.safetensors")
-CLEAN = str(ROOT / "examples" / "flux_fp8.safetensors")
+BROKEN = str(ROOT / "examples" / "flux" / "flux_broken.safetensors")
+CLEAN = str(ROOT / "examples" / "flux" / "flux_fp8.safetensors")
 
 
 def test_the_entry_point_is_declared_and_resolves() -> None:
@@ -72,7 +72,7 @@ def test_the_hook_passes_a_clean_file_on_unchanged(monkeypatch: pytest.MonkeyPat
 
 
 def test_the_hook_checks_the_installed_release(monkeypatch: pytest.MonkeyPatch) -> None:
-    nvfp4 = str(ROOT / "examples" / "flux_nvfp4.safetensors")
+    nvfp4 = str(ROOT / "examples" / "flux" / "flux_nvfp4.safetensors")
     monkeypatch.setattr(plugin, "installed_sglang", lambda: "0.5.23")
     assert plugin.check_before_inspection([nvfp4]) is None
     monkeypatch.setattr(plugin, "installed_sglang", lambda: "0.5.19")  # no NVFP4 markers yet

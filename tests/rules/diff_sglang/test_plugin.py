@@ -30,8 +30,8 @@ pytestmark = pytest.mark.skipif(
     reason="set QUANTCHECK_DIFF_SGLANG=1 (make diff-sglang)",
 )
 ROOT = Path(__file__).resolve().parents[3]
-BROKEN = str(ROOT / "examples" / "flux_broken.safetensors")
-CLEAN = str(ROOT / "examples" / "flux_fp8.safetensors")
+BROKEN = str(ROOT / "examples" / "flux" / "flux_broken.safetensors")
+CLEAN = str(ROOT / "examples" / "flux" / "flux_fp8.safetensors")
 VERSION = "0.5.23"
 PLUGIN_MODULES = (
     "sglang.multimodal_gen.runtime.platforms.plugins",
