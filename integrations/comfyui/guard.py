@@ -9,7 +9,9 @@ DualCLIPLoader and the other text-encoder loaders read them through it). Before 
 runs, the wrapper checks the file's header and markers for the running ComfyUI
 (`runtime_facts.target_and_gpu`): a blocking finding raises one `QuantcheckGuardError` that
 lists every problem with its code and fix, so nothing of the weights is read; degraded layers,
-emulated formats and an erased LoRA are logged as warnings. Then the original is called with
+emulated formats (the running ComfyUI's own device gates) are logged as warnings, and so is
+what quantcheck says of a LoRA loaded from the loras folder onto the diffusion model loaded
+last (once its check takes `lora=`: the LoRA dimension). Then the original is called with
 the very arguments it was given and its result returned as it is: the guard never changes what
 ComfyUI loads. A file is checked once per (path, size, mtime).
 """
@@ -24,7 +26,12 @@ from collections.abc import Callable
 from typing import Any
 
 from quantcheck.errors import InputError
-from quantcheck.integrations.preflight import blocking_error, preflight, warning_lines
+from quantcheck.integrations.preflight import (
+    accepted_keywords,
+    blocking_error,
+    preflight,
+    warning_lines,
+)
 
 from .runtime_facts import comfyui_version, emulated_formats, target_and_gpu
 
@@ -39,6 +46,8 @@ log = logging.getLogger("quantcheck.guard")
 #: load_diffusion_model does not check it again)
 _ACTIVE: contextvars.ContextVar[str | None] = contextvars.ContextVar("qc_active", default=None)
 _SEEN: dict[tuple[str, int, int], str | None] = {}
+#: the diffusion model the guard let through last: the base a LoRA loaded next is applied to
+_LAST_MODEL: list[str] = []
 
 
 class QuantcheckGuardError(ValueError):
@@ -83,14 +92,34 @@ def _check(path: str) -> str | None:
     return blocking_error(pf, f"ComfyUI {comfyui_version() or '(version unknown)'}", note)
 
 
-def guarded_folders() -> list[str]:
-    """The absolute folders of ComfyUI's diffusion models and text encoders."""
+def check_lora(path: str) -> None:
+    """Log what quantcheck says of LoRA `path` on the diffusion model loaded last (a LoRA the
+    base's format erases, a slower path), when its check takes `lora=`; never raises."""
+    if not _LAST_MODEL or "lora" not in accepted_keywords():
+        return  # the LoRA dimension is not in this quantcheck yet: nothing to say
+    target, _, gpu = target_and_gpu()
+    try:
+        pf = preflight([_LAST_MODEL[-1]], target, gpu=gpu, lora=path)
+    except Exception as exc:  # the LoRA check must never stop a LoRA from loading
+        log.warning("quantcheck could not check LoRA %s: %s", path, exc)
+        return
+    for line in warning_lines(pf):
+        log.warning(
+            "quantcheck: LoRA %s on %s: %s",
+            os.path.basename(path),
+            os.path.basename(_LAST_MODEL[-1]),
+            line,
+        )
+
+
+def guarded_folders(names: tuple[str, ...] = GUARDED_FOLDERS) -> list[str]:
+    """The absolute folders ComfyUI keeps `names` in (diffusion models and text encoders)."""
     try:
         import folder_paths  # type: ignore[import-not-found]
     except ImportError:
         return []
     out: list[str] = []
-    for name in GUARDED_FOLDERS:
+    for name in names:
         try:
             out += [os.path.abspath(p) for p in folder_paths.get_folder_paths(name)]
         except Exception:
@@ -98,12 +127,12 @@ def guarded_folders() -> list[str]:
     return out
 
 
-def is_guarded(path: object) -> bool:
-    """Whether load_torch_file's `path` is a safetensors file in a guarded folder."""
+def is_guarded(path: object, names: tuple[str, ...] = GUARDED_FOLDERS) -> bool:
+    """Whether load_torch_file's `path` is a safetensors file in the folders `names`."""
     if not isinstance(path, str) or not path.lower().endswith(SUFFIXES):
         return False
     full = os.path.abspath(path)
-    return any(full.startswith(folder.rstrip(os.sep) + os.sep) for folder in guarded_folders())
+    return any(full.startswith(folder.rstrip(os.sep) + os.sep) for folder in guarded_folders(names))
 
 
 def wrap_diffusion_loader(original: Callable[..., Any], blocking: bool) -> Callable[..., Any]:
@@ -114,6 +143,7 @@ def wrap_diffusion_loader(original: Callable[..., Any], blocking: bool) -> Calla
         path = kwargs.get("unet_path", args[0] if args else None)
         if isinstance(path, str) and path.lower().endswith(SUFFIXES):
             check_file(path, blocking)
+            _LAST_MODEL[:] = [path]
         token = _ACTIVE.set(path if isinstance(path, str) else None)
         try:
             return original(*args, **kwargs)
@@ -132,6 +162,8 @@ def wrap_torch_file_loader(original: Callable[..., Any], blocking: bool) -> Call
         path = kwargs.get("ckpt", args[0] if args else None)
         if path != _ACTIVE.get() and is_guarded(path):
             check_file(str(path), blocking)
+        elif is_guarded(path, ("loras",)):
+            check_lora(str(path))
         return original(*args, **kwargs)
 
     load_torch_file.__wrapped__ = original  # type: ignore[attr-defined]

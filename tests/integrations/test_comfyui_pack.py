@@ -221,3 +221,40 @@ def test_the_guard_reads_only_header_and_marker_bytes(
     outside = [r for r in reads if not any(a <= r[0] and r[1] <= b for a, b in allowed)]
     assert outside == []
     assert sum(b - a for a, b in reads) < path.stat().st_size // 50
+
+
+def test_a_lora_is_checked_on_the_last_model_once_the_check_takes_lora(
+    monkeypatch: pytest.MonkeyPatch, models: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    _pack, calls = _guarded(monkeypatch, models)
+    import comfy.sd
+    import comfy.utils
+
+    import quantcheck
+
+    base = str(models / "diffusion_models" / "flux_fp8.safetensors")
+    lora = models / "loras" / "style.safetensors"
+    shutil.copyfile(EXAMPLES / "flux_bf16.safetensors", lora)
+    comfy.sd.load_diffusion_model(base)
+    asked: list[tuple[list[str], str]] = []
+    real = quantcheck.check
+
+    def without_lora(path: list[str], target: str = "default", deep: bool = False) -> object:
+        asked.append((path, ""))
+        return real(path, target=target)
+
+    monkeypatch.setattr(quantcheck, "check", without_lora)
+    assert comfy.utils.load_torch_file(str(lora)) is calls.returned[-1]
+    assert asked == []  # no LoRA dimension yet: the LoRA is not checked
+
+    def with_lora(
+        path: list[str], target: str = "default", deep: bool = False, lora: str = ""
+    ) -> object:
+        asked.append((path, lora))  # stands for a LoRA finding: a degraded layer (QC304)
+        return real([str(EXAMPLES / "flux_broken.safetensors")], target=target)
+
+    monkeypatch.setattr(quantcheck, "check", with_lora)
+    with caplog.at_level("WARNING", logger="quantcheck.guard"):
+        assert comfy.utils.load_torch_file(str(lora)) is calls.returned[-1]
+    assert asked == [([base], str(lora))]
+    assert "quantcheck: LoRA style.safetensors on flux_fp8.safetensors:   QC304" in caplog.text
