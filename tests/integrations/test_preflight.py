@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+import shutil
 from pathlib import Path
 
 import pytest
@@ -123,3 +125,11 @@ def test_emulated_formats_are_counted_from_the_markers() -> None:
     ]
     assert pre.report_text(pf).endswith(pre.warning_lines(pf)[0])
     assert pre.preflight([nvfp4], "comfyui-cpu", emulated={"mxfp8": "x"}).emulated == {}
+
+
+def test_the_commands_in_the_error_quote_the_path(tmp_path: Path) -> None:
+    odd = tmp_path / "my model's copy.safetensors"
+    shutil.copyfile(BROKEN, odd)
+    text = pre.blocking_error(pre.preflight([str(odd)], "comfyui"), "ComfyUI")
+    line = next(x for x in text.splitlines() if x.startswith("full report: "))
+    assert shlex.split(line.removeprefix("full report: "))[2] == str(odd)

@@ -13,6 +13,7 @@ not pass on, and the findings are those of the target alone (`accepted_keywords`
 from __future__ import annotations
 
 import inspect
+import shlex
 
 import quantcheck
 from quantcheck.diagnostics import Diagnostic, Effect
@@ -147,7 +148,7 @@ def _problem_lines(diags: list[Diagnostic], target: str) -> list[str]:
 def blocking_error(pf: Preflight, runtime_name: str, note: str = "") -> str:
     """The one error text for a file `runtime_name` will not load: every problem (grouped over
     layers), with its code and fix, and the commands that show or repair it."""
-    names = " ".join(pf.paths)
+    names = " ".join(shlex.quote(p) for p in pf.paths)
     head = clean(
         f"quantcheck: {', '.join(_base(p) for p in pf.paths)} will not load in "
         f"{runtime_name} (target {pf.target}): {_count(pf.blocking)}"
