@@ -110,7 +110,9 @@ async def cdp(ws_url: str, out: Path) -> str:
                 code="Escape",
                 windowsVirtualKeyCode=27,
             )
-            await js("document.querySelectorAll('.p-dialog-mask').forEach(e => e.remove())")
+            await js(
+                "document.querySelectorAll('.p-dialog-mask, [class*=minimap]').forEach(e => e.remove())"
+            )
             await asyncio.sleep(0.5)
         await js("window.app.graph.setDirtyCanvas(true, true)")
         await asyncio.sleep(1)
