@@ -111,7 +111,8 @@ async def cdp(ws_url: str, out: Path) -> str:
                 windowsVirtualKeyCode=27,
             )
             await js(
-                "document.querySelectorAll('.p-dialog-mask, [class*=minimap]').forEach(e => e.remove())"
+                "document.querySelectorAll('.p-dialog-mask, [class*=minimap]')"
+                ".forEach(e => e.remove())"
             )
             await asyncio.sleep(0.5)
         await js("window.app.graph.setDirtyCanvas(true, true)")
