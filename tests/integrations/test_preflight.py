@@ -133,3 +133,10 @@ def test_the_commands_in_the_error_quote_the_path(tmp_path: Path) -> None:
     text = pre.blocking_error(pre.preflight([str(odd)], "comfyui"), "ComfyUI")
     line = next(x for x in text.splitlines() if x.startswith("full report: "))
     assert shlex.split(line.removeprefix("full report: "))[2] == str(odd)
+
+
+def test_layers_with_a_finding_are_not_counted_as_emulated() -> None:
+    pf = pre.preflight([BROKEN], "comfyui-cpu@v0.31", emulated={"float8_e4m3fn": "no FP8"})
+    # of the ten quantized layers the INT8 one is not FP8; the stale marker (QC304: computes in BF16)
+    # and the layer without its scale (QC301) do not run as FP8 either
+    assert pf.emulated == {"float8_e4m3fn": (7, "no FP8")}

@@ -110,17 +110,23 @@ def preflight(
                 f"{name} {value!r} not checked: this quantcheck has no {name} dimension yet"
             )
     report = quantcheck.check(list(paths), target=target, **kwargs)  # type: ignore[arg-type]
-    used = _emulated_layers(paths, emulated) if emulated else {}
-    return Preflight(list(paths), target, report, notes, used)
+    pf = Preflight(list(paths), target, report, notes)
+    if emulated:
+        broken = {d.layer for d in [*pf.blocking, *pf.warnings] if d.layer}
+        pf.emulated = _emulated_layers(paths, emulated, broken)
+    return pf
 
 
-def _emulated_layers(paths: list[str], emulated: dict[str, str]) -> dict[str, tuple[int, str]]:
-    """format -> (layers whose marker names it, why) for the formats in `emulated`."""
+def _emulated_layers(
+    paths: list[str], emulated: dict[str, str], broken: set[str]
+) -> dict[str, tuple[int, str]]:
+    """format -> (layers whose marker names it, why) for the formats in `emulated`; layers in
+    `broken` (a finding says they do not load or compute as their marker says) not counted."""
     counts: dict[str, int] = {}
     with quantcheck.load(list(paths)) as ck:
-        for layer in ck.layers.values():
+        for prefix, layer in ck.layers.items():
             fmt = layer.marker.format if layer.marker is not None else None
-            if isinstance(fmt, str) and fmt in emulated:
+            if isinstance(fmt, str) and fmt in emulated and prefix not in broken:
                 counts[fmt] = counts.get(fmt, 0) + 1
     return {fmt: (n, emulated[fmt]) for fmt, n in sorted(counts.items())}
 
