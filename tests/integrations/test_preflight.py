@@ -137,6 +137,6 @@ def test_the_commands_in_the_error_quote_the_path(tmp_path: Path) -> None:
 
 def test_layers_with_a_finding_are_not_counted_as_emulated() -> None:
     pf = pre.preflight([BROKEN], "comfyui-cpu@v0.31", emulated={"float8_e4m3fn": "no FP8"})
-    # of the ten quantized layers the INT8 one is not FP8; the stale marker (QC304: computes in BF16)
+    # of the ten quantized layers the INT8 one is not FP8; the stale marker (QC304: BF16 compute)
     # and the layer without its scale (QC301) do not run as FP8 either
     assert pf.emulated == {"float8_e4m3fn": (7, "no FP8")}
