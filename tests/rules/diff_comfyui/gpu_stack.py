@@ -1,0 +1,119 @@
+"""The device facts the GPU oracle patches into ComfyUI's and comfy-kitchen's code.
+
+A `Stack` is what their code reads about a machine: the vendor (through `torch.version.cuda`
+/ `torch.version.hip` / the XPU, MPS and DirectML probes), the compute capability and the
+AMD architecture name (`torch.cuda.get_device_properties`), the torch and CUDA/ROCm versions,
+and ComfyUI's command-line switches. Nothing here decides anything: `gpu_oracle.py` hands
+these facts to the upstream code and records what it decides.
+
+`CLASSES` names every GPU class of issue 24 with its facts (capabilities from NVIDIA's and
+AMD's published tables); `stack_for(spec, entry)` builds the stack for one `--gpu` value, taking
+the torch / CUDA versions from quantcheck's own JSON entry so both sides judge the same stack.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Stack:
+    """One machine as the upstream code sees it."""
+
+    vendor: str  # nvidia | amd | intel | apple | directml | cpu
+    capability: tuple[int, int] | None = None
+    arch: str = ""  # gcnArchName on ROCm
+    torch: str = "2.13.0"
+    cuda: str | None = "13.0"
+    hip: str | None = None
+    #: ComfyUI's `--supports-fp8-compute`
+    fp8_flag: bool = False
+    #: ComfyUI's `--enable-triton-backend`
+    triton: bool = False
+    #: ComfyUI's default (DynamicVRAM) loader; False is `--disable-dynamic-vram`
+    dynamic_vram: bool = True
+
+    @property
+    def device_type(self) -> str:
+        """The `torch.device` type tensors have on this machine."""
+        return {
+            "nvidia": "cuda",
+            "amd": "cuda",
+            "intel": "xpu",
+            "apple": "mps",
+            "directml": "privateuseone",
+        }.get(self.vendor, "cpu")
+
+
+def _nv(major: int, minor: int) -> Stack:
+    return Stack("nvidia", (major, minor))
+
+
+def _amd(arch: str, major: int, minor: int) -> Stack:
+    return Stack("amd", (major, minor), arch=arch, cuda=None, hip="7.0")
+
+
+_OTHER = {"cuda": None, "hip": None}
+#: Every GPU class issue 24 names, by the names users type.
+CLASSES: dict[str, Stack] = {
+    "rtx2080ti": _nv(7, 5),
+    "t4": _nv(7, 5),
+    "a100": _nv(8, 0),
+    "rtx3090": _nv(8, 6),
+    "a6000": _nv(8, 6),
+    "rtx4090": _nv(8, 9),
+    "l40s": _nv(8, 9),
+    "h100": _nv(9, 0),
+    "h200": _nv(9, 0),
+    "b200": _nv(10, 0),
+    "gb200": _nv(10, 0),
+    "rtx5090": _nv(12, 0),
+    "rx7900xtx": _amd("gfx1100", 11, 0),
+    "rx9070xt": _amd("gfx1201", 12, 0),
+    "mi300x": _amd("gfx942", 9, 4),
+    "mi355x": _amd("gfx950", 9, 5),
+    "arc-a770": Stack("intel", **_OTHER),
+    "xpu": Stack("intel", **_OTHER),
+    "mps": Stack("apple", **_OTHER),
+    "directml": Stack("directml", **_OTHER),
+    "cpu": Stack("cpu", **_OTHER),
+}
+for _major, _minor in {s.capability for s in CLASSES.values() if s.vendor == "nvidia"} | {
+    (6, 1),
+    (8, 7),
+    (10, 3),
+    (12, 1),
+}:
+    CLASSES.setdefault(f"sm_{_major}{_minor}", _nv(_major, _minor))
+
+
+def _version(value: Any) -> str | None:
+    return None if value in (None, "") else str(value)
+
+
+def stack_for(spec: str, entry: dict[str, Any] | None = None) -> Stack | None:
+    """The stack of one `--gpu` value (`rtx4090`, `sm_89,cuda=12.8`, `mps,torch=2.15`), the
+    software taken from quantcheck's JSON entry when given (else from the spec's own
+    `key=value` parts); None when the class is not in `CLASSES`."""
+    head, *parts = spec.split(",")
+    base = CLASSES.get(head.strip().lower().replace("_", "_"))
+    if base is None and head.strip().replace(".", "").isdigit():
+        major, _, minor = head.strip().partition(".")
+        base = CLASSES.get(f"sm_{major}{minor or 0}")
+    if base is None:
+        return None
+    fields = dict(part.split("=", 1) for part in parts if "=" in part)
+    stack = base
+    if "torch" in fields:
+        stack = replace(stack, torch=fields["torch"])
+    if "cuda" in fields and stack.vendor == "nvidia":
+        stack = replace(stack, cuda=fields["cuda"])
+    if "rocm" in fields and stack.vendor == "amd":
+        stack = replace(stack, hip=fields["rocm"])
+    if entry is not None:
+        if entry.get("torch"):
+            stack = replace(stack, torch=str(entry["torch"]))
+        if stack.vendor == "nvidia" and entry.get("cuda"):
+            stack = replace(stack, cuda=_version(entry["cuda"]))
+    return stack
