@@ -95,7 +95,7 @@ class CheckpointResult:
         return self.report.exit_code(fail_on)
 
     def to_json(self) -> dict[str, Any]:
-        """The plain per-checkpoint entry of the check JSON document (schema_version 2)."""
+        """The plain per-checkpoint entry of the check JSON document (schema_version 3)."""
         paths = [redact_url(p) for p in self.spec.paths]
         doc: dict[str, Any] = {
             "name": self.name,
@@ -134,6 +134,7 @@ def check_spec(
     ignore: list[str] | None = None,
     deep: bool = False,
     read_weights: bool = False,
+    gpus: list[Any] | None = None,
 ) -> CheckpointResult:
     """Open and check one checkpoint. Never raises for input that cannot be read: the result
     then has kind `unreadable` and `error` says why."""
@@ -147,6 +148,7 @@ def check_spec(
                 ignore=ignore,
                 deep=deep,
                 read_weights=read_weights,
+                gpus=gpus,
             )
             files = {label: path for path, label in labels.items()}
             size = sum(s.header.file_size for s in ck.shards)
