@@ -397,6 +397,7 @@ class DeviceComfy:
         package.quant_ops = self.quant_ops
         self.ops = _exec_module("comfy.ops", root / "whole/comfy/ops.py")
         package.ops = self.ops
+        self.aimdo = self.dynamic_vram(root)
 
     def _register_device_backends(self) -> None:
         """comfy-kitchen's own backend registration, run again under the device's facts."""
@@ -411,6 +412,28 @@ class DeviceComfy:
         ship (cublaslt_runtime.h); none on this CPU machine."""
         cuda_version = self.stack.cuda or "0"
         return self.stack.vendor == "nvidia" and int(cuda_version.split(".")[0]) >= 13
+
+    def dynamic_vram(self, root: Path) -> bool:
+        """Whether ComfyUI @783545f6 turns DynamicVRAM on for this device: main.py's own
+        `if args.enable_dynamic_vram or (enables_dynamic_vram() and dynamic_vram_supported())`
+        and the torch >= 2.8 test inside it, evaluated with their functions (cli_args.py,
+        main.py). [READ] comfy-aimdo's `init_devices` is taken to succeed (a working install)."""
+        from .source import function_source
+
+        ns: dict[str, Any] = {"args": _args(self.stack), "comfy": sys.modules["comfy"]}
+        for rel, name in (("comfy/cli_args.py", "enables_dynamic_vram"), ("main.py", "dynamic_vram_supported")):
+            exec(compile(function_source(root / rel, name), str(root / rel), "exec"), ns)
+        text = (root / "main.py").read_text(encoding="utf-8")
+        switch = next(
+            node
+            for node in ast.parse(text).body
+            if isinstance(node, ast.If) and "dynamic_vram_supported()" in ast.unparse(node.test)
+        )
+        if not eval(compile(ast.Expression(switch.test), "main.py", "eval"), ns):
+            return False
+        too_old = switch.body[0]
+        assert isinstance(too_old, ast.If)
+        return not eval(compile(ast.Expression(too_old.test), "main.py", "eval"), ns)
 
     def device(self) -> Any:
         """The load device, as ComfyUI's own `get_torch_device` gives it."""

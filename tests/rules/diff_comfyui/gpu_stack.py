@@ -88,32 +88,34 @@ for _major, _minor in {s.capability for s in CLASSES.values() if s.vendor == "nv
     CLASSES.setdefault(f"sm_{_major}{_minor}", _nv(_major, _minor))
 
 
-def _version(value: Any) -> str | None:
-    return None if value in (None, "") else str(value)
+def amd_capability(arch: str) -> tuple[int, int]:
+    """What ROCm's `get_device_properties` reports as (major, minor) for a gfx name: the digits
+    before the last two are the major, the next one the minor (gfx1100 -> 11.0, gfx942 -> 9.4,
+    gfx90a -> 9.0)."""
+    digits = arch.removeprefix("gfx")
+    return int(digits[:-2]), int(digits[-2], 16)
 
 
-def stack_for(spec: str, entry: dict[str, Any] | None = None) -> Stack | None:
-    """The stack of one `--gpu` value (`rtx4090`, `sm_89,cuda=12.8`, `mps,torch=2.15`), the
-    software taken from quantcheck's JSON entry when given (else from the spec's own
-    `key=value` parts); None when the class is not in `CLASSES`."""
-    head, *parts = spec.split(",")
-    base = CLASSES.get(head.strip().lower().replace("_", "_"))
-    if base is None and head.strip().replace(".", "").isdigit():
-        major, _, minor = head.strip().partition(".")
-        base = CLASSES.get(f"sm_{major}{minor or 0}")
-    if base is None:
-        return None
-    fields = dict(part.split("=", 1) for part in parts if "=" in part)
-    stack = base
-    if "torch" in fields:
-        stack = replace(stack, torch=fields["torch"])
-    if "cuda" in fields and stack.vendor == "nvidia":
-        stack = replace(stack, cuda=fields["cuda"])
-    if "rocm" in fields and stack.vendor == "amd":
-        stack = replace(stack, hip=fields["rocm"])
-    if entry is not None:
-        if entry.get("torch"):
-            stack = replace(stack, torch=str(entry["torch"]))
-        if stack.vendor == "nvidia" and entry.get("cuda"):
-            stack = replace(stack, cuda=_version(entry["cuda"]))
-    return stack
+_VENDOR = {"microsoft": "directml"}
+
+
+def stack_from_entry(entry: dict[str, Any]) -> Stack:
+    """The stack quantcheck's `targets[T].gpu[G]` entry says it judged: vendor, compute
+    capability or AMD architecture, torch, CUDA, ROCm."""
+    vendor = _VENDOR.get(entry["vendor"], entry["vendor"])
+    cc = entry.get("compute_capability")
+    arch = entry.get("arch") or ""
+    capability = None
+    if cc:
+        major, _, minor = str(cc).partition(".")
+        capability = (int(major), int(minor or 0))
+    elif arch:
+        capability = amd_capability(arch)
+    return Stack(
+        vendor,
+        capability,
+        arch=arch,
+        torch=str(entry.get("torch") or "2.15"),
+        cuda=str(entry["cuda"]) if entry.get("cuda") else None,
+        hip=str(entry["rocm"]) if entry.get("rocm") else None,
+    )

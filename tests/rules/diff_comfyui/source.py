@@ -72,17 +72,23 @@ FETCH = {COMMIT: FILES, LOADER_COMMIT: LOADER_FILES}
 #: The GPU oracle's files (gpu_oracle.py), pinned whole: `whole/comfy/ops.py` is comfy/ops.py
 #: @0271a469 in full (the tree's `comfy/ops.py` holds only two of its functions), and
 #: comfy/model_management.py @783545f6 (the device gates `supports_*_compute`, the module
-#: state they read, `cast_to`). The suite skips its GPU cases when they are absent.
+#: state they read, `cast_to`), and @783545f6's DynamicVRAM switch: `enables_dynamic_vram`
+#: (comfy/cli_args.py) and `dynamic_vram_supported` with the `if` that uses them (main.py).
+#: The suite skips its GPU cases when they are absent.
 GPU_PINS = {
     "whole/comfy/ops.py": "8fc3ee2386cdbfdf4eabdc8268514550bedd858a012f8c503433f289c6cf66e3",
     "comfy/model_management.py": (
         "ddf5fe6399398d9101850d42604dce20eec0a6b6cba18135ea4ad5d3da3de99e"
     ),
+    "comfy/cli_args.py": "fc43d5f71e7a493414d843224732db23e48ad18d47d21537e563d8512d29f3c3",
+    "main.py": "31f9ebf1dec72bda8b75aec72d46cee3c5bcd7382610dc26012e4fd635804073",
 }
 #: Where each GPU file comes from: path under the tree -> (commit, path in the repository).
 GPU_FETCH = {
     "whole/comfy/ops.py": (COMMIT, "comfy/ops.py"),
     "comfy/model_management.py": (LOADER_COMMIT, "comfy/model_management.py"),
+    "comfy/cli_args.py": (LOADER_COMMIT, "comfy/cli_args.py"),
+    "main.py": (LOADER_COMMIT, "main.py"),
 }
 
 

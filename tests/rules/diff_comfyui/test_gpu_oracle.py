@@ -1,0 +1,137 @@
+"""GPU differential tests (issue 24 item 5): ComfyUI's own device gates and layer forward
+(ops.py / quant_ops.py @0271a469, model_management.py / main.py / cli_args.py @783545f6) and
+comfy-kitchen 0.2.40's own backend choice, run on the CPU with each GPU class's facts patched
+in (gpu_oracle.py), against `quantcheck check --target comfyui@0271a469 --gpu G` per layer and
+per format, for every class of quantcheck's GPU table, the cards and stack variants issue 24
+names, every bundled example and the generated files of gpu_cases.py (`make diff-comfyui`).
+
+Skipped unless QUANTCHECK_DIFF_COMFYUI=1, and skipped (one line saying what is missing) when the
+ComfyUI tree lacks the GPU oracle's files (source.py GPU_PINS); they are verified before use.
+Differences documented as allowed are in `ALLOW` with their reasons; every other difference
+fails, naming both sides' reasons.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .gpu_cases import files, specs
+from .gpu_run import Oracles, quantcheck_json, run_spec
+from .source import gpu_missing, tree, verify_gpu
+
+pytestmark = pytest.mark.skipif(
+    os.environ.get("QUANTCHECK_DIFF_COMFYUI") != "1",
+    reason="set QUANTCHECK_DIFF_COMFYUI=1 (make diff-comfyui)",
+)
+
+_INT8_OFF_CUDA = (
+    "[READ] off CUDA/ROCm, whether torch._int_mm runs natively is not settled by their code "
+    "(comfy-kitchen #92: eager int8_linear advertised on MPS, torch._int_mm CUDA-only); the "
+    "oracle calls eager off CUDA emulated, quantcheck native"
+)
+_NVFP4_SHAPE = (
+    "[READ] comfy-kitchen's registry accepts N=40 for scaled_mm_nvfp4 (its constraints check "
+    "only K); whether cuBLASLt / torch scaled_mm then run it or raise into the layout's "
+    "dequantize fallback is a device-only question (benchmarks/gpu_check.py)"
+)
+#: (spec head or "*", format, quantcheck's mode) -> why the oracle and quantcheck may differ.
+ALLOW: dict[tuple[str, str, str], str] = {
+    ("mps", "int8_tensorwise", "native"): _INT8_OFF_CUDA,
+    ("mps", "asym_w4a8_int8", "native"): _INT8_OFF_CUDA,
+    ("mps", "w6a8_int8", "native"): _INT8_OFF_CUDA,
+    ("*", "nvfp4", "emulated"): _NVFP4_SHAPE,
+    ("*", "nvfp4", "mixed"): _NVFP4_SHAPE,
+}
+#: Disagreements found and reported (DISAGREEMENTS.md), by (file, format, ComfyUI's mode,
+#: quantcheck's mode), with the upstream line that decides. quantcheck is wrong in each: when
+#: it is fixed the entry must go (test_known_disagreements_are_still_there says so).
+KNOWN: dict[tuple[str, str, str, str], str] = {
+    ("w6a8_int8.safetensors", "w6a8_int8", "refused", "native"): (
+        "comfy/ops.py @0271a469 _load_quantized_module L1206 `qconfig = "
+        "QUANT_ALGOS[module.quant_format]` raises KeyError: 'w6a8_int8' (quant_ops.py @0271a469 "
+        "has no w6a8_int8); quantcheck's own QC610 says so, its GPU entry says native"
+    ),
+    ("w6a8_int8.safetensors", "w6a8_int8", "refused", "emulated"): (
+        "as above (on xpu / directml the GPU entry says emulated: the load fails first)"
+    ),
+    ("broken_seeds.safetensors", "asym_w4a8_int8", "refused", "native"): (
+        "comfy-kitchen 0.2.40 tensor/w4a8_int8.py L152 `registry.get_implementation(operation, "
+        "kwargs=kwargs)` raises NoCapableBackendError: every backend's w4a8_int8_linear wants "
+        "s_channel float32 (backends/eager/__init__.py L450, backends/cuda/__init__.py L4931); "
+        "the BF16 weight_s_channel (QC305) makes the first forward raise"
+    ),
+    ("broken_seeds.safetensors", "asym_w4a8_int8", "mixed", "native"): (
+        "the format summary of the above (the file's other W4A8 layers run)"
+    ),
+}
+SPECS = specs()
+
+
+def known(line: str) -> tuple[str, str, str, str] | None:
+    """The `KNOWN` entry a disagreement line is, or None."""
+    for key in KNOWN:
+        name, fmt, ours, theirs = key
+        as_layer = f"({fmt}): ComfyUI {ours} " in line and f"; quantcheck {theirs} (" in line
+        as_format = f"format {fmt}: ComfyUI {ours}, quantcheck {theirs}" in line
+        if line.startswith(name + " ") and (as_layer or as_format):
+            return key
+    return None
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    root = tree()
+    if root is None:
+        pytest.skip("no ComfyUI source (QUANTCHECK_COMFYUI_SRC unset and no git fetch)")
+    missing = gpu_missing(root)
+    if missing:
+        pytest.skip(f"the ComfyUI tree {root} lacks the GPU oracle's files: {', '.join(missing)}")
+    verify_gpu(root)
+    judged = files(tmp_path_factory.mktemp("gpu"))
+    entries = {name: quantcheck_json(path, SPECS) for name, path in judged.items()}
+    return {"oracles": Oracles(root), "files": judged, "entries": entries, "known_seen": set()}
+
+
+@pytest.mark.parametrize("spec", SPECS)
+def test_comfyui_gpu_agrees_with_quantcheck(spec: str, world: dict[str, Any]) -> None:
+    agree = allowed = 0
+    disagree: list[str] = []
+    for name, path in world["files"].items():
+        one = run_spec(
+            world["oracles"],
+            {name: path},
+            world["entries"],
+            spec,
+            allowed_for(spec, name),
+        )
+        agree += one.agree
+        allowed += len(one.allowed)
+        disagree += one.disagree
+    assert agree > 0
+    new = [line for line in disagree if known(line) is None]
+    world["known_seen"].update(key for line in disagree if (key := known(line)) is not None)
+    assert not new, f"{len(new)} disagreements on {spec}:\n" + "\n".join(new)
+
+
+def test_known_disagreements_are_still_there(world: dict[str, Any]) -> None:
+    """After the per-spec tests (file order): a KNOWN entry no comparison matched is fixed."""
+    if not world["known_seen"]:
+        pytest.skip("the per-spec comparisons did not run")
+    stale = [key for key in KNOWN if key not in world["known_seen"]]
+    assert not stale, f"fixed in quantcheck, remove from KNOWN: {stale}"
+
+
+def test_every_table_class_is_judged() -> None:
+    from quantcheck.gpus.classes import CLASSES
+
+    assert {c.key for c in CLASSES} <= set(SPECS)
+
+
+def test_examples_are_all_judged(tmp_path: Path) -> None:
+    judged = files(tmp_path)
+    examples = Path(__file__).resolve().parents[3] / "examples"
+    assert {p.name for p in examples.glob("*.safetensors")} <= set(judged)
