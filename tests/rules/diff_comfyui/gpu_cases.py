@@ -11,8 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..diff_consumers.cases import INT8, ROT16, Case, layer_case, raw_case
 from .._build import awq
+from ..diff_consumers.cases import INT8, ROT16, Case, layer_case, raw_case
 from .cases import _relabel
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"

@@ -83,10 +83,14 @@ MM_FUNCTIONS = (
 #: The module-level assignments executed besides the probes (by target name).
 MM_ASSIGNMENTS = (
     "cpu_state",
-    "SUPPORT_FP8_OPS", "AMD_RDNA2_AND_OLDER_ARCH", "AMD_ENABLE_MIOPEN_ENV", "WINDOWS")
+    "SUPPORT_FP8_OPS",
+    "AMD_RDNA2_AND_OLDER_ARCH",
+    "AMD_ENABLE_MIOPEN_ENV",
+    "WINDOWS",
+)
 
 
-def INT8_GATE_READ(mm: types.ModuleType) -> Any:  # noqa: N802 - upstream's name, read
+def INT8_GATE_READ(mm: types.ModuleType) -> Any:
     """[READ] stand-in for `comfy.model_management.supports_int8_compute` @0271a469."""
 
     def supports_int8_compute(device: Any = None) -> bool:
@@ -421,7 +425,10 @@ class DeviceComfy:
         from .source import function_source
 
         ns: dict[str, Any] = {"args": _args(self.stack), "comfy": sys.modules["comfy"]}
-        for rel, name in (("comfy/cli_args.py", "enables_dynamic_vram"), ("main.py", "dynamic_vram_supported")):
+        for rel, name in (
+            ("comfy/cli_args.py", "enables_dynamic_vram"),
+            ("main.py", "dynamic_vram_supported"),
+        ):
             exec(compile(function_source(root / rel, name), str(root / rel), "exec"), ns)
         text = (root / "main.py").read_text(encoding="utf-8")
         switch = next(
@@ -483,7 +490,7 @@ class DeviceComfy:
         errors: list[str] = []
         try:
             linear._load_from_state_dict(sd, "layer.", {}, True, missing, unexpected, errors)
-        except Exception as exc:  # noqa: BLE001 - ComfyUI's refusal is the finding
+        except Exception as exc:
             return LayerPath(False, False, error=f"load: {type(exc).__name__}: {exc}")
         from comfy_kitchen.tensor.base import QuantizedTensor
 
@@ -511,7 +518,7 @@ class DeviceComfy:
             try:
                 with torch.no_grad():
                     linear(x)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 error = f"forward: {type(exc).__name__}: {exc}"
         path = LayerPath(
             quantized=isinstance(linear.weight, QuantizedTensor) and not dequantized,

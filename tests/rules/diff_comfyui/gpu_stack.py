@@ -6,14 +6,15 @@ AMD architecture name (`torch.cuda.get_device_properties`), the torch and CUDA/R
 and ComfyUI's command-line switches. Nothing here decides anything: `gpu_oracle.py` hands
 these facts to the upstream code and records what it decides.
 
-`CLASSES` names every GPU class of issue 24 with its facts (capabilities from NVIDIA's and
-AMD's published tables); `stack_for(spec, entry)` builds the stack for one `--gpu` value, taking
-the torch / CUDA versions from quantcheck's own JSON entry so both sides judge the same stack.
+`stack_from_entry(entry)` builds the stack quantcheck's own JSON entry says it judged (so both
+sides judge the same machine). `CLASSES` holds the facts of the cards issue 24 names, from
+NVIDIA's and AMD's published tables, to check quantcheck's class table against
+(test_gpu_stack.py).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -55,7 +56,7 @@ def _amd(arch: str, major: int, minor: int) -> Stack:
 
 
 _OTHER = {"cuda": None, "hip": None}
-#: Every GPU class issue 24 names, by the names users type.
+#: The cards issue 24 names (and a few more), by the names users type.
 CLASSES: dict[str, Stack] = {
     "rtx2080ti": _nv(7, 5),
     "t4": _nv(7, 5),
@@ -79,13 +80,6 @@ CLASSES: dict[str, Stack] = {
     "directml": Stack("directml", **_OTHER),
     "cpu": Stack("cpu", **_OTHER),
 }
-for _major, _minor in {s.capability for s in CLASSES.values() if s.vendor == "nvidia"} | {
-    (6, 1),
-    (8, 7),
-    (10, 3),
-    (12, 1),
-}:
-    CLASSES.setdefault(f"sm_{_major}{_minor}", _nv(_major, _minor))
 
 
 def amd_capability(arch: str) -> tuple[int, int]:
