@@ -187,12 +187,11 @@ def labelled_check(
     diags = run_rules(ck, targets)
     gpu: dict[str, Any] = {}
     needs: dict[str, Any] = {}
-    if gpus:
-        from quantcheck.rules.gpu.findings import known_issues
+    if gpus:  # known bad combinations for those GPUs are findings too (QC80x)
         from quantcheck.rules.gpu.report import gpu_targets
 
-        gpu, needs = gpu_targets(ck, targets, gpus)
-        diags.extend(known_issues(ck, targets, gpus))
+        gpu, needs, found = gpu_targets(ck, targets, gpus)
+        diags.extend(found)
     if deep:
         from quantcheck.rules.numeric.deep import deep_check
 

@@ -74,3 +74,38 @@ def local_spec(value: str) -> str:
     keys = {p.partition("=")[0].strip().lower() for p in given}
     parts = [p for p in parts if p.partition("=")[0] not in keys] + given
     return ",".join([device, *parts])
+
+
+def pick_format(specs: list[GpuSpec], keys: tuple[str, ...], writable: tuple[str, ...]) -> str:
+    """`quantize --to auto --gpu SPEC`: the first of the "runs natively instead" formats
+    (`rules/gpu/needs.ALTERNATIVES`) that `quantize` can write and that runs natively on every
+    given GPU for every target key with GPU decisions; ValueError naming why none does."""
+    from quantcheck.rules.gpu.needs import ALTERNATIVES
+    from quantcheck.rules.gpu.report import gpu_rules
+
+    rules = [r for k in keys if (r := gpu_rules(k)) is not None]
+    if not rules:
+        raise ValueError("--to auto needs a --target whose runtime models GPUs (comfyui, sglang)")
+    for fmt in ALTERNATIVES:
+        if fmt in writable and all(
+            r.format_decision(fmt, s)[0] == "native" for r in rules for s in specs
+        ):
+            return fmt
+    raise ValueError(
+        "--to auto: no format quantize writes runs natively on "
+        f"{', '.join(s.label() for s in specs)} for {', '.join(keys)}; name one with --to"
+    )
+
+
+def planned_lines(ck: object, keys: tuple[str, ...], specs: list[GpuSpec]) -> list[str]:
+    """`quantize --gpu`: the GPU summary of the file as it would be written (one line per
+    target and GPU), a `warning:` line for each GPU where some layers would not be native."""
+    from quantcheck.rules.gpu.report import gpu_targets
+
+    per_target, needs, _ = gpu_targets(ck, keys, specs)  # type: ignore[arg-type]
+    out = []
+    for key, entries in per_target.items():
+        for e in entries.values():
+            out.append(e["summary"])
+        out += [f"warning: {a}" for a in needs[key]["advice_lines"]]
+    return out

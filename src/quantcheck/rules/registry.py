@@ -19,7 +19,15 @@ FAMILIES = {
 
 #: The generic rule folders (`rules/<name>/catalog.py`); each runtime's own rules come from its
 #: record's folder (`Runtime.folder`: `rules/<runtime>/catalog.py`).
-CATALOGS: tuple[str, ...] = ("container", "markers", "layers", "numeric", "shards", "support")
+CATALOGS: tuple[str, ...] = (
+    "container",
+    "markers",
+    "layers",
+    "numeric",
+    "shards",
+    "support",
+    "gpu",
+)
 
 
 def all_rules() -> dict[str, Rule]:

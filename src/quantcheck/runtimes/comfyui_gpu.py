@@ -256,3 +256,93 @@ COMPUTE_BYTES_OTHER = {
     "directml": (2, "F16"),
     "cpu": (4, "F32"),
 }
+
+
+@record
+class KnownIssue:
+    """A device combination users reported going wrong with ComfyUI + comfy-kitchen: the rule
+    code (QC800 crash, QC801 wrong output, QC802 slow, QC803 size limit), the formats, which
+    devices (compute capabilities, AMD architectures or backends; any one matches), whether
+    only ConvRot layers are concerned, what happens and the threads that report it."""
+
+    code: str
+    formats: frozenset[str]
+    what: str
+    threads: str
+    ccs: tuple[tuple[int, int], ...] = ()
+    archs: tuple[str, ...] = ()
+    backends: tuple[str, ...] = ()
+    convrot_only: bool = False
+
+
+INT8_FORMATS = frozenset({"int8_tensorwise", "convrot_w4a4", "asym_w4a8_int8", "w6a8_int8"})
+RDNA3 = ("gfx1100", "gfx1101", "gfx1102")
+
+KNOWN_ISSUES: tuple[KnownIssue, ...] = (
+    KnownIssue(
+        "QC800",
+        frozenset({"int8_tensorwise"}),
+        "INT8 crashes reported on RDNA3 (fatal access violation in int8_tensorwise)",
+        "Comfy-Org/comfy-kitchen #61 (ROCm on Windows, gfx1101); Comfy-Org/ComfyUI #14777 "
+        '("Should INT8 work on RDNA3?")',
+        archs=RDNA3,
+    ),
+    KnownIssue(
+        "QC800",
+        frozenset({"int8_tensorwise", "convrot_w4a4"}),
+        'INT8 ConvRot fails on ROCm ("Only Tensors of floating point and complex dtype can '
+        'require gradients")',
+        "patientx-cfz/comfyui-rocm #92",
+        backends=("rocm",),
+        convrot_only=True,
+    ),
+    KnownIssue(
+        "QC800",
+        INT8_FORMATS,
+        "comfy-kitchen's eager int8_linear is advertised on MPS, but torch._int_mm there is "
+        "CUDA-only: the INT8 matmul raises",
+        "Comfy-Org/comfy-kitchen #92 (listed in Comfy-Org/ComfyUI #15419)",
+        backends=("mps",),
+    ),
+    KnownIssue(
+        "QC801",
+        frozenset({"int8_tensorwise"}),
+        "INT8 models reported to give broken output on Turing (T4, RTX 20xx) with no error",
+        'Comfy-Org/comfy-kitchen #55 ("INT8 Krea2 models broken on Tesla T4 (SM75)"); '
+        "BobJohnson24/ComfyUI-INT8-Fast #91 (noise output on RTX 20xx)",
+        ccs=((7, 5),),
+    ),
+    KnownIssue(
+        "QC801",
+        frozenset({"int8_tensorwise", "convrot_w4a4"}),
+        "INT8 ConvRot reported to give blank or noisy images on ROCm",
+        "patientx-cfz/comfyui-rocm #95",
+        backends=("rocm",),
+        convrot_only=True,
+    ),
+    KnownIssue(
+        "QC802",
+        frozenset({"int8_tensorwise"}),
+        "comfy-kitchen's CUTLASS INT8 picks a poor configuration on sm_86 (A6000): slower "
+        "than expected",
+        "Comfy-Org/comfy-kitchen #98 (listed in Comfy-Org/ComfyUI #15419)",
+        ccs=((8, 6),),
+    ),
+    KnownIssue(
+        "QC802",
+        frozenset({"int8_tensorwise", "convrot_w4a4"}),
+        "INT8 reported ~3x slower on Turing after comfy-kitchen 0.2.19, and int4 ConvRot no "
+        'faster than INT8 there ("20 series needs different kernels")',
+        "Comfy-Org/comfy-kitchen #75 (GTX 1660 Super); Comfy-Org/ComfyUI #14909 (RTX 2080 Ti)",
+        ccs=((7, 5),),
+    ),
+)
+
+#: comfy-kitchen #136: its INT8 GEMM kernels index the output in int32, an illegal memory
+#: access once tokens x N >= 2**31 (one call's M x N)
+SIZE_LIMIT = 2**31
+SIZE_THREAD = (
+    "Comfy-Org/comfy-kitchen #136 (2026-08-24: INT8 GEMM kernels index the output in int32, "
+    "illegal memory access once m*n >= 2**31); Comfy-Org/ComfyUI #14756 (int8convrot OOM / "
+    "illegal memory access where fp16 finishes)"
+)

@@ -204,7 +204,7 @@ def test_summary_line(tmp_path: Path) -> None:
         "comfyui on rtx4090 (sm_89): 1 nvfp4 layer emulated — dequantized every step, slower "
         "than BF16; 1 layer native · weights "
     )
-    assert e["summary"].endswith("transient; activations not included)")
+    assert e["summary"].endswith("transient; activations not included) · known issues: QC803")
 
 
 def test_no_gpu_no_entry(tmp_path: Path) -> None:

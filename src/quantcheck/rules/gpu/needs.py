@@ -20,14 +20,20 @@ if TYPE_CHECKING:
 ALTERNATIVES = ("float8_e4m3fn", "int8_tensorwise", "mxfp8", "nvfp4", "asym_w4a8_int8")
 
 
+#: the NVIDIA classes of the table with the default stack (parsed once)
+_SPECS: list[GpuSpec] = []
+
+
 def native_from(plan: Plan, rules: GpuRules) -> dict[str, Any]:
     """`{"compute_capability", "class", "cards", "line"}`: the lowest NVIDIA class such that it
     and every newer class of the table run all quantized layers natively (default stack);
     `compute_capability` None when even the newest does not."""
     nvidia = [c for c in CLASSES if c.cc is not None]
+    if not _SPECS:
+        _SPECS.extend(parse_spec(c.key) for c in nvidia)
     from_index = None
     for i in range(len(nvidia) - 1, -1, -1):
-        tally = counts(decide(plan, rules, parse_spec(nvidia[i].key)))
+        tally = counts(plan, decide(plan, rules, _SPECS[i]))
         if tally["native"] != sum(tally.values()):
             break
         from_index = i

@@ -10,8 +10,10 @@ quantized, their bytes) is computed once per checkpoint (`Plan`).
 
 from __future__ import annotations
 
+from operator import itemgetter
+
 from quantcheck.formats.dims import derive_dims
-from quantcheck.formats.table import FLOATS, FORMATS
+from quantcheck.formats.table import FORMATS
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
@@ -33,6 +35,10 @@ ACTIVATIONS_NOTE = (
 )
 
 Decision = tuple[str, str]  # (mode, reason)
+_DTYPE_SHAPE = itemgetter(1, 2)  # of a TensorInfo
+MARKER = ".comfy_quant"
+#: bytes per element of the floating-point storage dtypes (elements = stored bytes / width)
+FLOAT_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2}
 
 
 class GpuRules:
@@ -68,46 +74,69 @@ class GpuRules:
 
 class Plan:
     """What the GPU entries of one checkpoint share: its quantized layers (prefix, format,
-    layer), their stored bytes, and the unquantized tensors' element count."""
+    layer, signature), their stored bytes, and the unquantized tensors' element count.
 
-    __slots__ = ("_dims", "float_elements", "other_bytes", "quantized_bytes", "rows")
+    A decision depends only on the layer's format, tensors (suffix, dtype, shape) and marker
+    fields, its *signature*: a DiT repeats a few signatures hundreds of times, so each is
+    decided once per GPU (`groups`, by signature number: [format, the first layer's prefix,
+    that layer, how many layers, logical (N, K) or None]; `rows`: (prefix, signature
+    number) per quantized layer, in checkpoint order)."""
+
+    __slots__ = ("float_elements", "groups", "other_bytes", "quantized_bytes", "rows")
 
     def __init__(self, ck: Checkpoint) -> None:
-        self.rows: list[tuple[str, str, Layer]] = []
-        owned: set[str] = set()
+        self.rows: list[tuple[str, int]] = []
+        self.groups: list[list[Any]] = []
+        numbers: dict[Any, int] = {}
+        quantized = float_elements = other = 0
+        for name, t in ck.tensors.items():
+            if name.endswith(MARKER):
+                continue  # read at load, never a weight
+            width = FLOAT_BYTES.get(t[1])
+            if width:
+                float_elements += (t[4] - t[3]) // width
+            else:
+                other += t[4] - t[3]
         for prefix, layer in ck.layers.items():
             fmt = layer.format
-            if layer.marker is not None and isinstance(fmt, str) and layer.weight is not None:
-                self.rows.append((prefix, fmt, layer))
-                owned.update(t.name for s, t in layer.tensors.items() if s != "bias")
-        self.quantized_bytes = self.float_elements = self.other_bytes = 0
-        for name, t in ck.tensors.items():
-            if name.endswith(".comfy_quant"):
-                continue  # the marker: read at load, never a weight
-            if name in owned:
-                self.quantized_bytes += t.nbytes
-            elif t.dtype in FLOATS:
-                self.float_elements += t.numel
-            else:
-                self.other_bytes += t.nbytes
-        self._dims: dict[str, tuple[int, int] | None] = {}
+            marker = layer.marker
+            if marker is None or not isinstance(fmt, str) or layer.weight is None:
+                continue
+            ts = layer.tensors
+            sig = (fmt, repr(marker.fields), tuple(ts), tuple(map(_DTYPE_SHAPE, ts.values())))
+            gid = numbers.get(sig)
+            if gid is None:
+                gid = numbers[sig] = len(self.groups)
+                self.groups.append([fmt, prefix, layer, 0])
+            self.groups[gid][3] += 1
+            self.rows.append((prefix, gid))
+            for suffix, t in ts.items():  # held as stored (a bias: in the compute dtype)
+                if suffix in ("bias", "comfy_quant"):
+                    continue
+                quantized += t[4] - t[3]
+                width = FLOAT_BYTES.get(t[1])
+                if width:
+                    float_elements -= (t[4] - t[3]) // width
+                else:
+                    other -= t[4] - t[3]
+        self.quantized_bytes, self.float_elements, self.other_bytes = (
+            quantized,
+            float_elements,
+            other,
+        )
+        for group in self.groups:  # the logical (N, K), or None
+            spec = FORMATS.get(group[0])
+            d = derive_dims(spec, group[2]) if spec is not None else None
+            group.append((d.N, d.K) if d is not None else None)
 
-    def dims(self, prefix: str, fmt: str, layer: Layer) -> tuple[int, int] | None:
-        """The layer's logical (N, K), or None when its format or weight gives none."""
-        if prefix not in self._dims:
-            spec = FORMATS.get(fmt)
-            d = derive_dims(spec, layer) if spec is not None else None
-            self._dims[prefix] = (d.N, d.K) if d is not None else None
-        return self._dims[prefix]
 
-
-def decide(plan: Plan, rules: GpuRules, spec: GpuSpec) -> dict[str, Decision]:
-    """Each quantized layer's decision on `spec`, in checkpoint order."""
+def decide(plan: Plan, rules: GpuRules, spec: GpuSpec) -> list[Decision]:
+    """The decision of each layer signature of `plan` on `spec` (by signature number)."""
     by_format: dict[str, Decision] = {}
     special = rules.layer_formats(spec)
     keys = rules.marker_keys
-    out: dict[str, Decision] = {}
-    for prefix, fmt, layer in plan.rows:
+    out: list[Decision] = []
+    for fmt, _, layer, _, dims in plan.groups:
         base = by_format.get(fmt)
         if base is None:
             base = by_format[fmt] = rules.format_decision(fmt, spec)
@@ -116,16 +145,16 @@ def decide(plan: Plan, rules: GpuRules, spec: GpuSpec) -> dict[str, Decision]:
         if fmt in special or (
             keys and marker is not None and any(k in marker.fields for k in keys)
         ):
-            own = rules.layer_decision(layer, fmt, plan.dims(prefix, fmt, layer), base, spec)
-        out[prefix] = own or base
+            own = rules.layer_decision(layer, fmt, dims, base, spec)
+        out.append(own or base)
     return out
 
 
-def counts(decisions: dict[str, Decision]) -> dict[str, int]:
+def counts(plan: Plan, decisions: list[Decision]) -> dict[str, int]:
     """Layers per mode (every mode named, zeros included)."""
     out = dict.fromkeys(MODES, 0)
-    for mode, _ in decisions.values():
-        out[mode] += 1
+    for group, (mode, _) in zip(plan.groups, decisions, strict=True):
+        out[mode] += group[3]
     return out
 
 
@@ -134,26 +163,23 @@ def gpu_entry(plan: Plan, rules: GpuRules, spec: GpuSpec) -> dict[str, Any]:
     decisions = decide(plan, rules, spec)
     formats: dict[str, str] = {}
     per_format: dict[str, dict[str, int]] = {}
-    shared: dict[Decision, dict[str, Any]] = {}
-    execution: dict[str, dict[str, Any]] = {}
+    records: dict[Decision, dict[str, Any]] = {}
     size, dtype = rules.compute_dtype(spec)
     peak = 0
-    for prefix, fmt, layer in plan.rows:
-        d = decisions[prefix]
+    for (fmt, _, _, n, dims), d in zip(plan.groups, decisions, strict=True):
         mode = d[0]
         seen = formats.get(fmt)
         formats[fmt] = mode if seen in (None, mode) else "mixed"
         tally = per_format.setdefault(fmt, {})
-        tally[mode] = tally.get(mode, 0) + 1
-        rec = shared.get(d)
-        if rec is None:
-            rec = shared[d] = {"mode": mode, "reason": d[1], "lora_mode": NO_LORA}
-        execution[prefix] = rec
-        if mode in ("emulated", "depends"):
-            nk = plan.dims(prefix, fmt, layer)
-            if nk is not None:
-                peak = max(peak, nk[0] * nk[1] * size)
-    layers = counts(decisions)
+        tally[mode] = tally.get(mode, 0) + n
+        if d not in records:
+            records[d] = {"mode": mode, "reason": d[1], "lora_mode": NO_LORA}
+        if mode in ("emulated", "depends") and dims is not None:
+            peak = max(peak, dims[0] * dims[1] * size)
+    # one shared record per decision (copy one before changing it)
+    by_number = [records[d] for d in decisions]
+    execution = {prefix: by_number[gid] for prefix, gid in plan.rows}
+    layers = counts(plan, decisions)
     weight = plan.quantized_bytes + plan.float_elements * size + plan.other_bytes
     notes = [
         *rules.notes(spec, set(formats)),
@@ -176,6 +202,7 @@ def gpu_entry(plan: Plan, rules: GpuRules, spec: GpuSpec) -> dict[str, Any]:
         "compute_dtype": dtype,
         "summary": summary_line(rules.name, spec, per_format, weight, peak),
         "notes": notes,
+        "known_issues": [],
         "execution": execution,
     }
 

@@ -3,6 +3,7 @@ value, the `gpu_entry`; per such target, `gpu_needs`. Standard library only."""
 
 from __future__ import annotations
 
+from quantcheck.rules.gpu.findings import known_issues
 from quantcheck.rules.gpu.needs import advice, advice_lines, native_from
 from quantcheck.rules.gpu.plan import Plan, gpu_entry
 from quantcheck.runtimes import load, split_target
@@ -11,6 +12,7 @@ TYPE_CHECKING = False  # typing is not imported on the check path (start-up time
 if TYPE_CHECKING:
     from typing import Any
 
+    from quantcheck.diagnostics import Diagnostic
     from quantcheck.gpus.spec import GpuSpec
     from quantcheck.model.checkpoint import Checkpoint
     from quantcheck.rules.gpu.plan import GpuRules
@@ -35,10 +37,11 @@ def expect(ck: Checkpoint, target: str, spec: GpuSpec) -> dict[str, Any]:
 
 def gpu_targets(
     ck: Checkpoint, keys: tuple[str, ...], specs: list[GpuSpec]
-) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
-    """({target key: {G: entry}}, {target key: needs}) for the keys whose runtime has GPU
-    decisions. `needs` is `native_from` plus `advice`, one line per given GPU that does not
-    run every layer natively."""
+) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]], list[Diagnostic]]:
+    """({target key: {G: entry}}, {target key: needs}, known-issue findings) for the keys
+    whose runtime has GPU decisions. `needs` is `native_from` plus `advice` (per given GPU
+    that does not run every layer natively). Each entry's `known_issues` lists the codes and
+    messages of the findings that name its GPU (ComfyUI targets)."""
     plan = Plan(ck)
     per_target: dict[str, dict[str, Any]] = {}
     needs: dict[str, dict[str, Any]] = {}
@@ -51,4 +54,15 @@ def gpu_targets(
         lowest = native_from(plan, rules)
         slow = [a for s in specs if (a := advice(rules, s, entries[s.given]))]
         needs[key] = {**lowest, "advice": slow, "advice_lines": advice_lines(slow)}
-    return per_target, needs
+    found = known_issues(plan, specs, ck.shards[0].name if ck.shards else None)
+    for key, entries in per_target.items():
+        if split_target(key)[0].name != "comfyui":
+            continue
+        for d in found:
+            for g in d.data["gpus"]:
+                entries[g]["known_issues"].append({"code": d.code, "message": d.message})
+        for e in entries.values():
+            if e["known_issues"]:
+                codes = ", ".join(dict.fromkeys(k["code"] for k in e["known_issues"]))
+                e["summary"] += f" · known issues: {codes}"
+    return per_target, needs, found
