@@ -4,10 +4,12 @@ mode, the comparison with a `check --gpu` entry, and the device facts built from
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from .gpu_cases import files, specs
 from .gpu_compare import Verdict, compare, format_summary, oracle_mode
 from .gpu_stack import CLASSES, Stack, amd_capability, stack_from_entry
 
@@ -172,3 +174,15 @@ def test_the_class_table_has_the_published_capabilities() -> None:
             assert cls.arch == stack.arch, name
         checked += 1
     assert checked >= 12
+
+
+def test_every_table_class_is_judged() -> None:
+    from quantcheck.gpus.classes import CLASSES
+
+    assert {c.key for c in CLASSES} <= set(specs())
+
+
+def test_examples_are_all_judged(tmp_path: Path) -> None:
+    judged = files(tmp_path)
+    examples = Path(__file__).resolve().parents[3] / "examples"
+    assert {p.name for p in examples.glob("*.safetensors")} <= set(judged)

@@ -14,7 +14,6 @@ fails, naming both sides' reasons.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -136,13 +135,50 @@ def test_known_disagreements_are_still_there(world: dict[str, Any]) -> None:
     assert not stale, f"fixed in quantcheck, remove from KNOWN: {stale}"
 
 
-def test_every_table_class_is_judged() -> None:
-    from quantcheck.gpus.classes import CLASSES
-
-    assert {c.key for c in CLASSES} <= set(SPECS)
+def _oracle(world: dict[str, Any], stack: Any) -> Any:
+    return world["oracles"].get(stack)
 
 
-def test_examples_are_all_judged(tmp_path: Path) -> None:
-    judged = files(tmp_path)
-    examples = Path(__file__).resolve().parents[3] / "examples"
-    assert {p.name for p in examples.glob("*.safetensors")} <= set(judged)
+def _mode_of(world: dict[str, Any], stack: Any, case: str) -> set[str]:
+    """The oracle's modes for the layers of one generated file on `stack`."""
+    from .gpu_run import judge_file
+
+    verdicts = judge_file(_oracle(world, stack), world["files"][case], stack)
+    return {v.mode for _fmt, v in verdicts.values()}
+
+
+def test_the_switches_and_loaders_issue_24_measured(world: dict[str, Any]) -> None:
+    """Cells issue 24 reports as measured, re-run here: what ComfyUI's switches and loaders do
+    that quantcheck's `--gpu` grammar has no word for (`--supports-fp8-compute`,
+    `--disable-dynamic-vram`), and the stack variants."""
+    from dataclasses import replace
+
+    from .gpu_stack import CLASSES
+
+    ada, ampere, b200 = CLASSES["rtx4090"], CLASSES["rtx3090"], CLASSES["b200"]
+    assert {"nvfp4", "mxfp8"} == _oracle(world, ada).gate().disabled
+    forced = replace(ampere, fp8_flag=True)  # --supports-fp8-compute opens FP8 on sm_86
+    assert "float8_e4m3fn" not in _oracle(world, forced).gate().disabled
+    assert "float8_e4m3fn" in _oracle(world, ampere).gate().disabled
+    # CUDA 12.8: quant_ops switches comfy-kitchen's CUDA backend off
+    assert not _oracle(world, replace(ada, cuda="12.8")).gate().backends["cuda"]
+    assert _mode_of(world, replace(ada, cuda="12.8"), "w4a4") == {"emulated"}
+    assert _mode_of(world, replace(ada, cuda="12.8"), "int8-rowwise") == {"native"}
+    # MXFP8 with E8M0 scales: refused by the DynamicVRAM loader, runs without it
+    assert _mode_of(world, b200, "mxfp8-e8m0") == {"refused"}
+    assert _mode_of(world, replace(b200, dynamic_vram=False), "mxfp8-e8m0") == {"native"}
+    # AWQ: comfy-kitchen's CUDA kernel from sm_80 (batch-dependent), eager below
+    assert _mode_of(world, CLASSES["a100"], "awq") == {"depends"}
+    assert _mode_of(world, CLASSES["t4"], "awq") == {"emulated"}
+    # INT8 with an F16 scale: the CUDA backend's constraint refuses it, eager _int_mm runs it
+    oracle = _oracle(world, ada)
+    from .gpu_files import layers_of
+
+    layer = layers_of(world["files"]["int8-f16-scale"])[0]
+    assert [(c.op, c.backend) for c in oracle.layer(layer.tensors, layer.n, layer.k).calls] == [
+        ("int8_linear", "eager")
+    ]
+    layer = layers_of(world["files"]["int8-rowwise"])[0]
+    assert [(c.op, c.backend) for c in oracle.layer(layer.tensors, layer.n, layer.k).calls] == [
+        ("int8_linear", "cuda")
+    ]
