@@ -102,13 +102,14 @@ class Comparison:
 def compare(
     oracle: dict[str, tuple[str | None, Verdict]],
     entry: dict[str, Any],
-    allow: dict[tuple[str, str], str],
+    allow: dict[tuple[str, str, str], str],
     *,
     label: str,
 ) -> Comparison:
     """Compare the oracle's modes (layer -> (format, verdict)) with quantcheck's GPU entry.
-    `allow` maps (format, quantcheck mode) -> the documented reason the two may differ for
-    this device; every other difference is a disagreement, named with both reasons."""
+    `allow` maps (format, the oracle's mode, quantcheck's mode) -> the documented reason the
+    two may differ for this device; every other difference is a disagreement, named with both
+    reasons."""
     out = Comparison()
     execution = entry.get("execution", {})
     by_format: dict[str, list[str]] = {}
@@ -124,7 +125,7 @@ def compare(
         if theirs["mode"] == verdict.mode:
             out.agree += 1
             continue
-        why = allow.get((key, theirs["mode"]))
+        why = allow.get((key, verdict.mode, theirs["mode"]))
         line = (
             f"{label} {layer} ({key}): ComfyUI {verdict.mode} ({verdict.reason}); "
             f"quantcheck {theirs['mode']} ({theirs.get('reason', '')})"
@@ -137,10 +138,11 @@ def compare(
         got = entry.get("formats", {}).get(fmt)
         if got == mode:
             out.agree += 1
-        elif (fmt, str(got)) in allow or any(
-            (fmt, theirs) in allow for theirs in ("mixed", str(got))
-        ):
-            out.allowed.append(f"{label} format {fmt}: ComfyUI {mode}, quantcheck {got}")
+        elif (fmt, mode, str(got)) in allow:
+            why = allow[(fmt, mode, str(got))]
+            out.allowed.append(
+                f"{label} format {fmt}: ComfyUI {mode}, quantcheck {got} -- allowed: {why}"
+            )
         else:
             out.disagree.append(f"{label} format {fmt}: ComfyUI {mode}, quantcheck {got}")
     return out

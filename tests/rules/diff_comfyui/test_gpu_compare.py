@@ -125,7 +125,7 @@ def test_compare_counts_agreements_allowed_and_disagreements() -> None:
     allowed = compare(
         oracle,
         _entry(l1="native", l2="emulated"),
-        {("int8_tensorwise", "emulated"): "why"},
+        {("int8_tensorwise", "native", "emulated"): "why"},
         label="f g",
     )
     assert allowed.disagree == [] and allowed.allowed[0].endswith("-- allowed: why")

@@ -37,13 +37,11 @@ _NVFP4_SHAPE = (
     "only K); whether cuBLASLt / torch scaled_mm then run it or raise into the layout's "
     "dequantize fallback is a device-only question (benchmarks/gpu_check.py)"
 )
-#: (spec head or "*", format, quantcheck's mode) -> why the oracle and quantcheck may differ.
-ALLOW: dict[tuple[str, str, str], str] = {
-    ("mps", "int8_tensorwise", "native"): _INT8_OFF_CUDA,
-    ("mps", "asym_w4a8_int8", "native"): _INT8_OFF_CUDA,
-    ("mps", "w6a8_int8", "native"): _INT8_OFF_CUDA,
-    ("*", "nvfp4", "emulated"): _NVFP4_SHAPE,
-    ("*", "nvfp4", "mixed"): _NVFP4_SHAPE,
+#: (spec head or "*", format, the oracle's mode, quantcheck's mode) -> why the two may differ.
+ALLOW: dict[tuple[str, str, str, str], str] = {
+    ("mps", "int8_tensorwise", "emulated", "native"): _INT8_OFF_CUDA,
+    ("mps", "asym_w4a8_int8", "emulated", "native"): _INT8_OFF_CUDA,
+    ("*", "nvfp4", "native", "emulated"): _NVFP4_SHAPE,
 }
 #: Disagreements found and reported (DISAGREEMENTS.md), by (file, format, ComfyUI's mode,
 #: quantcheck's mode), with the upstream line that decides. quantcheck is wrong in each: when
@@ -81,13 +79,13 @@ def known(line: str) -> tuple[str, str, str, str] | None:
     return None
 
 
-def allowed_for(spec: str, name: str) -> dict[tuple[str, str], str]:
+def allowed_for(spec: str, name: str) -> dict[tuple[str, str, str], str]:
     """The `ALLOW` entries for one spec and file (the NVFP4 shape entries only for the files
     whose N is not a multiple of 16)."""
     head = spec.split(",")[0]
     return {
-        (fmt, mode): why
-        for (where, fmt, mode), why in ALLOW.items()
+        (fmt, ours, theirs): why
+        for (where, fmt, ours, theirs), why in ALLOW.items()
         if where in ("*", head) and (fmt != "nvfp4" or "not-16" in name)
     }
 
