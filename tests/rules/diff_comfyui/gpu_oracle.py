@@ -37,7 +37,6 @@ import ast
 import copy
 import enum
 import importlib.util
-import json
 import logging
 import os
 import sys
@@ -304,6 +303,33 @@ def _restore(state: dict[str, Any]) -> None:
         reg.__dict__["_compute_capability"] = state["_compute_capability"]
 
 
+#: The comfy-kitchen layouts ComfyUI @0271a469 uses (QUANT_ALGOS' comfy_tensor_layout bases).
+KITCHEN_LAYOUTS = (
+    "TensorCoreFP8Layout",
+    "TensorCoreNVFP4Layout",
+    "TensorCoreMXFP8Layout",
+    "TensorWiseINT8Layout",
+    "TensorCoreConvRotW4A4Layout",
+    "AsymW4A8Int8Layout",
+    "TensorCoreAWQW4A16Layout",
+)
+
+
+def _fast_matmul() -> dict[str, bool]:
+    """Each layout's own `supports_fast_matmul()` (its MIN_SM_VERSION against
+    `get_cuda_capability()`), under the device's facts: what ComfyUI's MoE expert path asks."""
+    import comfy_kitchen.tensor as kitchen
+    from comfy_kitchen.tensor.base import get_cuda_capability
+
+    get_cuda_capability.cache_clear()  # lru_cache: a process sees one device; this one
+    try:
+        return {
+            name: bool(getattr(kitchen, name).supports_fast_matmul()) for name in KITCHEN_LAYOUTS
+        }
+    finally:
+        get_cuda_capability.cache_clear()
+
+
 def _stub(name: str, **attrs: Any) -> types.ModuleType:
     module = types.ModuleType(name)
     module.__dict__.update(attrs)
@@ -396,6 +422,7 @@ class DeviceComfy:
                 self.quant_ops = _exec_module("comfy.quant_ops", root / "comfy/quant_ops.py")
                 _registry()._compute_capability  # noqa: B018 - computed under the patch
                 self.device_state = _snapshot()
+                self.fast_matmul = _fast_matmul()
         finally:
             _restore(self.cpu_state)
         package.quant_ops = self.quant_ops
@@ -563,7 +590,3 @@ def _on(value: Any, device_type: str) -> Any:
     if isinstance(value, torch.Tensor) and not isinstance(value, _OnDevice):
         return _OnDevice(value, "privateuseone" if device_type == "privateuseone" else device_type)
     return value
-
-
-def describe(path: LayerPath) -> dict[str, Any]:
-    return json.loads(json.dumps(path, default=lambda o: o.__dict__))

@@ -180,3 +180,28 @@ def test_the_switches_and_loaders_issue_24_measured(world: dict[str, Any]) -> No
     assert [(c.op, c.backend) for c in oracle.layer(layer.tensors, layer.n, layer.k).calls] == [
         ("int8_linear", "cuda")
     ]
+
+
+def test_layouts_min_sm_under_each_class(world: dict[str, Any]) -> None:
+    """comfy-kitchen's own `supports_fast_matmul()` per layout (MIN_SM_VERSION) with each
+    class's capability patched in: FP8 from sm_89, NVFP4 and MXFP8 from sm_100, INT8 and
+    ConvRot W4A4 from sm_75, W4A8 from sm_80, AWQ always; nothing off CUDA."""
+    from .gpu_stack import CLASSES
+
+    want = {
+        "t4": {"TensorWiseINT8Layout", "TensorCoreConvRotW4A4Layout"},
+        "a100": {"TensorWiseINT8Layout", "TensorCoreConvRotW4A4Layout", "AsymW4A8Int8Layout"},
+        "rtx4090": {
+            "TensorCoreFP8Layout",
+            "TensorWiseINT8Layout",
+            "TensorCoreConvRotW4A4Layout",
+            "AsymW4A8Int8Layout",
+        },
+    }
+    for name, fast in want.items():
+        got = _oracle(world, CLASSES[name]).fast_matmul
+        assert {k for k, v in got.items() if v} == fast | {"TensorCoreAWQW4A16Layout"}, name
+    assert all(_oracle(world, CLASSES["b200"]).fast_matmul.values())
+    assert _oracle(world, CLASSES["mps"]).fast_matmul == {
+        k: k == "TensorCoreAWQW4A16Layout" for k in _oracle(world, CLASSES["mps"]).fast_matmul
+    }
