@@ -11,7 +11,7 @@ A layer's mode, from the oracle:
 - `native`: a comfy-kitchen device backend (cuda, hip, triton) takes the matmul, or an eager op
   that is torch's own low-precision kernel ([READ]);
 - `depends`: the AWQ CUDA kernel, which dequantizes above `awq_limit` tokens ([READ] its
-  constant `_AWQ_W4A16_MMA_M_LIMIT`);
+  constant `_AWQ_W4A16_MMA_M_LIMIT`; the HIP kernel has no such branch);
 - FP8 calls no comfy-kitchen op: torch's `scaled_mm` runs it, native when N and K are
   multiples of 16, else its shape error sends the layer to dequantization ([READ]).
 `read` says which of these steps were read, not run.
@@ -70,7 +70,7 @@ def oracle_mode(
     if call.backend is None:
         return Verdict("refused", f"comfy-kitchen has no backend for {call.op}: {call.why}")
     if call.backend in DEVICE_BACKENDS:
-        if call.op == "gemv_awq_w4a16":
+        if call.op == "gemv_awq_w4a16" and call.backend == "cuda":  # HIP's has no M branch
             return Verdict(
                 "depends",
                 f"comfy-kitchen {call.backend} {call.op}: its kernel for M <= {awq_limit} "

@@ -17,14 +17,18 @@ Executed unmodified (each file pinned whole, see source.py):
 - comfy/ops.py @0271a469 whole (`whole/comfy/ops.py`): `get_disabled_quant_formats`,
   `pick_operations` (its "Native ops: ..." line is captured) and the returned
   `MixedPrecisionOps.Linear`, loaded from the layer's tensors and run forward on the CPU.
+- main.py / comfy/cli_args.py @783545f6: whether DynamicVRAM is on (`DeviceComfy.aimdo`).
+- comfy-kitchen: each op the forward dispatched is put to its registry again with the call's
+  tensors described on the device (`_OnDevice`) and the registry in the device's state; each
+  layout's `supports_fast_matmul()` (MIN_SM_VERSION) under the device's capability.
 
 [READ] (not executable here, taken from reading the code):
 - `supports_int8_compute` is called by ops.py @0271a469 but is in no available
   model_management.py (783545f6 has none; the index has no newer copy). `INT8_GATE_READ`
   stands in for it, as read in the notes: False on Intel XPU, DirectML, ixuca, and MPS below
   torch 2.15.
-- the HIP backend cannot load without ROCm (libamdhip64): on AMD classes comfy-kitchen's
-  choice is eager unless noted;
+- the HIP extension cannot load without ROCm (libamdhip64): its registration runs with the
+  extension taken as loaded (`_register_hip`);
 - what an eager (torch) kernel does on the device (`EAGER_NATIVE`), torch's own `scaled_mm`
   shape checks (FP8: both N and K multiples of 16), the AWQ kernel's batch limit
   (`_AWQ_W4A16_MMA_M_LIMIT`, read from comfy-kitchen), the DynamicVRAM loader's dtype table
@@ -264,6 +268,7 @@ def _real_torch_is(stack: Stack) -> Iterator[None]:
             (torch.cuda, "get_device_properties", lambda device=None: props),
             (torch.cuda, "get_device_capability", lambda device=None: (major, minor)),
             (torch.cuda, "current_device", lambda: 0),
+            (torch.cuda, "device_count", lambda: int(on_cuda)),
             (torch.version, "cuda", stack.cuda),
             (torch.version, "hip", stack.hip),
         ):
@@ -437,6 +442,33 @@ class DeviceComfy:
         with mock.patch.object(cuda, "_CUBLASLT_AVAILABLE", self._has_cublaslt()):
             cuda._register()
         triton._register()
+        if self.stack.vendor == "amd":
+            self._register_hip()
+
+    def _register_hip(self) -> None:
+        """comfy-kitchen's HIP backend registration (its arch manifest, WMMA test and
+        constraints) and the priority comfy_kitchen/__init__.py gives it, run under the
+        device's facts. [READ] its extension loads on a ROCm machine (here libamdhip64 is
+        missing): `_EXT_AVAILABLE` is patched True, nothing of the extension is called."""
+        import comfy_kitchen
+        from comfy_kitchen.backends import hip
+
+        init = Path(comfy_kitchen.__file__)
+        text = init.read_text(encoding="utf-8")
+        switch = next(
+            node
+            for node in ast.parse(text).body
+            if isinstance(node, ast.If) and "torch.version" in ast.unparse(node.test)
+        )
+        segment = ast.get_source_segment(text, switch)
+        assert segment is not None
+        hip._visible_gfx_arches.cache_clear()
+        try:
+            with mock.patch.object(hip, "_EXT_AVAILABLE", True):
+                hip._register()
+                exec(compile(segment, str(init), "exec"), dict(vars(comfy_kitchen)))
+        finally:
+            hip._visible_gfx_arches.cache_clear()
 
     def _has_cublaslt(self) -> bool:
         """[READ] the CUDA extension dlopens libcublasLt.so.13, which torch's cu13 wheels

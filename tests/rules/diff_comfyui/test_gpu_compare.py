@@ -72,6 +72,7 @@ def _mode(
             "emulated",
         ),
         (_Path(calls=[_Call("gemv_awq_w4a16", "cuda")]), "awq_w4a16", 32, 128, "cuda", "depends"),
+        (_Path(calls=[_Call("gemv_awq_w4a16", "hip")]), "awq_w4a16", 32, 128, "cuda", "native"),
         (_Path(), "float8_e4m3fn", 64, 128, "cuda", "native"),
         (_Path(), "float8_e4m3fn", 40, 128, "cuda", "emulated"),
         (_Path(), "float8_e4m3fn", 64, 72, "cuda", "emulated"),
