@@ -61,6 +61,11 @@ KNOWN: dict[tuple[str, str, str, str], str] = {
         "s_channel float32 (backends/eager/__init__.py L450, backends/cuda/__init__.py L4931); "
         "the BF16 weight_s_channel (QC305) makes the first forward raise"
     ),
+    ("awq_w4a16.safetensors", "awq_w4a16", "native", "emulated"): (
+        "gfx1030 (RDNA2): comfy-kitchen 0.2.40 backends/hip/__init__.py L3310-3314 drops only "
+        "_WMMA_ONLY_OPS (L209, no gemv_awq_w4a16) without WMMA, so its HIP gemv_awq_w4a16 "
+        "(L3131) registers and the registry picks it; quantcheck says eager (emulated)"
+    ),
     ("broken_seeds.safetensors", "asym_w4a8_int8", "mixed", "native"): (
         "the format summary of the above (the file's other W4A8 layers run)"
     ),
