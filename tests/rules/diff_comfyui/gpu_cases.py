@@ -42,7 +42,7 @@ GENERATED: dict[str, Case] = {
 }
 
 #: The `--gpu` values issue 24 names beside the table's class keys, and stack variants.
-CARDS = (
+CARD_SPECS = (
     "rtx3090",
     "rtx4090",
     "rtx5090",
@@ -73,7 +73,7 @@ def specs() -> list[str]:
     """Every `--gpu` value judged: the table's class keys, the cards, the variants."""
     from quantcheck.gpus.classes import CLASSES
 
-    return [c.key for c in CLASSES] + list(CARDS) + list(VARIANTS)
+    return [c.key for c in CLASSES] + list(CARD_SPECS) + list(VARIANTS)
 
 
 def files(tmp: Path) -> dict[str, str]:

@@ -423,6 +423,9 @@ class DeviceComfy:
         self.cpu_state = _snapshot()
         try:
             with _real_torch_is(stack):
+                # a fresh process: nothing disabled yet (an earlier quant_ops in this session,
+                # e.g. the loader suite's on the CPU, disabled "cuda" in the shared registry)
+                _registry()._disabled = set()
                 self._register_device_backends()
                 self.quant_ops = _exec_module("comfy.quant_ops", root / "comfy/quant_ops.py")
                 _registry()._compute_capability  # noqa: B018 - computed under the patch

@@ -7,7 +7,7 @@ and ComfyUI's command-line switches. Nothing here decides anything: `gpu_oracle.
 these facts to the upstream code and records what it decides.
 
 `stack_from_entry(entry)` builds the stack quantcheck's own JSON entry says it judged (so both
-sides judge the same machine). `CLASSES` holds the facts of the cards issue 24 names, from
+sides judge the same machine). `CARDS` holds the facts of the cards issue 24 names, from
 NVIDIA's and AMD's published tables, to check quantcheck's class table against
 (test_gpu_stack.py).
 """
@@ -25,7 +25,7 @@ class Stack:
     vendor: str  # nvidia | amd | intel | apple | directml | cpu
     capability: tuple[int, int] | None = None
     arch: str = ""  # gcnArchName on ROCm
-    torch: str = "2.13.0"
+    torch: str = "2.15"  # quantcheck's default (gpus/spec.py DEFAULT_TORCH)
     cuda: str | None = "13.0"
     hip: str | None = None
     #: ComfyUI's `--supports-fp8-compute`
@@ -57,7 +57,7 @@ def _amd(arch: str, major: int, minor: int) -> Stack:
 
 _OTHER = {"cuda": None, "hip": None}
 #: The cards issue 24 names (and a few more), by the names users type.
-CLASSES: dict[str, Stack] = {
+CARDS: dict[str, Stack] = {
     "rtx2080ti": _nv(7, 5),
     "t4": _nv(7, 5),
     "a100": _nv(8, 0),

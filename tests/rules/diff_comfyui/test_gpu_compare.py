@@ -11,7 +11,7 @@ import pytest
 
 from .gpu_cases import files, specs
 from .gpu_compare import Verdict, compare, format_summary, oracle_mode
-from .gpu_stack import CLASSES, Stack, amd_capability, stack_from_entry
+from .gpu_stack import CARDS, Stack, amd_capability, stack_from_entry
 
 EAGER = {
     "int8_linear": (True, "eager int8_linear: torch._int_mm"),
@@ -164,7 +164,7 @@ def test_the_class_table_has_the_published_capabilities() -> None:
     from quantcheck.gpus.classes import card
 
     checked = 0
-    for name, stack in CLASSES.items():
+    for name, stack in CARDS.items():
         hit = card(name)
         if hit is None:
             continue

@@ -66,6 +66,7 @@ KNOWN: dict[tuple[str, str, str, str], str] = {
         "_WMMA_ONLY_OPS (L209, no gemv_awq_w4a16) without WMMA, so its HIP gemv_awq_w4a16 "
         "(L3131) registers and the registry picks it; quantcheck says eager (emulated)"
     ),
+    ("awq", "awq_w4a16", "native", "emulated"): "the generated AWQ file, as above",
     ("broken_seeds.safetensors", "asym_w4a8_int8", "mixed", "native"): (
         "the format summary of the above (the file's other W4A8 layers run)"
     ),
@@ -156,9 +157,9 @@ def test_the_switches_and_loaders_issue_24_measured(world: dict[str, Any]) -> No
     `--disable-dynamic-vram`), and the stack variants."""
     from dataclasses import replace
 
-    from .gpu_stack import CLASSES
+    from .gpu_stack import CARDS
 
-    ada, ampere, b200 = CLASSES["rtx4090"], CLASSES["rtx3090"], CLASSES["b200"]
+    ada, ampere, b200 = CARDS["rtx4090"], CARDS["rtx3090"], CARDS["b200"]
     assert {"nvfp4", "mxfp8"} == _oracle(world, ada).gate().disabled
     forced = replace(ampere, fp8_flag=True)  # --supports-fp8-compute opens FP8 on sm_86
     assert "float8_e4m3fn" not in _oracle(world, forced).gate().disabled
@@ -171,8 +172,8 @@ def test_the_switches_and_loaders_issue_24_measured(world: dict[str, Any]) -> No
     assert _mode_of(world, b200, "mxfp8-e8m0") == {"refused"}
     assert _mode_of(world, replace(b200, dynamic_vram=False), "mxfp8-e8m0") == {"native"}
     # AWQ: comfy-kitchen's CUDA kernel from sm_80 (batch-dependent), eager below
-    assert _mode_of(world, CLASSES["a100"], "awq") == {"depends"}
-    assert _mode_of(world, CLASSES["t4"], "awq") == {"emulated"}
+    assert _mode_of(world, CARDS["a100"], "awq") == {"depends"}
+    assert _mode_of(world, CARDS["t4"], "awq") == {"emulated"}
     # INT8 with an F16 scale: the CUDA backend's constraint refuses it, eager _int_mm runs it
     oracle = _oracle(world, ada)
     from .gpu_files import layers_of
@@ -191,7 +192,7 @@ def test_layouts_min_sm_under_each_class(world: dict[str, Any]) -> None:
     """comfy-kitchen's own `supports_fast_matmul()` per layout (MIN_SM_VERSION) with each
     class's capability patched in: FP8 from sm_89, NVFP4 and MXFP8 from sm_100, INT8 and
     ConvRot W4A4 from sm_75, W4A8 from sm_80, AWQ always; nothing off CUDA."""
-    from .gpu_stack import CLASSES
+    from .gpu_stack import CARDS
 
     want = {
         "t4": {"TensorWiseINT8Layout", "TensorCoreConvRotW4A4Layout"},
@@ -204,9 +205,9 @@ def test_layouts_min_sm_under_each_class(world: dict[str, Any]) -> None:
         },
     }
     for name, fast in want.items():
-        got = _oracle(world, CLASSES[name]).fast_matmul
+        got = _oracle(world, CARDS[name]).fast_matmul
         assert {k for k, v in got.items() if v} == fast | {"TensorCoreAWQW4A16Layout"}, name
-    assert all(_oracle(world, CLASSES["b200"]).fast_matmul.values())
-    assert _oracle(world, CLASSES["mps"]).fast_matmul == {
-        k: k == "TensorCoreAWQW4A16Layout" for k in _oracle(world, CLASSES["mps"]).fast_matmul
+    assert all(_oracle(world, CARDS["b200"]).fast_matmul.values())
+    assert _oracle(world, CARDS["mps"]).fast_matmul == {
+        k: k == "TensorCoreAWQW4A16Layout" for k in _oracle(world, CARDS["mps"]).fast_matmul
     }
