@@ -314,7 +314,7 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
     ),
     KnownIssue(
         "QC800",
-        frozenset({"int8_tensorwise", "convrot_w4a4"}),
+        frozenset({"int8_tensorwise"}),
         'INT8 ConvRot fails on ROCm ("Only Tensors of floating point and complex dtype can '
         'require gradients")',
         "patientx-cfz/comfyui-rocm #92",
@@ -339,7 +339,7 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
     ),
     KnownIssue(
         "QC801",
-        frozenset({"int8_tensorwise", "convrot_w4a4"}),
+        frozenset({"int8_tensorwise"}),
         "INT8 ConvRot reported to give blank or noisy images on ROCm",
         "patientx-cfz/comfyui-rocm #95",
         backends=("rocm",),
