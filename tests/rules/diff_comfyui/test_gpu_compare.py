@@ -40,42 +40,29 @@ def _mode(
     return oracle_mode(path, fmt, n, k, eager_native=EAGER, awq_limit=256, device_type=dev).mode
 
 
+def _via(op: str, backend: str | None) -> _Path:
+    """A quantized forward that dispatched `op`, comfy-kitchen picking `backend`."""
+    return _Path(calls=[_Call(op, backend, "" if backend else "no backend")])
+
+
+I8, W4A4, AWQ, FP8 = "int8_tensorwise", "convrot_w4a4", "awq_w4a16", "float8_e4m3fn"
+
+
 @pytest.mark.parametrize(
     ("path", "fmt", "n", "k", "dev", "mode"),
     [
         (_Path(error="load: KeyError: 'w6a8_int8'"), "w6a8_int8", 64, 64, "cuda", "refused"),
         (_Path(quantized=False, full_precision_mm=True), "nvfp4", 64, 64, "cuda", "emulated"),
-        (
-            _Path(calls=[_Call("int8_linear", None, "no backend")]),
-            "int8_tensorwise",
-            64,
-            64,
-            "cuda",
-            "refused",
-        ),
-        (_Path(calls=[_Call("int8_linear", "cuda")]), "int8_tensorwise", 64, 64, "cuda", "native"),
-        (_Path(calls=[_Call("int8_linear", "eager")]), "int8_tensorwise", 64, 64, "cuda", "native"),
-        (
-            _Path(calls=[_Call("int8_linear", "eager")]),
-            "int8_tensorwise",
-            64,
-            64,
-            "mps",
-            "emulated",
-        ),
-        (
-            _Path(calls=[_Call("convrot_w4a4_linear", "eager")]),
-            "convrot_w4a4",
-            64,
-            256,
-            "cuda",
-            "emulated",
-        ),
-        (_Path(calls=[_Call("gemv_awq_w4a16", "cuda")]), "awq_w4a16", 32, 128, "cuda", "depends"),
-        (_Path(calls=[_Call("gemv_awq_w4a16", "hip")]), "awq_w4a16", 32, 128, "cuda", "native"),
-        (_Path(), "float8_e4m3fn", 64, 128, "cuda", "native"),
-        (_Path(), "float8_e4m3fn", 40, 128, "cuda", "emulated"),
-        (_Path(), "float8_e4m3fn", 64, 72, "cuda", "emulated"),
+        (_via("int8_linear", None), I8, 64, 64, "cuda", "refused"),
+        (_via("int8_linear", "cuda"), I8, 64, 64, "cuda", "native"),
+        (_via("int8_linear", "eager"), I8, 64, 64, "cuda", "native"),
+        (_via("int8_linear", "eager"), I8, 64, 64, "mps", "emulated"),
+        (_via("convrot_w4a4_linear", "eager"), W4A4, 64, 256, "cuda", "emulated"),
+        (_via("gemv_awq_w4a16", "cuda"), AWQ, 32, 128, "cuda", "depends"),
+        (_via("gemv_awq_w4a16", "hip"), AWQ, 32, 128, "cuda", "native"),
+        (_Path(), FP8, 64, 128, "cuda", "native"),
+        (_Path(), FP8, 40, 128, "cuda", "emulated"),
+        (_Path(), FP8, 64, 72, "cuda", "emulated"),
     ],
 )
 def test_oracle_mode(path: _Path, fmt: str, n: int, k: int, dev: str, mode: str) -> None:
