@@ -233,3 +233,17 @@ def test_needs(tmp_path: Path) -> None:
         "on rtx4090 (sm_89) the nvfp4 layers are not all native; a float8_e4m3fn file of the "
         "same model runs natively there"
     ]
+
+
+def test_summary_compares_with_the_cards_memory() -> None:
+    from quantcheck.gpus import parse_spec
+    from quantcheck.rules.gpu.plan import summary_line
+
+    fits = summary_line("comfyui", parse_spec("rtx4090"), {"nvfp4": {"native": 3}}, 20 << 30, 0)
+    assert fits.endswith("weights 20 GiB of its 24 GiB (activations not included)")
+    over = summary_line(
+        "comfyui", parse_spec("rtx4090"), {"nvfp4": {"native": 3}}, 23 << 30, 2 << 30
+    )
+    assert "weights 23 GiB, more than its 24 GiB (+2 GiB transient" in over
+    bare = summary_line("comfyui", parse_spec("sm_89"), {"nvfp4": {"native": 3}}, 23 << 30, 0)
+    assert bare.endswith("weights 23 GiB (activations not included)")
