@@ -89,8 +89,9 @@ def _reads(*rows: tuple[str, str, int] | tuple[str, str, int, int]) -> tuple[Sha
 #: Layers convert_to_quant's generic AVOID_KEY_NAMES keeps for every filter (the entries that
 #: name real layers of these families; "norm" and "bias" are never quantized anyway).
 _CTQ_GENERIC = ("convert_to_quant (AVOID_KEY_NAMES)",)
-_QUALITY = "kept high precision by the producer's recipe for this family (quality)"
-_SHAPE = "ComfyUI's model detection reads its stored shape (a packed format changes it)"
+_QUALITY = "quality"
+#: The project's condensed table of what at least one major producer keeps high precision.
+_UNION = "the producers' union (spec gpu-lora-families §2d)"
 _PARAM = "an nn.Parameter ComfyUI cannot load from a quantized version"
 
 
@@ -123,11 +124,7 @@ FAMILIES: tuple[Family, ...] = (
         (("joint_blocks", ""),),
         ("sd3.5-large",),
         ("x_block.attn2", "x_block.ln_q", "x_block.ln_k", "context_block.attn.ln_", "pos_embed"),
-        (
-            Keep("x_embedder", ("ComfyUI detection",), _SHAPE),
-            Keep("context_embedder", ("ComfyUI detection",), _SHAPE),
-            Keep("y_embedder", ("ComfyUI detection",), _SHAPE),
-        ),
+        (),  # no producer list for SD3.5 was read
         (f"{DETECT} (mmdit branch)",),
     ),
     Family(
@@ -155,7 +152,6 @@ FAMILIES: tuple[Family, ...] = (
                 "cond_type_embedding",
                 "layernorm",
             ),
-            Keep("txt_in.input_embedder", ("ComfyUI detection",), _SHAPE),
         ),
         (f"{DETECT} (hunyuan_video branch, vision_in: 1.5)", f"{CTQ} HUNYUAN_AVOID_KEY_NAMES"),
     ),
@@ -236,15 +232,10 @@ FAMILIES: tuple[Family, ...] = (
         ("flux1-dev",),
         ("guidance_in", "txt_norm", "gate_proj", "up_proj", "down_proj"),
         (
-            Keep("img_in", ("ComfyUI detection",), _SHAPE),
-            Keep("txt_in", ("ComfyUI detection",), _SHAPE),
-            Keep("vector_in", ("ComfyUI detection",), _SHAPE),
-            Keep(
-                "time_in",
-                ("spec gpu-lora-families §2d (union of producers)",),
-                _QUALITY,
+            *(
+                Keep(p, (_UNION,), _QUALITY)
+                for p in ("img_in", "txt_in", "vector_in", "time_in", "guidance_in", "final_layer")
             ),
-            Keep("final_layer", ("spec gpu-lora-families §2d (union of producers)",), _QUALITY),
         ),
         (f"{DETECT} (flux branch)", "spec gpu-lora-families §2d condensed table"),
     ),

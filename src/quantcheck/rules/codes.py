@@ -171,6 +171,11 @@ QC754: Rule  # musubi-weight-layout
 QC755: Rule  # musubi-scale-layout
 QC756: Rule  # musubi-marker-not-1d
 QC757: Rule  # musubi-duplicate-scale
+QC860: Rule  # family-detect-packed
+QC861: Rule  # family-keep-high-precision
+QC862: Rule  # family-layers-missing
+QC863: Rule  # family-layers-extra
+QC864: Rule  # family-topology
 
 __all__ = [
     "QC101",
@@ -320,4 +325,9 @@ __all__ = [
     "QC755",
     "QC756",
     "QC757",
+    "QC860",
+    "QC861",
+    "QC862",
+    "QC863",
+    "QC864",
 ]

@@ -1,0 +1,77 @@
+"""A checkpoint seen as a model family: its stored and logical shapes, and its detection.
+
+`stored_shapes` are the shapes in the header (what ComfyUI's detection reads); `logical_shapes`
+replace each quantized weight's stored shape by its logical [N, K] (what the file means: a
+packed NVFP4 / W4A4 / W4A8 / AWQ weight stores K/2 or less). `checkpoint_family` is the
+detection on the logical shapes, the one `inspect` and `check` report.
+"""
+
+from __future__ import annotations
+
+from quantcheck.families import Detection, detect
+from quantcheck.formats.dims import derive_dims
+from quantcheck.formats.table import FORMATS, FormatSpec
+
+TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
+if TYPE_CHECKING:
+    from quantcheck.model.checkpoint import Checkpoint
+    from quantcheck.model.layers import Layer
+
+#: Weight dtypes that hold quantized codes (a layer without a marker stored this way is
+#: quantized too: legacy scaled FP8, a marker lost).
+QUANTIZED_DTYPES = frozenset({"F8_E4M3", "F8_E5M2", "I8", "U8", "F4", "I4"})
+
+
+def layer_spec(layer: Layer) -> FormatSpec | None:
+    """The format table entry of a marked layer (None: unmarked or an unknown format)."""
+    fmt = layer.marker.format if layer.marker is not None else None
+    return FORMATS.get(fmt) if isinstance(fmt, str) else None
+
+
+def is_quantized(layer: Layer) -> bool:
+    """Whether the layer's weight is stored quantized (a marker, or a code dtype)."""
+    w = layer.weight
+    if w is None:
+        return False
+    return layer.marker is not None or w.dtype in QUANTIZED_DTYPES
+
+
+def layer_format(layer: Layer) -> str:
+    """The format name a report shows for a quantized layer."""
+    spec = layer_spec(layer)
+    if spec is not None:
+        return spec.name
+    w = layer.weight
+    return f"unmarked {w.dtype}" if w is not None else "unknown"
+
+
+def logical_weight_shape(layer: Layer) -> tuple[int, ...] | None:
+    """[N, K] of a packed layer's weight (None when the stored shape is already logical or the
+    dims cannot be derived)."""
+    spec = layer_spec(layer)
+    if spec is None or spec.packing == "none":
+        return None
+    dims = derive_dims(spec, layer)
+    if dims is None:
+        return None
+    return (dims.N, dims.K)
+
+
+def stored_shapes(ck: Checkpoint) -> dict[str, tuple[int, ...]]:
+    """Every tensor's stored shape."""
+    return {name: t.shape for name, t in ck.tensors.items()}
+
+
+def logical_shapes(ck: Checkpoint) -> dict[str, tuple[int, ...]]:
+    """Stored shapes with each packed weight's logical [N, K] in its place."""
+    out = stored_shapes(ck)
+    for layer in ck.layers.values():
+        shape = logical_weight_shape(layer)
+        if shape is not None and layer.weight is not None:
+            out[layer.weight.name] = shape
+    return out
+
+
+def checkpoint_family(ck: Checkpoint) -> Detection:
+    """The family of a checkpoint, detected from its logical shapes."""
+    return detect(logical_shapes(ck))
