@@ -28,6 +28,8 @@ class Report:
     #: per target key: extra summary keys its runtime computes (sglang: `path`, the reader
     #: that takes the file, `path_reason`, `path_config`)
     paths: dict[str, dict[str, Any]] = factory(dict)
+    #: the model family (`quantcheck.families.Detection.to_json`); empty when not detected
+    family: dict[str, Any] = factory(dict)
 
     def target_status(self, target: str) -> dict[str, Any]:
         """ok / degraded / fails for one runtime, with how many problems affect it (and, for
@@ -99,6 +101,7 @@ class Report:
             "targets": {t: self.target_status(t) for t in self.targets},
             "diagnostics": [d.to_json(self.targets) for d in self.diagnostics],
             "summary": self.summary(),
+            **({"family": self.family} if self.family else {}),
             **({"releases": self.releases} if self.releases else {}),
         }
 

@@ -51,6 +51,24 @@ class Detection:
         """The family's name, None when unknown or unsure."""
         return None if self.family is None or self.unsure else self.family.name
 
+    def to_json(self) -> dict[str, object]:
+        """The `family` object of the check and inspect JSON (docs/json-schema.md)."""
+        fam = self.family
+        if fam is None:
+            return {"name": None, "summary": "unknown"}
+        return {
+            "name": self.name,
+            "summary": self.summary(),
+            "keys_of": fam.name,
+            "title": fam.title,
+            "kind": fam.kind,
+            "comfyui": fam.comfyui,
+            "prefix": self.prefix,
+            "config": dict(self.config),
+            "blocks": dict(self.blocks),
+            "layout": self.layout,
+        }
+
     def summary(self) -> str:
         """`flux2 (8 double + 48 single blocks, hidden 6144)`, or `unknown`."""
         fam = self.family

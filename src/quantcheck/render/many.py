@@ -351,6 +351,7 @@ def _entry(r: CheckpointResult) -> dict[str, Any]:
             stats=full.stats,
             releases=full.releases,
             paths=full.paths,
+            family=full.family,
         )
         entry = shell.to_json()
         entry["targets"] = {t: full.target_status(t) for t in full.targets}

@@ -30,8 +30,7 @@ if TYPE_CHECKING:
 #: Names a finding lists before "and N more".
 SHOWN = 6
 REQUANT = (
-    "requantize from the BF16 model keeping these layers (quantcheck quantize SOURCE "
-    "--family auto)"
+    "requantize from the BF16 model keeping these layers (quantcheck quantize SOURCE --family auto)"
 )
 
 
@@ -91,8 +90,7 @@ def packed_detection(ck: Checkpoint, det: Detection) -> list[Diagnostic]:
                 tensor=w.name,
                 layer=prefix,
                 fix=_fix(
-                    f"keep {prefix} in BF16 or store it FP8/INT8/MXFP8 (logical shape): "
-                    f"{REQUANT}"
+                    f"keep {prefix} in BF16 or store it FP8/INT8/MXFP8 (logical shape): {REQUANT}"
                 ),
                 data={
                     "family": fam.name,
@@ -156,7 +154,11 @@ def summarize(names: list[str], det: Detection) -> list[str]:
     done: set[tuple[str, str]] = set()
     for n in names:
         key = next(
-            ((g, n[len(g) + 1 :].partition(".")[0]) for g, _, _, _ in groups if n.startswith(g + ".")),
+            (
+                (g, n[len(g) + 1 :].partition(".")[0])
+                for g, _, _, _ in groups
+                if n.startswith(g + ".")
+            ),
             None,
         )
         if key is not None and key in whole:
