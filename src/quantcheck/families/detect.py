@@ -172,9 +172,9 @@ def compare_layout(fam: Family, layout: str, present: list[str]) -> tuple[list[s
     for m in present:
         hit = _block_of(m, groups)
         if hit is not None:
-            g, i, inner = hit
+            g, i, part = hit
             indices[g].add(i)
-            if inner not in inner_of[g] and not _optional(fam, m):
+            if part not in inner_of[g] and not _optional(fam, m):
                 extra.append(m)
         elif m not in top and not _optional(fam, m):
             extra.append(m)

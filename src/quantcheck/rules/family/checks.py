@@ -141,7 +141,7 @@ def summarize(names: list[str], det: Detection) -> list[str]:
     groups, _ = LAYOUTS[det.layout]
     out: list[str] = []
     whole: set[tuple[str, str]] = set()
-    counts = Counter()
+    counts: Counter[tuple[str, str]] = Counter()
     for n in names:
         for g, _, every, _ in groups:
             head = g + "."
