@@ -48,7 +48,27 @@ def quantizable(name: str, shape: tuple[int, ...], fmt: str) -> bool:
         and len(shape) == 2
         and min(shape) >= 16
         and quantize_refusal(fmt, shape[0], shape[1], default_options(fmt)) is None
+        and (fmt != "awq_w4a16" or shape[1] % AWQ_GROUP == 0)
     )
+
+
+#: AWQ has no quantizer (FormatSpec.written is None): its stored layout, as the layer rules
+#: want it (tests/rules/_build.py awq), group 64.
+AWQ_GROUP = 64
+
+
+def _awq_written(n: int, k: int, opts: dict[str, Any], dtype: str) -> Any:
+    g = AWQ_GROUP
+    layout = {
+        "weight": ("I8", (n, k // 2)),
+        "weight_scale": ("BF16", (k // g, n)),
+        "weight_zeros": ("BF16", (k // g, n)),
+    }
+    return layout, {"group_size": g}
+
+
+def written(fmt: str) -> Any:
+    return _awq_written if fmt == "awq_w4a16" else FORMATS[fmt].written
 
 
 def quantize(
@@ -56,8 +76,8 @@ def quantize(
 ) -> Tensors:
     """`tensors` with every weight `which` picks (default: every quantizable one) stored in
     `fmt`'s layout, as `quantize` writes it (FormatSpec.written), and its marker."""
-    spec = FORMATS[fmt]
-    assert spec.written is not None, fmt
+    write_layout = written(fmt)
+    assert write_layout is not None, fmt
     out: Tensors = {}
     for name, (dtype, shape, raw) in tensors.items():
         pick = which(name, shape) if which else True
@@ -65,7 +85,7 @@ def quantize(
             out[name] = (dtype, shape, raw)
             continue
         prefix = name[: -len(".weight")]
-        layout, marker = spec.written(shape[0], shape[1], default_options(fmt), dtype)
+        layout, marker = write_layout(shape[0], shape[1], default_options(fmt), dtype)
         for suffix, (d, s) in layout.items():
             out[f"{prefix}.{suffix}"] = (d, tuple(s), None)
         text = json.dumps({"format": fmt, **marker}).encode()
