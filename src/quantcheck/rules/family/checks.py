@@ -170,6 +170,24 @@ def summarize(names: list[str], det: Detection) -> list[str]:
     return out
 
 
+def _modules(n: int) -> str:
+    return f"{n} module{'' if n == 1 else 's'}"
+
+
+def ranges(indices: list[int]) -> str:
+    """`0, 2-4, 7` for sorted block indices."""
+    out: list[str] = []
+    last = -2
+    for i in indices:
+        if out and i == last + 1:
+            start = out[-1].split("-")[0]
+            out[-1] = f"{start}-{i}"
+        else:
+            out.append(str(i))
+        last = i
+    return ", ".join(out)
+
+
 def _listed(names: list[str]) -> str:
     shown = ", ".join(names[:SHOWN])
     more = len(names) - SHOWN
@@ -186,8 +204,8 @@ def layout_findings(ck: Checkpoint, det: Detection) -> list[Diagnostic]:
         out.append(
             Diagnostic(
                 R.QC862,
-                f"{len(det.missing)} modules of {fam.title}'s layout ({det.layout}) are missing: "
-                f"{_listed(short)}",
+                f"{_modules(len(det.missing))} of {fam.title}'s layout ({det.layout}) "
+                f"{'is' if len(det.missing) == 1 else 'are'} missing: {_listed(short)}",
                 file=_file(ck),
                 fix=_fix("re-export the model or add the missing shard"),
                 data={"family": fam.name, "layout": det.layout, "missing": det.missing},
@@ -197,8 +215,8 @@ def layout_findings(ck: Checkpoint, det: Detection) -> list[Diagnostic]:
         out.append(
             Diagnostic(
                 R.QC863,
-                f"{len(det.extra)} modules are not in {fam.title}'s layout ({det.layout}): "
-                f"{_listed(summarize(det.extra, det))}",
+                f"{_modules(len(det.extra))} {'is' if len(det.extra) == 1 else 'are'} not in "
+                f"{fam.title}'s layout ({det.layout}): {_listed(summarize(det.extra, det))}",
                 file=_file(ck),
                 fix=_fix("remove the stray tensors or the wrong shard"),
                 data={"family": fam.name, "layout": det.layout, "extra": det.extra},
@@ -255,7 +273,7 @@ def topology(ck: Checkpoint, det: Detection) -> Diagnostic | None:
     recipe = "all"
     if kept:
         dtype = kept_dtypes.most_common(1)[0][0]
-        kept_blocks = [f"{g} {', '.join(map(str, sorted(s)))}" for g, s in whole.items() if s]
+        kept_blocks = [f"{g} {ranges(sorted(s))}" for g, s in whole.items() if s]
         if kept_blocks and all(_edges(s, counts[g]) or not s for g, s in whole.items()):
             recipe = "skip edges"
             line += f"; {kept} kept {dtype} (first and last blocks: {'; '.join(kept_blocks)})"
