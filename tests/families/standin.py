@@ -124,3 +124,20 @@ def write(path: Path, tensors: Tensors, metadata: dict[str, str] | None = None) 
 def drop(tensors: Tensors, patterns: Iterable[str]) -> Tensors:
     pats = tuple(patterns)
     return {k: v for k, v in tensors.items() if not any(p in k for p in pats)}
+
+
+def miniature(name: str, side: int = 128) -> Tensors:
+    """The family's names with every dimension above `side` cut to `side`, BF16 with random
+    bytes (a layout small enough to quantize for real; detection still reads the cut shapes)."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    out: Tensors = {}
+    for k, shape in shapes(name).items():
+        cut = tuple(min(d, side) for d in shape)
+        n = 1
+        for d in cut:
+            n *= d
+        values = (rng.standard_normal(n) * 0.02).astype(np.float32)
+        out[k] = ("BF16", cut, (values.view(np.uint32) >> 16).astype(np.uint16).tobytes())
+    return out
