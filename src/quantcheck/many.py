@@ -95,7 +95,7 @@ class CheckpointResult:
         return self.report.exit_code(fail_on)
 
     def to_json(self) -> dict[str, Any]:
-        """The plain per-checkpoint entry of the check JSON document (schema_version 2)."""
+        """The plain per-checkpoint entry of the check JSON document (schema_version 3)."""
         paths = [redact_url(p) for p in self.spec.paths]
         doc: dict[str, Any] = {
             "name": self.name,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from quantcheck.families import detect, family_name
-from quantcheck.families.detect import modules
+from quantcheck.families.detection import modules
 from quantcheck.families.table import BY_NAME, FAMILIES
 
 from . import standin as S

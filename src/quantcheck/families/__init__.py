@@ -3,6 +3,6 @@ producers keep in high precision (`table.FAMILIES`). Standard library only."""
 
 from __future__ import annotations
 
-from quantcheck.families.detect import Detection, detect, family_name
+from quantcheck.families.detection import Detection, detect, family_name
 
 __all__ = ["Detection", "detect", "family_name"]

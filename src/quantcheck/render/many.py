@@ -1,4 +1,4 @@
-"""Reports for many checkpoints: text sections and a table, JSON (schema_version 2), and SARIF
+"""Reports for many checkpoints: text sections and a table, JSON (schema_version 3), and SARIF
 / GitHub annotations located at each checkpoint's files.
 
 One checked checkpoint keeps the single-checkpoint text (its table row would repeat its closing
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 TARGETS: tuple[str, ...] = default_targets()
 
 #: The check document's version: 2 lists checkpoints (see docs/json-schema.md).
-CHECK_SCHEMA_VERSION = 2
+CHECK_SCHEMA_VERSION = 3
 STATUS_RANK = {"ok": 0, "not quantized": 0, "degraded": 1, "fails": 2, "unreadable": 3}
 EXTRA_STYLE = {"not quantized": "dim", "unreadable": "red bold"}
 
@@ -324,7 +324,7 @@ def suppressed_line(results: list[CheckpointResult]) -> str:
 def check_document(
     results: list[CheckpointResult], targets: tuple[str, ...] = TARGETS
 ) -> dict[str, Any]:
-    """The `check --output-format json` document, schema_version 2: `checkpoints` (one entry
+    """The `check --output-format json` document, schema_version 3: `checkpoints` (one entry
     each, without its diagnostics), then the diagnostics of all of them (each naming its
     `checkpoint`), per-runtime verdicts and totals over all of them."""
     doc = _document(results, targets)

@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.families import standin as S
 
 from quantcheck.checking import check_paths
 from quantcheck.families.table import BY_NAME
 from quantcheck.formats.table import FORMATS
-from tests.families import standin as S
 
 from .detection import Detection, load, meta_state_dict
 from .source import tree

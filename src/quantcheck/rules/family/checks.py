@@ -10,7 +10,7 @@ from collections import Counter
 
 from quantcheck.diagnostics import Diagnostic, Fix
 from quantcheck.families import Detection
-from quantcheck.families.detect import config_of
+from quantcheck.families.detection import config_of
 from quantcheck.families.layouts import LAYOUTS
 from quantcheck.model.family_view import (
     checkpoint_family,
