@@ -123,6 +123,12 @@ FOLLOWS: dict[str, str] = {
         "sglang's own codes (none on ComfyUI; QC620, a header-only rowwise format, fails "
         "ComfyUI and Forge alike)",
     ),
+    **dict.fromkeys(
+        ("QC860", "QC861", "QC862", "QC863", "QC864"),
+        "the model family's contract: Forge Neo loads the same state dict as ComfyUI, and "
+        "its model detection (huggingface_guess) derives from ComfyUI's model_detection "
+        "[GUESS: not re-read]",
+    ),
 }  # fmt: skip
 FOLLOWS_COMFYUI: tuple[str, ...] = tuple(FOLLOWS)
 #: Why each code of EFFECTS differs from ComfyUI on Forge Neo.

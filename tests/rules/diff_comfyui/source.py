@@ -81,9 +81,13 @@ PINS = {
         "0b234d6f6ceacd04ff96e4126c388cd7c763e21a7d1aed672ba3a235d7a914a5"
     ),
     "comfy/latent_formats.py": "a37809a0139ee492b7246dac4fb8adcd0b6428591b2d929d73b5747f5c6860d7",
-    "comfy/utils.py::detect_layer_quantization": "afbad431c71e7be4e2c6e5e9fcc8577ae631504b82dc20b910c664f4690e2b35",
+    "comfy/utils.py::detect_layer_quantization": (
+        "afbad431c71e7be4e2c6e5e9fcc8577ae631504b82dc20b910c664f4690e2b35"
+    ),
     "comfy/sd.py::TEModel": "cf805d201c087340fa330136d627b035488b7763cb685c262a9035b83e69bd88",
-    "comfy/sd.py::detect_te_model": "91786ffe284a4460e4480bc35a073daa064a75ee074a96ca677fcd3bef0f220d",
+    "comfy/sd.py::detect_te_model": (
+        "91786ffe284a4460e4480bc35a073daa064a75ee074a96ca677fcd3bef0f220d"
+    ),
 }
 #: Which commit each file is fetched at.
 FETCH = {COMMIT: FILES, LOADER_COMMIT: LOADER_FILES}
