@@ -103,9 +103,11 @@ LEFT_NONE: dict[str, str] = {
         [f"QC6{n:02d}" for n in (*range(1, 25), 30, 50, 51)],
         "sglang's and ComfyUI's own loaders (safetensors reads F8_E8M0)",
     ),
-    "QC860": "ComfyUI's model detection; DiffSynth-Studio's own model detection was not read",
-    "QC863": "modules outside the family's layout: DiffSynth-Studio's handling of unexpected keys was "
-    "not read",
+    "QC860": ("ComfyUI's model detection; DiffSynth-Studio's own model detection was not read"),
+    "QC863": (
+        "modules outside the family's layout: DiffSynth-Studio's handling of unexpected "
+        "keys was not read"
+    ),
     "QC864": "information: the quantization topology",
 }
 OWN_CODES = ("QC730", "QC731", "QC732", "QC733", "QC734", "QC735", "QC736")

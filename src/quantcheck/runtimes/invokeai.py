@@ -114,9 +114,10 @@ LEFT_NONE: dict[str, str] = {
         [f"QC6{n:02d}" for n in (*range(1, 25), 30, 50, 51)],
         "sglang's and ComfyUI's own loaders (InvokeAI reads F8_E8M0 through safetensors)",
     ),
-    "QC860": "ComfyUI's model detection; InvokeAI's own model detection was not read",
-    "QC863": "modules outside the family's layout: InvokeAI's handling of unexpected keys was "
-    "not read",
+    "QC860": ("ComfyUI's model detection; InvokeAI's own model detection was not read"),
+    "QC863": (
+        "modules outside the family's layout: InvokeAI's handling of unexpected keys was not read"
+    ),
     "QC864": "information: the quantization topology",
 }
 OWN_CODES = ("QC720", "QC721", "QC722", "QC723", "QC724", "QC725")

@@ -121,9 +121,11 @@ LEFT_NONE: dict[str, str] = {
         c: "sglang's and ComfyUI's own rules"
         for c in (f"QC6{n:02d}" for n in (*range(1, 25), 30, 50, 51))
     },
-    "QC860": "ComfyUI's model detection; musubi-tuner's own model detection was not read",
-    "QC863": "modules outside the family's layout: musubi-tuner's handling of unexpected keys was "
-    "not read",
+    "QC860": ("ComfyUI's model detection; musubi-tuner's own model detection was not read"),
+    "QC863": (
+        "modules outside the family's layout: musubi-tuner's handling of unexpected "
+        "keys was not read"
+    ),
     "QC864": "information: the quantization topology",
 }
 

@@ -166,9 +166,10 @@ LEFT_NONE: dict[str, str] = {
     **dict.fromkeys(
         (f"QC6{n:02d}" for n in (*range(1, 25), 30, 50, 51)), "sglang's or ComfyUI's own finding"
     ),
-    "QC860": "ComfyUI's model detection; SD.Next's own model detection was not read",
-    "QC863": "modules outside the family's layout: SD.Next's handling of unexpected keys was "
-    "not read",
+    "QC860": ("ComfyUI's model detection; SD.Next's own model detection was not read"),
+    "QC863": (
+        "modules outside the family's layout: SD.Next's handling of unexpected keys was not read"
+    ),
     "QC864": "information: the quantization topology",
 }
 

@@ -3,7 +3,8 @@
 Executed unmodified, whole files: `comfy/model_detection.py` (`detect_unet_config`,
 `model_config_from_unet` and what they call), `comfy/supported_models.py` (every model config
 class and `models`, the list `model_config_from_unet_config` walks),
-`comfy/supported_models_base.py` (`BASE.matches`) and `comfy/latent_formats.py` (class attributes of the configs). From
+`comfy/supported_models_base.py` (`BASE.matches`) and `comfy/latent_formats.py` (class
+attributes of the configs). From
 `comfy/utils.py` the functions detection calls are compiled from their own source text
 (`detect_layer_quantization`, `state_dict_prefix_replace`), and from `comfy/sd.py` the
 text-encoder detection (`TEModel`, `detect_te_model`). Everything else those files import
