@@ -320,6 +320,7 @@ def _judge_targets(
         probe_finding,
         release_name,
     )
+    from quantcheck.rules import codes as R
     from quantcheck.runtimes import targets_of
 
     keys = targets_of(args.target)
@@ -339,7 +340,7 @@ def _judge_targets(
         )
         after = select_diagnostics(run_rules(planned(draft), keys), target=args.target)
         # the family's quality list is --family's to decide (QC861 is a warning of taste)
-        found = [d for d in new_findings(before, after, keys) if d.code != "QC861"]
+        found = [d for d in new_findings(before, after, keys) if d.code != R.QC861.code]
         if not found:
             return kept
         for d in found:
