@@ -118,3 +118,17 @@ def test_every_family_entry_is_complete() -> None:
         assert BY_NAME[fam.name] is fam
         for keep in fam.keep:
             assert keep.producers and keep.reason, (fam.name, keep)
+
+
+def test_a_checkpoint_family_name_for_the_loader_choice(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from quantcheck.model.checkpoint import load_checkpoint
+    from quantcheck.model.family_view import checkpoint_family_name
+
+    h3 = S.write(
+        tmp_path / "h3.safetensors", S.quantize(S.bf16(S.shapes("minimax-h3")), "int8_tensorwise")
+    )
+    other = S.write(tmp_path / "x.safetensors", {"x.weight": ("BF16", (16, 16), None)})
+    with load_checkpoint([str(h3)]) as ck:
+        assert checkpoint_family_name(ck) == "minimax_h3"
+    with load_checkpoint([str(other)]) as ck:
+        assert checkpoint_family_name(ck) is None

@@ -86,3 +86,10 @@ def checkpoint_family(ck: Checkpoint) -> Detection:
     found = detect(logical_shapes(ck))
     _LAST[:] = [(weakref.ref(ck), len(ck.tensors), found)]
     return found
+
+
+def checkpoint_family_name(ck: Checkpoint) -> str | None:
+    """The checkpoint's family name (`families.table.FAMILIES`: "flux", "flux2", "qwen_image",
+    "zimage", "wan", "ltx2", "minimax_h3", ...), or None when unknown or unsure: what a loader
+    choice (sglang's) asks."""
+    return checkpoint_family(ck).name

@@ -194,32 +194,37 @@ def _listed(names: list[str]) -> str:
     return f"{shown} and {more} more" if more > 0 else shown
 
 
+#: QC862 / QC863: (rule, the Detection field, the message's middle, the fix)
+_LAYOUT_RULES = (
+    (R.QC862, "missing", "{n} of {title}'s layout ({layout}) {be} missing", "re-export the "
+     "model or add the missing shard"),
+    (R.QC863, "extra", "{n} {be} not in {title}'s layout ({layout})", "remove the stray "
+     "tensors or the wrong shard"),
+)  # fmt: skip
+
+
 def layout_findings(ck: Checkpoint, det: Detection) -> list[Diagnostic]:
     """QC862 / QC863: modules missing from, or extra to, the family's closest layout."""
     fam = det.family
     assert fam is not None
     out = []
-    if det.missing:
-        short = summarize(det.missing, det)
-        out.append(
-            Diagnostic(
-                R.QC862,
-                f"{_modules(len(det.missing))} of {fam.title}'s layout ({det.layout}) "
-                f"{'is' if len(det.missing) == 1 else 'are'} missing: {_listed(short)}",
-                file=_file(ck),
-                fix=_fix("re-export the model or add the missing shard"),
-                data={"family": fam.name, "layout": det.layout, "missing": det.missing},
-            )
+    for rule, field, text, fix in _LAYOUT_RULES:
+        names: list[str] = getattr(det, field)
+        if not names:
+            continue
+        what = text.format(
+            n=_modules(len(names)),
+            title=fam.title,
+            layout=det.layout,
+            be="is" if len(names) == 1 else "are",
         )
-    if det.extra:
         out.append(
             Diagnostic(
-                R.QC863,
-                f"{_modules(len(det.extra))} {'is' if len(det.extra) == 1 else 'are'} not in "
-                f"{fam.title}'s layout ({det.layout}): {_listed(summarize(det.extra, det))}",
+                rule,
+                f"{what}: {_listed(summarize(names, det))}",
                 file=_file(ck),
-                fix=_fix("remove the stray tensors or the wrong shard"),
-                data={"family": fam.name, "layout": det.layout, "extra": det.extra},
+                fix=_fix(fix),
+                data={"family": fam.name, "layout": det.layout, field: names},
             )
         )
     return out
