@@ -10,7 +10,7 @@ convert_to_quant matches its filters).
 
 from __future__ import annotations
 
-from quantcheck.convert.eligible import matches
+from quantcheck.convert.eligible import FLOAT_WEIGHTS, matches
 from quantcheck.families import detect
 from quantcheck.families.table import BY_NAME, Family
 from quantcheck.formats.table import FORMATS
@@ -44,13 +44,17 @@ def chosen_family(ck: Checkpoint, choice: str) -> tuple[Family | None, str]:
 def family_keeps(
     ck: Checkpoint, choice: str, fmt: str, keep: list[str], quantize: list[str]
 ) -> tuple[Family | None, dict[str, str]]:
-    """(the family used, layer prefix -> why it stays in its dtype)."""
+    """(the family used, layer prefix -> why it stays in its dtype): only 2-D float weights
+    `quantize` could convert are named."""
     fam, prefix = chosen_family(ck, choice)
     packed = FORMATS[fmt].packing != "none"
     read = {prefix + r.key.rpartition(".")[0] for r in fam.reads} if fam else set()
     out: dict[str, str] = {}
     for p, layer in ck.layers.items():
-        if layer.weight is None:
+        w = layer.weight
+        if w is None or layer.marker is not None or len(w.shape) != 2:
+            continue
+        if w.dtype not in FLOAT_WEIGHTS:
             continue
         if keep and pattern_hits(p, keep):
             out[p] = "kept: --keep"

@@ -8,7 +8,8 @@ model classes by tools/family_keys.py), the modules a variant may add or drop, a
 the family's producers keep in high precision, with who keeps them and why. Adding a family
 is one entry here (and a layout plus cases in tests/families/).
 
-Sources, cited per entry by these names (file @ commit or package version):
+The sources the entries cite are the constants below (file @ commit, or package version);
+each entry's `sources` and each `Keep.producers` name them.
 """
 
 from __future__ import annotations
