@@ -132,3 +132,14 @@ def test_a_checkpoint_family_name_for_the_loader_choice(tmp_path) -> None:  # ty
         assert checkpoint_family_name(ck) == "minimax_h3"
     with load_checkpoint([str(other)]) as ck:
         assert checkpoint_family_name(ck) is None
+
+
+def test_a_published_qwen35_file_is_renamed_onto_the_layout() -> None:
+    def file_name(k: str) -> str:
+        if k.startswith("model."):
+            return "model.language_model." + k[len("model.") :]
+        return "model." + k if k.startswith("visual.") else k
+
+    shapes = {file_name(k): v for k, v in S.shapes("qwen3.5-2b").items()}
+    found = detect(shapes)
+    assert found.summary() == SUMMARY["qwen3.5-2b"] and not found.missing and not found.extra

@@ -145,6 +145,14 @@ def count_blocks(names: Iterable[str], group: str) -> int:
     return count
 
 
+def renamed(fam: Family, module: str) -> str:
+    """A module's name in the family's layout (a published file's prefix renamed)."""
+    for old, new in fam.renames:
+        if module.startswith(old):
+            return new + module[len(old) :]
+    return module
+
+
 def _optional(fam: Family, module: str) -> bool:
     return any(p in module for p in fam.optional)
 
@@ -204,7 +212,9 @@ def detect(shapes: Mapping[str, tuple[int, ...]]) -> Detection:
     for field, allowed in fam.only:
         if field in config and config[field] not in allowed:
             return Detection(None)
-    stripped = [m[len(prefix) :] for m in modules(n for n in shapes if n.startswith(prefix))]
+    stripped = [
+        renamed(fam, m[len(prefix) :]) for m in modules(n for n in shapes if n.startswith(prefix))
+    ]
     best: tuple[int, str, list[str], list[str]] | None = None
     for layout in fam.layouts:
         missing, extra = compare_layout(fam, layout, stripped)

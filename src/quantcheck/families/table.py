@@ -81,6 +81,9 @@ class Family:
     sources: tuple[str, ...]
     #: config fields that must hold one of these values (ComfyUI's shape tests)
     only: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    #: name prefixes a published file uses for the layout's own (old -> new), applied before
+    #: the layout comparison
+    renames: tuple[tuple[str, str], ...] = ()
 
 
 def _reads(*rows: tuple[str, str, int] | tuple[str, str, int, int]) -> tuple[ShapeRead, ...]:
@@ -440,7 +443,10 @@ FAMILIES: tuple[Family, ...] = (
             ("model.layers.0.linear_attn.A_log",),
         ),
         (),
-        _reads(("hidden_size", "model.layers.0.input_layernorm.weight", 0)),
+        _reads(
+            ("hidden_size", "model.layers.0.input_layernorm.weight", 0),
+            ("hidden_size", "model.language_model.layers.0.input_layernorm.weight", 0),
+        ),
         (("model.layers", ""), ("visual.blocks", "visual")),
         ("qwen3.5-2b",),
         ("lm_head", "visual", "mtp."),
@@ -456,6 +462,7 @@ FAMILIES: tuple[Family, ...] = (
             ),
         ),
         (f"{TE_DETECT} (QWEN35_*)", f"{CTQ} QWEN_VLM_AVOID_KEY_NAMES"),
+        renames=(("model.language_model.", "model."), ("model.visual.", "visual.")),
     ),
     Family(
         "qwen3",
