@@ -1,4 +1,5 @@
-"""Write tests/data/families/<name>.json: the state-dict keys and shapes of each model family.
+"""Write tests/data/families/<name>.json (the state-dict keys and shapes of each model family)
+and src/quantcheck/families/layouts.py (their modules by block group).
 
 Each list is what ComfyUI's own model class (comfy/ldm/<family>/... or comfy/text_encoders/...
 at upstream ComfyUI 783545f6) holds when it is built with the family's published config on
@@ -8,7 +9,8 @@ runtime pieces a constructor never calls (attention kernels, model management, t
 einops) are stubs, and `operations` is plain torch.nn. Nothing of ComfyUI is written into this
 repository: only the key names, shapes and where each config came from.
 
-    python tools/family_keys.py [--mirror GIT_DIR] [NAME ...]
+    python tools/family_keys.py [--mirror GIT_DIR] [--layouts-only] [NAME ...]
+    ruff format src/quantcheck/families/layouts.py
 
 Run with torch installed (the project's .venv); the output is committed test data.
 """
@@ -559,7 +561,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{name}: FAILED {type(exc).__name__}: {exc}")
                 continue
             text = json.dumps(doc, indent=1, sort_keys=False) + "\n"
-            (OUT / f"{name}.json").write_text(text, encoding="utf-8")  # noqa: QC-writer
+            (OUT / f"{name}.json").write_text(text, encoding="utf-8")
             print(f"{name}: {len(doc['tensors'])} tensors")
     write_layouts({p.stem: json.loads(p.read_text()) for p in sorted(OUT.glob("*.json"))})
     return 0
