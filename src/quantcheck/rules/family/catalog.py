@@ -22,11 +22,14 @@ RULES = [
         "a layer ComfyUI's model detection reads is stored packed",
         effects("none", "fails"),
         D,
-        "No layer whose stored shape ComfyUI's detection reads (Flux/Flux.2/Chroma img_in, "
-        "txt_in, vector_in; Qwen-Image img_in; Z-Image cap_embedder.1; Wan head.head and "
-        "blocks.0.ffn.0; MiniMax H3 condition_proj and blocks.0.mlp.fc1; ...) is stored in a "
-        "format whose weight shape differs from the logical [N, K] in the dimension read "
-        "(NVFP4, W4A4, W4A8 and AWQ store K/2 or less; FP8, INT8 and MXFP8 store [N, K]).",
+        "No layer whose stored shape ComfyUI's detection reads (families/table.py `reads`) is "
+        "stored in a format whose weight shape differs from the logical [N, K] in the "
+        "dimension read: NVFP4, W4A4, W4A8 and AWQ store K/2 or less, so the reads of K "
+        "(Flux/Flux.2/Chroma img_in, txt_in, vector_in; Qwen-Image img_in; Z-Image "
+        "cap_embedder.1; MiniMax H3 condition_proj; SD3.5 y_embedder and context_embedder; "
+        "LTX-2 transformer_blocks.0.attn2.to_k; HunyuanVideo 1.5 txt_in.input_embedder) "
+        "change; reads of N (Wan head.head, blocks.0.ffn.0) and FP8, INT8 and MXFP8 (which "
+        "store [N, K]) do not.",
         "ComfyUI computes the model's config (in_channels, context_in_dim, hidden size, ...) "
         "from those stored shapes before any layer is built. From a packed weight it computes "
         "half the real value and builds a model the file does not fit: a size-mismatch error "
