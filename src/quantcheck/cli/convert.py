@@ -218,8 +218,8 @@ def _run(args: argparse.Namespace) -> int:
     from quantcheck.model.checkpoint import load_checkpoint
     from quantcheck.model.discover import one_checkpoint
 
-    paths = one_checkpoint(args.paths, args.command, as_one=args.as_one)
-    with load_checkpoint(paths) as ck:
+    spec = one_checkpoint(args.paths, args.command, as_one=args.as_one)
+    with load_checkpoint(spec) as ck:
         from quantcheck.fix.planner import unrepairable
 
         bad = unrepairable(ck)
@@ -411,7 +411,7 @@ def _write(
     """Write the draft. With `retry`, returns (exit code, (layer, reason) or None) so that a
     layer the quantizer refuses can be left out and the write repeated."""
     from quantcheck.cli.output import index_metadata, name_files
-    from quantcheck.io.writer import write_checkpoint
+    from quantcheck.model.written import write_checkpoint
     from quantcheck.numeric import NumericError
     from quantcheck.progress import Progress
 

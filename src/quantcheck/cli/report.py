@@ -56,7 +56,7 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
     add_selection(p)
 
 
-def _compare(paths: list[str], original: list[str]) -> Any:
+def _compare(paths: Any, original: Any) -> Any:
     try:
         from quantcheck.numeric.compare import compare_checkpoints
     except ImportError as exc:
@@ -115,18 +115,18 @@ def _run(args: argparse.Namespace) -> int:
     specs = discover(args.paths, include=args.include, exclude=args.exclude, as_one=args.as_one)
     if len(specs) > 1 and not args.compare:
         return _write_many(args, specs)
-    args.paths = only_one(specs, "report --compare reads")
+    spec = only_one(specs, "report --compare reads")
     if args.compare:  # several --compare values are the shards of the original
         args.compare = one_checkpoint(
             args.compare, "--compare", as_one=len(args.compare) > 1, what="takes"
         )
     check_destination(args.output, sharded=False)  # refuse a device or FIFO before the work
     try:
-        compare = _compare(args.paths, args.compare) if args.compare else None
+        compare = _compare(spec, args.compare) if args.compare else None
     except CompareUnavailable as exc:
         say_error(exc)
         return 2
-    html = build_report(args.paths, compare=compare, target=args.target, deep=args.deep)
+    html = build_report(spec, compare=compare, target=args.target, deep=args.deep)
     out = Path(args.output)
     write_atomic(out, html)
     say(f"wrote {out} ({len(html.encode('utf-8', 'backslashreplace')) / 1024:.0f} KiB)", err=True)

@@ -25,14 +25,15 @@ def render_html(data: ReportData, generated: str | None = None) -> str:
 
 
 def build_report(
-    paths: list[str],
+    paths: Any,
     *,
     compare: Any = None,
     target: str = "default",
     deep: bool = False,
     generated: str | None = None,
 ) -> str:
-    """Open `paths`, check them, and render the report. `compare` is a CompareResult-like
+    """Open `paths` (a resolved `CheckpointSpec`, or the shards of one checkpoint), check
+    them, and render the report. `compare` is a CompareResult-like
     object (`.layers` rows with prefix and rel_l2, optional `.problems`) or None."""
     from quantcheck.checking import check_checkpoint
     from quantcheck.model.checkpoint import load_checkpoint
