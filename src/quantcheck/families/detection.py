@@ -10,13 +10,12 @@ logical shapes (a packed layer's [N, K]) to see what the file means.
 from __future__ import annotations
 
 from quantcheck._record import factory, record
-from quantcheck.families.layouts import LAYOUTS
 from quantcheck.families.table import FAMILIES, Family
 from quantcheck.formats.table import COMPANION_SUFFIXES
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Collection, Iterable, Mapping
 
 #: Prefixes a single-file export puts before the model's own names (ComfyUI strips the first
 #: two: comfy/model_detection.py unet_prefix_from_state_dict; diffusers exports the third).
@@ -102,13 +101,13 @@ def modules(names: Iterable[str]) -> list[str]:
     return list(out)
 
 
-def _matches(fam: Family, names: set[str], prefix: str) -> bool:
+def _matches(fam: Family, names: Collection[str], prefix: str) -> bool:
     if any(prefix + k in names for k in fam.absent):
         return False
     return any(all(prefix + k in names for k in keys) for keys in fam.detect)
 
 
-def find_family(names: set[str]) -> tuple[Family, str] | None:
+def find_family(names: Collection[str]) -> tuple[Family, str] | None:
     """The first family whose key test matches, and the prefix its names carry."""
     for prefix in ("", *PREFIXES):
         if prefix and not any(n.startswith(prefix) for n in names):
@@ -171,40 +170,49 @@ def _block_of(module: str, groups: Iterable[str]) -> tuple[str, int, str] | None
 def compare_layout(fam: Family, layout: str, present: list[str]) -> tuple[list[str], list[str]]:
     """(missing, extra) modules of a checkpoint (module names without the prefix) against
     reference layout `layout`, with each block group as long as the checkpoint's."""
-    groups_spec, top = LAYOUTS[layout]
+    from quantcheck.families.layouts import LAYOUTS  # only once a family's keys match
+
+    groups_spec, top_names = LAYOUTS[layout]
+    top = frozenset(top_names)
     groups = sorted((g for g, _, _, _ in groups_spec), key=len, reverse=True)
-    inner_of = {g: (*every, *some) for g, _, every, some in groups_spec}
+    inner_of = {g: frozenset((*every, *some)) for g, _, every, some in groups_spec}
     have = set(present)
     indices: dict[str, set[int]] = {g: set() for g in inner_of}
+    seen: dict[tuple[str, int], set[str]] = {}
     extra: list[str] = []
     for m in present:
         hit = _block_of(m, groups)
         if hit is not None:
             g, i, part = hit
             indices[g].add(i)
+            seen.setdefault((g, i), set()).add(part)
             if part not in inner_of[g] and not _optional(fam, m):
                 extra.append(m)
         elif m not in top and not _optional(fam, m):
             extra.append(m)
-    missing = [m for m in top if m not in have and not _optional(fam, m)]
-    for g, _, inner, _ in groups_spec:
-        seen = indices[g]
-        if not seen:
+    missing = [m for m in top_names if m not in have and not _optional(fam, m)]
+    for g, _, every, _ in groups_spec:
+        found = indices[g]
+        if not found:
             if not _optional(fam, g):
-                missing.extend(f"{g}.0.{m}" for m in inner if not _optional(fam, m))
+                missing.extend(f"{g}.0.{m}" for m in every if not _optional(fam, m))
             continue
-        for i in range(max(seen) + 1):
-            for m in inner:
-                name = f"{g}.{i}.{m}"
-                if name not in have and not _optional(fam, name):
+        for i in range(max(found) + 1):
+            parts = seen.get((g, i), set())
+            if len(parts) >= len(every) and all(m in parts for m in every):
+                continue
+            for m in every:
+                if m not in parts and not _optional(fam, name := f"{g}.{i}.{m}"):
                     missing.append(name)
     return missing, extra
 
 
-def detect(shapes: Mapping[str, tuple[int, ...]]) -> Detection:
-    """The family of a checkpoint given as tensor name -> shape (see the module docstring)."""
-    names = set(shapes)
-    found = find_family(names)
+def detect(
+    shapes: Mapping[str, tuple[int, ...]], module_names: Iterable[str] | None = None
+) -> Detection:
+    """The family of a checkpoint given as tensor name -> shape (see the module docstring);
+    `module_names`: the tensors' modules when the caller has them (`modules(shapes)` else)."""
+    found = find_family(shapes.keys())
     if found is None:
         return Detection(None)
     fam, prefix = found
@@ -212,9 +220,9 @@ def detect(shapes: Mapping[str, tuple[int, ...]]) -> Detection:
     for field, allowed in fam.only:
         if field in config and config[field] not in allowed:
             return Detection(None)
-    stripped = [
-        renamed(fam, m[len(prefix) :]) for m in modules(n for n in shapes if n.startswith(prefix))
-    ]
+    named = modules(shapes) if module_names is None else module_names
+    cut = len(prefix)
+    stripped = [renamed(fam, m[cut:]) for m in named if m.startswith(prefix)]
     best: tuple[int, str, list[str], list[str]] | None = None
     for layout in fam.layouts:
         missing, extra = compare_layout(fam, layout, stripped)

@@ -9,8 +9,10 @@ detection on the logical shapes, the one `inspect` and `check` report.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Iterator, KeysView, Mapping
 
 from quantcheck.families import Detection, detect
+from quantcheck.families.detection import modules
 from quantcheck.formats.dims import derive_dims
 from quantcheck.formats.table import FORMATS, FormatSpec
 
@@ -59,19 +61,51 @@ def logical_weight_shape(layer: Layer) -> tuple[int, ...] | None:
     return (dims.N, dims.K)
 
 
-def stored_shapes(ck: Checkpoint) -> dict[str, tuple[int, ...]]:
-    """Every tensor's stored shape."""
-    return {name: t.shape for name, t in ck.tensors.items()}
+class Shapes(Mapping[str, tuple[int, ...]]):
+    """A checkpoint's tensor name -> shape, read from its header entries as asked (no copy):
+    stored shapes, or (`logical`) with a packed weight's logical [N, K] in its place."""
+
+    __slots__ = ("_ck", "_logical")
+
+    def __init__(self, ck: Checkpoint, logical: bool) -> None:
+        self._ck = ck
+        self._logical = logical
+
+    def __getitem__(self, name: str) -> tuple[int, ...]:
+        t = self._ck.tensors[name]
+        if self._logical and name.endswith(".weight"):
+            layer = self._ck.layers.get(name[: -len(".weight")])
+            shape = logical_weight_shape(layer) if layer is not None else None
+            if shape is not None:
+                return shape
+        return t.shape
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._ck.tensors)
+
+    def __len__(self) -> int:
+        return len(self._ck.tensors)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._ck.tensors
+
+    def keys(self) -> KeysView[str]:
+        return self._ck.tensors.keys()
 
 
-def logical_shapes(ck: Checkpoint) -> dict[str, tuple[int, ...]]:
+def stored_shapes(ck: Checkpoint) -> Shapes:
+    """Every tensor's stored shape (what ComfyUI's detection reads)."""
+    return Shapes(ck, logical=False)
+
+
+def logical_shapes(ck: Checkpoint) -> Shapes:
     """Stored shapes with each packed weight's logical [N, K] in its place."""
-    out = stored_shapes(ck)
-    for layer in ck.layers.values():
-        shape = logical_weight_shape(layer)
-        if shape is not None and layer.weight is not None:
-            out[layer.weight.name] = shape
-    return out
+    return Shapes(ck, logical=True)
+
+
+def module_names(ck: Checkpoint) -> list[str]:
+    """The checkpoint's modules (`families.detection.modules`), from its grouped layers."""
+    return list(dict.fromkeys([*ck.layers, *modules(ck.loose)]))
 
 
 #: The last checkpoint detected (a weak reference: nothing is kept alive) and its detection:
@@ -83,7 +117,7 @@ def checkpoint_family(ck: Checkpoint) -> Detection:
     """The family of a checkpoint, detected from its logical shapes."""
     if _LAST and _LAST[0][0]() is ck and _LAST[0][1] == len(ck.tensors):
         return _LAST[0][2]
-    found = detect(logical_shapes(ck))
+    found = detect(logical_shapes(ck), module_names(ck))
     _LAST[:] = [(weakref.ref(ck), len(ck.tensors), found)]
     return found
 

@@ -11,8 +11,8 @@ from collections import Counter
 from quantcheck.diagnostics import Diagnostic, Fix
 from quantcheck.families import Detection
 from quantcheck.families.detection import config_of
-from quantcheck.families.layouts import LAYOUTS
 from quantcheck.model.family_view import (
+    QUANTIZED_DTYPES,
     checkpoint_family,
     is_quantized,
     layer_format,
@@ -26,6 +26,7 @@ TYPE_CHECKING = False  # typing is not imported on the check path (start-up time
 if TYPE_CHECKING:
     from quantcheck.model.checkpoint import Checkpoint
     from quantcheck.model.layers import Layer
+    from quantcheck.rules.rule import Rule
 
 #: Names a finding lists before "and N more".
 SHOWN = 6
@@ -106,12 +107,21 @@ def kept_high_precision(ck: Checkpoint, det: Detection) -> list[Diagnostic]:
     """QC861: a layer the family's producers keep in high precision, stored quantized."""
     fam = det.family
     assert fam is not None
-    out = []
-    for layer in ck.layers.values():
-        if not layer.prefix.startswith(det.prefix) or not is_quantized(layer):
+    out: list[Diagnostic] = []
+    cut = len(det.prefix)
+    keeps = fam.keep
+    if not keeps:
+        return out
+    import re  # loaded already (json imports it)
+
+    any_keep = re.compile("|".join(re.escape(k.pattern) for k in keeps))
+    for prefix, layer in ck.layers.items():
+        if not prefix.startswith(det.prefix) or any_keep.search(prefix, cut) is None:
             continue
-        module = layer.prefix[len(det.prefix) :]
-        hits = [k for k in fam.keep if k.pattern in module]
+        if not is_quantized(layer):
+            continue
+        module = prefix[cut:]
+        hits = [k for k in keeps if k.pattern in module]
         if not hits:
             continue
         producers = ", ".join(dict.fromkeys(p for k in hits for p in k.producers))
@@ -138,6 +148,8 @@ def summarize(names: list[str], det: Detection) -> list[str]:
     """Module names for a message: a block missing every module shows as `group.i.*`."""
     if det.layout is None:
         return names
+    from quantcheck.families.layouts import LAYOUTS  # only once a family is known
+
     groups, _ = LAYOUTS[det.layout]
     out: list[str] = []
     whole: set[tuple[str, str]] = set()
@@ -194,13 +206,15 @@ def _listed(names: list[str]) -> str:
     return f"{shown} and {more} more" if more > 0 else shown
 
 
-#: QC862 / QC863: (rule, the Detection field, the message's middle, the fix)
-_LAYOUT_RULES = (
-    (R.QC862, "missing", "{n} of {title}'s layout ({layout}) {be} missing", "re-export the "
-     "model or add the missing shard"),
-    (R.QC863, "extra", "{n} {be} not in {title}'s layout ({layout})", "remove the stray "
-     "tensors or the wrong shard"),
-)  # fmt: skip
+def _layout_rules() -> tuple[tuple[Rule, str, str, str], ...]:
+    """QC862 / QC863: (rule, the Detection field, the message's middle, the fix); a function,
+    so that importing this module loads no catalog."""
+    return (
+        (R.QC862, "missing", "{n} of {title}'s layout ({layout}) {be} missing", "re-export the "
+         "model or add the missing shard"),
+        (R.QC863, "extra", "{n} {be} not in {title}'s layout ({layout})", "remove the stray "
+         "tensors or the wrong shard"),
+    )  # fmt: skip
 
 
 def layout_findings(ck: Checkpoint, det: Detection) -> list[Diagnostic]:
@@ -208,7 +222,7 @@ def layout_findings(ck: Checkpoint, det: Detection) -> list[Diagnostic]:
     fam = det.family
     assert fam is not None
     out = []
-    for rule, field, text, fix in _LAYOUT_RULES:
+    for rule, field, text, fix in _layout_rules():
         names: list[str] = getattr(det, field)
         if not names:
             continue
@@ -251,25 +265,27 @@ def topology(ck: Checkpoint, det: Detection) -> Diagnostic | None:
     kept_dtypes: Counter[str] = Counter()
     blocks: dict[tuple[str, int], list[bool]] = {}
     counts: dict[str, int] = {}
-    groups = sorted((g for g, _ in fam.blocks), key=len, reverse=True)
-    for layer in ck.layers.values():
-        w = layer.weight
-        if w is None or len(w.shape) != 2 or not layer.prefix.startswith(det.prefix):
+    heads = [(det.prefix + g + ".", g) for g, _ in sorted(fam.blocks, key=lambda b: -len(b[0]))]
+    for prefix, layer in ck.layers.items():
+        w = layer.tensors.get("weight")
+        if w is None or len(w[2]) != 2:
             continue
-        module = layer.prefix[len(det.prefix) :]
-        g = next((g for g in groups if module.startswith(g + ".")), None)
-        if g is None:
+        hit = next((h for h in heads if prefix.startswith(h[0])), None)
+        if hit is None:
             continue
-        index = module[len(g) + 1 :].partition(".")[0]
+        head, g = hit
+        index = prefix[len(head) :].partition(".")[0]
         if not index.isdigit():
             continue
-        q = is_quantized(layer)
+        q = layer.marker is not None or w[1] in QUANTIZED_DTYPES
         total += 1
         quantized += q
         if not q:
-            kept_dtypes[w.dtype] += 1
-        blocks.setdefault((g, int(index)), []).append(q)
-        counts[g] = max(counts.get(g, 0), int(index) + 1)
+            kept_dtypes[w[1]] += 1
+        i = int(index)
+        blocks.setdefault((g, i), []).append(q)
+        if i >= counts.get(g, 0):
+            counts[g] = i + 1
     if total == 0 or quantized == 0:
         return None
     kept = total - quantized
