@@ -11,11 +11,10 @@ convert_to_quant matches its filters).
 from __future__ import annotations
 
 from quantcheck.convert.eligible import FLOAT_WEIGHTS, matches
-from quantcheck.families import detect
 from quantcheck.families.table import BY_NAME, Family
 from quantcheck.formats.table import FORMATS
 from quantcheck.model.checkpoint import Checkpoint
-from quantcheck.model.family_view import logical_shapes
+from quantcheck.model.family_view import checkpoint_family
 
 AUTO = "auto"
 NONE = "none"
@@ -34,7 +33,7 @@ def chosen_family(ck: Checkpoint, choice: str) -> tuple[Family | None, str]:
     """The family `--family` means for `ck` (None: none), and the prefix its names carry."""
     if choice == NONE:
         return None, ""
-    found = detect(logical_shapes(ck))
+    found = checkpoint_family(ck)
     if choice == AUTO:
         return (found.family, found.prefix) if found.name else (None, "")
     fam = BY_NAME[choice]
