@@ -152,6 +152,7 @@ LAYERS = ("base", "vocabulary", "bytes", "checkpoint", "rules", "report", "rende
 PACKAGE_LAYER = {
     "formats": "vocabulary",  # the format table: data
     "runtimes": "vocabulary",  # runtime records, releases, effects tables: data
+    "gpus": "vocabulary",  # GPU classes and the --gpu SPEC grammar: data
     "families": "vocabulary",  # the model family table, its layouts and the name-only detection
     "io": "bytes",
     "model": "checkpoint",
@@ -163,6 +164,7 @@ PACKAGE_LAYER = {
     "convert": "report",
     "render": "render",
     "cli": "commands",
+    "integrations": "commands",  # plug-ins inside the runtimes (sglang plugin, preflight)
 }
 #: Modules whose layer is not their package's.
 MODULE_LAYER = {

@@ -161,10 +161,17 @@ def check_checkpoint(
     ignore: list[str] | None = None,
     deep: bool = False,
     read_weights: bool = False,
+    gpus: list[Any] | None = None,
 ) -> Report:
-    """Check an opened checkpoint."""
+    """Check an opened checkpoint (`gpus`: `GpuSpec`s, see `labelled_check`)."""
     return labelled_check(
-        ck, target=target, select=select, ignore=ignore, deep=deep, read_weights=read_weights
+        ck,
+        target=target,
+        select=select,
+        ignore=ignore,
+        deep=deep,
+        read_weights=read_weights,
+        gpus=gpus,
     )[0]
 
 
@@ -176,11 +183,19 @@ def labelled_check(
     ignore: list[str] | None = None,
     deep: bool = False,
     read_weights: bool = False,
+    gpus: list[Any] | None = None,
 ) -> tuple[Report, dict[str, str]]:
     """`check_checkpoint`, and the `file_labels` of the checkpoint's files (path -> the name
-    its diagnostics give)."""
+    its diagnostics give). `gpus`: `GpuSpec`s to judge each target on (`--gpu`)."""
     targets = targets_of(target)
     diags = run_rules(ck, targets)
+    gpu: dict[str, Any] = {}
+    needs: dict[str, Any] = {}
+    if gpus:  # known bad combinations for those GPUs are findings too (QC80x)
+        from quantcheck.rules.gpu.report import gpu_targets
+
+        gpu, needs, found = gpu_targets(ck, targets, gpus)
+        diags.extend(found)
     if deep:
         from quantcheck.rules.numeric.deep import deep_check
 
@@ -209,6 +224,8 @@ def labelled_check(
         stats=stats,
         releases=releases,
         paths=target_paths(ck, targets),
+        gpu=gpu,
+        gpu_needs=needs,
         family=checkpoint_family(ck).to_json(),
     )
     return report, labels

@@ -134,6 +134,7 @@ def check_spec(
     ignore: list[str] | None = None,
     deep: bool = False,
     read_weights: bool = False,
+    gpus: list[Any] | None = None,
 ) -> CheckpointResult:
     """Open and check one checkpoint. Never raises for input that cannot be read: the result
     then has kind `unreadable` and `error` says why."""
@@ -150,6 +151,7 @@ def check_spec(
                 ignore=ignore,
                 deep=deep,
                 read_weights=read_weights,
+                gpus=gpus,
             )
             files = {label: path for path, label in labels.items()}
             size = sum(s.header.file_size for s in ck.shards)

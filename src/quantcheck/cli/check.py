@@ -58,6 +58,15 @@ def run(args: argparse.Namespace) -> int:
         from quantcheck.io.outpath import check_destination
 
         check_destination(args.generate_baseline, sharded=False)
+    gpus = None
+    if args.gpu:
+        from quantcheck.cli.gpu import resolve
+
+        try:
+            gpus = resolve(args.gpu)
+        except ValueError as exc:
+            say_error(f"--gpu: {exc}")
+            return 2
     known = None
     if args.baseline:
         from quantcheck.rules.baseline import BaselineError, read_baseline
@@ -79,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
             ignore=split(args.ignore),
             deep=args.deep,
             read_weights=args.read_weights,
+            **({"gpus": gpus} if gpus else {}),
         )
     for r in results:
         if r.error is not None:

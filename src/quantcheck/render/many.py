@@ -33,7 +33,8 @@ if TYPE_CHECKING:
 #: The targets a renderer judges when none are given: the default ones (as `check` does).
 TARGETS: tuple[str, ...] = default_targets()
 
-#: The check document's version: 2 lists checkpoints (see docs/json-schema.md).
+#: The check document's version: 2 lists checkpoints, 3 adds the session of issues 20-27 (GPU
+#: entries, ...; see docs/json-schema.md).
 CHECK_SCHEMA_VERSION = 3
 STATUS_RANK = {"ok": 0, "not quantized": 0, "degraded": 1, "fails": 2, "unreadable": 3}
 EXTRA_STYLE = {"not quantized": "dim", "unreadable": "red bold"}
@@ -89,6 +90,12 @@ def iter_text_lines(
             elif r.kind == CHECKED and r.report is not None and r.report.diagnostics:
                 yield paint(f"== {clean(r.name)}", "bold", c)
                 yield from iter_lines(r.report, color=c, show_all=show_all, suppressed=r.suppressed)
+                yield ""
+            elif r.kind == CHECKED and r.report is not None and r.report.gpu:
+                from quantcheck.render.gpu_text import gpu_lines
+
+                yield paint(f"== {clean(r.name)}", "bold", c)  # clean, but --gpu asked more
+                yield from gpu_lines(r.report)
                 yield ""
     yield table(results, targets, c, terminal_width())
     yield from unverified_notes(results, targets)
@@ -351,6 +358,8 @@ def _entry(r: CheckpointResult) -> dict[str, Any]:
             stats=full.stats,
             releases=full.releases,
             paths=full.paths,
+            gpu=full.gpu,
+            gpu_needs=full.gpu_needs,
             family=full.family,
         )
         entry = shell.to_json()
@@ -433,6 +442,10 @@ def _document(
         seen = {e["targets"][t]["path"] for e in checkpoints if "path" in e["targets"].get(t, {})}
         if len(seen) == 1:
             per_target[t]["path"] = seen.pop()
+        # `--gpu`: one checkpoint's GPU entries stand for the run (several: per checkpoint)
+        if len(checkpoints) == 1 and "gpu" in checkpoints[0]["targets"].get(t, {}):
+            per_target[t]["gpu"] = checkpoints[0]["targets"][t]["gpu"]
+            per_target[t]["gpu_needs"] = checkpoints[0]["targets"][t]["gpu_needs"]
     kinds = [r.kind for r in results]
     summary: dict[str, int] = {
         "checkpoints": len(results),
@@ -533,6 +546,7 @@ def iter_located(
             merged_releases(results),
             checkpoint_statuses(results, targets) if by_release(targets) else None,
             targets,
+            gpu_properties(results),
         )
     import itertools
 
@@ -541,6 +555,26 @@ def iter_located(
 
     notices = release_notices(release_rows(results)) if by_release(targets) else iter(())
     return join_lines(itertools.chain(iter_lines(located_diagnostics(results)), notices))
+
+
+def gpu_properties(results: list[CheckpointResult]) -> list[dict[str, Any]]:
+    """With `--gpu`: per checked checkpoint, its GPU entries per target (without the per-layer
+    `execution`) and the needs lines, for SARIF's run properties (empty without `--gpu`)."""
+    out = []
+    for r in results:
+        if r.report is None or r.kind != "checked" or not r.report.gpu:
+            continue
+        out.append(
+            {
+                "checkpoint": display_path(redact_url(r.name)),
+                "targets": {
+                    t: {g: {k: v for k, v in e.items() if k != "execution"} for g, e in per.items()}
+                    for t, per in r.report.gpu.items()
+                },
+                "needs": r.report.gpu_needs,
+            }
+        )
+    return out
 
 
 def by_release(targets: tuple[str, ...]) -> bool:

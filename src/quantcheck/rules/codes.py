@@ -200,6 +200,10 @@ QC754: Rule  # musubi-weight-layout
 QC755: Rule  # musubi-scale-layout
 QC756: Rule  # musubi-marker-not-1d
 QC757: Rule  # musubi-duplicate-scale
+QC800: Rule  # gpu-known-crash
+QC801: Rule  # gpu-known-wrong-output
+QC802: Rule  # gpu-known-slow
+QC803: Rule  # gpu-size-limit
 QC860: Rule  # family-detect-packed
 QC861: Rule  # family-keep-high-precision
 QC862: Rule  # family-layers-missing
@@ -354,6 +358,10 @@ __all__ = [
     "QC755",
     "QC756",
     "QC757",
+    "QC800",
+    "QC801",
+    "QC802",
+    "QC803",
     "QC860",
     "QC861",
     "QC862",
@@ -390,5 +398,6 @@ _HOMES = {
         "QC740 QC741 QC742 QC743 QC744 QC745 QC746 QC747 QC748 QC749"
     ),
     "quantcheck.rules.musubi.catalog": ("QC750 QC751 QC752 QC753 QC754 QC755 QC756 QC757"),
+    "quantcheck.rules.gpu.catalog": ("QC800 QC801 QC802 QC803"),
     "quantcheck.rules.family.catalog": ("QC860 QC861 QC862 QC863 QC864"),
 }

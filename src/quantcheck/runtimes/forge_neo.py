@@ -124,6 +124,10 @@ FOLLOWS: dict[str, str] = {
         "ComfyUI and Forge alike)",
     ),
     **dict.fromkeys(
+        ("QC800", "QC801", "QC802", "QC803"),
+        "GPU reports (check --gpu) about the comfy-kitchen kernels Forge Neo runs too",
+    ),
+    **dict.fromkeys(
         ("QC860", "QC861", "QC862", "QC863", "QC864"),
         "the model family's contract: Forge Neo loads the same state dict as ComfyUI, and "
         "its model detection (huggingface_guess) derives from ComfyUI's model_detection "
