@@ -127,6 +127,13 @@ QC622: Rule  # rowwise-fp8-header-contract
 QC623: Rule  # rowwise-fp8-layer-tensors
 QC624: Rule  # sglang-header-path-raises
 QC630: Rule  # sglang-header-fp8-weight-load
+QC631: Rule  # sglang-override-undeclared
+QC632: Rule  # sglang-override-declaration-invalid
+QC633: Rule  # sglang-override-nvfp4-degraded
+QC634: Rule  # sglang-override-nvfp4-fails
+QC635: Rule  # sglang-comfyui-mode-unquantized
+QC636: Rule  # sglang-comfyui-mode-packed
+QC637: Rule  # sglang-comfyui-mode-spec-refuses
 QC650: Rule  # format-needs-comfyui-v0.18
 QC651: Rule  # format-needs-comfyui-v0.28
 QC701: Rule  # format-unsupported-by-forge-neo
@@ -276,6 +283,13 @@ __all__ = [
     "QC623",
     "QC624",
     "QC630",
+    "QC631",
+    "QC632",
+    "QC633",
+    "QC634",
+    "QC635",
+    "QC636",
+    "QC637",
     "QC650",
     "QC651",
     "QC701",
