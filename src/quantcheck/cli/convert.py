@@ -249,6 +249,13 @@ def _quantize(ck: Any, args: argparse.Namespace, out: str, index: str | None) ->
             f"  {other} other layer{'s' if other != 1 else ''} left as they are (norms, "
             "embeddings, biases, non-2-D or non-float weights, --include/--exclude)"
         )
+    if done:
+        from quantcheck.convert.plan import planned as planned_ck
+        from quantcheck.convert.plan import unloading
+        from quantcheck.runtimes import targets_of
+
+        for line in unloading(planned_ck(draft), targets_of(args.target)):
+            say(f"  not loaded by {line}")
     if args.dry_run:
         return 0
     if rc == 0 and not done:
@@ -273,6 +280,7 @@ def _judge_targets(ck: Any, args: argparse.Namespace, options: dict[str, Any]) -
         planned,
         probe_finding,
         release_name,
+        spared,
     )
     from quantcheck.runtimes import targets_of
 
@@ -291,8 +299,9 @@ def _judge_targets(ck: Any, args: argparse.Namespace, options: dict[str, Any]) -
         draft, done, _ = plan_quantize(
             ck, args.fmt, options, args.target, args.include, args.exclude, kept
         )
-        after = select_diagnostics(run_rules(planned(draft), keys), target=args.target)
-        found = new_findings(before, after, keys)
+        ck_after = planned(draft)
+        after = select_diagnostics(run_rules(ck_after, keys), target=args.target)
+        found = new_findings(before, spared(after, ck_after, keys), keys)
         if not found:
             return kept
         for d in found:

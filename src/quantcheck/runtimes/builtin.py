@@ -13,7 +13,7 @@ from quantcheck.runtimes.musubi import musubi_runtime
 from quantcheck.runtimes.registry import Runtime, register_runtime
 from quantcheck.runtimes.sdcpp import sdcpp_runtime
 from quantcheck.runtimes.sdnext import sdnext_runtime
-from quantcheck.runtimes.sglang_releases import SGLANG_RELEASES
+from quantcheck.runtimes.sglang_releases import HEADER_DECLARED, SGLANG_RELEASES
 
 SGLANG = register_runtime(
     Runtime(
@@ -24,6 +24,7 @@ SGLANG = register_runtime(
         quantize_refusal="quantcheck.rules.sglang.checks:sglang_quantize_refusal",
         paths="quantcheck.rules.sglang.header_rules:path_json",
         folder="quantcheck.rules.sglang",
+        header_formats=HEADER_DECLARED,
         default_target=True,
         catalog=True,
         reasons=dict(builtin_reasons.SGLANG),

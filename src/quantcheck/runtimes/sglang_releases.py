@@ -22,6 +22,11 @@ FAILS, DEGRADED, NONE = Effect.FAILS, Effect.DEGRADED, Effect.NONE
 #: nvfp4 -> ModelOpt; NVFP4 layers are recognised from their tensors too, FP8 ones only from a
 #: header declaration). QC611 reports the other layers; its effect is this release's delta.
 HEADER_PATH_FORMATS = ("float8_e4m3fn", "nvfp4")
+#: Formats `quantize` declares in the header for sglang targets: the only one whose header
+#: declaration --transformer-weights-path builds a config from (handle_fp8_metadata_format ->
+#: Fp8Config); NVFP4 needs none (inferred from its tensors), the Comfy and Kitchen configs of
+#: the other formats refuse to be built from a declaration (QC631).
+HEADER_DECLARED = ("float8_e4m3fn",)
 
 #: Formats 0.5.18 does not read from `.comfy_quant` tensor markers (what `quantize` writes):
 #: every marker format but NVFP4, which it finds from the layer's tensors.
