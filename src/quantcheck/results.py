@@ -55,10 +55,8 @@ class Report:
         column)."""
         if not self.diagnostics:
             return "ok"
-        if family is not None and "loaders" in self.paths.get(target, {}):
+        if "loaders" in self.paths.get(target, {}):
             return str(self.target_status(target, family)["status"])
-        # without a family the worst loader decides: every finding counts for one of the
-        # loaders (rules/sglang/loaders.py), so that is the tally of all findings
         fails, degraded = self._tally(target)
         return "fails" if fails else "degraded" if degraded else "ok"
 

@@ -173,7 +173,9 @@ def spared(found: list[Diagnostic], ck: Checkpoint, keys: tuple[str, ...]) -> li
     them: `data["loaders"]`) where another loader of that target loads `ck` clean: sglang
     picks its loader by the model family, which `quantize` does not know, so it writes what
     one of them loads (and says which do not, `unloading`)."""
-    clean = [k for k in keys if any(v["status"] == "ok" for v in loader_verdicts(ck, k, found).values())]
+    clean = [
+        k for k in keys if any(v["status"] == "ok" for v in loader_verdicts(ck, k, found).values())
+    ]
     if not clean:
         return found
     return [

@@ -134,6 +134,7 @@ QC634: Rule  # sglang-override-nvfp4-fails
 QC635: Rule  # sglang-comfyui-mode-unquantized
 QC636: Rule  # sglang-comfyui-mode-packed
 QC637: Rule  # sglang-comfyui-mode-spec-refuses
+QC638: Rule  # sglang-marker-readers-refuse-header-formats
 QC650: Rule  # format-needs-comfyui-v0.18
 QC651: Rule  # format-needs-comfyui-v0.28
 QC701: Rule  # format-unsupported-by-forge-neo
@@ -290,6 +291,7 @@ __all__ = [
     "QC635",
     "QC636",
     "QC637",
+    "QC638",
     "QC650",
     "QC651",
     "QC701",

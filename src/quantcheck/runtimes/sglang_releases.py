@@ -58,7 +58,9 @@ SGLANG_RELEASES: tuple[Release, ...] = (
             "QC622": NONE,
             "QC623": NONE,
             # the loaders' own rules (QC631-QC637): no loader of 0.5.18 has them
-            **dict.fromkeys(("QC631", "QC632", "QC633", "QC634", "QC635", "QC636", "QC637"), NONE),
+            **dict.fromkeys(
+                ("QC631", "QC632", "QC633", "QC634", "QC635", "QC636", "QC637", "QC638"), NONE
+            ),
         },
         quantize=dict.fromkeys(_MARKER_ONLY, _NO_INSPECTOR),
         note="no marker inspector: only the header path (float8 -> whole-model FP8, "
@@ -83,6 +85,7 @@ SGLANG_RELEASES: tuple[Release, ...] = (
             "QC632": FAILS,
             "QC633": DEGRADED,
             "QC634": FAILS,
+            "QC638": FAILS,  # MiniMax-H3's own inspection from 0.5.19
         },
         quantize={**dict.fromkeys(_MARKER_ONLY, None), "mxfp8": _MXFP8_WEIGHT_LOAD},
         marker_fields={"nvfp4": {"full_precision_matrix_mult": True}},

@@ -1,4 +1,4 @@
-"""QC631-QC637: what each of sglang's loaders does with the file (`rules/sglang/loaders.py`).
+"""QC631-QC638: what each of sglang's loaders does with the file (`rules/sglang/loaders.py`).
 
 Every finding of these rules names the loader it concerns (`data["loaders"]`); a loader's
 verdict counts only the findings it reads, so a loader that fails always has a finding that
@@ -149,8 +149,7 @@ RULES = [
         "QC636",
         "sglang-comfyui-mode-packed",
         E,
-        "sglang's --comfyui-mode loader cannot fit these packed layers into unquantized "
-        "parameters",
+        "sglang's --comfyui-mode loader cannot fit these packed layers into unquantized parameters",
         effects("fails", "none"),
         None,
         "A file with packed layers (NVFP4, W4A8, W4A4, AWQ) meant for --comfyui-mode is "
@@ -183,5 +182,28 @@ RULES = [
         f"sglang 0.5.22-0.5.23 PyPI wheels: {SGSPEC} load_comfyui_transformer, "
         f"comfyui_checkpoints/qwen_image21.py, {SGH3} resolve_minimax_h3_checkpoint_"
         "quantization (read).",
+    ),
+    Rule(
+        "QC638",
+        "sglang-marker-readers-refuse-header-formats",
+        E,
+        "sglang's marker-reading loaders refuse the header-only rowwise formats",
+        effects("fails", "none"),
+        None,
+        "A file whose markers name the header-only formats (rowwise-float8_e4m3fn, bf16) is "
+        "not loaded through a loader that reads the markers first.",
+        "The MiniMax-H3 loader (inspect_minimax_h3_safetensors, never the header path while "
+        "the file has markers) and the --comfyui-mode specs that read markers hand them to "
+        "resolve_comfy_checkpoint_quantization, which has no rowwise format: "
+        'NotImplementedError("Unsupported Comfy quantization format(s): ..."), in every '
+        "release 0.5.19-0.5.23 (0.5.23's RowwiseFp8Config is reached only through the header "
+        "path). Loaders: minimax-h3, comfyui-mode.",
+        'a rowwise FP8 file (format_version "1.1", rowwise-float8_e4m3fn and bf16 layers) '
+        "loaded as MiniMax-H3",
+        "Load rowwise FP8 files with --transformer-weights-path on sglang 0.5.23 (the header "
+        "path), or write float8_e4m3fn with per-tensor scales for the marker readers.",
+        f"{_WHEELS}: {SGH3} inspect_minimax_h3_safetensors, {SGQ} "
+        "resolve_comfy_checkpoint_quantization; run by tests/rules/diff_sglang "
+        "(test_minimax_h3_loader_agrees).",
     ),
 ]

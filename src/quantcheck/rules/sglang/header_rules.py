@@ -459,9 +459,7 @@ class HeaderPathChecks:
         takes the file on every release, the marker path's findings concern only the loaders
         that read the markers whatever the header says (MiniMax-H3, --comfyui-mode): they are
         kept, named as those loaders' (`data["loaders"]`)."""
-        found = loader_findings(
-            self.ck, self.docs, self.releases, self._nvfp4_route_status(diags)
-        )
+        found = loader_findings(self.ck, self.docs, self.releases, self._nvfp4_route_status(diags))
         if not self.everywhere:
             return diags + found
         out = []
@@ -469,10 +467,12 @@ class HeaderPathChecks:
             if d.code in HEADER_CODES or d.code.startswith(("QC1", "QC5")):
                 out.append(d)
                 continue
-            on_sglang = d.effective_effects.get("sglang", Effect.NONE) is not Effect.NONE or any(
+            effs = d.effective_effects
+            on_sglang = effs.get("sglang", Effect.NONE) is not Effect.NONE or any(
                 d.effect_at(f"sglang@{rel}") is not Effect.NONE for rel in self.releases
             )
-            if not on_sglang or d.code in release_codes:
+            others = any(e is not Effect.NONE for rt, e in effs.items() if rt != "sglang")
+            if not on_sglang or (others and d.code in release_codes):
                 out.append(d)  # not about sglang, or its sglang effect is fixed per release
                 continue
             out.append(

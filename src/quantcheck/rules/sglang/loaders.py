@@ -41,7 +41,7 @@ from __future__ import annotations
 import json
 
 from quantcheck.diagnostics import Diagnostic
-from quantcheck.formats.table import FORMATS
+from quantcheck.formats.table import FORMATS, HEADER_FORMATS
 from quantcheck.rules import codes as R
 from quantcheck.rules.levels import Effect
 from quantcheck.rules.sglang.header_path import (
@@ -79,7 +79,7 @@ REFUSAL = (
 #: the loaders' own codes (`rules/sglang/catalog.py`): the only ones a loader of mode "own"
 #: counts
 LOADER_CODES = frozenset(
-    r.code for r in (R.QC631, R.QC632, R.QC633, R.QC634, R.QC635, R.QC636, R.QC637)
+    r.code for r in (R.QC631, R.QC632, R.QC633, R.QC634, R.QC635, R.QC636, R.QC637, R.QC638)
 )
 _RANK = {"ok": 0, "degraded": 1, "fails": 2}
 
@@ -163,7 +163,7 @@ def loaders_at(
             "0.5.18 has no marker inspector: the transformer loader reads the header path, "
             "then the NVFP4 inference (_resolve_quant_config)"
         )
-        return {OVERRIDE: _spec("rules", why), H3: _spec("rules", why)}
+        return {OVERRIDE: _spec("rules", why)}  # MiniMax-H3's own inspection: 0.5.19+
     kind, override = override_reading(ck, docs, release)
     marked = _marked_layers(ck)
     out = {OVERRIDE: _spec("rules" if kind == "rules" else "own", override)}
@@ -174,7 +174,9 @@ def loaders_at(
             "the markers decide (the header path is not asked)",
         )
     else:
-        out[H3] = _spec(out[OVERRIDE]["mode"], "no comfy_quant markers: as --transformer-weights-path")
+        out[H3] = _spec(
+            out[OVERRIDE]["mode"], "no comfy_quant markers: as --transformer-weights-path"
+        )
     if v >= COMFYUI_SINCE:
         out[COMFYUI] = _comfyui_reading(v, marked)
     out[ENCODER] = _spec(
@@ -256,8 +258,7 @@ def override_reading(ck: Checkpoint, docs: list[HeaderDoc], release: str) -> tup
             conflict = _merge_conflict(declaration or {}, doc)
             if conflict is not None:
                 return "invalid", (
-                    f'{where}: ValueError("Conflicting checkpoint quantization field '
-                    f'{conflict!r}")'
+                    f'{where}: ValueError("Conflicting checkpoint quantization field {conflict!r}")'
                 )
             declaration = _merged(declaration or {}, doc)
     if declaration is not None and "quant_method" in declaration:
@@ -381,6 +382,19 @@ def loader_findings(
                     tag,
                 )
             )
+    header_only = sorted({str(f) for f in marked.values()} & HEADER_FORMATS.keys())
+    if header_only:
+        formats = ", ".join(sorted({str(f) for f in marked.values()}))
+        out.append(
+            _finding(
+                R.QC638,
+                "sglang's MiniMax-H3 and --comfyui-mode loaders (minimax-h3, comfyui-mode) read "
+                f"the markers, and resolve_comfy_checkpoint_quantization has no {header_only[0]!r}"
+                f': NotImplementedError("Unsupported Comfy quantization format(s): {formats}")',
+                first,
+                {"loaders": list(MARKER_READERS)},
+            )
+        )
     if marked and any(version(rel) >= COMFYUI_SINCE for rel in inspected):
         out.extend(_comfyui_findings(marked, first))
     return out
@@ -430,7 +444,9 @@ def _comfyui_findings(marked: dict[str, Any], file: str | None) -> list[Diagnost
     cast, packed = _unquantized(marked)
     specs = "Flux, Qwen-Image and Z-Image (no quant_markers; every spec before 0.5.22)"
     if packed:
-        out.append(_finding(R.QC636, f"{_COMFYUI_SAYS}, {specs}: {_packed_text(packed)}", file, tag))
+        out.append(
+            _finding(R.QC636, f"{_COMFYUI_SAYS}, {specs}: {_packed_text(packed)}", file, tag)
+        )
     if cast:
         out.append(_finding(R.QC635, f"{_COMFYUI_SAYS}, {specs}: {_cast_text(cast)}", file, tag))
     formats = {str(f) for f in marked.values()}
