@@ -413,7 +413,8 @@ def _unquantized(layers: dict[str, Any]) -> tuple[list[str], list[str]]:
     casts each stored weight to the parameter dtype (F8 weights dequantized with their
     weight_scale by `_maybe_dequantize_fp8`); a packed weight's stored shape does not fit its
     [N, K] parameter (the weight_loader's shape assertion stops the load)."""
-    cast, packed = [], []
+    cast: list[str] = []
+    packed: list[str] = []
     for prefix, fmt in layers.items():
         spec = FORMATS.get(fmt) if isinstance(fmt, str) else None
         (packed if spec is not None and spec.packing != "none" else cast).append(prefix)
