@@ -47,7 +47,8 @@ class Report:
             if chosen is not None:
                 out["status"] = loaders[chosen]["status"]
                 out["loader"] = chosen
-            extra = {**extra, "loaders": loaders}
+            shown = {n: {"status": v["status"], "reason": v["reason"]} for n, v in loaders.items()}
+            extra = {**extra, "loaders": shown}
         return {**out, **extra}
 
     def status(self, target: str, family: str | None = None) -> str:

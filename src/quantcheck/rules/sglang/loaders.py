@@ -117,6 +117,8 @@ def verdicts(
 
     fails = dict.fromkeys(specs, 0)
     degraded = dict.fromkeys(specs, 0)
+    #: per loader, the codes of its findings by effect (named after its reason)
+    codes: dict[str, dict[Effect, list[str]]] = {n: {} for n in specs}
     seen: dict[tuple[str, int], Effect] = {}
     for d in diags:
         ident = (d.code, id(d.effects))
@@ -137,12 +139,16 @@ def verdicts(
                     fails[name] += 1
                 else:
                     degraded[name] += 1
+                seen_codes = codes[name].setdefault(eff, [])
+                if d.code not in seen_codes:
+                    seen_codes.append(d.code)
     out = {}
     for name, spec in specs.items():
         status = "fails" if fails[name] else "degraded" if degraded[name] else "ok"
+        decide = codes[name].get(Effect.FAILS if fails[name] else Effect.DEGRADED, [])
         out[name] = {
             "status": status,
-            "reason": spec["reason"],
+            "reason": spec["reason"] + (f" ({', '.join(sorted(decide))})" if decide else ""),
             "errors": fails[name],
             "degraded": degraded[name],
         }
