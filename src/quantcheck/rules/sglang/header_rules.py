@@ -19,6 +19,7 @@ from quantcheck.model.layers import Layer
 from quantcheck.rules import codes as R
 from quantcheck.rules.levels import Effect
 from quantcheck.rules.sglang.header_path import (
+    HEADER_CODES,
     HeaderDoc,
     SglangPath,
     header_docs,
@@ -36,23 +37,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 POINTER = "/__metadata__/_quantization_metadata"
-#: Codes that stay on sglang when its header path takes the file: the header-path rules, and
-#: (by family) the container and shard rules (the files must still be readable and whole).
-HEADER_CODES = frozenset(
-    r.code
-    for r in (
-        R.QC616,
-        R.QC617,
-        R.QC618,
-        R.QC619,
-        R.QC620,
-        R.QC621,
-        R.QC622,
-        R.QC623,
-        R.QC624,
-        R.QC630,
-    )
-)
 
 
 def _releases() -> tuple[str, ...]:

@@ -45,6 +45,7 @@ from quantcheck.formats.table import FORMATS, HEADER_FORMATS
 from quantcheck.rules import codes as R
 from quantcheck.rules.levels import Effect
 from quantcheck.rules.sglang.header_path import (
+    HEADER_CODES,
     NO_INSPECTOR,
     READER,
     HeaderDoc,
@@ -113,8 +114,6 @@ def verdicts(
 ) -> dict[str, dict[str, Any]]:
     """Each loader's `{"status", "reason"}` at target key `key`: the worst effect of the
     findings it reads (module doc), with how many fail and degrade it."""
-    from quantcheck.rules.sglang.header_rules import HEADER_CODES
-
     fails = dict.fromkeys(specs, 0)
     degraded = dict.fromkeys(specs, 0)
     #: per loader, the codes of its findings by effect (named after its reason)
