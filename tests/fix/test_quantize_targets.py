@@ -2,8 +2,9 @@
 or marker field) a target cannot load is refused before anything is written, with one line
 naming the runtime, release and reason; everything `quantize` writes checks clean for every
 target it was asked for (sglang: one of its loaders loads it clean, the findings left name the
-other loaders: which one reads the file depends on the model family). The decision comes from the check rules (a probe layer and the planned
-header), so a new runtime's rules refuse what it cannot load without a table of their own."""
+other loaders: which one reads the file depends on the model family). The decision comes from
+the check rules (a probe layer and the planned header), so a new runtime's rules refuse what it
+cannot load without a table of their own."""
 
 from __future__ import annotations
 
