@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from quantcheck.diagnostics import Diagnostic, distinct_kinds
+from quantcheck.diagnostics import Diagnostic, Severity, distinct_kinds
 from quantcheck.formats.table import (
     FORMATS,
     HEADER_FORMATS,
@@ -443,7 +443,14 @@ class HeaderPathChecks:
         takes the file on every release, the marker path's findings concern only the loaders
         that read the markers whatever the header says (MiniMax-H3, --comfyui-mode): they are
         kept, named as those loaders' (`data["loaders"]`)."""
-        found = loader_findings(self.ck, self.docs, self.releases, self._nvfp4_route_status(diags))
+        unreadable = any(
+            d.code.startswith("QC1") and d.effective_severity is Severity.ERROR for d in diags
+        )  # a file that cannot be read whole gets no follow-ons about how it would load
+        found = (
+            []
+            if unreadable
+            else loader_findings(self.ck, self.docs, self.releases, self._nvfp4_route_status(diags))
+        )
         if not self.everywhere:
             return diags + found
         out = []
