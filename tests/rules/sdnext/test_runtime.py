@@ -197,11 +197,12 @@ def test_many_checkpoint_table_has_a_column_per_runtime(capsys: pytest.CaptureFi
     # the total counts each checkpoint's worst verdict over the runtimes asked for
     main(["check", "--target", "sglang,comfyui,forge-neo,sdnext", str(EXAMPLES)])
     total = capsys.readouterr().out.strip().splitlines()[-1]
-    # mxfp8.safetensors fails on sglang 0.5.23 (QC615, weight load)
-    assert total.startswith("9 checkpoints: 3 ok, 6 failing"), total
-    main(["check", str(EXAMPLES)])
+    # every example fails one of sglang's loaders while the model family is not known (the
+    # worst decides: --transformer-weights-path QC631 or --comfyui-mode QC636 / QC637)
+    assert total.startswith("9 checkpoints: 9 failing"), total
+    main(["check", "--target", "comfyui,forge-neo,sdnext", str(EXAMPLES)])
     total = capsys.readouterr().out.strip().splitlines()[-1]
-    assert total.startswith("9 checkpoints: 5 ok, 4 failing"), total
+    assert total.startswith("9 checkpoints: 3 ok, 1 degraded, 5 failing"), total
 
 
 def test_explain_round_trip(capsys: pytest.CaptureFixture) -> None:
