@@ -29,7 +29,7 @@ from quantcheck.rules.sglang.header_path import (
     sglang_paths,
     short,
 )
-from quantcheck.rules.sglang.loaders import MARKER_READERS, loader_findings, loaders_at
+from quantcheck.rules.sglang.loaders import MARKER_READERS, WHOLE_FILE, loader_findings, loaders_at
 from quantcheck.runtimes import get_runtime, registry
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
@@ -444,8 +444,9 @@ class HeaderPathChecks:
         that read the markers whatever the header says (MiniMax-H3, --comfyui-mode): they are
         kept, named as those loaders' (`data["loaders"]`)."""
         unreadable = any(
-            d.code.startswith("QC1") and d.effective_severity is Severity.ERROR for d in diags
-        )  # a file that cannot be read whole gets no follow-ons about how it would load
+            d.code.startswith(WHOLE_FILE) and d.effective_severity is Severity.ERROR for d in diags
+        )  # a file that cannot be read whole (or a shard set with a shard missing) fails on
+        # every loader: no follow-ons about how each would load it
         found = (
             []
             if unreadable

@@ -82,6 +82,9 @@ REFUSAL = (
 LOADER_CODES = frozenset(
     r.code for r in (R.QC631, R.QC632, R.QC633, R.QC634, R.QC635, R.QC636, R.QC637, R.QC638)
 )
+#: container and shard codes: every loader reads the same bytes (a truncated file or a missing
+#: shard stops each of them)
+WHOLE_FILE = ("QC1", "QC5")
 _RANK = {"ok": 0, "degraded": 1, "fails": 2}
 
 
@@ -116,7 +119,7 @@ def verdicts(
     findings it reads (module doc), with how many fail and degrade it."""
     fails = dict.fromkeys(specs, 0)
     degraded = dict.fromkeys(specs, 0)
-    #: per loader, the codes of its findings by effect (named after its reason)
+    #: per loader, the codes of the findings that name it, by effect (named after its reason)
     codes: dict[str, dict[Effect, list[str]]] = {n: {} for n in specs}
     seen: dict[tuple[str, int], Effect] = {}
     for d in diags:
@@ -132,15 +135,19 @@ def verdicts(
             if tags is not None:
                 counts = name in tags and (mode != "own" or d.code in LOADER_CODES)
             else:
-                counts = mode == "rules" or (mode == "markers" and d.code not in HEADER_CODES)
+                counts = (
+                    mode == "rules"
+                    or (mode == "markers" and d.code not in HEADER_CODES)
+                    or d.code.startswith(WHOLE_FILE)
+                )
             if counts:
                 if eff is Effect.FAILS:
                     fails[name] += 1
                 else:
                     degraded[name] += 1
-                seen_codes = codes[name].setdefault(eff, [])
-                if d.code not in seen_codes:
-                    seen_codes.append(d.code)
+                own = codes[name].setdefault(eff, [])
+                if tags is not None and d.code not in own:
+                    own.append(d.code)  # a finding about this loader: named after its reason
     out = {}
     for name, spec in specs.items():
         status = "fails" if fails[name] else "degraded" if degraded[name] else "ok"
