@@ -78,7 +78,7 @@ def test_one_finding_over_many_layers_is_one_entry(
     assert "36 layers: blocks.{0..11}.attn.{to_k,to_q}, blocks.{0..11}.ff.net.0.proj" in grouped
     assert "first: blocks.0.attn.to_k, blocks.0.attn.to_q, blocks.0.ff.net.0.proj, …" in grouped
     assert "38 findings shown as 3 entries" in grouped and "--show-all" in grouped
-    assert "errors, 37 warnings" in grouped  # the totals still count every finding
+    assert "1 error, 37 warnings" in grouped  # the totals still count every finding
     _, every = run(["check", "--no-color", "--show-all", int8_plain], capsys)
     assert sum("QC316" in line for line in every.splitlines()) == 36
     assert "shown as" not in every
