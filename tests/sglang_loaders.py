@@ -25,3 +25,15 @@ def core(diags: list[Any]) -> list[Any]:
 
 def core_codes(diags: list[Any]) -> set[str]:
     return {d.code for d in core(diags)}
+
+
+#: `--ignore` of the loaders' codes, for tests about something else (transport, discovery,
+#: rendering) that run `check` on marked files: every marked file fails a loader of sglang
+#: that never reads markers (tests/rules/sglang/test_loader_findings.py covers those)
+IGNORE_LOADERS = ("--ignore", ",".join(sorted(LOADER_CODES)))
+
+
+def without_loaders(argv: list[str] | tuple[str, ...]) -> list[str]:
+    """`argv` of a `check` command with `IGNORE_LOADERS` added (other commands as given)."""
+    argv = list(argv)
+    return ["check", *IGNORE_LOADERS, *argv[1:]] if argv[:1] == ["check"] else argv
