@@ -7,7 +7,7 @@ says why.
 
 from __future__ import annotations
 
-from quantcheck.rules.levels import Safety, Severity
+from quantcheck.rules.levels import Severity
 from quantcheck.rules.rule import Rule, effects
 from quantcheck.rules.upstream import SGFSDP, SGH3, SGQ, SGSPEC, SGTL
 
@@ -36,7 +36,7 @@ RULES = [
         "sglang's --transformer-weights-path loader refuses quantized tensors without a header "
         "declaration it supports",
         effects("fails", "none"),
-        Safety.SAFE,
+        None,
         "A file loaded with --transformer-weights-path whose tensors are quantized "
         "(.weight_scale, .input_scale, .comfy_quant, or an F8_E4M3 / I8 / U8 weight) declares "
         "its quantization in a way that loader builds a config from.",
