@@ -80,11 +80,14 @@ def check_selectors(patterns: Iterable[str]) -> None:
     """ValueError naming the first pattern that takes no rule of the registry (a typo such as
     `QC3O5` would otherwise select nothing and turn a gate green), with the nearest code or
     rule name as a suggestion."""
+    patterns = [p for p in patterns if p.strip()]
+    if not patterns:  # nothing to check: the catalogs stay unread (a clean check needs none)
+        return
     from quantcheck.rules.registry import all_rules
 
     rules = all_rules()
     for pattern in patterns:
-        if not pattern.strip() or any(selects(pattern, c, r.name) for c, r in rules.items()):
+        if any(selects(pattern, c, r.name) for c, r in rules.items()):
             continue
         p = pattern.strip()
         near = _nearest_rule(p, rules)
@@ -157,10 +160,17 @@ def check_checkpoint(
     ignore: list[str] | None = None,
     deep: bool = False,
     read_weights: bool = False,
+    gpus: list[Any] | None = None,
 ) -> Report:
-    """Check an opened checkpoint."""
+    """Check an opened checkpoint (`gpus`: `GpuSpec`s, see `labelled_check`)."""
     return labelled_check(
-        ck, target=target, select=select, ignore=ignore, deep=deep, read_weights=read_weights
+        ck,
+        target=target,
+        select=select,
+        ignore=ignore,
+        deep=deep,
+        read_weights=read_weights,
+        gpus=gpus,
     )[0]
 
 
@@ -172,11 +182,19 @@ def labelled_check(
     ignore: list[str] | None = None,
     deep: bool = False,
     read_weights: bool = False,
+    gpus: list[Any] | None = None,
 ) -> tuple[Report, dict[str, str]]:
     """`check_checkpoint`, and the `file_labels` of the checkpoint's files (path -> the name
-    its diagnostics give)."""
+    its diagnostics give). `gpus`: `GpuSpec`s to judge each target on (`--gpu`)."""
     targets = targets_of(target)
     diags = run_rules(ck, targets)
+    gpu: dict[str, Any] = {}
+    needs: dict[str, Any] = {}
+    if gpus:  # known bad combinations for those GPUs are findings too (QC80x)
+        from quantcheck.rules.gpu.report import gpu_targets
+
+        gpu, needs, found = gpu_targets(ck, targets, gpus)
+        diags.extend(found)
     if deep:
         from quantcheck.rules.numeric.deep import deep_check
 
@@ -205,6 +223,8 @@ def labelled_check(
         stats=stats,
         releases=releases,
         paths=target_paths(ck, targets),
+        gpu=gpu,
+        gpu_needs=needs,
     )
     return report, labels
 
@@ -250,7 +270,10 @@ def input_record(ck: Checkpoint, i: int) -> dict[str, object]:
 
 
 def check_paths(paths: list[str], **kw: object) -> Report:
-    """Open `paths` (files, folders, index files) and check them."""
+    """Open `paths` (files, folders, index files: the shards of one checkpoint, resolved as
+    `--as-one` resolves them) and check them."""
+    from quantcheck.model.discover import as_one_spec
+
     jobs = int(kw.pop("jobs", 1))  # type: ignore[call-overload]
-    with load_checkpoint(paths, jobs=jobs) as ck:
+    with load_checkpoint(as_one_spec(list(paths)), jobs=jobs) as ck:
         return check_checkpoint(ck, **kw)  # type: ignore[arg-type]

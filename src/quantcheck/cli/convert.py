@@ -69,10 +69,12 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
     formats = quant_formats()
     to.add_argument(
         "--to",
-        choices=formats,
+        choices=(*formats, "auto"),
         dest="fmt",
         metavar="FORMAT",
-        help=f"target format: {', '.join(formats)}",
+        help=f"target format: {', '.join(formats)}; auto (with --gpu): the first of "
+        "float8_e4m3fn, int8_tensorwise, mxfp8, nvfp4, asym_w4a8_int8 that runs natively on "
+        "every --gpu for --target",
     )
     to.add_argument(
         "--format", choices=formats, dest="fmt", action=DeprecatedTo, help=argparse.SUPPRESS
@@ -148,6 +150,14 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
         help="convrot_w4a4 GEMM",
     )
     p.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
+    from quantcheck.cli.options import add_gpu
+
+    add_gpu(
+        p,
+        "say how the written file runs on this GPU (per target: layers native / emulated, "
+        "weight memory) and warn when some layers would be emulated there; with --to auto, "
+        "pick a format that runs natively. SPEC as for `check --gpu`. Repeatable",
+    )
 
 
 def w4a8_group_size(text: str) -> int:
@@ -191,8 +201,8 @@ def _run(args: argparse.Namespace) -> int:
     from quantcheck.model.checkpoint import load_checkpoint
     from quantcheck.model.discover import one_checkpoint
 
-    paths = one_checkpoint(args.paths, args.command, as_one=args.as_one)
-    with load_checkpoint(paths) as ck:
+    spec = one_checkpoint(args.paths, args.command, as_one=args.as_one)
+    with load_checkpoint(spec) as ck:
         from quantcheck.fix.planner import unrepairable
 
         bad = unrepairable(ck)
@@ -210,6 +220,10 @@ def _run(args: argparse.Namespace) -> int:
 def _quantize(ck: Any, args: argparse.Namespace, out: str, index: str | None) -> int:
     from quantcheck.convert.plan import ALREADY, plan_quantize
 
+    specs = _gpu_specs(args)
+    if isinstance(specs, str):
+        say_error(specs)
+        return 2
     options = options_of(args)
     planned = _judge_targets(ck, args, options)
     if isinstance(planned, str):
@@ -256,6 +270,13 @@ def _quantize(ck: Any, args: argparse.Namespace, out: str, index: str | None) ->
 
         for line in unloading(planned_ck(draft), targets_of(args.target)):
             say(f"  not loaded by {line}")
+    if specs:
+        from quantcheck.cli.gpu import planned_lines
+        from quantcheck.convert.plan import planned
+        from quantcheck.runtimes import targets_of
+
+        for line in planned_lines(planned(draft), targets_of(args.target), specs):
+            say(f"  {line}")
     if args.dry_run:
         return 0
     if rc == 0 and not done:
@@ -263,6 +284,28 @@ def _quantize(ck: Any, args: argparse.Namespace, out: str, index: str | None) ->
     elif rc == 0:
         say(f"wrote {out}")
     return rc or (1 if refused else 0)
+
+
+def _gpu_specs(args: argparse.Namespace) -> Any:
+    """`--gpu`'s specs (None without it), with `--to auto` replaced by the format it picks
+    (said on stderr); a str says why the run cannot go on."""
+    from quantcheck.cli.gpu import pick_format, resolve
+    from quantcheck.runtimes import targets_of
+
+    if not args.gpu:
+        return (
+            "--to auto needs --gpu (the GPU to pick a native format for)"
+            if (args.fmt == "auto")
+            else None
+        )
+    try:
+        specs = resolve(args.gpu)
+        if args.fmt == "auto":
+            args.fmt = pick_format(specs, targets_of(args.target), quant_formats())
+            say(f"--to auto: {args.fmt} runs natively on {', '.join(s.label() for s in specs)}")
+    except ValueError as exc:
+        return f"--gpu: {exc}" if not str(exc).startswith("--to") else str(exc)
+    return specs
 
 
 def _judge_targets(ck: Any, args: argparse.Namespace, options: dict[str, Any]) -> Any:
@@ -372,7 +415,7 @@ def _write(
     """Write the draft. With `retry`, returns (exit code, (layer, reason) or None) so that a
     layer the quantizer refuses can be left out and the write repeated."""
     from quantcheck.cli.output import index_metadata, name_files
-    from quantcheck.io.writer import write_checkpoint
+    from quantcheck.model.written import write_checkpoint
     from quantcheck.numeric import NumericError
     from quantcheck.progress import Progress
 

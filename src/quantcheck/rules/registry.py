@@ -19,7 +19,15 @@ FAMILIES = {
 
 #: The generic rule folders (`rules/<name>/catalog.py`); each runtime's own rules come from its
 #: record's folder (`Runtime.folder`: `rules/<runtime>/catalog.py`).
-CATALOGS: tuple[str, ...] = ("container", "markers", "layers", "numeric", "shards", "support")
+CATALOGS: tuple[str, ...] = (
+    "container",
+    "markers",
+    "layers",
+    "numeric",
+    "shards",
+    "support",
+    "gpu",
+)
 
 
 def all_rules() -> dict[str, Rule]:
@@ -51,7 +59,8 @@ def _rules_at(generation: int) -> dict[str, Rule]:
 
 
 def get_rule(code: str) -> Rule:
-    """The rule for a code; KeyError for an unknown code."""
+    """The rule for a code; KeyError for an unknown code (`codes.rule_of` reads only its
+    catalog)."""
     return all_rules()[code]
 
 

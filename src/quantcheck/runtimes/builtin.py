@@ -25,6 +25,7 @@ SGLANG = register_runtime(
         paths="quantcheck.rules.sglang.header_rules:path_json",
         folder="quantcheck.rules.sglang",
         header_formats=HEADER_DECLARED,
+        gpu="quantcheck.rules.sglang.gpu:SGLANG_GPU",
         default_target=True,
         catalog=True,
         reasons=dict(builtin_reasons.SGLANG),

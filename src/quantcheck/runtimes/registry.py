@@ -76,6 +76,9 @@ class Runtime:
     #: object itself) for this runtime: a loader of it reads only the header (sglang's
     #: --transformer-weights-path builds its FP8 config from that declaration).
     header_formats: tuple[str, ...] = ()
+    #: "module:attribute" naming the runtime's GPU decisions (`rules/gpu/plan.py` describes
+    #: the object): how each quantized layer runs on a `--gpu` device ("" for none)
+    gpu: str = ""
 
     @property
     def newest(self) -> Release:
