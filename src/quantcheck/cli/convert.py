@@ -295,6 +295,13 @@ def _quantize(ck: Any, args: argparse.Namespace, out: str, index: str | None) ->
             f"  {other} other layer{'s' if other != 1 else ''} left as they are (norms, "
             "embeddings, biases, non-2-D or non-float weights, --include/--exclude)"
         )
+    if done:
+        from quantcheck.convert.plan import planned as planned_ck
+        from quantcheck.convert.plan import unloading
+        from quantcheck.runtimes import targets_of
+
+        for line in unloading(planned_ck(draft), targets_of(args.target)):
+            say(f"  not loaded by {line}")
     if specs:
         from quantcheck.cli.gpu import planned_lines
         from quantcheck.convert.plan import planned
@@ -362,6 +369,7 @@ def _judge_targets(
         planned,
         probe_finding,
         release_name,
+        spared,
     )
     from quantcheck.rules import codes as R
     from quantcheck.runtimes import targets_of
@@ -381,9 +389,14 @@ def _judge_targets(
         draft, done, _ = plan_quantize(
             ck, args.fmt, options, args.target, args.include, args.exclude, {**family_kept, **kept}
         )
-        after = select_diagnostics(run_rules(planned(draft), keys), target=args.target)
+        ck_after = planned(draft)
+        after = select_diagnostics(run_rules(ck_after, keys), target=args.target)
         # the family's quality list is --family's to decide (QC861 is a warning of taste)
-        found = [d for d in new_findings(before, after, keys) if d.code != R.QC861.code]
+        found = [
+            d
+            for d in new_findings(before, spared(after, ck_after, keys), keys)
+            if d.code != R.QC861.code
+        ]
         if not found:
             return kept
         for d in found:

@@ -156,6 +156,14 @@ QC622: Rule  # rowwise-fp8-header-contract
 QC623: Rule  # rowwise-fp8-layer-tensors
 QC624: Rule  # sglang-header-path-raises
 QC630: Rule  # sglang-header-fp8-weight-load
+QC631: Rule  # sglang-override-undeclared
+QC632: Rule  # sglang-override-declaration-invalid
+QC633: Rule  # sglang-override-nvfp4-degraded
+QC634: Rule  # sglang-override-nvfp4-fails
+QC635: Rule  # sglang-comfyui-mode-unquantized
+QC636: Rule  # sglang-comfyui-mode-packed
+QC637: Rule  # sglang-comfyui-mode-spec-refuses
+QC638: Rule  # sglang-marker-readers-refuse-header-formats
 QC650: Rule  # format-needs-comfyui-v0.18
 QC651: Rule  # format-needs-comfyui-v0.28
 QC701: Rule  # format-unsupported-by-forge-neo
@@ -314,6 +322,14 @@ __all__ = [
     "QC623",
     "QC624",
     "QC630",
+    "QC631",
+    "QC632",
+    "QC633",
+    "QC634",
+    "QC635",
+    "QC636",
+    "QC637",
+    "QC638",
     "QC650",
     "QC651",
     "QC701",
@@ -390,6 +406,7 @@ _HOMES = {
         "QC613 QC614 QC615 QC616 QC617 QC618 QC619 QC620 QC621 QC622 QC623 QC624 "
         "QC630 QC650 QC651"
     ),
+    "quantcheck.rules.sglang.catalog": ("QC631 QC632 QC633 QC634 QC635 QC636 QC637 QC638"),
     "quantcheck.rules.forge_neo.catalog": ("QC701 QC702 QC703"),
     "quantcheck.rules.sdnext.catalog": ("QC710 QC711 QC712 QC713 QC714 QC715 QC716 QC717"),
     "quantcheck.rules.invokeai.catalog": ("QC720 QC721 QC722 QC723 QC724 QC725"),

@@ -105,7 +105,7 @@ LEFT_NONE: dict[str, str] = {
     **dict.fromkeys(["QC404", "QC405", "QC406", "QC409"], "formats DiffSynth refuses (QC730)"),
     "QC505": "the weight_map is not used to load the shards",
     **dict.fromkeys(
-        [f"QC6{n:02d}" for n in (*range(1, 25), 30, 50, 51)],
+        [f"QC6{n:02d}" for n in (*range(1, 25), *range(30, 39), 50, 51)],
         "sglang's and ComfyUI's own loaders (safetensors reads F8_E8M0)",
     ),
     "QC860": ("ComfyUI's model detection; DiffSynth-Studio's own model detection was not read"),

@@ -118,7 +118,7 @@ FOLLOWS: dict[str, str] = {
         (
             "QC601", "QC602", "QC603", "QC604", "QC611", "QC612", "QC613", "QC614", "QC615",
             "QC616", "QC617", "QC618", "QC619", "QC620", "QC621", "QC622", "QC623", "QC624",
-            "QC630",
+            "QC630", "QC631", "QC632", "QC633", "QC634", "QC635", "QC636", "QC637", "QC638",
         ),
         "sglang's own codes (none on ComfyUI; QC620, a header-only rowwise format, fails "
         "ComfyUI and Forge alike)",

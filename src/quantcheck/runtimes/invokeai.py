@@ -116,7 +116,7 @@ LEFT_NONE: dict[str, str] = {
     ),
     "QC505": "the weight_map is not used by InvokeAI's single-file loaders",
     **dict.fromkeys(
-        [f"QC6{n:02d}" for n in (*range(1, 25), 30, 50, 51)],
+        [f"QC6{n:02d}" for n in (*range(1, 25), *range(30, 39), 50, 51)],
         "sglang's and ComfyUI's own loaders (InvokeAI reads F8_E8M0 through safetensors)",
     ),
     "QC860": ("ComfyUI's model detection; InvokeAI's own model detection was not read"),

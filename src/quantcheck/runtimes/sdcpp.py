@@ -136,7 +136,7 @@ LEFT_NONE: dict[str, str] = {
     "QC505": "index files are not read",
     **{
         c: "sglang's and ComfyUI's own rules"
-        for c in (f"QC6{n:02d}" for n in (*range(1, 25), 30, 50, 51))
+        for c in (f"QC6{n:02d}" for n in (*range(1, 25), *range(30, 39), 50, 51))
     },
     "QC860": ("ComfyUI's model detection; stable-diffusion.cpp's own model detection was not read"),
     "QC863": (

@@ -169,7 +169,8 @@ LEFT_NONE: dict[str, str] = {
     "QC409": "W4A8 is refused as a format (QC710)",
     "QC505": "the loader reads the file, not the index",
     **dict.fromkeys(
-        (f"QC6{n:02d}" for n in (*range(1, 25), 30, 50, 51)), "sglang's or ComfyUI's own finding"
+        (f"QC6{n:02d}" for n in (*range(1, 25), *range(30, 39), 50, 51)),
+        "sglang's or ComfyUI's own finding",
     ),
     "QC860": ("ComfyUI's model detection; SD.Next's own model detection was not read"),
     "QC863": (
