@@ -35,6 +35,7 @@ from quantcheck.checking import run_rules, select_diagnostics
 from quantcheck.diagnostics import Diagnostic, Fix, Safety
 from quantcheck.fix.actions import ACTIONS, UNSAFE_ACTIONS, Refused
 from quantcheck.fix.draft import Draft, Edit
+from quantcheck.fix.portable import CODE as PORTABLE
 from quantcheck.fix.portable import (
     PORTABLE_ACTIONS,
     PROFILES,
@@ -204,28 +205,77 @@ def _round(
     plan: FixPlan,
     names: list[str],
 ) -> tuple[Draft, list[OutFile], Checkpoint, list[Diagnostic]]:
-    """One round; edits whose result breaks another runtime are refused and the round redone."""
-    portable = plan.profile == "portable"
+    """One round; edits whose result breaks another runtime are refused and the round redone.
+    A finding is judged on the file the round writes without the suspected edits (`_spared`),
+    not on the input: one the round's unstoppable edits make anyway refuses no fix."""
     while True:
-        draft = Draft.of(cur, sync_header=portable)
-        if portable:
-            _refuse_guesses(diags, plan.refused)
-        locked = _apply_all(draft, diags, target, unsafe, plan.refused)
-        if portable:
-            apply_portable(draft, target, locked, plan.portable_refused)
-        files = draft.files_out()
+        draft, files, nxt, after = _attempt(cur, diags, target, unsafe, plan, names, plan.refused)
         if not draft.edits:
             return draft, files, cur, diags
-        nxt = load_planned(files, names)
-        after = select_diagnostics(run_rules(nxt), target=target)
-        harm = {
-            k: why
-            for k, why in _harm(diags, after, draft.edits, target).items()
-            if k not in plan.refused  # edits a refusal does not stop (portable ones) stay
-        }
+        harm = _harm(diags, after, draft.edits, target)
+        if harm and not all(_stoppable(e) for e in draft.edits):
+            spared = _spared(cur, diags, target, unsafe, plan, names, harm)
+            harm = _harm([*diags, *spared], after, draft.edits, target)
+        harm = {k: why for k, why in harm.items() if k not in plan.refused}
         if not harm:
             return draft, files, nxt, after
         plan.refused.update(harm)
+
+
+def _attempt(
+    cur: Checkpoint,
+    diags: list[Diagnostic],
+    target: str,
+    unsafe: bool,
+    plan: FixPlan,
+    names: list[str],
+    refused: dict[tuple[str, str], str],
+    portable_refused: dict[str, tuple[str, str]] | None = None,
+) -> tuple[Draft, list[OutFile], Checkpoint, list[Diagnostic]]:
+    """The round's edits on a fresh draft with the `refused` fixes left out, its planned files,
+    and the checkpoint and findings they would load as (the input's when nothing changed)."""
+    portable = plan.profile == "portable"
+    draft = Draft.of(cur, sync_header=portable)
+    if portable:
+        _refuse_guesses(diags, refused)
+    locked = _apply_all(draft, diags, target, unsafe, refused)
+    if portable:
+        mine = plan.portable_refused if portable_refused is None else portable_refused
+        apply_portable(draft, target, locked, mine)
+    files = draft.files_out()
+    if not draft.edits:
+        return draft, files, cur, diags
+    nxt = load_planned(files, names)
+    return draft, files, nxt, select_diagnostics(run_rules(nxt), target=target)
+
+
+def _stoppable(e: Edit) -> bool:
+    """Whether a refusal stops the edit: a diagnostic's fix, not a portable edit (those answer
+    no diagnostic, so every round makes them) or the rewrite itself."""
+    return e.code != PORTABLE and e.safety != "rewrite"
+
+
+def _spared(
+    cur: Checkpoint,
+    diags: list[Diagnostic],
+    target: str,
+    unsafe: bool,
+    plan: FixPlan,
+    names: list[str],
+    harm: dict[tuple[str, str], str],
+) -> list[Diagnostic]:
+    """The findings the round's file shows even with the `harm` fixes refused, that no
+    stoppable edit of that file is charged with: the unstoppable (portable) edits make them
+    whatever the suspected fixes do, so they are no reason to refuse those fixes."""
+    trial = {**plan.refused, **harm}
+    draft, _, _, after = _attempt(cur, diags, target, unsafe, plan, names, trial, {})
+    old = {diagnostic_key(d) for d in diags}
+    return [
+        d
+        for d in after
+        if diagnostic_key(d) not in old
+        and not any(_stoppable(e) for e in _charged(d, draft.edits))
+    ]
 
 
 def diagnostic_key(d: Diagnostic) -> tuple[str, str]:
@@ -240,22 +290,28 @@ def _affected(d: Diagnostic, scope: tuple[str, ...]) -> list[str]:
 def _harm(
     before: list[Diagnostic], after: list[Diagnostic], edits: list[Edit], target: str
 ) -> dict[tuple[str, str], str]:
-    """Edits whose result shows a new problem for a runtime of `target`: a fix never trades
-    one finding for another on a runtime it was asked about. A new finding is charged to the
-    edits of its layer, or to every edit of the round when no edited layer holds it."""
+    """Stoppable edits whose result shows a new problem for a runtime of `target`: a fix never
+    trades one finding for another on a runtime it was asked about."""
     old = {diagnostic_key(d) for d in before}
     scope = targets_of(target)
-    real = [e for e in edits if e.safety != "rewrite"]
     out: dict[tuple[str, str], str] = {}
     for d in after:
         hit = _affected(d, scope)
         if diagnostic_key(d) in old or not hit:
             continue
-        layer = d.layer or (d.tensor or "").rsplit(".", 1)[0]
-        mine = [e for e in real if layer and (e.where == layer or e.where.startswith(layer + "."))]
-        for e in mine or real:
-            out.setdefault((e.code, e.where), _harm_text(e, d, hit))
+        for e in _charged(d, edits):
+            if _stoppable(e):
+                out.setdefault((e.code, e.where), _harm_text(e, d, hit))
     return out
+
+
+def _charged(d: Diagnostic, edits: list[Edit]) -> list[Edit]:
+    """The edits a new finding is charged to: those of its layer, or every edit of the round
+    when no edited layer holds it."""
+    real = [e for e in edits if e.safety != "rewrite"]
+    layer = d.layer or (d.tensor or "").rsplit(".", 1)[0]
+    mine = [e for e in real if layer and (e.where == layer or e.where.startswith(layer + "."))]
+    return mine or real
 
 
 def _harm_text(e: Edit, d: Diagnostic, hit: list[str]) -> str:
