@@ -137,5 +137,5 @@ def test_a_local_check_imports_few_of_our_modules(target: str, examples_dir: Pat
         [sys.executable, "-I", "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     rc, count = map(int, proc.stdout.split())
-    assert rc == (0 if target == "default" else 1)
+    assert rc == 1  # default: sglang's --transformer-weights-path refuses the file (QC631)
     assert count <= MOST_MODULES[target], f"{count} quantcheck modules for --target {target}"

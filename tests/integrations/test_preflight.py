@@ -58,10 +58,15 @@ def test_every_problem_is_in_the_one_error() -> None:
     pf = pre.preflight([BROKEN], "sglang")
     text = pre.blocking_error(pf, "sglang 0.5.23")
     codes = sorted({d.code for d in pf.blocking})
-    assert codes == ["QC301", "QC305", "QC602"]  # three layers' problems at once
+    # three layers' problems at once, and two of sglang's loaders that refuse the file
+    # (--transformer-weights-path QC631, --comfyui-mode's MiniMax-H3 spec QC637)
+    assert codes == ["QC301", "QC305", "QC602", "QC631", "QC637"]
     for code in codes:
         assert f"  {code} " in text
     assert "      fix: cast F16 -> F32" in text
+    # the loader that is reading (the marker inspector's caller) sees only its own problems
+    reading = pre.preflight([BROKEN], "sglang", loader="minimax-h3")
+    assert sorted({d.code for d in reading.blocking}) == ["QC301", "QC305", "QC602"]
 
 
 def test_repeats_over_layers_are_one_entry_naming_the_layers() -> None:

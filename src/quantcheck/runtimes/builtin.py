@@ -23,7 +23,6 @@ SGLANG = register_runtime(
         checks="quantcheck.rules.sglang.checks:SglangChecks",
         quantize_refusal="quantcheck.rules.sglang.checks:sglang_quantize_refusal",
         paths="quantcheck.rules.sglang.header_rules:path_json",
-        folder="quantcheck.rules.sglang",
         header_formats=HEADER_DECLARED,
         gpu="quantcheck.rules.sglang.gpu:SGLANG_GPU",
         default_target=True,

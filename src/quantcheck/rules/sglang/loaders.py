@@ -77,7 +77,7 @@ REFUSAL = (
     "Replacement checkpoint contains quantized tensors but no supported native quantization "
     "declaration"
 )
-#: the loaders' own codes (`rules/sglang/catalog.py`): the only ones a loader of mode "own"
+#: the loaders' own codes (`rules/support/catalog.py`): the only ones a loader of mode "own"
 #: counts
 LOADER_CODES = frozenset(
     r.code for r in (R.QC631, R.QC632, R.QC633, R.QC634, R.QC635, R.QC636, R.QC637, R.QC638)
