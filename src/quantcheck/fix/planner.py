@@ -9,7 +9,8 @@ reshapes, marker rewrites); `unsafe` ones change numbers and need `unsafe=True`;
 ones are never applied. Conflicts: with several targets, an unsafe fix for a problem only some
 runtimes have is refused (it would change numbers for a runtime that loads the layer fine), and
 a safe fix whose result shows a new problem for another runtime is refused; both name the two
-runtimes. Missing markers are added only for the unambiguous layouts of `marker_infer`:
+runtimes. The new problem is judged on the file the round writes, so one that the portable
+edits (which no refusal stops) make with or without the fix refuses nothing. Missing markers are added only for the unambiguous layouts of `marker_infer`:
 
 - F8_E4M3 / F8_E5M2 [N, K] + float scalar weight_scale -> float8_e4m3fn / float8_e5m2
 - I8 [N, K] + float scalar weight_scale -> int8_tensorwise
@@ -273,8 +274,7 @@ def _spared(
     return [
         d
         for d in after
-        if diagnostic_key(d) not in old
-        and not any(_stoppable(e) for e in _charged(d, draft.edits))
+        if diagnostic_key(d) not in old and not any(_stoppable(e) for e in _charged(d, draft.edits))
     ]
 
 
