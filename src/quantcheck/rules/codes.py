@@ -212,6 +212,11 @@ QC800: Rule  # gpu-known-crash
 QC801: Rule  # gpu-known-wrong-output
 QC802: Rule  # gpu-known-slow
 QC803: Rule  # gpu-size-limit
+QC860: Rule  # family-detect-packed
+QC861: Rule  # family-keep-high-precision
+QC862: Rule  # family-layers-missing
+QC863: Rule  # family-layers-extra
+QC864: Rule  # family-topology
 
 __all__ = [
     "QC101",
@@ -373,6 +378,11 @@ __all__ = [
     "QC801",
     "QC802",
     "QC803",
+    "QC860",
+    "QC861",
+    "QC862",
+    "QC863",
+    "QC864",
 ]
 
 #: the catalog module that holds each code (a code binds by importing only its catalog)
@@ -405,4 +415,5 @@ _HOMES = {
     ),
     "quantcheck.rules.musubi.catalog": ("QC750 QC751 QC752 QC753 QC754 QC755 QC756 QC757"),
     "quantcheck.rules.gpu.catalog": ("QC800 QC801 QC802 QC803"),
+    "quantcheck.rules.family.catalog": ("QC860 QC861 QC862 QC863 QC864"),
 }

@@ -15,6 +15,7 @@ FAMILIES = {
     "QC6": "runtime compatibility (format support and mixes)",
     "QC7": "other runtimes (Forge Neo, SD.Next, InvokeAI, stable-diffusion.cpp, "
     "DiffSynth-Studio, musubi-tuner)",
+    "QC8": "model families (what the model a checkpoint is needs of its layers)",
 }
 
 #: The generic rule folders (`rules/<name>/catalog.py`); each runtime's own rules come from its
@@ -27,6 +28,7 @@ CATALOGS: tuple[str, ...] = (
     "shards",
     "support",
     "gpu",
+    "family",
 )
 
 

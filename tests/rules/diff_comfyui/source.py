@@ -42,7 +42,14 @@ FILES = ("comfy/quant_ops.py", "comfy/ops.py")
 #: commit for sd.py and utils.py; the code index holds only ops.py and quant_ops.py at
 #: 0271a469). Its files sit beside the pinned ones in the same tree.
 LOADER_COMMIT = "783545f689a0af730065994b46b382ae24844c99"
-LOADER_FILES = ("comfy/utils.py", "comfy/model_detection.py", "comfy/sd.py")
+LOADER_FILES = (
+    "comfy/utils.py",
+    "comfy/model_detection.py",
+    "comfy/sd.py",
+    "comfy/supported_models.py",
+    "comfy/supported_models_base.py",
+    "comfy/latent_formats.py",
+)
 #: SHA-256 of what is executed: a whole file, or `path::function` (the function's source text
 #: as `ast.get_source_segment` returns it). Taken from the file text at 0271a469 (ops.py,
 #: quant_ops.py) and 783545f6 (the rest).
@@ -65,6 +72,21 @@ PINS = {
     ),
     "comfy/sd.py::load_diffusion_model_state_dict": (
         "cd79d8bb0f32b6259ed73c1dee480a061e96ee2540615554de69059fb61f91b8"
+    ),
+    # model detection (detection.py): these files whole, and the pieces of utils.py and sd.py
+    # it calls
+    "comfy/model_detection.py": "ead7ef2738fecd266eddd1eb36dbd7c29d1f16d13768f294d176c5354f744212",
+    "comfy/supported_models.py": "0f978036c17dfee74d106f04f0d361198c0d444b4e1839e2cd8920a9dcebd40c",
+    "comfy/supported_models_base.py": (
+        "0b234d6f6ceacd04ff96e4126c388cd7c763e21a7d1aed672ba3a235d7a914a5"
+    ),
+    "comfy/latent_formats.py": "a37809a0139ee492b7246dac4fb8adcd0b6428591b2d929d73b5747f5c6860d7",
+    "comfy/utils.py::detect_layer_quantization": (
+        "afbad431c71e7be4e2c6e5e9fcc8577ae631504b82dc20b910c664f4690e2b35"
+    ),
+    "comfy/sd.py::TEModel": "cf805d201c087340fa330136d627b035488b7763cb685c262a9035b83e69bd88",
+    "comfy/sd.py::detect_te_model": (
+        "91786ffe284a4460e4480bc35a073daa064a75ee074a96ca677fcd3bef0f220d"
     ),
 }
 #: Which commit each file is fetched at.
@@ -102,10 +124,11 @@ def sha256(text: str) -> str:
 
 
 def function_source(path: Path, name: str) -> str:
-    """The source text of top-level function `name` in `path` (KeyError if absent)."""
+    """The source text of top-level function (or class) `name` in `path` (KeyError if
+    absent)."""
     text = path.read_text(encoding="utf-8")
     for node in ast.parse(text).body:
-        if isinstance(node, ast.FunctionDef) and node.name == name:
+        if isinstance(node, ast.FunctionDef | ast.ClassDef) and node.name == name:
             segment = ast.get_source_segment(text, node)
             assert segment is not None
             return segment
