@@ -129,11 +129,11 @@ SGLANG_RELEASES: tuple[Release, ...] = (
 #: `chosen_loader`; a family not named here: the worst loader decides): MiniMax-H3's own
 #: inspection, the text-encoder loader for text encoders, `--transformer-weights-path` for
 #: every other DiT (what `sglang generate` documents for a ComfyUI file). Family names as
-#: quantcheck's family detection spells them (issue 26), lower case.
+#: quantcheck's family detection spells them (`families/table.py`, issue 26), lower case.
 LOADER_BY_FAMILY: dict[str, str] = {
     **dict.fromkeys(("minimax-h3", "minimax_h3"), "minimax-h3"),
     **dict.fromkeys(
-        ("t5-xxl", "t5", "qwen3", "qwen3-vl", "qwen3.5", "qwen2.5-vl", "mistral", "umt5"),
+        ("t5xxl", "qwen35", "qwen3", "mistral3", "t5-xxl", "t5", "qwen3-vl", "umt5"),
         "text-encoder",
     ),
     **dict.fromkeys(
@@ -141,12 +141,11 @@ LOADER_BY_FAMILY: dict[str, str] = {
             "flux",
             "flux2",
             "chroma",
-            "qwen-image",
-            "z-image",
-            "lumina2",
+            "qwen_image",
+            "zimage",
             "wan",
             "ltx2",
-            "hunyuanvideo",
+            "hunyuanvideo15",
             "sd3",
         ),
         "transformer-weights-path",

@@ -54,7 +54,7 @@ def test_family_picks_its_loader_else_the_worst() -> None:
     }
     assert chosen_loader(None, v) == "transformer-weights-path"
     assert chosen_loader("minimax-h3", v) == "minimax-h3"
-    assert chosen_loader("T5-XXL", v) == "text-encoder"
+    assert chosen_loader("T5XXL", v) == "text-encoder"
     assert chosen_loader("no-such-family", v) == "transformer-weights-path"
     assert set(LOADER_BY_FAMILY.values()) <= set(LOADERS)
 
@@ -69,3 +69,17 @@ def test_a_known_family_decides_the_report_status(tmp_path: Path) -> None:
     assert report.target_status("sglang", "minimax-h3")["status"] == "ok"
     assert report.status("sglang", "minimax-h3") == "ok"
     assert report.status("sglang") == "fails"
+
+
+def test_every_detected_family_names_its_loader() -> None:
+    """The family table of quantcheck's detection (issue 26) and sglang's family -> loader
+    table agree on the names: a detected family picks a loader."""
+    from quantcheck.families import table
+
+    names = {
+        f.name
+        for v in vars(table).values()
+        if isinstance(v, list | tuple) and v and type(v[0]).__name__ == "Family"
+        for f in v
+    }
+    assert names and names <= set(LOADER_BY_FAMILY), names - set(LOADER_BY_FAMILY)
