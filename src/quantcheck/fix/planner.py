@@ -10,7 +10,8 @@ ones are never applied. Conflicts: with several targets, an unsafe fix for a pro
 runtimes have is refused (it would change numbers for a runtime that loads the layer fine), and
 a safe fix whose result shows a new problem for another runtime is refused; both name the two
 runtimes. The new problem is judged on the file the round writes, so one that the portable
-edits (which no refusal stops) make with or without the fix refuses nothing. Missing markers are added only for the unambiguous layouts of `marker_infer`:
+edits (which no refusal stops) make with or without the fix refuses nothing. Missing markers
+are added only for the unambiguous layouts of `marker_infer`:
 
 - F8_E4M3 / F8_E5M2 [N, K] + float scalar weight_scale -> float8_e4m3fn / float8_e5m2
 - I8 [N, K] + float scalar weight_scale -> int8_tensorwise
