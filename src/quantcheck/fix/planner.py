@@ -184,7 +184,7 @@ def plan_fixes(
     cur = ck
     diags = select_diagnostics(run_rules(cur), target=target)
     for _ in range(max_rounds):
-        draft, files, nxt, after = _round(cur, diags, target, unsafe, plan, names)
+        draft, files, nxt, after = _Round(cur, diags, target, unsafe, plan, names).run()
         plan.files = files
         if not draft.edits:
             plan.final, plan.remaining = cur, diags
@@ -199,84 +199,77 @@ def plan_fixes(
     return plan
 
 
-def _round(
-    cur: Checkpoint,
-    diags: list[Diagnostic],
-    target: str,
-    unsafe: bool,
-    plan: FixPlan,
-    names: list[str],
-) -> tuple[Draft, list[OutFile], Checkpoint, list[Diagnostic]]:
-    """One round; edits whose result breaks another runtime are refused and the round redone.
-    A finding is judged on the file the round writes without the suspected edits (`_spared`),
-    not on the input: one the round's unstoppable edits make anyway refuses no fix."""
-    while True:
-        draft, files, nxt, after = _attempt(cur, diags, target, unsafe, plan, names, plan.refused)
+@dataclass(frozen=True)
+class _Round:
+    """One planning round: the checkpoint it starts from and its findings."""
+
+    cur: Checkpoint
+    diags: list[Diagnostic]
+    target: str
+    unsafe: bool
+    plan: FixPlan
+    names: list[str]
+
+    def run(self) -> tuple[Draft, list[OutFile], Checkpoint, list[Diagnostic]]:
+        """Edits whose result breaks another runtime are refused and the round redone. A
+        finding is judged on the file the round writes without the suspected edits
+        (`spared`), not on the input: one the round's unstoppable edits make anyway refuses
+        no fix."""
+        plan = self.plan
+        while True:
+            draft, files, nxt, after = self.attempt(plan.refused)
+            if not draft.edits:
+                return draft, files, self.cur, self.diags
+            harm = _harm(self.diags, after, draft.edits, self.target)
+            if harm and not all(_stoppable(e) for e in draft.edits):
+                spared = self.spared(harm)
+                harm = _harm([*self.diags, *spared], after, draft.edits, self.target)
+            harm = {k: why for k, why in harm.items() if k not in plan.refused}
+            if not harm:
+                return draft, files, nxt, after
+            plan.refused.update(harm)
+
+    def attempt(
+        self,
+        refused: dict[tuple[str, str], str],
+        portable_refused: dict[str, tuple[str, str]] | None = None,
+    ) -> tuple[Draft, list[OutFile], Checkpoint, list[Diagnostic]]:
+        """The round's edits on a fresh draft with the `refused` fixes left out, its planned
+        files, and the checkpoint and findings they would load as (the input's when nothing
+        changed)."""
+        plan, diags, target = self.plan, self.diags, self.target
+        portable = plan.profile == "portable"
+        draft = Draft.of(self.cur, sync_header=portable)
+        if portable:
+            _refuse_guesses(diags, refused)
+        locked = _apply_all(draft, diags, target, self.unsafe, refused)
+        if portable:
+            mine = plan.portable_refused if portable_refused is None else portable_refused
+            apply_portable(draft, target, locked, mine)
+        files = draft.files_out()
         if not draft.edits:
-            return draft, files, cur, diags
-        harm = _harm(diags, after, draft.edits, target)
-        if harm and not all(_stoppable(e) for e in draft.edits):
-            spared = _spared(cur, diags, target, unsafe, plan, names, harm)
-            harm = _harm([*diags, *spared], after, draft.edits, target)
-        harm = {k: why for k, why in harm.items() if k not in plan.refused}
-        if not harm:
-            return draft, files, nxt, after
-        plan.refused.update(harm)
+            return draft, files, self.cur, diags
+        nxt = load_planned(files, self.names)
+        return draft, files, nxt, select_diagnostics(run_rules(nxt), target=target)
 
-
-def _attempt(
-    cur: Checkpoint,
-    diags: list[Diagnostic],
-    target: str,
-    unsafe: bool,
-    plan: FixPlan,
-    names: list[str],
-    refused: dict[tuple[str, str], str],
-    portable_refused: dict[str, tuple[str, str]] | None = None,
-) -> tuple[Draft, list[OutFile], Checkpoint, list[Diagnostic]]:
-    """The round's edits on a fresh draft with the `refused` fixes left out, its planned files,
-    and the checkpoint and findings they would load as (the input's when nothing changed)."""
-    portable = plan.profile == "portable"
-    draft = Draft.of(cur, sync_header=portable)
-    if portable:
-        _refuse_guesses(diags, refused)
-    locked = _apply_all(draft, diags, target, unsafe, refused)
-    if portable:
-        mine = plan.portable_refused if portable_refused is None else portable_refused
-        apply_portable(draft, target, locked, mine)
-    files = draft.files_out()
-    if not draft.edits:
-        return draft, files, cur, diags
-    nxt = load_planned(files, names)
-    return draft, files, nxt, select_diagnostics(run_rules(nxt), target=target)
+    def spared(self, harm: dict[tuple[str, str], str]) -> list[Diagnostic]:
+        """The findings the round's file shows even with the `harm` fixes refused, that no
+        stoppable edit of that file is charged with: the unstoppable (portable) edits make
+        them whatever the suspected fixes do, so they are no reason to refuse those fixes."""
+        draft, _, _, after = self.attempt({**self.plan.refused, **harm}, {})
+        old = {diagnostic_key(d) for d in self.diags}
+        return [
+            d
+            for d in after
+            if diagnostic_key(d) not in old
+            and not any(_stoppable(e) for e in _charged(d, draft.edits))
+        ]
 
 
 def _stoppable(e: Edit) -> bool:
     """Whether a refusal stops the edit: a diagnostic's fix, not a portable edit (those answer
     no diagnostic, so every round makes them) or the rewrite itself."""
     return e.code != PORTABLE and e.safety != "rewrite"
-
-
-def _spared(
-    cur: Checkpoint,
-    diags: list[Diagnostic],
-    target: str,
-    unsafe: bool,
-    plan: FixPlan,
-    names: list[str],
-    harm: dict[tuple[str, str], str],
-) -> list[Diagnostic]:
-    """The findings the round's file shows even with the `harm` fixes refused, that no
-    stoppable edit of that file is charged with: the unstoppable (portable) edits make them
-    whatever the suspected fixes do, so they are no reason to refuse those fixes."""
-    trial = {**plan.refused, **harm}
-    draft, _, _, after = _attempt(cur, diags, target, unsafe, plan, names, trial, {})
-    old = {diagnostic_key(d) for d in diags}
-    return [
-        d
-        for d in after
-        if diagnostic_key(d) not in old and not any(_stoppable(e) for e in _charged(d, draft.edits))
-    ]
 
 
 def diagnostic_key(d: Diagnostic) -> tuple[str, str]:
