@@ -171,6 +171,14 @@ QC754: Rule  # musubi-weight-layout
 QC755: Rule  # musubi-scale-layout
 QC756: Rule  # musubi-marker-not-1d
 QC757: Rule  # musubi-duplicate-scale
+QC830: Rule  # lora-key-not-loaded
+QC831: Rule  # lora-text-encoder-keys
+QC832: Rule  # lora-shape-mismatch
+QC833: Rule  # lora-patch-raises
+QC834: Rule  # lora-drowned-by-requant
+QC835: Rule  # lora-runs-dequantized
+QC836: Rule  # lora-keys-not-predicted
+QC837: Rule  # lora-nothing-loaded
 
 __all__ = [
     "QC101",
@@ -320,4 +328,12 @@ __all__ = [
     "QC755",
     "QC756",
     "QC757",
+    "QC830",
+    "QC831",
+    "QC832",
+    "QC833",
+    "QC834",
+    "QC835",
+    "QC836",
+    "QC837",
 ]

@@ -15,11 +15,20 @@ FAMILIES = {
     "QC6": "runtime compatibility (format support and mixes)",
     "QC7": "other runtimes (Forge Neo, SD.Next, InvokeAI, stable-diffusion.cpp, "
     "DiffSynth-Studio, musubi-tuner)",
+    "QC8": "expectations: GPU class, LoRA on a quantized base (QC83x), model family",
 }
 
 #: The generic rule folders (`rules/<name>/catalog.py`); each runtime's own rules come from its
 #: record's folder (`Runtime.folder`: `rules/<runtime>/catalog.py`).
-CATALOGS: tuple[str, ...] = ("container", "markers", "layers", "numeric", "shards", "support")
+CATALOGS: tuple[str, ...] = (
+    "container",
+    "markers",
+    "layers",
+    "numeric",
+    "shards",
+    "support",
+    "lora",
+)
 
 
 def all_rules() -> dict[str, Rule]:

@@ -1,0 +1,159 @@
+"""What a LoRA patch does to a quantized layer's numbers, the way ComfyUI patches it.
+
+ComfyUI (full load): W = dequantize(stored); W' = calculate_weight(W) = W + s·ΔW in float32
+(comfy/lora.py, comfy/weight_adapter/*.py @783545f6); then `requantize_from_float(W',
+scale="recalculate", stochastic_rounding=string_to_seed(key))` in the layer's own format:
+stochastic rounding for FP8/NVFP4/MXFP8 (`stochastic.py`), comfy-kitchen's quantize with the
+layer's kept settings for the others (quantcheck's codecs).
+
+Figures (`survival`):
+- retention = <deq(Q(W')) - W, s·ΔW> / ||s·ΔW||^2: the share of the LoRA's direction that
+  arrives (1: all of it; 0: none);
+- added_error = ||deq(Q(W')) - W'|| / ||s·ΔW||: the noise the re-quantization adds, in units of
+  the LoRA's own size;
+- requant_error = ||deq(Q(W)) - W|| / ||W||: the same re-quantization of the unpatched layer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from . import stochastic
+from quantcheck.formats.table import FORMATS
+
+from .api import dequantize, quantize
+
+F32 = np.float32
+
+
+def _f32(a: Any) -> np.ndarray:
+    return np.asarray(a).astype(F32)
+
+
+def _mm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return _f32(a).reshape(a.shape[0], -1) @ _f32(b).reshape(b.shape[0], -1)
+
+
+def lora_delta(
+    kind: str,
+    parts: Mapping[str, np.ndarray],
+    alpha: float | None,
+    strength: float,
+    shape: tuple[int, int],
+    weight: np.ndarray | None = None,
+) -> np.ndarray:
+    """W' - W for one patch of `kind` ("lora", "loha", "lokr", "diff") at `strength`
+    (DoRA when `parts` has "dora_scale": needs `weight`); ValueError when the shapes do not
+    make the layer's [N, K] (ComfyUI logs an error and leaves the weight as it was)."""
+    n, k = shape
+    if kind == "diff":
+        d = _f32(parts["diff"])
+        if d.shape != (n, k):
+            raise ValueError(f"diff {d.shape} is not the weight's {(n, k)}")
+        return d * F32(strength)
+    if kind == "lora":
+        up, down = parts["up"], parts["down"]
+        rank = down.shape[0]
+        prod = _mm(up, down)
+        scale = (alpha / rank) if alpha is not None else 1.0
+    elif kind == "loha":
+        rank = parts["w1_b"].shape[0]
+        prod = _mm(parts["w1_a"], parts["w1_b"]) * _mm(parts["w2_a"], parts["w2_b"])
+        scale = (alpha / rank) if alpha is not None else 1.0
+    elif kind == "lokr":
+        w1 = parts.get("w1")
+        w2 = parts.get("w2")
+        dim = None
+        if w1 is None:
+            dim = parts["w1_b"].shape[0]
+            w1 = _mm(parts["w1_a"], parts["w1_b"])
+        if w2 is None:
+            dim = parts["w2_b"].shape[0]
+            w2 = _mm(parts["w2_a"], parts["w2_b"])
+        prod = np.kron(_f32(w1), _f32(w2).reshape(w2.shape[0], -1))
+        scale = (alpha / dim) if alpha is not None and dim is not None else 1.0
+    else:
+        raise ValueError(f"no numbers for a {kind} patch")
+    if prod.size != n * k:
+        raise ValueError(f"the patch has {prod.shape}, the weight is {(n, k)}")
+    delta = prod.reshape(n, k) * F32(scale)
+    dora = parts.get("dora_scale")
+    if dora is None:
+        return delta * F32(strength)
+    if weight is None:
+        raise ValueError("a DoRA patch needs the weight")
+    return _dora(weight, delta, _f32(dora), strength)
+
+
+def _dora(weight: np.ndarray, delta: np.ndarray, dora: np.ndarray, strength: float) -> np.ndarray:
+    """comfy/weight_adapter/base.py weight_decompose, as W' - W."""
+    calc = weight + delta
+    on_output = dora.shape[0] == weight.shape[0]
+    axis = 1 if on_output else 0
+    norm = np.sqrt(np.sum(calc.astype(np.float64) ** 2, axis=axis, keepdims=True)).astype(F32)
+    calc = calc * (dora.reshape(norm.shape) / norm)
+    return (calc - weight) * F32(strength) if strength != 1.0 else calc - weight
+
+
+def kitchen_options(
+    fmt: str, marker: Mapping[str, Any], shapes: Mapping[str, tuple[int, ...]]
+) -> dict[str, Any]:
+    """The settings comfy-kitchen's `requantize_kwargs` keep for a stored layer (its marker and
+    its tensors' shapes by suffix), as quantcheck's quantize options: per-row INT8, rotation
+    groups, the W4A8 code kind."""
+    opts: dict[str, Any] = {}
+    for key in ("convrot", "convrot_groupsize", "group_size", "linear_dtype"):
+        if key in marker:
+            opts[key] = marker[key]
+    if fmt == "int8_tensorwise":
+        scale = shapes.get("weight_scale", ())
+        opts["per_row"] = bool(marker.get("convrot")) or len(scale) > 0
+    if fmt == "asym_w4a8_int8":
+        opts["codebook"] = "weight_codebook" in shapes
+        opts["symmetric"] = "weight_correction" not in shapes
+    return opts
+
+
+def requantize(
+    w: np.ndarray, fmt: str, seed: int, options: Mapping[str, Any] | None = None
+) -> np.ndarray:
+    """ComfyUI's re-quantization of float32 `w` in `fmt` (then dequantized, float32)."""
+    if fmt in stochastic.FP8_FORMATS:
+        return stochastic.fp8_requant(w, fmt, seed)[0]
+    if fmt == "nvfp4":
+        return stochastic.nvfp4_requant(w, seed)[0]
+    if fmt == "mxfp8":
+        return stochastic.mxfp8_requant(w, seed)[0]
+    allowed = {o.name for o in FORMATS[fmt].options}
+    layer = quantize(w, fmt, **{k: v for k, v in (options or {}).items() if k in allowed})
+    return dequantize(fmt, layer.arrays(), layer.marker, shape=w.shape)
+
+
+def survival(
+    w: np.ndarray,
+    delta: np.ndarray,
+    fmt: str,
+    seed: int,
+    options: Mapping[str, Any] | None = None,
+) -> dict[str, float]:
+    """retention, added_error and requant_error of patching `w` (the dequantized layer) by
+    `delta` (= s·ΔW) in `fmt`."""
+    patched = w + delta
+    got = requantize(patched, fmt, seed, options)
+    base = requantize(w, fmt, seed, options)
+    d = delta.astype(np.float64).ravel()
+    dd = float(d @ d)
+    arrived = (got.astype(np.float64) - w).ravel()
+    err = (got.astype(np.float64) - patched).ravel()
+    ww = float(np.dot(w.ravel().astype(np.float64), w.ravel().astype(np.float64)))
+    be = (base.astype(np.float64) - w).ravel()
+    return {
+        "retention": float(arrived @ d) / dd if dd else 0.0,
+        "added_error": float(np.sqrt(err @ err / dd)) if dd else 0.0,
+        "requant_error": float(np.sqrt(be @ be / ww)) if ww else 0.0,
+        "delta_norm": float(np.sqrt(dd)),
+        "weight_norm": float(np.sqrt(ww)),
+    }

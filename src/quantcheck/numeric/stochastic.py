@@ -1,0 +1,157 @@
+"""ComfyUI's stochastic-rounding re-quantizers (what a LoRA patch writes back), in numpy.
+
+ComfyUI replaces comfy-kitchen's FP8, NVFP4 and MXFP8 quantizers when `stochastic_rounding`
+is a seed (comfy/quant_ops.py @0271a469, comfy/float.py @783545f6, comfy-kitchen 0.2.40 eager
+`stochastic_rounding_fp8`). The random numbers are torch's CPU generator: `manual_seed(seed)`
+is MT19937 with the reference integer seeding, `randint(0, 256, uint8)` takes each 32-bit draw
+modulo 256 and `rand(float32)` its low 24 bits times 2^-24, element by element in row-major
+order; numpy's MT19937 with the same (legacy) seeding gives the same stream, so the codes
+below are the ones ComfyUI writes wherever the per-element arithmetic agrees (it is the same
+IEEE operation sequence, in float16 for FP8 as ComfyUI does; `log2` is the one transcendental,
+rounded as torch rounds it). Each function returns the dequantized float32 weight (and the
+codes for the differential tests).
+"""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+F16 = np.float16
+F32 = np.float32
+E4M3 = np.dtype(ml_dtypes.float8_e4m3fn)
+E5M2 = np.dtype(ml_dtypes.float8_e5m2)
+#: (exponent bits, mantissa bits, bias, largest finite, dtype) per FP8 format
+FP8_FORMATS = {
+    "float8_e4m3fn": (4, 3, 7, 448.0, E4M3),
+    "float8_e5m2": (5, 2, 15, 57344.0, E5M2),
+}
+
+
+def torch_stream(seed: int, n: int) -> np.ndarray:
+    """The first `n` 32-bit draws of `torch.Generator().manual_seed(seed)` (CPU)."""
+    bg = np.random.MT19937()
+    bg._legacy_seeding(int(seed) & 0xFFFFFFFF)
+    return bg.random_raw(n).astype(np.uint32)
+
+
+def string_to_seed(text: str) -> int:
+    """comfy.utils.string_to_seed: a CRC-32 over the characters' code points."""
+    crc = 0xFFFFFFFF
+    for ch in text:
+        crc ^= ord(ch)
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0xEDB88320 if crc & 1 else crc >> 1
+    return crc ^ 0xFFFFFFFF
+
+
+def _log2_as_torch(x: np.ndarray, dtype: type) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.log2(x.astype(np.float64)).astype(dtype)
+
+
+def sr_fp8_codes(x: np.ndarray, fmt: str, rng: np.ndarray) -> np.ndarray:
+    """comfy-kitchen's eager `stochastic_rounding_fp8(x, rng)`: float16 arithmetic, uint8
+    random bytes; the FP8 codes."""
+    ebits, mbits, bias, top, dtype = FP8_FORMATS[fmt]
+    h = x.astype(F16)
+    abs_x = np.abs(h)
+    sign = np.where(abs_x == 0, F16(0), np.sign(h)).astype(F16)
+    exponent = np.clip(np.floor(_log2_as_torch(abs_x, F16)) + F16(bias), 0, 2**ebits - 1)
+    exponent = exponent.astype(F16)
+    normal = exponent != 0
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        p = np.power(F16(2.0), (exponent - F16(bias)).astype(F16)).astype(F16)
+        m_normal = ((abs_x / p).astype(F16) - F16(1.0)).astype(F16) * F16(2**mbits)
+        m_sub = abs_x / F16(2.0 ** (-bias + 1 - mbits))
+        ms = np.where(normal, m_normal, m_sub).astype(F16)
+        ms = (ms + (rng.astype(F16) * F16(1.0 / 256.0)).astype(F16)).astype(F16)
+        m = (np.floor(ms) / F16(2**mbits)).astype(F16)
+        val = np.where(normal, p * (F16(1.0) + m), F16(2.0 ** (-bias + 1)) * m).astype(F16)
+        out = np.clip((sign * val).astype(F16), F16(-top), F16(top))
+    return out.astype(dtype)
+
+
+def fp8_requant(w: np.ndarray, fmt: str, seed: int) -> tuple[np.ndarray, np.ndarray, np.float32]:
+    """TensorCoreFP8Layout.quantize(w, scale="recalculate", stochastic_rounding=seed) on a
+    float32 weight, then its dequantize: (float32 weight, codes, scale)."""
+    top = FP8_FORMATS[fmt][3]
+    scale = F32(np.max(np.abs(w))) / F32(top)
+    scaled = w * (F32(1.0) / scale)
+    rng = (torch_stream(seed, scaled.size) & 0xFF).astype(np.uint8).reshape(scaled.shape)
+    codes = sr_fp8_codes(scaled, fmt, rng)
+    return codes.astype(F32) * scale, codes, scale
+
+
+def _pad(w: np.ndarray, m: int) -> np.ndarray:
+    n, k = w.shape
+    pn, pk = -(-n // m) * m, -(-k // m) * m
+    if (pn, pk) == (n, k):
+        return w
+    return np.pad(w, ((0, pn - n), (0, pk - k)))
+
+
+def _sr_fp4(x: np.ndarray, rand: np.ndarray) -> np.ndarray:
+    """comfy/float.py stochastic_float_to_fp4_e2m1: unpacked 4-bit codes (uint8)."""
+    sign = np.signbit(x).astype(np.uint8)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        exp = np.clip(np.floor(_log2_as_torch(np.abs(x), F32) + F32(1.0)), 0, 3).astype(F32)
+        x = x + ((rand - F32(0.5)) * np.power(F32(2.0), exp - F32(2.0))) * F32(1.25)
+        x = np.abs(x)
+        exp = np.clip(np.floor(_log2_as_torch(x, F32) + F32(1.1925)), 0, 3).astype(F32)
+        mant = np.where(
+            exp > 0, (x / np.power(F32(2.0), exp - F32(1)) - F32(1.0)) * F32(2.0), x * F32(2.0)
+        )
+    mant = np.rint(mant).astype(np.int64).astype(np.uint8)
+    return ((sign << 3) | (exp.astype(np.uint8) << 1) | mant).astype(np.uint8)
+
+
+E2M1_VALUES = np.array(
+    [0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.0, -0.5, -1, -1.5, -2, -3, -4, -6], dtype=F32
+)
+
+
+def nvfp4_requant(w: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """TensorCoreNVFP4Layout.quantize(w, "recalculate", stochastic_rounding=seed), then its
+    dequantize: (float32 weight [N, K], unpacked codes [N16, K16], block scales [N16, K16/16]
+    as float8_e4m3fn, not swizzled)."""
+    n, k = w.shape
+    s2 = F32(np.max(np.abs(w))) / F32(448.0 * 6.0)
+    x = _pad(w.astype(F32, copy=False), 16)
+    rows, cols = x.shape
+    blocks = x.reshape(rows, cols // 16, 16)
+    amax = np.max(np.abs(blocks), axis=-1)
+    bs = np.minimum((amax / F32(6.0)) / s2, F32(448.0)).astype(E4M3)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scaled = blocks / (s2 * bs.astype(F32))[:, :, None]
+    scaled = np.nan_to_num(scaled.reshape(rows, cols), nan=0.0)
+    rand = (torch_stream(seed, scaled.size) & 0xFFFFFF).astype(F32) * F32(2.0**-24)
+    codes = _sr_fp4(scaled, rand.reshape(scaled.shape))
+    vals = E2M1_VALUES[codes].reshape(rows, cols // 16, 16)
+    out = (vals * (s2 * bs.astype(F32))[:, :, None]).reshape(rows, cols)
+    return out[:n, :k], codes, bs
+
+
+def mxfp8_requant(w: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """TensorCoreMXFP8Layout.quantize(w, stochastic_rounding=seed), then its dequantize:
+    (float32 weight [N, K], FP8 codes [N32, K32], E8M0 exponents [N32, K32/32])."""
+    n, k = w.shape
+    x = _pad(w.astype(F32, copy=False), 32)
+    rows, cols = x.shape
+    blocks = x.reshape(rows, cols // 32, 32)
+    max_abs = np.max(np.abs(blocks), axis=-1)
+    need = np.maximum(max_abs / F32(448.0), F32(2.0**-127))
+    exp = np.clip(np.ceil(_log2_as_torch(need, F32)).astype(np.int32) + 127, 0, 254)
+    scale = (exp.astype(np.int32) << 23).view(F32)
+    zero = max_abs == 0
+    scale = np.where(zero, F32(1.0), scale)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scaled = (blocks / scale[:, :, None]).reshape(rows, cols)
+    rng = (torch_stream(seed, scaled.size) & 0xFF).astype(np.uint8).reshape(scaled.shape)
+    codes = sr_fp8_codes(scaled, "float8_e4m3fn", rng)
+    e8 = np.where(zero, 0, exp).astype(np.uint8)
+    deq_scale = np.where(e8 == 0, F32(2.0**-127), (e8.astype(np.int32) << 23).view(F32))
+    out = (codes.astype(F32).reshape(rows, cols // 32, 32) * deq_scale[:, :, None]).reshape(
+        rows, cols
+    )
+    return out[:n, :k], codes, e8
