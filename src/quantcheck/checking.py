@@ -157,10 +157,22 @@ def check_checkpoint(
     ignore: list[str] | None = None,
     deep: bool = False,
     read_weights: bool = False,
+    lora: list[str] | None = None,
+    lora_strength: float = 1.0,
+    lora_numbers: bool = False,
 ) -> Report:
-    """Check an opened checkpoint."""
+    """Check an opened checkpoint (`lora`: also the QC83x findings of these LoRA files on it;
+    `lora_numbers`: with their figures, reading the weights)."""
     return labelled_check(
-        ck, target=target, select=select, ignore=ignore, deep=deep, read_weights=read_weights
+        ck,
+        target=target,
+        select=select,
+        ignore=ignore,
+        deep=deep,
+        read_weights=read_weights,
+        lora=lora,
+        lora_strength=lora_strength,
+        lora_numbers=lora_numbers,
     )[0]
 
 
@@ -172,6 +184,9 @@ def labelled_check(
     ignore: list[str] | None = None,
     deep: bool = False,
     read_weights: bool = False,
+    lora: list[str] | None = None,
+    lora_strength: float = 1.0,
+    lora_numbers: bool = False,
 ) -> tuple[Report, dict[str, str]]:
     """`check_checkpoint`, and the `file_labels` of the checkpoint's files (path -> the name
     its diagnostics give)."""
@@ -181,6 +196,10 @@ def labelled_check(
         from quantcheck.rules.numeric.deep import deep_check
 
         diags.extend(deep_check(ck, read_weights=read_weights))
+    if lora:
+        from quantcheck.rules.lora.run import lora_diagnostics
+
+        diags.extend(lora_diagnostics(ck, lora, lora_strength, numbers=lora_numbers)[1])
     if select or ignore:
         check_selectors([*(select or ()), *(ignore or ())])
         diags = select_diagnostics(diags, target=None, select=select, ignore=ignore)

@@ -134,9 +134,12 @@ def check_spec(
     ignore: list[str] | None = None,
     deep: bool = False,
     read_weights: bool = False,
+    lora: list[str] | None = None,
+    lora_strength: float = 1.0,
 ) -> CheckpointResult:
-    """Open and check one checkpoint. Never raises for input that cannot be read: the result
-    then has kind `unreadable` and `error` says why."""
+    """Open and check one checkpoint (`lora`: with those LoRA files' QC83x findings). Never
+    raises for input that cannot be read: the result then has kind `unreadable` and `error`
+    says why."""
     spec = as_spec(spec)
     try:
         with load_checkpoint(spec.paths) as ck:
@@ -147,6 +150,8 @@ def check_spec(
                 ignore=ignore,
                 deep=deep,
                 read_weights=read_weights,
+                lora=lora,
+                lora_strength=lora_strength,
             )
             files = {label: path for path, label in labels.items()}
             size = sum(s.header.file_size for s in ck.shards)

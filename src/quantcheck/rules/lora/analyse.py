@@ -37,6 +37,9 @@ class LoraFile:
     unmatched: list[dict[str, Any]] = factory(list)
     unpredicted: list[dict[str, Any]] = factory(list)
     text_encoder: list[str] = factory(list)
+    #: every key load_lora with this base's key map alone logs as not loaded (file order;
+    #: text-encoder keys included, unpredicted ones not)
+    not_loaded: list[str] = factory(list)
     conventions: dict[str, Any] = factory(dict)
     conversion: str = ""
 
@@ -171,6 +174,7 @@ def header_analysis(
             module, _ = split_key(key)
             if is_text_encoder(module):
                 f.text_encoder.append(key)
+                f.not_loaded.append(key)
                 continue
             why = explain.explain(key)
             entry = {"key": key, **why}
@@ -178,6 +182,7 @@ def header_analysis(
                 f.unpredicted.append(entry)
             else:
                 f.unmatched.append(entry)
+                f.not_loaded.append(key)
         f.matched_tensors = f.tensors - len(loaded.unmatched)
         files.append(f)
         for target, patch in loaded.patches.items():

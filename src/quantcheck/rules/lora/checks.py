@@ -60,9 +60,18 @@ def findings(a: Analysis) -> list[Diagnostic]:
                     file=f.name,
                 )
             )
+    base = _base_name(a.base)
     for r in a.layers:
-        out += _layer_findings(r)
+        for d in _layer_findings(r):
+            d.file = base
+            out.append(d)
     return out
+
+
+def _base_name(path: str) -> str:
+    from quantcheck.io.source import base_name
+
+    return base_name(path)
 
 
 def _layer_findings(r: LayerResult) -> list[Diagnostic]:

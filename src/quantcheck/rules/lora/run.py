@@ -1,0 +1,33 @@
+"""Open LoRA files and analyse them on an opened base: the QC83x findings `check --lora` adds
+and `quantcheck lora` reports. Standard library only without figures."""
+
+from __future__ import annotations
+
+from quantcheck.diagnostics import Diagnostic
+from quantcheck.rules.lora.analyse import Analysis, analyse
+from quantcheck.rules.lora.checks import findings
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from quantcheck.model.checkpoint import Checkpoint
+
+
+def lora_diagnostics(
+    base: Checkpoint,
+    lora_paths: list[str],
+    strength: float = 1.0,
+    *,
+    numbers: bool = False,
+    max_bytes: int | None = None,
+) -> tuple[Analysis, list[Diagnostic]]:
+    """Open the LoRA files (headers, and their tensors when `numbers`), analyse them on the
+    opened `base`, and return the analysis with its QC83x findings."""
+    from quantcheck.model.checkpoint import load_checkpoint
+
+    loras = [load_checkpoint([p], read_markers=False) for p in lora_paths]
+    try:
+        a = analyse(base, loras, strength, numbers=numbers, max_bytes=max_bytes)
+    finally:
+        for ck in loras:
+            ck.close()
+    return a, findings(a)
