@@ -90,6 +90,26 @@ def wan_base(
     return floats
 
 
+FLUX_LAYERS = (
+    "double_blocks.0.img_attn.qkv",
+    "double_blocks.0.img_attn.proj",
+    "double_blocks.0.txt_attn.qkv",
+    "single_blocks.0.linear1",
+)
+
+
+def flux_base(path: Path, fmt: str, n: int = 128, k: int = 128) -> dict[str, np.ndarray]:
+    """A small Flux-like base (the layer names ComfyUI's detection reads)."""
+    tensors: list[RawTensor] = []
+    floats = {}
+    for i, p in enumerate(FLUX_LAYERS):
+        w = weights(n, k, 50 + i)
+        floats[p] = w
+        tensors += quantized(p, w, fmt)
+    write_safetensors(path, tensors)
+    return floats
+
+
 def lora_factors(n: int, k: int, rank: int, seed: int, size: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
     """(up [n, r], down [r, k]) whose product is about `size` of a 0.02-RMS weight's norm."""
     rng = np.random.default_rng(seed)
@@ -109,6 +129,12 @@ def module_name(convention: str, path: str) -> str:
         return "diffusion_model." + path
     if convention == "bare":
         return path
+    if convention == "diffusers-flux":
+        return "transformer." + path
+    if convention == "lycoris":
+        return "lycoris_" + path.replace(".", "_")
+    if convention == "peft":
+        return "base_model.model." + path
     if convention == "diffusers-wan":
         for a, b in (
             (".self_attn.q", ".attn1.to_q"),
@@ -148,7 +174,7 @@ def write_lora(
         up, down = lora_factors(nn, k, rank, 1000 + i, size)
         if kind == "lora":
             u, d = (".lora_up.weight", ".lora_down.weight")
-            if convention in ("comfyui", "bare", "diffusers-wan"):
+            if convention in ("comfyui", "bare", "diffusers-wan", "diffusers-flux", "peft"):
                 u, d = (".lora_B.weight", ".lora_A.weight")
             out += [raw(x + u, up), raw(x + d, down)]
         elif kind == "loha":
