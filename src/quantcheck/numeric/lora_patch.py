@@ -3,8 +3,9 @@
 ComfyUI (full load): W = dequantize(stored); W' = calculate_weight(W) = W + s·ΔW in float32
 (comfy/lora.py, comfy/weight_adapter/*.py @783545f6); then `requantize_from_float(W',
 scale="recalculate", stochastic_rounding=string_to_seed(key))` in the layer's own format:
-stochastic rounding for FP8/NVFP4/MXFP8 (`stochastic.py`), comfy-kitchen's quantize with the
-layer's kept settings for the others (quantcheck's codecs).
+ComfyUI's stochastic rounding for FP8/NVFP4/MXFP8 and comfy-kitchen's for INT8 and ConvRot
+W4A4 (`stochastic.py`, quantcheck's codecs with the same random stream); W4A8/W6A8
+round-to-nearest with the layer's settings (their stochastic assignment is not reproduced).
 
 Figures (`survival`):
 - retention = <deq(Q(W')) - W, s·ΔW> / ||s·ΔW||^2: the share of the LoRA's direction that
@@ -99,21 +100,28 @@ def _dora(weight: np.ndarray, delta: np.ndarray, dora: np.ndarray, strength: flo
 
 
 def kitchen_options(
-    fmt: str, marker: Mapping[str, Any], shapes: Mapping[str, tuple[int, ...]]
+    fmt: str,
+    marker: Mapping[str, Any],
+    tensors: Mapping[str, tuple[str, tuple[int, ...]]],
+    codebook: np.ndarray | None = None,
 ) -> dict[str, Any]:
-    """The settings comfy-kitchen's `requantize_kwargs` keep for a stored layer (its marker and
-    its tensors' shapes by suffix), as quantcheck's quantize options: per-row INT8, rotation
-    groups, the W4A8 code kind."""
+    """The settings comfy-kitchen's `requantize_kwargs` keep for a stored layer, from its
+    marker, its tensors ((dtype, shape) by suffix) and its stored codebook: per-row INT8,
+    rotation groups, the W4A8 code kind, scale dtype and codebook."""
     opts: dict[str, Any] = {}
     for key in ("convrot", "convrot_groupsize", "group_size", "linear_dtype"):
         if key in marker:
             opts[key] = marker[key]
     if fmt == "int8_tensorwise":
-        scale = shapes.get("weight_scale", ())
+        scale = tensors.get("weight_scale", ("F32", ()))[1]
         opts["per_row"] = bool(marker.get("convrot")) or len(scale) > 0
-    if fmt == "asym_w4a8_int8":
-        opts["codebook"] = "weight_codebook" in shapes
-        opts["symmetric"] = "weight_correction" not in shapes
+    if fmt in ("asym_w4a8_int8", "w6a8_int8"):
+        opts["codebook"] = "weight_codebook" in tensors
+        opts["symmetric"] = "weight_correction" not in tensors
+        s_rel = tensors.get("weight_s_rel", ("F8_E4M3", ()))[0]
+        opts["scale_dtype"] = "float32" if s_rel == "F32" else "float8_e4m3fn"
+        if codebook is not None:
+            opts["codebook_table"] = codebook
     return opts
 
 
@@ -127,6 +135,8 @@ def requantize(
         return stochastic.nvfp4_requant(w, seed)[0]
     if fmt == "mxfp8":
         return stochastic.mxfp8_requant(w, seed)[0]
+    if fmt in ("int8_tensorwise", "convrot_w4a4", "asym_w4a8_int8", "w6a8_int8"):
+        return stochastic.kitchen_requant(w, fmt, seed, dict(options or {}))
     allowed = {o.name for o in FORMATS[fmt].options}
     layer = quantize(w, fmt, **{k: v for k, v in (options or {}).items() if k in allowed})
     return dequantize(fmt, layer.arrays(), layer.marker, shape=w.shape)

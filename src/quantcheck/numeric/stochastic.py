@@ -14,6 +14,8 @@ codes for the differential tests).
 
 from __future__ import annotations
 
+from typing import Any
+
 import ml_dtypes
 import numpy as np
 
@@ -155,3 +157,52 @@ def mxfp8_requant(w: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray, np.
         rows, cols
     )
     return out[:n, :k], codes, e8
+
+
+def uniform(seed: int, shape: tuple[int, ...]) -> np.ndarray:
+    """torch.rand(shape, generator=manual_seed(seed)) on the CPU (float32)."""
+    n = 1
+    for d in shape:
+        n *= d
+    return ((torch_stream(seed, n) & 0xFFFFFF).astype(F32) * F32(2.0**-24)).reshape(shape)
+
+
+def kitchen_requant(w: np.ndarray, fmt: str, seed: int, options: dict[str, Any]) -> np.ndarray:
+    """comfy-kitchen 0.2.40's quantize(w, **requantize_kwargs, stochastic_rounding=seed) for
+    INT8 (tensorwise, per-row, ConvRot), ConvRot W4A4 and W4A8/W6A8 (the layer's own
+    codebook, no scale search), then its dequantize (float32): quantcheck's codecs with its
+    random stream, U[0, 1) per element of the (rotated) weight in row-major order."""
+    from . import int8, w4a4, w4a8
+
+    noise = uniform(seed, w.shape)
+    g = int(options.get("convrot_groupsize", 256))
+    if fmt == "int8_tensorwise":
+        rot = bool(options.get("convrot"))
+        q, s = int8.quantize(w, bool(options.get("per_row")) or rot, rot, g, noise=noise)
+        return int8.dequantize(q, s, rot, g)
+    if fmt == "convrot_w4a4":
+        q4, s4 = w4a4.quantize(w, g, noise=noise)
+        return w4a4.dequantize(q4, s4, g)
+    gs = int(options.get("group_size", 16))
+    six = fmt == "w6a8_int8" or int(options.get("bits", 4)) == 6
+    out = w4a8.quantize(
+        w,
+        gs,
+        g,
+        codebook=bool(options.get("codebook", True)) and not six,
+        symmetric=bool(options.get("symmetric", True)),
+        bits=6 if six else 4,
+        scale_dtype=str(options.get("scale_dtype", "float8_e4m3fn")),
+        codebook_table=options.get("codebook_table"),
+        noise=noise,
+        scale_search=False,
+    )
+    return w4a8.dequantize(
+        out["weight"],
+        out["weight_s_rel"],
+        out["weight_s_channel"],
+        out.get("weight_codebook"),
+        out.get("weight_correction"),
+        gs,
+        g,
+    )

@@ -36,8 +36,10 @@ EVIDENCE = {
         "stochastic_round_quantize_nvfp4_by_block / stochastic_round_quantize_mxfp8_by_block"
     ),
     "kitchen": (
-        "comfy-kitchen 0.2.40 tensor/*.py: quantize(**requantize_kwargs) keeps per_channel / "
-        "convrot / group sizes / codebook; no stochastic rounding"
+        "comfy-kitchen 0.2.40 tensor/*.py: quantize(**requantize_kwargs, "
+        "stochastic_rounding=seed) keeps per_channel / convrot / group sizes / the codebook "
+        "and rounds stochastically (backends/eager: floor(x + torch.rand) for INT8 and W4A4, "
+        "a random threshold between the bracketing levels for W4A8/W6A8)"
     ),
     "raises": (
         "comfy-kitchen 0.2.40 TensorCoreAWQW4A16Layout.quantize raises NotImplementedError "
@@ -64,9 +66,15 @@ FULL_LOAD = {
     "awq_w4a16": "raises",
     "svdquant_w4a4": "raises",
 }
-#: Formats ComfyUI re-quantizes with its own stochastic rounding (seeded per weight key); the
-#: rest go through comfy-kitchen's round-to-nearest quantize with the layer's settings.
-STOCHASTIC = frozenset({"float8_e4m3fn", "float8_e5m2", "nvfp4", "mxfp8"})
+#: Formats ComfyUI re-quantizes with its own stochastic rounding (quant_ops.py, seeded per
+#: weight key); the others go through comfy-kitchen's quantize with the layer's settings and
+#: the same seed, which rounds stochastically too (comfy-kitchen 0.2.40).
+COMFY_STOCHASTIC = frozenset({"float8_e4m3fn", "float8_e5m2", "nvfp4", "mxfp8"})
+KITCHEN_STOCHASTIC = frozenset({"int8_tensorwise", "convrot_w4a4", "asym_w4a8_int8", "w6a8_int8"})
+STOCHASTIC = COMFY_STOCHASTIC | KITCHEN_STOCHASTIC
+#: Of those, the ones whose stochastic rounding quantcheck's codecs reproduce (the same
+#: generator stream and arithmetic): all of them.
+REPRODUCED = STOCHASTIC
 
 #: The dynamic-VRAM (on-the-fly) path: formats whose layer re-quantizes the patched weight when
 #: it is cast (`want_requant`: INT8 since PR #14669, ops.py @783545f6 linear_input_act); the

@@ -8,7 +8,7 @@ amax / sqrt(2 ln(N K)) (a Gaussian's largest value [GUESS: real weights have hea
 so this overstates the RMS]), the format's re-quantization error measured on a Gaussian
 [256, 256] weight with the same codec and rounding, and ||s·ΔW|| exact from the LoRA's factors
 (trace((UᵀU)(DDᵀ)), no N x K product). Retention is estimated as 1 for the stochastic-rounding
-formats (unbiased in expectation) and not estimated for the others.
+formats (unbiased in expectation: every format ComfyUI re-quantizes, comfy-kitchen 0.2.40).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import numpy as np
 from quantcheck.numeric.arrays import from_bytes
 from quantcheck.numeric.lora_patch import kitchen_options, lora_delta, requantize, survival
 from quantcheck.numeric.stochastic import string_to_seed
-from quantcheck.runtimes.comfyui_lora import STOCHASTIC
+from quantcheck.runtimes.comfyui_lora import REPRODUCED, STOCHASTIC
 
 if TYPE_CHECKING:
     from quantcheck.model.checkpoint import Checkpoint
@@ -113,7 +113,7 @@ _REL: dict[tuple[str, str], float] = {}
 
 def _relative_requant_error(fmt: str, options: dict[str, Any]) -> float:
     """The format's re-quantization error ||deq(Q(W)) - W|| / ||W|| on a Gaussian weight."""
-    key = (fmt, repr(sorted(options.items())))
+    key = (fmt, repr(sorted((k, v) for k, v in options.items() if k != "codebook_table")))
     if key not in _REL:
         w = np.random.default_rng(0).standard_normal((256, 256)).astype(np.float32) * 0.02
         got = requantize(w, fmt, 12345, options)
@@ -131,13 +131,12 @@ def _estimate(
     if amax is None or not norm:
         return None
     n, k = r.shape
-    layer = base.layers[r.layer]
-    opts = kitchen_options(r.format, (layer.marker.fields if layer.marker else {}), _shapes(layer))
+    opts = layer_options(base, r.layer, r.format)
     rel = _relative_requant_error(r.format, opts)
     rms = amax / math.sqrt(2.0 * math.log(max(n * k, 2)))
     noise = rel * rms * math.sqrt(n * k)
     return {
-        "retention": 1.0 if r.format in STOCHASTIC else None,
+        "retention": 1.0 if r.format in STOCHASTIC else None,  # unbiased in expectation
         "added_error": noise / norm,
         "requant_error": rel,
         "delta_norm": norm,
@@ -145,8 +144,18 @@ def _estimate(
     }
 
 
-def _shapes(layer: Any) -> dict[str, tuple[int, ...]]:
-    return {s: t.shape for s, t in layer.tensors.items()}
+def _tensors(layer: Any) -> dict[str, tuple[str, tuple[int, ...]]]:
+    return {s: (t.dtype, t.shape) for s, t in layer.tensors.items()}
+
+
+def layer_options(base: Checkpoint, prefix: str, fmt: str) -> dict[str, Any]:
+    """kitchen_options of a stored layer (its codebook read when it has one)."""
+    layer = base.layers[prefix]
+    cb = None
+    if "weight_codebook" in layer.tensors:
+        cb = np.asarray(read_tensor(base, layer.tensors["weight_codebook"].name), np.float32)
+    marker = layer.marker.fields if layer.marker else {}
+    return kitchen_options(fmt, marker, _tensors(layer), cb)
 
 
 def _layer_bytes(base: Checkpoint, prefix: str) -> int:
@@ -175,10 +184,9 @@ def add_figures(
             used += need
             w = base.layer(r.layer).dequantize(shape=r.shape)
             delta = _delta(items, r.shape, analysis.strength, w)
-            layer = base.layers[r.layer]
-            opts = kitchen_options(r.format, (layer.marker.fields if layer.marker else {}), _shapes(layer))
+            opts = layer_options(base, r.layer, r.format)
             r.figures = survival(w, delta, r.format, string_to_seed(r.target), opts)
-            r.basis = "measured"
+            r.basis = "measured" if r.format in REPRODUCED else "measured-round-to-nearest"
             measured += 1
             continue
         if r.problem is not None:
