@@ -9,6 +9,9 @@ then measures in one run:
   safe_open  (b) safetensors.safe_open(framework="numpy"): get_slice per key, get_tensor per marker
   cli        the venv's `quantcheck check` console script as a whole process
   torch      (c) a process that imports torch and does (b) with framework="pt"
+  gpu        quantcheck's check with --gpu rtx4090 and with --gpu all (every class of the
+             table: per layer native / emulated for both targets), in process and as a CLI
+             process, as ratios to the same run's check without --gpu
 Medians of --runs warm runs; peak RSS of the CLI process. Prints a Markdown table of figures and
 ratios for BENCHMARKS.md. Not a test: nothing here asserts on time.
 """
@@ -149,6 +152,12 @@ def main() -> None:
     cli_peak = child_peak_mib([exe, "check", path])
     torch_cmd = [sys.executable, "-c", SAFE_OPEN + f"\nimport torch\nrun({path!r}, 'pt')"]
     torch_ms, _ = proc_ms(torch_cmd, runs)
+    from quantcheck.gpus import expand_specs
+
+    one, every = expand_specs(["rtx4090"]), expand_specs(["all"])
+    gpu_one = median_ms(lambda: check_paths([path], gpus=one), runs)
+    gpu_all = median_ms(lambda: check_paths([path], gpus=every), runs)
+    cli_all, _ = proc_ms([exe, "check", path, "--gpu", "all"], runs)
     n = check_paths([path]).stats
     rows = [
         ("floor (header + json.loads + marker reads)", floor, "1.00x floor"),
@@ -160,6 +169,13 @@ def main() -> None:
         ("(b) safetensors safe_open numpy, in process", safe, f"{safe / floor:.1f}x floor"),
         ("quantcheck check, CLI process", cli, f"{torch_ms / cli:.1f}x faster than (c)"),
         ("(c) torch + safe_open pt, process", torch_ms, ""),
+        ("quantcheck check --gpu rtx4090, in process", gpu_one, f"{gpu_one / ours:.2f}x check"),
+        (
+            f"quantcheck check --gpu all ({len(every)} classes), in process",
+            gpu_all,
+            f"{gpu_all / ours:.2f}x check",
+        ),
+        ("quantcheck check --gpu all, CLI process", cli_all, f"{cli_all / cli:.2f}x CLI check"),
     ]
     print(
         f"checkpoint: {path} ({os.path.getsize(path) / 2**30:.1f} GiB sparse, "

@@ -152,6 +152,7 @@ LAYERS = ("base", "vocabulary", "bytes", "checkpoint", "rules", "report", "rende
 PACKAGE_LAYER = {
     "formats": "vocabulary",  # the format table: data
     "runtimes": "vocabulary",  # runtime records, releases, effects tables: data
+    "gpus": "vocabulary",  # GPU classes and the --gpu SPEC grammar: data
     "io": "bytes",
     "model": "checkpoint",
     "numeric": "checkpoint",  # codecs: the numbers of a layer's bytes

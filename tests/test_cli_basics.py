@@ -177,7 +177,7 @@ def test_check_json_keys(capsys: pytest.CaptureFixture[str], mixed: Path) -> Non
     assert {"schema_version", "checkpoints", "inputs", "targets", "diagnostics", "summary"} <= set(
         doc
     )
-    assert doc["schema_version"] == 2
+    assert doc["schema_version"] == 3
     assert [c["name"] for c in doc["checkpoints"]] == [str(mixed)]
     assert [Path(i["path"]).name for i in doc["inputs"]] == ["mixed.safetensors"]
     assert doc["inputs"][0]["size"] == mixed.stat().st_size
@@ -496,7 +496,7 @@ def test_every_json_output_has_schema_version_and_tool(
     doc = json.loads(out)
     assert isinstance(doc, dict)
     assert list(doc)[:4] == ["schema_version", "tool", "tool_version", "kind"]
-    version = 2 if argv[0] == "check" else 1  # check: 2 since it lists checkpoints
+    version = 3 if argv[0] == "check" else 1  # check: 2 lists checkpoints, 3 since issue 24
     assert (doc["schema_version"], doc["tool"], doc["kind"]) == (version, "quantcheck", argv[0])
     assert doc["tool_version"] == __version__  # the one version, as --version shows it
 

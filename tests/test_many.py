@@ -172,7 +172,7 @@ def test_as_one_keeps_the_shards_reading(
 def test_json_lists_checkpoints(models: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rc, out, _ = run(capsys, "check", "--output-format", "json", str(models))
     doc = json.loads(out)
-    assert (doc["schema_version"], doc["kind"], rc) == (2, "check", 1)
+    assert (doc["schema_version"], doc["kind"], rc) == (3, "check", 1)
     kinds = {Path(c["name"]).name: c["kind"] for c in doc["checkpoints"]}
     assert kinds == {
         BROKEN: "checked",

@@ -157,12 +157,14 @@ def check_checkpoint(
     ignore: list[str] | None = None,
     deep: bool = False,
     read_weights: bool = False,
+    gpus: list[Any] | None = None,
     lora: list[str] | None = None,
     lora_strength: float = 1.0,
     lora_numbers: bool = False,
 ) -> Report:
-    """Check an opened checkpoint (`lora`: also the QC83x findings of these LoRA files on it;
-    `lora_numbers`: with their figures, reading the weights)."""
+    """Check an opened checkpoint (`gpus`: `GpuSpec`s, see `labelled_check`; `lora`: also the
+    QC83x findings of these LoRA files on it; `lora_numbers`: with their figures, reading the
+    weights)."""
     return labelled_check(
         ck,
         target=target,
@@ -170,6 +172,7 @@ def check_checkpoint(
         ignore=ignore,
         deep=deep,
         read_weights=read_weights,
+        gpus=gpus,
         lora=lora,
         lora_strength=lora_strength,
         lora_numbers=lora_numbers,
@@ -184,14 +187,22 @@ def labelled_check(
     ignore: list[str] | None = None,
     deep: bool = False,
     read_weights: bool = False,
+    gpus: list[Any] | None = None,
     lora: list[str] | None = None,
     lora_strength: float = 1.0,
     lora_numbers: bool = False,
 ) -> tuple[Report, dict[str, str]]:
     """`check_checkpoint`, and the `file_labels` of the checkpoint's files (path -> the name
-    its diagnostics give)."""
+    its diagnostics give). `gpus`: `GpuSpec`s to judge each target on (`--gpu`)."""
     targets = targets_of(target)
     diags = run_rules(ck, targets)
+    gpu: dict[str, Any] = {}
+    needs: dict[str, Any] = {}
+    if gpus:  # known bad combinations for those GPUs are findings too (QC80x)
+        from quantcheck.rules.gpu.report import gpu_targets
+
+        gpu, needs, found = gpu_targets(ck, targets, gpus)
+        diags.extend(found)
     if deep:
         from quantcheck.rules.numeric.deep import deep_check
 
@@ -224,6 +235,8 @@ def labelled_check(
         stats=stats,
         releases=releases,
         paths=target_paths(ck, targets),
+        gpu=gpu,
+        gpu_needs=needs,
     )
     return report, labels
 

@@ -95,7 +95,7 @@ class CheckpointResult:
         return self.report.exit_code(fail_on)
 
     def to_json(self) -> dict[str, Any]:
-        """The plain per-checkpoint entry of the check JSON document (schema_version 2)."""
+        """The plain per-checkpoint entry of the check JSON document (schema_version 3)."""
         paths = [redact_url(p) for p in self.spec.paths]
         doc: dict[str, Any] = {
             "name": self.name,
@@ -134,6 +134,7 @@ def check_spec(
     ignore: list[str] | None = None,
     deep: bool = False,
     read_weights: bool = False,
+    gpus: list[Any] | None = None,
     lora: list[str] | None = None,
     lora_strength: float = 1.0,
 ) -> CheckpointResult:
@@ -150,6 +151,7 @@ def check_spec(
                 ignore=ignore,
                 deep=deep,
                 read_weights=read_weights,
+                gpus=gpus,
                 lora=lora,
                 lora_strength=lora_strength,
             )

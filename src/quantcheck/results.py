@@ -28,6 +28,10 @@ class Report:
     #: per target key: extra summary keys its runtime computes (sglang: `path`, the reader
     #: that takes the file, `path_reason`, `path_config`)
     paths: dict[str, dict[str, Any]] = factory(dict)
+    #: per target key whose runtime has GPU decisions, with `--gpu`: {G: entry} and the
+    #: "needs >= X" summary (`rules/gpu/report.py gpu_targets`)
+    gpu: dict[str, dict[str, Any]] = factory(dict)
+    gpu_needs: dict[str, dict[str, Any]] = factory(dict)
 
     def target_status(self, target: str) -> dict[str, Any]:
         """ok / degraded / fails for one runtime, with how many problems affect it (and, for
@@ -42,6 +46,8 @@ class Report:
             from quantcheck.rules.sglang.loaders import fill
 
             extra = {**extra, "loaders": fill(extra["loaders"], status)}
+        if target in self.gpu:
+            extra = {**extra, "gpu": self.gpu[target], "gpu_needs": self.gpu_needs[target]}
         return {**out, **extra}
 
     def status(self, target: str) -> str:

@@ -43,7 +43,7 @@ def test_json_shape(seeds: str, capsys: pytest.CaptureFixture) -> None:
     rc, out = run(["check", "--format", "json", seeds], capsys)
     assert rc == 1
     doc = json.loads(out)
-    assert doc["schema_version"] == 2  # 2: a check document lists checkpoints
+    assert doc["schema_version"] == 3  # 2: lists checkpoints; 3: the session of issue 24
     assert [i["path"].rsplit("/", 1)[-1] for i in doc["inputs"]] == ["broken_seeds.safetensors"]
     assert set(doc["targets"]) == {"sglang", "comfyui"}
     # plus which of sglang's readers takes the file (additive: `path`, sglang targets only)

@@ -75,6 +75,15 @@ def run(args: argparse.Namespace) -> int:
         from quantcheck.io.outpath import check_destination
 
         check_destination(args.generate_baseline, sharded=False)
+    gpus = None
+    if args.gpu:
+        from quantcheck.cli.gpu import resolve
+
+        try:
+            gpus = resolve(args.gpu)
+        except ValueError as exc:
+            say_error(f"--gpu: {exc}")
+            return 2
     known = None
     if args.baseline:
         try:
@@ -94,6 +103,7 @@ def run(args: argparse.Namespace) -> int:
             ignore=split(args.ignore),
             deep=args.deep,
             read_weights=args.read_weights,
+            **({"gpus": gpus} if gpus else {}),
             **({"lora": args.lora, "lora_strength": args.lora_strength} if args.lora else {}),
         )
     for r in results:

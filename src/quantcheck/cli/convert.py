@@ -69,10 +69,12 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
     formats = quant_formats()
     to.add_argument(
         "--to",
-        choices=formats,
+        choices=(*formats, "auto"),
         dest="fmt",
         metavar="FORMAT",
-        help=f"target format: {', '.join(formats)}",
+        help=f"target format: {', '.join(formats)}; auto (with --gpu): the first of "
+        "float8_e4m3fn, int8_tensorwise, mxfp8, nvfp4, asym_w4a8_int8 that runs natively on "
+        "every --gpu for --target",
     )
     to.add_argument(
         "--format", choices=formats, dest="fmt", action=DeprecatedTo, help=argparse.SUPPRESS
@@ -148,6 +150,14 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
         help="convrot_w4a4 GEMM",
     )
     p.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
+    from quantcheck.cli.gpu import add_gpu
+
+    add_gpu(
+        p,
+        "say how the written file runs on this GPU (per target: layers native / emulated, "
+        "weight memory) and warn when some layers would be emulated there; with --to auto, "
+        "pick a format that runs natively. SPEC as for `check --gpu`. Repeatable",
+    )
 
 
 def w4a8_group_size(text: str) -> int:
@@ -210,6 +220,10 @@ def _run(args: argparse.Namespace) -> int:
 def _quantize(ck: Any, args: argparse.Namespace, out: str, index: str | None) -> int:
     from quantcheck.convert.plan import ALREADY, plan_quantize
 
+    specs = _gpu_specs(args)
+    if isinstance(specs, str):
+        say_error(specs)
+        return 2
     options = options_of(args)
     planned = _judge_targets(ck, args, options)
     if isinstance(planned, str):
@@ -249,6 +263,13 @@ def _quantize(ck: Any, args: argparse.Namespace, out: str, index: str | None) ->
             f"  {other} other layer{'s' if other != 1 else ''} left as they are (norms, "
             "embeddings, biases, non-2-D or non-float weights, --include/--exclude)"
         )
+    if specs:
+        from quantcheck.cli.gpu import planned_lines
+        from quantcheck.convert.plan import planned
+        from quantcheck.runtimes import targets_of
+
+        for line in planned_lines(planned(draft), targets_of(args.target), specs):
+            say(f"  {line}")
     if args.dry_run:
         return 0
     if rc == 0 and not done:
@@ -256,6 +277,28 @@ def _quantize(ck: Any, args: argparse.Namespace, out: str, index: str | None) ->
     elif rc == 0:
         say(f"wrote {out}")
     return rc or (1 if refused else 0)
+
+
+def _gpu_specs(args: argparse.Namespace) -> Any:
+    """`--gpu`'s specs (None without it), with `--to auto` replaced by the format it picks
+    (said on stderr); a str says why the run cannot go on."""
+    from quantcheck.cli.gpu import pick_format, resolve
+    from quantcheck.runtimes import targets_of
+
+    if not args.gpu:
+        return (
+            "--to auto needs --gpu (the GPU to pick a native format for)"
+            if (args.fmt == "auto")
+            else None
+        )
+    try:
+        specs = resolve(args.gpu)
+        if args.fmt == "auto":
+            args.fmt = pick_format(specs, targets_of(args.target), quant_formats())
+            say(f"--to auto: {args.fmt} runs natively on {', '.join(s.label() for s in specs)}")
+    except ValueError as exc:
+        return f"--gpu: {exc}" if not str(exc).startswith("--to") else str(exc)
+    return specs
 
 
 def _judge_targets(ck: Any, args: argparse.Namespace, options: dict[str, Any]) -> Any:

@@ -65,7 +65,21 @@ EXAMPLES = {
                                                       shards of one checkpoint, without an index
   quantcheck check --output-format json model.safetensors
                                                       machine-readable
-  quantcheck check --deep model.safetensors           also read the scale tensors' values""",
+  quantcheck check --deep model.safetensors           also read the scale tensors' values
+  quantcheck check --gpu rtx4090 model.safetensors    per layer native / emulated on an RTX 4090,
+                                                      weight memory, the lowest class where all
+                                                      layers run natively
+  quantcheck check --gpu sm_89,cuda=12.8 --gpu mps,torch=2.15 model.safetensors
+                                                      a compute capability or backend, with its
+                                                      torch / CUDA build (default: torch 2.15,
+                                                      CUDA 13.0)
+  quantcheck check --gpu all model.safetensors        every GPU class of the table, as a matrix
+
+  --gpu SPEC: a card (rtx3090, rtx4090, rtx5090, a100, l40s, h100, h200, b200, gb200,
+  rx7900xtx, mi300x, arc-a770, m2), a compute capability (sm_89, 8.9, sm_100), an AMD
+  architecture (gfx1100, gfx942), a backend (xpu, directml, mps, cpu), all, or auto (this
+  machine's device, read with torch); then optionally ,torch=X.Y ,cuda=X.Y ,rocm=X.Y
+  ,os=windows.""",
     "inspect": """\
   quantcheck inspect model.safetensors                every layer: format, dtype, shapes, bytes
   quantcheck inspect --summary model.safetensors      totals per format and the metadata
@@ -93,7 +107,10 @@ EXAMPLES = {
   quantcheck quantize model-bf16.safetensors -o model-int8.safetensors --to int8_tensorwise \\
       --convrot-groupsize 64
   quantcheck quantize model-bf16.safetensors -o plan.safetensors --to mxfp8 --target comfyui \\
-      --dry-run""",
+      --dry-run
+  quantcheck quantize model-bf16.safetensors -o model-4090.safetensors --to auto --gpu rtx4090
+                                                      a format that runs natively on an RTX 4090
+                                                      (--gpu alone: warn where it would not)""",
     "dequantize": """\
   quantcheck dequantize model-nvfp4.safetensors -o model-back.safetensors --dtype bf16""",
     "compare": """\

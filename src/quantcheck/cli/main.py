@@ -92,6 +92,9 @@ def _check_args(p: argparse.ArgumentParser) -> None:
     from quantcheck.cli.options import add_max_bytes
 
     add_max_bytes(p, "64M")
+    from quantcheck.cli.gpu import add_gpu
+
+    add_gpu(p)
 
 
 def _inspect_args(p: argparse.ArgumentParser) -> None:

@@ -54,6 +54,14 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
         help="also read scale tensors and check their values (needs numpy)",
     )
     add_selection(p)
+    from quantcheck.cli.gpu import add_gpu
+
+    add_gpu(
+        p,
+        "add a GPUs section: per target a GPU x format grid (native / emulated / "
+        "refused), weight memory, the lowest class where every layer is native; SPEC as "
+        "for `check --gpu`. Repeatable",
+    )
 
 
 def _compare(paths: list[str], original: list[str]) -> Any:
@@ -89,7 +97,7 @@ def _write_many(args: argparse.Namespace, specs: list[Any]) -> int:
     check_destination(out, sharded=True)  # a folder, or nothing yet
     os.makedirs(out, exist_ok=True)
     written = 0
-    for name, html in iter_pages(specs, target=args.target, deep=args.deep):
+    for name, html in iter_pages(specs, target=args.target, deep=args.deep, gpus=args.gpus):
         write_atomic(Path(out) / name, html)  # each page as it is made: one in memory at once
         written += 1
     say(
@@ -108,10 +116,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from quantcheck.cli.gpu import resolve
     from quantcheck.io.outpath import check_destination
     from quantcheck.model.discover import discover, one_checkpoint, only_one
     from quantcheck.render.html import build_report
 
+    try:
+        args.gpus = resolve(args.gpu) if args.gpu else None
+    except ValueError as exc:
+        say_error(f"--gpu: {exc}")
+        return 2
     specs = discover(args.paths, include=args.include, exclude=args.exclude, as_one=args.as_one)
     if len(specs) > 1 and not args.compare:
         return _write_many(args, specs)
@@ -126,7 +140,9 @@ def _run(args: argparse.Namespace) -> int:
     except CompareUnavailable as exc:
         say_error(exc)
         return 2
-    html = build_report(args.paths, compare=compare, target=args.target, deep=args.deep)
+    html = build_report(
+        args.paths, compare=compare, target=args.target, deep=args.deep, gpus=args.gpus
+    )
     out = Path(args.output)
     write_atomic(out, html)
     say(f"wrote {out} ({len(html.encode('utf-8', 'backslashreplace')) / 1024:.0f} KiB)", err=True)

@@ -1,4 +1,4 @@
-"""Reports for many checkpoints: text sections and a table, JSON (schema_version 2), and SARIF
+"""Reports for many checkpoints: text sections and a table, JSON (schema_version 3), and SARIF
 / GitHub annotations located at each checkpoint's files.
 
 One checked checkpoint keeps the single-checkpoint text (its table row would repeat its closing
@@ -33,8 +33,9 @@ if TYPE_CHECKING:
 #: The targets a renderer judges when none are given: the default ones (as `check` does).
 TARGETS: tuple[str, ...] = default_targets()
 
-#: The check document's version: 2 lists checkpoints (see docs/json-schema.md).
-CHECK_SCHEMA_VERSION = 2
+#: The check document's version: 2 lists checkpoints, 3 adds the session of issues 20-27 (GPU
+#: entries, ...; see docs/json-schema.md).
+CHECK_SCHEMA_VERSION = 3
 STATUS_RANK = {"ok": 0, "not quantized": 0, "degraded": 1, "fails": 2, "unreadable": 3}
 EXTRA_STYLE = {"not quantized": "dim", "unreadable": "red bold"}
 
@@ -89,6 +90,12 @@ def iter_text_lines(
             elif r.kind == CHECKED and r.report is not None and r.report.diagnostics:
                 yield paint(f"== {clean(r.name)}", "bold", c)
                 yield from iter_lines(r.report, color=c, show_all=show_all, suppressed=r.suppressed)
+                yield ""
+            elif r.kind == CHECKED and r.report is not None and r.report.gpu:
+                from quantcheck.render.gpu_text import gpu_lines
+
+                yield paint(f"== {clean(r.name)}", "bold", c)  # clean, but --gpu asked more
+                yield from gpu_lines(r.report)
                 yield ""
     yield table(results, targets, c, terminal_width())
     yield from unverified_notes(results, targets)
@@ -324,7 +331,7 @@ def suppressed_line(results: list[CheckpointResult]) -> str:
 def check_document(
     results: list[CheckpointResult], targets: tuple[str, ...] = TARGETS
 ) -> dict[str, Any]:
-    """The `check --output-format json` document, schema_version 2: `checkpoints` (one entry
+    """The `check --output-format json` document, schema_version 3: `checkpoints` (one entry
     each, without its diagnostics), then the diagnostics of all of them (each naming its
     `checkpoint`), per-runtime verdicts and totals over all of them."""
     doc = _document(results, targets)
@@ -351,6 +358,8 @@ def _entry(r: CheckpointResult) -> dict[str, Any]:
             stats=full.stats,
             releases=full.releases,
             paths=full.paths,
+            gpu=full.gpu,
+            gpu_needs=full.gpu_needs,
         )
         entry = shell.to_json()
         entry["targets"] = {t: full.target_status(t) for t in full.targets}
@@ -432,6 +441,10 @@ def _document(
         seen = {e["targets"][t]["path"] for e in checkpoints if "path" in e["targets"].get(t, {})}
         if len(seen) == 1:
             per_target[t]["path"] = seen.pop()
+        # `--gpu`: one checkpoint's GPU entries stand for the run (several: per checkpoint)
+        if len(checkpoints) == 1 and "gpu" in checkpoints[0]["targets"].get(t, {}):
+            per_target[t]["gpu"] = checkpoints[0]["targets"][t]["gpu"]
+            per_target[t]["gpu_needs"] = checkpoints[0]["targets"][t]["gpu_needs"]
     kinds = [r.kind for r in results]
     summary: dict[str, int] = {
         "checkpoints": len(results),
@@ -532,6 +545,7 @@ def iter_located(
             merged_releases(results),
             checkpoint_statuses(results, targets) if by_release(targets) else None,
             targets,
+            gpu_properties(results),
         )
     import itertools
 
@@ -540,6 +554,26 @@ def iter_located(
 
     notices = release_notices(release_rows(results)) if by_release(targets) else iter(())
     return join_lines(itertools.chain(iter_lines(located_diagnostics(results)), notices))
+
+
+def gpu_properties(results: list[CheckpointResult]) -> list[dict[str, Any]]:
+    """With `--gpu`: per checked checkpoint, its GPU entries per target (without the per-layer
+    `execution`) and the needs lines, for SARIF's run properties (empty without `--gpu`)."""
+    out = []
+    for r in results:
+        if r.report is None or r.kind != "checked" or not r.report.gpu:
+            continue
+        out.append(
+            {
+                "checkpoint": display_path(redact_url(r.name)),
+                "targets": {
+                    t: {g: {k: v for k, v in e.items() if k != "execution"} for g, e in per.items()}
+                    for t, per in r.report.gpu.items()
+                },
+                "needs": r.report.gpu_needs,
+            }
+        )
+    return out
 
 
 def by_release(targets: tuple[str, ...]) -> bool:

@@ -26,12 +26,14 @@ def iter_chunks(
     releases: dict[str, Any] | None = None,
     checkpoints: list[dict[str, Any]] | None = None,
     targets: tuple[str, ...] | None = None,
+    gpu: list[dict[str, Any]] | None = None,
 ) -> Iterator[str]:
     """The SARIF document in pieces, one result at a time (`render` joins them); `releases`
     (the per-release verdicts) and `checkpoints` (each checkpoint's status per target key and
     release matrix, when the targets name releases) go into the run's properties; `targets`
     (target keys) limits each result's targets and labels to those runtimes (None: every
-    registered one)."""
+    registered one); `gpu` (with `--gpu`: per checkpoint, its GPU entries without the
+    per-layer `execution`) goes into the run's properties as `gpu`."""
     rules = list(all_rules().values())
     index = {r.code: i for i, r in enumerate(rules)}
     props: dict[str, Any] = {}
@@ -39,6 +41,8 @@ def iter_chunks(
         props["releases"] = releases
     if checkpoints:
         props["checkpoints"] = checkpoints
+    if gpu:
+        props["gpu"] = gpu
     return iter_dumps(_document(rules, Stream(_results(diagnostics, index, targets)), props))
 
 

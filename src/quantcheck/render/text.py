@@ -156,10 +156,14 @@ def verdict_lines(report: Report, c: bool, suppressed: list[Diagnostic] | None =
         f"{counted(s['infos'], 'note')} in {counted(files, 'file')}, "
         f"{counted(s.get('layers', 0), 'layer')}"
     )
+    from quantcheck.render.gpu_text import gpu_lines
+
+    gpu = "".join("\n" + line for line in gpu_lines(report))
     return (
         wrap_parts("targets: ", parts, " · ", terminal_width())
         + loader_lines(report)
         + release_lines(report)
+        + gpu
         + ("\n" + totals)
     )
 

@@ -171,6 +171,10 @@ QC754: Rule  # musubi-weight-layout
 QC755: Rule  # musubi-scale-layout
 QC756: Rule  # musubi-marker-not-1d
 QC757: Rule  # musubi-duplicate-scale
+QC800: Rule  # gpu-known-crash
+QC801: Rule  # gpu-known-wrong-output
+QC802: Rule  # gpu-known-slow
+QC803: Rule  # gpu-size-limit
 QC830: Rule  # lora-key-not-loaded
 QC831: Rule  # lora-text-encoder-keys
 QC832: Rule  # lora-shape-mismatch
@@ -328,6 +332,10 @@ __all__ = [
     "QC755",
     "QC756",
     "QC757",
+    "QC800",
+    "QC801",
+    "QC802",
+    "QC803",
     "QC830",
     "QC831",
     "QC832",

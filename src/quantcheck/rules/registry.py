@@ -27,6 +27,7 @@ CATALOGS: tuple[str, ...] = (
     "numeric",
     "shards",
     "support",
+    "gpu",
     "lora",
 )
 

@@ -23,6 +23,7 @@ SGLANG = register_runtime(
         checks="quantcheck.rules.sglang.checks:SglangChecks",
         quantize_refusal="quantcheck.rules.sglang.checks:sglang_quantize_refusal",
         paths="quantcheck.rules.sglang.header_rules:path_json",
+        gpu="quantcheck.rules.sglang.gpu:SGLANG_GPU",
         default_target=True,
         catalog=True,
         reasons=dict(builtin_reasons.SGLANG),

@@ -199,6 +199,7 @@ def comfyui_runtime() -> Runtime:
         RELEASES,
         checks="quantcheck.rules.comfyui.checks:ComfyuiChecks",
         paths=UNVERIFIED_HOOK,
+        gpu="quantcheck.rules.comfyui.gpu:COMFYUI_GPU",
         default_target=True,
         catalog=True,
         reasons=dict(COMFYUI_REASONS),

@@ -72,6 +72,9 @@ class Runtime:
     #: The package of its rule folder (`quantcheck.rules.<name>`): its `catalog` module's
     #: RULES join the registry while the runtime is registered ("" for none).
     folder: str = ""
+    #: "module:attribute" naming the runtime's GPU decisions (`rules/gpu/plan.py` describes
+    #: the object): how each quantized layer runs on a `--gpu` device ("" for none)
+    gpu: str = ""
 
     @property
     def newest(self) -> Release:

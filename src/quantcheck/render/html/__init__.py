@@ -31,13 +31,15 @@ def build_report(
     target: str = "default",
     deep: bool = False,
     generated: str | None = None,
+    gpus: list[Any] | None = None,
 ) -> str:
     """Open `paths`, check them, and render the report. `compare` is a CompareResult-like
-    object (`.layers` rows with prefix and rel_l2, optional `.problems`) or None."""
+    object (`.layers` rows with prefix and rel_l2, optional `.problems`) or None; `gpus`:
+    `GpuSpec`s for the GPU section."""
     from quantcheck.checking import check_checkpoint
     from quantcheck.model.checkpoint import load_checkpoint
 
     with load_checkpoint(paths) as ck:
-        report = check_checkpoint(ck, target=target, deep=deep)
+        report = check_checkpoint(ck, target=target, deep=deep, gpus=gpus)
         data = collect(ck, report, compare, target=target, deep=deep)
     return render_html(data, generated)

@@ -32,15 +32,25 @@ def page_name(i: int, name: str) -> str:
 
 
 def build_pages(
-    specs: list[Any], *, target: str = "default", deep: bool = False, generated: str | None = None
+    specs: list[Any],
+    *,
+    target: str = "default",
+    deep: bool = False,
+    generated: str | None = None,
+    gpus: list[Any] | None = None,
 ) -> dict[str, str]:
     """File name -> HTML for the index and each quantized checkpoint's page (all in memory:
     for tests and small sets; `report` writes `iter_pages` as they come)."""
-    return dict(iter_pages(specs, target=target, deep=deep, generated=generated))
+    return dict(iter_pages(specs, target=target, deep=deep, generated=generated, gpus=gpus))
 
 
 def iter_pages(
-    specs: list[Any], *, target: str = "default", deep: bool = False, generated: str | None = None
+    specs: list[Any],
+    *,
+    target: str = "default",
+    deep: bool = False,
+    generated: str | None = None,
+    gpus: list[Any] | None = None,
 ) -> Iterator[tuple[str, str]]:
     """(file name, HTML) of each quantized checkpoint's page, made one at a time, then the
     index. Only the index's small rows are kept between pages, so memory stays at one page
@@ -67,7 +77,7 @@ def iter_pages(
         page: tuple[str, str] | None = None
         try:
             with load_checkpoint(spec.paths) as ck:
-                report = check_checkpoint(ck, target=target, deep=deep)
+                report = check_checkpoint(ck, target=target, deep=deep, gpus=gpus)
                 targets = report.targets
                 row["size"] = sum(s.header.file_size for s in ck.shards)
                 if not is_quantized(ck):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from html import escape
 
 from quantcheck.io.source import base_name
+from quantcheck.render.html.gpu import gpu_html
 from quantcheck.render.html.layout import build_layout
 from quantcheck.render.html.maps import format_map_html, heat_map_html
 from quantcheck.render.html.model import ReportData
@@ -90,11 +91,15 @@ def render_page(data: ReportData, generated: str, version: str) -> str:
     nav = [("format-map", "Format map"), ("sizes", "Sizes"), ("diagnostics", "Diagnostics")]
     if data.compared:
         nav.append(("compare", "Error"))
+    gpu = gpu_html(data)
+    if gpu:
+        nav.append(("gpu", "GPUs"))
     nav.append(("layers", "All layers"))
     links = "".join(f'<a href="#{a}">{t}</a>' for a, t in nav)
     body = [
         header_html(data, generated, version),
         releases_html(data),
+        gpu,
         format_map_html(layout, data.layers),
         sizes_html(data),
         diagnostics_html(data),

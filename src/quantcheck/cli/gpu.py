@@ -1,0 +1,111 @@
+"""`--gpu SPEC` of `check` and `quantize`: the option, its help and the specs it names
+(`all` expanded, `auto` read from the local device with torch). Standard library only unless
+`auto` is given."""
+
+from __future__ import annotations
+
+import argparse
+
+TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
+if TYPE_CHECKING:
+    from quantcheck.gpus.spec import GpuSpec
+
+GPU_HELP = (
+    "judge each target on this GPU too: per layer native / emulated / refused, weight memory, "
+    "and the lowest GPU class where every layer runs natively. SPEC is a card (rtx4090, a100, "
+    "h100, b200, rx7900xtx, mi300x, arc-a770), a compute capability (sm_89, 8.9), an AMD "
+    "architecture (gfx1100), a backend (xpu, directml, mps, cpu), all (every class) or auto "
+    "(this machine's, needs torch), optionally followed by the software stack: "
+    ",torch=2.9 ,cuda=12.8 ,rocm=6.4 ,os=windows (defaults: torch 2.15, CUDA 13.0). Repeatable"
+)
+
+
+def add_gpu(p: argparse.ArgumentParser, help: str = GPU_HELP) -> None:
+    """`--gpu SPEC` (dest `gpu`, a list)."""
+    p.add_argument("--gpu", action="append", default=[], metavar="SPEC", help=help)
+
+
+def resolve(values: list[str]) -> list[GpuSpec]:
+    """The specs `values` name; ValueError (a usage error) naming a bad one."""
+    from quantcheck.gpus.spec import expand_specs, parse_spec
+
+    out: list[GpuSpec] = []
+    plain: list[str] = []
+    for value in values:
+        device = value.split(",")[0].strip().lower()
+        if device == "auto":
+            out.append(parse_spec(local_spec(value), given=value.strip()))
+        else:
+            plain.append(value)
+    return [*out, *expand_specs(plain)]
+
+
+def local_spec(value: str) -> str:
+    """`auto[,STACK]` as a concrete spec of this machine's first device, read with torch:
+    `sm_89,torch=2.9,cuda=12.8`, `gfx1100,torch=2.9,rocm=6.4`, `mps,torch=2.9`, `xpu`, `cpu`.
+    A stack given after `auto` wins. ValueError when torch is not installed."""
+    try:
+        import torch
+    except ImportError:
+        raise ValueError(
+            "--gpu auto reads the local device with torch, which is not installed; name the "
+            "GPU instead (e.g. --gpu rtx4090 or --gpu sm_89,cuda=12.8)"
+        ) from None
+    version = ".".join(str(torch.__version__).split("+")[0].split(".")[:2])
+    parts = [f"torch={version}"]
+    if torch.cuda.is_available():
+        hip = getattr(torch.version, "hip", None)
+        if hip:
+            arch = torch.cuda.get_device_properties(0).gcnArchName.split(":")[0]
+            device = arch
+            parts.append("rocm=" + ".".join(str(hip).split(".")[:2]))
+        else:
+            major, minor = torch.cuda.get_device_capability(0)
+            device = f"sm_{major}{minor}"
+            if torch.version.cuda:
+                parts.append("cuda=" + ".".join(str(torch.version.cuda).split(".")[:2]))
+    elif getattr(torch, "xpu", None) is not None and torch.xpu.is_available():
+        device = "xpu"
+    elif torch.backends.mps.is_available():
+        device = "mps"
+    else:
+        device = "cpu"
+    given = [p.strip() for p in value.split(",")[1:] if p.strip()]
+    keys = {p.partition("=")[0].strip().lower() for p in given}
+    parts = [p for p in parts if p.partition("=")[0] not in keys] + given
+    return ",".join([device, *parts])
+
+
+def pick_format(specs: list[GpuSpec], keys: tuple[str, ...], writable: tuple[str, ...]) -> str:
+    """`quantize --to auto --gpu SPEC`: the first of the "runs natively instead" formats
+    (`rules/gpu/needs.ALTERNATIVES`) that `quantize` can write and that runs natively on every
+    given GPU for every target key with GPU decisions; ValueError naming why none does."""
+    from quantcheck.rules.gpu.needs import ALTERNATIVES
+    from quantcheck.rules.gpu.report import gpu_rules
+
+    rules = [r for k in keys if (r := gpu_rules(k)) is not None]
+    if not rules:
+        raise ValueError("--to auto needs a --target whose runtime models GPUs (comfyui, sglang)")
+    for fmt in ALTERNATIVES:
+        if fmt in writable and all(
+            r.format_decision(fmt, s)[0] == "native" for r in rules for s in specs
+        ):
+            return fmt
+    raise ValueError(
+        "--to auto: no format quantize writes runs natively on "
+        f"{', '.join(s.label() for s in specs)} for {', '.join(keys)}; name one with --to"
+    )
+
+
+def planned_lines(ck: object, keys: tuple[str, ...], specs: list[GpuSpec]) -> list[str]:
+    """`quantize --gpu`: the GPU summary of the file as it would be written (one line per
+    target and GPU), a `warning:` line for each GPU where some layers would not be native."""
+    from quantcheck.rules.gpu.report import gpu_targets
+
+    per_target, needs, _ = gpu_targets(ck, keys, specs)  # type: ignore[arg-type]
+    out = []
+    for key, entries in per_target.items():
+        for e in entries.values():
+            out.append(e["summary"])
+        out += [f"warning: {a}" for a in needs[key]["advice_lines"]]
+    return out
