@@ -210,7 +210,12 @@ def labelled_check(
     if lora:
         from quantcheck.rules.lora.run import lora_diagnostics
 
-        diags.extend(lora_diagnostics(ck, lora, lora_strength, numbers=lora_numbers)[1])
+        analysis, found_lora = lora_diagnostics(ck, lora, lora_strength, numbers=lora_numbers)
+        diags.extend(found_lora)
+        if gpu:  # each patched layer's lora_mode on each GPU (issue 25 x issue 24)
+            from quantcheck.rules.lora.gpu import fill_lora_modes
+
+            fill_lora_modes(gpu, analysis)
     if select or ignore:
         check_selectors([*(select or ()), *(ignore or ())])
         diags = select_diagnostics(diags, target=None, select=select, ignore=ignore)

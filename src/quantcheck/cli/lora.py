@@ -29,6 +29,9 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
         "--strength", type=float, default=1.0, help="LoRA strength (model), default 1.0"
     )
     add_target(p)
+    from quantcheck.cli.gpu import GPU_HELP, add_gpu
+
+    add_gpu(p, GPU_HELP + "; each patched layer's lora_mode is added to the entry")
     add_output_format(p, ("text", "json", "sarif", "html"))
     p.add_argument(
         "--headers-only",
@@ -51,7 +54,18 @@ def run(args: argparse.Namespace) -> int:
     from quantcheck.model.discover import one_checkpoint
     from quantcheck.textsafe import say_block
 
+    from quantcheck.textsafe import say_error
+
     cap = parse_byte_count(args.max_bytes) if args.max_bytes else None
+    gpus = None
+    if args.gpu:
+        from quantcheck.cli.gpu import resolve
+
+        try:
+            gpus = resolve(args.gpu)
+        except ValueError as exc:
+            say_error(f"--gpu: {exc}")
+            return 2
     with remote_limits(args.max_bytes, None):
         base = one_checkpoint([args.base], "lora", what="reads")
         loras = [p for spec in args.loras for p in one_checkpoint([spec], "lora", what="reads")]
@@ -62,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
             target=args.target,
             numbers=not args.headers_only,
             max_bytes=cap,
+            gpus=gpus,
         )
     say_block(render(lr, args.output_format, show_all=args.show_all))
     return lr.report.exit_code(Severity(args.fail_on))
@@ -75,6 +90,7 @@ def lora_check(
     target: str = "default",
     numbers: bool = True,
     max_bytes: int | None = None,
+    gpus: list[Any] | None = None,
 ) -> Any:
     """`quantcheck lora BASE LORA...` as a library call."""
     from quantcheck.checking import select_diagnostics
@@ -85,11 +101,20 @@ def lora_check(
     from quantcheck.rules.lora.run import lora_diagnostics
     from quantcheck.runtimes import targets_of
 
+    targets = targets_of(target)
+    gpu: dict[str, Any] = {}
+    needs: dict[str, Any] = {}
     with load_checkpoint(base_paths) as base:
         analysis, diags = lora_diagnostics(
             base, lora_paths, strength, numbers=numbers, max_bytes=max_bytes
         )
-    targets = targets_of(target)
+        if gpus:
+            from quantcheck.rules.gpu.report import gpu_targets
+            from quantcheck.rules.lora.gpu import fill_lora_modes
+
+            gpu, needs, found = gpu_targets(base, targets, gpus)
+            diags.extend(found)
+            fill_lora_modes(gpu, analysis)
     diags = select_diagnostics(diags, target=target) if diags else diags
     diags.sort(key=Diagnostic.sort_key)
     inputs = [{"path": analysis.base}] + [{"path": f.path} for f in analysis.files]
@@ -99,7 +124,9 @@ def lora_check(
         "layers": len(analysis.layers),
         "markers": 0,
     }
-    report = Report(inputs=inputs, diagnostics=diags, targets=targets, stats=stats)
+    report = Report(
+        inputs=inputs, diagnostics=diags, targets=targets, stats=stats, gpu=gpu, gpu_needs=needs
+    )
     return LoraReport(analysis, report)
 
 

@@ -73,10 +73,15 @@ def plain_words(s: dict[str, Any]) -> str:
     return f"the LoRA arrives (added noise {added:.2f}x its size)"
 
 
-def target_entry(rep: Report, t: str, a: Analysis) -> dict[str, Any]:
+def target_entry(rep: Report, t: str) -> dict[str, Any]:
+    """`targets[T]`: status and counts, how the runtime's LoRA path is known, and with `--gpu`
+    the GPU entries (each patched layer's `lora_mode`) and `gpu_needs`."""
     st = rep.target_status(t)
     entry: dict[str, Any] = {"status": st["status"], "errors": st["errors"]}
     entry["degraded"] = st["degraded"]
+    for key in ("gpu", "gpu_needs"):
+        if key in st:
+            entry[key] = st[key]
     base = t.split("@")[0]
     if base in MODELLED:
         entry["lora_path"] = "modelled"
@@ -140,7 +145,7 @@ def document(lr: LoraReport) -> dict[str, Any]:
         "base": {"path": a.base, "family": a.family or None, "keymap_entries": a.keymap_entries},
         "strength": a.strength,
         "lora": lora,
-        "targets": {t: target_entry(rep, t, a) for t in rep.targets},
+        "targets": {t: target_entry(rep, t) for t in rep.targets},
         "layers": layers,
         "formats": summary_by_format(a),
         "memory": memory,

@@ -301,3 +301,22 @@ def test_flux_diffusers_keys_are_unpredicted(tmp_path: Path) -> None:
     write_lora(lo, ["double_blocks.0.img_attn.qkv"], convention="diffusers-flux")
     a = _analyse(b, lo)
     assert a.files[0].unmatched == [] and len(a.files[0].unpredicted) == 2
+
+
+def test_gpu_dimension_fills_lora_mode(tmp_path: Path, capsys) -> None:
+    """DynamicVRAM (NVIDIA default): INT8 re-quantized on the fly, AWQ dequantized (no raise);
+    on the CPU the full load re-quantizes and the AWQ layer fails the load."""
+    b, lo = _pair(tmp_path, "int8_tensorwise", awq_at="blocks.0.self_attn.o")
+    argv = ["lora", str(b), str(lo), "--gpu", "rtx4090", "--gpu", "cpu", "--output-format", "json"]
+    code, out = _run(argv, capsys)
+    gpu = json.loads(out)["targets"]["comfyui"]["gpu"]
+    modes = {g: {p: r["lora_mode"] for p, r in e["execution"].items()} for g, e in gpu.items()}
+    assert modes["rtx4090"]["blocks.0.self_attn.o"] == "dequantized"
+    assert modes["rtx4090"]["blocks.0.self_attn.q"] == "requantized"
+    assert modes["cpu"]["blocks.0.self_attn.o"] == "load-fails"
+    assert gpu["rtx4090"]["lora"]["dynamic_vram"] is True and not gpu["cpu"]["lora"]["dynamic_vram"]
+    assert gpu["cpu"]["lora"]["patch_bytes"] == 8 * 2 * 8 * 128 * 4
+    assert "LoRA: 7 requantized, 1 load-fails" in gpu["cpu"]["summary"]
+    code, out = _run(["check", str(b), "--lora", str(lo), "--gpu", "rtx4090", "--output-format", "json"], capsys)
+    ex = json.loads(out)["targets"]["comfyui"]["gpu"]["rtx4090"]["execution"]
+    assert ex["blocks.0.self_attn.o"]["lora_mode"] == "dequantized"

@@ -71,7 +71,11 @@ RULES = [
         "svdquant_w4a4).",
         "A full-load patch re-quantizes every patched layer in its own format; AWQ W4A16 "
         "needs offline calibration and its quantize raises NotImplementedError. patch_model "
-        "does not catch it, so the whole LoRA load fails, not only that layer.",
+        "does not catch it, so the whole LoRA load fails, not only that layer. ComfyUI "
+        "patches this way on the CPU and wherever DynamicVRAM is off (--disable-dynamic-vram, "
+        "--highvram, --gpu-only, --novram, torch < 2.8, AMD with ROCm < 7.14); with "
+        "DynamicVRAM the LoRA is applied on the fly and the layer runs dequantized "
+        "(`--gpu` shows lora_mode per layer).",
         "a LoRA key matching an awq_w4a16 layer",
         "Use a base in another format for LoRA work (FP8, INT8), or leave the AWQ layers out "
         "of the LoRA.",

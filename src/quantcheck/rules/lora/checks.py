@@ -92,7 +92,8 @@ def _layer_findings(r: LayerResult) -> list[Diagnostic]:
             Diagnostic(
                 R.QC833,
                 f"{r.format} layer: requantize_from_float raises NotImplementedError, so "
-                "ComfyUI's LoRA load fails as a whole",
+                "ComfyUI's full-load LoRA patch fails as a whole (with DynamicVRAM, the "
+                "NVIDIA default, the layer runs dequantized instead)",
                 layer=r.layer,
                 tensor=r.layer + ".weight",
             )
