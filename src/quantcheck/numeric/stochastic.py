@@ -52,11 +52,10 @@ def _log2_as_torch(x: np.ndarray, dtype: type) -> np.ndarray:
         return np.log2(x.astype(np.float64)).astype(dtype)
 
 
-def sr_fp8_codes(x: np.ndarray, fmt: str, rng: np.ndarray) -> np.ndarray:
-    """comfy-kitchen's eager `stochastic_rounding_fp8(x, rng)`: float16 arithmetic, uint8
-    random bytes; the FP8 codes."""
-    ebits, mbits, bias, top, dtype = FP8_FORMATS[fmt]
-    h = x.astype(F16)
+def _sr_fp8_reference(h: np.ndarray, fmt: str) -> tuple[np.ndarray, ...]:
+    """The per-value part of comfy-kitchen's eager `stochastic_rounding_fp8` on float16 `h`
+    (every op in float16, as torch runs it): (sign, normal, 2^(e - bias), mantissa x 2^M)."""
+    ebits, mbits, bias, _, _ = FP8_FORMATS[fmt]
     abs_x = np.abs(h)
     sign = np.where(abs_x == 0, F16(0), np.sign(h)).astype(F16)
     exponent = np.clip(np.floor(_log2_as_torch(abs_x, F16)) + F16(bias), 0, 2**ebits - 1)
@@ -67,11 +66,48 @@ def sr_fp8_codes(x: np.ndarray, fmt: str, rng: np.ndarray) -> np.ndarray:
         m_normal = ((abs_x / p).astype(F16) - F16(1.0)).astype(F16) * F16(2**mbits)
         m_sub = abs_x / F16(2.0 ** (-bias + 1 - mbits))
         ms = np.where(normal, m_normal, m_sub).astype(F16)
-        ms = (ms + (rng.astype(F16) * F16(1.0 / 256.0)).astype(F16)).astype(F16)
-        m = (np.floor(ms) / F16(2**mbits)).astype(F16)
-        val = np.where(normal, p * (F16(1.0) + m), F16(2.0 ** (-bias + 1)) * m).astype(F16)
-        out = np.clip((sign * val).astype(F16), F16(-top), F16(top))
-    return out.astype(dtype)
+    return sign, normal, p, ms
+
+
+_FP8_TABLES: dict[str, np.ndarray] = {}
+
+
+def _fp8_table(fmt: str) -> np.ndarray:
+    """codes[h bits, rng byte]: the FP8 code comfy-kitchen's stochastic rounding gives every
+    float16 value with every random byte (65536 x 256, built once per format). The float16
+    sum ms + rng/256 is formed in float32 (exact: both have 11-bit significands of nearby
+    scale) and rounded to float16 as torch does; the rest is exact in float32."""
+    table = _FP8_TABLES.get(fmt)
+    if table is not None:
+        return table
+    _, mbits, bias, top, dtype = FP8_FORMATS[fmt]
+    h = np.arange(65536, dtype=np.uint16).view(F16)
+    sign, normal, p, ms = _sr_fp8_reference(h, fmt)
+    r = (np.arange(256, dtype=np.float32) * F32(1.0 / 256.0))[None, :]
+    with np.errstate(over="ignore", invalid="ignore"):
+        summed = (ms.astype(F32)[:, None] + r).astype(F16).astype(F32)
+        m = np.floor(summed) / F32(2**mbits)
+        val = np.where(
+            normal[:, None], p.astype(F32)[:, None] * (F32(1.0) + m), F32(2.0 ** (-bias + 1)) * m
+        )
+        out = np.clip(sign.astype(F32)[:, None] * val, -top, top)
+    table = _FP8_TABLES[fmt] = out.astype(dtype).view(np.uint8)
+    return table
+
+
+def sr_fp8_codes(x: np.ndarray, fmt: str, rng: np.ndarray) -> np.ndarray:
+    """comfy-kitchen's eager `stochastic_rounding_fp8(x, rng)` (float16 arithmetic, uint8
+    random bytes): the FP8 codes, by table lookup per (float16 value, byte)."""
+    table = _fp8_table(fmt).reshape(-1)
+    flat = x.reshape(-1)
+    out = np.empty(flat.size, np.uint8)
+    r = rng.reshape(-1)
+    step = 1 << 22
+    for i in range(0, flat.size, step):
+        idx = flat[i : i + step].astype(F16).view(np.uint16).astype(np.uint32) << 8
+        idx |= r[i : i + step]
+        out[i : i + step] = table[idx]
+    return out.view(FP8_FORMATS[fmt][4]).reshape(x.shape)
 
 
 def fp8_requant(w: np.ndarray, fmt: str, seed: int) -> tuple[np.ndarray, np.ndarray, np.float32]:
@@ -93,19 +129,53 @@ def _pad(w: np.ndarray, m: int) -> np.ndarray:
     return np.pad(w, ((0, pn - n), (0, pk - k)))
 
 
+_THRESHOLDS: dict[float, np.ndarray] = {}
+
+
+def _floor_log2_thresholds(c: float) -> np.ndarray:
+    """T[n-1] (n = 1, 2, 3): the smallest float32 x >= 0 with floor(f32(log2f(x) + c)) >= n,
+    found around 2^(n - c) by stepping float32 neighbours with the same rounded log2 as
+    `_log2_as_torch` (so clip(floor(log2(x) + c), 0, 3) == (x >= T).sum())."""
+    hit = _THRESHOLDS.get(c)
+    if hit is not None:
+        return hit
+
+    def at_least(x: np.float32, n: int) -> bool:
+        lg = _log2_as_torch(np.asarray([x], F32), F32)
+        return bool(np.floor((lg + F32(c)).astype(F32))[0] >= n)
+
+    out = []
+    for n in (1, 2, 3):
+        x = F32(2.0 ** (n - c))
+        while at_least(x, n):
+            x = np.nextafter(x, F32(0))
+        while not at_least(x, n):
+            x = np.nextafter(x, F32(np.inf))
+        out.append(x)
+    hit = _THRESHOLDS[c] = np.asarray(out, F32)
+    return hit
+
+
+def _exponent(x: np.ndarray, c: float) -> np.ndarray:
+    """clip(floor(log2f(x) + c), 0, 3) for x >= 0 (float32), by three comparisons."""
+    t = _floor_log2_thresholds(c)
+    return (x >= t[0]).astype(np.uint8) + (x >= t[1]) + (x >= t[2])
+
+
+_POW2 = np.asarray([2.0**-2, 2.0**-1, 1.0, 2.0], F32)  # 2^(e - 2), e = 0..3
+_INV_POW2 = np.asarray([2.0, 1.0, 0.5, 0.25], F32)  # 1 / 2^(e - 1)
+
+
 def _sr_fp4(x: np.ndarray, rand: np.ndarray) -> np.ndarray:
     """comfy/float.py stochastic_float_to_fp4_e2m1: unpacked 4-bit codes (uint8)."""
     sign = np.signbit(x).astype(np.uint8)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        exp = np.clip(np.floor(_log2_as_torch(np.abs(x), F32) + F32(1.0)), 0, 3).astype(F32)
-        x = x + ((rand - F32(0.5)) * np.power(F32(2.0), exp - F32(2.0))) * F32(1.25)
-        x = np.abs(x)
-        exp = np.clip(np.floor(_log2_as_torch(x, F32) + F32(1.1925)), 0, 3).astype(F32)
-        mant = np.where(
-            exp > 0, (x / np.power(F32(2.0), exp - F32(1)) - F32(1.0)) * F32(2.0), x * F32(2.0)
-        )
+    exp = _exponent(np.abs(x), 1.0)
+    x = x + ((rand - F32(0.5)) * _POW2[exp]) * F32(1.25)
+    x = np.abs(x)
+    exp = _exponent(x, 1.1925)
+    mant = np.where(exp > 0, (x * _INV_POW2[exp] - F32(1.0)) * F32(2.0), x * F32(2.0))
     mant = np.rint(mant).astype(np.int64).astype(np.uint8)
-    return ((sign << 3) | (exp.astype(np.uint8) << 1) | mant).astype(np.uint8)
+    return ((sign << 3) | (exp << 1) | mant).astype(np.uint8)
 
 
 E2M1_VALUES = np.array(
