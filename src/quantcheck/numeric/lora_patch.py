@@ -150,20 +150,30 @@ def survival(
     options: Mapping[str, Any] | None = None,
 ) -> dict[str, float]:
     """retention, added_error and requant_error of patching `w` (the dequantized layer) by
-    `delta` (= s·ΔW) in `fmt`."""
+    `delta` (= s·ΔW) in `fmt`. Differences in float32, sums accumulated in float64 over row
+chunks in a fixed order."""
     patched = w + delta
     got = requantize(patched, fmt, seed, options)
     base = requantize(w, fmt, seed, options)
-    d = delta.astype(np.float64).ravel()
-    dd = float(d @ d)
-    arrived = (got.astype(np.float64) - w).ravel()
-    err = (got.astype(np.float64) - patched).ravel()
-    ww = float(np.dot(w.ravel().astype(np.float64), w.ravel().astype(np.float64)))
-    be = (base.astype(np.float64) - w).ravel()
+    stochastic.forget_stream()
+    sums = np.zeros(5)  # dd, <arrived, d>, ||err||², ||w||², ||base - w||²
+    step = max(1, (1 << 20) // max(1, w.shape[1]))
+
+    def dot(a: np.ndarray, b: np.ndarray) -> float:
+        return float(np.einsum("i,i->", a, b, dtype=np.float64))
+
+    for r in range(0, w.shape[0], step):
+        rows = slice(r, r + step)
+        d, wr = delta[rows].ravel(), w[rows].ravel()
+        arrived = got[rows].ravel() - wr
+        err = arrived - d
+        b = base[rows].ravel() - wr
+        sums += (dot(d, d), dot(arrived, d), dot(err, err), dot(wr, wr), dot(b, b))
+    dd, ad, ee, ww, bb = (float(v) for v in sums)
     return {
-        "retention": float(arrived @ d) / dd if dd else 0.0,
-        "added_error": float(np.sqrt(err @ err / dd)) if dd else 0.0,
-        "requant_error": float(np.sqrt(be @ be / ww)) if ww else 0.0,
+        "retention": ad / dd if dd else 0.0,
+        "added_error": float(np.sqrt(ee / dd)) if dd else 0.0,
+        "requant_error": float(np.sqrt(bb / ww)) if ww else 0.0,
         "delta_norm": float(np.sqrt(dd)),
         "weight_norm": float(np.sqrt(ww)),
     }

@@ -30,11 +30,26 @@ FP8_FORMATS = {
 }
 
 
+_LAST_STREAM: list[tuple[int, int, np.ndarray]] = []
+
+
 def torch_stream(seed: int, n: int) -> np.ndarray:
-    """The first `n` 32-bit draws of `torch.Generator().manual_seed(seed)` (CPU)."""
+    """The first `n` 32-bit draws of `torch.Generator().manual_seed(seed)` (CPU). The last
+    stream is kept (a patched layer and its unpatched twin are re-quantized with one seed);
+    callers must not change it."""
+    if _LAST_STREAM and _LAST_STREAM[0][:2] == (seed, n):
+        return _LAST_STREAM[0][2]
     bg = np.random.MT19937()
     bg._legacy_seeding(int(seed) & 0xFFFFFFFF)
-    return bg.random_raw(n).astype(np.uint32)
+    out = bg.random_raw(n).astype(np.uint32)
+    out.flags.writeable = False
+    _LAST_STREAM[:] = [(seed, n, out)]
+    return out
+
+
+def forget_stream() -> None:
+    """Drop the kept stream (`torch_stream`)."""
+    _LAST_STREAM.clear()
 
 
 def string_to_seed(text: str) -> int:
