@@ -52,7 +52,9 @@ def build(folder: Path, blocks: int) -> tuple[Path, Path, Path]:
 
     from quantcheck.io.build import RawTensor, marker_tensor, write_safetensors
 
-    base, lora, lora0 = (folder / n for n in ("base.safetensors", "lora.safetensors", "lora0.safetensors"))
+    base, lora, lora0 = (
+        folder / n for n in ("base.safetensors", "lora.safetensors", "lora0.safetensors")
+    )
     if base.exists() and lora.exists() and lora0.exists():
         return base, lora, lora0
     rng = np.random.default_rng(0)
@@ -127,7 +129,10 @@ def main() -> None:
                 requantize(w, "float8_e4m3fn", seed)
 
     def figures() -> None:
-        with load_checkpoint([str(base)]) as ck, load_checkpoint([str(lora0)], read_markers=False) as lo:
+        with (
+            load_checkpoint([str(base)]) as ck,
+            load_checkpoint([str(lora0)], read_markers=False) as lo,
+        ):
             a, _, patches = header_analysis(ck, [lo])
             add_figures(a, ck, patches, None)
 
@@ -141,12 +146,15 @@ def main() -> None:
     size = base.stat().st_size
     params = sum(n * k for _, n, k in _layers(1))
     print(f"CPU: {cpu_name()}")
-    print(f"base {size / 1e9:.2f} GB ({args.blocks} blocks, {len(_layers(args.blocks))} layers), "
-          f"LoRA rank {RANK} over every layer ({lora.stat().st_size / 1e6:.0f} MB)")
-    print(f"(a) both headers:           {best['headers'] * 1e3:8.1f} ms")
-    print(f"(b) lora, header-only part: {best['header_part'] * 1e3:8.1f} ms   b/a = {best['header_part'] / best['headers']:.2f}")
-    print(f"(c) codec floor, block 0:   {best['floor']:8.2f} s    ({params / best['floor'] / 1e6:.0f} M weights/s)")
-    print(f"(d) figures, block 0:       {best['figures']:8.2f} s    d/c = {best['figures'] / best['floor']:.2f}")
+    print(
+        f"base {size / 1e9:.2f} GB ({args.blocks} blocks, {len(_layers(args.blocks))} layers), "
+        f"LoRA rank {RANK} over every layer ({lora.stat().st_size / 1e6:.0f} MB)"
+    )
+    a, b, c, d = (best[k] for k in ("headers", "header_part", "floor", "figures"))
+    print(f"(a) both headers:           {a * 1e3:8.1f} ms")
+    print(f"(b) lora, header-only part: {b * 1e3:8.1f} ms   b/a = {b / a:.2f}")
+    print(f"(c) codec floor, block 0:   {c:8.2f} s    ({params / c / 1e6:.0f} M weights/s)")
+    print(f"(d) figures, block 0:       {d:8.2f} s    d/c = {d / c:.2f}")
 
 
 if __name__ == "__main__":

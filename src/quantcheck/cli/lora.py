@@ -25,9 +25,7 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
 
     p.add_argument("base", help="the base checkpoint (file, folder, index or URL)")
     p.add_argument("loras", nargs="+", metavar="LORA", help="LoRA safetensors file(s)")
-    p.add_argument(
-        "--strength", type=float, default=1.0, help="LoRA strength (model), default 1.0"
-    )
+    p.add_argument("--strength", type=float, default=1.0, help="LoRA strength (model), default 1.0")
     add_target(p)
     from quantcheck.cli.gpu import GPU_HELP, add_gpu
 
@@ -52,9 +50,7 @@ def run(args: argparse.Namespace) -> int:
     from quantcheck.diagnostics import Severity
     from quantcheck.io.limits import parse_byte_count, remote_limits
     from quantcheck.model.discover import one_checkpoint
-    from quantcheck.textsafe import say_block
-
-    from quantcheck.textsafe import say_error
+    from quantcheck.textsafe import say_block, say_error
 
     cap = parse_byte_count(args.max_bytes) if args.max_bytes else None
     gpus = None
@@ -79,7 +75,8 @@ def run(args: argparse.Namespace) -> int:
             gpus=gpus,
         )
     say_block(render(lr, args.output_format, show_all=args.show_all))
-    return lr.report.exit_code(Severity(args.fail_on))
+    code: int = lr.report.exit_code(Severity(args.fail_on))
+    return code
 
 
 def lora_check(
@@ -128,7 +125,6 @@ def lora_check(
         inputs=inputs, diagnostics=diags, targets=targets, stats=stats, gpu=gpu, gpu_needs=needs
     )
     return LoraReport(analysis, report)
-
 
 
 def render(lr: object, output_format: str, *, show_all: bool = False) -> str:

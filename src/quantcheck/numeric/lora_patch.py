@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from . import stochastic
 from quantcheck.formats.table import FORMATS
 
+from . import stochastic
 from .api import dequantize, quantize
 
 F32 = np.float32
@@ -150,8 +150,8 @@ def survival(
     options: Mapping[str, Any] | None = None,
 ) -> dict[str, float]:
     """retention, added_error and requant_error of patching `w` (the dequantized layer) by
-    `delta` (= s·ΔW) in `fmt`. Differences in float32, sums accumulated in float64 over row
-chunks in a fixed order."""
+        `delta` (= s·ΔW) in `fmt`. Differences in float32, sums accumulated in float64 over row
+    chunks in a fixed order."""
     patched = w + delta
     got = requantize(patched, fmt, seed, options)
     base = requantize(w, fmt, seed, options)

@@ -576,6 +576,7 @@ def quantize(
     amax = abs_max(w, axis=1)
     if not np.isfinite(amax).all():
         raise NumericError("asym_w4a8_int8: weight contains NaN/Inf; comfy-kitchen would store NaN")
+    table: np.ndarray | None
     if codebook_table is not None and symmetric and codebook:
         table = np.asarray(codebook_table, dtype=np.float32).reshape(-1)
     else:

@@ -196,7 +196,9 @@ def iter_text(lr: LoraReport, *, show_all: bool = False) -> Iterator[str]:
     yield from iter_lines(lr.report, False, show_all=show_all)
 
 
-_BLOCK = re.compile(r"^(.*?\b(?:blocks|layers|transformer_blocks|double_blocks|single_blocks))\.(\d+)\.")
+_BLOCK = re.compile(
+    r"^(.*?\b(?:blocks|layers|transformer_blocks|double_blocks|single_blocks))\.(\d+)\."
+)
 
 
 def blocks(lr: LoraReport) -> list[tuple[str, float, int]]:

@@ -111,8 +111,7 @@ EXTRAS = (
 #: Every suffix a loaded key can end with (longest first: the module name is what precedes).
 SUFFIXES: tuple[str, ...] = tuple(
     sorted(
-        {s for n in LORA_NAMINGS for s in n if s}
-        | set(LOHA + LOHA_TUCKER + LOKR + GLORA + EXTRAS),
+        {s for n in LORA_NAMINGS for s in n if s} | set(LOHA + LOHA_TUCKER + LOKR + GLORA + EXTRAS),
         key=len,
         reverse=True,
     )

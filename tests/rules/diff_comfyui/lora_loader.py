@@ -68,7 +68,9 @@ def load_lora_code(root: Path) -> ComfyLora:
         exec(compile(function_source(root / "comfy/utils.py", name), "utils.py", "exec"), utils_ns)
         setattr(package.utils, name, utils_ns[name])
 
-    def cast_to_device(t: Any, device: Any, dtype: Any, non_blocking: bool = False, copy: bool = False) -> Any:
+    def cast_to_device(
+        t: Any, device: Any, dtype: Any, non_blocking: bool = False, copy: bool = False
+    ) -> Any:
         return t.to(device=device, dtype=dtype, copy=copy)
 
     package.model_management.cast_to_device = cast_to_device

@@ -116,9 +116,7 @@ def _comfy_side(comfy: ComfyLora, base: Path, lora: Path, family: str, strength:
     with safe_open(str(base), framework="pt") as f:
         meta = f.metadata()
     sd = comfy.comfy.plumb(sd, meta)
-    model = StandIn(
-        ["diffusion_model." + k for k in sd], getattr(comfy.model_base, family), {}
-    )
+    model = StandIn(["diffusion_model." + k for k in sd], getattr(comfy.model_base, family), {})
     key_map = comfy.lora.model_lora_keys_unet(model, {})
     lora_sd = comfy.lora_convert.convert_lora(load_file(str(lora)))
     caplog.clear()
@@ -151,7 +149,9 @@ def _patch_layer(comfy, sd, prefix, key, adapter, strength, caplog) -> dict[str,
     w = w.to(torch.float32)
     caplog.clear()
     with caplog.at_level(logging.ERROR):
-        patched = comfy.lora.calculate_weight([(strength, adapter, 1.0, None, None)], w.clone(), key)
+        patched = comfy.lora.calculate_weight(
+            [(strength, adapter, 1.0, None, None)], w.clone(), key
+        )
     shape_error = any(r.getMessage().startswith("ERROR lora") for r in caplog.records)
     out: dict[str, Any] = {"shape_error": shape_error, "w": w, "patched": patched}
     if not isinstance(weight, qt):

@@ -110,7 +110,9 @@ def flux_base(path: Path, fmt: str, n: int = 128, k: int = 128) -> dict[str, np.
     return floats
 
 
-def lora_factors(n: int, k: int, rank: int, seed: int, size: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
+def lora_factors(
+    n: int, k: int, rank: int, seed: int, size: float = 0.05
+) -> tuple[np.ndarray, np.ndarray]:
     """(up [n, r], down [r, k]) whose product is about `size` of a 0.02-RMS weight's norm."""
     rng = np.random.default_rng(seed)
     up = rng.standard_normal((n, rank)).astype(np.float32)

@@ -40,7 +40,9 @@ def _analyse(b: Path, lo: Path, **kw):
 def test_key_map_generic_entries_and_prefix() -> None:
     km = build_key_map(["model.diffusion_model.blocks.0.q.weight", "x"])
     # one prefixed key is not more than 5: ComfyUI strips its fallback "model." and drops "x"
-    assert km.prefix == "model." and list(km.stored) == ["diffusion_model.diffusion_model.blocks.0.q.weight"]
+    assert km.prefix == "model." and list(km.stored) == [
+        "diffusion_model.diffusion_model.blocks.0.q.weight"
+    ]
     names = [f"model.diffusion_model.blocks.{i}.q.weight" for i in range(8)]
     km = build_key_map(names)
     assert km.prefix == "model.diffusion_model."
@@ -50,12 +52,17 @@ def test_key_map_generic_entries_and_prefix() -> None:
 
 
 def test_key_map_family_branches() -> None:
-    qwen = build_key_map(["transformer_blocks.0.img_mod.1.weight", "transformer_blocks.0.attn.to_q.weight"])
+    qwen = build_key_map(
+        ["transformer_blocks.0.img_mod.1.weight", "transformer_blocks.0.attn.to_q.weight"]
+    )
     assert qwen.family == "qwen_image"
     assert qwen.entries["transformer.transformer_blocks.0.attn.to_q"].endswith("to_q.weight")
     assert qwen.entries["lycoris_transformer_blocks_0_attn_to_q"].endswith("to_q.weight")
     hv = build_key_map(
-        ["txt_in.individual_token_refiner.blocks.0.norm1.weight", "double_blocks.0.img_attn.qkv.weight"]
+        [
+            "txt_in.individual_token_refiner.blocks.0.norm1.weight",
+            "double_blocks.0.img_attn.qkv.weight",
+        ]
     )
     assert hv.family == "hunyuan_video"
     assert hv.entries["transformer.double_blocks.0.img_attn_qkv"] == (
@@ -99,7 +106,9 @@ def test_load_lora_takes_every_adapter_naming() -> None:
         "diffusion_model.blocks.4.q.weight": "diff",
         "diffusion_model.blocks.5.q.weight": "lora",
     }
-    assert got.patches["diffusion_model.blocks.5.q.weight"].parts["dora_scale"].endswith("dora_scale")
+    assert (
+        got.patches["diffusion_model.blocks.5.q.weight"].parts["dora_scale"].endswith("dora_scale")
+    )
     assert got.unmatched == [
         "diffusion_model.blocks.6.q.lora_up.weight.bias",
         "diffusion_model.blocks.9.q.lora_B.weight",
@@ -140,7 +149,11 @@ def test_describe_conventions() -> None:
 @pytest.mark.parametrize(
     ("key", "reason", "nearest"),
     [
-        ("transformer.blocks.0.attn1.to_q.lora_B.weight", "naming-convention", "blocks.0.self_attn.q"),
+        (
+            "transformer.blocks.0.attn1.to_q.lora_B.weight",
+            "naming-convention",
+            "blocks.0.self_attn.q",
+        ),
         ("transformer.blocks.0.self_attn.q.lora_B.weight", "prefix", "blocks.0.self_attn.q"),
         ("lora_unet_blocks_7_self_attn_q.lora_up.weight", "missing-layer", "blocks.0.self_attn.q"),
         ("lora_unet_double_blocks_0_img_attn_qkv.lora_up.weight", "another-family", None),
@@ -308,7 +321,7 @@ def test_gpu_dimension_fills_lora_mode(tmp_path: Path, capsys) -> None:
     on the CPU the full load re-quantizes and the AWQ layer fails the load."""
     b, lo = _pair(tmp_path, "int8_tensorwise", awq_at="blocks.0.self_attn.o")
     argv = ["lora", str(b), str(lo), "--gpu", "rtx4090", "--gpu", "cpu", "--output-format", "json"]
-    code, out = _run(argv, capsys)
+    _, out = _run(argv, capsys)
     gpu = json.loads(out)["targets"]["comfyui"]["gpu"]
     modes = {g: {p: r["lora_mode"] for p, r in e["execution"].items()} for g, e in gpu.items()}
     assert modes["rtx4090"]["blocks.0.self_attn.o"] == "dequantized"
@@ -317,6 +330,8 @@ def test_gpu_dimension_fills_lora_mode(tmp_path: Path, capsys) -> None:
     assert gpu["rtx4090"]["lora"]["dynamic_vram"] is True and not gpu["cpu"]["lora"]["dynamic_vram"]
     assert gpu["cpu"]["lora"]["patch_bytes"] == 8 * 2 * 8 * 128 * 4
     assert "LoRA: 7 requantized, 1 load-fails" in gpu["cpu"]["summary"]
-    code, out = _run(["check", str(b), "--lora", str(lo), "--gpu", "rtx4090", "--output-format", "json"], capsys)
+    _, out = _run(
+        ["check", str(b), "--lora", str(lo), "--gpu", "rtx4090", "--output-format", "json"], capsys
+    )
     ex = json.loads(out)["targets"]["comfyui"]["gpu"]["rtx4090"]["execution"]
     assert ex["blocks.0.self_attn.o"]["lora_mode"] == "dequantized"

@@ -207,7 +207,9 @@ def header_analysis(
             fly = "requantized" if fmt in ON_THE_FLY_REQUANT else "dequantized"
         else:
             fly = "patched"
-        result = LayerResult(target, prefix, fmt, quantized, nk, outcome, fly, nbytes, problem=problem)
+        result = LayerResult(
+            target, prefix, fmt, quantized, nk, outcome, fly, nbytes, problem=problem
+        )
         result.loras = [_base_name(ck.shards[0].name) for ck, _ in items if ck.shards]
         layers.append(result)
         patches.append(items)

@@ -7,7 +7,7 @@ from quantcheck.rules.levels import Severity
 from quantcheck.rules.rule import Rule, effects
 from quantcheck.runtimes.comfyui_lora import EVIDENCE, LORA_PY
 
-E, W, I = Severity.ERROR, Severity.WARNING, Severity.INFO
+E, W, N = Severity.ERROR, Severity.WARNING, Severity.INFO
 
 
 RULES = [
@@ -32,7 +32,7 @@ RULES = [
     Rule(
         "QC831",
         "lora-text-encoder-keys",
-        I,
+        N,
         "LoRA keys for the text encoder (not applied to this diffusion model)",
         effects(),
         None,
@@ -67,8 +67,7 @@ RULES = [
         "LoRA patch of a layer whose format cannot be re-quantized: the LoRA load fails",
         effects(comfyui="fails"),
         None,
-        "No matched layer is stored in a format whose quantize raises (awq_w4a16, "
-        "svdquant_w4a4).",
+        "No matched layer is stored in a format whose quantize raises (awq_w4a16, svdquant_w4a4).",
         "A full-load patch re-quantizes every patched layer in its own format; AWQ W4A16 "
         "needs offline calibration and its quantize raises NotImplementedError. patch_model "
         "does not catch it, so the whole LoRA load fails, not only that layer. ComfyUI "
@@ -103,7 +102,7 @@ RULES = [
     Rule(
         "QC835",
         "lora-runs-dequantized",
-        I,
+        N,
         "patched layer runs dequantized when the LoRA is applied on the fly",
         effects(),
         None,
@@ -118,7 +117,7 @@ RULES = [
     Rule(
         "QC836",
         "lora-keys-not-predicted",
-        I,
+        N,
         "LoRA keys whose matching quantcheck does not predict",
         effects(),
         None,

@@ -108,9 +108,13 @@ def _layer_findings(r: LayerResult) -> list[Diagnostic]:
         )
     fig = r.figures or {}
     added, kept = fig.get("added_error"), fig.get("retention")
-    if r.problem is None and r.quantized and (
-        (added is not None and added > MAX_ADDED_ERROR)
-        or (kept is not None and kept < MIN_RETENTION)
+    if (
+        r.problem is None
+        and r.quantized
+        and (
+            (added is not None and added > MAX_ADDED_ERROR)
+            or (kept is not None and kept < MIN_RETENTION)
+        )
     ):
         kept_text = f"{kept:.2f}" if kept is not None else "not estimated"
         out.append(

@@ -120,11 +120,18 @@ class Explainer:
         """{"reason", "detail", "nearest"} for an unmatched LoRA key."""
         module, suffix = split_key(key)
         if is_text_encoder(module):
-            return _why("text-encoder", "a text-encoder key: it patches the text encoder, not "
-                        "this diffusion model (LoraLoaderModelOnly logs it as not loaded)", None)
+            return _why(
+                "text-encoder",
+                "a text-encoder key: it patches the text encoder, not "
+                "this diffusion model (LoraLoaderModelOnly logs it as not loaded)",
+                None,
+            )
         if not suffix:
-            return _why("not-an-adapter-tensor", "no adapter ComfyUI knows reads a key ending "
-                        "like this", None)
+            return _why(
+                "not-an-adapter-tensor",
+                "no adapter ComfyUI knows reads a key ending like this",
+                None,
+            )
         bare = self._bare(module)
         path = bare if bare in self.path_set else self.by_underscore.get(bare)
         if path is not None:

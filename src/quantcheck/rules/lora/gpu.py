@@ -75,7 +75,9 @@ def fill_lora_modes(gpu: dict[str, dict[str, dict[str, Any]]], a: Analysis) -> N
                 if mode == "dequantized" and r.shape is not None:
                     peak = max(peak, r.shape[0] * r.shape[1] * size)
             entry["lora"] = {
-                "dynamic_vram": dynamic_vram(target, entry) if target.split("@")[0] in COMFY else None,
+                "dynamic_vram": dynamic_vram(target, entry)
+                if target.split("@")[0] in COMFY
+                else None,
                 "layers": modes,
                 "patch_bytes": patch_bytes,
                 "weight_bytes_with_lora": entry.get("weight_bytes", 0) + patch_bytes,
