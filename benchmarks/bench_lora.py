@@ -29,21 +29,11 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from machine import cpu_name  # sibling script, not a package
+# sibling scripts, not a package: the compare benchmark's block of layers
+from bench_compare import _layers
+from machine import cpu_name
 
-SHAPES = [
-    ("attn.q", 3072, 3072),
-    ("attn.k", 3072, 3072),
-    ("attn.v", 3072, 3072),
-    ("attn.o", 3072, 3072),
-    ("mlp.up", 12288, 3072),
-    ("mlp.down", 3072, 12288),
-]
 RANK = 32
-
-
-def _layers(blocks: int) -> list[tuple[str, int, int]]:
-    return [(f"blocks.{b}.{name}", n, k) for b in range(blocks) for name, n, k in SHAPES]
 
 
 def build(folder: Path, blocks: int) -> tuple[Path, Path, Path]:

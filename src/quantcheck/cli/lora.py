@@ -50,19 +50,13 @@ def run(args: argparse.Namespace) -> int:
     from quantcheck.diagnostics import Severity
     from quantcheck.io.limits import parse_byte_count, remote_limits
     from quantcheck.model.discover import one_checkpoint
-    from quantcheck.textsafe import say_block, say_error
+    from quantcheck.textsafe import say_block
 
-    cap = parse_byte_count(args.max_bytes) if args.max_bytes else None
-    gpus = None
-    if args.gpu:
-        from quantcheck.cli.gpu import resolve
+    from quantcheck.cli.gpu import specs_or_usage_error
 
-        try:
-            gpus = resolve(args.gpu)
-        except ValueError as exc:
-            say_error(f"--gpu: {exc}")
-            return 2
-    with remote_limits(args.max_bytes, None):
+    gpus = specs_or_usage_error(args.gpu)
+    with remote_limits(args.max_bytes, None):  # refuses a bad --max-bytes (exit 2)
+        cap = parse_byte_count(args.max_bytes) if args.max_bytes else None
         base = one_checkpoint([args.base], "lora", what="reads")
         loras = [p for spec in args.loras for p in one_checkpoint([spec], "lora", what="reads")]
         lr = lora_check(

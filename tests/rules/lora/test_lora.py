@@ -335,3 +335,28 @@ def test_gpu_dimension_fills_lora_mode(tmp_path: Path, capsys) -> None:
     )
     ex = json.loads(out)["targets"]["comfyui"]["gpu"]["rtx4090"]["execution"]
     assert ex["blocks.0.self_attn.o"]["lora_mode"] == "dequantized"
+
+
+def test_hostile_lora_tensors_give_no_crash(tmp_path: Path, capsys) -> None:
+    """An alpha of several values and a truncated LoRA: figures not computed, no traceback."""
+    from quantcheck.io.build import RawTensor, write_safetensors
+
+    b, lo = _pair(tmp_path, "float8_e4m3fn", paths=ALL[:1])
+    with load_checkpoint([str(lo)], read_markers=False) as ck:
+        names = list(ck.tensors)
+    up, down = np.zeros((128, 8), np.float32), np.zeros((8, 128), np.float32)
+    x = names[0].rsplit(".lora_", 1)[0]
+    write_safetensors(
+        lo,
+        [
+            RawTensor(f"{x}.lora_up.weight", "F32", up.shape, up.tobytes()),
+            RawTensor(f"{x}.lora_down.weight", "F32", down.shape, down.tobytes()),
+            RawTensor(f"{x}.alpha", "F32", (3,), np.ones(3, np.float32).tobytes()),
+        ],
+    )
+    a = _analyse(b, lo, numbers=True)
+    assert a.layers[0].figures is None and a.layers[0].basis.startswith("not computed")
+    lo.write_bytes(lo.read_bytes()[:-100])  # truncated: a container finding of the LoRA
+    code, out = _run(["lora", str(b), str(lo), "--output-format", "json"], capsys)
+    doc = json.loads(out)
+    assert code == 1 and any(d["code"].startswith("QC1") for d in doc["diagnostics"])

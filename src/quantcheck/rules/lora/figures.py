@@ -47,7 +47,10 @@ def _parts(ck: Checkpoint, patch: Patch) -> tuple[dict[str, np.ndarray], float |
         if name not in ck.tensors:
             continue
         if role == "alpha":
-            alpha = float(np.asarray(read_tensor(ck, name), dtype=np.float64).reshape(-1)[0])
+            a = np.asarray(read_tensor(ck, name), dtype=np.float64).reshape(-1)
+            if a.size != 1 or not np.isfinite(a[0]):
+                raise ValueError(f"{name}: alpha is not one finite number (ComfyUI .item())")
+            alpha = float(a[0])
         elif role != "reshape":
             arrays[role] = read_tensor(ck, name)
     return arrays, alpha
@@ -182,10 +185,14 @@ def add_figures(
         )
         if r.problem is None and (max_bytes is None or used + need <= max_bytes):
             used += need
-            w = base.layer(r.layer).dequantize(shape=r.shape)
-            delta = _delta(items, r.shape, analysis.strength, w)
-            opts = layer_options(base, r.layer, r.format)
-            r.figures = survival(w, delta, r.format, string_to_seed(r.target), opts)
+            try:
+                w = base.layer(r.layer).dequantize(shape=r.shape)
+                delta = _delta(items, r.shape, analysis.strength, w)
+                opts = layer_options(base, r.layer, r.format)
+                r.figures = survival(w, delta, r.format, string_to_seed(r.target), opts)
+            except (ValueError, OSError) as exc:  # NumericError is a ValueError
+                r.basis = f"not computed: {exc}"
+                continue
             r.basis = "measured" if r.format in REPRODUCED else "measured-round-to-nearest"
             measured += 1
             continue
@@ -193,7 +200,11 @@ def add_figures(
             r.figures = {"retention": 0.0, "added_error": None, "requant_error": None}
             r.basis = "shape-mismatch"
             continue
-        est = _estimate(base, r, items, analysis.strength)
+        try:
+            est = _estimate(base, r, items, analysis.strength)
+        except (ValueError, OSError) as exc:
+            r.basis = f"not estimated: {exc}"
+            continue
         if est is not None:
             r.figures = est
             r.basis = "estimated"

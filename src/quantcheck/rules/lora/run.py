@@ -21,7 +21,8 @@ def lora_diagnostics(
     max_bytes: int | None = None,
 ) -> tuple[Analysis, list[Diagnostic]]:
     """Open the LoRA files (headers, and their tensors when `numbers`), analyse them on the
-    opened `base`, and return the analysis with its QC83x findings."""
+    opened `base`, and return the analysis with its QC83x findings, after the LoRA files'
+    own container findings (a truncated or malformed LoRA is reported as a checkpoint is)."""
     from quantcheck.model.checkpoint import load_checkpoint
 
     loras = [load_checkpoint([p], read_markers=False) for p in lora_paths]
@@ -30,4 +31,5 @@ def lora_diagnostics(
     finally:
         for ck in loras:
             ck.close()
-    return a, findings(a)
+    own = [d for ck in loras for d in ck.diagnostics]
+    return a, own + findings(a)
