@@ -58,6 +58,20 @@ def median_ms(fn, runs: int) -> float:
     return statistics.median(times)
 
 
+def interleaved_ms(fns: list, runs: int) -> list[float]:
+    """Median ms of each of `fns`, run in turn (one of each per round), so machine noise
+    falls on all of them alike: their ratios are the figure."""
+    for fn in fns:
+        fn()  # warm
+    times: list[list[float]] = [[] for _ in fns]
+    for _ in range(runs):
+        for fn, out in zip(fns, times, strict=True):
+            t = time.perf_counter()
+            fn()
+            out.append((time.perf_counter() - t) * 1000)
+    return [statistics.median(t) for t in times]
+
+
 def proc_ms(cmd: list[str], runs: int) -> tuple[float, float]:
     """Median wall time of a whole process and the largest peak RSS (MiB) of those runs."""
     subprocess.run(cmd, check=False, capture_output=True)  # warm
@@ -155,9 +169,23 @@ def main() -> None:
     from quantcheck.gpus import expand_specs
 
     one, every = expand_specs(["rtx4090"]), expand_specs(["all"])
-    gpu_one = median_ms(lambda: check_paths([path], gpus=one), runs)
-    gpu_all = median_ms(lambda: check_paths([path], gpus=every), runs)
-    cli_all, _ = proc_ms([exe, "check", path, "--gpu", "all"], runs)
+    plain, gpu_one, gpu_all = interleaved_ms(
+        [
+            lambda: check_paths([path]),
+            lambda: check_paths([path], gpus=one),
+            lambda: check_paths([path], gpus=every),
+        ],
+        runs,
+    )
+    cli_plain, cli_all = interleaved_ms(
+        [
+            lambda: subprocess.run([exe, "check", path], check=False, capture_output=True),
+            lambda: subprocess.run(
+                [exe, "check", path, "--gpu", "all"], check=False, capture_output=True
+            ),
+        ],
+        runs,
+    )
     n = check_paths([path]).stats
     rows = [
         ("floor (header + json.loads + marker reads)", floor, "1.00x floor"),
@@ -169,13 +197,19 @@ def main() -> None:
         ("(b) safetensors safe_open numpy, in process", safe, f"{safe / floor:.1f}x floor"),
         ("quantcheck check, CLI process", cli, f"{torch_ms / cli:.1f}x faster than (c)"),
         ("(c) torch + safe_open pt, process", torch_ms, ""),
-        ("quantcheck check --gpu rtx4090, in process", gpu_one, f"{gpu_one / ours:.2f}x check"),
+        ("quantcheck check, in process (interleaved with the two below)", plain, ""),
+        ("quantcheck check --gpu rtx4090, in process", gpu_one, f"{gpu_one / plain:.2f}x check"),
         (
             f"quantcheck check --gpu all ({len(every)} classes), in process",
             gpu_all,
-            f"{gpu_all / ours:.2f}x check",
+            f"{gpu_all / plain:.2f}x check",
         ),
-        ("quantcheck check --gpu all, CLI process", cli_all, f"{cli_all / cli:.2f}x CLI check"),
+        ("quantcheck check, CLI process (interleaved with the one below)", cli_plain, ""),
+        (
+            "quantcheck check --gpu all, CLI process (text: the matrix)",
+            cli_all,
+            f"{cli_all / cli_plain:.2f}x CLI check",
+        ),
     ]
     print(
         f"checkpoint: {path} ({os.path.getsize(path) / 2**30:.1f} GiB sparse, "

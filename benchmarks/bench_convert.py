@@ -67,7 +67,8 @@ def build(path: str, n: int, k: int) -> None:
     import numpy as np
 
     from quantcheck.io.build import RawTensor
-    from quantcheck.io.writer import Data, OutFile, OutTensor, write_checkpoint
+    from quantcheck.io.writer import Data, OutFile, OutTensor
+    from quantcheck.model.written import write_checkpoint
 
     rng = np.random.default_rng(0)
     shapes = [(n, k), (n // 2, k), (n, k // 2), (n // 4, k // 4)]

@@ -12,7 +12,8 @@ import pytest
 
 from hostile import marker_bytes, raw, tensors
 from quantcheck.diagnostics import Severity
-from quantcheck.model.checkpoint import InputError, expand_inputs, load_checkpoint
+from quantcheck.model.checkpoint import InputError, load_checkpoint
+from quantcheck.model.discover import as_one_spec
 from quantcheck.model.layers import group_layers
 
 A, B = "blocks.0.attn.to_q", "blocks.0.attn.to_k"
@@ -343,12 +344,16 @@ def test_index_names_tensor_no_shard_holds(tmp_path: Path) -> None:
     assert (d.code, d.tensor) == ("QC505", "ghost.weight")
 
 
-def test_expand_inputs_orders_and_dedupes(tmp_path: Path) -> None:
+def test_resolving_orders_and_dedupes(tmp_path: Path) -> None:
     wmap = sharded(tmp_path)
     idx = write_index(tmp_path, wmap)
-    files, index, diags = expand_inputs([str(idx), str(tmp_path / "part1.safetensors")])
-    assert index == str(idx) and diags == []
-    assert [os.path.basename(f) for f in files] == ["part1.safetensors", "part2.safetensors"]
+    spec = as_one_spec([str(idx), str(tmp_path / "part1.safetensors")])
+    assert spec.index == str(idx) and spec.findings == []
+    assert [os.path.basename(f) for f in spec.shards or []] == [
+        "part1.safetensors",
+        "part2.safetensors",
+    ]
+    assert spec.sizes == [os.path.getsize(f) for f in spec.shards or []]
 
 
 # Name lists for the replayed layout: interleaved layers, unknown suffixes, no prefix, empty

@@ -352,7 +352,7 @@ def _bad_index_folder(tmp_path: Path, examples_dir: Path, how: str, mp: pytest.M
     that cannot be read: a dangling link, a FIFO, EACCES, or deleted between listing and
     reading."""
 
-    from quantcheck.model import checkpoint, discover
+    from quantcheck.model import discover, shard_sets
 
     root = tmp_path / "models"
     (root / "sharded").mkdir(parents=True)
@@ -369,14 +369,14 @@ def _bad_index_folder(tmp_path: Path, examples_dir: Path, how: str, mp: pytest.M
         os.mkfifo(bad)
     elif how == "eacces":  # chmod does not stop root: the read itself is refused
         bad.write_text("{}")
-        real = checkpoint._index_doc
+        real = shard_sets.local_doc
 
         def refused(path: str) -> object:
             if path.endswith("bad.safetensors.index.json"):
                 raise PermissionError(13, "Permission denied", path)
             return real(path)
 
-        mp.setattr(checkpoint, "_index_doc", refused)
+        mp.setattr(shard_sets, "local_doc", refused)
     else:  # deleted mid-scan: listed, then gone before it is read
         bad.write_text("{}")
         walk = discover._walk

@@ -26,7 +26,36 @@ def regen_codes() -> None:
     head = text[: text.index("QC101: Rule")]
     decls = "".join(f"{c}: Rule  # {r.name}\n" for c, r in rules.items())
     names = "".join(f'    "{c}",\n' for c in rules)
-    path.write_text(head + decls + "\n__all__ = [\n" + names + "]\n")
+    homes = "".join(_home_entry(m, cs) for m, cs in catalog_homes(rules).items())
+    path.write_text(
+        head + decls + "\n__all__ = [\n" + names + "]\n\n"
+        "#: the catalog module that holds each code (a code binds by importing only its catalog)\n"
+        "_HOMES = {\n" + homes + "}\n"
+    )
+
+
+def _home_entry(module: str, codes: list[str]) -> str:
+    """One `_HOMES` entry: the codes as one string, cut into lines of at most 12 codes."""
+    lines = [" ".join(codes[i : i + 12]) for i in range(0, len(codes), 12)]
+    parts = "".join(
+        f'        "{line}{" " if i < len(lines) - 1 else ""}"\n' for i, line in enumerate(lines)
+    )
+    return f'    "{module}": (\n{parts}    ),\n'
+
+
+def catalog_homes(rules: dict[str, object]) -> dict[str, list[str]]:
+    """catalog module -> the codes its RULES hold, in registry order."""
+    import sys as _sys
+
+    homes: dict[str, list[str]] = {}
+    for code, rule in rules.items():
+        home = next(
+            m
+            for m, mod in sorted(_sys.modules.items())
+            if m.endswith(".catalog") and rule in getattr(mod, "RULES", ())
+        )
+        homes.setdefault(home, []).append(code)
+    return homes
 
 
 def regen_docs() -> None:

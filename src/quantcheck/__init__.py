@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     import os
 
     from quantcheck.model.checkpoint import Checkpoint
+    from quantcheck.model.discover import CheckpointSpec
     from quantcheck.model.layers import Layer
     from quantcheck.results import Report
 
@@ -21,10 +22,13 @@ __all__ = ["__version__", "check", "load"]
 
 def load(path: str | os.PathLike[str] | list[str]) -> Checkpoint:
     """Open a checkpoint (file, shards, folder, index.json or URL): headers and markers only.
-    Its `layer(p).dequantize()` refuses a layer the rules reject (`numeric_refusal`)."""
+    A path is resolved as `quantcheck check` resolves it (a folder whose one checkpoint is in
+    `transformer/` gives that checkpoint; several checkpoints: InputError); a list holds the
+    shards of one checkpoint (`--as-one`). Its `layer(p).dequantize()` refuses a layer the
+    rules reject (`numeric_refusal`)."""
     from quantcheck.model.checkpoint import load_checkpoint
 
-    ck = load_checkpoint(path if isinstance(path, list) else [str(path)])
+    ck = load_checkpoint(_resolved(path))
     ck.numeric_gate = _numeric_gate
     return ck
 
@@ -36,8 +40,19 @@ def _numeric_gate(layer: Layer) -> str | None:
     return numeric_refusal(layer)
 
 
-def check(path: str | list[str], target: str = "default", deep: bool = False) -> Report:
-    """Run every rule on a checkpoint and return the report."""
-    from quantcheck.checking import check_paths
+def _resolved(path: str | os.PathLike[str] | list[str]) -> CheckpointSpec:
+    """The one checkpoint `path` names (`model.discover`: the resolution every command uses)."""
+    from quantcheck.model.discover import as_one_spec, resolve_one
 
-    return check_paths(path if isinstance(path, list) else [str(path)], target=target, deep=deep)
+    if isinstance(path, list):
+        return as_one_spec([str(p) for p in path])
+    return resolve_one(str(path))
+
+
+def check(path: str | list[str], target: str = "default", deep: bool = False) -> Report:
+    """Run every rule on a checkpoint (resolved as `load` resolves it) and return the report."""
+    from quantcheck.checking import check_checkpoint
+    from quantcheck.model.checkpoint import load_checkpoint
+
+    with load_checkpoint(_resolved(path)) as ck:
+        return check_checkpoint(ck, target=target, deep=deep)

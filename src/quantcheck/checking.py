@@ -80,11 +80,14 @@ def check_selectors(patterns: Iterable[str]) -> None:
     """ValueError naming the first pattern that takes no rule of the registry (a typo such as
     `QC3O5` would otherwise select nothing and turn a gate green), with the nearest code or
     rule name as a suggestion."""
+    patterns = [p for p in patterns if p.strip()]
+    if not patterns:  # nothing to check: the catalogs stay unread (a clean check needs none)
+        return
     from quantcheck.rules.registry import all_rules
 
     rules = all_rules()
     for pattern in patterns:
-        if not pattern.strip() or any(selects(pattern, c, r.name) for c, r in rules.items()):
+        if any(selects(pattern, c, r.name) for c, r in rules.items()):
             continue
         p = pattern.strip()
         near = _nearest_rule(p, rules)
@@ -287,7 +290,10 @@ def input_record(ck: Checkpoint, i: int) -> dict[str, object]:
 
 
 def check_paths(paths: list[str], **kw: object) -> Report:
-    """Open `paths` (files, folders, index files) and check them."""
+    """Open `paths` (files, folders, index files: the shards of one checkpoint, resolved as
+    `--as-one` resolves them) and check them."""
+    from quantcheck.model.discover import as_one_spec
+
     jobs = int(kw.pop("jobs", 1))  # type: ignore[call-overload]
-    with load_checkpoint(paths, jobs=jobs) as ck:
+    with load_checkpoint(as_one_spec(list(paths)), jobs=jobs) as ck:
         return check_checkpoint(ck, **kw)  # type: ignore[arg-type]

@@ -98,7 +98,7 @@ class Diagnostic:
 
     @property
     def rule(self) -> Rule:
-        return _rules()[self.code]
+        return _rule_of(self.code)
 
     @property
     def name(self) -> str:
@@ -276,16 +276,21 @@ class Diagnostic:
         }
 
 
-def _rules() -> dict[str, Rule]:
-    """The rule registry (imported on first use: the catalogs are only needed then), renewed
-    when a runtime with its own rules is registered or removed."""
+def _rule_of(code: str) -> Rule:
+    """The rule of `code` (KeyError for an unknown one): only its catalog is imported on
+    first use (`rules.codes.rule_of`); the answers are renewed when a runtime with its own
+    rules is registered or removed."""
     global _RULES
     generation = _runtimes().generation
     if _RULES is None or _RULES[0] != generation:
-        from quantcheck.rules.registry import all_rules
+        _RULES = (generation, {})
+    known = _RULES[1]
+    rule = known.get(code)
+    if rule is None:
+        from quantcheck.rules.codes import rule_of
 
-        _RULES = (generation, all_rules())
-    return _RULES[1]
+        rule = known[code] = rule_of(code)
+    return rule
 
 
 _RULES: tuple[int, dict[str, Rule]] | None = None

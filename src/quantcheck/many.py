@@ -143,7 +143,11 @@ def check_spec(
     says why."""
     spec = as_spec(spec)
     try:
-        with load_checkpoint(spec.paths) as ck:
+        spec = resolved(spec)
+    except InputError as exc:
+        return CheckpointResult(as_spec(spec), UNREADABLE, error=str(exc))
+    try:
+        with load_checkpoint(spec) as ck:
             report, labels = labelled_check(
                 ck,
                 target=target,
@@ -182,9 +186,18 @@ def check_many(
     otherwise one at a time. A progress bar on a terminal counts checkpoints when there are
     several."""
     from quantcheck.io.source import is_remote
-    from quantcheck.progress import Progress
 
     remote = any(is_remote(p) for s in specs for p in s.paths)
+    if len(specs) == 1:  # no bar, read-ahead, pool or threads (nor their imports)
+        share_across_checkpoints(True)
+        try:
+            if remote and jobs > 1:  # as on the threads: a defect is the row's error
+                return [check_safely(specs[0], options)]
+            return [check_spec(specs[0], **options)]
+        finally:
+            share_across_checkpoints(False)
+    from quantcheck.progress import Progress
+
     procs = 1
     if not remote and jobs > 1 and len(specs) > 1:
         from quantcheck.local_pool import pool_size
@@ -266,12 +279,26 @@ def _failed(spec: CheckpointSpec, exc: Exception) -> CheckpointResult:
 
 
 def as_spec(spec: CheckpointSpec | str | list[str]) -> CheckpointSpec:
+    """A spec named as given (not resolved): a path, or a list of one checkpoint's shards."""
     if isinstance(spec, CheckpointSpec):
         return spec
     if isinstance(spec, str):
         return CheckpointSpec(spec, [spec])
     paths = [str(p) for p in spec]
     return CheckpointSpec(paths[0] if len(paths) == 1 else " + ".join(paths), paths)
+
+
+def resolved(spec: CheckpointSpec | str | list[str]) -> CheckpointSpec:
+    """The checkpoint to check, resolved: a path as `check` resolves it
+    (`discover.resolve_one`), a list as the shards of one checkpoint, a spec once
+    (`discover.resolve_spec`)."""
+    from quantcheck.model.discover import as_one_spec, resolve_one, resolve_spec
+
+    if isinstance(spec, CheckpointSpec):
+        return resolve_spec(spec)
+    if isinstance(spec, str):
+        return resolve_one(spec)
+    return as_one_spec([str(p) for p in spec])
 
 
 def is_quantized(ck: Any) -> bool:

@@ -9,8 +9,8 @@ from quantcheck.checking import run_rules, select_diagnostics
 from quantcheck.cli.output import index_metadata, name_files, output_layout
 from quantcheck.fix.planner import FixPlan, fixable, plan_fixes
 from quantcheck.io.build import RawTensor, marker_tensor
-from quantcheck.io.writer import write_checkpoint
 from quantcheck.model.checkpoint import load_checkpoint
+from quantcheck.model.written import write_checkpoint
 
 #: the layers `stale_layer` makes are named so
 STALE = "stale"

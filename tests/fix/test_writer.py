@@ -23,9 +23,9 @@ from quantcheck.io.writer import (
     OutFile,
     OutTensor,
     WriteError,
-    write_checkpoint,
 )
 from quantcheck.model.checkpoint import load_checkpoint
+from quantcheck.model.written import write_checkpoint
 
 from ._util import STALE, sha, stale_layer, tensor_bytes
 

@@ -28,6 +28,18 @@ def test_every_rule_is_a_constant() -> None:
         assert getattr(codes, code) is rule
 
 
+def test_each_code_binds_from_its_own_catalog() -> None:
+    """`codes._HOMES` (generated) names the catalog of every code: binding one imports only
+    that catalog, and gives the registry's rule; an unknown code is a KeyError."""
+    homed = {c: m for m, cs in codes._HOMES.items() for c in cs.split()}
+    assert set(homed) == set(all_rules())
+    for code, rule in all_rules().items():
+        assert codes.rule_of(code) is rule
+        assert rule in __import__(homed[code], fromlist=["RULES"]).RULES
+    with pytest.raises(KeyError):
+        codes.rule_of("QC999")
+
+
 def test_diagnostic_takes_the_rule() -> None:
     d = Diagnostic(codes.QC301, "x")
     assert d.code == "QC301" and d.rule is codes.QC301

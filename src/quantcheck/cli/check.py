@@ -52,12 +52,6 @@ def run(args: argparse.Namespace) -> int:
     from quantcheck.many import check_many
     from quantcheck.model.discover import discover
     from quantcheck.render import many
-    from quantcheck.rules.baseline import (
-        BaselineError,
-        apply_baseline,
-        read_baseline,
-        write_baseline,
-    )
     from quantcheck.runtimes import targets_of
     from quantcheck.textsafe import say, say_error
 
@@ -86,6 +80,8 @@ def run(args: argparse.Namespace) -> int:
             return 2
     known = None
     if args.baseline:
+        from quantcheck.rules.baseline import BaselineError, read_baseline
+
         try:
             known = read_baseline(args.baseline)
         except BaselineError as exc:
@@ -110,10 +106,14 @@ def run(args: argparse.Namespace) -> int:
         if r.error is not None:
             say_error(r.error)
     if args.generate_baseline:
+        from quantcheck.rules.baseline import write_baseline
+
         n = write_baseline(args.generate_baseline, results)
         say(f"wrote {n} finding{'s' if n != 1 else ''} to {args.generate_baseline}", err=True)
         return 2 if any(r.error for r in results) else 0
     if known is not None:
+        from quantcheck.rules.baseline import apply_baseline
+
         apply_baseline(results, known)
     targets = targets_of(args.target)
     _write_report(args, results, targets)

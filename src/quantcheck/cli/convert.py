@@ -150,7 +150,7 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
         help="convrot_w4a4 GEMM",
     )
     p.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
-    from quantcheck.cli.gpu import add_gpu
+    from quantcheck.cli.options import add_gpu
 
     add_gpu(
         p,
@@ -201,8 +201,8 @@ def _run(args: argparse.Namespace) -> int:
     from quantcheck.model.checkpoint import load_checkpoint
     from quantcheck.model.discover import one_checkpoint
 
-    paths = one_checkpoint(args.paths, args.command, as_one=args.as_one)
-    with load_checkpoint(paths) as ck:
+    spec = one_checkpoint(args.paths, args.command, as_one=args.as_one)
+    with load_checkpoint(spec) as ck:
         from quantcheck.fix.planner import unrepairable
 
         bad = unrepairable(ck)
@@ -406,7 +406,7 @@ def _write(
     """Write the draft. With `retry`, returns (exit code, (layer, reason) or None) so that a
     layer the quantizer refuses can be left out and the write repeated."""
     from quantcheck.cli.output import index_metadata, name_files
-    from quantcheck.io.writer import write_checkpoint
+    from quantcheck.model.written import write_checkpoint
     from quantcheck.numeric import NumericError
     from quantcheck.progress import Progress
 

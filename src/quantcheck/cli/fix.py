@@ -106,8 +106,8 @@ def _run(args: argparse.Namespace) -> int:
     if not (args.output or args.dry_run or args.diff):
         say_error("fix needs -o OUT (or --dry-run / --diff)")
         return 2
-    paths = one_checkpoint(args.paths, "fix", as_one=args.as_one)
-    with load_checkpoint(paths) as ck:
+    spec = one_checkpoint(args.paths, "fix", as_one=args.as_one)
+    with load_checkpoint(spec) as ck:
         bad = unrepairable(ck)
         if bad:
             say_error(f"cannot repair: {bad[0].code} {bad[0].message}; a rewrite would lose data")
@@ -201,7 +201,7 @@ def _write(ck: object, plan: object, out: str, index: str | None) -> None:
     from quantcheck.checking import run_rules, select_diagnostics
     from quantcheck.cli.output import index_metadata, name_files
     from quantcheck.fix.planner import FixPlan, diagnostic_key
-    from quantcheck.io.writer import WriteError, write_checkpoint
+    from quantcheck.model.written import WriteError, write_checkpoint
     from quantcheck.progress import Progress
 
     assert isinstance(plan, FixPlan)

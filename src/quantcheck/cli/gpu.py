@@ -1,28 +1,13 @@
-"""`--gpu SPEC` of `check` and `quantize`: the option, its help and the specs it names
-(`all` expanded, `auto` read from the local device with torch). Standard library only unless
-`auto` is given."""
+"""`--gpu SPEC` of `check`, `report` and `quantize`: the specs it names (`all` expanded, `auto`
+read from the local device with torch), and `quantize`'s use of them. The option itself is
+`cli/options.add_gpu` (a check without `--gpu` never imports this module). Standard library
+only unless `auto` is given."""
 
 from __future__ import annotations
-
-import argparse
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
     from quantcheck.gpus.spec import GpuSpec
-
-GPU_HELP = (
-    "judge each target on this GPU too: per layer native / emulated / refused, weight memory, "
-    "and the lowest GPU class where every layer runs natively. SPEC is a card (rtx4090, a100, "
-    "h100, b200, rx7900xtx, mi300x, arc-a770), a compute capability (sm_89, 8.9), an AMD "
-    "architecture (gfx1100), a backend (xpu, directml, mps, cpu), all (every class) or auto "
-    "(this machine's, needs torch), optionally followed by the software stack: "
-    ",torch=2.9 ,cuda=12.8 ,rocm=6.4 ,os=windows (defaults: torch 2.15, CUDA 13.0). Repeatable"
-)
-
-
-def add_gpu(p: argparse.ArgumentParser, help: str = GPU_HELP) -> None:
-    """`--gpu SPEC` (dest `gpu`, a list)."""
-    p.add_argument("--gpu", action="append", default=[], metavar="SPEC", help=help)
 
 
 def resolve(values: list[str]) -> list[GpuSpec]:

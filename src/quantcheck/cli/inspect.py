@@ -17,6 +17,8 @@ TYPE_CHECKING = False  # typing is not imported on the check path (start-up time
 if TYPE_CHECKING:
     from typing import Any
 
+    from quantcheck.model.discover import CheckpointSpec
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The options about several checkpoints (the same as `check`'s)."""
@@ -41,18 +43,18 @@ def run(args: argparse.Namespace) -> int:
         from quantcheck.errors import InputError, describe_os_error
 
         try:
-            doc = _summary(specs[0].paths, args.layers)
+            doc = _summary(specs[0], args.layers)
         except OSError as exc:  # a file that cannot be read: say which and why
             raise InputError(describe_os_error(exc, "read")) from exc
         return _print_one(doc, args)
     return _print_many(specs, args)
 
 
-def _summary(paths: list[str], layers: str | None) -> dict[str, Any]:
+def _summary(spec: CheckpointSpec, layers: str | None) -> dict[str, Any]:
     from quantcheck.model.checkpoint import load_checkpoint
     from quantcheck.model.inventory import summarize
 
-    with load_checkpoint(paths) as ck:
+    with load_checkpoint(spec) as ck:
         doc = summarize(ck)
         doc["problems"] = container_problems(ck)
     if layers:
@@ -123,7 +125,7 @@ def _print_many(specs: list[Any], args: argparse.Namespace) -> int:
     for i, spec in enumerate(specs):
         name = redact_url(spec.name)
         try:
-            doc = _summary(spec.paths, args.layers)
+            doc = _summary(spec, args.layers)
         except (InputError, OSError) as exc:
             failed += 1
             why = describe_os_error(exc, "read") if isinstance(exc, OSError) else str(exc)

@@ -92,7 +92,7 @@ def _check_args(p: argparse.ArgumentParser) -> None:
     from quantcheck.cli.options import add_max_bytes
 
     add_max_bytes(p, "64M")
-    from quantcheck.cli.gpu import add_gpu
+    from quantcheck.cli.options import add_gpu
 
     add_gpu(p)
 

@@ -133,3 +133,18 @@ def add_as_one(p: argparse.ArgumentParser) -> None:
         help="read all PATHs as the shards of one checkpoint, without an index (by default "
         "each PATH is a checkpoint of its own)",
     )
+
+
+GPU_HELP = (
+    "judge each target on this GPU too: per layer native / emulated / refused, weight memory, "
+    "and the lowest GPU class where every layer runs natively. SPEC is a card (rtx4090, a100, "
+    "h100, b200, rx7900xtx, mi300x, arc-a770), a compute capability (sm_89, 8.9), an AMD "
+    "architecture (gfx1100), a backend (xpu, directml, mps, cpu), all (every class) or auto "
+    "(this machine's, needs torch), optionally followed by the software stack: "
+    ",torch=2.9 ,cuda=12.8 ,rocm=6.4 ,os=windows (defaults: torch 2.15, CUDA 13.0). Repeatable"
+)
+
+
+def add_gpu(p: argparse.ArgumentParser, help: str = GPU_HELP) -> None:
+    """`--gpu SPEC` (dest `gpu`, a list; `cli/gpu.resolve` reads it)."""
+    p.add_argument("--gpu", action="append", default=[], metavar="SPEC", help=help)

@@ -74,10 +74,10 @@ def index_metadata(ck: Checkpoint) -> dict[str, object]:
     """The input index's `metadata` object (total_size is recomputed by the writer)."""
     if not ck.index:
         return {}
-    from quantcheck.model.checkpoint import _index_doc
+    from quantcheck.model.shard_sets import local_doc
 
     try:
-        doc = _index_doc(ck.index)
+        doc = local_doc(ck.index)
     except (OSError, ValueError):
         return {}
     meta = doc.get("metadata") if isinstance(doc, dict) else None

@@ -54,7 +54,7 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
         help="also read scale tensors and check their values (needs numpy)",
     )
     add_selection(p)
-    from quantcheck.cli.gpu import add_gpu
+    from quantcheck.cli.options import add_gpu
 
     add_gpu(
         p,
@@ -64,7 +64,7 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
     )
 
 
-def _compare(paths: list[str], original: list[str]) -> Any:
+def _compare(paths: Any, original: Any) -> Any:
     try:
         from quantcheck.numeric.compare import compare_checkpoints
     except ImportError as exc:
@@ -129,20 +129,18 @@ def _run(args: argparse.Namespace) -> int:
     specs = discover(args.paths, include=args.include, exclude=args.exclude, as_one=args.as_one)
     if len(specs) > 1 and not args.compare:
         return _write_many(args, specs)
-    args.paths = only_one(specs, "report --compare reads")
+    spec = only_one(specs, "report --compare reads")
     if args.compare:  # several --compare values are the shards of the original
         args.compare = one_checkpoint(
             args.compare, "--compare", as_one=len(args.compare) > 1, what="takes"
         )
     check_destination(args.output, sharded=False)  # refuse a device or FIFO before the work
     try:
-        compare = _compare(args.paths, args.compare) if args.compare else None
+        compare = _compare(spec, args.compare) if args.compare else None
     except CompareUnavailable as exc:
         say_error(exc)
         return 2
-    html = build_report(
-        args.paths, compare=compare, target=args.target, deep=args.deep, gpus=args.gpus
-    )
+    html = build_report(spec, compare=compare, target=args.target, deep=args.deep, gpus=args.gpus)
     out = Path(args.output)
     write_atomic(out, html)
     say(f"wrote {out} ({len(html.encode('utf-8', 'backslashreplace')) / 1024:.0f} KiB)", err=True)

@@ -81,6 +81,8 @@ class GpuSpec:
         return {
             "spec": self.given,
             "device": self.device,
+            "class": self.cls.key,
+            "title": self.cls.title,
             "vendor": self.vendor,
             "backend": self.backend,
             "compute_capability": _v(self.cc) if self.cc is not None else None,

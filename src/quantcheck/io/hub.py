@@ -230,11 +230,25 @@ def is_checkpoint_file(path: str) -> bool:
     return path.endswith((".safetensors", ".safetensors.index.json"))
 
 
+@dataclass(slots=True)
+class Listed:
+    """What a listing told besides the paths: each kept file's size, and the commit the
+    revision resolved to when the hub says so (`X-Repo-Commit`)."""
+
+    sizes: dict[str, int]
+    commit: str | None = None
+
+
 def list_files(
-    hp: HubPath, *, recursive: bool = False, keep: Callable[[str], bool] = is_checkpoint_file
+    hp: HubPath,
+    *,
+    recursive: bool = False,
+    keep: Callable[[str], bool] = is_checkpoint_file,
+    listed: Listed | None = None,
 ) -> list[str]:
     """Paths of the files under `hp.path` for which `keep` is true, over every page of the
-    tree API (`recursive`: `?recursive=true`; a server that ignores it gives one level).
+    tree API (`recursive`: `?recursive=true`; a server that ignores it gives one level);
+    `listed` receives their sizes and the revision's commit.
 
     Each page is read as a stream of entries and filtered as they arrive: only the kept
     paths stay in memory (at most MAX_KEPT of them), never a page's JSON document."""
@@ -246,7 +260,7 @@ def list_files(
         for _ in range(MAX_PAGES):
             if url is None:
                 return files
-            link = _listing_page(client, url, hp, keep, files)
+            link = _listing_page(client, url, hp, keep, files, listed)
             m = _NEXT.search(link or "")
             url = urljoin(url, m.group(1)) if m else None
         raise RemoteError(f"{redact(tree_url(hp))}: listing has more than {MAX_PAGES} pages")
@@ -261,7 +275,12 @@ MAX_ENTRY = 1024 * 1024
 
 
 def _listing_page(
-    client: HttpClient, url: str, hp: HubPath, keep: Callable[[str], bool], files: list[str]
+    client: HttpClient,
+    url: str,
+    hp: HubPath,
+    keep: Callable[[str], bool],
+    files: list[str],
+    listed: Listed | None = None,
 ) -> str | None:
     """Add the kept paths of one page to `files`; the page's Link header. A body cut short
     is asked for again, as `fetch_bytes` does."""
@@ -270,7 +289,7 @@ def _listing_page(
     for attempt in range(1, attempts + 1):
         page: list[str] = []
         try:
-            link = _stream_page(client, url, hp, keep, page, MAX_KEPT - len(files))
+            link = _stream_page(client, url, hp, keep, page, MAX_KEPT - len(files), listed)
         except BodyDropped as exc:
             if attempt == attempts:
                 raise BodyDropped(f"{exc} (gave up after {attempts} attempts)") from None
@@ -289,9 +308,12 @@ def _stream_page(
     keep: Callable[[str], bool],
     out: list[str],
     room: int,
+    listed: Listed | None = None,
 ) -> str | None:
     resp = client.get(url, {"Accept": "application/json"})
     try:
+        if listed is not None and listed.commit is None:
+            listed.commit = resp.header("X-Repo-Commit")
         if resp.status != 200:
             raise RemoteError(
                 f"{_status_error(resp)}; listing is not available here, so give a file "
@@ -310,6 +332,9 @@ def _stream_page(
                 path = entry.get("path")
                 if isinstance(path, str) and keep(path):
                     out.append(path)
+                    size = entry.get("size")
+                    if listed is not None and type(size) is int:
+                        listed.sizes[path] = size
                     if len(out) > room:
                         raise RemoteError(
                             f"{redact(tree_url(hp))}: listing names more than {MAX_KEPT:,} "

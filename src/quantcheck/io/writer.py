@@ -8,8 +8,9 @@ A write is described by `OutFile`s: per output file its metadata and an ordered 
 - `Data(bytes)`: small new bytes (markers, cast scales);
 - `Chunks(nbytes, produce)`: a generator of chunks made on demand (quantized layers).
 
-The header (8-byte aligned, space padded) is written first, then the marker tensors, then every
-other tensor in order (`markers_first`). Nothing is ever held whole in memory. Output goes to
+The header (8-byte aligned, space padded) is written first, then the tensors in the order the
+caller gives (`model.written` puts the markers first). Nothing is ever held whole in memory.
+Output goes to
 a temp file next to the destination (a sharded output is staged in a temp folder), is
 fsynced, re-read and re-checked with quantcheck itself, and only then moved into place: one
 file through `quantcheck.io.atomic.replacing` (the one way any file is written), a sharded
@@ -29,20 +30,20 @@ import os
 import struct
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from quantcheck.io import outpath
 from quantcheck.io.atomic import json_bytes, replacing, write_new
 from quantcheck.io.carry import carry_over, keep_attributes, old_index_files
 from quantcheck.io.outpath import TMP_SUFFIX, clean_stale
 from quantcheck.io.source import ByteSource, LocalFile, open_regular
-from quantcheck.rules import codes as R
-
-if TYPE_CHECKING:
-    from quantcheck.model.checkpoint import Checkpoint
 
 CHUNK = 8 * 1024 * 1024
-__all__ = ["TMP_SUFFIX", "WriteError", "clean_stale", "write_checkpoint"]
+__all__ = ["TMP_SUFFIX", "WriteError", "clean_stale", "write_files"]
+
+#: `reread(paths, index_path)`: re-reads what was written (the shard files and the index, or
+#: None for one file) before it replaces anything; raises WriteError to refuse it.
+Reread = Callable[[list[str], "str | None"], None]
 
 
 class WriteError(OSError):
@@ -294,27 +295,6 @@ def _write_one(
         os.close(fd)
 
 
-def _verify_written(
-    paths: list[str], files: list[OutFile], verify: Callable[[Checkpoint], None] | None
-) -> None:
-    """Re-read what was written: headers parse, tensors are exactly the planned ones."""
-    from quantcheck.model.checkpoint import load_checkpoint
-
-    with load_checkpoint(paths) as ck:
-        for shard, out in zip(ck.shards, files, strict=True):
-            h = shard.header
-            bad = [d for d in h.diagnostics if d.code < "QC2" and d.code != R.QC119.code]
-            if not h.usable or bad:
-                what = bad[0].message if bad else "header unreadable"
-                raise WriteError(f"the written file {out.name} does not re-read: {what}")
-            want = [(t.name, t.dtype, tuple(t.shape), t.data.nbytes) for t in out.tensors]
-            got = [(t.name, t.dtype, t.shape, t.nbytes) for t in h.tensors.values()]
-            if want != got or h.metadata != out.metadata:
-                raise WriteError(f"the written file {out.name} does not match what was planned")
-        if verify is not None:
-            verify(ck)
-
-
 def _index_doc(files: list[OutFile], meta: dict[str, Any] | None) -> bytes:
     wmap = {t.name: f.name for f in files for t in f.tensors}
     metadata = dict(meta or {})
@@ -322,24 +302,23 @@ def _index_doc(files: list[OutFile], meta: dict[str, Any] | None) -> bytes:
     return json_bytes({"metadata": metadata, "weight_map": wmap})
 
 
-def write_checkpoint(
+def write_files(
     files: list[OutFile],
     out: str,
     *,
+    reread: Reread,
     index_name: str | None = None,
     index_meta: dict[str, Any] | None = None,
-    verify: Callable[[Checkpoint], None] | None = None,
     on_bytes: Callable[[int], None] | None = None,
 ) -> list[str]:
-    """Write `files` to `out` atomically; return the paths written.
+    """Write `files` to `out` atomically; return the paths written. The checkpoint writer
+    (`quantcheck.model.written.write_checkpoint`) is the caller: it orders the tensors and
+    re-reads the output as a checkpoint (`reread`).
 
     One file and no `index_name`: `out` is the file path. Otherwise `out` is a folder that
     receives every file (names may hold subfolders, `s1/model.safetensors`) plus `index_name`
-    (an index.json with a fresh weight_map). `verify(ck)` runs on the re-read output before it
-    replaces anything; raise to refuse it.
+    (an index.json with a fresh weight_map).
     """
-    for f in files:
-        markers_first(f)
     sharded = index_name is not None or len(files) != 1
     if sharded and index_name is None:
         index_name = "model.safetensors.index.json"
@@ -352,38 +331,27 @@ def write_checkpoint(
     except outpath.DestinationError as exc:
         raise WriteError(str(exc)) from exc
     if not sharded:
-        _write_file(files[0], dest, verify, on_bytes)
+        _write_file(files[0], dest, reread, on_bytes)
         return [os.fspath(out)]
     assert index_name is not None
     with outpath.terminate_cleanly():
         clean_stale(os.path.dirname(dest))
-        _write_sharded(files, dest, index_name, index_meta, verify, on_bytes)
+        _write_sharded(files, dest, index_name, index_meta, reread, on_bytes)
     shown = os.fspath(out)
     return [os.path.join(shown, f.name) for f in files] + [os.path.join(shown, index_name)]
-
-
-def markers_first(out: OutFile) -> None:
-    """Put the marker tensors (`*.comfy_quant`) first, in their order, then the others in
-    theirs: every marker lies right after the header, so a reader of the markers (a remote
-    check) gets them with the header's bytes. Tensors keep their bytes; only offsets move."""
-    from quantcheck.model.markers import MARKER_SUFFIX
-
-    marks = [t for t in out.tensors if t.name.endswith(MARKER_SUFFIX)]
-    if marks and len(marks) < len(out.tensors):
-        out.tensors = marks + [t for t in out.tensors if not t.name.endswith(MARKER_SUFFIX)]
 
 
 def _write_file(
     out: OutFile,
     dest: str,
-    verify: Callable[[Checkpoint], None] | None,
+    reread: Reread,
     on_bytes: Callable[[int], None] | None,
 ) -> None:
     fds: dict[str, int] = {}
     try:
         with replacing(dest) as tmp:
             _write_one(out, tmp, fds, on_bytes)
-            _verify_written([tmp], [out], verify)
+            reread([tmp], None)
     except OSError as exc:
         raise _failed(exc, dest) from exc
     finally:
@@ -395,7 +363,7 @@ def _write_sharded(
     dest: str,
     index_name: str,
     index_meta: dict[str, Any] | None,
-    verify: Callable[[Checkpoint], None] | None,
+    reread: Reread,
     on_bytes: Callable[[int], None] | None,
 ) -> None:
     parent, base = os.path.split(dest)
@@ -416,8 +384,7 @@ def _write_sharded(
         index_path = os.path.join(tmp, index_name)
         write_new(index_path, _index_doc(files, index_meta))
         _keep_replaced(dest, index_name, index_path)
-        _verify_written(paths, files, verify)
-        _check_index(index_path)
+        reread(paths, index_path)
         stale: set[str] = set()
         if os.path.isdir(dest):
             stale = old_index_files(os.path.join(dest, index_name))
@@ -452,15 +419,6 @@ def _close_all(fds: dict[str, int]) -> None:
     for fd in fds.values():
         with contextlib.suppress(OSError):
             os.close(fd)
-
-
-def _check_index(index_path: str) -> None:
-    from quantcheck.model.checkpoint import load_checkpoint
-
-    with load_checkpoint([index_path]) as ck:
-        bad = [d for d in ck.diagnostics if d.code.startswith("QC5")]
-        if bad:
-            raise WriteError(f"the written index does not verify: {bad[0].message}")
 
 
 def _why(exc: OSError) -> str:

@@ -3,22 +3,14 @@
 from __future__ import annotations
 
 import os
-import stat
 from operator import attrgetter
 
 from quantcheck._record import factory, record
-from quantcheck.diagnostics import Diagnostic, json_pointer
+from quantcheck.diagnostics import Diagnostic
 from quantcheck.errors import InputError as InputError  # re-exported: callers catch it here
 from quantcheck.io.header import Header, TensorInfo, read_header
-from quantcheck.io.json_depth import loads_bounded
-from quantcheck.io.source import (
-    ByteSource,
-    LocalFile,
-    NotRegularFileError,
-    base_name,
-    file_kind,
-    read_regular,
-)
+from quantcheck.io.source import ByteSource, LocalFile, NotRegularFileError, base_name
+from quantcheck.model.discover import CheckpointSpec
 from quantcheck.model.layers import Layer, group_layers
 from quantcheck.model.markers import (
     Marker,
@@ -27,14 +19,12 @@ from quantcheck.model.markers import (
     read_header_markers,
     read_tensor_markers,
 )
-from quantcheck.model.shard_sets import IncompleteSet, index_member, leaves_folder, missing_shards
+from quantcheck.model.shard_sets import IncompleteSet
 from quantcheck.rules import codes as R
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
     from typing import Any
-
-    from quantcheck.rules.registry import Rule
 
 INDEX_SUFFIX = ".index.json"
 _BY_KEY = attrgetter("key")
@@ -104,201 +94,45 @@ def open_source(path: str) -> ByteSource:
     if "://" in path:
         from quantcheck.io.remote import open_remote_source
 
-        return open_remote_source(path)
+        return open_remote_source(path)  # an address `model.discover` resolved
     return LocalFile(path)
 
 
-def expand_inputs(paths: list[str]) -> tuple[list[str], str | None, list[Diagnostic]]:
-    """Turn files, folders and index files into an ordered list of shard paths."""
-    files: list[str] = []
-    index: str | None = None
-    diags: list[Diagnostic] = []
-    for p in paths:
-        if p.startswith("hf://"):
-            from quantcheck.io.hubcache import lookup
-
-            p = lookup(p) or p  # the local Hugging Face cache holds it: no request
-        if "://" in p:
-            from quantcheck.io.remote import expand_remote
-
-            more, idx, d = expand_remote(p)
-            files += more
-            index = index or idx
-            diags += d
-            continue
-        st = _stat(p)
-        if st is not None and stat.S_ISDIR(st.st_mode):
-            names = sorted(os.listdir(p))
-            idx_names = [n for n in names if n.endswith(".safetensors" + INDEX_SUFFIX)]
-            if idx_names:
-                index = os.path.join(p, idx_names[0])
-                more, d = shards_from_index(index)
-                files += more
-                diags += d
-                continue
-            found = [os.path.join(p, n) for n in names if n.endswith(".safetensors")]
-            if not found:
-                raise InputError(f"{p}: folder holds no .safetensors files")
-            files += found
-        elif p.endswith(INDEX_SUFFIX):
-            if st is None:
-                raise InputError(f"{p}: no such file")
-            index = p
-            more, d = shards_from_index(p)
-            files += more
-            diags += d
-        else:
-            if st is None:
-                raise InputError(f"{p}: no such file or folder")
-            files.append(p)
-    return _unique_files(files) if len(files) > 1 else files, index, diags
-
-
-def _stat(path: str) -> os.stat_result | None:
-    """`os.stat(path)`, or None where `os.path.exists` would say False."""
-    try:
-        return os.stat(path)
-    except (OSError, ValueError):
-        return None
-
-
-def _unique_files(files: list[str]) -> list[str]:
-    """`files` without repeats: the same spelling, or the same file under another spelling
-    (`a.safetensors` and `./a.safetensors`, a symlink and its target: same st_dev/st_ino).
-    The first spelling is kept; a file that cannot be stat'ed stays (opening it reports why)."""
-    seen: set[object] = set()
-    out = []
-    for f in files:
-        key: object = f
-        if "://" not in f:
-            try:
-                st = os.stat(f)
-                key = (st.st_dev, st.st_ino)
-            except (OSError, ValueError):
-                pass
-        if key not in seen:
-            seen.add(key)
-            out.append(f)
-    return out
-
-
-_INDEX_DOCS: dict[tuple[str, int, int], Any] = {}
-
-
-def _index_doc(path: str) -> Any:
-    """An index.json parsed once per (path, size, mtime): shards and the weight_map check share
-    it. Raises ValueError / RecursionError for bad JSON and OSError for I/O."""
-    st = os.stat(path)
-    key = (os.path.realpath(path), st.st_size, st.st_mtime_ns)
-    if key not in _INDEX_DOCS:
-        raw = read_regular(path, 64 * 1024 * 1024 + 1)  # never a FIFO: it would block
-        if len(raw) > 64 * 1024 * 1024:
-            raise ValueError("index file is over 64 MiB")
-        _INDEX_DOCS.clear()  # keep one: a process rarely checks several indexes
-        _INDEX_DOCS[key] = loads_bounded(raw)
-    return _INDEX_DOCS[key]
-
-
-def shards_from_index(index_path: str) -> tuple[list[str], list[Diagnostic]]:
-    """Shard paths from an index's weight_map; paths leaving the index's folder are refused."""
-    diags: list[Diagnostic] = []
-    try:
-        doc = _index_doc(index_path)
-    except (ValueError, RecursionError) as exc:
-        diags.append(Diagnostic(R.QC503, f"index is not valid JSON: {exc}", file=index_path))
-        return [], diags
-    wmap = doc.get("weight_map") if isinstance(doc, dict) else None
-    if not isinstance(wmap, dict) or not wmap or not all(isinstance(v, str) for v in wmap.values()):
-        diags.append(
-            Diagnostic(
-                R.QC503,
-                "index has no weight_map object of tensor name -> shard file",
-                file=index_path,
-                pointer="/weight_map",
-            )
-        )
-        return [], diags
-    folder = os.path.dirname(index_path)
-    out: list[str] = []
-    for shard in dict.fromkeys(wmap.values()):
-        problem = _shard_problem(folder, shard)
-        if problem is not None:
-            code, text = problem
-            diags.append(
-                Diagnostic(
-                    code,
-                    text,
-                    file=index_path,
-                    pointer=json_pointer("weight_map") if code is R.QC502 else None,
-                )
-            )
-            continue
-        out.append(os.path.join(folder, shard))
-    return out, diags
-
-
-def weight_map_names(index_path: str) -> list[str]:
-    """The shard names an index's weight_map gives, in order, each once; [] when the index
-    cannot be read or has no such map (checking it reports why). Discovery uses it to know
-    which files an index claims; it never raises for the index."""
-    try:
-        doc = _index_doc(index_path)
-    except (OSError, ValueError, RecursionError):
-        return []
-    wmap = doc.get("weight_map") if isinstance(doc, dict) else None
-    if not isinstance(wmap, dict):
-        return []
-    return [v for v in dict.fromkeys(wmap.values()) if isinstance(v, str)]
-
-
-def _shard_problem(folder: str, shard: str) -> tuple[Rule, str] | None:
-    """Why the shard file `shard` named by an index in `folder` is not opened, or None. The
-    name is judged by name (`index_member`): a shard that is a symlink is opened wherever it
-    points, as a loader would (a Hugging Face cache snapshot is all symlinks)."""
-    if "\x00" in shard:
-        return R.QC504, f"shard {shard!r} named by the index holds a NUL byte; no file has it"
-    if leaves_folder(shard):
-        return R.QC502, f"shard path {shard!r} leaves the index's folder; it was not opened"
-    if index_member("", shard) is None:
-        return R.QC504, f"shard {shard!r} named by the index names no file"
-    try:
-        os.fsencode(shard)
-    except (ValueError, UnicodeError):
-        return R.QC504, f"shard {shard!r} named by the index is not a usable file name"
-    try:
-        st = os.stat(os.path.join(folder, shard))
-    except (OSError, ValueError, UnicodeError):
-        return R.QC504, f"shard {shard!r} named by the index does not exist"
-    if not stat.S_ISREG(st.st_mode):
-        return R.QC504, (
-            f"shard {shard!r} named by the index is {file_kind(st.st_mode)}, not "
-            "a regular file; it was not opened"
-        )
-    return None
-
-
 def load_checkpoint(
-    paths: list[str] | str, *, read_markers: bool = True, jobs: int = 1
+    spec: CheckpointSpec | list[str] | str, *, read_markers: bool = True, jobs: int = 1
 ) -> Checkpoint:
-    """Open every shard, read headers and marker bytes, group layers and merge markers.
+    """Open every shard of a resolved checkpoint (`model.discover`), read headers and marker
+    bytes, group layers and merge markers. Nothing is resolved here: the shards, the index's
+    weight_map and its findings come with the spec. Paths instead of a spec are resolved
+    first as the shards of one checkpoint (`discover.as_one_spec`, the `--as-one` reading).
 
     `jobs` > 1 opens remote shards concurrently (same result, fewer waits on latency)."""
-    if isinstance(paths, (str, os.PathLike)):
-        paths = [os.fspath(paths)]
-    if not any("://" in p for p in paths):
-        return _load(list(paths), read_markers, jobs)
+    if not isinstance(spec, CheckpointSpec):
+        from quantcheck.model.discover import as_one_spec
+
+        paths = [spec] if isinstance(spec, (str, os.PathLike)) else spec
+        spec = as_one_spec([os.fspath(p) for p in paths])
+    if spec.failure is not None:
+        raise spec.failure
+    assert spec.shards is not None, "load_checkpoint takes a resolved spec"
+    if not any("://" in f for f in spec.shards):
+        return _load(spec, read_markers, jobs)
     from quantcheck.io.limits import checkpoint_budget
 
     with checkpoint_budget():  # --max-bytes bounds the checkpoint: its index and all shards
-        return _load(list(paths), read_markers, jobs)
+        if spec.index_bytes:
+            from quantcheck.io.remote import charge_index
+
+            charge_index(spec.index or spec.name, spec.index_bytes)
+        return _load(spec, read_markers, jobs)
 
 
-def _load(paths: list[str], read_markers: bool, jobs: int) -> Checkpoint:
-    files, index, diags = expand_inputs(paths)
-    if not files and not diags:
+def _load(spec: CheckpointSpec, read_markers: bool, jobs: int) -> Checkpoint:
+    files, index = spec.shards or [], spec.index
+    if not files and not spec.findings:
         raise InputError("no input files")
-    ck = Checkpoint(inputs=list(paths), index=index)
-    ck.diagnostics += diags
+    ck = Checkpoint(inputs=list(spec.paths), index=index)
+    ck.diagnostics += spec.findings
     remote = sum("://" in f for f in files)
     if jobs > 1 and remote > 1:
         from quantcheck.model.prefetch import open_shards
@@ -308,9 +142,9 @@ def _load(paths: list[str], read_markers: bool, jobs: int) -> Checkpoint:
         shards = [_open_shard(f) for f in files]
     assemble(ck, shards, read_markers=read_markers)
     if index is not None:
-        ck.diagnostics += _check_weight_map(index, ck)
+        ck.diagnostics += _check_weight_map(index, spec.weight_map, ck)
     else:
-        gaps = missing_shards(files)
+        gaps = spec.incomplete
         ck.diagnostics += [_incomplete(gap) for gap in gaps]
         if gaps:
             ck.absent[""] = ", ".join(name for gap in gaps for name in gap.missing)
@@ -400,18 +234,9 @@ def assemble(ck: Checkpoint, shards: list[Shard], *, read_markers: bool = True) 
     return ck
 
 
-def _check_weight_map(index: str, ck: Checkpoint) -> list[Diagnostic]:
-    """Tensors the index places in a shard that does not hold them, and the reverse."""
-    try:
-        if "://" in index:
-            from quantcheck.io.remote import read_remote_json
-
-            doc = read_remote_json(index)
-        else:
-            doc = _index_doc(index)
-    except (OSError, ValueError, RecursionError):
-        return []  # shards_from_index reported it
-    wmap = doc.get("weight_map") if isinstance(doc, dict) else None
+def _check_weight_map(index: str, wmap: Any, ck: Checkpoint) -> list[Diagnostic]:
+    """Tensors the index places in a shard that does not hold them, and the reverse (`wmap`:
+    the weight_map read when the index was resolved; None: unreadable, already reported)."""
     if not isinstance(wmap, dict):
         return []
     folder = os.path.dirname(index)

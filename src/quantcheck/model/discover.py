@@ -1,4 +1,8 @@
-"""Which checkpoints a command line names. Standard library only.
+"""The one place arguments become checkpoints: every command, `quantcheck.load` and
+`quantcheck.check` resolve their arguments here into `CheckpointSpec`s whose shards are all
+known (paths or addresses, sizes where the listing or the disk gives them, the hub revision,
+the index's weight_map and its findings); `model.checkpoint.load_checkpoint` opens exactly
+those and never resolves again. Standard library only.
 
 Each argument is read on its own:
 
@@ -24,25 +28,54 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import stat
 
-from quantcheck._record import record
-from quantcheck.model.shard_sets import SAFETENSORS, SHARD_NAME, index_member
+from quantcheck._record import factory, record
+from quantcheck.errors import InputError
+from quantcheck.model.shard_sets import (
+    SAFETENSORS,
+    SHARD_NAME,
+    IncompleteSet,
+    IndexRead,
+    missing_shards,
+    read_local,
+    read_remote,
+)
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
+    from typing import Any
+
+    from quantcheck.diagnostics import Diagnostic
+    from quantcheck.io.hub import HubPath
 
 INDEX_SUFFIX = ".safetensors.index.json"
+ANY_INDEX = ".index.json"
 
 
 @record
 class CheckpointSpec:
-    """One checkpoint to check: a display name and the paths `load_checkpoint` opens.
+    """One checkpoint: a display name, the paths the arguments gave for it (`paths`, shown in
+    reports) and, once resolved (`resolve_spec`), everything `load_checkpoint` needs: the
+    shard files to open in order (`shards`), their sizes where known before opening, the hub
+    revision, the index it came from with its weight_map and findings (QC502-QC504), the
+    incomplete shard sets (QC506), or the error that stopped resolving it (`failure`, raised
+    when it is loaded: one unreadable checkpoint is a row, not the end of the run).
     Picklable (plain fields). The name is for showing (tables, reports, page file names,
     baselines): made with `redact_url`, it never carries a URL's credentials or query."""
 
     name: str
     paths: list[str]
+    shards: list[str] | None = None  # None: not resolved yet
+    sizes: list[int | None] = factory(list)
+    revision: str | None = None
+    index: str | None = None
+    weight_map: Any = None
+    findings: list[Diagnostic] = factory(list)
+    incomplete: list[IncompleteSet] = factory(list)
+    index_bytes: int = 0  # bytes of a remote index already read (charged to its check)
+    failure: BaseException | None = None
 
     def __post_init__(self) -> None:
         from quantcheck.textsafe import redact_url
@@ -57,20 +90,39 @@ def discover(
     exclude: list[str] | None = None,
     as_one: bool = False,
 ) -> list[CheckpointSpec]:
-    """The checkpoints `args` name, in argument order (a folder's in sorted path order).
-    Raises InputError for a missing path or a folder that holds no checkpoint."""
-    from quantcheck.errors import InputError
-
+    """The checkpoints `args` name, resolved (`resolve_spec`), in argument order (a folder's
+    in sorted path order). Raises InputError for a missing path or a folder that holds no
+    checkpoint; a checkpoint whose index cannot be fetched carries that as its `failure`."""
     if as_one:
-        return [CheckpointSpec(args[0] if len(args) == 1 else " + ".join(args), list(args))]
+        return [as_one_spec(list(args))]
+    return [resolve_spec(s) for s in _unclaimed(_unique(_found(args, include, exclude)))]
+
+
+def as_one_spec(paths: list[str]) -> CheckpointSpec:
+    """The `--as-one` reading: every path (file, folder, index, address) is a shard of one
+    checkpoint, resolved."""
+    name = paths[0] if len(paths) == 1 else " + ".join(paths)
+    return resolve_spec(CheckpointSpec(name, list(paths)))
+
+
+def resolve_one(path: str) -> CheckpointSpec:
+    """The one checkpoint `path` names, as `check` finds it (`quantcheck.load`,
+    `quantcheck.check`, `many.check_spec` of a path); InputError when it names several."""
+    return only_one(discover([path]), f"{path}: loading a path reads")
+
+
+def _found(
+    args: list[str], include: list[str] | None, exclude: list[str] | None
+) -> list[CheckpointSpec]:
+    """The checkpoints each argument names, unresolved, in argument order."""
     out: list[CheckpointSpec] = []
     for arg in args:
         local = _cached(arg)
         if local is not None:  # the local Hugging Face cache holds it: no request
             from quantcheck.io.hubcache import address_of
 
-            found = discover([local], include=include, exclude=exclude)
-            out += [CheckpointSpec(address_of(arg, local, s.name), s.paths) for s in found]
+            found = _found([local], include, exclude)
+            out += [_renamed(s, address_of(arg, local, s.name)) for s in found]
             continue
         if arg.startswith("hf://") and not arg.split("@", 1)[0].endswith((SAFETENSORS, ".json")):
             found = _discover_hub(arg, include, exclude)
@@ -86,7 +138,12 @@ def discover(
                 + (" matching --include/--exclude" if include or exclude else "")
             )
         out += found
-    return _unclaimed(_unique(out))
+    return out
+
+
+def _renamed(spec: CheckpointSpec, name: str) -> CheckpointSpec:
+    spec.name = CheckpointSpec(name, []).name
+    return spec
 
 
 def _cached(arg: str) -> str | None:
@@ -106,7 +163,7 @@ def _unclaimed(specs: list[CheckpointSpec]) -> list[CheckpointSpec]:
         p = spec.paths[0]
         if len(spec.paths) == 1 and p.endswith(INDEX_SUFFIX) and "://" not in p:
             folder = os.path.dirname(p)
-            claimed.update(os.path.realpath(os.path.join(folder, m)) for m in _members(p, ""))
+            claimed.update(os.path.realpath(os.path.join(folder, m)) for m in _claims_of(p))
     if not claimed:
         return specs
     return [
@@ -116,20 +173,13 @@ def _unclaimed(specs: list[CheckpointSpec]) -> list[CheckpointSpec]:
     ]
 
 
-def _members(index_path: str, index_rel: str) -> list[str]:
-    """The listing-relative paths a local index claims: none when it cannot be read, and
-    no name that no local file can have (a NUL, a lone surrogate)."""
-    from quantcheck.model.checkpoint import weight_map_names
-
-    found = (index_member(index_rel, n) for n in weight_map_names(index_path) if _usable(n))
-    return [m for m in found if m is not None]
-
-
-def _usable(name: str) -> bool:
+def _claims_of(index_path: str) -> list[str]:
+    """The paths relative to its folder a local index claims: none when it cannot be read,
+    and no name that no local file can have (a NUL, a lone surrogate)."""
     try:
-        return "\x00" not in name and bool(os.fsencode(name))
-    except (ValueError, UnicodeError):
-        return False
+        return read_local(index_path).claims
+    except OSError:
+        return []
 
 
 def _unique(specs: list[CheckpointSpec]) -> list[CheckpointSpec]:
@@ -176,11 +226,38 @@ def _discover_folder(
         if rel.endswith((SAFETENSORS, INDEX_SUFFIX))
         and (not globs or selected(rel, include, exclude))
     ]
-    return group(
-        sorted(rels),
-        lambda idx: _members(os.path.join(root, idx), idx),
-        lambda rel: os.path.join(root, rel),
-    )
+    reads: dict[str, IndexRead | BaseException] = {}
+
+    def members_of(idx: str) -> list[str]:
+        path = os.path.join(root, idx)
+        reads[path] = _read(lambda: read_local(path, idx))
+        got = reads[path]
+        return got.claims if isinstance(got, IndexRead) else []
+
+    return _resolved(group(sorted(rels), members_of, lambda rel: os.path.join(root, rel)), reads)
+
+
+def _read(how: Callable[[], IndexRead]) -> IndexRead | BaseException:
+    """An index read, or the error that stopped it (the check of its checkpoint says why)."""
+    try:
+        return how()
+    except (OSError, ValueError) as exc:
+        return exc
+
+
+def _resolved(
+    specs: list[CheckpointSpec], reads: dict[str, IndexRead | BaseException]
+) -> list[CheckpointSpec]:
+    """`specs` with each index checkpoint resolved from the read that grouped it (no second
+    read); the others are resolved by `discover`."""
+    for spec in specs:
+        if len(spec.paths) == 1 and spec.paths[0] in reads:
+            found = reads[spec.paths[0]]
+            if isinstance(found, IndexRead):
+                _set(spec, found.shards, spec.paths[0], found)
+            else:
+                spec.shards, spec.failure = [], found
+    return specs
 
 
 def _walk(root: str) -> Iterator[str]:
@@ -265,57 +342,256 @@ def _discover_hub(
 
     hp = hub.parse(arg)
     prefix = f"{hp.path}/" if hp.path else ""
-    rels = [f[len(prefix) :] for f in _list_hub_tree(hp) if f.startswith(prefix)]
+    listed = hub.Listed({})
+    rels = [f[len(prefix) :] for f in _list_hub_tree(hp, listed) if f.startswith(prefix)]
     rels = [
         r for r in rels if r.endswith((SAFETENSORS, INDEX_SUFFIX)) and selected(r, include, exclude)
     ]
 
+    reads: dict[str, IndexRead | BaseException] = {}
+    local: dict[str, str] = {}
+
     def members_of(index_rel: str) -> list[str]:
-        from quantcheck.io.remote import read_remote_json
+        at = hp.with_path(prefix + index_rel)
+        name = at.name()
+        cached = _cached(name)  # the index is in the local cache: its shards are read there
+        if cached is not None:
+            local[name] = cached
+            reads[name] = _read(lambda: read_local(cached, index_rel))
+        else:
+            reads[name] = _read(lambda: read_remote(name, hub.resolve_url(at), at))
+        got = reads[name]
+        return got.claims if isinstance(got, IndexRead) else []
 
-        try:
-            doc = read_remote_json(hp.name(prefix + index_rel), ahead=True)
-        except (OSError, ValueError):
-            return []  # checking the index reports why
-        wmap = doc.get("weight_map") if isinstance(doc, dict) else None
-        found = (
-            index_member(index_rel, v)
-            for v in (wmap.values() if isinstance(wmap, dict) else ())
-            if isinstance(v, str)
-        )
-        return [m for m in found if m is not None]
-
-    return group(sorted(rels), members_of, lambda rel: hp.name(prefix + rel))
+    specs = _resolved(group(sorted(rels), members_of, lambda rel: hp.name(prefix + rel)), reads)
+    for spec in specs:
+        if spec.index in local:
+            spec.index = local[spec.index]
+        _listed_facts(resolve_spec(spec), listed)
+    return specs
 
 
-def _list_hub_tree(hp: object) -> list[str]:
+def _listed_facts(spec: CheckpointSpec, listed: Any) -> None:
+    """A hub checkpoint's shard sizes from the listing, and the commit its revision resolved
+    to when the hub said so."""
+    from quantcheck.io import hub
+
+    if not spec.shards or not all(s.startswith("hf://") for s in spec.shards):
+        return
+    spec.sizes = [listed.sizes.get(hub.parse(s).path) for s in spec.shards]
+    spec.revision = listed.commit or spec.revision
+
+
+def _list_hub_tree(hp: object, listed: Any) -> list[str]:
     """Every checkpoint file path under `hp.path` in the repo: the tree API asked for a
-    recursive listing (all pages, filtered as they arrive: `hub.list_files`)."""
+    recursive listing (all pages, filtered as they arrive: `hub.list_files`); `listed`
+    receives the sizes and the commit."""
     from quantcheck.io import hub
 
     assert isinstance(hp, hub.HubPath)
-    return sorted(set(hub.list_files(hp, recursive=True)))
+    return sorted(set(hub.list_files(hp, recursive=True, listed=listed)))
+
+
+def resolve_spec(spec: CheckpointSpec) -> CheckpointSpec:
+    """`spec` with its shards resolved from its paths (once: a resolved spec is returned as
+    it is). Files stand for themselves; a folder gives its first index's shards, else every
+    `.safetensors` file directly in it; an index gives the shards its weight_map names; an
+    `hf://` address the local cache holds is read there. An error is kept as `failure`."""
+    if spec.shards is not None:
+        return spec
+    try:
+        files, index, read = _expand(spec.paths)
+    except (InputError, OSError) as exc:
+        spec.shards, spec.failure = [], exc
+        return spec
+    _set(spec, files, index, read)
+    return spec
+
+
+def _set(spec: CheckpointSpec, files: list[str], index: str | None, read: IndexRead) -> None:
+    """Fill a spec's resolved fields."""
+    spec.shards = _unique_files(files) if len(files) > 1 else files
+    spec.index = index
+    spec.weight_map = read.weight_map if index is not None else None
+    spec.findings = list(read.findings)
+    spec.index_bytes = read.raw_bytes
+    spec.incomplete = missing_shards(spec.shards) if index is None else []
+    spec.sizes = [read.sizes[f] if f in read.sizes else _size(f) for f in spec.shards]
+    spec.revision = _revision(spec.shards[0]) if spec.shards else None
+
+
+def _size(path: str) -> int | None:
+    """A local shard's size (a remote one's is known once its first range is read)."""
+    if "://" in path:
+        return None
+    st = _stat(path)
+    return st.st_size if st is not None else None
+
+
+def _revision(path: str) -> str | None:
+    """The hub revision a shard is read at: the commit of a local cache snapshot, the
+    revision an `hf://` address names (None: the default branch), else None."""
+    if path.startswith("hf://"):
+        from quantcheck.io import hub
+
+        return hub.parse(path).revision
+    if "snapshots" in path:
+        from quantcheck.io.hubcache import origin
+
+        found = origin(path)
+        return found["revision"] if found else None
+    return None
+
+
+def _expand(paths: list[str]) -> tuple[list[str], str | None, IndexRead]:
+    """(shard files, the index whose weight_map is checked, what the indexes gave) for the
+    paths of one checkpoint."""
+    files: list[str] = []
+    index: str | None = None
+    read = IndexRead()
+    for p in paths:
+        if p.startswith("hf://"):
+            p = _cached(p) or p  # the local Hugging Face cache holds it: no request
+        got: IndexRead | None = None
+        if "://" in p:
+            more, idx, got = _expand_remote(p)
+            files += more
+            if index is None and idx is not None:
+                index, read.weight_map = idx, got.weight_map if got else None
+        else:
+            st = _stat(p)
+            if st is not None and stat.S_ISDIR(st.st_mode):
+                names = sorted(os.listdir(p))
+                idx_names = [n for n in names if n.endswith(INDEX_SUFFIX)]
+                if idx_names:
+                    index = os.path.join(p, idx_names[0])
+                    got = read_local(index)
+                    read.weight_map = got.weight_map
+                    files += got.shards
+                else:
+                    found = [os.path.join(p, n) for n in names if n.endswith(SAFETENSORS)]
+                    if not found:
+                        raise InputError(f"{p}: folder holds no .safetensors files")
+                    files += found
+            elif p.endswith(ANY_INDEX):
+                if st is None:
+                    raise InputError(f"{p}: no such file")
+                index = p
+                got = read_local(p)
+                read.weight_map = got.weight_map
+                files += got.shards
+            else:
+                if st is None:
+                    raise InputError(f"{p}: no such file or folder")
+                files.append(p)
+                read.sizes[p] = st.st_size
+        if got is not None:
+            read.findings += got.findings
+            read.raw_bytes += got.raw_bytes
+            read.sizes.update(got.sizes)
+    return files, index, read
+
+
+def _expand_remote(url: str) -> tuple[list[str], str | None, IndexRead | None]:
+    """Shard addresses for a remote file, index or (hf:// only) repository folder."""
+    from urllib.parse import urlsplit
+
+    from quantcheck.io import hub
+    from quantcheck.io.http import RemoteError, redact
+    from quantcheck.io.remote import locate
+
+    hub.refuse_offline(url)
+    if url.split("://", 1)[0].lower() == "hf":
+        hp = hub.parse(url)
+        if hp.path.endswith(".json"):
+            return _remote_index(hp.name(), hub.resolve_url(hp), hp, None)
+        if hp.path.endswith(SAFETENSORS):
+            return [hp.name()], None, None
+        return _expand_hub_folder(url, hp)
+    locate(url)
+    path = urlsplit(url).path
+    if path.endswith(ANY_INDEX):
+        return _remote_index(redact(url), url, None, None)
+    if path.endswith("/"):
+        raise RemoteError(
+            f"{redact(url)}: an HTTP folder cannot be listed; give the URL of a "
+            ".safetensors file or of its .index.json"
+        )
+    return [url], None, None
+
+
+def _remote_index(
+    name: str, fetch: str, hp: HubPath | None, listing: set[str] | None
+) -> tuple[list[str], str, IndexRead]:
+    got = read_remote(name, fetch, hp, listing)
+    return got.shards, name, got
+
+
+def _expand_hub_folder(url: str, hp: HubPath) -> tuple[list[str], str | None, IndexRead | None]:
+    """One level of a hub folder (`--as-one`): its first index's shards (checked against the
+    listing), else its `.safetensors` files."""
+    from quantcheck.io import hub
+    from quantcheck.io.http import redact
+
+    prefix = f"{hp.path}/" if hp.path else ""
+    here = sorted(
+        f for f in hub.list_folder(hp) if f.startswith(prefix) and "/" not in f[len(prefix) :]
+    )
+    indexes = [f for f in here if f.endswith(INDEX_SUFFIX)]
+    if indexes:
+        idx = hp.with_path(indexes[0])
+        return _remote_index(idx.name(), hub.resolve_url(idx), idx, set(here))
+    found = [hp.name(f) for f in here if f.endswith(SAFETENSORS)]
+    if not found:
+        raise InputError(f"{redact(url)}: folder holds no .safetensors files")
+    return found, None, None
+
+
+def _stat(path: str) -> os.stat_result | None:
+    """`os.stat(path)`, or None where `os.path.exists` would say False."""
+    try:
+        return os.stat(path)
+    except (OSError, ValueError):
+        return None
+
+
+def _unique_files(files: list[str]) -> list[str]:
+    """`files` without repeats: the same spelling, or the same file under another spelling
+    (`a.safetensors` and `./a.safetensors`, a symlink and its target: same st_dev/st_ino).
+    The first spelling is kept; a file that cannot be stat'ed stays (opening it reports why)."""
+    seen: set[object] = set()
+    out = []
+    for f in files:
+        key: object = f
+        if "://" not in f:
+            try:
+                st = os.stat(f)
+                key = (st.st_dev, st.st_ino)
+            except (OSError, ValueError):
+                pass
+        if key not in seen:
+            seen.add(key)
+            out.append(f)
+    return out
 
 
 def one_checkpoint(
     args: list[str], command: str, *, as_one: bool = False, what: str = "writes"
-) -> list[str]:
-    """The paths of the one checkpoint that a command taking one checkpoint (`fix`,
-    `quantize`, `dequantize`, each side of `compare`) was given, found as `check` finds them
+) -> CheckpointSpec:
+    """The one checkpoint, resolved, that a command taking one checkpoint (`fix`, `quantize`,
+    `dequantize`, each side of `compare`) was given, found as `check` finds them
     (`discover`): a folder or `hf://ORG/REPO` whose only checkpoint is in a subfolder (a
-    diffusers-style `transformer/`) gives that checkpoint's files. With `as_one`, `args`
-    unchanged. Raises InputError (exit 2) when they name no checkpoint or several unrelated
+    diffusers-style `transformer/`) gives that checkpoint. With `as_one`, the arguments are
+    its shards. Raises InputError (exit 2) when they name no checkpoint or several unrelated
     ones."""
-    return list(args) if as_one else only_one(discover(list(args)), f"{command} {what}")
+    return only_one(discover(list(args), as_one=as_one), f"{command} {what}")
 
 
-def only_one(specs: list[CheckpointSpec], doing: str) -> list[str]:
-    """The paths of the one checkpoint in `specs`; InputError naming them when there are
-    several (`doing`: "fix writes", "compare reads")."""
-    from quantcheck.errors import InputError
-
+def only_one(specs: list[CheckpointSpec], doing: str) -> CheckpointSpec:
+    """The one checkpoint in `specs`; InputError naming them when there are several
+    (`doing`: "fix writes", "compare reads")."""
     if len(specs) == 1:
-        return list(specs[0].paths)
+        return specs[0]
     from quantcheck.textsafe import redact_url
 
     names = ", ".join(redact_url(s.name) for s in specs[:3])

@@ -18,6 +18,7 @@ from typing import Any
 from quantcheck._record import factory, record
 from quantcheck._version import document_head
 from quantcheck.model.checkpoint import Checkpoint, load_checkpoint
+from quantcheck.model.discover import CheckpointSpec
 from quantcheck.numeric.errors import NumericError
 from quantcheck.progress import Progress
 
@@ -74,9 +75,12 @@ def _row(prefix: str, fmt: str | None, m: Any) -> dict[str, Any]:
 
 
 def compare_checkpoints(
-    quantized: list[str], original: list[str], progress: bool | None = None
+    quantized: CheckpointSpec | list[str],
+    original: CheckpointSpec | list[str],
+    progress: bool | None = None,
 ) -> CompareResult:
-    """Compare every quantized layer with the same-named weight of the original."""
+    """Compare every quantized layer with the same-named weight of the original (each a
+    resolved spec, or the shards of one checkpoint)."""
     with load_checkpoint(quantized) as q, load_checkpoint(original) as o:
         return compare_loaded(q, o, progress)
 

@@ -14,8 +14,6 @@ if TYPE_CHECKING:
 
 #: from this many GPUs on, the lines become a matrix
 MATRIX_FROM = 4
-#: the short names of the modes in matrix cells
-SHORT = {"native": "native", "emulated": "emul", "refused": "refused", "depends": "depends"}
 
 
 def gpu_lines(report: Report) -> list[str]:
@@ -37,7 +35,7 @@ def gpu_lines(report: Report) -> list[str]:
 
 
 def cell(entry: dict[str, Any]) -> str:
-    """`12 native` / `240 emul, 12 native` (modes with layers, worst first)."""
+    """`all 12 native` / `240 emulated, 12 native` (modes with layers, worst first)."""
     layers = entry["layers"]
     total = sum(layers.values())
     if not total:
@@ -45,7 +43,7 @@ def cell(entry: dict[str, Any]) -> str:
     if layers["native"] == total:
         return f"all {total} native"
     order = ("refused", "emulated", "depends", "native")
-    return ", ".join(f"{layers[m]} {SHORT[m]}" for m in order if layers[m])
+    return ", ".join(f"{layers[m]} {m}" for m in order if layers[m])
 
 
 def matrix(gpu: dict[str, dict[str, Any]], keys: list[str], specs: list[str]) -> list[str]:
@@ -69,5 +67,6 @@ def matrix(gpu: dict[str, dict[str, Any]], keys: list[str], specs: list[str]) ->
 
 
 def _title(entry: dict[str, Any]) -> str:
-    cc = entry["compute_capability"]
-    return f"cc {cc}" if cc else entry["arch"] or entry["backend"]
+    """`Ada Lovelace`, `RDNA3`, `Apple Silicon (MPS)` (the class title without its vendor)."""
+    title = str(entry["title"])
+    return title.split(" ", 1)[1] if title.startswith(("NVIDIA ", "AMD ")) else title

@@ -108,7 +108,7 @@ def _finding_lines(
     if fix:
         yield f"            help: {clean(fix)}"
     if consequences:
-        from quantcheck.rules.registry import get_rule
+        from quantcheck.rules.codes import rule_of as get_rule
 
         names = ", ".join(f"{code} {get_rule(code).name}" for code in consequences)
         layers = "layer" if where else "layers"  # under its own layer, or a group's heading
@@ -156,9 +156,11 @@ def verdict_lines(report: Report, c: bool, suppressed: list[Diagnostic] | None =
         f"{counted(s['infos'], 'note')} in {counted(files, 'file')}, "
         f"{counted(s.get('layers', 0), 'layer')}"
     )
-    from quantcheck.render.gpu_text import gpu_lines
+    gpu = ""
+    if report.gpu:  # --gpu
+        from quantcheck.render.gpu_text import gpu_lines
 
-    gpu = "".join("\n" + line for line in gpu_lines(report))
+        gpu = "".join("\n" + line for line in gpu_lines(report))
     return (
         wrap_parts("targets: ", parts, " · ", terminal_width())
         + loader_lines(report)
@@ -207,7 +209,7 @@ def statistics(report: Report) -> str:
         counts[d.code] = counts.get(d.code, 0) + 1
     rows = []
     for code, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
-        from quantcheck.rules.registry import get_rule
+        from quantcheck.rules.codes import rule_of as get_rule
 
         r = get_rule(code)
         rows.append(f"{n:>6}  {code}  {r.name:<34} {r.severity.value}")

@@ -1,8 +1,8 @@
 """Every rule bound to a constant named by its code: checks emit these, never code strings.
 
 `Diagnostic(QC301, ...)` stores the rule's code. The names are declared here (so a type checker
-rejects an unknown one) and bound on first use: the catalogs are imported only when a check
-emits a finding, not by every module that can (a clean file's check never loads them). Kept in
+rejects an unknown one) and bound on first use: a catalog is imported only when a check
+uses one of its codes, not by every module that can (a clean file's check loads few). Kept in
 step with the registry by tests/rules/test_rule_constants.py.
 """
 
@@ -15,13 +15,42 @@ if TYPE_CHECKING:
 
 def __getattr__(name: str) -> Rule:
     """`QCnnn`: the registry's rule, bound into the module on first use."""
-    from quantcheck.rules.registry import all_rules
-
-    rule = all_rules().get(name) if name.startswith("QC") else None
-    if rule is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    try:
+        rule = rule_of(name)
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
     globals()[name] = rule
     return rule
+
+
+def rule_of(code: str) -> Rule:
+    """The registered rule of `code`, importing only the catalog that holds it (`_HOMES`);
+    a code no catalog here names (a runtime registered at run time) is looked up in the
+    whole registry. KeyError for an unknown code."""
+    from importlib import import_module
+
+    for module, codes in _HOMES.items():
+        if code in codes.split() and _in_registry(module):
+            rules: tuple[Rule, ...] = tuple(import_module(module).RULES)
+            found = next((r for r in rules if r.code == code), None)
+            if found is not None:
+                return found
+    if not code.startswith("QC"):
+        raise KeyError(code)
+    from quantcheck.rules.registry import all_rules
+
+    return all_rules()[code]
+
+
+def _in_registry(catalog: str) -> bool:
+    """Whether the registry reads `catalog`: a generic one, or a registered runtime's."""
+    from quantcheck.rules.registry import CATALOGS
+    from quantcheck.runtimes import runtimes
+
+    folder = catalog.removesuffix(".catalog")
+    if folder.removeprefix("quantcheck.rules.") in CATALOGS:
+        return True
+    return any(rt.folder == folder for rt in runtimes())
 
 
 QC101: Rule  # file-too-small
@@ -345,3 +374,54 @@ __all__ = [
     "QC836",
     "QC837",
 ]
+
+#: the catalog module that holds each code (a code binds by importing only its catalog)
+_HOMES = {
+    "quantcheck.rules.container.catalog": (
+        "QC101 QC102 QC103 QC104 QC105 QC106 QC107 QC108 QC109 QC110 QC111 QC112 "
+        "QC113 QC114 QC115 QC116 QC117 QC118 QC119 QC120 QC121 QC122"
+    ),
+    "quantcheck.rules.markers.catalog": (
+        "QC201 QC202 QC203 QC204 QC205 QC206 QC207 QC208 QC209 QC210 QC211 QC212 "
+        "QC213 QC214 QC215 QC216 QC218 QC219 QC220 QC221 QC222 QC223 QC225"
+    ),
+    "quantcheck.rules.layers.catalog": (
+        "QC301 QC302 QC303 QC304 QC305 QC306 QC307 QC308 QC311 QC312 QC313 QC314 "
+        "QC315 QC316 QC318 QC319 QC320 QC321"
+    ),
+    "quantcheck.rules.numeric.catalog": (
+        "QC401 QC402 QC403 QC404 QC405 QC406 QC407 QC408 QC409"
+    ),
+    "quantcheck.rules.shards.catalog": (
+        "QC501 QC502 QC503 QC504 QC505 QC506"
+    ),
+    "quantcheck.rules.support.catalog": (
+        "QC601 QC602 QC603 QC604 QC605 QC606 QC607 QC608 QC609 QC610 QC611 QC612 "
+        "QC613 QC614 QC615 QC616 QC617 QC618 QC619 QC620 QC621 QC622 QC623 QC624 "
+        "QC630 QC650 QC651"
+    ),
+    "quantcheck.rules.forge_neo.catalog": (
+        "QC701 QC702 QC703"
+    ),
+    "quantcheck.rules.sdnext.catalog": (
+        "QC710 QC711 QC712 QC713 QC714 QC715 QC716 QC717"
+    ),
+    "quantcheck.rules.invokeai.catalog": (
+        "QC720 QC721 QC722 QC723 QC724 QC725"
+    ),
+    "quantcheck.rules.diffsynth.catalog": (
+        "QC730 QC731 QC732 QC733 QC734 QC735 QC736"
+    ),
+    "quantcheck.rules.sdcpp.catalog": (
+        "QC740 QC741 QC742 QC743 QC744 QC745 QC746 QC747 QC748 QC749"
+    ),
+    "quantcheck.rules.musubi.catalog": (
+        "QC750 QC751 QC752 QC753 QC754 QC755 QC756 QC757"
+    ),
+    "quantcheck.rules.gpu.catalog": (
+        "QC800 QC801 QC802 QC803"
+    ),
+    "quantcheck.rules.lora.catalog": (
+        "QC830 QC831 QC832 QC833 QC834 QC835 QC836 QC837"
+    ),
+}

@@ -61,7 +61,8 @@ def _rules_at(generation: int) -> dict[str, Rule]:
 
 
 def get_rule(code: str) -> Rule:
-    """The rule for a code; KeyError for an unknown code."""
+    """The rule for a code; KeyError for an unknown code (`codes.rule_of` reads only its
+    catalog)."""
     return all_rules()[code]
 
 

@@ -118,7 +118,8 @@ class Kernel:
     `cuda_what`: what that kernel is; `eager`: what runs without it on NVIDIA (`native` through
     torch's own kernel named in `eager_what`, `emulated` when the eager path dequantizes);
     `other`: the same off NVIDIA (ROCm, CPU, MPS); `depends`: the CUDA kernel's path depends on
-    the batch of tokens (`depends_on` says how)."""
+    the batch of tokens (`depends_on` says how); `hip_what`: comfy-kitchen's HIP kernel on the
+    AMD architectures with matrix cores."""
 
     layout: str
     cuda_min: tuple[int, int] | None
@@ -129,29 +130,25 @@ class Kernel:
     other_what: str
     depends_on: str = ""
     source: str = ""
+    #: the HIP backend's kernel for the format on `HIP_WMMA_ARCHS` ("" for none)
+    hip_what: str = ""
 
+
+#: both FP8 formats: torch's own scaled matmul, no comfy-kitchen kernel
+_FP8 = Kernel(
+    "TensorCoreFP8Layout",
+    None,
+    "",
+    "native",
+    "torch._scaled_mm (FP8 tensor cores)",
+    "native",
+    "torch._scaled_mm on ROCm",
+    source=f"[READ] {KITCHEN} tensor/fp8.py _fp8_scaled_mm; [RUN] issue 24 (e4m3fn)",
+)
 
 KERNELS: dict[str, Kernel] = {
-    "float8_e4m3fn": Kernel(
-        "TensorCoreFP8Layout",
-        None,
-        "",
-        "native",
-        "torch._scaled_mm (FP8 tensor cores)",
-        "native",
-        "torch._scaled_mm on ROCm",
-        source=f"[READ] {KITCHEN} tensor/fp8.py _fp8_scaled_mm; [RUN] issue 24",
-    ),
-    "float8_e5m2": Kernel(
-        "TensorCoreFP8Layout",
-        None,
-        "",
-        "native",
-        "torch._scaled_mm (FP8 tensor cores)",
-        "native",
-        "torch._scaled_mm on ROCm",
-        source=f"[READ] {KITCHEN} tensor/fp8.py _fp8_scaled_mm",
-    ),
+    "float8_e4m3fn": _FP8,
+    "float8_e5m2": _FP8,
     "nvfp4": Kernel(
         "TensorCoreNVFP4Layout",
         (10, 0),
@@ -181,6 +178,7 @@ KERNELS: dict[str, Kernel] = {
         "torch._int_mm (comfy-kitchen's eager int8_linear)",
         "native",
         "torch._int_mm (comfy-kitchen's eager int8_linear)",
+        hip_what="comfy-kitchen HIP int8_linear",
         source=f"[READ] {KITCHEN} tensor/int8.py, backends/eager/quantization.py int8_linear; "
         "[RUN] issue 24",
     ),
@@ -193,6 +191,7 @@ KERNELS: dict[str, Kernel] = {
         "still says Native)",
         "emulated",
         "comfy-kitchen's eager fallback turns the int4 codes into floats",
+        hip_what="comfy-kitchen HIP convrot_w4a4_linear",
         source=f"[READ] {KITCHEN} backends/eager/convrot_w4a4.py; [RUN] issue 24",
     ),
     "asym_w4a8_int8": Kernel(
@@ -203,6 +202,7 @@ KERNELS: dict[str, Kernel] = {
         "torch._int_mm on the unpacked codes (comfy-kitchen's eager w4a8_int8_linear)",
         "native",
         "torch._int_mm on the unpacked codes [GUESS off NVIDIA]",
+        hip_what="comfy-kitchen HIP w4a8_int8_linear",
         source=f"[READ] {KITCHEN} backends/eager/w4a8_int8.py; [RUN] issue 24",
     ),
     "w6a8_int8": Kernel(
@@ -213,6 +213,7 @@ KERNELS: dict[str, Kernel] = {
         "torch._int_mm on the unpacked codes (comfy-kitchen's eager w4a8_int8_linear)",
         "native",
         "torch._int_mm on the unpacked codes [GUESS off NVIDIA]",
+        hip_what="comfy-kitchen HIP w4a8_int8_linear (6-bit codes)",
         source=f"[READ] {KITCHEN} tensor/w4a8_int8.py (bits=6) [GUESS: as asym_w4a8_int8]",
     ),
     "awq_w4a16": Kernel(
@@ -224,9 +225,33 @@ KERNELS: dict[str, Kernel] = {
         "emulated",
         "comfy-kitchen dequantizes the weight itself (no kernel; ComfyUI's log says Native)",
         depends_on="native for M <= 256 tokens per call, dequantized above",
+        hip_what="comfy-kitchen HIP gemv_awq_w4a16 (any batch)",
         source=f"[READ] {KITCHEN} backends/cuda gemv_awq_w4a16 (8,0); [RUN] issue 24",
     ),
 }
+
+#: comfy-kitchen 0.2.40's HIP backend (backends/hip, registered on ROCm; ComfyUI's
+#: quant_ops.py switches only "cuda" and "triton" off) advertises its GEMM kernels only where
+#: every device has matrix cores (WMMA): RDNA3/3.5 and RDNA4 (backends/hip/architectures.json
+#: wmma_gfx11, wmma_gfx12). RDNA2 is elementwise only; CDNA (gfx90a, gfx942, gfx950) is not in
+#: the manifest, so the backend does not register there and the eager path runs [READ].
+HIP_WMMA_ARCHS = frozenset(
+    {
+        "gfx1100",
+        "gfx1101",
+        "gfx1102",
+        "gfx1103",
+        "gfx1150",
+        "gfx1151",
+        "gfx1152",
+        "gfx1153",
+        "gfx1200",
+        "gfx1201",
+    }
+)
+HIP_SOURCE = (
+    f"[READ] {KITCHEN} backends/hip/__init__.py _register, _build_constraints, architectures.json"
+)
 
 #: ConvRot W4A4 with the CUDA backend: native int4 math only on sm_8x; from sm_90 on the layer
 #: takes comfy-kitchen's INT8 route (still native) [RUN issue 24]
@@ -289,7 +314,7 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
     ),
     KnownIssue(
         "QC800",
-        frozenset({"int8_tensorwise", "convrot_w4a4"}),
+        frozenset({"int8_tensorwise"}),
         'INT8 ConvRot fails on ROCm ("Only Tensors of floating point and complex dtype can '
         'require gradients")',
         "patientx-cfz/comfyui-rocm #92",
@@ -314,7 +339,7 @@ KNOWN_ISSUES: tuple[KnownIssue, ...] = (
     ),
     KnownIssue(
         "QC801",
-        frozenset({"int8_tensorwise", "convrot_w4a4"}),
+        frozenset({"int8_tensorwise"}),
         "INT8 ConvRot reported to give blank or noisy images on ROCm",
         "patientx-cfz/comfyui-rocm #95",
         backends=("rocm",),

@@ -66,6 +66,11 @@ WHY: dict[str, str] = {
 }
 #: Existing codes consciously without effect on DiffSynth-Studio, and why.
 LEFT_NONE: dict[str, str] = {
+    **dict.fromkeys(
+        ["QC800", "QC801", "QC802", "QC803"],
+        "a GPU report about ComfyUI with comfy-kitchen (check --gpu); this runtime's device "
+        "paths are not modelled",
+    ),
     **dict.fromkeys(["QC119", "QC122"], "layout notes safetensors accepts"),
     "QC205": "U8 and I8 markers decode; other dtypes are QC735",
     "QC206": "DiffSynth reads a marker of any size",

@@ -123,6 +123,10 @@ FOLLOWS: dict[str, str] = {
         "sglang's own codes (none on ComfyUI; QC620, a header-only rowwise format, fails "
         "ComfyUI and Forge alike)",
     ),
+    **dict.fromkeys(
+        ("QC800", "QC801", "QC802", "QC803"),
+        "GPU reports (check --gpu) about the comfy-kitchen kernels Forge Neo runs too",
+    ),
 }  # fmt: skip
 FOLLOWS_COMFYUI: tuple[str, ...] = tuple(FOLLOWS)
 #: Why each code of EFFECTS differs from ComfyUI on Forge Neo.

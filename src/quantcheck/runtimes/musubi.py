@@ -67,6 +67,11 @@ WHY: dict[str, str] = {
 }
 #: Generic codes consciously left NONE for musubi, with the reason.
 LEFT_NONE: dict[str, str] = {
+    **dict.fromkeys(
+        ["QC800", "QC801", "QC802", "QC803"],
+        "a GPU report about ComfyUI with comfy-kitchen (check --gpu); this runtime's device "
+        "paths are not modelled",
+    ),
     "QC108": "__metadata__ is not used to load the ConvRot layers [GUESS]",
     "QC119": "no sub-byte dtypes are read",
     "QC122": "header length need not be a multiple of 8",

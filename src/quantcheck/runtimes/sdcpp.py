@@ -75,6 +75,11 @@ WHY: dict[str, str] = {
 
 #: Generic codes consciously left NONE for sd.cpp, with the reason.
 LEFT_NONE: dict[str, str] = {
+    **dict.fromkeys(
+        ["QC800", "QC801", "QC802", "QC803"],
+        "a GPU report about ComfyUI with comfy-kitchen (check --gpu); this runtime's device "
+        "paths are not modelled",
+    ),
     "QC108": "non-string __metadata__ values are skipped, not refused",
     "QC115": "gaps between tensors are not checked",
     "QC116": "overlapping tensors are not checked",

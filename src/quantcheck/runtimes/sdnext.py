@@ -132,6 +132,11 @@ WHY: dict[str, str] = {
 }
 #: Generic codes consciously left NONE for SD.Next, with the reason.
 LEFT_NONE: dict[str, str] = {
+    **dict.fromkeys(
+        ["QC800", "QC801", "QC802", "QC803"],
+        "a GPU report about ComfyUI with comfy-kitchen (check --gpu); this runtime's device "
+        "paths are not modelled",
+    ),
     "QC119": "sub-byte dtypes are not read by this loader",
     "QC122": "header padding does not matter to safetensors",
     "QC205": "marker bytes are read with tobytes(): any 1-byte dtype reads the same JSON",

@@ -56,7 +56,7 @@ def test_all_is_a_matrix(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
         for ln in lines[lines.index(head) + 1 :]
         if ln.startswith(("sm_", "gfx", "xpu", "mps", "cpu", "dir"))
     }
-    assert "1 emul" in row["sm_86"] and "all 1 native" in row["sm_89"]
+    assert "1 emulated" in row["sm_86"] and "all 1 native" in row["sm_89"]
     assert "1 refused" in row["sm_75"]  # sglang: no FP8 below sm_80
     assert len(row) == 23
 

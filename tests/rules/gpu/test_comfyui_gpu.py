@@ -91,7 +91,8 @@ def test_fp8_shape_fallback_is_per_layer(tmp_path: Path) -> None:
         ("mps", "native", "torch._int_mm"),
         ("sm_75", "native", "comfy-kitchen CUDA int8_linear"),
         ("sm_89,cuda=12.8", "native", "CUDA backend is off"),
-        ("rx7900xtx", "native", "torch._int_mm"),
+        ("rx7900xtx", "native", "HIP int8_linear"),
+        ("mi300x", "native", "torch._int_mm"),
     ],
 )
 def test_int8_gate(tmp_path: Path, gpu: str, mode: str, says: str) -> None:
@@ -112,7 +113,9 @@ def test_int8_f16_scale_drops_to_torch_int_mm(tmp_path: Path) -> None:
         ("sm_86", "native", "convrot_w4a4_linear"),
         ("sm_90", "native", "INT8 route"),
         ("sm_89,cuda=12.8", "emulated", "int4 codes into floats"),
-        ("gfx1100", "emulated", "int4 codes into floats"),
+        ("gfx942", "emulated", "int4 codes into floats"),  # CDNA: no HIP backend
+        ("gfx1100", "native", "HIP convrot_w4a4_linear"),  # RDNA3: WMMA
+        ("gfx1030", "emulated", "int4 codes into floats"),  # RDNA2: elementwise only
         ("xpu", "emulated", "supports_int8_compute"),
     ],
 )
@@ -128,6 +131,8 @@ def test_convrot_w4a4(tmp_path: Path, gpu: str, mode: str, says: str) -> None:
         ("sm_75", "emulated"),
         ("sm_89,cuda=12.8", "emulated"),
         ("mps", "emulated"),
+        ("rx9070xt", "native"),  # comfy-kitchen's HIP gemv: any batch
+        ("mi300x", "emulated"),  # CDNA: no HIP backend
     ],
 )
 def test_awq_is_never_gated_but_needs_the_kernel(tmp_path: Path, gpu: str, mode: str) -> None:
@@ -228,3 +233,17 @@ def test_needs(tmp_path: Path) -> None:
         "on rtx4090 (sm_89) the nvfp4 layers are not all native; a float8_e4m3fn file of the "
         "same model runs natively there"
     ]
+
+
+def test_summary_compares_with_the_cards_memory() -> None:
+    from quantcheck.gpus import parse_spec
+    from quantcheck.rules.gpu.plan import summary_line
+
+    fits = summary_line("comfyui", parse_spec("rtx4090"), {"nvfp4": {"native": 3}}, 20 << 30, 0)
+    assert fits.endswith("weights 20 GiB of its 24 GiB (activations not included)")
+    over = summary_line(
+        "comfyui", parse_spec("rtx4090"), {"nvfp4": {"native": 3}}, 23 << 30, 2 << 30
+    )
+    assert "weights 23 GiB, more than its 24 GiB (+2 GiB transient" in over
+    bare = summary_line("comfyui", parse_spec("sm_89"), {"nvfp4": {"native": 3}}, 23 << 30, 0)
+    assert bare.endswith("weights 23 GiB (activations not included)")

@@ -25,7 +25,7 @@ def render_html(data: ReportData, generated: str | None = None) -> str:
 
 
 def build_report(
-    paths: list[str],
+    paths: Any,
     *,
     compare: Any = None,
     target: str = "default",
@@ -33,7 +33,8 @@ def build_report(
     generated: str | None = None,
     gpus: list[Any] | None = None,
 ) -> str:
-    """Open `paths`, check them, and render the report. `compare` is a CompareResult-like
+    """Open `paths` (a resolved `CheckpointSpec`, or the shards of one checkpoint), check
+    them, and render the report. `compare` is a CompareResult-like
     object (`.layers` rows with prefix and rel_l2, optional `.problems`) or None; `gpus`:
     `GpuSpec`s for the GPU section."""
     from quantcheck.checking import check_checkpoint

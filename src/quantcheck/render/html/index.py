@@ -76,7 +76,7 @@ def iter_pages(
         }
         page: tuple[str, str] | None = None
         try:
-            with load_checkpoint(spec.paths) as ck:
+            with load_checkpoint(spec) as ck:
                 report = check_checkpoint(ck, target=target, deep=deep, gpus=gpus)
                 targets = report.targets
                 row["size"] = sum(s.header.file_size for s in ck.shards)

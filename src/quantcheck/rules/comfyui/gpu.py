@@ -5,7 +5,8 @@ their sources); this module asks them in ComfyUI's order: the format's `supports
 gate, then whether comfy-kitchen's CUDA backend is on and has a kernel for the device, then a
 layer's own fallback (shape, scale dtype, F8_E8M0 scales, the `full_precision_matrix_mult`
 marker). The same decisions hold for every modelled ComfyUI release (the gates are those of
-the newest). Standard library only.
+the newest). comfy-kitchen's HIP backend (ROCm, RDNA3/RDNA4) is asked like the CUDA one.
+Standard library only.
 """
 
 from __future__ import annotations
@@ -85,6 +86,8 @@ class ComfyuiGpu(GpuRules):
                     "dequantized on every forward (_full_precision_mm)"
                 )
         k = data.KERNELS[fmt]
+        if spec.vendor == "amd" and k.hip_what and spec.arch in data.HIP_WMMA_ARCHS:
+            return "native", k.hip_what
         if spec.vendor != "nvidia":
             return k.other, k.other_what
         assert spec.cc is not None

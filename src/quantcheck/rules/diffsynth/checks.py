@@ -23,7 +23,7 @@ from quantcheck.rules import codes as R
 from quantcheck.rules.layers.kinds import kinds_of
 from quantcheck.rules.layers.memo import memo_findings
 from quantcheck.rules.levels import Safety
-from quantcheck.rules.markers.views import tensor_marker
+from quantcheck.rules.markers.checks import tensor_marker
 from quantcheck.runtimes import effects as _eff
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)

@@ -15,7 +15,7 @@ from quantcheck.model.layers import Layer
 from quantcheck.rules import codes as R
 from quantcheck.rules.comfyui.checks import formats_by_step
 from quantcheck.rules.levels import Safety, Severity
-from quantcheck.rules.markers.views import lost_keys, seen_fields, tensor_source_file
+from quantcheck.rules.markers.checks import lost_keys, seen_fields, tensor_source_file
 from quantcheck.runtimes import effects as _eff
 from quantcheck.runtimes.forge_neo import FORMAT_SINCE, FORMATS, NAME, RELEASES, STEP_CODE
 

@@ -240,6 +240,13 @@ def summary_line(
     else:
         parts.append("none native")
     memory = f"weights {size_text(weight)}"
+    if spec.memory_gib:  # a card was named: its usual VRAM
+        card = spec.memory_gib << 30
+        memory += (
+            f" of its {spec.memory_gib} GiB"
+            if weight + peak <= card
+            else (f", more than its {spec.memory_gib} GiB")
+        )
     memory += f" (+{size_text(peak)} transient" if peak else " ("
     memory += "; activations not included)" if peak else "activations not included)"
     return f"{runtime} on {spec.label()}: {'; '.join(parts)} · {memory}"

@@ -20,7 +20,7 @@ from quantcheck.diagnostics import Diagnostic, Effect
 from quantcheck.model.checkpoint import Checkpoint
 from quantcheck.model.layers import Layer
 from quantcheck.rules import codes as R
-from quantcheck.rules.markers.views import marker_place, tensor_marker
+from quantcheck.rules.markers.checks import marker_place, tensor_marker
 from quantcheck.runtimes import effects as _eff
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)

@@ -17,7 +17,7 @@ from quantcheck.model.checkpoint import Checkpoint
 from quantcheck.model.layers import Layer
 from quantcheck.rules import codes as R
 from quantcheck.rules.levels import Effect, Safety, Severity
-from quantcheck.rules.markers.views import lost_keys, seen_fields, tensor_source_file
+from quantcheck.rules.markers.checks import lost_keys, seen_fields, tensor_source_file
 from quantcheck.runtimes import effects as _eff
 from quantcheck.runtimes.sdnext import FALLBACK, NAME
 
