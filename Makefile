@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP_DEV := $(VENV)/.stamp-dev
 STAMP_BASE := $(VENV)/.stamp-base
 
-.PHONY: demo test lint typecheck bench examples clean diff-sglang diff-consumers diff-comfyui regen
+.PHONY: demo test lint typecheck bench examples clean diff-sglang diff-consumers diff-comfyui regen test-comfyui-integration
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -23,16 +23,16 @@ demo: $(STAMP_BASE)
 	@$(BIN)/python examples/demo.py
 
 test: $(STAMP_DEV) typecheck
-	$(BIN)/ruff check src tests benchmarks examples docs tools
-	$(BIN)/ruff format --check src tests benchmarks examples docs tools
+	$(BIN)/ruff check src tests benchmarks examples docs tools integrations
+	$(BIN)/ruff format --check src tests benchmarks examples docs tools integrations
 	@echo "numeric contract with torch's baseline kernels, one thread everywhere:"
 	ATEN_CPU_CAPABILITY=default OMP_NUM_THREADS=1 QUANTCHECK_THREADS=1 \
 	  $(BIN)/python -m pytest -q -p no:cacheprovider tests/numeric
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP_DEV) typecheck
-	$(BIN)/ruff check src tests benchmarks examples docs tools
-	$(BIN)/ruff format --check src tests benchmarks examples docs tools
+	$(BIN)/ruff check src tests benchmarks examples docs tools integrations
+	$(BIN)/ruff format --check src tests benchmarks examples docs tools integrations
 
 typecheck: $(STAMP_DEV)
 	$(BIN)/mypy src
@@ -65,6 +65,22 @@ diff-consumers: $(STAMP_DEV)
 # safetensors and comfy-kitchen (the `oracle` extra).
 diff-comfyui: $(STAMP_DEV)
 	QUANTCHECK_DIFF_COMFYUI=1 $(BIN)/python -m pytest -q tests/rules/diff_comfyui
+
+# ComfyUI started for real with the node pack (integrations/comfyui; docs/comfyui.md).
+# COMFYUI_SRC: a full ComfyUI checkout (main.py); COMFYUI_VENV: a venv outside the repository,
+# built once with ComfyUI's requirements from PyPI (torch 2.14.1 + torchvision 0.29.1, which
+# run with --cpu) and this quantcheck.
+COMFYUI_VENV ?= $(HOME)/.cache/quantcheck/comfyui-venv
+test-comfyui-integration: $(STAMP_DEV)
+	@test -n "$(COMFYUI_SRC)" || { echo "set COMFYUI_SRC=/path/to/ComfyUI"; exit 2; }
+	test -x $(COMFYUI_VENV)/bin/python || { $(PYTHON) -m venv $(COMFYUI_VENV) && \
+	  $(COMFYUI_VENV)/bin/pip install -q torch==2.14.1 torchvision==0.29.1 && \
+	  printf 'torch==2.14.1\ntorchvision==0.29.1\n' > $(COMFYUI_VENV)/pins.txt && \
+	  $(COMFYUI_VENV)/bin/pip install -q -r $(COMFYUI_SRC)/requirements.txt -c $(COMFYUI_VENV)/pins.txt; }
+	$(COMFYUI_VENV)/bin/pip install -q -e .
+	QUANTCHECK_COMFYUI_LIVE=1 QUANTCHECK_COMFYUI_FULL=$(COMFYUI_SRC) \
+	  QUANTCHECK_COMFYUI_PYTHON=$(COMFYUI_VENV)/bin/python \
+	  $(BIN)/python -m pytest -q tests/integrations/test_comfyui_live.py
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info

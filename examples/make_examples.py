@@ -213,6 +213,90 @@ def broken() -> list[RawTensor]:
     return out
 
 
+#: A reduced Flux.1 [dev]-shaped model that ComfyUI's own detection (comfy/model_detection.py
+#: @783545f6: `double_blocks.0.img_attn.norm.key_norm.scale` + `img_in.weight`) takes for Flux:
+#: hidden 128 (one head of axes 16+56+56), one double and one single block, in_channels 16
+#: (img_in [128, 64]), context 64, vector 32, guidance embedding; keys as Black Forest Labs'
+#: files store them, no `model.diffusion_model.` prefix. The block linears are quantized; the
+#: embedders, modulations and final layer stay BF16 (what Flux producers keep high precision).
+FLUX_H = 128
+FLUX_PLAIN = {
+    "img_in": (FLUX_H, 64),
+    "time_in.in_layer": (FLUX_H, 256),
+    "time_in.out_layer": (FLUX_H, FLUX_H),
+    "vector_in.in_layer": (FLUX_H, 32),
+    "vector_in.out_layer": (FLUX_H, FLUX_H),
+    "guidance_in.in_layer": (FLUX_H, 256),
+    "guidance_in.out_layer": (FLUX_H, FLUX_H),
+    "txt_in": (FLUX_H, 64),
+    "double_blocks.0.img_mod.lin": (6 * FLUX_H, FLUX_H),
+    "double_blocks.0.txt_mod.lin": (6 * FLUX_H, FLUX_H),
+    "single_blocks.0.modulation.lin": (3 * FLUX_H, FLUX_H),
+    "final_layer.linear": (64, FLUX_H),
+    "final_layer.adaLN_modulation.1": (2 * FLUX_H, FLUX_H),
+}
+FLUX_QUANTIZED = {
+    f"double_blocks.0.{s}_{name}": shape
+    for s in ("img", "txt")
+    for name, shape in (
+        ("attn.qkv", (3 * FLUX_H, FLUX_H)),
+        ("attn.proj", (FLUX_H, FLUX_H)),
+        ("mlp.0", (4 * FLUX_H, FLUX_H)),
+        ("mlp.2", (FLUX_H, 4 * FLUX_H)),
+    )
+} | {
+    "single_blocks.0.linear1": (7 * FLUX_H, FLUX_H),
+    "single_blocks.0.linear2": (FLUX_H, 5 * FLUX_H),
+}
+FLUX_NORMS = (
+    "double_blocks.0.img_attn.norm.query_norm",
+    "double_blocks.0.img_attn.norm.key_norm",
+    "double_blocks.0.txt_attn.norm.query_norm",
+    "double_blocks.0.txt_attn.norm.key_norm",
+    "single_blocks.0.norm.query_norm",
+    "single_blocks.0.norm.key_norm",
+)
+
+
+def layer_bf16(p: str, n: int, k: int) -> list[RawTensor]:
+    return [
+        RawTensor(f"{p}.weight", "BF16", (n, k), bf16(scales(n * k, -0.05, 0.05))),
+        *extras(p, n),
+    ]
+
+
+def flux(make) -> list[RawTensor]:
+    """The reduced Flux model with its block linears made by `make` (layer_bf16: unquantized)."""
+    out = [t for p, (n, k) in FLUX_PLAIN.items() for t in layer_bf16(p, n, k)]
+    out += [RawTensor(f"{p}.scale", "BF16", (FLUX_H,), bf16([1.0] * FLUX_H)) for p in FLUX_NORMS]
+    for p, (n, k) in FLUX_QUANTIZED.items():
+        out += make(p, n, k)
+    return out
+
+
+def flux_broken() -> list[RawTensor]:
+    """The FP8 Flux model with three problems ComfyUI stops on, each in its own layer."""
+    out = flux(layer_fp8)
+    qkv, proj, lin2 = (
+        "double_blocks.0.img_attn.qkv",
+        "double_blocks.0.txt_attn.proj",
+        "single_blocks.0.linear2",
+    )
+    # an INT8 layer whose scale is F16 (ComfyUI's int8 kernels need F32)
+    out = [t for t in out if not t.name.startswith(qkv + ".")] + layer_int8(
+        qkv, 3 * FLUX_H, FLUX_H, convrot=False, scale_dtype="F16"
+    )
+    # a marker left on a layer that fell back to BF16
+    out = [t for t in out if not t.name.startswith(proj + ".")] + [
+        *layer_bf16(proj, FLUX_H, FLUX_H),
+        RawTensor(f"{proj}.weight_scale", "F32", (), f32([0.01])),
+        marker_tensor(proj, {"format": "float8_e4m3fn"}),
+    ]
+    # an FP8 layer whose scale was dropped
+    out = [t for t in out if t.name != f"{lin2}.weight_scale"]
+    return out
+
+
 EXAMPLES = {
     "fp8_e4m3fn.safetensors": lambda: model(layer_fp8),
     "int8_convrot.safetensors": lambda: model(layer_int8),
@@ -224,15 +308,25 @@ EXAMPLES = {
     "broken_seeds.safetensors": broken,
     "w6a8_int8.safetensors": lambda: model(layer_w6a8),  # last: earlier files keep their bytes
 }
+#: in examples/flux/ (made after the others, so theirs keep their bytes)
+FLUX_DIR = "flux"
+FLUX_EXAMPLES = {
+    "flux_bf16.safetensors": lambda: flux(layer_bf16),
+    "flux_fp8.safetensors": lambda: flux(layer_fp8),
+    "flux_nvfp4.safetensors": lambda: flux(layer_nvfp4),
+    "flux_broken.safetensors": flux_broken,
+}
 
 
 def main(out_dir: str) -> None:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    for name, make in EXAMPLES.items():
-        meta = {"format": "pt", "producer": "quantcheck examples/make_examples.py"}
-        write_safetensors(out / name, make(), meta)
-        print(f"wrote {out / name}")
+    meta = {"format": "pt", "producer": "quantcheck examples/make_examples.py"}
+    (out / FLUX_DIR).mkdir(exist_ok=True)
+    for folder, made in ((out, EXAMPLES), (out / FLUX_DIR, FLUX_EXAMPLES)):
+        for name, make in made.items():
+            write_safetensors(folder / name, make(), meta)
+            print(f"wrote {folder / name}")
     (out / "README.md").write_text(README)
 
 
@@ -243,6 +337,16 @@ EXPECTED = {
     "comfyui@0271a469`; `fix --target comfyui@0271a469` relabels it asym_w4a8_int8); "
     "sglang has no W6A8 (QC601)",
     "broken_seeds.safetensors": "the seed errors: QC305 ×2, QC304, QC316 (see `quantcheck check`)",
+}
+FLUX_EXPECTED = {
+    "flux_bf16.safetensors": "not quantized: the reference the others are made like",
+    "flux_fp8.safetensors": "loads in sglang, ComfyUI, Forge Neo and SD.Next (FP8 runs emulated "
+    "below sm_89 and with --cpu); InvokeAI degraded; musubi fails (ConvRot INT8 only)",
+    "flux_nvfp4.safetensors": "loads in ComfyUI, Forge Neo, SD.Next (NVFP4 native from sm_100) "
+    "and sglang >= 0.5.20 (0.5.19 fails); InvokeAI, sd.cpp, DiffSynth and musubi fail",
+    "flux_broken.safetensors": "ComfyUI fails (QC301: an FP8 layer's weight_scale dropped; "
+    "ComfyUI 0.33.0 stops with \"'NoneType' object has no attribute 'clone'\"), QC304 (a stale "
+    "marker on a BF16 layer), and for sglang QC305 (an F16 INT8 scale) and QC602 (FP8 + INT8)",
 }
 README = (
     """# Example checkpoints
@@ -257,6 +361,20 @@ Two transformer blocks, six linears each, 128×128, in ComfyUI's per-layer forma
         f"| `{n}` | {n.split('.')[0]} | {EXPECTED.get(n, 'valid for every runtime')} |"
         for n in EXAMPLES
     )
+    + "\n"
+    + """
+## flux/: a model ComfyUI's own loader takes
+
+A reduced Flux.1 [dev]-shaped diffusion model (hidden 128, one double and one single block,
+the keys Black Forest Labs' files use): ComfyUI's UNETLoader detects it as FLUX and loads it
+(ComfyUI 0.33.0 --cpu, `make test-comfyui-integration`), so the node pack's tests and a first
+try run through the real loader. The block linears are quantized; embedders, modulations and
+the final layer stay BF16.
+
+| file | expected |
+|---|---|
+"""
+    + "\n".join(f"| `flux/{n}` | {FLUX_EXPECTED[n]} |" for n in FLUX_EXAMPLES)
     + "\n"
 )
 

@@ -163,6 +163,7 @@ PACKAGE_LAYER = {
     "convert": "report",
     "render": "render",
     "cli": "commands",
+    "integrations": "commands",  # plug-ins inside the runtimes (sglang plugin, preflight)
 }
 #: Modules whose layer is not their package's.
 MODULE_LAYER = {

@@ -51,6 +51,7 @@ def test_wheel_metadata(dist: Path) -> None:
             z.read(f"quantcheck-{__version__}.dist-info/METADATA").decode("utf-8")
         )
         names = z.namelist()
+        entry_points = z.read(f"quantcheck-{__version__}.dist-info/entry_points.txt").decode()
     assert meta["Version"] == __version__
     assert meta["License-Expression"] == "Apache-2.0"
     requires = meta.get_all("Requires-Dist") or []
@@ -58,6 +59,13 @@ def test_wheel_metadata(dist: Path) -> None:
     assert {"numpy", "ml_dtypes"} <= plain  # every command works after one install
     assert any(n.endswith("licenses/LICENSE") for n in names)
     assert "quantcheck/py.typed" in names
+    # the sglang plugin (issue 27): its module, its entry point and its extra
+    assert "quantcheck/integrations/sglang_plugin.py" in names
+    assert (
+        "[sglang.multimodal_gen.plugins]\n"
+        "quantcheck = quantcheck.integrations.sglang_plugin:register"
+    ) in entry_points
+    assert "sglang" in (meta.get_all("Provides-Extra") or [])
 
 
 def test_wheel_in_a_fresh_venv_runs_every_kind_of_command(

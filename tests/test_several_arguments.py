@@ -91,7 +91,7 @@ def test_inspect_folder_is_one_section_per_checkpoint(
     rc, out, err = run(capsys, "inspect", "--output-format", "json", str(examples_dir))
     assert rc == 0, err
     names = [c["name"] for c in json.loads(out)["checkpoints"]]
-    assert names == sorted(str(p) for p in examples_dir.glob("*.safetensors"))
+    assert names == sorted(str(p) for p in examples_dir.rglob("*.safetensors"))
     rc, out, _ = run(
         capsys, "inspect", "--output-format", "json", "--include", A, str(examples_dir)
     )

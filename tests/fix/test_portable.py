@@ -216,9 +216,20 @@ def _curable(d, plan: FixPlan) -> bool:
     return fix is not None and fix.action is not None and fix.safety is Safety.SAFE
 
 
-CHECKPOINTS = [f"example:{p.name}" for p in sorted(EXAMPLES.glob("*.safetensors"))] + list(
-    GENERATED
+#: a known defect (found by the Flux example, issue 27): the first portable fix of
+#: flux/flux_broken.safetensors refuses QC304's removal of the stale FP8 marker on the BF16
+#: layer double_blocks.0.txt_attn.proj (judged on the input, it would give sglang QC630: the
+#: header path's whole-model Fp8Config and the INT8 layer); once the other fixes are written
+#: the conflict is gone and a second pass applies it, so the fix is not idempotent
+_NOT_IDEMPOTENT = pytest.mark.xfail(
+    strict=True, reason="a target conflict judged on the input: a second portable fix applies QC304"
 )
+CHECKPOINTS = [
+    *(f"example:{p.name}" for p in sorted(EXAMPLES.glob("*.safetensors"))),
+    *(f"example:flux/{n}" for n in ("flux_fp8.safetensors", "flux_nvfp4.safetensors")),
+    pytest.param("example:flux/flux_broken.safetensors", marks=_NOT_IDEMPOTENT),
+    *GENERATED,
+]
 
 
 @pytest.mark.parametrize("target", ["all", "all@all"])

@@ -157,7 +157,7 @@ def test_tables_fit_a_terminal_and_a_pipe_stays_one_row_each(
     monkeypatch.setenv("COLUMNS", "100")
     _, piped = run(argv, capsys)  # capsys: not a terminal, so COLUMNS does not matter
     rows = [ln for ln in piped.splitlines() if not ln.startswith("unverified: ")]
-    assert len(rows) == 2 + 9 and "legend" not in piped  # the w6a8 example's note follows
+    assert len(rows) == 2 + 13 and "legend" not in piped  # the w6a8 example's note follows
     assert max(map(len, piped.splitlines())) > 300
     terminal(monkeypatch)
     _, fitted = run(argv, capsys)
