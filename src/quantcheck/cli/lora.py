@@ -27,7 +27,7 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
     p.add_argument("loras", nargs="+", metavar="LORA", help="LoRA safetensors file(s)")
     p.add_argument("--strength", type=float, default=1.0, help="LoRA strength (model), default 1.0")
     add_target(p)
-    from quantcheck.cli.gpu import GPU_HELP, add_gpu
+    from quantcheck.cli.options import GPU_HELP, add_gpu
 
     add_gpu(p, GPU_HELP + "; each patched layer's lora_mode is added to the entry")
     add_output_format(p, ("text", "json", "sarif", "html"))
@@ -47,18 +47,17 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from quantcheck.cli.gpu import specs_or_usage_error
     from quantcheck.diagnostics import Severity
     from quantcheck.io.limits import parse_byte_count, remote_limits
     from quantcheck.model.discover import one_checkpoint
     from quantcheck.textsafe import say_block
 
-    from quantcheck.cli.gpu import specs_or_usage_error
-
     gpus = specs_or_usage_error(args.gpu)
     with remote_limits(args.max_bytes, None):  # refuses a bad --max-bytes (exit 2)
         cap = parse_byte_count(args.max_bytes) if args.max_bytes else None
         base = one_checkpoint([args.base], "lora", what="reads")
-        loras = [p for spec in args.loras for p in one_checkpoint([spec], "lora", what="reads")]
+        loras = [one_checkpoint([spec], "lora", what="reads") for spec in args.loras]
         lr = lora_check(
             base,
             loras,
@@ -74,8 +73,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def lora_check(
-    base_paths: list[str],
-    lora_paths: list[str],
+    base_paths: Any,
+    lora_paths: list[Any],
     *,
     strength: float = 1.0,
     target: str = "default",
@@ -83,7 +82,8 @@ def lora_check(
     max_bytes: int | None = None,
     gpus: list[Any] | None = None,
 ) -> Any:
-    """`quantcheck lora BASE LORA...` as a library call."""
+    """`quantcheck lora BASE LORA...` as a library call (the base and each LoRA: a path, its
+    shard paths, or a `CheckpointSpec`)."""
     from quantcheck.checking import select_diagnostics
     from quantcheck.diagnostics import Diagnostic
     from quantcheck.model.checkpoint import load_checkpoint

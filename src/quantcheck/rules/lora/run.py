@@ -9,12 +9,14 @@ from quantcheck.rules.lora.checks import findings
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from quantcheck.model.checkpoint import Checkpoint
 
 
 def lora_diagnostics(
     base: Checkpoint,
-    lora_paths: list[str],
+    lora_paths: list[Any],
     strength: float = 1.0,
     *,
     numbers: bool = False,
@@ -25,7 +27,10 @@ def lora_diagnostics(
     own container findings (a truncated or malformed LoRA is reported as a checkpoint is)."""
     from quantcheck.model.checkpoint import load_checkpoint
 
-    loras = [load_checkpoint([p], read_markers=False) for p in lora_paths]
+    loras = [
+        load_checkpoint(p if not isinstance(p, str) else [p], read_markers=False)
+        for p in lora_paths
+    ]
     try:
         a = analyse(base, loras, strength, numbers=numbers, max_bytes=max_bytes)
     finally:
