@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from quantcheck.diagnostics import Diagnostic, kind_of
 from quantcheck.io.source import base_name
 from quantcheck.model.checkpoint import Checkpoint, load_checkpoint
+from quantcheck.model.family_view import checkpoint_family
 from quantcheck.results import Report, release_matrix
 from quantcheck.rules.levels import Effect
 from quantcheck.runtimes import load, registry, split_target, targets_of
@@ -245,6 +246,7 @@ def labelled_check(
         paths=target_paths(ck, targets),
         gpu=gpu,
         gpu_needs=needs,
+        family=checkpoint_family(ck).to_json(),
     )
     return report, labels
 

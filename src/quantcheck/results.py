@@ -32,6 +32,8 @@ class Report:
     #: "needs >= X" summary (`rules/gpu/report.py gpu_targets`)
     gpu: dict[str, dict[str, Any]] = factory(dict)
     gpu_needs: dict[str, dict[str, Any]] = factory(dict)
+    #: the model family (`quantcheck.families.Detection.to_json`); empty when not detected
+    family: dict[str, Any] = factory(dict)
 
     def target_status(self, target: str) -> dict[str, Any]:
         """ok / degraded / fails for one runtime, with how many problems affect it (and, for
@@ -105,6 +107,7 @@ class Report:
             "targets": {t: self.target_status(t) for t in self.targets},
             "diagnostics": [d.to_json(self.targets) for d in self.diagnostics],
             "summary": self.summary(),
+            **({"family": self.family} if self.family else {}),
             **({"releases": self.releases} if self.releases else {}),
         }
 

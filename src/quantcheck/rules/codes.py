@@ -212,6 +212,11 @@ QC834: Rule  # lora-drowned-by-requant
 QC835: Rule  # lora-runs-dequantized
 QC836: Rule  # lora-keys-not-predicted
 QC837: Rule  # lora-nothing-loaded
+QC860: Rule  # family-detect-packed
+QC861: Rule  # family-keep-high-precision
+QC862: Rule  # family-layers-missing
+QC863: Rule  # family-layers-extra
+QC864: Rule  # family-topology
 
 __all__ = [
     "QC101",
@@ -373,6 +378,11 @@ __all__ = [
     "QC835",
     "QC836",
     "QC837",
+    "QC860",
+    "QC861",
+    "QC862",
+    "QC863",
+    "QC864",
 ]
 
 #: the catalog module that holds each code (a code binds by importing only its catalog)
@@ -389,39 +399,22 @@ _HOMES = {
         "QC301 QC302 QC303 QC304 QC305 QC306 QC307 QC308 QC311 QC312 QC313 QC314 "
         "QC315 QC316 QC318 QC319 QC320 QC321"
     ),
-    "quantcheck.rules.numeric.catalog": (
-        "QC401 QC402 QC403 QC404 QC405 QC406 QC407 QC408 QC409"
-    ),
-    "quantcheck.rules.shards.catalog": (
-        "QC501 QC502 QC503 QC504 QC505 QC506"
-    ),
+    "quantcheck.rules.numeric.catalog": ("QC401 QC402 QC403 QC404 QC405 QC406 QC407 QC408 QC409"),
+    "quantcheck.rules.shards.catalog": ("QC501 QC502 QC503 QC504 QC505 QC506"),
     "quantcheck.rules.support.catalog": (
         "QC601 QC602 QC603 QC604 QC605 QC606 QC607 QC608 QC609 QC610 QC611 QC612 "
         "QC613 QC614 QC615 QC616 QC617 QC618 QC619 QC620 QC621 QC622 QC623 QC624 "
         "QC630 QC650 QC651"
     ),
-    "quantcheck.rules.forge_neo.catalog": (
-        "QC701 QC702 QC703"
-    ),
-    "quantcheck.rules.sdnext.catalog": (
-        "QC710 QC711 QC712 QC713 QC714 QC715 QC716 QC717"
-    ),
-    "quantcheck.rules.invokeai.catalog": (
-        "QC720 QC721 QC722 QC723 QC724 QC725"
-    ),
-    "quantcheck.rules.diffsynth.catalog": (
-        "QC730 QC731 QC732 QC733 QC734 QC735 QC736"
-    ),
+    "quantcheck.rules.forge_neo.catalog": ("QC701 QC702 QC703"),
+    "quantcheck.rules.sdnext.catalog": ("QC710 QC711 QC712 QC713 QC714 QC715 QC716 QC717"),
+    "quantcheck.rules.invokeai.catalog": ("QC720 QC721 QC722 QC723 QC724 QC725"),
+    "quantcheck.rules.diffsynth.catalog": ("QC730 QC731 QC732 QC733 QC734 QC735 QC736"),
     "quantcheck.rules.sdcpp.catalog": (
         "QC740 QC741 QC742 QC743 QC744 QC745 QC746 QC747 QC748 QC749"
     ),
-    "quantcheck.rules.musubi.catalog": (
-        "QC750 QC751 QC752 QC753 QC754 QC755 QC756 QC757"
-    ),
-    "quantcheck.rules.gpu.catalog": (
-        "QC800 QC801 QC802 QC803"
-    ),
-    "quantcheck.rules.lora.catalog": (
-        "QC830 QC831 QC832 QC833 QC834 QC835 QC836 QC837"
-    ),
+    "quantcheck.rules.musubi.catalog": ("QC750 QC751 QC752 QC753 QC754 QC755 QC756 QC757"),
+    "quantcheck.rules.gpu.catalog": ("QC800 QC801 QC802 QC803"),
+    "quantcheck.rules.lora.catalog": ("QC830 QC831 QC832 QC833 QC834 QC835 QC836 QC837"),
+    "quantcheck.rules.family.catalog": ("QC860 QC861 QC862 QC863 QC864"),
 }

@@ -129,6 +129,12 @@ FOLLOWS: dict[str, str] = {
         ("QC800", "QC801", "QC802", "QC803"),
         "GPU reports (check --gpu) about the comfy-kitchen kernels Forge Neo runs too",
     ),
+    **dict.fromkeys(
+        ("QC860", "QC861", "QC862", "QC863", "QC864"),
+        "the model family's contract: Forge Neo loads the same state dict as ComfyUI, and "
+        "its model detection (huggingface_guess) derives from ComfyUI's model_detection "
+        "[GUESS: not re-read]",
+    ),
 }  # fmt: skip
 FOLLOWS_COMFYUI: tuple[str, ...] = tuple(FOLLOWS)
 #: Why each code of EFFECTS differs from ComfyUI on Forge Neo.

@@ -41,6 +41,9 @@ EFFECTS: dict[str, Effect] = {
     **dict.fromkeys(("QC501", "QC502", "QC503", "QC504", "QC506"), FAILS),
     # numerics: the INT8 scales are used as stored.
     **dict.fromkeys(("QC401", "QC402", "QC403", "QC407", "QC408"), DEGRADED),
+    # the model family's contract (QC86x, issue 26)
+    "QC861": DEGRADED,
+    "QC862": FAILS,
 }
 
 #: Why each code of EFFECTS does what it does to musubi (one line each).
@@ -64,6 +67,8 @@ WHY: dict[str, str] = {
     **dict.fromkeys(
         ("QC401", "QC402", "QC403", "QC407", "QC408"), "the INT8 scales are used as stored"
     ),
+    "QC861": "the same weights run: the quality producers keep these layers for is lost",
+    "QC862": "the model's weights are missing: the layers they belong to cannot be built",
 }
 #: Generic codes consciously left NONE for musubi, with the reason.
 LEFT_NONE: dict[str, str] = {
@@ -126,6 +131,12 @@ LEFT_NONE: dict[str, str] = {
         c: "sglang's and ComfyUI's own rules"
         for c in (f"QC6{n:02d}" for n in (*range(1, 25), 30, 50, 51))
     },
+    "QC860": ("ComfyUI's model detection; musubi-tuner's own model detection was not read"),
+    "QC863": (
+        "modules outside the family's layout: musubi-tuner's handling of unexpected "
+        "keys was not read"
+    ),
+    "QC864": "information: the quantization topology",
 }
 
 RELEASES: tuple[Release, ...] = (

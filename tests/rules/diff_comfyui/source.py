@@ -42,7 +42,14 @@ FILES = ("comfy/quant_ops.py", "comfy/ops.py")
 #: commit for sd.py and utils.py; the code index holds only ops.py and quant_ops.py at
 #: 0271a469). Its files sit beside the pinned ones in the same tree.
 LOADER_COMMIT = "783545f689a0af730065994b46b382ae24844c99"
-LOADER_FILES = ("comfy/utils.py", "comfy/model_detection.py", "comfy/sd.py")
+LOADER_FILES = (
+    "comfy/utils.py",
+    "comfy/model_detection.py",
+    "comfy/sd.py",
+    "comfy/supported_models.py",
+    "comfy/supported_models_base.py",
+    "comfy/latent_formats.py",
+)
 #: ComfyUI 783545f6: how a LoRA is loaded and patched (test_diff_lora.py): comfy/lora.py
 #: (model_lora_keys_unet, load_lora, calculate_weight), lora_convert.py, the weight adapters,
 #: and float.py (the stochastic rounding quant_ops calls when it re-quantizes a patched layer).
@@ -77,6 +84,21 @@ PINS = {
     ),
     "comfy/sd.py::load_diffusion_model_state_dict": (
         "cd79d8bb0f32b6259ed73c1dee480a061e96ee2540615554de69059fb61f91b8"
+    ),
+    # model detection (detection.py): these files whole, and the pieces of utils.py and sd.py
+    # it calls
+    "comfy/model_detection.py": "ead7ef2738fecd266eddd1eb36dbd7c29d1f16d13768f294d176c5354f744212",
+    "comfy/supported_models.py": "0f978036c17dfee74d106f04f0d361198c0d444b4e1839e2cd8920a9dcebd40c",
+    "comfy/supported_models_base.py": (
+        "0b234d6f6ceacd04ff96e4126c388cd7c763e21a7d1aed672ba3a235d7a914a5"
+    ),
+    "comfy/latent_formats.py": "a37809a0139ee492b7246dac4fb8adcd0b6428591b2d929d73b5747f5c6860d7",
+    "comfy/utils.py::detect_layer_quantization": (
+        "afbad431c71e7be4e2c6e5e9fcc8577ae631504b82dc20b910c664f4690e2b35"
+    ),
+    "comfy/sd.py::TEModel": "cf805d201c087340fa330136d627b035488b7763cb685c262a9035b83e69bd88",
+    "comfy/sd.py::detect_te_model": (
+        "91786ffe284a4460e4480bc35a073daa064a75ee074a96ca677fcd3bef0f220d"
     ),
     # the LoRA path (test_diff_lora.py), 783545f6
     "comfy/lora.py": "8f75c95ddc8ab0144919fe5277c4e6b4fa4f4f45aa64aa3de5d2d3b1b4a927d8",
@@ -121,6 +143,27 @@ PINS = {
 }
 #: Which commit each file is fetched at.
 FETCH = {COMMIT: FILES, LOADER_COMMIT: LOADER_FILES + LORA_FILES}
+#: The GPU oracle's files (gpu_oracle.py), pinned whole: `whole/comfy/ops.py` is comfy/ops.py
+#: @0271a469 in full (the tree's `comfy/ops.py` holds only two of its functions), and
+#: comfy/model_management.py @783545f6 (the device gates `supports_*_compute`, the module
+#: state they read, `cast_to`), and @783545f6's DynamicVRAM switch: `enables_dynamic_vram`
+#: (comfy/cli_args.py) and `dynamic_vram_supported` with the `if` that uses them (main.py).
+#: The suite skips its GPU cases when they are absent.
+GPU_PINS = {
+    "whole/comfy/ops.py": "8fc3ee2386cdbfdf4eabdc8268514550bedd858a012f8c503433f289c6cf66e3",
+    "comfy/model_management.py": (
+        "ddf5fe6399398d9101850d42604dce20eec0a6b6cba18135ea4ad5d3da3de99e"
+    ),
+    "comfy/cli_args.py": "fc43d5f71e7a493414d843224732db23e48ad18d47d21537e563d8512d29f3c3",
+    "main.py": "31f9ebf1dec72bda8b75aec72d46cee3c5bcd7382610dc26012e4fd635804073",
+}
+#: Where each GPU file comes from: path under the tree -> (commit, path in the repository).
+GPU_FETCH = {
+    "whole/comfy/ops.py": (COMMIT, "comfy/ops.py"),
+    "comfy/model_management.py": (LOADER_COMMIT, "comfy/model_management.py"),
+    "comfy/cli_args.py": (LOADER_COMMIT, "comfy/cli_args.py"),
+    "main.py": (LOADER_COMMIT, "main.py"),
+}
 
 
 def cache_root() -> Path:
@@ -133,10 +176,11 @@ def sha256(text: str) -> str:
 
 
 def function_source(path: Path, name: str) -> str:
-    """The source text of top-level function `name` in `path` (KeyError if absent)."""
+    """The source text of top-level function (or class) `name` in `path` (KeyError if
+    absent)."""
     text = path.read_text(encoding="utf-8")
     for node in ast.parse(text).body:
-        if isinstance(node, ast.FunctionDef) and node.name == name:
+        if isinstance(node, ast.FunctionDef | ast.ClassDef) and node.name == name:
             segment = ast.get_source_segment(text, node)
             assert segment is not None
             return segment
@@ -160,13 +204,36 @@ def verify(root: Path) -> None:
         raise RuntimeError("ComfyUI source is not the pinned code:\n" + "\n".join(bad))
 
 
+def gpu_missing(root: Path) -> list[str]:
+    """The GPU oracle's files absent under `root` (empty: all there)."""
+    return [rel for rel in GPU_PINS if not (root / rel).exists()]
+
+
+def verify_gpu(root: Path) -> None:
+    """Raise unless every GPU oracle file under `root` is its pinned whole file."""
+    bad = [
+        f"{rel}: sha256 {got} is not the pinned {want}"
+        for rel, want in GPU_PINS.items()
+        if (got := sha256((root / rel).read_text(encoding="utf-8"))) != want
+    ]
+    if bad:
+        raise RuntimeError("ComfyUI GPU source is not the pinned code:\n" + "\n".join(bad))
+
+
 def _git_fetch(into: Path) -> bool:
     """Fetch the pinned commits with git and write their files under `into`; False if
     unreachable."""
-    return all(_git_fetch_one(into, commit, files) for commit, files in FETCH.items())
+    return all(_git_fetch_one(into, commit, files) for commit, files in FETCH.items()) and all(
+        _git_fetch_one(into, commit, (rel,), under=tree_rel)
+        for tree_rel, (commit, rel) in GPU_FETCH.items()
+    )
 
 
-def _git_fetch_one(into: Path, commit: str, files: tuple[str, ...]) -> bool:
+def _git_fetch_one(
+    into: Path, commit: str, files: tuple[str, ...], under: str | None = None
+) -> bool:
+    """Write `files` of `commit` under `into` (each at its own path, or the one file at
+    `under`)."""
     with tempfile.TemporaryDirectory() as scratch:
 
         def git(*args: str) -> subprocess.CompletedProcess[str]:
@@ -188,8 +255,9 @@ def _git_fetch_one(into: Path, commit: str, files: tuple[str, ...]) -> bool:
             shown = git("show", f"{commit}:{rel}")
             if shown.returncode != 0:
                 raise RuntimeError(f"{rel} is not in {commit}: {shown.stderr.strip()}")
-            (into / rel).parent.mkdir(parents=True, exist_ok=True)
-            (into / rel).write_text(shown.stdout, encoding="utf-8")
+            target = into / (under or rel)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(shown.stdout, encoding="utf-8")
     return True
 
 
