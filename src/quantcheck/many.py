@@ -141,7 +141,6 @@ def check_spec(
     """Open and check one checkpoint (`lora`: with those LoRA files' QC83x findings). Never
     raises for input that cannot be read: the result then has kind `unreadable` and `error`
     says why."""
-    spec = as_spec(spec)
     try:
         spec = resolved(spec)
     except InputError as exc:
