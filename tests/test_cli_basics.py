@@ -499,6 +499,7 @@ def _json_outputs(examples_dir: Path) -> dict[str, list[str]]:
         "explain-unknown": ["explain", "--output-format", "json", "the GPU caught fire"],
         "compare": ["compare", "--output-format", "json", ex, ex],
         "fix": ["fix", "--output-format", "json", "--dry-run", "--profile", "portable", ex],
+        "lora": ["lora", "--output-format", "json", "--headers-only", ex, ex],
     }
 
 

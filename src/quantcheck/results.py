@@ -39,8 +39,11 @@ class Report:
         """ok / degraded / fails for one runtime, with how many problems affect it (and, for
         a runtime with a `paths` hook, which of its readers takes the file). For a runtime
         whose loaders differ (sglang: `loaders`), the status is the loader's that `family`
-        (the model family; None while it is not known) picks, else the worst loader's
-        (`rules/sglang/loaders.py` `chosen_loader`); the counts stay over every loader."""
+        (the model family; by default the detected one, `self.family`) picks, else the worst
+        loader's (`rules/sglang/loaders.py` `chosen_loader`); the counts stay over every
+        loader."""
+        if family is None:
+            family = self.family.get("name")
         fails, degraded = self._tally(target)
         status = "fails" if fails else "degraded" if degraded else "ok"
         out: dict[str, Any] = {"status": status, "errors": fails, "degraded": degraded}

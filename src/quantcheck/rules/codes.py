@@ -212,6 +212,14 @@ QC800: Rule  # gpu-known-crash
 QC801: Rule  # gpu-known-wrong-output
 QC802: Rule  # gpu-known-slow
 QC803: Rule  # gpu-size-limit
+QC830: Rule  # lora-key-not-loaded
+QC831: Rule  # lora-text-encoder-keys
+QC832: Rule  # lora-shape-mismatch
+QC833: Rule  # lora-patch-raises
+QC834: Rule  # lora-drowned-by-requant
+QC835: Rule  # lora-runs-dequantized
+QC836: Rule  # lora-keys-not-predicted
+QC837: Rule  # lora-nothing-loaded
 QC860: Rule  # family-detect-packed
 QC861: Rule  # family-keep-high-precision
 QC862: Rule  # family-layers-missing
@@ -378,6 +386,14 @@ __all__ = [
     "QC801",
     "QC802",
     "QC803",
+    "QC830",
+    "QC831",
+    "QC832",
+    "QC833",
+    "QC834",
+    "QC835",
+    "QC836",
+    "QC837",
     "QC860",
     "QC861",
     "QC862",
@@ -415,5 +431,6 @@ _HOMES = {
     ),
     "quantcheck.rules.musubi.catalog": ("QC750 QC751 QC752 QC753 QC754 QC755 QC756 QC757"),
     "quantcheck.rules.gpu.catalog": ("QC800 QC801 QC802 QC803"),
+    "quantcheck.rules.lora.catalog": ("QC830 QC831 QC832 QC833 QC834 QC835 QC836 QC837"),
     "quantcheck.rules.family.catalog": ("QC860 QC861 QC862 QC863 QC864"),
 }

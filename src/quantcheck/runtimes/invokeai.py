@@ -69,6 +69,11 @@ LEFT_NONE: dict[str, str] = {
         "a GPU report about ComfyUI with comfy-kitchen (check --gpu); this runtime's device "
         "paths are not modelled",
     ),
+    **dict.fromkeys(
+        [f"QC83{n}" for n in range(8)],
+        "a LoRA on a quantized base as ComfyUI loads it (quantcheck lora); this runtime's "
+        "LoRA path is not modelled",
+    ),
     **dict.fromkeys(["QC119", "QC122"], "layout notes safetensors accepts"),
     **dict.fromkeys(
         [

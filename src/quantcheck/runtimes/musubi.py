@@ -77,6 +77,11 @@ LEFT_NONE: dict[str, str] = {
         "a GPU report about ComfyUI with comfy-kitchen (check --gpu); this runtime's device "
         "paths are not modelled",
     ),
+    **dict.fromkeys(
+        [f"QC83{n}" for n in range(8)],
+        "a LoRA on a quantized base as ComfyUI loads it (quantcheck lora); this runtime's "
+        "LoRA path is not modelled",
+    ),
     "QC108": "__metadata__ is not used to load the ConvRot layers [GUESS]",
     "QC119": "no sub-byte dtypes are read",
     "QC122": "header length need not be a multiple of 8",

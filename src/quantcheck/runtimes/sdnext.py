@@ -142,6 +142,11 @@ LEFT_NONE: dict[str, str] = {
         "a GPU report about ComfyUI with comfy-kitchen (check --gpu); this runtime's device "
         "paths are not modelled",
     ),
+    **dict.fromkeys(
+        [f"QC83{n}" for n in range(8)],
+        "a LoRA on a quantized base as ComfyUI loads it (quantcheck lora); this runtime's "
+        "LoRA path is not modelled",
+    ),
     "QC119": "sub-byte dtypes are not read by this loader",
     "QC122": "header padding does not matter to safetensors",
     "QC205": "marker bytes are read with tobytes(): any 1-byte dtype reads the same JSON",
