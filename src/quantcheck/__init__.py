@@ -54,10 +54,13 @@ def check(
     target: str = "default",
     deep: bool = False,
     gpu: str | list[str] | None = None,
+    lora: str | list[str] | None = None,
+    lora_strength: float = 1.0,
 ) -> Report:
     """Run every rule on a checkpoint (resolved as `load` resolves it) and return the report.
     `gpu`: one or more `--gpu` values (`"rtx4090"`, `"sm_89,cuda=12.8"`, `"all"`); the report
-    then says per target and GPU how each quantized layer runs (`gpus.SpecError` on a bad one)."""
+    then says per target and GPU how each quantized layer runs (`gpus.SpecError` on a bad one).
+    `lora`: LoRA file(s) to check against it as `check --lora` does (QC83x, headers only)."""
     from quantcheck.checking import check_checkpoint
     from quantcheck.model.checkpoint import load_checkpoint
 
@@ -67,4 +70,7 @@ def check(
 
         gpus = expand_specs([gpu] if isinstance(gpu, str) else list(gpu))
     with load_checkpoint(_resolved(path)) as ck:
-        return check_checkpoint(ck, target=target, deep=deep, gpus=gpus)
+        loras = None if lora is None else [lora] if isinstance(lora, str) else list(lora)
+        return check_checkpoint(
+            ck, target=target, deep=deep, gpus=gpus, lora=loras, lora_strength=lora_strength
+        )

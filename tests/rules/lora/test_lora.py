@@ -297,6 +297,15 @@ def test_check_with_lora(tmp_path: Path, capsys) -> None:
     assert {"QC830", "QC837"} <= codes and code == 1
 
 
+def test_the_public_check_takes_a_lora(tmp_path: Path) -> None:
+    import quantcheck
+
+    b, lo = _pair(tmp_path, "float8_e4m3fn", paths=["double_blocks.0.img_attn.qkv"])
+    codes = {d.code for d in quantcheck.check(str(b), lora=str(lo)).diagnostics}
+    assert {"QC830", "QC837"} <= codes
+    assert not {"QC830", "QC837"} & {d.code for d in quantcheck.check(str(b)).diagnostics}
+
+
 def test_headers_only_imports_no_numpy(tmp_path: Path) -> None:
     b, lo = _pair(tmp_path, "nvfp4")
     code = (
