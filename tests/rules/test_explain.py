@@ -80,7 +80,8 @@ def test_explain_qc305_doc(capsys: pytest.CaptureFixture) -> None:
     for head in (
         "What it checks:",
         "Why it matters:",
-        "Effect per runtime: sglang: fails or none (by finding), comfyui: none or fails",
+        "Effect per runtime: sglang: fails or none or degraded (by finding), "
+        "comfyui: none or fails",
         "Evidence:",
         "Example:",
         "Fix (safe):",

@@ -109,13 +109,7 @@ STAGE_CASES: dict[str, tuple[Build, str, dict[str, tuple[int, int]]]] = {
 
 #: (case, release) where quantcheck's status knowingly differs from the stage outcome, with
 #: the outcome the release's code gives (asserted, so a change shows) and why
-KNOWN: dict[tuple[str, str], tuple[str, str]] = {
-    ("mxfp8-e8m0-scales", "0.5.22"): (
-        "degraded",
-        "QC305 (a generic rule: F8_E8M0 is not sglang's U8 scale dtype) says fails; 0.5.22's "
-        "v1 weight_loader takes the cast scales (every byte < 127 -> 0)",
-    ),
-}
+KNOWN: dict[tuple[str, str], tuple[str, str]] = {}
 
 
 def _built(tmp_path: Path, name: str, build: Build) -> tuple[Path, list[str]]:
