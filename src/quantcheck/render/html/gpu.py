@@ -82,7 +82,8 @@ def gpu_html(data: ReportData) -> str:
     return (
         '<section id="gpu"><h2>GPUs</h2><p class="caption">How each format\'s layers run on '
         "each GPU: native (its own kernel), emulated (dequantized every step: slower than "
-        "BF16), depends (on the batch of tokens), refused (does not load or run); (unverified): the "
-        "verdict rests on a guess, [READ]: on upstream code read, not run. Weights as the "
+        "BF16), depends (on the batch of tokens), refused (does not load or run); "
+        "(unverified): the verdict rests on a guess, [READ]: on upstream code read, not run. "
+        "Weights as the "
         "runtime holds them; activations are not included.</p>" + "".join(parts) + "</section>"
     )
