@@ -69,6 +69,27 @@ PINS = {
 }
 #: Which commit each file is fetched at.
 FETCH = {COMMIT: FILES, LOADER_COMMIT: LOADER_FILES}
+#: The GPU oracle's files (gpu_oracle.py), pinned whole: `whole/comfy/ops.py` is comfy/ops.py
+#: @0271a469 in full (the tree's `comfy/ops.py` holds only two of its functions), and
+#: comfy/model_management.py @783545f6 (the device gates `supports_*_compute`, the module
+#: state they read, `cast_to`), and @783545f6's DynamicVRAM switch: `enables_dynamic_vram`
+#: (comfy/cli_args.py) and `dynamic_vram_supported` with the `if` that uses them (main.py).
+#: The suite skips its GPU cases when they are absent.
+GPU_PINS = {
+    "whole/comfy/ops.py": "8fc3ee2386cdbfdf4eabdc8268514550bedd858a012f8c503433f289c6cf66e3",
+    "comfy/model_management.py": (
+        "ddf5fe6399398d9101850d42604dce20eec0a6b6cba18135ea4ad5d3da3de99e"
+    ),
+    "comfy/cli_args.py": "fc43d5f71e7a493414d843224732db23e48ad18d47d21537e563d8512d29f3c3",
+    "main.py": "31f9ebf1dec72bda8b75aec72d46cee3c5bcd7382610dc26012e4fd635804073",
+}
+#: Where each GPU file comes from: path under the tree -> (commit, path in the repository).
+GPU_FETCH = {
+    "whole/comfy/ops.py": (COMMIT, "comfy/ops.py"),
+    "comfy/model_management.py": (LOADER_COMMIT, "comfy/model_management.py"),
+    "comfy/cli_args.py": (LOADER_COMMIT, "comfy/cli_args.py"),
+    "main.py": (LOADER_COMMIT, "main.py"),
+}
 
 
 def cache_root() -> Path:
@@ -108,13 +129,36 @@ def verify(root: Path) -> None:
         raise RuntimeError("ComfyUI source is not the pinned code:\n" + "\n".join(bad))
 
 
+def gpu_missing(root: Path) -> list[str]:
+    """The GPU oracle's files absent under `root` (empty: all there)."""
+    return [rel for rel in GPU_PINS if not (root / rel).exists()]
+
+
+def verify_gpu(root: Path) -> None:
+    """Raise unless every GPU oracle file under `root` is its pinned whole file."""
+    bad = [
+        f"{rel}: sha256 {got} is not the pinned {want}"
+        for rel, want in GPU_PINS.items()
+        if (got := sha256((root / rel).read_text(encoding="utf-8"))) != want
+    ]
+    if bad:
+        raise RuntimeError("ComfyUI GPU source is not the pinned code:\n" + "\n".join(bad))
+
+
 def _git_fetch(into: Path) -> bool:
     """Fetch the pinned commits with git and write their files under `into`; False if
     unreachable."""
-    return all(_git_fetch_one(into, commit, files) for commit, files in FETCH.items())
+    return all(_git_fetch_one(into, commit, files) for commit, files in FETCH.items()) and all(
+        _git_fetch_one(into, commit, (rel,), under=tree_rel)
+        for tree_rel, (commit, rel) in GPU_FETCH.items()
+    )
 
 
-def _git_fetch_one(into: Path, commit: str, files: tuple[str, ...]) -> bool:
+def _git_fetch_one(
+    into: Path, commit: str, files: tuple[str, ...], under: str | None = None
+) -> bool:
+    """Write `files` of `commit` under `into` (each at its own path, or the one file at
+    `under`)."""
     with tempfile.TemporaryDirectory() as scratch:
 
         def git(*args: str) -> subprocess.CompletedProcess[str]:
@@ -136,8 +180,9 @@ def _git_fetch_one(into: Path, commit: str, files: tuple[str, ...]) -> bool:
             shown = git("show", f"{commit}:{rel}")
             if shown.returncode != 0:
                 raise RuntimeError(f"{rel} is not in {commit}: {shown.stderr.strip()}")
-            (into / rel).parent.mkdir(parents=True, exist_ok=True)
-            (into / rel).write_text(shown.stdout, encoding="utf-8")
+            target = into / (under or rel)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(shown.stdout, encoding="utf-8")
     return True
 
 
