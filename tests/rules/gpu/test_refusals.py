@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from quantcheck.checking import check_paths
 from quantcheck.gpus import expand_specs
 
@@ -51,28 +53,26 @@ def test_a_whole_file_failure_refuses_every_quantized_layer(tmp_path: Path) -> N
     assert new["execution"][P]["mode"] == "native"
 
 
-def test_w4a8_with_a_bf16_s_channel_is_refused_where_native(tmp_path: Path) -> None:
-    bf16 = lambda: w4a8(channel="BF16")  # noqa: E731
-    gpus = ("rtx4090", "sm_75", "rx7900xtx", "cpu", "xpu")
-    got = entries(tmp_path / "a", bf16, *gpus)
-    assert {g: e["execution"][P]["mode"] for g, e in got.items()} == {
-        "rtx4090": "refused",
-        "sm_75": "refused",
-        "rx7900xtx": "refused",
-        "cpu": "refused",
-        "xpu": "emulated",  # format disabled: the dequantized path runs it
-    }
-    why = got["rtx4090"]["execution"][P]["reason"]
-    assert "NoCapableBackendError" in why and "weight_s_channel is BF16" in why
-    assert "[RUN]" in why and "[READ]" in got["rx7900xtx"]["execution"][P]["reason"]
-    f32 = entries(tmp_path / "b", w4a8, *gpus)
-    assert {g: e["execution"][P]["mode"] for g, e in f32.items()} == {
-        "rtx4090": "native",
-        "sm_75": "native",
-        "rx7900xtx": "native",
-        "cpu": "native",
-        "xpu": "emulated",
-    }
+@pytest.mark.parametrize(
+    ("gpu", "bf16_mode", "f32_mode"),
+    [
+        ("rtx4090", "refused", "native"),
+        ("sm_75", "refused", "native"),  # eager w4a8_int8_linear wants F32 too
+        ("rx7900xtx", "refused", "native"),  # HIP [READ]
+        ("cpu", "refused", "native"),
+        ("xpu", "emulated", "emulated"),  # format disabled: the dequantized path runs it
+    ],
+)
+def test_w4a8_with_a_bf16_s_channel_is_refused_where_native(
+    tmp_path: Path, gpu: str, bf16_mode: str, f32_mode: str
+) -> None:
+    got = entries(tmp_path / "a", lambda: w4a8(channel="BF16"), gpu)[gpu]["execution"][P]
+    assert got["mode"] == bf16_mode
+    if bf16_mode == "refused":
+        why = got["reason"]
+        assert "NoCapableBackendError" in why and "weight_s_channel is BF16" in why
+        assert ("[READ]" if gpu == "rx7900xtx" else "[RUN]") in why
+    assert modes(tmp_path / "b", w4a8, gpu)[gpu] == f32_mode
 
 
 def test_summary_marks_guesses_unverified_and_read_only_verdicts(tmp_path: Path) -> None:
