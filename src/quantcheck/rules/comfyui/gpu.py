@@ -107,8 +107,8 @@ class ComfyuiGpu(GpuRules):
             return "native", f"{k.hip_what} {read}"
         if spec.vendor == "amd":  # past the gate on AMD: read only (HIP needs ROCm to load)
             return k.other, f"{k.other_what} {read}"
-        if spec.vendor != "nvidia":
-            return k.other, f"{k.other_what} {read}" if k.other == "native" else k.other_what
+        if spec.vendor != "nvidia":  # comfy-kitchen's eager op: what it does is read only
+            return k.other, f"{k.other_what} {read}"
         assert spec.cc is not None
         if k.cuda_min is not None and kitchen_cuda(spec) and spec.cc >= k.cuda_min:
             if k.depends_on:  # the batch branch is inside the CUDA kernel
@@ -131,8 +131,9 @@ class ComfyuiGpu(GpuRules):
         else:
             off = ""
         what = f"{off}: {k.eager_what}" if off else k.eager_what
-        # torch's own kernels (_int_mm, _scaled_mm) being native there: read, not run
-        return k.eager, f"{what} {read}" if k.eager == "native" else what
+        # comfy-kitchen's eager op: whether it reaches torch's own kernel (_int_mm,
+        # _scaled_mm) or dequantizes is read, not run
+        return k.eager, f"{what} {read}"
 
     def layer_formats(self, spec: GpuSpec) -> frozenset[str]:
         out = set(data.SHAPE_FORMATS) | {data.INT8_F16_SCALE} | data.W4A8_FORMATS
