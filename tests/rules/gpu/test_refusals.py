@@ -5,6 +5,7 @@ with F8_E8M0 scales (the NVIDIA default loader only). Failing and passing cases 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ import pytest
 from quantcheck.checking import check_paths
 from quantcheck.gpus import expand_specs
 
-from .._build import P, file, fp8, w4a8, w6a8
+from .._build import P, awq, file, fp8, nvfp4, w4a4, w4a8, w6a8
 from .test_comfyui_gpu import entries, modes
 
 OLD = "comfyui@0271a469"  # has no w6a8_int8 in QUANT_ALGOS (QC610)
@@ -88,3 +89,21 @@ def test_summary_marks_guesses_unverified_and_read_only_verdicts(tmp_path: Path)
     ck = entries(tmp_path / "c", w4a8, "rtx4090")["rtx4090"]
     assert ck["evidence"] == {"unverified": [], "read": []}
     assert "unverified" not in ck["summary"] and "[READ]" not in ck["summary"]
+
+
+@pytest.mark.parametrize(
+    ("make", "gpu", "mode", "tag"),
+    [
+        (w4a4, "sm_89,cuda=12.8", "emulated", "[READ]"),  # the eager fallback: read
+        (w4a4, "sm_86", "native", ""),  # comfy-kitchen's CUDA pick: run
+        (awq, "gfx1030", "native", "[READ]"),  # the HIP backend needs ROCm to load
+        (awq, "t4", "emulated", "[READ]"),  # eager AWQ dequantizes: read
+        (nvfp4, "rtx4090", "emulated", ""),  # ComfyUI's gate: run
+    ],
+)
+def test_reasons_say_read_where_the_oracle_only_read(
+    tmp_path: Path, make: Callable[[], list], gpu: str, mode: str, tag: str
+) -> None:
+    e = entries(tmp_path, make, gpu)[gpu]
+    assert e["execution"][P]["mode"] == mode
+    assert e["execution"][P]["reason"].endswith(tag) and ("[READ]" in e["summary"]) == bool(tag)
