@@ -156,7 +156,8 @@ class ComfyuiGpu(GpuRules):
                 return "refused", (
                     "weight_scale is F8_E8M0: ComfyUI's default loader on NVIDIA (DynamicVRAM, "
                     "comfy/utils.py load_safetensors) cannot read it, so the file does not load; "
-                    "--disable-dynamic-vram loads it"
+                    "--disable-dynamic-vram loads it (DynamicVRAM on NVIDIA: run; the loader's "
+                    f"dtype table without F8_E8M0: {data.READ})"
                 )
         if base[0] != "native":
             return None
