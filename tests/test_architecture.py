@@ -153,6 +153,7 @@ PACKAGE_LAYER = {
     "formats": "vocabulary",  # the format table: data
     "runtimes": "vocabulary",  # runtime records, releases, effects tables: data
     "gpus": "vocabulary",  # GPU classes and the --gpu SPEC grammar: data
+    "families": "vocabulary",  # the model family table, its layouts and the name-only detection
     "io": "bytes",
     "model": "checkpoint",
     "numeric": "checkpoint",  # codecs: the numbers of a layer's bytes

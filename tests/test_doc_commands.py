@@ -91,6 +91,24 @@ def _bf16_model(path: Path) -> None:
     write_safetensors(path, tensors)
 
 
+def _lora(path: Path) -> None:
+    """A kohya LoRA (rank 4) over the BF16 model's layers, for the `lora` examples."""
+    import numpy as np
+
+    from quantcheck.io.build import RawTensor, write_safetensors
+
+    rng = np.random.default_rng(1)
+    tensors = []
+    for i in range(2):
+        for kind in ("to_q", "to_k"):
+            x = f"lora_unet_transformer_blocks_{i}_attn_{kind}"
+            up = (rng.standard_normal((64, 4)) * 0.01).astype(np.float32)
+            down = (rng.standard_normal((4, 128)) * 0.01).astype(np.float32)
+            tensors.append(RawTensor(f"{x}.lora_up.weight", "F32", up.shape, up.tobytes()))
+            tensors.append(RawTensor(f"{x}.lora_down.weight", "F32", down.shape, down.tobytes()))
+    write_safetensors(path, tensors)
+
+
 @pytest.fixture
 def workspace(tmp_path: Path, examples_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     shutil.copytree(examples_dir, tmp_path / "examples")
@@ -109,6 +127,7 @@ def workspace(tmp_path: Path, examples_dir: Path, monkeypatch: pytest.MonkeyPatc
     for name in ("nvfp4.safetensors", "broken_seeds.safetensors"):
         shutil.copy(examples_dir / name, tmp_path / "models" / name)
     _bf16_model(tmp_path / "model-bf16.safetensors")
+    _lora(tmp_path / "lora.safetensors")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("NO_COLOR", "1")
     return tmp_path

@@ -24,6 +24,7 @@ from quantcheck.render.json_out import Stream, iter_dumps, write_chunks
 from quantcheck.results import Report
 from quantcheck.rules import codes as R
 from quantcheck.textsafe import json_safe
+from sglang_loaders import core
 
 HOSTILE = '\u202e\x85\u2028\x7f"\\é'
 
@@ -63,7 +64,8 @@ def test_streamed_output_equals_whole_string_renderers(big: Path, fmt: str) -> N
     code, streamed = run_cli("check", "--no-color", "--output-format", fmt, str(big))
     assert code == 1
     result = check_spec(str(big))
-    assert len(result.report.diagnostics) == 3000  # type: ignore[union-attr]
+    # 3000 layer findings and sglang's --transformer-weights-path refusal of the file (QC631)
+    assert len(core(result.report.diagnostics)) == 3000  # type: ignore[union-attr]
     if fmt == "text":
         whole = many.render_text([result], color=False)
     elif fmt == "json":  # the pre-streaming renderer: one json.dumps of the whole document

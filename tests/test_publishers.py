@@ -18,12 +18,15 @@ from typing import Any
 import pytest
 
 from install_helpers import fresh_venv, source_copy, user_env
+from quantcheck.io.build import RawTensor, write_safetensors
 from system_programs import in_ci, require_program
 
 REPO = Path(__file__).resolve().parents[1]
 WORKFLOW = REPO / "examples" / "workflows" / "quantcheck.yml"
 HOOKS = REPO / ".pre-commit-hooks.yaml"
-BROKEN, CLEAN = "broken_seeds.safetensors", "nvfp4.safetensors"
+#: the clean file is unquantized: every quantized example fails one of sglang's loaders while
+#: the model family is not known (--transformer-weights-path QC631, --comfyui-mode QC636/QC637)
+BROKEN, CLEAN = "broken_seeds.safetensors", "plain.safetensors"
 
 
 def _need(module: str) -> None:
@@ -76,7 +79,14 @@ def staged_repo(tmp_path: Path, examples_dir: Path) -> Path:
     repo = tmp_path / "publisher"
     repo.mkdir()
     _git(repo, "init", "-q")
-    shutil.copy(examples_dir / CLEAN, repo / CLEAN)
+    write_safetensors(
+        repo / CLEAN,
+        [
+            RawTensor(
+                "model.diffusion_model.blocks.0.attn.qkv.weight", "BF16", (64, 64), bytes(8192)
+            )
+        ],
+    )
     (repo / "README.md").write_text("a model\n")
     _git(repo, "add", ".")
     return repo
@@ -128,7 +138,7 @@ def test_pre_commit_hook_passes_clean_and_fails_broken(
     bad = _pre_commit(staged_repo, tmp_path, CLEAN, BROKEN)
     assert bad.returncode == 1, bad.stdout + bad.stderr
     assert "Failed" in bad.stdout and "QC305" in bad.stdout
-    assert "2 checkpoints: 1 ok, 1 failing" in bad.stdout  # each staged file on its own
+    assert "2 checkpoints: 1 failing, 1 not quantized" in bad.stdout  # each file on its own
 
 
 # --------------------------------------------------------------------------- GitHub Actions

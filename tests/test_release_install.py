@@ -92,13 +92,14 @@ def test_wheel_in_a_fresh_venv_runs_every_kind_of_command(
     assert version.stdout.strip() == f"quantcheck {__version__}"
     broken = run([qc, "check", BROKEN], work, env)
     assert broken.returncode == 1 and "QC305" in broken.stdout, broken.stdout + broken.stderr
-    clean = run([qc, "check", "--deep", CLEAN], work, env)
+    # comfyui: sglang's --comfyui-mode cannot load NVFP4 (QC636), so the default check says 1
+    clean = run([qc, "check", "--deep", "--target", "comfyui", CLEAN], work, env)
     assert clean.returncode == 0, clean.stdout + clean.stderr
     quantized = run(
         [qc, "quantize", "--to", "nvfp4", "-o", "q.safetensors", "plain.safetensors"], work, env
     )
     assert quantized.returncode == 0, quantized.stdout + quantized.stderr
-    again = run([qc, "check", "q.safetensors"], work, env)
+    again = run([qc, "check", "--target", "comfyui", "q.safetensors"], work, env)
     assert again.returncode == 0, again.stdout + again.stderr
     compared = run([qc, "compare", "q.safetensors", "plain.safetensors"], work, env)
     assert compared.returncode == 0, compared.stdout + compared.stderr

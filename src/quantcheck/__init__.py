@@ -49,10 +49,22 @@ def _resolved(path: str | os.PathLike[str] | list[str]) -> CheckpointSpec:
     return resolve_one(str(path))
 
 
-def check(path: str | list[str], target: str = "default", deep: bool = False) -> Report:
-    """Run every rule on a checkpoint (resolved as `load` resolves it) and return the report."""
+def check(
+    path: str | list[str],
+    target: str = "default",
+    deep: bool = False,
+    gpu: str | list[str] | None = None,
+) -> Report:
+    """Run every rule on a checkpoint (resolved as `load` resolves it) and return the report.
+    `gpu`: one or more `--gpu` values (`"rtx4090"`, `"sm_89,cuda=12.8"`, `"all"`); the report
+    then says per target and GPU how each quantized layer runs (`gpus.SpecError` on a bad one)."""
     from quantcheck.checking import check_checkpoint
     from quantcheck.model.checkpoint import load_checkpoint
 
+    gpus = None
+    if gpu is not None:
+        from quantcheck.gpus.spec import expand_specs
+
+        gpus = expand_specs([gpu] if isinstance(gpu, str) else list(gpu))
     with load_checkpoint(_resolved(path)) as ck:
-        return check_checkpoint(ck, target=target, deep=deep)
+        return check_checkpoint(ck, target=target, deep=deep, gpus=gpus)

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from quantcheck.diagnostics import Diagnostic, kind_of
 from quantcheck.io.source import base_name
 from quantcheck.model.checkpoint import Checkpoint, load_checkpoint
+from quantcheck.model.family_view import checkpoint_family
 from quantcheck.results import Report, release_matrix
 from quantcheck.rules.levels import Effect
 from quantcheck.runtimes import load, registry, split_target, targets_of
@@ -161,8 +162,13 @@ def check_checkpoint(
     deep: bool = False,
     read_weights: bool = False,
     gpus: list[Any] | None = None,
+    lora: list[str] | None = None,
+    lora_strength: float = 1.0,
+    lora_numbers: bool = False,
 ) -> Report:
-    """Check an opened checkpoint (`gpus`: `GpuSpec`s, see `labelled_check`)."""
+    """Check an opened checkpoint (`gpus`: `GpuSpec`s, see `labelled_check`; `lora`: also the
+    QC83x findings of these LoRA files on it; `lora_numbers`: with their figures, reading the
+    weights)."""
     return labelled_check(
         ck,
         target=target,
@@ -171,6 +177,9 @@ def check_checkpoint(
         deep=deep,
         read_weights=read_weights,
         gpus=gpus,
+        lora=lora,
+        lora_strength=lora_strength,
+        lora_numbers=lora_numbers,
     )[0]
 
 
@@ -183,6 +192,9 @@ def labelled_check(
     deep: bool = False,
     read_weights: bool = False,
     gpus: list[Any] | None = None,
+    lora: list[str] | None = None,
+    lora_strength: float = 1.0,
+    lora_numbers: bool = False,
 ) -> tuple[Report, dict[str, str]]:
     """`check_checkpoint`, and the `file_labels` of the checkpoint's files (path -> the name
     its diagnostics give). `gpus`: `GpuSpec`s to judge each target on (`--gpu`)."""
@@ -199,6 +211,15 @@ def labelled_check(
         from quantcheck.rules.numeric.deep import deep_check
 
         diags.extend(deep_check(ck, read_weights=read_weights))
+    if lora:
+        from quantcheck.rules.lora.run import lora_diagnostics
+
+        analysis, found_lora = lora_diagnostics(ck, lora, lora_strength, numbers=lora_numbers)
+        diags.extend(found_lora)
+        if gpu:  # each patched layer's lora_mode on each GPU (issue 25 x issue 24)
+            from quantcheck.rules.lora.gpu import fill_lora_modes
+
+            fill_lora_modes(gpu, analysis)
     if select or ignore:
         check_selectors([*(select or ()), *(ignore or ())])
         diags = select_diagnostics(diags, target=None, select=select, ignore=ignore)
@@ -225,6 +246,7 @@ def labelled_check(
         paths=target_paths(ck, targets),
         gpu=gpu,
         gpu_needs=needs,
+        family=checkpoint_family(ck).to_json(),
     )
     return report, labels
 

@@ -260,6 +260,8 @@ class Diagnostic:
             "targets": [t for t, e in eff.items() if e is not Effect.NONE],
             "effects": {t: e.value for t, e in eff.items()},
             "fix": self.fix.to_json() if self.fix else None,
+            # sglang: the loaders this finding concerns (rules/sglang/loaders.py), if not all
+            **({"loaders": list(self.data["loaders"])} if "loaders" in self.data else {}),
             **(
                 {
                     "release_effects": {

@@ -135,9 +135,12 @@ def check_spec(
     deep: bool = False,
     read_weights: bool = False,
     gpus: list[Any] | None = None,
+    lora: list[str] | None = None,
+    lora_strength: float = 1.0,
 ) -> CheckpointResult:
-    """Open and check one checkpoint. Never raises for input that cannot be read: the result
-    then has kind `unreadable` and `error` says why."""
+    """Open and check one checkpoint (`lora`: with those LoRA files' QC83x findings). Never
+    raises for input that cannot be read: the result then has kind `unreadable` and `error`
+    says why."""
     try:
         spec = resolved(spec)
     except InputError as exc:
@@ -152,6 +155,8 @@ def check_spec(
                 deep=deep,
                 read_weights=read_weights,
                 gpus=gpus,
+                lora=lora,
+                lora_strength=lora_strength,
             )
             files = {label: path for path, label in labels.items()}
             size = sum(s.header.file_size for s in ck.shards)

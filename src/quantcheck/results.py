@@ -32,28 +32,43 @@ class Report:
     #: "needs >= X" summary (`rules/gpu/report.py gpu_targets`)
     gpu: dict[str, dict[str, Any]] = factory(dict)
     gpu_needs: dict[str, dict[str, Any]] = factory(dict)
+    #: the model family (`quantcheck.families.Detection.to_json`); empty when not detected
+    family: dict[str, Any] = factory(dict)
 
-    def target_status(self, target: str) -> dict[str, Any]:
+    def target_status(self, target: str, family: str | None = None) -> dict[str, Any]:
         """ok / degraded / fails for one runtime, with how many problems affect it (and, for
-        a runtime with a `paths` hook, which of its readers takes the file)."""
+        a runtime with a `paths` hook, which of its readers takes the file). For a runtime
+        whose loaders differ (sglang: `loaders`), the status is the loader's that `family`
+        (the model family; by default the detected one, `self.family`) picks, else the worst
+        loader's (`rules/sglang/loaders.py` `chosen_loader`); the counts stay over every
+        loader."""
+        if family is None:
+            family = self.family.get("name")
         fails, degraded = self._tally(target)
         status = "fails" if fails else "degraded" if degraded else "ok"
-        out = {"status": status, "errors": fails, "degraded": degraded}
+        out: dict[str, Any] = {"status": status, "errors": fails, "degraded": degraded}
         extra = self.paths.get(target, {})
-        if (
-            "loaders" in extra
-        ):  # a loader's status may stand for the target's (rules/sglang/loaders.py)
-            from quantcheck.rules.sglang.loaders import fill
+        if "loaders" in extra:  # how each loader reads the file (rules/sglang/loaders.py)
+            from quantcheck.rules.sglang.loaders import chosen_loader, verdicts
 
-            extra = {**extra, "loaders": fill(extra["loaders"], status)}
+            loaders = verdicts(self.diagnostics, target, extra["loaders"])
+            chosen = chosen_loader(family, loaders)
+            if chosen is not None:
+                out["status"] = loaders[chosen]["status"]
+                out["loader"] = chosen
+            shown = {n: {"status": v["status"], "reason": v["reason"]} for n, v in loaders.items()}
+            extra = {**extra, "loaders": shown}
         if target in self.gpu:
             extra = {**extra, "gpu": self.gpu[target], "gpu_needs": self.gpu_needs[target]}
         return {**out, **extra}
 
-    def status(self, target: str) -> str:
-        """`target_status(target)["status"]` alone (tables ask it per checkpoint and column)."""
+    def status(self, target: str, family: str | None = None) -> str:
+        """`target_status(target, family)["status"]` alone (tables ask it per checkpoint and
+        column)."""
         if not self.diagnostics:
             return "ok"
+        if "loaders" in self.paths.get(target, {}):
+            return str(self.target_status(target, family)["status"])
         fails, degraded = self._tally(target)
         return "fails" if fails else "degraded" if degraded else "ok"
 
@@ -105,6 +120,7 @@ class Report:
             "targets": {t: self.target_status(t) for t in self.targets},
             "diagnostics": [d.to_json(self.targets) for d in self.diagnostics],
             "summary": self.summary(),
+            **({"family": self.family} if self.family else {}),
             **({"releases": self.releases} if self.releases else {}),
         }
 

@@ -80,7 +80,14 @@ def test_quantize_check_dequantize(
             == 0
         )
         report = check_paths([str(out)], target=target)
-        assert report.diagnostics == [], [d.message for d in report.diagnostics]
+        # sglang: the findings of the loaders that cannot load it name their loader; an FP8
+        # file carries its header declaration for --transformer-weights-path (QC616 says so)
+        left = [
+            d for d in report.diagnostics if d.data.get("loaders") is None and d.code != "QC616"
+        ]
+        assert left == [], [d.message for d in left]
+        if target == "sglang" and fmt == "float8_e4m3fn":
+            assert "QC616" in {d.code for d in report.diagnostics}
         with load_checkpoint(str(out)) as ck:
             for p, (n, k) in SHAPES.items():
                 expect = fmt if _fits(fmt, opts, target, n, k) else None

@@ -41,7 +41,9 @@ def test_quantize_writes_w6a8_and_runtimes_judge_it(tmp_path: Path) -> None:
         assert set(layer.tensors) == {"weight", "weight_s_rel", "weight_s_channel", "comfy_quant"}
     assert _codes(out, "comfyui@0271a469") >= {"QC610"}
     assert _codes(out, "comfyui") == set()  # the newest step loads w6a8_int8
-    assert _codes(out, "sglang") == {"QC601"}
+    # QC601: no loader of sglang 0.5.23 has w6a8; its other loaders say why they cannot load it
+    # (--transformer-weights-path QC631, --comfyui-mode QC636 / QC637)
+    assert _codes(out, "sglang") == {"QC601", "QC631", "QC636", "QC637"}
 
 
 def test_fix_for_comfyui_relabels_without_changing_values(tmp_path: Path) -> None:

@@ -58,10 +58,15 @@ def test_every_problem_is_in_the_one_error() -> None:
     pf = pre.preflight([BROKEN], "sglang")
     text = pre.blocking_error(pf, "sglang 0.5.23")
     codes = sorted({d.code for d in pf.blocking})
-    assert codes == ["QC301", "QC305", "QC602"]  # three layers' problems at once
+    # three layers' problems at once, and two of sglang's loaders that refuse the file
+    # (--transformer-weights-path QC631, --comfyui-mode's MiniMax-H3 spec QC637)
+    assert codes == ["QC301", "QC305", "QC602", "QC631", "QC637"]
     for code in codes:
         assert f"  {code} " in text
     assert "      fix: cast F16 -> F32" in text
+    # the loader that is reading (the marker inspector's caller) sees only its own problems
+    reading = pre.preflight([BROKEN], "sglang", loader="minimax-h3")
+    assert sorted({d.code for d in reading.blocking}) == ["QC301", "QC305", "QC602"]
 
 
 def test_repeats_over_layers_are_one_entry_naming_the_layers() -> None:
@@ -72,12 +77,23 @@ def test_repeats_over_layers_are_one_entry_naming_the_layers() -> None:
     assert any("and 7 more" in line for line in entries)
 
 
-def test_gpu_and_lora_wait_for_the_check_to_take_them(monkeypatch: pytest.MonkeyPatch) -> None:
-    if {"gpu", "lora"} <= pre.accepted_keywords():
-        pytest.skip("quantcheck.check takes gpu and lora: the seam is on")
+def test_a_keyword_the_check_does_not_take_is_a_note(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = quantcheck.check
+
+    def check(path: list[str], target: str = "default", deep: bool = False) -> object:
+        return real(path, target=target)
+
+    monkeypatch.setattr(quantcheck, "check", check)
     pf = pre.preflight([CLEAN], "comfyui", gpu="sm_89", lora="x.safetensors")
     assert any("gpu 'sm_89' not checked" in n for n in pf.notes)
     assert pre.warning_lines(pf)[-1].startswith("lora 'x.safetensors' not checked")
+
+
+def test_the_gpu_reaches_the_report() -> None:
+    pf = pre.preflight([str(EXAMPLES / "flux_nvfp4.safetensors")], "comfyui", gpu="sm_89")
+    assert not any(n.startswith("gpu ") for n in pf.notes)
+    (entries,) = pf.report.gpu.values()  # the one target's {G: entry}
+    assert entries["sm_89"]["formats"] == {"nvfp4": "emulated"}
 
 
 def test_gpu_and_lora_are_passed_when_the_check_takes_them(

@@ -8,12 +8,14 @@ from typing import Any
 import pytest
 
 from quantcheck.cli.main import main
+from sglang_loaders import without_loaders
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any, str]:
-    """(exit code, parsed stdout JSON or raw text, stderr)."""
+    """(exit code, parsed stdout JSON or raw text, stderr). `check` runs without sglang's
+    loader findings (these tests are about transport: `sglang_loaders.IGNORE_LOADERS`)."""
     capsys.readouterr()
-    code = main(list(args))
+    code = main(without_loaders(args))
     out, err = capsys.readouterr()
     try:
         doc: Any = json.loads(out)

@@ -232,7 +232,7 @@ def test_a_huge_listing_page_is_not_kept(tmp_path: Path) -> None:
             env = {**os.environ, "HF_ENDPOINT": server.endpoint, "HF_HOME": str(tmp_path)}
             env["QUANTCHECK_HTTP_TIMEOUT"] = "60"  # a loaded machine streams 57 MB slowly
             rc, err, peaks[n] = peak_rss_of(["check", "-q", "hf://acme/huge"], env)
-            assert rc == 0, err
+            assert rc == 1, err  # its one checkpoint is marked: sglang's loaders (QC631)
     assert peaks[huge] - peaks[10] < 24 * 2**20, peaks
 
 

@@ -16,6 +16,7 @@ from fix._util import tensor_bytes
 from quantcheck.cli.main import main
 from quantcheck.io.header import read_header
 from quantcheck.io.source import LocalFile
+from sglang_loaders import without_loaders
 
 from ._hostile import HostileServer
 from ._run import run_cli
@@ -134,5 +135,5 @@ def test_check_of_a_written_file_costs_one_request(
 
 def _local(capsys: pytest.CaptureFixture[str], path: Path) -> str:
     capsys.readouterr()
-    main(["check", str(path), "--output-format", "json"])
+    main(without_loaders(["check", str(path), "--output-format", "json"]))
     return capsys.readouterr().out

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from quantcheck.checking import check_paths
 from quantcheck.runtimes import default_targets
+from sglang_loaders import core
 
 from ._build import W4A8, file, w4a4, w4a8
 
@@ -26,4 +27,4 @@ def test_bad_linear_dtype_reported_once(tmp_path: Path) -> None:
     mark = {"format": "convrot_w4a4", "convrot_groupsize": 16, "linear_dtype": "fp4"}
     paths = file(lambda: w4a4(mark=mark))(tmp_path)
     report = check_paths([str(p) for p in paths])
-    assert sorted(d.code for d in report.diagnostics) == ["QC221"]
+    assert sorted(d.code for d in core(report.diagnostics)) == ["QC221"]

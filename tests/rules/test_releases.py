@@ -22,13 +22,15 @@ from quantcheck.runtimes import get_runtime, parse_target, runtimes, targets_of
 from ._build import Build, P, file, fp8, header_meta, int8, mxfp8, nvfp4
 
 FC1 = "blocks.0.mlp.fc1"
+OVERRIDE = "transformer-weights-path"
 
 SGLANG = ("0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
 FPMM = {"format": "nvfp4", "full_precision_matrix_mult": True}
 ROT_NVFP4 = {"format": "nvfp4", "convrot": True, "full_precision_matrix_mult": True}
 PLAIN_INT8 = {"format": "int8_tensorwise"}
 
-#: (build, sglang status per release oldest first, `needs`)
+#: (build, sglang's marker-path status per release oldest first (the text-encoder loader's
+#: order; 0.5.18: its transformer loader), `needs` of that path)
 MATRIX: dict[str, tuple[Build, str, str | None]] = {
     "fp8-header-declared": (
         file(fp8, header_meta({P: {"format": "float8_e4m3fn"}})),
@@ -56,6 +58,22 @@ MATRIX: dict[str, tuple[Build, str, str | None]] = {
     ),
     # QC615: 0.5.19-0.5.21 and 0.5.23 stop at weight load; only 0.5.22 loads it
     "mxfp8": (file(mxfp8), "fails fails fails fails ok fails", None),
+}
+
+
+#: the target's status per release: the worst of its loaders while the model family is not
+#: known (--transformer-weights-path refuses marker-only files from 0.5.19, QC631;
+#: --comfyui-mode from 0.5.21 loads them unquantized or not at all, QC635-QC637; the inferred
+#: NVFP4 config ignores convrot, QC633)
+WORST: dict[str, str] = {
+    "fp8-header-declared": "ok ok ok degraded fails fails",
+    "int8-convrot": "fails fails fails fails fails fails",
+    "convrot-plus-plain-embedding": "fails fails fails fails fails fails",
+    "header-and-tensor-marker-complementary": "fails fails fails fails fails fails",
+    "nvfp4-plain": "ok fails ok fails fails fails",
+    "nvfp4-fpmm": "ok ok ok fails fails fails",
+    "nvfp4-rotated": "degraded degraded fails fails fails fails",
+    "mxfp8": "fails fails fails fails fails fails",
 }
 
 
@@ -95,20 +113,31 @@ def test_release_matrix(case: str, tmp_path: Path) -> None:
     build, statuses, needs = MATRIX[case]
     report = check_paths(_paths(build, tmp_path))
     entry = report.releases["sglang"]
-    assert " ".join(entry["statuses"].values()) == statuses
+    assert " ".join(entry["statuses"].values()) == WORST[case]
     assert list(entry["statuses"]) == list(SGLANG)
-    assert entry["needs"] == needs
-    # each release as a target agrees with the matrix
+    # each release as a target agrees with the matrix; its marker path with MATRIX
+    marker_path = []
     for name, status in entry["statuses"].items():
         one = check_paths(_paths(build, tmp_path), target=f"sglang@{name}")
-        assert one.target_status(f"sglang@{name}")["status"] == status, name
+        st = one.target_status(f"sglang@{name}")
+        assert st["status"] == status, name
+        loaders = st["loaders"]
+        marker_path.append((loaders.get("text-encoder") or loaders[OVERRIDE])["status"])
+    assert " ".join(marker_path) == statuses
+    ok_from = [n for i, n in enumerate(SGLANG) if all(x == "ok" for x in marker_path[i:])]
+    assert (ok_from[0] if ok_from else None) == needs
 
 
 def test_release_only_findings_stay_out_of_the_newest_report(tmp_path: Path) -> None:
     paths = _paths(file(nvfp4), tmp_path)
     newest = check_paths(paths)
     assert R.QC614.code not in {d.code for d in newest.diagnostics}
-    assert newest.exit_code() == 0
+    # 1 on the newest too, but only from the loaders that cannot load NVFP4 (--comfyui-mode)
+    assert newest.exit_code() == 1
+    assert {d.code for d in newest.diagnostics if d.effective_severity.value == "error"} == {
+        "QC636",
+        "QC637",
+    }
     old = check_paths(paths, target="sglang@0.5.19")
     assert R.QC614.code in {d.code for d in old.diagnostics}
     assert old.exit_code() == 1
@@ -119,21 +148,26 @@ def test_outputs_carry_the_matrix(tmp_path: Path) -> None:
     report = check_paths(paths)
     doc = report.to_json()
     assert doc["schema_version"] == 1
-    assert doc["releases"]["sglang"]["oldest_ok"] == "0.5.19"
+    # 0.5.18 degraded (ModelOpt ignores convrot); 0.5.19 degraded: --transformer-weights-path
+    # infers the same ModelOpt config (QC633); 0.5.20+ refuse rotated NVFP4
+    assert doc["releases"]["sglang"]["oldest_ok"] is None
     assert doc["releases"]["sglang"]["needs"] is None
     assert "comfyui" not in doc["releases"] or len(get_runtime("comfyui").releases) > 1
-    assert "releases: sglang: loads correctly only on 0.5.19" in text.render(report, False)
+    assert "releases: sglang: no modelled release loads it correctly" in text.render(report, False)
     run = json.loads(sarif.render(report))["runs"][0]
-    assert run["properties"]["releases"]["sglang"]["statuses"]["0.5.19"] == "ok"
+    assert run["properties"]["releases"]["sglang"]["statuses"]["0.5.19"] == "degraded"
     html = build_report(paths, generated="x")
     assert '<section id="releases">' in html and "0.5.22" in html
 
 
 def test_text_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     paths = _paths(file(nvfp4), tmp_path)
-    assert main(["check", "--no-color", *paths]) == 0
+    # --comfyui-mode (0.5.21+) cannot fit the packed weights (QC636)
+    assert main(["check", "--no-color", *paths]) == 1
     out = capsys.readouterr().out
-    assert "releases: sglang needs >= 0.5.20 (0.5.18 ok · 0.5.19 fails · 0.5.20 ok" in out
+    assert (
+        "releases: sglang: loads correctly only on 0.5.18, 0.5.20 (0.5.18 ok · 0.5.19 fails" in out
+    )
 
 
 def test_cli_rejects_unknown_release(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -228,4 +262,5 @@ def test_sarif_from_the_cli_has_the_matrix(
     run = json.loads(capsys.readouterr().out)["runs"][0]
     entry = run["properties"]["releases"]["sglang"]
     assert entry["statuses"]["0.5.19"] == "fails"  # the worst of the two checkpoints
-    assert entry["needs"] == "0.5.20"
+    assert entry["statuses"]["0.5.20"] == "ok"
+    assert entry["needs"] is None  # --comfyui-mode (0.5.21+) cannot load NVFP4 (QC636)

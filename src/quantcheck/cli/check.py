@@ -29,6 +29,17 @@ def add_many_arguments(p: argparse.ArgumentParser) -> None:
         "and do not fail the run",
     )
     p.add_argument(
+        "--lora",
+        metavar="LORA",
+        action="append",
+        default=[],
+        help="also check LoRA file(s) against each checkpoint the way ComfyUI loads them "
+        "(QC83x, headers only; `quantcheck lora` adds the figures)",
+    )
+    p.add_argument(
+        "--lora-strength", type=float, default=1.0, help="strength for --lora (default 1.0)"
+    )
+    p.add_argument(
         "--generate-baseline",
         metavar="FILE",
         help="write today's findings to FILE as a baseline and exit 0",
@@ -89,6 +100,7 @@ def run(args: argparse.Namespace) -> int:
             deep=args.deep,
             read_weights=args.read_weights,
             **({"gpus": gpus} if gpus else {}),
+            **({"lora": args.lora, "lora_strength": args.lora_strength} if args.lora else {}),
         )
     for r in results:
         if r.error is not None:

@@ -19,6 +19,10 @@ EXTRA_COMMANDS: dict[str, tuple[str, str]] = {
         "per-layer error of a quantized checkpoint against its original",
     ),
     "report": ("quantcheck.cli.report", "write a self-contained HTML report"),
+    "lora": (
+        "quantcheck.cli.lora",
+        "will a LoRA load, patch and survive on this (quantized) model in ComfyUI",
+    ),
 }
 
 

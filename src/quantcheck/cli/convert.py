@@ -158,6 +158,33 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
         "weight memory) and warn when some layers would be emulated there; with --to auto, "
         "pick a format that runs natively. SPEC as for `check --gpu`. Repeatable",
     )
+    from quantcheck.convert.family import AUTO, CHOICES
+
+    p.add_argument(
+        "--family",
+        choices=CHOICES,
+        default=AUTO,
+        metavar="FAMILY",
+        help="keep the model family's high-precision layers in their dtype (what its "
+        "producers keep, and the layers ComfyUI's detection reads when the format packs K): "
+        f"auto (detect it; the default), none, or one of {', '.join(CHOICES[2:])}",
+    )
+    p.add_argument(
+        "--keep",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="also keep matching layers in their dtype (a glob over the layer prefix or "
+        "weight name, or a plain part of the name); repeatable",
+    )
+    p.add_argument(
+        "--quantize",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        dest="force",
+        help="quantize matching layers even though the family keeps them; repeatable",
+    )
 
 
 def w4a8_group_size(text: str) -> int:
@@ -218,6 +245,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _quantize(ck: Any, args: argparse.Namespace, out: str, index: str | None) -> int:
+    from quantcheck.convert.family import family_keeps
     from quantcheck.convert.plan import ALREADY, plan_quantize
 
     specs = _gpu_specs(args)
@@ -225,11 +253,12 @@ def _quantize(ck: Any, args: argparse.Namespace, out: str, index: str | None) ->
         say_error(specs)
         return 2
     options = options_of(args)
-    planned = _judge_targets(ck, args, options)
+    fam, family_kept = family_keeps(ck, args.family, args.fmt, args.keep, args.force)
+    planned = _judge_targets(ck, args, options, family_kept)
     if isinstance(planned, str):
         say_error(f"{planned} (choose another --target or format)")
         return 2
-    kept: dict[str, str] = planned
+    kept: dict[str, str] = {**family_kept, **planned}
     refused: dict[str, str] = {}
     while True:
         draft, done, skipped = plan_quantize(
@@ -246,8 +275,11 @@ def _quantize(ck: Any, args: argparse.Namespace, out: str, index: str | None) ->
             err=True,
         )
     say(f"quantize: {len(done)} layer{'s' if len(done) != 1 else ''} -> {args.fmt}")
+    _say_family(fam, {p: r for p, r in skipped.items() if p in family_kept})
     shape_skips = {
-        p: r for p, r in skipped.items() if "K=" in r or "sglang" in r or p in refused or p in kept
+        p: r
+        for p, r in skipped.items()
+        if p not in family_kept and ("K=" in r or "sglang" in r or p in refused or p in kept)
     }
     for p, r in shape_skips.items():
         say(f"  skipped {p}: {r}")
@@ -257,12 +289,19 @@ def _quantize(ck: Any, args: argparse.Namespace, out: str, index: str | None) ->
             f"  {marked} layer{'s were' if marked != 1 else ' was'} already quantized (a "
             "marker) and left as they are"
         )
-    other = len(skipped) - len(shape_skips) - marked
+    other = len(skipped) - len(shape_skips) - marked - len(family_kept.keys() & skipped.keys())
     if other:
         say(
             f"  {other} other layer{'s' if other != 1 else ''} left as they are (norms, "
             "embeddings, biases, non-2-D or non-float weights, --include/--exclude)"
         )
+    if done:
+        from quantcheck.convert.plan import planned as planned_ck
+        from quantcheck.convert.plan import unloading
+        from quantcheck.runtimes import targets_of
+
+        for line in unloading(planned_ck(draft), targets_of(args.target)):
+            say(f"  not loaded by {line}")
     if specs:
         from quantcheck.cli.gpu import planned_lines
         from quantcheck.convert.plan import planned
@@ -277,6 +316,18 @@ def _quantize(ck: Any, args: argparse.Namespace, out: str, index: str | None) ->
     elif rc == 0:
         say(f"wrote {out}")
     return rc or (1 if refused else 0)
+
+
+def _say_family(fam: Any, kept: dict[str, str]) -> None:
+    """Which layers `--family` (and `--keep`) kept in their dtype, and why."""
+    name = fam.title if fam is not None else "no family"
+    if not kept:
+        if fam is not None:
+            say(f"  family {fam.name} ({name}): no layer of its high-precision list to keep")
+        return
+    say(f"  kept {len(kept)} layer{'s' if len(kept) != 1 else ''} in their dtype ({name}):")
+    for p, r in kept.items():
+        say(f"    {p}: {r.removeprefix('kept: ')}")
 
 
 def _gpu_specs(args: argparse.Namespace) -> Any:
@@ -301,7 +352,9 @@ def _gpu_specs(args: argparse.Namespace) -> Any:
     return specs
 
 
-def _judge_targets(ck: Any, args: argparse.Namespace, options: dict[str, Any]) -> Any:
+def _judge_targets(
+    ck: Any, args: argparse.Namespace, options: dict[str, Any], family_kept: dict[str, str]
+) -> Any:
     """Before anything is written: the reason (a str) a target cannot load what `quantize`
     would write, or the layers to leave as they are (prefix -> why) so that the file checks
     clean for every target key. The format is judged on a probe layer, then the planned
@@ -316,7 +369,9 @@ def _judge_targets(ck: Any, args: argparse.Namespace, options: dict[str, Any]) -
         planned,
         probe_finding,
         release_name,
+        spared,
     )
+    from quantcheck.rules import codes as R
     from quantcheck.runtimes import targets_of
 
     keys = targets_of(args.target)
@@ -332,10 +387,16 @@ def _judge_targets(ck: Any, args: argparse.Namespace, options: dict[str, Any]) -
     kept: dict[str, str] = {}
     for _ in range(MAX_ROUNDS):
         draft, done, _ = plan_quantize(
-            ck, args.fmt, options, args.target, args.include, args.exclude, kept
+            ck, args.fmt, options, args.target, args.include, args.exclude, {**family_kept, **kept}
         )
-        after = select_diagnostics(run_rules(planned(draft), keys), target=args.target)
-        found = new_findings(before, after, keys)
+        ck_after = planned(draft)
+        after = select_diagnostics(run_rules(ck_after, keys), target=args.target)
+        # the family's quality list is --family's to decide (QC861 is a warning of taste)
+        found = [
+            d
+            for d in new_findings(before, spared(after, ck_after, keys), keys)
+            if d.code != R.QC861.code
+        ]
         if not found:
             return kept
         for d in found:

@@ -38,6 +38,11 @@ EXIT_CODES = {
     ),
     "compare": "exit codes: 0 compared, 1 some layers could not be compared, 2 could not run.",
     "report": "exit codes: 0 report written, 2 could not run.",
+    "lora": (
+        "exit codes: 0 the LoRA loads and patches cleanly, 1 problems found (keys not loaded,\n"
+        "  shapes that do not fit, a patch that fails, at --fail-on or above), 2 could not run,\n"
+        + _PIPE
+    ),
 }
 
 EXAMPLES = {
@@ -115,6 +120,14 @@ EXAMPLES = {
   quantcheck report model-nvfp4.safetensors -o report.html
   quantcheck report model-nvfp4.safetensors -o report.html --compare model-bf16.safetensors
                                                       with the per-layer error heat map""",
+    "lora": """\
+  quantcheck lora model-bf16.safetensors lora.safetensors
+                                                      which keys load, what arrives
+  quantcheck lora model-bf16.safetensors lora.safetensors --strength 0.8 --output-format json
+  quantcheck lora model-bf16.safetensors lora.safetensors --headers-only
+                                                      key matching and outcomes only
+  quantcheck check model-bf16.safetensors --lora lora.safetensors
+                                                      check, with the LoRA's findings""",
 }
 
 

@@ -25,6 +25,19 @@ def resolve(values: list[str]) -> list[GpuSpec]:
     return [*out, *expand_specs(plain)]
 
 
+def specs_or_usage_error(values: list[str]) -> list[GpuSpec] | None:
+    """`resolve(values)` (None for no --gpu); a bad value is a usage error (InputError,
+    exit 2) naming it."""
+    if not values:
+        return None
+    from quantcheck.errors import InputError
+
+    try:
+        return resolve(values)
+    except ValueError as exc:
+        raise InputError(f"--gpu: {exc}") from None
+
+
 def local_spec(value: str) -> str:
     """`auto[,STACK]` as a concrete spec of this machine's first device, read with torch:
     `sm_89,torch=2.9,cuda=12.8`, `gfx1100,torch=2.9,rocm=6.4`, `mps,torch=2.9`, `xpu`, `cpu`.

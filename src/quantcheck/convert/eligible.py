@@ -80,3 +80,9 @@ def marker_fields(fmt: str, target: str) -> dict[str, Any]:
         rt, release = split_target(key)
         out.update(rt.marker_table(release).get(fmt, {}))
     return out
+
+
+def header_declared(fmt: str, target: str) -> bool:
+    """Whether `quantize` also declares `fmt` layers in the header for `target`: a runtime it
+    names loads them through a loader that reads only the header (`Runtime.header_formats`)."""
+    return any(fmt in split_target(key)[0].header_formats for key in targets_of(target))

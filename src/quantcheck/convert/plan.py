@@ -39,13 +39,19 @@ def plan_quantize(
 ) -> tuple[Any, list[str], dict[str, str]]:
     """(draft, quantized prefixes, skipped prefix -> reason); `refused` layers (the quantizer
     refused their values, or a target cannot take them) stay as they are."""
-    from quantcheck.convert.eligible import marker_fields, shape_refusal, skip_reason
+    from quantcheck.convert.eligible import (
+        header_declared,
+        marker_fields,
+        shape_refusal,
+        skip_reason,
+    )
     from quantcheck.convert.layer import quantize_layer
     from quantcheck.fix.actions import replace_layer
     from quantcheck.fix.draft import Draft
 
     draft = Draft.of(ck)
     extra = marker_fields(fmt, target)
+    declare = header_declared(fmt, target)
     done: list[str] = []
     skipped: dict[str, str] = {}
     for prefix, layer in ck.layers.items():
@@ -74,6 +80,8 @@ def plan_quantize(
             marker = {**marker, **extra}
         lazy.name = prefix
         replace_layer(draft, prefix, lazy, marker)
+        if declare and marker is not None:
+            draft.set_header_entry(prefix, marker)
         draft.log("quantize", prefix, f"{fmt} {list(w.shape)}", "unsafe")
         done.append(prefix)
     return draft, done, skipped
@@ -117,7 +125,9 @@ def probe_finding(
         if isinstance(size, int) and size > 0 and side % size:
             side *= size
     draft, done, _ = plan_quantize(_probe(name, side), fmt, options, key, [name], [])
-    hit = worst(select_diagnostics(run_rules(planned(draft), (key,)), target=key), key)
+    ck = planned(draft)
+    found = select_diagnostics(run_rules(ck, (key,)), target=key)
+    hit = worst(spared(found, ck, (key,)), key)
     if not done:  # the runtime's own shape limits refused even the probe's shape
         hit = None
     _PROBES[memo] = hit
@@ -143,6 +153,49 @@ def _probe(name: str, side: int) -> Checkpoint:
     head += b" " * (-len(head) % 8)
     src = MemorySource(struct.pack("<Q", len(head)) + head + bytes(size), "probe.safetensors")
     return assemble(Checkpoint(inputs=[src.name]), [Shard(src, read_header(src))])
+
+
+def loader_verdicts(ck: Checkpoint, key: str, found: list[Diagnostic]) -> dict[str, Any]:
+    """Per loader of target key `key` (sglang: `rules/sglang/loaders.py`), its verdict on `ck`
+    from the findings `found`; {} for a runtime with one loader."""
+    from quantcheck.checking import target_paths
+
+    specs = target_paths(ck, (key,)).get(key, {}).get("loaders")
+    if not specs:
+        return {}
+    from quantcheck.rules.sglang.loaders import verdicts
+
+    return verdicts(found, key, specs)
+
+
+def spared(found: list[Diagnostic], ck: Checkpoint, keys: tuple[str, ...]) -> list[Diagnostic]:
+    """`found` without the findings that concern only some loaders of a target (they name
+    them: `data["loaders"]`) where another loader of that target loads `ck` clean: sglang
+    picks its loader by the model family, which `quantize` does not know, so it writes what
+    one of them loads (and says which do not, `unloading`)."""
+    clean = [
+        k for k in keys if any(v["status"] == "ok" for v in loader_verdicts(ck, k, found).values())
+    ]
+    if not clean:
+        return found
+    return [
+        d
+        for d in found
+        if d.data.get("loaders") is None or any(harms(d, k) for k in keys if k not in clean)
+    ]
+
+
+def unloading(ck: Checkpoint, keys: tuple[str, ...]) -> list[str]:
+    """One line per target key and loader that does not load `ck` clean, with why."""
+    out = []
+    for key in keys:
+        found = select_diagnostics(run_rules(ck, (key,)), target=key)
+        for name, v in loader_verdicts(ck, key, found).items():
+            if v["status"] != "ok":
+                d = worst([f for f in found if name in f.data.get("loaders", (name,))], key)
+                why = f"{d.code} {d.message}" if d is not None else v["reason"]
+                out.append(f"{release_name(key)} {name}: {v['status']}: {why}")
+    return out
 
 
 def new_findings(

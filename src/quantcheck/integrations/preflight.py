@@ -37,6 +37,7 @@ class Preflight:
         report: Report,
         notes: list[str],
         emulated: dict[str, tuple[int, str]] | None = None,
+        loader: str | None = None,
     ):
         self.paths = paths
         self.target = target
@@ -44,8 +45,15 @@ class Preflight:
         self.notes = notes
         #: format -> (how many layers use it, why the runtime's device emulates it)
         self.emulated = emulated or {}
-        self.blocking = [d for d in report.diagnostics if d.effect_at(target) is Effect.FAILS]
-        self.warnings = [d for d in report.diagnostics if d.effect_at(target) is Effect.DEGRADED]
+        # `loader`: the runtime's loader that is reading the file (sglang: rules/sglang/
+        # loaders.py); findings that name only other loaders do not concern it
+        mine = [
+            d
+            for d in report.diagnostics
+            if loader is None or "loaders" not in d.data or loader in d.data["loaders"]
+        ]
+        self.blocking = [d for d in mine if d.effect_at(target) is Effect.FAILS]
+        self.warnings = [d for d in mine if d.effect_at(target) is Effect.DEGRADED]
 
     @property
     def passed(self) -> bool:
@@ -91,12 +99,15 @@ def preflight(
     gpu: str | None = None,
     lora: str | None = None,
     emulated: dict[str, str] | None = None,
+    loader: str | None = None,
 ) -> Preflight:
     """Check `paths` (one checkpoint: a file or its shards) for target key `target`; `gpu` and
     `lora` go to `quantcheck.check` when it takes them (else a note says they were not
     checked). `emulated`: the formats the runtime's device runs emulated, with why (as the
     running runtime reports them); the layers using them are counted from the markers.
-    Raises `quantcheck.errors.InputError` when the file cannot be read."""
+    `loader`: the loader of the runtime that reads the file, when it is known (sglang's
+    marker inspector hook: a loader that reads the markers); findings of its other loaders
+    are then left out. Raises `quantcheck.errors.InputError` when the file cannot be read."""
     kwargs: dict[str, str] = {}
     notes: list[str] = []
     accepted = accepted_keywords()
@@ -110,7 +121,7 @@ def preflight(
                 f"{name} {value!r} not checked: this quantcheck has no {name} dimension yet"
             )
     report = quantcheck.check(list(paths), target=target, **kwargs)  # type: ignore[arg-type]
-    pf = Preflight(list(paths), target, report, notes)
+    pf = Preflight(list(paths), target, report, notes, loader=loader)
     if emulated:
         broken = {d.layer for d in [*pf.blocking, *pf.warnings] if d.layer}
         pf.emulated = _emulated_layers(paths, emulated, broken)

@@ -66,7 +66,9 @@ def check_before_inspection(*args: Any, **kwargs: Any) -> None:
     version = installed_sglang()
     target, note = release_for_version("sglang", version or "unknown")
     try:
-        pf = preflight(paths, target)
+        # the marker inspector runs: a loader that reads the markers (MiniMax-H3's own
+        # inspection reads them whatever the header says), not --transformer-weights-path
+        pf = preflight(paths, target, loader="minimax-h3")
     except InputError as exc:
         log.warning("quantcheck could not read %s: %s", ", ".join(paths), exc)
         return None

@@ -7,6 +7,7 @@ from quantcheck.formats.dims import derive_dims
 from quantcheck.formats.table import FORMATS
 from quantcheck.io.dtypes import HIGH_PRECISION
 from quantcheck.model.checkpoint import Checkpoint
+from quantcheck.model.family_view import checkpoint_family
 from quantcheck.textsafe import redact_url
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
@@ -96,5 +97,6 @@ def summarize(ck: Checkpoint) -> dict[str, Any]:
             for n in ck.loose
         ],
         "totals": dict(sorted(totals.items())),
+        "family": checkpoint_family(ck).to_json(),
         "diagnostics": len(ck.diagnostics),
     }

@@ -38,12 +38,23 @@ def _scale_for_math(s: np.ndarray, kind: str) -> np.ndarray:
 
 
 def _codes(
-    x: np.ndarray, sm: np.ndarray | np.float32, kind: str, inplace: bool = False
+    x: np.ndarray,
+    sm: np.ndarray | np.float32,
+    kind: str,
+    inplace: bool = False,
+    noise: np.ndarray | None = None,
 ) -> np.ndarray:
+    """Codes of `x / sm`: round half to even, or with `noise` (U[0, 1) per element, F32)
+    floor(x / sm + noise): comfy-kitchen's stochastic rounding."""
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         y = np.divide(x, sm, out=x if inplace else None)
         round_to(y, kind, out=y)
-        np.rint(y, out=y)
+        if noise is None:
+            np.rint(y, out=y)
+        else:
+            np.add(y, noise, out=y)
+            round_to(y, kind, out=y)
+            np.floor(y, out=y)
         np.clip(y, -128, 127, out=y)
         return y.astype(np.int8)
 
@@ -60,9 +71,14 @@ def _scale(amax: np.ndarray) -> np.ndarray:
 
 
 def quantize(
-    w: np.ndarray, per_row: bool = False, convrot: bool = False, convrot_groupsize: int = 256
+    w: np.ndarray,
+    per_row: bool = False,
+    convrot: bool = False,
+    convrot_groupsize: int = 256,
+    noise: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Weight [N, K] -> (I8 codes, F32 scale ``[]`` or ``[N, 1]``). ConvRot implies per-row."""
+    """Weight [N, K] -> (I8 codes, F32 scale ``[]`` or ``[N, 1]``). ConvRot implies per-row.
+    `noise` [N, K] (U[0, 1)): stochastic rounding (a re-quantized LoRA patch)."""
     kind = kind_of(w)
     if w.ndim != 2:
         raise NumericError(f"int8_tensorwise expects a 2-D weight, got shape {w.shape}")
@@ -79,7 +95,8 @@ def quantize(
             amax = np.max(np.abs(x), axis=1, keepdims=True)
             _check(amax)
             scales[rows] = s = _scale(amax)
-            q[rows] = _codes(x, _scale_for_math(s, kind), kind, inplace=True)
+            nz = None if noise is None else noise[rows]
+            q[rows] = _codes(x, _scale_for_math(s, kind), kind, inplace=True, noise=nz)
 
         for_each(work_rot, n, block_rows(k))
         return q, scales
@@ -90,7 +107,8 @@ def quantize(
         sm = _scale_for_math(s, kind)
 
         def work_row(rows: slice) -> None:
-            q[rows] = _codes(to_f32(w[rows], copy=True), sm[rows], kind, inplace=True)
+            nz = None if noise is None else noise[rows]
+            q[rows] = _codes(to_f32(w[rows], copy=True), sm[rows], kind, inplace=True, noise=nz)
 
         for_each(work_row, n, row_step(k))
         return q, s
@@ -98,13 +116,14 @@ def quantize(
     _check(amax)
     s = _scale(amax).reshape(())
     sm = _scale_for_math(s, kind)
-    u = bits16(w)
+    u = bits16(w) if noise is None else None
     if u is not None:  # one code per BF16/F16 pattern: a 64K-entry table
         lut = _codes(all_patterns(kind).copy(), sm, kind)
         return lut_map(lut, u, out=q), s
     step = row_step(k)
     for r in range(0, n, step):
-        q[r : r + step] = _codes(w[r : r + step].copy(), sm, kind)
+        nz = None if noise is None else noise[r : r + step]
+        q[r : r + step] = _codes(w[r : r + step].copy(), sm, kind, noise=nz)
     return q, s
 
 

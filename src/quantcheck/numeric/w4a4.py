@@ -32,9 +32,10 @@ def _check_k(k: int, cg: int) -> None:
 
 
 def quantize(
-    w: np.ndarray, convrot_groupsize: int = CONVROT_GS.default
+    w: np.ndarray, convrot_groupsize: int = CONVROT_GS.default, noise: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Weight [N, K] -> (I8 [N, K/2] packed signed int4, F32 scale [N])."""
+    """Weight [N, K] -> (I8 [N, K/2] packed signed int4, F32 scale [N]). `noise` [N, K]
+    (U[0, 1)): comfy-kitchen's stochastic rounding, floor(W_rot / s + noise)."""
     kind = kind_of(w)
     if w.ndim != 2:
         raise NumericError(f"convrot_w4a4 expects a 2-D weight, got shape {w.shape}")
@@ -55,7 +56,12 @@ def quantize(
         s = round_to(np.maximum(amax, tiny) / F32(7), kind)
         y = x / s
         round_to(y, kind, out=y)
-        np.rint(y, out=y)
+        if noise is None:
+            np.rint(y, out=y)
+        else:
+            np.add(y, noise[rows], out=y)
+            round_to(y, kind, out=y)
+            np.floor(y, out=y)
         np.clip(y, -7, 7, out=y)
         packed[rows] = pack_lo_first(y.astype(np.int8))
         scales[rows] = s[:, 0]

@@ -428,6 +428,31 @@ def _sum_groups(a: np.ndarray) -> np.ndarray:
     return last_axis_reduce(a, np.add)[..., 0]
 
 
+def _round(x: np.ndarray, noise: np.ndarray | None) -> np.ndarray:
+    """Round half to even, or floor(x + noise) (comfy-kitchen's stochastic rounding)."""
+    if noise is None:
+        return np.rint(x)
+    return np.floor(x + noise)
+
+
+def assign_grid_stochastic(target: np.ndarray, levels: np.ndarray, noise: np.ndarray) -> np.ndarray:
+    """comfy-kitchen's stochastic grid assignment: between the two levels bracketing each
+    target (sorted per group), the upper one when the target exceeds a uniform point of the
+    bracket: idx = lo + (t > level[lo] + u * (level[lo + 1] - level[lo]))."""
+    n, groups, g = target.shape
+    lv = levels.reshape(n * groups, -1)
+    t = target.reshape(n * groups, g)
+    last = lv.shape[1] - 1
+    with np.errstate(invalid="ignore"):
+        pos = searchsorted_rows(lv, t, None).astype(np.int64)
+    lo = np.clip(pos - 1, 0, last - 1)
+    level_lo = np.take_along_axis(lv, lo, axis=1)
+    width = np.take_along_axis(lv, lo + 1, axis=1) - level_lo
+    thr = noise.reshape(n * groups, g) * width + level_lo
+    idx = np.clip(lo + (t > thr), 0, last)
+    return idx.reshape(n, groups, g)
+
+
 def _quantize_rotated(
     rot: np.ndarray,
     g: int,
@@ -436,11 +461,15 @@ def _quantize_rotated(
     symmetric: bool,
     bits: int,
     fp8_scales: bool,
+    noise: np.ndarray | None = None,
+    scale_search: bool = True,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
     """Rows of an F32 rotated weight (overwritten) -> (codes uint8 [n, K], s_rel, s_channel,
-    correction)."""
+    correction). `noise` (U[0, 1), [n, K]): comfy-kitchen's stochastic rounding of the final
+    assignment; `scale_search` False: no 6-bit group-scale search (its requantize path)."""
     n, k = rot.shape
     w = rot.reshape(n, k // g, g)
+    nz = None if noise is None else noise.reshape(n, k // g, g)
     correction = None
     table = W6_TABLE if bits == 6 else codebook  # the levels the codes index, if any
     if table is not None:
@@ -476,13 +505,13 @@ def _quantize_rotated(
         del q
     elif symmetric:
         gs = np.maximum(last_axis_reduce(np.abs(w)) / F32(7), _EPS)
-        signed = np.clip(np.rint(w / gs), -8, 7)
+        signed = np.clip(_round(w / gs, nz), -8, 7)
         codes = (signed + 8).astype(np.uint8)
         shifted = np.multiply(signed, gs, out=signed)
     else:
         mn = last_axis_reduce(w, np.minimum)
         gs = np.maximum((last_axis_reduce(w) - mn) / F32(15), _EPS)
-        u = np.clip(np.rint((w - mn) / gs), 0, 15)
+        u = np.clip(_round((w - mn) / gs, nz), 0, 15)
         codes = u.astype(np.uint8)
         u -= F32(8)
         shifted = np.multiply(u, gs, out=u)
@@ -496,12 +525,18 @@ def _quantize_rotated(
             raise NumericError("asym_w4a8_int8: a group scale overflows float8_e4m3fn")
     if table is not None:
         target = np.divide(w, s_channel[:, None, None], out=w)  # w is not needed any more
-        if bits == 6:
+        if bits == 6 and scale_search and nz is None:
             s_rel, idx = _search_group_scale(target, s_rel, table)
             idx += 1
             codes = idx
         else:
-            codes = assign_grid(target, grid_levels(table, s_rel.astype(np.float32)))
+            levels = grid_levels(table, s_rel.astype(np.float32))
+            if nz is None:
+                codes = assign_grid(target, levels)
+            else:
+                codes = assign_grid_stochastic(target, levels, nz)
+            if bits == 6:
+                codes = codes + 1
         codes = codes.astype(np.uint8, copy=False)
     return codes.reshape(n, k), s_rel, s_channel.astype(np.float32), correction
 
@@ -514,8 +549,15 @@ def quantize(
     symmetric: bool = True,
     bits: int = 4,
     scale_dtype: str = "float8_e4m3fn",
+    codebook_table: np.ndarray | None = None,
+    noise: np.ndarray | None = None,
+    scale_search: bool = True,
 ) -> dict[str, np.ndarray]:
     """Weight [N, K] -> dict with weight, weight_s_rel, weight_s_channel (+ codebook/correction).
+
+    comfy-kitchen's requantize (a LoRA patch written back): `codebook_table` the layer's own
+    codebook (no gate, no fit), `noise` [N, K] U[0, 1) its stochastic rounding, `scale_search`
+    False (no 6-bit group-scale search).
 
     Rows are rotated, quantized and packed in chunks straight into the outputs: besides the
     outputs, memory is the gate's sample of at most 2^19 values plus per-chunk temporaries."""
@@ -534,7 +576,11 @@ def quantize(
     amax = abs_max(w, axis=1)
     if not np.isfinite(amax).all():
         raise NumericError("asym_w4a8_int8: weight contains NaN/Inf; comfy-kitchen would store NaN")
-    table = decide_codebook(w, kind, g, cg) if symmetric and codebook else None
+    table: np.ndarray | None
+    if codebook_table is not None and symmetric and codebook:
+        table = np.asarray(codebook_table, dtype=np.float32).reshape(-1)
+    else:
+        table = decide_codebook(w, kind, g, cg) if symmetric and codebook else None
     heavy = bits == 6 or table is not None  # searches with [chunk, levels] temporaries
     rows = max(1, (_HEAVY_CHUNK if heavy else _LIGHT_CHUNK) // max(k, 1))
     fp8_scales = scale_dtype == "float8_e4m3fn"
@@ -545,7 +591,10 @@ def quantize(
 
     def work(sl: slice) -> None:
         rot = rotate(w[sl], cg, kind)
-        codes, sr, sc, corr = _quantize_rotated(rot, g, kind, table, symmetric, bits, fp8_scales)
+        nz = None if noise is None else noise[sl]
+        codes, sr, sc, corr = _quantize_rotated(
+            rot, g, kind, table, symmetric, bits, fp8_scales, nz, scale_search
+        )
         del rot
         packed[sl] = pack6(codes) if bits == 6 else pack_lo_first(codes)
         s_rel[sl], s_channel[sl] = sr, sc

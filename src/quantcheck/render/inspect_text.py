@@ -33,6 +33,9 @@ def render_inspect(doc: dict[str, Any], summary_only: bool = False) -> str:
             out.append(f"  metadata {clean(k)} = {clean(text)}")
     if doc.get("index"):
         out.append(f"index {clean(doc['index'])}")
+    family = doc.get("family") or {}
+    if family.get("keys_of"):  # a family's key test matched (text: only then)
+        out.append(f"family: {clean(str(family['summary']))}")
     if not summary_only:
         rows = [("LAYER", "FORMAT", "WEIGHT", "N×K", "COMPANIONS", "BYTES", "BPW")]
         for r in doc["layers"]:

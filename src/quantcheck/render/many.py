@@ -360,6 +360,7 @@ def _entry(r: CheckpointResult) -> dict[str, Any]:
             paths=full.paths,
             gpu=full.gpu,
             gpu_needs=full.gpu_needs,
+            family=full.family,
         )
         entry = shell.to_json()
         entry["targets"] = {t: full.target_status(t) for t in full.targets}

@@ -74,6 +74,8 @@ def iter_lines(
                 f"request{'' if n == 1 else 's'} from {clean(r['path'])}"
                 + (f" at revision {clean(rev)}" if rev else "")
             )
+    if report.family.get("keys_of"):  # a family's key test matched (text: only then)
+        yield f"family: {clean(str(report.family['summary']))}"
     yield verdict_lines(report, c, suppressed)
 
 

@@ -156,6 +156,14 @@ QC622: Rule  # rowwise-fp8-header-contract
 QC623: Rule  # rowwise-fp8-layer-tensors
 QC624: Rule  # sglang-header-path-raises
 QC630: Rule  # sglang-header-fp8-weight-load
+QC631: Rule  # sglang-override-undeclared
+QC632: Rule  # sglang-override-declaration-invalid
+QC633: Rule  # sglang-override-nvfp4-degraded
+QC634: Rule  # sglang-override-nvfp4-fails
+QC635: Rule  # sglang-comfyui-mode-unquantized
+QC636: Rule  # sglang-comfyui-mode-packed
+QC637: Rule  # sglang-comfyui-mode-spec-refuses
+QC638: Rule  # sglang-marker-readers-refuse-header-formats
 QC650: Rule  # format-needs-comfyui-v0.18
 QC651: Rule  # format-needs-comfyui-v0.28
 QC701: Rule  # format-unsupported-by-forge-neo
@@ -204,6 +212,19 @@ QC800: Rule  # gpu-known-crash
 QC801: Rule  # gpu-known-wrong-output
 QC802: Rule  # gpu-known-slow
 QC803: Rule  # gpu-size-limit
+QC830: Rule  # lora-key-not-loaded
+QC831: Rule  # lora-text-encoder-keys
+QC832: Rule  # lora-shape-mismatch
+QC833: Rule  # lora-patch-raises
+QC834: Rule  # lora-drowned-by-requant
+QC835: Rule  # lora-runs-dequantized
+QC836: Rule  # lora-keys-not-predicted
+QC837: Rule  # lora-nothing-loaded
+QC860: Rule  # family-detect-packed
+QC861: Rule  # family-keep-high-precision
+QC862: Rule  # family-layers-missing
+QC863: Rule  # family-layers-extra
+QC864: Rule  # family-topology
 
 __all__ = [
     "QC101",
@@ -309,6 +330,14 @@ __all__ = [
     "QC623",
     "QC624",
     "QC630",
+    "QC631",
+    "QC632",
+    "QC633",
+    "QC634",
+    "QC635",
+    "QC636",
+    "QC637",
+    "QC638",
     "QC650",
     "QC651",
     "QC701",
@@ -357,6 +386,19 @@ __all__ = [
     "QC801",
     "QC802",
     "QC803",
+    "QC830",
+    "QC831",
+    "QC832",
+    "QC833",
+    "QC834",
+    "QC835",
+    "QC836",
+    "QC837",
+    "QC860",
+    "QC861",
+    "QC862",
+    "QC863",
+    "QC864",
 ]
 
 #: the catalog module that holds each code (a code binds by importing only its catalog)
@@ -378,7 +420,7 @@ _HOMES = {
     "quantcheck.rules.support.catalog": (
         "QC601 QC602 QC603 QC604 QC605 QC606 QC607 QC608 QC609 QC610 QC611 QC612 "
         "QC613 QC614 QC615 QC616 QC617 QC618 QC619 QC620 QC621 QC622 QC623 QC624 "
-        "QC630 QC650 QC651"
+        "QC630 QC631 QC632 QC633 QC634 QC635 QC636 QC637 QC638 QC650 QC651"
     ),
     "quantcheck.rules.forge_neo.catalog": ("QC701 QC702 QC703"),
     "quantcheck.rules.sdnext.catalog": ("QC710 QC711 QC712 QC713 QC714 QC715 QC716 QC717"),
@@ -389,4 +431,6 @@ _HOMES = {
     ),
     "quantcheck.rules.musubi.catalog": ("QC750 QC751 QC752 QC753 QC754 QC755 QC756 QC757"),
     "quantcheck.rules.gpu.catalog": ("QC800 QC801 QC802 QC803"),
+    "quantcheck.rules.lora.catalog": ("QC830 QC831 QC832 QC833 QC834 QC835 QC836 QC837"),
+    "quantcheck.rules.family.catalog": ("QC860 QC861 QC862 QC863 QC864"),
 }

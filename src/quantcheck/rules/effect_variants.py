@@ -20,11 +20,9 @@ def _each(names: tuple[str, ...], *effects: str) -> dict[str, tuple[str, ...]]:
 #: codes as strings (rule.py imports this module, and `rules.codes` imports the catalogs that
 #: import rule.py), checked against the registry by tests/rules/test_effect_range.py
 VARIANTS: dict[str, dict[str, tuple[str, ...]]] = {
-    "QC210": {"sglang": ("none",)},
     "QC219": _each(_CUI, "none"),
     "QC220": _each(_CUI, "none"),
     "QC222": _each(_CUI, "none", "fails"),
-    "QC223": {"sglang": ("none",)},
     "QC301": {"sglang": ("none",)},
     "QC305": {"sglang": ("none",), **_each(_CUI, "fails")},
     "QC307": {"sglang": ("none",), **_each(_CUI, "none")},

@@ -18,6 +18,7 @@ from quantcheck.io.source import base_name
 from quantcheck.model.checkpoint import Checkpoint
 from quantcheck.model.layers import Layer
 from quantcheck.rules import codes as R
+from quantcheck.rules.family.checks import family_findings
 from quantcheck.rules.layers.checks import check_layer
 from quantcheck.rules.layers.kinds import (
     LayerKinds,
@@ -232,6 +233,7 @@ def _run_all_rules(
     runtime_checks = [load(ref)(ck) for ref in checks_for(keys)]
     for checks in runtime_checks:
         out.extend(checks.file_findings())
+    out.extend(family_findings(ck))
     # kind -> (the layer found on, its findings, whether a message names that layer)
     cache: dict[object, tuple[str, list[Diagnostic], bool]] = {}
     shared = _SHARED

@@ -15,6 +15,8 @@ FAMILIES = {
     "QC6": "runtime compatibility (format support and mixes)",
     "QC7": "other runtimes (Forge Neo, SD.Next, InvokeAI, stable-diffusion.cpp, "
     "DiffSynth-Studio, musubi-tuner)",
+    "QC8": "expectations: GPU class (QC80x), LoRA on a quantized base (QC83x), model "
+    "families (QC86x)",
 }
 
 #: The generic rule folders (`rules/<name>/catalog.py`); each runtime's own rules come from its
@@ -27,6 +29,8 @@ CATALOGS: tuple[str, ...] = (
     "shards",
     "support",
     "gpu",
+    "family",
+    "lora",
 )
 
 

@@ -10,6 +10,10 @@ SGQC = "python/sglang/multimodal_gen/runtime/layers/quantization/"
 SGRF = "python/sglang/multimodal_gen/runtime/layers/quantization/rowwise_fp8.py"
 SGTE = "python/sglang/multimodal_gen/runtime/loader/component_loaders/text_encoder_loader.py"
 SGTL = "python/sglang/multimodal_gen/runtime/loader/transformer_load_utils.py"
+#: MiniMax-H3's own inspection (inspect_minimax_h3_safetensors,
+#: resolve_minimax_h3_checkpoint_quantization) and the --comfyui-mode single-file loader.
+SGH3 = "python/sglang/multimodal_gen/runtime/loader/minimax_h3_weights.py"
+SGSPEC = "python/sglang/multimodal_gen/runtime/loader/comfyui_checkpoints/spec.py"
 #: sglang's DiT weight loader (every release 0.5.18-0.5.23): load_model_from_full_model_state_dict
 #: casts each tensor to its parameter's dtype (`.to(dtype=target_dtype)`) before the
 #: parameter's weight_loader; an AssertionError there stops the load.

@@ -13,7 +13,7 @@ from quantcheck.runtimes.musubi import musubi_runtime
 from quantcheck.runtimes.registry import Runtime, register_runtime
 from quantcheck.runtimes.sdcpp import sdcpp_runtime
 from quantcheck.runtimes.sdnext import sdnext_runtime
-from quantcheck.runtimes.sglang_releases import SGLANG_RELEASES
+from quantcheck.runtimes.sglang_releases import HEADER_DECLARED, SGLANG_RELEASES
 
 SGLANG = register_runtime(
     Runtime(
@@ -23,6 +23,7 @@ SGLANG = register_runtime(
         checks="quantcheck.rules.sglang.checks:SglangChecks",
         quantize_refusal="quantcheck.rules.sglang.checks:sglang_quantize_refusal",
         paths="quantcheck.rules.sglang.header_rules:path_json",
+        header_formats=HEADER_DECLARED,
         gpu="quantcheck.rules.sglang.gpu:SGLANG_GPU",
         default_target=True,
         catalog=True,

@@ -33,6 +33,9 @@ EFFECTS: dict[str, Effect] = {
     **dict.fromkeys(["QC401", "QC402", "QC403", "QC407", "QC408"], DEGRADED),
     "QC501": DEGRADED,
     **dict.fromkeys(["QC502", "QC503", "QC504", "QC506"], FAILS),
+    # the model family's contract (QC86x, issue 26)
+    "QC861": DEGRADED,
+    "QC862": FAILS,
 }
 #: Why each code of EFFECTS does what it does to DiffSynth-Studio (one line each).
 WHY: dict[str, str] = {
@@ -63,6 +66,8 @@ WHY: dict[str, str] = {
         ["QC502", "QC503", "QC504", "QC506"],
         "an incomplete or broken shard set cannot be loaded: its tensors are missing",
     ),
+    "QC861": "the same weights run: the quality producers keep these layers for is lost",
+    "QC862": "the model's weights are missing: the layers they belong to cannot be built",
 }
 #: Existing codes consciously without effect on DiffSynth-Studio, and why.
 LEFT_NONE: dict[str, str] = {
@@ -70,6 +75,11 @@ LEFT_NONE: dict[str, str] = {
         ["QC800", "QC801", "QC802", "QC803"],
         "a GPU report about ComfyUI with comfy-kitchen (check --gpu); this runtime's device "
         "paths are not modelled",
+    ),
+    **dict.fromkeys(
+        [f"QC83{n}" for n in range(8)],
+        "a LoRA on a quantized base as ComfyUI loads it (quantcheck lora); this runtime's "
+        "LoRA path is not modelled",
     ),
     **dict.fromkeys(["QC119", "QC122"], "layout notes safetensors accepts"),
     "QC205": "U8 and I8 markers decode; other dtypes are QC735",
@@ -100,9 +110,15 @@ LEFT_NONE: dict[str, str] = {
     **dict.fromkeys(["QC404", "QC405", "QC406", "QC409"], "formats DiffSynth refuses (QC730)"),
     "QC505": "the weight_map is not used to load the shards",
     **dict.fromkeys(
-        [f"QC6{n:02d}" for n in (*range(1, 25), 30, 50, 51)],
+        [f"QC6{n:02d}" for n in (*range(1, 25), *range(30, 39), 50, 51)],
         "sglang's and ComfyUI's own loaders (safetensors reads F8_E8M0)",
     ),
+    "QC860": ("ComfyUI's model detection; DiffSynth-Studio's own model detection was not read"),
+    "QC863": (
+        "modules outside the family's layout: DiffSynth-Studio's handling of unexpected "
+        "keys was not read"
+    ),
+    "QC864": "information: the quantization topology",
 }
 OWN_CODES = ("QC730", "QC731", "QC732", "QC733", "QC734", "QC735", "QC736")
 RELEASES = (

@@ -81,6 +81,8 @@ EFFECTS: dict[str, Effect] = {
     "QC610": Effect.NONE,
     "QC650": Effect.NONE,
     "QC651": Effect.NONE,
+    # a LoRA as ComfyUI's comfy/lora.py loads it: Forge Neo's LoRA path is its own, not read
+    **dict.fromkeys((f"QC83{n}" for n in range(8)), Effect.NONE),
 }
 
 #: Codes whose effect on Forge Neo is ComfyUI's (the ported loader behaves the same), with
@@ -118,7 +120,7 @@ FOLLOWS: dict[str, str] = {
         (
             "QC601", "QC602", "QC603", "QC604", "QC611", "QC612", "QC613", "QC614", "QC615",
             "QC616", "QC617", "QC618", "QC619", "QC620", "QC621", "QC622", "QC623", "QC624",
-            "QC630",
+            "QC630", "QC631", "QC632", "QC633", "QC634", "QC635", "QC636", "QC637", "QC638",
         ),
         "sglang's own codes (none on ComfyUI; QC620, a header-only rowwise format, fails "
         "ComfyUI and Forge alike)",
@@ -126,6 +128,12 @@ FOLLOWS: dict[str, str] = {
     **dict.fromkeys(
         ("QC800", "QC801", "QC802", "QC803"),
         "GPU reports (check --gpu) about the comfy-kitchen kernels Forge Neo runs too",
+    ),
+    **dict.fromkeys(
+        ("QC860", "QC861", "QC862", "QC863", "QC864"),
+        "the model family's contract: Forge Neo loads the same state dict as ComfyUI, and "
+        "its model detection (huggingface_guess) derives from ComfyUI's model_detection "
+        "[GUESS: not re-read]",
     ),
 }  # fmt: skip
 FOLLOWS_COMFYUI: tuple[str, ...] = tuple(FOLLOWS)
@@ -135,6 +143,11 @@ WHY: dict[str, str] = {
     **dict.fromkeys(
         ("QC606", "QC607", "QC608", "QC609", "QC610"),
         "ComfyUI's release steps and format table: Forge Neo's own are QC701/QC702",
+    ),
+    **dict.fromkeys(
+        (f"QC83{n}" for n in range(8)),
+        "ComfyUI's LoRA key map and patching (quantcheck lora); Forge Neo's LoRA path on "
+        "quantized layers was not read (Forge #1428: NVFP4 LoRAs weak)",
     ),
 }
 

@@ -35,6 +35,9 @@ EFFECTS: dict[str, Effect] = {
     # shards: an incomplete or broken set cannot be loaded
     "QC501": DEGRADED,
     **dict.fromkeys(["QC502", "QC503", "QC504", "QC506"], FAILS),
+    # the model family's contract (QC86x, issue 26)
+    "QC861": DEGRADED,
+    "QC862": FAILS,
 }
 #: Why each code of EFFECTS does what it does to InvokeAI (one line each).
 WHY: dict[str, str] = {
@@ -56,6 +59,8 @@ WHY: dict[str, str] = {
         ["QC502", "QC503", "QC504", "QC506"],
         "an incomplete or broken shard set cannot be loaded: its tensors are missing",
     ),
+    "QC861": "the same weights run: the quality producers keep these layers for is lost",
+    "QC862": "the model's weights are missing: the layers they belong to cannot be built",
 }
 #: Existing codes consciously without effect on InvokeAI, and why.
 LEFT_NONE: dict[str, str] = {
@@ -63,6 +68,11 @@ LEFT_NONE: dict[str, str] = {
         ["QC800", "QC801", "QC802", "QC803"],
         "a GPU report about ComfyUI with comfy-kitchen (check --gpu); this runtime's device "
         "paths are not modelled",
+    ),
+    **dict.fromkeys(
+        [f"QC83{n}" for n in range(8)],
+        "a LoRA on a quantized base as ComfyUI loads it (quantcheck lora); this runtime's "
+        "LoRA path is not modelled",
     ),
     **dict.fromkeys(["QC119", "QC122"], "layout notes safetensors accepts"),
     **dict.fromkeys(
@@ -111,9 +121,14 @@ LEFT_NONE: dict[str, str] = {
     ),
     "QC505": "the weight_map is not used by InvokeAI's single-file loaders",
     **dict.fromkeys(
-        [f"QC6{n:02d}" for n in (*range(1, 25), 30, 50, 51)],
+        [f"QC6{n:02d}" for n in (*range(1, 25), *range(30, 39), 50, 51)],
         "sglang's and ComfyUI's own loaders (InvokeAI reads F8_E8M0 through safetensors)",
     ),
+    "QC860": ("ComfyUI's model detection; InvokeAI's own model detection was not read"),
+    "QC863": (
+        "modules outside the family's layout: InvokeAI's handling of unexpected keys was not read"
+    ),
+    "QC864": "information: the quantization topology",
 }
 OWN_CODES = ("QC720", "QC721", "QC722", "QC723", "QC724", "QC725")
 RELEASES = (

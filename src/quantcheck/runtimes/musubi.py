@@ -41,6 +41,9 @@ EFFECTS: dict[str, Effect] = {
     **dict.fromkeys(("QC501", "QC502", "QC503", "QC504", "QC506"), FAILS),
     # numerics: the INT8 scales are used as stored.
     **dict.fromkeys(("QC401", "QC402", "QC403", "QC407", "QC408"), DEGRADED),
+    # the model family's contract (QC86x, issue 26)
+    "QC861": DEGRADED,
+    "QC862": FAILS,
 }
 
 #: Why each code of EFFECTS does what it does to musubi (one line each).
@@ -64,6 +67,8 @@ WHY: dict[str, str] = {
     **dict.fromkeys(
         ("QC401", "QC402", "QC403", "QC407", "QC408"), "the INT8 scales are used as stored"
     ),
+    "QC861": "the same weights run: the quality producers keep these layers for is lost",
+    "QC862": "the model's weights are missing: the layers they belong to cannot be built",
 }
 #: Generic codes consciously left NONE for musubi, with the reason.
 LEFT_NONE: dict[str, str] = {
@@ -71,6 +76,11 @@ LEFT_NONE: dict[str, str] = {
         ["QC800", "QC801", "QC802", "QC803"],
         "a GPU report about ComfyUI with comfy-kitchen (check --gpu); this runtime's device "
         "paths are not modelled",
+    ),
+    **dict.fromkeys(
+        [f"QC83{n}" for n in range(8)],
+        "a LoRA on a quantized base as ComfyUI loads it (quantcheck lora); this runtime's "
+        "LoRA path is not modelled",
     ),
     "QC108": "__metadata__ is not used to load the ConvRot layers [GUESS]",
     "QC119": "no sub-byte dtypes are read",
@@ -119,8 +129,14 @@ LEFT_NONE: dict[str, str] = {
     "QC505": "the index is not compared with the shards",
     **{
         c: "sglang's and ComfyUI's own rules"
-        for c in (f"QC6{n:02d}" for n in (*range(1, 25), 30, 50, 51))
+        for c in (f"QC6{n:02d}" for n in (*range(1, 25), *range(30, 39), 50, 51))
     },
+    "QC860": ("ComfyUI's model detection; musubi-tuner's own model detection was not read"),
+    "QC863": (
+        "modules outside the family's layout: musubi-tuner's handling of unexpected "
+        "keys was not read"
+    ),
+    "QC864": "information: the quantization topology",
 }
 
 RELEASES: tuple[Release, ...] = (

@@ -72,6 +72,10 @@ class Runtime:
     #: The package of its rule folder (`quantcheck.rules.<name>`): its `catalog` module's
     #: RULES join the registry while the runtime is registered ("" for none).
     folder: str = ""
+    #: Formats `quantize` also declares in the header (`_quantization_metadata`, the marker
+    #: object itself) for this runtime: a loader of it reads only the header (sglang's
+    #: --transformer-weights-path builds its FP8 config from that declaration).
+    header_formats: tuple[str, ...] = ()
     #: "module:attribute" naming the runtime's GPU decisions (`rules/gpu/plan.py` describes
     #: the object): how each quantized layer runs on a `--gpu` device ("" for none)
     gpu: str = ""

@@ -48,6 +48,9 @@ EFFECTS: dict[str, Effect] = {
     # cannot be loaded whole: a missing tensor is missing everywhere.
     "QC504": FAILS,
     "QC506": FAILS,
+    # the model family's contract (QC86x, issue 26)
+    "QC861": DEGRADED,
+    "QC862": FAILS,
 }
 #: Why each code of EFFECTS does what it does to sd.cpp (one line each).
 WHY: dict[str, str] = {
@@ -71,6 +74,8 @@ WHY: dict[str, str] = {
         "a missing shard's tensors are missing whatever loads the rest: sd.cpp loads one file "
         "per model argument and cannot load the set whole",
     ),
+    "QC861": "the same weights run: the quality producers keep these layers for is lost",
+    "QC862": "the model's weights are missing: the layers they belong to cannot be built",
 }
 
 #: Generic codes consciously left NONE for sd.cpp, with the reason.
@@ -79,6 +84,11 @@ LEFT_NONE: dict[str, str] = {
         ["QC800", "QC801", "QC802", "QC803"],
         "a GPU report about ComfyUI with comfy-kitchen (check --gpu); this runtime's device "
         "paths are not modelled",
+    ),
+    **dict.fromkeys(
+        [f"QC83{n}" for n in range(8)],
+        "a LoRA on a quantized base as ComfyUI loads it (quantcheck lora); this runtime's "
+        "LoRA path is not modelled",
     ),
     "QC108": "non-string __metadata__ values are skipped, not refused",
     "QC115": "gaps between tensors are not checked",
@@ -131,8 +141,14 @@ LEFT_NONE: dict[str, str] = {
     "QC505": "index files are not read",
     **{
         c: "sglang's and ComfyUI's own rules"
-        for c in (f"QC6{n:02d}" for n in (*range(1, 25), 30, 50, 51))
+        for c in (f"QC6{n:02d}" for n in (*range(1, 25), *range(30, 39), 50, 51))
     },
+    "QC860": ("ComfyUI's model detection; stable-diffusion.cpp's own model detection was not read"),
+    "QC863": (
+        "modules outside the family's layout: stable-diffusion.cpp's handling of unexpected "
+        "keys was not read"
+    ),
+    "QC864": "information: the quantization topology",
 }
 
 RELEASES: tuple[Release, ...] = (

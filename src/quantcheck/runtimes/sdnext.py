@@ -87,6 +87,9 @@ EFFECTS: dict[str, Effect] = {
     "QC503": F,
     "QC504": F,
     "QC506": F,
+    # the model family's contract (QC86x, issue 26)
+    "QC861": D,
+    "QC862": F,
 }
 
 #: Why each code of EFFECTS does what it does to SD.Next (one line each).
@@ -129,6 +132,8 @@ WHY: dict[str, str] = {
         ("QC502", "QC503", "QC504", "QC506"),
         "the tensors of a missing or escaping shard are missing",
     ),
+    "QC861": "the same weights run: the quality producers keep these layers for is lost",
+    "QC862": "the model's weights are missing: the layers they belong to cannot be built",
 }
 #: Generic codes consciously left NONE for SD.Next, with the reason.
 LEFT_NONE: dict[str, str] = {
@@ -136,6 +141,11 @@ LEFT_NONE: dict[str, str] = {
         ["QC800", "QC801", "QC802", "QC803"],
         "a GPU report about ComfyUI with comfy-kitchen (check --gpu); this runtime's device "
         "paths are not modelled",
+    ),
+    **dict.fromkeys(
+        [f"QC83{n}" for n in range(8)],
+        "a LoRA on a quantized base as ComfyUI loads it (quantcheck lora); this runtime's "
+        "LoRA path is not modelled",
     ),
     "QC119": "sub-byte dtypes are not read by this loader",
     "QC122": "header padding does not matter to safetensors",
@@ -164,8 +174,14 @@ LEFT_NONE: dict[str, str] = {
     "QC409": "W4A8 is refused as a format (QC710)",
     "QC505": "the loader reads the file, not the index",
     **dict.fromkeys(
-        (f"QC6{n:02d}" for n in (*range(1, 25), 30, 50, 51)), "sglang's or ComfyUI's own finding"
+        (f"QC6{n:02d}" for n in (*range(1, 25), *range(30, 39), 50, 51)),
+        "sglang's or ComfyUI's own finding",
     ),
+    "QC860": ("ComfyUI's model detection; SD.Next's own model detection was not read"),
+    "QC863": (
+        "modules outside the family's layout: SD.Next's handling of unexpected keys was not read"
+    ),
+    "QC864": "information: the quantization topology",
 }
 
 

@@ -22,6 +22,11 @@ FAILS, DEGRADED, NONE = Effect.FAILS, Effect.DEGRADED, Effect.NONE
 #: nvfp4 -> ModelOpt; NVFP4 layers are recognised from their tensors too, FP8 ones only from a
 #: header declaration). QC611 reports the other layers; its effect is this release's delta.
 HEADER_PATH_FORMATS = ("float8_e4m3fn", "nvfp4")
+#: Formats `quantize` declares in the header for sglang targets: the only one whose header
+#: declaration --transformer-weights-path builds a config from (handle_fp8_metadata_format ->
+#: Fp8Config); NVFP4 needs none (inferred from its tensors), the Comfy and Kitchen configs of
+#: the other formats refuse to be built from a declaration (QC631).
+HEADER_DECLARED = ("float8_e4m3fn",)
 
 #: Formats 0.5.18 does not read from `.comfy_quant` tensor markers (what `quantize` writes):
 #: every marker format but NVFP4, which it finds from the layer's tensors.
@@ -52,6 +57,10 @@ SGLANG_RELEASES: tuple[Release, ...] = (
             "QC621": NONE,
             "QC622": NONE,
             "QC623": NONE,
+            # the loaders' own rules (QC631-QC637): no loader of 0.5.18 has them
+            **dict.fromkeys(
+                ("QC631", "QC632", "QC633", "QC634", "QC635", "QC636", "QC637", "QC638"), NONE
+            ),
         },
         quantize=dict.fromkeys(_MARKER_ONLY, _NO_INSPECTOR),
         note="no marker inspector: only the header path (float8 -> whole-model FP8, "
@@ -71,6 +80,12 @@ SGLANG_RELEASES: tuple[Release, ...] = (
             "QC318": NONE,
             "QC619": NONE,
             "QC308": FAILS,
+            # _resolve_weight_override_quantization (--transformer-weights-path) from 0.5.19
+            "QC631": FAILS,
+            "QC632": FAILS,
+            "QC633": DEGRADED,
+            "QC634": FAILS,
+            "QC638": FAILS,  # MiniMax-H3's own inspection from 0.5.19
         },
         quantize={**dict.fromkeys(_MARKER_ONLY, None), "mxfp8": _MXFP8_WEIGHT_LOAD},
         marker_fields={"nvfp4": {"full_precision_matrix_mult": True}},
@@ -87,11 +102,12 @@ SGLANG_RELEASES: tuple[Release, ...] = (
     ),
     Release(
         "0.5.21",
+        {"QC635": DEGRADED, "QC636": FAILS},  # the --comfyui-mode loader
         note="identical to 0.5.20 in the inspector, resolver and config classes (wheels compared)",
     ),
     Release(
         "0.5.22",
-        {"QC615": NONE},
+        {"QC615": NONE, "QC637": FAILS},  # --comfyui-mode specs that read markers
         quantize={"mxfp8": None},
         note="ConvRotInt8Config: messages say 'convrot_int8' instead of 'kitchen_int8'; "
         "MXFP8 loads: ComfyMXFP8LinearMethod is not in WEIGHT_LOADER_V2_SUPPORTED, so the "
@@ -107,3 +123,31 @@ SGLANG_RELEASES: tuple[Release, ...] = (
         "(an SRT Fp8LinearMethod) takes weight_loader_v2 again and MXFP8 fails at weight load",
     ),
 )
+
+
+#: The loader sglang reads a checkpoint of a model family with (`rules/sglang/loaders.py`
+#: `chosen_loader`; a family not named here: the worst loader decides): MiniMax-H3's own
+#: inspection, the text-encoder loader for text encoders, `--transformer-weights-path` for
+#: every other DiT (what `sglang generate` documents for a ComfyUI file). Family names as
+#: quantcheck's family detection spells them (`families/table.py`, issue 26), lower case.
+LOADER_BY_FAMILY: dict[str, str] = {
+    **dict.fromkeys(("minimax-h3", "minimax_h3"), "minimax-h3"),
+    **dict.fromkeys(
+        ("t5xxl", "qwen35", "qwen3", "mistral3", "t5-xxl", "t5", "qwen3-vl", "umt5"),
+        "text-encoder",
+    ),
+    **dict.fromkeys(
+        (
+            "flux",
+            "flux2",
+            "chroma",
+            "qwen_image",
+            "zimage",
+            "wan",
+            "ltx2",
+            "hunyuanvideo15",
+            "sd3",
+        ),
+        "transformer-weights-path",
+    ),
+}

@@ -42,7 +42,26 @@ FILES = ("comfy/quant_ops.py", "comfy/ops.py")
 #: commit for sd.py and utils.py; the code index holds only ops.py and quant_ops.py at
 #: 0271a469). Its files sit beside the pinned ones in the same tree.
 LOADER_COMMIT = "783545f689a0af730065994b46b382ae24844c99"
-LOADER_FILES = ("comfy/utils.py", "comfy/model_detection.py", "comfy/sd.py")
+LOADER_FILES = (
+    "comfy/utils.py",
+    "comfy/model_detection.py",
+    "comfy/sd.py",
+    "comfy/supported_models.py",
+    "comfy/supported_models_base.py",
+    "comfy/latent_formats.py",
+)
+#: ComfyUI 783545f6: how a LoRA is loaded and patched (test_diff_lora.py): comfy/lora.py
+#: (model_lora_keys_unet, load_lora, calculate_weight), lora_convert.py, the weight adapters,
+#: and float.py (the stochastic rounding quant_ops calls when it re-quantizes a patched layer).
+LORA_FILES = (
+    "comfy/lora.py",
+    "comfy/lora_convert.py",
+    "comfy/float.py",
+    *(
+        f"comfy/weight_adapter/{n}.py"
+        for n in ("__init__", "base", "boft", "bypass", "glora", "loha", "lokr", "lora", "oft")
+    ),
+)
 #: SHA-256 of what is executed: a whole file, or `path::function` (the function's source text
 #: as `ast.get_source_segment` returns it). Taken from the file text at 0271a469 (ops.py,
 #: quant_ops.py) and 783545f6 (the rest).
@@ -66,9 +85,64 @@ PINS = {
     "comfy/sd.py::load_diffusion_model_state_dict": (
         "cd79d8bb0f32b6259ed73c1dee480a061e96ee2540615554de69059fb61f91b8"
     ),
+    # model detection (detection.py): these files whole, and the pieces of utils.py and sd.py
+    # it calls
+    "comfy/model_detection.py": "ead7ef2738fecd266eddd1eb36dbd7c29d1f16d13768f294d176c5354f744212",
+    "comfy/supported_models.py": "0f978036c17dfee74d106f04f0d361198c0d444b4e1839e2cd8920a9dcebd40c",
+    "comfy/supported_models_base.py": (
+        "0b234d6f6ceacd04ff96e4126c388cd7c763e21a7d1aed672ba3a235d7a914a5"
+    ),
+    "comfy/latent_formats.py": "a37809a0139ee492b7246dac4fb8adcd0b6428591b2d929d73b5747f5c6860d7",
+    "comfy/utils.py::detect_layer_quantization": (
+        "afbad431c71e7be4e2c6e5e9fcc8577ae631504b82dc20b910c664f4690e2b35"
+    ),
+    "comfy/sd.py::TEModel": "cf805d201c087340fa330136d627b035488b7763cb685c262a9035b83e69bd88",
+    "comfy/sd.py::detect_te_model": (
+        "91786ffe284a4460e4480bc35a073daa064a75ee074a96ca677fcd3bef0f220d"
+    ),
+    # the LoRA path (test_diff_lora.py), 783545f6
+    "comfy/lora.py": "8f75c95ddc8ab0144919fe5277c4e6b4fa4f4f45aa64aa3de5d2d3b1b4a927d8",
+    "comfy/lora_convert.py": "0790e993706b6e5c255fd4000f8f48abed80e318274da5264681eb799df25d0b",
+    "comfy/float.py": "3a6e6c6fb306b5827378f8b2a551984d89b2b9719c24cff39abc423fc1f37c01",
+    "comfy/weight_adapter/__init__.py": (
+        "d9fe388a6bd3b93212a5e04b8921759841e2cf88939cfcc3a7bf59e16505edd0"
+    ),
+    "comfy/weight_adapter/base.py": (
+        "484f0d83a96e700f80c793e4bcc6a897d633233e51a59191d91da5e59da345c7"
+    ),
+    "comfy/weight_adapter/boft.py": (
+        "2850e0b4c2295cd87445415e287061fa3bfd69e88bd0aeb3eb16064864bd078d"
+    ),
+    "comfy/weight_adapter/bypass.py": (
+        "618c286c5f74e823318f41774e02cfcfa02d74ee9d51320ec0aa2694cd74aa8e"
+    ),
+    "comfy/weight_adapter/glora.py": (
+        "31cdd03f5b0beaa0df055512560128930f4f26b219ba57602d21abb086425b09"
+    ),
+    "comfy/weight_adapter/loha.py": (
+        "579ca1e33e0d244e0d7eedd30fb727913341f8e7bfbd74b51221f567612286d5"
+    ),
+    "comfy/weight_adapter/lokr.py": (
+        "b4763cc32215a47e4d906cfa6cbad9cf893f6a1329ada2225fda81fd99fcfeb4"
+    ),
+    "comfy/weight_adapter/lora.py": (
+        "e506062b4eb189be4c36f88270e0fd4dcce038c79a98f7163604ed6b44efe4b5"
+    ),
+    "comfy/weight_adapter/oft.py": (
+        "88be3c32f610478bc6900a10009eaadf6fe2af973ed4861731e4f21e1afacf89"
+    ),
+    "comfy/utils.py::unet_to_diffusers": (
+        "59297611ed60555fa39c78f72efa1cfdd6a6b9beb8bad142f50b38a5c063de3d"
+    ),
+    "comfy/utils.py::flux_to_diffusers": (
+        "e24233f139ea3ba5a6add7f61584d3a672ad39cb698bfdc56db6fb8afc2f5efb"
+    ),
+    "comfy/utils.py::string_to_seed": (
+        "41ac7d03d126012b398441f1766f6a102685ed202b6385c6dcc5628a533e3780"
+    ),
 }
 #: Which commit each file is fetched at.
-FETCH = {COMMIT: FILES, LOADER_COMMIT: LOADER_FILES}
+FETCH = {COMMIT: FILES, LOADER_COMMIT: LOADER_FILES + LORA_FILES}
 #: The GPU oracle's files (gpu_oracle.py), pinned whole: `whole/comfy/ops.py` is comfy/ops.py
 #: @0271a469 in full (the tree's `comfy/ops.py` holds only two of its functions), and
 #: comfy/model_management.py @783545f6 (the device gates `supports_*_compute`, the module
@@ -102,10 +176,11 @@ def sha256(text: str) -> str:
 
 
 def function_source(path: Path, name: str) -> str:
-    """The source text of top-level function `name` in `path` (KeyError if absent)."""
+    """The source text of top-level function (or class) `name` in `path` (KeyError if
+    absent)."""
     text = path.read_text(encoding="utf-8")
     for node in ast.parse(text).body:
-        if isinstance(node, ast.FunctionDef) and node.name == name:
+        if isinstance(node, ast.FunctionDef | ast.ClassDef) and node.name == name:
             segment = ast.get_source_segment(text, node)
             assert segment is not None
             return segment

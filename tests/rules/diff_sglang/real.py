@@ -17,9 +17,23 @@ LATER_STAGE = frozenset(("QC615", "QC630", "QC307", "QC220", "QC219", "QC312"))
 
 
 def later_only(report: Any, key: str) -> bool:
-    """Whether every finding that fails target `key` is a later-stage one (`LATER_STAGE`)."""
-    failing = {d.code for d in report.diagnostics if d.effect_at(key).value == "fails"}
+    """Whether every finding that fails target `key` through the reader these tests run (the
+    findings that name no loader: the header path, then the markers) is a later-stage one
+    (`LATER_STAGE`)."""
+    failing = {
+        d.code
+        for d in report.diagnostics
+        if d.effect_at(key).value == "fails" and d.data.get("loaders") is None
+    }
     return bool(failing) and failing <= LATER_STAGE
+
+
+def reader_status(report: Any, key: str) -> str:
+    """quantcheck's verdict for the loader `real_verdict` runs: the text-encoder loader's order
+    (0.5.19+), the transformer loader's on 0.5.18 (rules/sglang/loaders.py)."""
+    loaders = report.target_status(key)["loaders"]
+    v = loaders.get("text-encoder") or loaders["transformer-weights-path"]
+    return str(v["status"])
 
 
 def real_verdict(mod: types.ModuleType, paths: list[str]) -> tuple[bool, str, str]:

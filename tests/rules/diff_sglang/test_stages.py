@@ -29,7 +29,7 @@ from .._build import (
     w4a8,
 )
 from .loader import load_release
-from .real import later_only
+from .real import later_only, reader_status
 from .stages import h3_outcome, load_layer, override_outcome
 from .test_diff_sglang import CASES, RELEASES, trees  # noqa: F401 (trees: the fixture)
 
@@ -177,7 +177,7 @@ def test_layer_build_and_weight_load_agree(
         _, paths = _built(tmp_path, name, build)
         real, why = _stage_outcome(mod, paths, reader, layers)
         key = f"sglang@{version}"
-        ours = check_paths(paths, target=key).target_status(key)["status"]
+        ours = reader_status(check_paths(paths, target=key), key)
         known = KNOWN.get((name, version))
         if known is not None:
             assert real == known[0], f"{name} {version}: now {real} ({why}); {known[1]}"
@@ -301,3 +301,38 @@ def test_w4a8_first_forward(trees: dict[str, Path], tmp_path: Path) -> None:  # 
     assert seen["w4a8"][0] == "ok" and "first forward ran" in seen["w4a8"][1], seen
     status, why = seen["w4a8-convrot-group-32"]
     assert status == "fails" and why.startswith(f"{P}: first forward") and "power of 4" in why, seen
+
+
+@pytest.mark.parametrize("version", INSPECTED)
+def test_quantize_fp8_for_sglang_loads_through_transformer_weights_path(
+    version: str,
+    trees: dict[str, Path],  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """Item 13 / quantize: `quantize --to float8_e4m3fn` for sglang declares its layers in the
+    header, and the release's own `_resolve_quant_config` builds Fp8Config from that file
+    (without the declaration it raises "no supported native quantization declaration")."""
+    import torch
+    from safetensors.torch import save_file
+
+    from quantcheck.cli.main import main
+
+    src = tmp_path / "bf16.safetensors"
+    save_file({"blocks.0.attn.qkv.weight": torch.ones(64, 64, dtype=torch.bfloat16)}, str(src))
+    load_release(trees[version], stages=True)
+    for target, declared in (("sglang", True), ("comfyui", False)):
+        folder = tmp_path / target
+        folder.mkdir()
+        out = folder / "fp8.safetensors"
+        assert (
+            main(
+                ["quantize", str(src), "--to", "float8_e4m3fn", "--target", target, "-o", str(out)]
+            )
+            == 0
+        )
+        loads, why = override_outcome([str(out)], folder)
+        assert loads == declared, f"{target}: {why}"
+        if declared:
+            assert why == "Fp8Config", why
+        else:
+            assert "no supported native" in why, why

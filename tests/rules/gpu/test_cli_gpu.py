@@ -10,9 +10,15 @@ from pathlib import Path
 import pytest
 
 from quantcheck.cli.gpu import local_spec, resolve
-from quantcheck.cli.main import main
+from quantcheck.cli.main import main as cli_main
+from sglang_loaders import without_loaders
 
 from .._build import file, fp8, int8, nvfp4
+
+
+def main(argv: list[str]) -> int:
+    """`quantcheck` without sglang's loader findings (these tests are about GPU decisions)."""
+    return cli_main(without_loaders(argv))
 
 
 def _file(tmp: Path, make=nvfp4) -> str:  # type: ignore[no-untyped-def]

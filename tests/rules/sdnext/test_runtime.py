@@ -197,12 +197,14 @@ def test_many_checkpoint_table_has_a_column_per_runtime(capsys: pytest.CaptureFi
     # the total counts each checkpoint's worst verdict over the runtimes asked for
     main(["check", "--target", "sglang,comfyui,forge-neo,sdnext", str(EXAMPLES)])
     total = capsys.readouterr().out.strip().splitlines()[-1]
-    # mxfp8.safetensors fails on sglang 0.5.23 (QC615, weight load); flux/ adds two clean
-    # files, a broken one and an unquantized one
-    assert total.startswith("13 checkpoints: 5 ok, 7 failing, 1 not quantized"), total
-    main(["check", str(EXAMPLES)])
+    # every quantized example whose model family is not known fails one of sglang's loaders
+    # (the worst decides: --transformer-weights-path QC631, --comfyui-mode QC636/QC637); the
+    # detected Flux files are judged by the Flux loader (--transformer-weights-path), which
+    # infers NVFP4 from the tensors (flux_nvfp4 ok) but refuses undeclared FP8 (flux_fp8)
+    assert total.startswith("13 checkpoints: 1 ok, 11 failing, 1 not quantized"), total
+    main(["check", "--target", "comfyui,forge-neo,sdnext", str(EXAMPLES)])
     total = capsys.readouterr().out.strip().splitlines()[-1]
-    assert total.startswith("13 checkpoints: 7 ok, 5 failing, 1 not quantized"), total
+    assert total.startswith("13 checkpoints: 5 ok, 1 degraded, 6 failing, 1 not quantized"), total
 
 
 def test_explain_round_trip(capsys: pytest.CaptureFixture) -> None:

@@ -28,6 +28,9 @@ FC1 = "blocks.0.mlp.fc1"
 FP8_MARK = {"format": "float8_e4m3fn"}
 OLD = ("0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22")
 
+#: the loader that reads only the header path (rules/sglang/loaders.py)
+OVERRIDE = "transformer-weights-path"
+
 
 def _paths(build: Build, tmp: Path) -> dict[str, dict[str, str]]:
     tmp.mkdir(exist_ok=True)
@@ -66,7 +69,7 @@ def test_json_summary_has_path_for_sglang_only(tmp_path: Path) -> None:
     paths = [str(p) for p in file(fp8, header_meta({P: FP8_MARK}))(tmp_path)]
     doc = json.loads(render(check_paths(paths)))
     assert doc["targets"]["sglang"]["path"] == "header"
-    assert doc["targets"]["sglang"]["status"] == "ok"
+    assert doc["targets"]["sglang"]["loaders"][OVERRIDE]["status"] == "ok"
     assert "path" not in doc["targets"]["comfyui"]
 
 
@@ -79,12 +82,20 @@ def test_header_path_hides_the_marker_path(tmp_path: Path) -> None:
     (tmp_path / "b").mkdir()
     markers_only = check_paths([str(p) for p in file(layers)(tmp_path / "a")])
     assert "QC602" in {d.code for d in markers_only.diagnostics}
-    assert markers_only.target_status("sglang")["status"] == "fails"
+    assert markers_only.target_status("sglang")["loaders"]["text-encoder"]["status"] == "fails"
     header = file(layers, header_meta({P: FP8_MARK, FC1: INT8_CONVROT}))
     report = check_paths([str(p) for p in header(tmp_path / "b")])
     codes = {d.code for d in report.diagnostics}
-    assert "QC602" not in codes and {"QC616", "QC617"} <= codes
-    assert report.target_status("sglang")["status"] == "degraded"
+    assert {"QC616", "QC617"} <= codes
+    # QC602 now concerns only the loaders that read the markers whatever the header says
+    assert all(
+        d.data.get("loaders") == ["minimax-h3", "comfyui-mode"]
+        for d in report.diagnostics
+        if d.code == "QC602"
+    )
+    loaders = report.target_status("sglang")["loaders"]
+    assert loaders[OVERRIDE]["status"] == loaders["text-encoder"]["status"] == "degraded"
+    assert loaders["minimax-h3"]["status"] == "fails"
 
 
 def test_hidden_findings_keep_their_effect_on_other_runtimes(tmp_path: Path) -> None:
@@ -97,7 +108,9 @@ def test_hidden_findings_keep_their_effect_on_other_runtimes(tmp_path: Path) -> 
     report = check_paths([str(p) for p in build(tmp_path)])
     hits = [d for d in report.diagnostics if d.code == "QC222"]
     assert hits
-    assert {d.effect_at("sglang").value for d in hits} == {"none"}
+    # on sglang they concern only the loaders that read the markers first
+    assert {tuple(d.data.get("loaders", ())) for d in hits} == {("minimax-h3", "comfyui-mode")}
+    assert report.target_status("sglang")["loaders"][OVERRIDE]["status"] == "ok"
     assert {d.effect_at("comfyui").value for d in hits} != {"none"}
 
 
@@ -105,7 +118,7 @@ def test_rowwise_is_not_an_unknown_format(tmp_path: Path) -> None:
     report = check_paths([str(p) for p in rowwise()(tmp_path)], target="sglang")
     codes = {d.code for d in report.diagnostics}
     assert "QC213" not in codes
-    assert report.target_status("sglang")["status"] == "ok"
+    assert report.target_status("sglang")["loaders"][OVERRIDE]["status"] == "ok"
 
 
 def test_rowwise_format_as_tensor_marker_stays_unknown(tmp_path: Path) -> None:
@@ -182,5 +195,7 @@ def test_header_fp8_config_fails_layers_it_cannot_load(tmp_path: Path) -> None:
         (tmp_path / name).mkdir()
         build = file(lambda tensors=tensors: tensors, header_meta({P: FP8_MARK}))
         report = check_paths([str(p) for p in build(tmp_path / name)], target="sglang@all")
-        assert all(report.target_status(t)["status"] == status for t in report.targets), name
+        assert all(
+            report.target_status(t)["loaders"][OVERRIDE]["status"] == status for t in report.targets
+        ), name
         assert code in {d.code for d in report.diagnostics}, name

@@ -60,9 +60,19 @@ def test_nvfp4_is_inferred_by_the_transformer_weights_path(tmp_path: Path) -> No
     loaders = _loaders(file(nvfp4), tmp_path)
     assert loaders["transformer-weights-path"]["status"] == "ok"
     assert "ModelOptFp4Config" in loaders["transformer-weights-path"]["reason"]
-    # Qwen-Image 2.1's quant_markers resolve without files: NVFP4 refused there
+    # Qwen-Image 2.1's quant_markers resolve without files: NVFP4 refused there (QC637); the
+    # specs without quant_markers cannot fit the packed weights (QC636)
     assert loaders["comfyui-mode"]["status"] == "fails"
-    assert "requires checkpoint files" in loaders["comfyui-mode"]["reason"]
+    assert "(QC636, QC637)" in loaders["comfyui-mode"]["reason"]
+    (tmp_path / "again").mkdir()
+    paths = [str(p) for p in file(nvfp4)(tmp_path / "again")]
+    found = check_paths(paths, target="sglang").diagnostics
+    assert any(
+        d.code == "QC637"
+        and "requires checkpoint files" in d.message
+        and d.data["loaders"] == ["comfyui-mode"]
+        for d in found
+    )
 
 
 def test_header_not_json_fails_the_override_itself(tmp_path: Path) -> None:
@@ -91,10 +101,8 @@ def test_header_routed_file_keeps_the_marker_verdict_for_h3(tmp_path: Path) -> N
 
 def test_releases_without_a_loader_leave_it_out(tmp_path: Path) -> None:
     (tmp_path / "a").mkdir()
-    assert set(_loaders(file(int8), tmp_path / "a", "0.5.18")) == {
-        "transformer-weights-path",
-        "minimax-h3",
-    }
+    # 0.5.18: one transformer loader (MiniMax-H3's own inspection came with 0.5.19)
+    assert set(_loaders(file(int8), tmp_path / "a", "0.5.18")) == {"transformer-weights-path"}
     (tmp_path / "b").mkdir()
     assert "comfyui-mode" not in _loaders(file(int8), tmp_path / "b", "0.5.20")
     (tmp_path / "c").mkdir()
@@ -111,7 +119,8 @@ def test_path_reason_does_not_send_the_override_loader_to_the_markers(tmp_path: 
 
 def test_json_and_text_show_each_loader(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     paths = [str(p) for p in file(mxfp8)(tmp_path)]
-    assert main(["check", "--target", "sglang@0.5.22", "--output-format", "json", *paths]) == 0
+    # --transformer-weights-path refuses the file (QC631): an error, exit 1
+    assert main(["check", "--target", "sglang@0.5.22", "--output-format", "json", *paths]) == 1
     doc = json.loads(capsys.readouterr().out)
     target = doc["checkpoints"][0]["targets"]["sglang@0.5.22"]
     assert set(target["loaders"]) == {

@@ -31,6 +31,7 @@ import json
 from quantcheck._record import record
 from quantcheck.formats.table import ROWWISE_FP8
 from quantcheck.io.json_depth import MAX_DEPTH, too_deep
+from quantcheck.rules import codes as R
 from quantcheck.rules.layers.kinds import kinds_of
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
@@ -44,6 +45,24 @@ if TYPE_CHECKING:
 ROWWISE_SINCE = (0, 5, 23)
 NO_INSPECTOR = (0, 5, 18)
 READER = "get_quant_config_from_safetensors_metadata"
+
+#: Codes that stay on sglang when its header path takes the file: the header-path rules, and
+#: (by family) the container and shard rules (the files must still be readable and whole).
+HEADER_CODES = frozenset(
+    r.code
+    for r in (
+        R.QC616,
+        R.QC617,
+        R.QC618,
+        R.QC619,
+        R.QC620,
+        R.QC621,
+        R.QC622,
+        R.QC623,
+        R.QC624,
+        R.QC630,
+    )
+)
 
 
 def short(value: Any, limit: int = 80) -> str:
@@ -417,6 +436,7 @@ _PLAIN: dict[tuple[str, str, str], SglangPath] = {}
 
 
 __all__ = [
+    "HEADER_CODES",
     "HeaderDoc",
     "Route",
     "SglangPath",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from quantcheck.diagnostics import Diagnostic, distinct_kinds
+from quantcheck.diagnostics import Diagnostic, Severity, distinct_kinds
 from quantcheck.formats.table import (
     FORMATS,
     HEADER_FORMATS,
@@ -19,6 +19,7 @@ from quantcheck.model.layers import Layer
 from quantcheck.rules import codes as R
 from quantcheck.rules.levels import Effect
 from quantcheck.rules.sglang.header_path import (
+    HEADER_CODES,
     HeaderDoc,
     SglangPath,
     header_docs,
@@ -28,7 +29,7 @@ from quantcheck.rules.sglang.header_path import (
     sglang_paths,
     short,
 )
-from quantcheck.rules.sglang.loaders import loaders_at
+from quantcheck.rules.sglang.loaders import MARKER_READERS, WHOLE_FILE, loader_findings, loaders_at
 from quantcheck.runtimes import get_runtime, registry
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
@@ -36,23 +37,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 POINTER = "/__metadata__/_quantization_metadata"
-#: Codes that stay on sglang when its header path takes the file: the header-path rules, and
-#: (by family) the container and shard rules (the files must still be readable and whole).
-HEADER_CODES = frozenset(
-    r.code
-    for r in (
-        R.QC616,
-        R.QC617,
-        R.QC618,
-        R.QC619,
-        R.QC620,
-        R.QC621,
-        R.QC622,
-        R.QC623,
-        R.QC624,
-        R.QC630,
-    )
-)
 
 
 def _releases() -> tuple[str, ...]:
@@ -69,22 +53,13 @@ _RELEASES: dict[str, tuple[str, ...]] = registry.runtime_cache()
 
 def path_json(ck: Checkpoint, release: str | None) -> dict[str, Any]:
     """`path` / `path_reason` / `path_config` of the sglang target at `release` (None: newest)
-    and its `loaders` (`rules/sglang/loaders.py`), for the JSON summary (the `paths` hook of
+    and how each of its loaders reads the file (`loaders`, `rules/sglang/loaders.py`; the
+    report counts their findings into verdicts), for the JSON summary (the `paths` hook of
     the sglang runtime record)."""
     rel = release or _releases()[-1]
     docs = header_docs(ck)
     path = sglang_path(ck, rel, docs)
-    held = _HELD_STATUS
-    mine = held[1] if held is not None and held[0] is ck else {}
-    loaders = loaders_at(ck, rel, docs, path, mine.get(rel), mine.get(NVFP4_ROUTE))
-    return {**path.to_json(), "loaders": loaders}
-
-
-#: (checkpoint, statuses) of the last checkpoint checked (`HeaderPathChecks.finish`), read by
-#: `path_json` right after: per release the marker rules' status where the header path hides
-#: them, and under `NVFP4_ROUTE` the status of the ModelOpt NVFP4 route (0.5.18's rules)
-_HELD_STATUS: tuple[Checkpoint, dict[str, str]] | None = None
-NVFP4_ROUTE = "nvfp4-route"
+    return {**path.to_json(), "loaders": loaders_at(ck, rel, docs, path)}
 
 
 class HeaderPathChecks:
@@ -453,18 +428,6 @@ class HeaderPathChecks:
 
     # --- the header path hides the marker path ----------------------------------------------
 
-    def _marker_status(self, diags: list[Diagnostic]) -> dict[str, str]:
-        """Per release, the status the marker path's findings give (the header-path codes
-        left out): what the loaders that never ask the header path get. A header-only
-        rowwise format (QC620) read as a marker is a format the marker resolver refuses
-        ("Unsupported Comfy quantization format(s)")."""
-        if any(d.code == R.QC620.code for d in diags):
-            return dict.fromkeys(self.releases, "fails")
-        kinds = list(distinct_kinds([d for d in diags if d.code not in HEADER_CODES]).values())
-        return {
-            rel: _status_of({d.effect_at(f"sglang@{rel}") for d in kinds}) for rel in self.releases
-        }
-
     def _nvfp4_route_status(self, diags: list[Diagnostic]) -> str:
         """The status of the ModelOpt NVFP4 route `--transformer-weights-path` takes without a
         header config (build_nvfp4_config_from_safetensors_list): what the findings 0.5.18's
@@ -476,21 +439,21 @@ class HeaderPathChecks:
         return _status_of({d.effect_at(f"sglang@{oldest.name}") for d in kinds})
 
     def finish(self, diags: list[Diagnostic], release_codes: set[str]) -> list[Diagnostic]:
-        """When the header path takes the file on every release, the marker path's findings
-        no longer concern sglang: those about sglang alone are dropped, the others keep their
-        effects on the other runtimes with none on sglang. The marker rules' status per
-        release is kept for the loaders that read the markers whatever the header says
-        (`rules/sglang/loaders.py`)."""
-        global _HELD_STATUS
-        held = (
-            self._marker_status(diags)
-            if any(p.path == "header" for p in self.paths.values())
-            else {}
+        """The loaders' findings (QC631-QC637, `loader_findings`) added; when the header path
+        takes the file on every release, the marker path's findings concern only the loaders
+        that read the markers whatever the header says (MiniMax-H3, --comfyui-mode): they are
+        kept, named as those loaders' (`data["loaders"]`)."""
+        unreadable = any(
+            d.code.startswith(WHOLE_FILE) and d.effective_severity is Severity.ERROR for d in diags
+        )  # a file that cannot be read whole (or a shard set with a shard missing) fails on
+        # every loader: no follow-ons about how each would load it
+        found = (
+            []
+            if unreadable
+            else loader_findings(self.ck, self.docs, self.releases, self._nvfp4_route_status(diags))
         )
-        held[NVFP4_ROUTE] = self._nvfp4_route_status(diags)
-        _HELD_STATUS = (self.ck, held)
         if not self.everywhere:
-            return diags
+            return diags + found
         out = []
         for d in diags:
             if d.code in HEADER_CODES or d.code.startswith(("QC1", "QC5")):
@@ -500,14 +463,9 @@ class HeaderPathChecks:
             on_sglang = effs.get("sglang", Effect.NONE) is not Effect.NONE or any(
                 d.effect_at(f"sglang@{rel}") is not Effect.NONE for rel in self.releases
             )
-            if not on_sglang:
-                out.append(d)
-                continue
             others = any(e is not Effect.NONE for rt, e in effs.items() if rt != "sglang")
-            if not others:
-                continue  # a marker-path finding about sglang only: sglang never gets there
-            if d.code in release_codes:
-                out.append(d)  # its sglang effect is fixed per release (none so far)
+            if not on_sglang or (others and d.code in release_codes):
+                out.append(d)  # not about sglang, or its sglang effect is fixed per release
                 continue
             out.append(
                 Diagnostic(
@@ -518,12 +476,12 @@ class HeaderPathChecks:
                     layer=d.layer,
                     pointer=d.pointer,
                     fix=d.fix,
-                    effects={**effs, "sglang": Effect.NONE},
+                    effects=d.effects,
                     severity=d.severity,
-                    data=d.data,
+                    data={**d.data, "loaders": list(MARKER_READERS)},
                 )
             )
-        return out
+        return out + found
 
 
 def _status_of(effects: set[Effect]) -> str:

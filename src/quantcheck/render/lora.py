@@ -1,0 +1,257 @@
+"""A LoRA check rendered: its JSON document (kind "lora", docs/json-schema.md), text, and an
+HTML section (a per-block bar of the surviving change)."""
+
+from __future__ import annotations
+
+import html
+import re
+
+from quantcheck._record import record
+from quantcheck._version import document_head
+from quantcheck.results import Report
+from quantcheck.rules.lora.analyse import Analysis
+from quantcheck.runtimes.comfyui_lora import EVIDENCE, OTHER_RUNTIMES
+from quantcheck.textsafe import clean
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
+
+SCHEMA_VERSION = 1
+#: runtimes whose LoRA path is modelled (their status comes from the QC83x effects)
+MODELLED = ("comfyui", "comfyui-cpu")
+
+
+@record
+class LoraReport:
+    """The analysis and the findings as a Report (verdicts per target, exit code)."""
+
+    analysis: Analysis
+    report: Report
+
+
+def _round(v: Any) -> Any:
+    return round(v, 6) if isinstance(v, float) else v
+
+
+def summary_by_format(a: Analysis) -> dict[str, dict[str, Any]]:
+    """Per base format: layers, outcomes and the mean figures of the layers that have them."""
+    out: dict[str, dict[str, Any]] = {}
+    for r in a.layers:
+        s = out.setdefault(
+            r.format, {"layers": 0, "outcomes": {}, "retention": [], "added_error": []}
+        )
+        s["layers"] += 1
+        s["outcomes"][r.outcome] = s["outcomes"].get(r.outcome, 0) + 1
+        for k in ("retention", "added_error"):
+            v = (r.figures or {}).get(k)
+            if isinstance(v, float) and r.problem is None:
+                s[k].append(v)
+    for s in out.values():
+        for k in ("retention", "added_error"):
+            vals = s[k]
+            s[k] = _round(sum(vals) / len(vals)) if vals else None
+        s["says"] = plain_words(s)
+    return out
+
+
+def plain_words(s: dict[str, Any]) -> str:
+    """What a user will see on layers of one format, in a sentence."""
+    if s["outcomes"].get("raises"):
+        return "the LoRA load fails on these layers (their format cannot be re-quantized)"
+    added, kept = s.get("added_error"), s.get("retention")
+    if added is None:
+        return "patched; no figures"
+    if kept is not None and kept < 0.5:
+        return f"the LoRA is mostly rounded away (retention {kept:.2f}); use an FP8/INT8 file"
+    if added > 1.0:
+        return (
+            f"the LoRA arrives, but re-quantizing adds {added:.1f}x its size in noise; consider "
+            "the FP8 or INT8 file for LoRA work"
+        )
+    return f"the LoRA arrives (added noise {added:.2f}x its size)"
+
+
+def target_entry(rep: Report, t: str) -> dict[str, Any]:
+    """`targets[T]`: status and counts, how the runtime's LoRA path is known, and with `--gpu`
+    the GPU entries (each patched layer's `lora_mode`) and `gpu_needs`."""
+    st = rep.target_status(t)
+    entry: dict[str, Any] = {"status": st["status"], "errors": st["errors"]}
+    entry["degraded"] = st["degraded"]
+    for key in ("gpu", "gpu_needs"):
+        if key in st:
+            entry[key] = st[key]
+    base = t.split("@")[0]
+    if base in MODELLED:
+        entry["lora_path"] = "modelled"
+        entry["evidence"] = EVIDENCE["patched"]
+    else:
+        entry["lora_path"] = OTHER_RUNTIMES.get(base, "not modelled")
+    return entry
+
+
+def document(lr: LoraReport) -> dict[str, Any]:
+    """The JSON document of kind "lora"."""
+    a, rep = lr.analysis, lr.report
+    unmatched = [dict(u, file=f.name) for f in a.files for u in f.unmatched]
+    lora = {
+        "tensors": sum(f.tensors for f in a.files),
+        "matched_tensors": sum(f.matched_tensors for f in a.files),
+        "unmatched": [k for f in a.files for k in f.not_loaded],
+        "unmatched_detail": unmatched,
+        "unpredicted": [dict(u, file=f.name) for f in a.files for u in f.unpredicted],
+        "text_encoder_keys": sum(len(f.text_encoder) for f in a.files),
+        "files": [
+            {
+                "path": f.path,
+                "tensors": f.tensors,
+                "matched_tensors": f.matched_tensors,
+                "unmatched": f.not_loaded,
+                "conventions": f.conventions,
+                "conversion": f.conversion or None,
+            }
+            for f in a.files
+        ],
+    }
+    layers = [
+        {
+            "target": r.target,
+            "layer": r.layer,
+            "format": r.format,
+            "quantized": r.quantized,
+            "shape": list(r.shape) if r.shape else None,
+            "outcome": r.outcome,
+            "on_the_fly": r.on_the_fly,
+            "retention": _round((r.figures or {}).get("retention")),
+            "added_error": _round((r.figures or {}).get("added_error")),
+            "requant_error": _round((r.figures or {}).get("requant_error")),
+            "figures": r.basis or None,
+            "patch_bytes": r.patch_bytes,
+            "problem": r.problem,
+            "loras": r.loras,
+        }
+        for r in a.layers
+    ]
+    dequant = [r for r in a.layers if r.quantized and r.on_the_fly == "dequantized" and r.shape]
+    memory = {
+        "patch_bytes": sum(r.patch_bytes for r in a.layers),
+        "largest_dequantized_layer_bytes": max(
+            (r.shape[0] * r.shape[1] * 2 for r in dequant if r.shape), default=0
+        ),
+    }
+    return {
+        **document_head("lora", SCHEMA_VERSION),
+        "base": {"path": a.base, "family": a.family or None, "keymap_entries": a.keymap_entries},
+        "strength": a.strength,
+        "lora": lora,
+        "targets": {t: target_entry(rep, t) for t in rep.targets},
+        "layers": layers,
+        "formats": summary_by_format(a),
+        "memory": memory,
+        "numbers": {"basis": a.numbers, "bytes_read": a.bytes_read},
+        "summary": rep.summary(),
+        "diagnostics": [d.to_json() for d in rep.diagnostics],
+    }
+
+
+def _num(v: Any, fmt: str = ".2f") -> str:
+    return "-" if v is None else format(v, fmt)
+
+
+def iter_text(lr: LoraReport, *, show_all: bool = False) -> Iterator[str]:
+    """The text report: per LoRA file its counts and unmatched keys, per format what arrives,
+    per target the verdict, then the findings (grouped as `check` groups them)."""
+    from quantcheck.render.text import iter_lines
+
+    doc = document(lr)
+    a = lr.analysis
+    yield f"base: {clean(a.base)} (family: {a.family or 'not recognised'}), strength {a.strength:g}"
+    for f in a.files:
+        conv = f.conventions
+        yield (
+            f"lora: {clean(f.name)}: {f.matched_tensors:,} of {f.tensors:,} tensors load "
+            f"(adapters {conv.get('adapters') or {}}, naming {conv.get('namings') or {}}, "
+            f"prefixes {conv.get('prefixes') or {}}, made for {conv.get('made_for') or '?'})"
+        )
+        shown = f.unmatched if show_all else f.unmatched[:10]
+        for u in shown:
+            near = f" (nearest: {clean(u['nearest'])})" if u.get("nearest") else ""
+            yield f"  not loaded: {clean(u['key'])}: {u['reason']}{near}"
+        if len(f.unmatched) > len(shown):
+            yield f"  ... and {len(f.unmatched) - len(shown):,} more (--show-all)"
+    yield ""
+    yield "per format (ComfyUI full load):"
+    for fmt, s in doc["formats"].items():
+        yield (
+            f"  {clean(fmt)}: {s['layers']:,} layer(s), {s['outcomes']}, retention "
+            f"{_num(s['retention'])}, added error {_num(s['added_error'])}x: {s['says']}"
+        )
+    mem = doc["memory"]
+    yield (
+        f"patch tensors: {mem['patch_bytes']:,} bytes; largest layer run dequantized on the fly: "
+        f"{mem['largest_dequantized_layer_bytes']:,} bytes (figures: {doc['numbers']['basis']})"
+    )
+    yield ""
+    yield from iter_lines(lr.report, False, show_all=show_all)
+
+
+_BLOCK = re.compile(
+    r"^(.*?\b(?:blocks|layers|transformer_blocks|double_blocks|single_blocks))\.(\d+)\."
+)
+
+
+def blocks(lr: LoraReport) -> list[tuple[str, float, int]]:
+    """(block, mean surviving share, layers) per block, in model order: the surviving share of
+    a layer is retention / (1 + added_error) (1: the LoRA's change arrives clean)."""
+    acc: dict[str, list[float]] = {}
+    for r in lr.analysis.layers:
+        fig = r.figures or {}
+        kept, added = fig.get("retention"), fig.get("added_error")
+        if kept is None or added is None:
+            continue
+        m = _BLOCK.match(r.layer)
+        key = f"{m.group(1)}.{m.group(2)}" if m else "other"
+        acc.setdefault(key, []).append(max(0.0, float(kept)) / (1.0 + float(added)))
+
+    def order(k: str) -> tuple[str, int]:
+        head, _, idx = k.rpartition(".")
+        return (head, int(idx)) if idx.isdigit() else (k, -1)
+
+    return [(k, sum(v) / len(v), len(v)) for k, v in sorted(acc.items(), key=lambda i: order(i[0]))]
+
+
+def html_section(lr: LoraReport) -> str:
+    """A self-contained <section>: per format the outcome, and a bar per block of the share of
+    the LoRA's change that arrives clean."""
+    doc = document(lr)
+    rows = "".join(
+        f"<tr><td>{html.escape(fmt)}</td><td>{s['layers']}</td>"
+        f"<td>{html.escape(str(s['outcomes']))}</td><td>{_num(s['retention'])}</td>"
+        f"<td>{_num(s['added_error'])}</td><td>{html.escape(s['says'])}</td></tr>"
+        for fmt, s in doc["formats"].items()
+    )
+    bars = "".join(
+        f'<div class="lora-bar"><span>{html.escape(b)} ({n})</span>'
+        f'<svg width="300" height="12"><rect width="{300 * min(1.0, v):.1f}" height="12" '
+        f'fill="#3a7"/></svg> {v:.2f}</div>'
+        for b, v, n in blocks(lr)
+    )
+    lora = doc["lora"]
+    return (
+        '<section class="lora"><h2>LoRA</h2>'
+        f"<p>{lora['matched_tensors']:,} of {lora['tensors']:,} LoRA tensors load; "
+        f"{len(lora['unmatched']):,} not loaded.</p>"
+        "<table><tr><th>format</th><th>layers</th><th>outcome</th><th>retention</th>"
+        f"<th>added error</th><th>what you will see</th></tr>{rows}</table>"
+        f"<h3>surviving change per block</h3>{bars or '<p>no figures</p>'}</section>"
+    )
+
+
+def html_page(lr: LoraReport) -> str:
+    return (
+        '<!doctype html><html><head><meta charset="utf-8"><title>quantcheck lora</title>'
+        "<style>body{font-family:sans-serif}td,th{padding:2px 8px}"
+        ".lora-bar span{display:inline-block;width:16em}</style></head><body>"
+        f"{html_section(lr)}</body></html>"
+    )

@@ -1,0 +1,1 @@
+"""LoRA on a quantized base: key map, load, patch outcome and numbers (QC83x)."""

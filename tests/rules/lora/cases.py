@@ -1,0 +1,148 @@
+"""QC83x rule cases: a base and a LoRA, checked with `check_paths(base, lora=[...])`.
+
+The LoRA is written beside the base in the case's tmp folder; the build puts its path into
+the case's own `check_kwargs` (a dict the build fills before the check reads it), so the
+failing file and its twin each check their own LoRA.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .._case import RuleCase
+from .pairs import WAN_LAYERS, flux_base, wan_base, write_lora
+
+ALL = [f"blocks.0.{name}" for name in WAN_LAYERS]
+
+
+def pair(kw: dict[str, Any], fmt: str, lora: dict[str, Any], **base: Any):
+    """A build writing a Wan-like base in `fmt` and a LoRA (write_lora arguments)."""
+
+    def build(tmp: Path) -> list[Path]:
+        b, lo = tmp / "base.safetensors", tmp / "lora.safetensors"
+        if base.get("flux"):
+            flux_base(b, fmt)
+        else:
+            wan_base(b, fmt, **base)
+        write_lora(lo, **lora)
+        kw["lora"] = [str(lo)]
+        return [b]
+
+    return build
+
+
+def case(code: str, name: str, expect: dict[str, str], fail, twin=None, **extra: Any) -> RuleCase:
+    return RuleCase(code, name, fail, expect, twin=twin, check_kwargs=extra.pop("kw"), **extra)
+
+
+def _cases() -> list[RuleCase]:
+    out = []
+    kw: dict[str, Any] = {}
+    out.append(
+        case(
+            "QC830",
+            "lora-key-not-loaded",
+            {"comfyui": "degraded"},
+            pair(kw, "float8_e4m3fn", {"paths": [*ALL, "blocks.7.self_attn.q"]}),
+            pair(kw, "float8_e4m3fn", {"paths": ALL}),
+            kw=kw,
+            message="missing-layer",
+            twin_allows=("QC835",),
+        )
+    )
+    kw = {}
+    out.append(
+        case(
+            "QC831",
+            "lora-text-encoder-keys",
+            {"comfyui": "none"},
+            pair(kw, "float8_e4m3fn", {"paths": ALL, "text_encoder": 2}),
+            pair(kw, "float8_e4m3fn", {"paths": ALL}),
+            kw=kw,
+            twin_allows=("QC835",),
+        )
+    )
+    kw = {}
+    out.append(
+        case(
+            "QC832",
+            "lora-shape-mismatch",
+            {"comfyui": "degraded"},
+            pair(kw, "nvfp4", {"paths": ALL, "wrong_shape": "blocks.0.self_attn.k"}),
+            pair(kw, "nvfp4", {"paths": ALL}),
+            kw=kw,
+            message="logical shape is [128, 128]",
+            twin_allows=("QC835",),
+        )
+    )
+    kw = {}
+    out.append(
+        case(
+            "QC833",
+            "lora-patch-raises",
+            {"comfyui": "fails"},
+            pair(kw, "float8_e4m3fn", {"paths": ALL}, awq_at="blocks.0.self_attn.o"),
+            pair(kw, "float8_e4m3fn", {"paths": ALL[:3]}, awq_at="blocks.0.self_attn.o"),
+            kw=kw,
+            message="NotImplementedError",
+            twin_allows=("QC835", "QC601", "QC602"),
+        )
+    )
+    kw = {"lora_numbers": True}
+    out.append(
+        case(
+            "QC834",
+            "lora-drowned-by-requant",
+            {"comfyui": "degraded"},
+            pair(kw, "nvfp4", {"paths": ALL, "size": 0.01}),
+            pair(kw, "float8_e4m3fn", {"paths": ALL, "size": 0.05}),
+            kw=kw,
+            message="(measured)",
+            twin_allows=("QC835",),
+        )
+    )
+    kw = {}
+    out.append(
+        case(
+            "QC835",
+            "lora-runs-dequantized",
+            {"comfyui": "none"},
+            pair(kw, "nvfp4", {"paths": ALL}),
+            pair(kw, "bf16", {"paths": ALL}),
+            kw=kw,
+        )
+    )
+    kw = {}
+    out.append(
+        case(
+            "QC836",
+            "lora-keys-not-predicted",
+            {"comfyui": "none"},
+            pair(
+                kw,
+                "float8_e4m3fn",
+                {"paths": ["double_blocks.0.img_attn.qkv"], "convention": "diffusers-flux"},
+                flux=True,
+            ),
+            pair(kw, "float8_e4m3fn", {"paths": ["double_blocks.0.img_attn.qkv"]}, flux=True),
+            kw=kw,
+            twin_allows=("QC835",),
+        )
+    )
+    kw = {}
+    out.append(
+        case(
+            "QC837",
+            "lora-nothing-loaded",
+            {"comfyui": "fails"},
+            pair(kw, "float8_e4m3fn", {"paths": ["double_blocks.0.img_attn.qkv"]}),
+            pair(kw, "float8_e4m3fn", {"paths": ALL}),
+            kw=kw,
+            twin_allows=("QC835",),
+        )
+    )
+    return out
+
+
+CASES = _cases()
