@@ -27,6 +27,7 @@ def test_a_format_the_release_cannot_load_is_refused_everywhere(tmp_path: Path) 
         assert e["execution"][P]["reason"].startswith(f"QC610 fails on {OLD}")
         assert e["formats"] == {"w6a8_int8": "refused"}
         assert e["layers"]["refused"] == 1 and e["layers"]["native"] == 0
+        assert e["evidence"] == {"unverified": [], "read": []}  # the load failure: run
     # the release that loads it: the device gates decide again
     assert modes(tmp_path / "b", w6a8, "rtx4090", "xpu") == {
         "rtx4090": "native",
@@ -44,14 +45,14 @@ def test_needs_line_does_not_claim_native_for_a_file_that_does_not_load(tmp_path
     assert "runs every quantized layer natively from" in new.gpu_needs["comfyui"]["line"]
 
 
-def test_a_whole_file_failure_refuses_every_quantized_layer(tmp_path: Path) -> None:
-    """QC609 (the file needs a newer ComfyUI: the load stops at the w6a8 layer) names no
-    layer: the FP8 layer beside it does not run either."""
+def test_a_file_level_failure_refuses_no_layer(tmp_path: Path) -> None:
+    """QC609 (the file needs a newer ComfyUI) names no layer: the FP8 layer beside the w6a8
+    one keeps its device verdict; the w6a8 layer is refused by its own QC610."""
     both = lambda: [*fp8(), *w6a8(Q)]  # noqa: E731
     old = entries(tmp_path / "a", both, "rtx4090", target=OLD)["rtx4090"]
-    assert old["execution"][P]["mode"] == "refused" and "QC609" in old["execution"][P]["reason"]
-    new = entries(tmp_path / "b", both, "rtx4090")["rtx4090"]
-    assert new["execution"][P]["mode"] == "native"
+    assert old["execution"][P]["mode"] == "native"
+    assert old["execution"][Q]["mode"] == "refused"
+    assert old["formats"] == {"float8_e4m3fn": "native", "w6a8_int8": "refused"}
 
 
 @pytest.mark.parametrize(

@@ -216,7 +216,10 @@ def gpu_entry(
         formats[fmt] = mode if seen in (None, mode) else "mixed"
         tally = per_format.setdefault(fmt, {})
         tally[mode] = tally.get(mode, 0) + n
-        tag = next((t for t in EVIDENCE_TAGS if t in d[1]), None)
+        # a refusal by a finding (`QC610 fails on …`, rules/gpu/refusals.py) quotes the
+        # finding's message, whose tags are about other releases: not this verdict's
+        by_finding = mode == "refused" and d[1][:2] == "QC"
+        tag = None if by_finding else next((t for t in EVIDENCE_TAGS if t in d[1]), None)
         if tag is not None:
             evidence[EVIDENCE_TAGS[tag]].setdefault(fmt, None)
         if mode in ("emulated", "depends") and dims is not None:

@@ -2,8 +2,9 @@
 target is `fails` (a format it has no op for, a companion its kernels refuse, ...). Such a
 layer is `refused` on every GPU, with the finding's code in the reason, whatever the device
 gates say; a runtime's GPU rules may take a finding over when their own per-layer decision
-models it per device (`GpuRules.decides`). A failing finding that names no layer or tensor
-refuses every quantized layer (the file does not load). Standard library only."""
+models it per device (`GpuRules.decides`). A failing finding that names no layer (a
+file-level one, often about one loader path of several) changes no GPU entry. Standard
+library only."""
 
 from __future__ import annotations
 
@@ -16,36 +17,24 @@ if TYPE_CHECKING:
     from quantcheck.diagnostics import Diagnostic
     from quantcheck.rules.gpu.plan import Decision, GpuRules, Plan
 
-#: the key of a refusal that concerns every quantized layer (a file-level finding)
-WHOLE_FILE = ""
-
 
 def refusals(
     plan: Plan, rules: GpuRules, key: str, findings: Iterable[Diagnostic]
 ) -> dict[str, Decision]:
     """{layer prefix: ("refused", reason)} for the quantized layers of `plan` that a finding
-    failing on target `key` stops (every quantized layer when such a finding names none)."""
+    failing on target `key` names (by its layer, or a tensor of the layer)."""
     layers = {prefix: plan.groups[gid] for prefix, gid in plan.rows}
     codes: dict[str, dict[str, str]] = {}  # prefix -> {code: message}
     for d in findings:
-        if d.effect_at(key) is not Effect.FAILS:
-            continue
         prefix = d.layer
         if prefix is None and d.tensor is not None:
             prefix = d.tensor.rpartition(".")[0]
-        if prefix is None:
-            prefix = WHOLE_FILE
-        elif prefix not in layers:
-            continue  # an unquantized layer: no GPU entry to change
-        else:
-            group = layers[prefix]
-            if rules.decides(group[2], group[0], d):
-                continue
-        codes.setdefault(prefix, {}).setdefault(d.code, d.message)
-    whole = codes.pop(WHOLE_FILE, None)
-    if whole is not None:
-        for prefix in layers:
-            codes[prefix] = {**codes.get(prefix, {}), **whole}  # the layer's own first
+        group = layers.get(prefix) if prefix is not None else None
+        if group is None or d.effect_at(key) is not Effect.FAILS:
+            continue  # a file-level finding (often one loader's), or an unquantized layer
+        if rules.decides(group[2], group[0], d):
+            continue
+        codes.setdefault(str(prefix), {}).setdefault(d.code, d.message)
     return {prefix: ("refused", _reason(key, found)) for prefix, found in codes.items()}
 
 
