@@ -39,7 +39,8 @@ def refusals(
 
 
 def _reason(key: str, found: dict[str, str]) -> str:
-    """`QC610 fails on comfyui@0271a469 (the layer does not load or run on any device): ...`."""
+    """`QC610 fails on comfyui@0271a469 (also QC609): the layer does not load or run on any
+    device (the first finding's message)`."""
     first_code, first = next(iter(found.items()))
     more = [c for c in found if c != first_code]
     also = f" (also {', '.join(more)})" if more else ""
