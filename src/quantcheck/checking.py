@@ -205,7 +205,7 @@ def labelled_check(
     if gpus:  # known bad combinations for those GPUs are findings too (QC80x)
         from quantcheck.rules.gpu.report import gpu_targets
 
-        gpu, needs, found = gpu_targets(ck, targets, gpus)
+        gpu, needs, found = gpu_targets(ck, targets, gpus, diags)
         diags.extend(found)
     if deep:
         from quantcheck.rules.numeric.deep import deep_check

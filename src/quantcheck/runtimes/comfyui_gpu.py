@@ -100,7 +100,13 @@ FORMAT_GATE: dict[str, str | None] = {
     "awq_w4a16": None,
 }
 GATE_SOURCE = f"[READ] {OPS} get_disabled_quant_formats @0271a469"
+#: backends where supports_int8_compute was only read (no ComfyUI file the oracle runs has it
+#: with these branches): their gate reasons say [READ]
+INT8_GATE_READ_BACKENDS = frozenset({"xpu", "directml", "mps"})
 UNVERIFIED_GATES = {"w6a8_int8": "gate read in the Forge port, not in ComfyUI's own code"}
+
+#: evidence tags of a decision's reason (`rules/gpu/plan.py` marks the summary by them)
+READ = "[READ]"
 
 #: ComfyUI keeps comfy-kitchen's CUDA backend only with torch built for CUDA >= this
 KITCHEN_CUDA_MIN = (13, 0)
@@ -132,6 +138,9 @@ class Kernel:
     source: str = ""
     #: the HIP backend's kernel for the format on `HIP_WMMA_ARCHS` ("" for none)
     hip_what: str = ""
+    #: the HIP kernel is not a GEMM the backend drops without matrix cores (`_WMMA_ONLY_OPS`):
+    #: it runs on `HIP_ELEMENTWISE_ARCHS` (RDNA2) too
+    hip_without_wmma: bool = False
 
 
 #: both FP8 formats: torch's own scaled matmul, no comfy-kitchen kernel
@@ -226,6 +235,7 @@ KERNELS: dict[str, Kernel] = {
         "comfy-kitchen dequantizes the weight itself (no kernel; ComfyUI's log says Native)",
         depends_on="native for M <= 256 tokens per call, dequantized above",
         hip_what="comfy-kitchen HIP gemv_awq_w4a16 (any batch)",
+        hip_without_wmma=True,
         source=f"[READ] {KITCHEN} backends/cuda gemv_awq_w4a16 (8,0); [RUN] issue 24",
     ),
 }
@@ -249,6 +259,13 @@ HIP_WMMA_ARCHS = frozenset(
         "gfx1201",
     }
 )
+#: RDNA2: the HIP backend registers "elementwise only" (architectures.json elementwise_only) and
+#: drops the `_WMMA_ONLY_OPS` GEMMs; gemv_awq_w4a16 is not one of them, so the registry picks
+#: hip for the AWQ matmul there [READ: backends/hip/__init__.py _build_constraints; the
+#: extension itself is not loaded on CPU]
+HIP_ELEMENTWISE_ARCHS = frozenset(
+    {"gfx1030", "gfx1031", "gfx1032", "gfx1033", "gfx1034", "gfx1035", "gfx1036"}
+)
 HIP_SOURCE = (
     f"[READ] {KITCHEN} backends/hip/__init__.py _register, _build_constraints, architectures.json"
 )
@@ -265,6 +282,30 @@ SHAPE_FORMATS = frozenset({"float8_e4m3fn", "float8_e5m2", "nvfp4"})
 #: INT8 with an F16 `weight_scale`: comfy-kitchen's CUDA backend refuses it, torch._int_mm
 #: runs it [RUN issue 24]
 INT8_F16_SCALE = "int8_tensorwise"
+#: W4A8 / W6A8 with a `weight_s_channel` other than F32: every comfy-kitchen 0.2.40 backend's
+#: w4a8_int8_linear (eager, CUDA, HIP) constrains s_channel to float32, so the registry finds
+#: none and the first forward raises NoCapableBackendError (tensor/w4a8_int8.py
+#: registry.get_implementation); the dequantize path (format disabled) runs it [RUN issue 24
+#: oracle, helper gpudiff: examples/broken_seeds.safetensors]
+W4A8_FORMATS = frozenset({"asym_w4a8_int8", "w6a8_int8"})
+W4A8_S_CHANNEL = "F32"
+W4A8_S_CHANNEL_SOURCE = (
+    f"[RUN] {KITCHEN} tensor/w4a8_int8.py registry.get_implementation; backends/eager, cuda, "
+    "w4a8_int8_linear ParamConstraint s_channel float32"
+)
+#: the same constraint in the HIP backend, read only (it needs ROCm to load)
+W4A8_S_CHANNEL_HIP = f"[READ] {KITCHEN} backends/hip w4a8_int8_linear s_channel float32"
+
+#: Findings that fail on ComfyUI but that the GPU decisions model per device (so they do not
+#: refuse the layer on every GPU, `rules/gpu/refusals.py`): (formats, companion suffix,
+#: codes). A W4A8 s_channel other than F32 (companion-dtype) fails only where the format runs
+#: natively; an F8_E8M0 MXFP8 scale (companion-dtype, e8m0-unloadable) only with the NVIDIA
+#: default loader (`E8M0_REFUSED_VENDORS`) [RUN issue 24 oracle].
+DEVICE_FINDINGS: tuple[tuple[frozenset[str], str, frozenset[str]], ...] = (
+    (W4A8_FORMATS, "weight_s_channel", frozenset({"QC305"})),
+    (frozenset({"mxfp8"}), "weight_scale", frozenset({"QC305", "QC605"})),
+)
+
 #: MXFP8 with F8_E8M0 scales: ComfyUI's default loader on NVIDIA (DynamicVRAM,
 #: comfy/utils.py load_safetensors `_TYPES`) has no F8_E8M0 -> the file does not load; with
 #: --disable-dynamic-vram (safetensors.safe_open) it does [RUN comfyui-cpu, QC605]

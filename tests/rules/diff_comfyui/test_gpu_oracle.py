@@ -46,31 +46,7 @@ ALLOW: dict[tuple[str, str, str, str], str] = {
 #: Disagreements found and reported (DISAGREEMENTS.md), by (file, format, ComfyUI's mode,
 #: quantcheck's mode), with the upstream line that decides. quantcheck is wrong in each: when
 #: it is fixed the entry must go (test_known_disagreements_are_still_there says so).
-KNOWN: dict[tuple[str, str, str, str], str] = {
-    ("w6a8_int8.safetensors", "w6a8_int8", "refused", "native"): (
-        "comfy/ops.py @0271a469 _load_quantized_module L1206 `qconfig = "
-        "QUANT_ALGOS[module.quant_format]` raises KeyError: 'w6a8_int8' (quant_ops.py @0271a469 "
-        "has no w6a8_int8); quantcheck's own QC610 says so, its GPU entry says native"
-    ),
-    ("w6a8_int8.safetensors", "w6a8_int8", "refused", "emulated"): (
-        "as above (on xpu / directml the GPU entry says emulated: the load fails first)"
-    ),
-    ("broken_seeds.safetensors", "asym_w4a8_int8", "refused", "native"): (
-        "comfy-kitchen 0.2.40 tensor/w4a8_int8.py L152 `registry.get_implementation(operation, "
-        "kwargs=kwargs)` raises NoCapableBackendError: every backend's w4a8_int8_linear wants "
-        "s_channel float32 (backends/eager/__init__.py L450, backends/cuda/__init__.py L4931); "
-        "the BF16 weight_s_channel (QC305) makes the first forward raise"
-    ),
-    ("awq_w4a16.safetensors", "awq_w4a16", "native", "emulated"): (
-        "gfx1030 (RDNA2): comfy-kitchen 0.2.40 backends/hip/__init__.py L3310-3314 drops only "
-        "_WMMA_ONLY_OPS (L209, no gemv_awq_w4a16) without WMMA, so its HIP gemv_awq_w4a16 "
-        "(L3131) registers and the registry picks it; quantcheck says eager (emulated)"
-    ),
-    ("awq", "awq_w4a16", "native", "emulated"): "the generated AWQ file, as above",
-    ("broken_seeds.safetensors", "asym_w4a8_int8", "mixed", "native"): (
-        "the format summary of the above (the file's other W4A8 layers run)"
-    ),
-}
+KNOWN: dict[tuple[str, str, str, str], str] = {}
 SPECS = specs()
 
 
@@ -114,6 +90,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 def test_comfyui_gpu_agrees_with_quantcheck(spec: str, world: dict[str, Any]) -> None:
     agree = allowed = 0
     disagree: list[str] = []
+    untagged: list[str] = []  # the oracle read, quantcheck's reason does not say [READ]
     for name, path in world["files"].items():
         one = run_spec(
             world["oracles"],
@@ -125,15 +102,29 @@ def test_comfyui_gpu_agrees_with_quantcheck(spec: str, world: dict[str, Any]) ->
         agree += one.agree
         allowed += len(one.allowed)
         disagree += one.disagree
+        entry = world["entries"][name].get(spec, {})
+        untagged += [x for x in one.read_only if not read_tagged(entry, x, f"{name} {spec}")]
     assert agree > 0
+    world["specs_run"] = world.get("specs_run", 0) + 1
     new = [line for line in disagree if known(line) is None]
     world["known_seen"].update(key for line in disagree if (key := known(line)) is not None)
     assert not new, f"{len(new)} disagreements on {spec}:\n" + "\n".join(new)
+    assert not untagged, f"{len(untagged)} verdicts the oracle only read, reason untagged:\n" + (
+        "\n".join(untagged)
+    )
+
+
+def read_tagged(entry: dict[str, Any], line: str, label: str) -> bool:
+    """Whether quantcheck's reason for the layer of a read-only oracle line (`LABEL LAYER:
+    why`) says so: [READ] or [GUESS]."""
+    layer = line[len(label) + 1 :].split(": ", 1)[0]
+    reason = entry.get("execution", {}).get(layer, {}).get("reason", "")
+    return "[READ" in reason or "[GUESS" in reason
 
 
 def test_known_disagreements_are_still_there(world: dict[str, Any]) -> None:
     """After the per-spec tests (file order): a KNOWN entry no comparison matched is fixed."""
-    if not world["known_seen"]:
+    if not world.get("specs_run"):
         pytest.skip("the per-spec comparisons did not run")
     stale = [key for key in KNOWN if key not in world["known_seen"]]
     assert not stale, f"fixed in quantcheck, remove from KNOWN: {stale}"

@@ -166,5 +166,8 @@ def test_html_gpu_by_format_grid(tmp_path: Path) -> None:
     assert "<td>rtx4090 (sm_89)</td>" in section and "activations are not included" in section
     comfy = section[section.index("<h3>comfyui</h3>") :]
     row = comfy[comfy.index("<td>rtx4090 (sm_89)</td>") :].split("</tr>")[0]
-    assert ">emulated</td>" in row and ">native</td>" in row
+    # FP8 through torch._scaled_mm: read, not run; NVFP4's gate: run by the oracle
+    assert ">emulated</td>" in row and ">native [READ]</td>" in row
+    b200 = comfy[comfy.index("<td>b200 (sm_100)</td>") :].split("</tr>")[0]
+    assert b200.count(">native</td>") == 1 and ">native [READ]</td>" in b200
     assert "<h2>GPUs</h2>" not in build_report([path])

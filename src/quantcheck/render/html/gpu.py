@@ -19,12 +19,14 @@ MODE_COLORS = {
 }
 
 
-def _cell(mode: str | None, tally: dict[str, int] | None) -> str:
+def _cell(mode: str | None, tally: dict[str, int] | None, mark: str = "") -> str:
+    """One grid cell; `mark`: ` (unverified)` or ` [READ]` (the entry's `evidence`)."""
     if mode is None:
         return "<td>–</td>"
     text = mode
     if mode == "mixed" and tally:
         text = ", ".join(f"{n} {m}" for m, n in tally.items())
+    text += mark
     return f'<td style="color:{MODE_COLORS.get(mode, "#444")};font-weight:600">{escape(text)}</td>'
 
 
@@ -35,7 +37,11 @@ def _table(target: str, per_gpu: dict[str, dict[str, Any]]) -> str:
     head = "".join(f"<th>{escape(f)}</th>" for f in formats)
     rows = []
     for g, e in per_gpu.items():
-        cells = "".join(_cell(e["formats"].get(f), e["layers_by_format"].get(f)) for f in formats)
+        evidence = e.get("evidence", {})
+        cells = "".join(
+            _cell(e["formats"].get(f), e["layers_by_format"].get(f), _mark(evidence, f))
+            for f in formats
+        )
         counts = ", ".join(f"{n} {m}" for m, n in e["layers"].items() if n) or "–"
         issues = ", ".join(dict.fromkeys(k["code"] for k in e["known_issues"])) or ""
         cc = e["compute_capability"]
@@ -55,6 +61,12 @@ def _table(target: str, per_gpu: dict[str, dict[str, Any]]) -> str:
     )
 
 
+def _mark(evidence: dict[str, list[str]], fmt: str) -> str:
+    if fmt in evidence.get("unverified", ()):
+        return " (unverified)"
+    return " [READ]" if fmt in evidence.get("read", ()) else ""
+
+
 def gpu_html(data: ReportData) -> str:
     """The section (empty without `--gpu`)."""
     report = data.report
@@ -70,6 +82,8 @@ def gpu_html(data: ReportData) -> str:
     return (
         '<section id="gpu"><h2>GPUs</h2><p class="caption">How each format\'s layers run on '
         "each GPU: native (its own kernel), emulated (dequantized every step: slower than "
-        "BF16), depends (on the batch of tokens), refused (does not load). Weights as the "
+        "BF16), depends (on the batch of tokens), refused (does not load or run); "
+        "(unverified): the verdict rests on a guess, [READ]: on upstream code read, not run. "
+        "Weights as the "
         "runtime holds them; activations are not included.</p>" + "".join(parts) + "</section>"
     )

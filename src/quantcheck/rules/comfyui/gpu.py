@@ -16,6 +16,7 @@ from quantcheck.runtimes import comfyui_gpu as data
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
+    from quantcheck.diagnostics import Diagnostic
     from quantcheck.gpus.spec import GpuSpec
     from quantcheck.model.layers import Layer
     from quantcheck.rules.gpu.plan import Decision
@@ -28,11 +29,12 @@ def gate_open(gate: data.Gate, spec: GpuSpec) -> tuple[bool, str]:
     predicate and the fact that decided it)."""
     name = f"{gate.name}()"
     if gate.refused_backends is not None:  # int8: everything but the listed backends
+        read = f" {data.READ}" if spec.backend in data.INT8_GATE_READ_BACKENDS else ""
         if spec.backend in gate.refused_backends:
-            return False, f"{name} is False on {spec.backend}"
+            return False, f"{name} is False on {spec.backend}{read}"
         if spec.backend == "mps" and gate.mps_torch and spec.torch < gate.mps_torch:
-            return False, f"{name} is False on MPS before torch {_v(gate.mps_torch)}"
-        return True, f"{name} is True on {spec.backend}"
+            return False, f"{name} is False on MPS before torch {_v(gate.mps_torch)}{read}"
+        return True, f"{name} is True on {spec.backend}{read}"
     if spec.vendor == "amd":
         arch = spec.arch or ""
         if arch in gate.amd_archs:
@@ -68,6 +70,14 @@ def kitchen_cuda(spec: GpuSpec) -> bool:
     return spec.vendor == "nvidia" and spec.cuda is not None and spec.cuda >= data.KITCHEN_CUDA_MIN
 
 
+def hip_runs(k: data.Kernel, spec: GpuSpec) -> bool:
+    """Whether comfy-kitchen's HIP backend has `k`'s kernel on `spec`'s AMD architecture."""
+    arch = spec.arch
+    return arch in data.HIP_WMMA_ARCHS or (
+        k.hip_without_wmma and arch in data.HIP_ELEMENTWISE_ARCHS
+    )
+
+
 class ComfyuiGpu(GpuRules):
     """ComfyUI's decisions (see the module docstring)."""
 
@@ -75,6 +85,12 @@ class ComfyuiGpu(GpuRules):
     marker_keys = (FPMM,)
 
     def format_decision(self, fmt: str, spec: GpuSpec) -> Decision:
+        mode, why = self._format_decision(fmt, spec)
+        guess = data.UNVERIFIED_GATES.get(fmt)
+        return mode, f"{why} [GUESS: {guess}]" if guess else why
+
+    def _format_decision(self, fmt: str, spec: GpuSpec) -> Decision:
+        """`format_decision` before the [GUESS] tag of an unverified gate."""
         if fmt not in data.FORMAT_GATE:
             return "refused", f"ComfyUI has no quantized op for {fmt!r} (see the findings)"
         gate_name = data.FORMAT_GATE[fmt]
@@ -86,18 +102,22 @@ class ComfyuiGpu(GpuRules):
                     "dequantized on every forward (_full_precision_mm)"
                 )
         k = data.KERNELS[fmt]
-        if spec.vendor == "amd" and k.hip_what and spec.arch in data.HIP_WMMA_ARCHS:
-            return "native", k.hip_what
-        if spec.vendor != "nvidia":
-            return k.other, k.other_what
+        read = data.READ
+        if spec.vendor == "amd" and k.hip_what and hip_runs(k, spec):
+            return "native", f"{k.hip_what} {read}"
+        if spec.vendor == "amd":  # past the gate on AMD: read only (HIP needs ROCm to load)
+            return k.other, f"{k.other_what} {read}"
+        if spec.vendor != "nvidia":  # comfy-kitchen's eager op: what it does is read only
+            return k.other, f"{k.other_what} {read}"
         assert spec.cc is not None
         if k.cuda_min is not None and kitchen_cuda(spec) and spec.cc >= k.cuda_min:
-            if k.depends_on:
-                return "depends", f"{k.cuda_what}: {k.depends_on}"
+            if k.depends_on:  # the batch branch is inside the CUDA kernel
+                return "depends", f"{k.cuda_what}: {k.depends_on} {read}"
             if fmt == "convrot_w4a4" and spec.cc[0] not in data.CONVROT_INT4_MAJORS:
                 return (
                     "native",
-                    f"{k.cuda_what} through comfy-kitchen's INT8 route (int4 math on sm_8x only)",
+                    f"{k.cuda_what} through comfy-kitchen's INT8 route (int4 math on sm_8x only) "
+                    f"{read}",
                 )
             return "native", k.cuda_what
         if k.cuda_min is not None and not kitchen_cuda(spec):
@@ -111,10 +131,12 @@ class ComfyuiGpu(GpuRules):
         else:
             off = ""
         what = f"{off}: {k.eager_what}" if off else k.eager_what
-        return k.eager, what
+        # comfy-kitchen's eager op: whether it reaches torch's own kernel (_int_mm,
+        # _scaled_mm) or dequantizes is read, not run
+        return k.eager, f"{what} {read}"
 
     def layer_formats(self, spec: GpuSpec) -> frozenset[str]:
-        out = set(data.SHAPE_FORMATS) | {data.INT8_F16_SCALE}
+        out = set(data.SHAPE_FORMATS) | {data.INT8_F16_SCALE} | data.W4A8_FORMATS
         if spec.vendor in data.E8M0_REFUSED_VENDORS:
             out.add("mxfp8")
         return frozenset(out)
@@ -134,26 +156,47 @@ class ComfyuiGpu(GpuRules):
                 return "refused", (
                     "weight_scale is F8_E8M0: ComfyUI's default loader on NVIDIA (DynamicVRAM, "
                     "comfy/utils.py load_safetensors) cannot read it, so the file does not load; "
-                    "--disable-dynamic-vram loads it"
+                    "--disable-dynamic-vram loads it (DynamicVRAM on NVIDIA: run; the loader's "
+                    f"dtype table without F8_E8M0: {data.READ})"
                 )
         if base[0] != "native":
             return None
+        if fmt in data.W4A8_FORMATS:
+            channel = layer.tensors.get("weight_s_channel")
+            if channel is not None and channel.dtype != data.W4A8_S_CHANNEL:
+                hip = "comfy-kitchen HIP" in base[1]
+                source = data.W4A8_S_CHANNEL_HIP if hip else data.W4A8_S_CHANNEL_SOURCE
+                return "refused", (
+                    f"weight_s_channel is {channel.dtype}: every comfy-kitchen backend's "
+                    f"w4a8_int8_linear wants {data.W4A8_S_CHANNEL}, so the first forward raises "
+                    f"NoCapableBackendError ({source}); where the format is disabled the "
+                    "dequantized path runs it"
+                )
         if fmt in data.SHAPE_FORMATS and dims is not None:
             n, k = dims
             m = data.SHAPE_MULTIPLE
             if n % m or k % m:
                 return "emulated", (
                     f"N={n}, K={k}: scaled_mm needs multiples of {m}, so this layer falls back to "
-                    "dequantization on every forward"
+                    f"dequantization on every forward {data.READ}"
                 )
         if fmt == data.INT8_F16_SCALE and spec.vendor == "nvidia":
             scale = layer.tensors.get("weight_scale")
             if scale is not None and scale.dtype == "F16" and "torch._int_mm" not in base[1]:
                 return "native", (
                     "weight_scale is F16: comfy-kitchen's CUDA int8_linear refuses it, "
-                    "torch._int_mm runs the layer"
+                    f"torch._int_mm runs the layer {data.READ}"
                 )
         return None
+
+    def decides(self, layer: Layer, fmt: str, finding: Diagnostic) -> bool:
+        """The findings `layer_decision` models per device (`data.DEVICE_FINDINGS`): a W4A8
+        s_channel other than F32, an MXFP8 F8_E8M0 scale."""
+        tensor = finding.tensor or ""
+        return any(
+            fmt in formats and finding.code in codes and tensor.endswith(f".{suffix}")
+            for formats, suffix, codes in data.DEVICE_FINDINGS
+        )
 
     def compute_dtype(self, spec: GpuSpec) -> tuple[int, str]:
         if spec.vendor == "nvidia" and spec.cc is not None:

@@ -7,13 +7,14 @@ from __future__ import annotations
 from quantcheck.gpus.classes import CLASSES, cards_of
 from quantcheck.gpus.spec import parse_spec
 from quantcheck.rules.gpu.plan import counts, decide
+from quantcheck.rules.gpu.refusals import refused_line
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
     from typing import Any
 
     from quantcheck.gpus.spec import GpuSpec
-    from quantcheck.rules.gpu.plan import GpuRules, Plan
+    from quantcheck.rules.gpu.plan import Decision, GpuRules, Plan
 
 #: formats offered as "the same model in this format runs natively there", in this order
 #: (8-bit first: the nearest in quality to what a 4-bit file was made from)
@@ -24,10 +25,20 @@ ALTERNATIVES = ("float8_e4m3fn", "int8_tensorwise", "mxfp8", "nvfp4", "asym_w4a8
 _SPECS: list[GpuSpec] = []
 
 
-def native_from(plan: Plan, rules: GpuRules) -> dict[str, Any]:
+def native_from(
+    plan: Plan, rules: GpuRules, key: str = "", refused: dict[str, Decision] | None = None
+) -> dict[str, Any]:
     """`{"compute_capability", "class", "cards", "line"}`: the lowest NVIDIA class such that it
     and every newer class of the table run all quantized layers natively (default stack);
-    `compute_capability` None when even the newest does not."""
+    `compute_capability` None when even the newest does not, or when target `key` refuses
+    some layers on every device (`refused`, `rules/gpu/refusals.py`)."""
+    if refused:
+        return {
+            "compute_capability": None,
+            "class": None,
+            "cards": [],
+            "line": refused_line(key or rules.name, refused),
+        }
     nvidia = [c for c in CLASSES if c.cc is not None]
     if not _SPECS:
         _SPECS.extend(parse_spec(c.key) for c in nvidia)

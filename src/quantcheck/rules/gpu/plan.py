@@ -19,6 +19,7 @@ TYPE_CHECKING = False  # typing is not imported on the check path (start-up time
 if TYPE_CHECKING:
     from typing import Any
 
+    from quantcheck.diagnostics import Diagnostic
     from quantcheck.gpus.spec import GpuSpec
     from quantcheck.model.checkpoint import Checkpoint
     from quantcheck.model.layers import Layer
@@ -35,6 +36,9 @@ ACTIVATIONS_NOTE = (
 )
 
 Decision = tuple[str, str]  # (mode, reason)
+#: a reason's evidence tag -> how the summary marks the formats it decides ([GUESS] first: a
+#: reason with both is a guess)
+EVIDENCE_TAGS = {"[GUESS": "unverified", "[READ": "read"}
 _DTYPE_SHAPE = itemgetter(1, 2)  # of a TensorInfo
 MARKER = ".comfy_quant"
 #: bytes per element of the floating-point storage dtypes (elements = stored bytes / width)
@@ -62,6 +66,11 @@ class GpuRules:
     ) -> Decision | None:
         """This layer's own decision, or None when it is the format's (`base`)."""
         return None
+
+    def decides(self, layer: Layer, fmt: str, finding: Diagnostic) -> bool:
+        """Whether `layer_decision` models the failing `finding` per device itself (then it does
+        not refuse the layer everywhere, `rules/gpu/refusals.py`)."""
+        return False
 
     def compute_dtype(self, spec: GpuSpec) -> tuple[int, str]:
         """(bytes per element, dtype name) the runtime holds unquantized weights in."""
@@ -158,28 +167,70 @@ def counts(plan: Plan, decisions: list[Decision]) -> dict[str, int]:
     return out
 
 
-def gpu_entry(plan: Plan, rules: GpuRules, spec: GpuSpec) -> dict[str, Any]:
-    """The `targets[T].gpu[G]` entry (docs/json-schema.md)."""
-    decisions = decide(plan, rules, spec)
+def with_refusals(
+    plan: Plan, decisions: list[Decision], refused: dict[str, Decision]
+) -> tuple[list[list[Any]], list[Decision], list[tuple[str, int]]]:
+    """(groups, decisions, rows) of `plan` with the layers of `refused` (prefix -> decision)
+    taken out of their signature groups into groups of their own."""
+    if not refused:
+        return plan.groups, decisions, plan.rows
+    groups = [list(g) for g in plan.groups]
+    decisions = list(decisions)
+    own: dict[Decision, dict[int, int]] = {}  # a refused group per (decision, signature)
+    rows = []
+    for prefix, gid in plan.rows:
+        d = refused.get(prefix)
+        if d is not None:
+            by_sig = own.setdefault(d, {})
+            new = by_sig.get(gid)
+            if new is None:
+                new = by_sig[gid] = len(groups)
+                groups.append([*groups[gid][:3], 0, groups[gid][4]])
+                decisions.append(d)
+            groups[gid][3] -= 1
+            groups[new][3] += 1
+            gid = new
+        rows.append((prefix, gid))
+    return groups, decisions, rows
+
+
+def gpu_entry(
+    plan: Plan, rules: GpuRules, spec: GpuSpec, refused: dict[str, Decision] | None = None
+) -> dict[str, Any]:
+    """The `targets[T].gpu[G]` entry (docs/json-schema.md); `refused`: the layers no device
+    runs (`rules/gpu/refusals.py`)."""
+    groups, decisions, rows = with_refusals(plan, decide(plan, rules, spec), refused or {})
     formats: dict[str, str] = {}
     per_format: dict[str, dict[str, int]] = {}
     records: dict[Decision, dict[str, Any]] = {}
+    evidence: dict[str, dict[str, None]] = {"unverified": {}, "read": {}}
     size, dtype = rules.compute_dtype(spec)
     peak = 0
-    for (fmt, _, _, n, dims), d in zip(plan.groups, decisions, strict=True):
+    for (fmt, _, _, n, dims), d in zip(groups, decisions, strict=True):
         mode = d[0]
+        if d not in records:
+            records[d] = {"mode": mode, "reason": d[1], "lora_mode": NO_LORA}
+        if not n:
+            continue  # every layer of the signature refused
         seen = formats.get(fmt)
         formats[fmt] = mode if seen in (None, mode) else "mixed"
         tally = per_format.setdefault(fmt, {})
         tally[mode] = tally.get(mode, 0) + n
-        if d not in records:
-            records[d] = {"mode": mode, "reason": d[1], "lora_mode": NO_LORA}
+        # a refusal by a finding (`QC610 fails on …`, rules/gpu/refusals.py) quotes the
+        # finding's message, whose tags are about other releases: not this verdict's
+        by_finding = mode == "refused" and d[1][:2] == "QC"
+        tag = None if by_finding else next((t for t in EVIDENCE_TAGS if t in d[1]), None)
+        if tag is not None:
+            evidence[EVIDENCE_TAGS[tag]].setdefault(fmt, None)
         if mode in ("emulated", "depends") and dims is not None:
             peak = max(peak, dims[0] * dims[1] * size)
     # one shared record per decision (copy one before changing it)
     by_number = [records[d] for d in decisions]
-    execution = {prefix: by_number[gid] for prefix, gid in plan.rows}
-    layers = counts(plan, decisions)
+    execution = {prefix: by_number[gid] for prefix, gid in rows}
+    layers = dict.fromkeys(MODES, 0)
+    for tally in per_format.values():
+        for mode, n in tally.items():
+            layers[mode] += n
     weight = plan.quantized_bytes + plan.float_elements * size + plan.other_bytes
     notes = [
         *rules.notes(spec, set(formats)),
@@ -192,6 +243,8 @@ def gpu_entry(plan: Plan, rules: GpuRules, spec: GpuSpec) -> dict[str, Any]:
             f"{size} bytes), a transient buffer per call"
         )
     notes.append(ACTIVATIONS_NOTE)
+    marked = {"unverified": list(evidence["unverified"])}
+    marked["read"] = [f for f in evidence["read"] if f not in evidence["unverified"]]
     return {
         **spec.head_json(),
         "formats": formats,
@@ -200,11 +253,23 @@ def gpu_entry(plan: Plan, rules: GpuRules, spec: GpuSpec) -> dict[str, Any]:
         "weight_bytes": weight,
         "peak_extra_bytes": peak,
         "compute_dtype": dtype,
-        "summary": summary_line(rules.name, spec, per_format, weight, peak),
+        "summary": summary_line(rules.name, spec, per_format, weight, peak) + marks(marked),
+        "evidence": marked,
         "notes": notes,
         "known_issues": [],
         "execution": execution,
     }
+
+
+def marks(evidence: dict[str, list[str]]) -> str:
+    """What the summary adds for verdicts that rest on a guess or on code only read:
+    ` · unverified (a guess): w6a8_int8 · [READ] code read, not run: float8_e4m3fn`."""
+    out = ""
+    if evidence["unverified"]:
+        out += f" · unverified (a guess): {', '.join(evidence['unverified'])}"
+    if evidence["read"]:
+        out += f" · [READ] code read, not run: {', '.join(evidence['read'])}"
+    return out
 
 
 def summary_line(

@@ -1,0 +1,60 @@
+"""Layers a target cannot load or run on any device: those with a finding whose effect on the
+target is `fails` (a format it has no op for, a companion its kernels refuse, ...). Such a
+layer is `refused` on every GPU, with the finding's code in the reason, whatever the device
+gates say; a runtime's GPU rules may take a finding over when their own per-layer decision
+models it per device (`GpuRules.decides`). A failing finding that names no layer (a
+file-level one, often about one loader path of several) changes no GPU entry. Standard
+library only."""
+
+from __future__ import annotations
+
+from quantcheck.rules.levels import Effect
+
+TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from quantcheck.diagnostics import Diagnostic
+    from quantcheck.rules.gpu.plan import Decision, GpuRules, Plan
+
+
+def refusals(
+    plan: Plan, rules: GpuRules, key: str, findings: Iterable[Diagnostic]
+) -> dict[str, Decision]:
+    """{layer prefix: ("refused", reason)} for the quantized layers of `plan` that a finding
+    failing on target `key` names (by its layer, or a tensor of the layer)."""
+    layers = {prefix: plan.groups[gid] for prefix, gid in plan.rows}
+    codes: dict[str, dict[str, str]] = {}  # prefix -> {code: message}
+    for d in findings:
+        prefix = d.layer
+        if prefix is None and d.tensor is not None:
+            prefix = d.tensor.rpartition(".")[0]
+        group = layers.get(prefix) if prefix is not None else None
+        if group is None or d.effect_at(key) is not Effect.FAILS:
+            continue  # a file-level finding (often one loader's), or an unquantized layer
+        if rules.decides(group[2], group[0], d):
+            continue
+        codes.setdefault(str(prefix), {}).setdefault(d.code, d.message)
+    return {prefix: ("refused", _reason(key, found)) for prefix, found in codes.items()}
+
+
+def _reason(key: str, found: dict[str, str]) -> str:
+    """`QC610 fails on comfyui@0271a469 (also QC609): the layer does not load or run on any
+    device (the first finding's message)`."""
+    first_code, first = next(iter(found.items()))
+    more = [c for c in found if c != first_code]
+    also = f" (also {', '.join(more)})" if more else ""
+    return (
+        f"{first_code} fails on {key}{also}: the layer does not load or run on any device ({first})"
+    )
+
+
+def refused_line(key: str, refused: dict[str, Decision]) -> str:
+    """The "needs" line when some layers are refused on every device."""
+    n = len(refused)
+    heads = (r[1].split(": ", 1)[0].replace(",", " ").replace(")", " ") for r in refused.values())
+    codes = sorted({w for h in heads for w in h.split() if w.startswith("QC")})
+    return (
+        f"{key}: {n} quantized layer{'' if n == 1 else 's'} cannot load or run "
+        f"({', '.join(codes)}), so no GPU runs every quantized layer natively"
+    )
