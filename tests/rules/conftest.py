@@ -51,6 +51,6 @@ RELEASE_STEP_CODES = ("QC606", "QC607", "QC608", "QC609")
 def _comfyui_release_steps(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
     """Report QC606-QC609 in the tests that are about them."""
     if any(code in request.node.name for code in RELEASE_STEP_CODES):
-        from quantcheck.runtimes import comfyui_releases
+        from quantcheck.rules.comfyui import checks
 
-        monkeypatch.setattr(comfyui_releases, "REPORT_STEPS", True)
+        monkeypatch.setattr(checks, "REPORT_STEPS", True)

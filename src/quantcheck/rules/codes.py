@@ -417,11 +417,12 @@ _HOMES = {
     ),
     "quantcheck.rules.numeric.catalog": ("QC401 QC402 QC403 QC404 QC405 QC406 QC407 QC408 QC409"),
     "quantcheck.rules.shards.catalog": ("QC501 QC502 QC503 QC504 QC505 QC506"),
-    "quantcheck.rules.support.catalog": (
-        "QC601 QC602 QC603 QC604 QC605 QC606 QC607 QC608 QC609 QC610 QC611 QC612 "
-        "QC613 QC614 QC615 QC616 QC617 QC618 QC619 QC620 QC621 QC622 QC623 QC624 "
-        "QC630 QC631 QC632 QC633 QC634 QC635 QC636 QC637 QC638 QC650 QC651"
+    "quantcheck.rules.sglang.catalog": (
+        "QC601 QC602 QC603 QC604 QC611 QC612 QC613 QC614 QC615 QC616 QC617 QC618 "
+        "QC619 QC620 QC621 QC622 QC623 QC624 QC630 QC631 QC632 QC633 QC634 QC635 "
+        "QC636 QC637 QC638"
     ),
+    "quantcheck.rules.comfyui.catalog": ("QC605 QC606 QC607 QC608 QC609 QC610 QC650 QC651"),
     "quantcheck.rules.forge_neo.catalog": ("QC701 QC702 QC703"),
     "quantcheck.rules.sdnext.catalog": ("QC710 QC711 QC712 QC713 QC714 QC715 QC716 QC717"),
     "quantcheck.rules.invokeai.catalog": ("QC720 QC721 QC722 QC723 QC724 QC725"),

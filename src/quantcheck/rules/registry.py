@@ -27,7 +27,6 @@ CATALOGS: tuple[str, ...] = (
     "layers",
     "numeric",
     "shards",
-    "support",
     "gpu",
     "family",
     "lora",

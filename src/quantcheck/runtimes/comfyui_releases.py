@@ -41,12 +41,7 @@ rule registry imports the runtimes.
 from __future__ import annotations
 
 from quantcheck.rules.levels import Effect
-from quantcheck.runtimes.builtin_reasons import COMFYUI as COMFYUI_REASONS
 from quantcheck.runtimes.registry import Release, Runtime
-
-TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
-if TYPE_CHECKING:
-    from typing import Any
 
 #: Each step: (release name, rule code reporting formats that need it, formats it adds, note).
 STEPS: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
@@ -119,9 +114,6 @@ STEP_CODE: dict[str, str] = {name: code for name, code, _, _ in STEPS}
 #: The per-layer error a step's formats draw (beside the file-level step code): QC610 for the
 #: formats ComfyUI gained after 0271a469, whose layers an older ComfyUI stops at.
 LAYER_CODE: dict[str, str] = {"2026-09-29": "QC610"}
-#: Whether ComfyUI's checks report the step codes (tests may turn it off). They never reach a
-#: report for the newest release (no effect there): only `--target comfyui@RELEASE` shows them.
-REPORT_STEPS = True
 #: Releases whose guessed behaviour `explain` and the docs must call a guess.
 GUESSED = frozenset(UNVERIFIED)
 #: Rule names that named a step by its former spelling (accepted by `--select`, `explain`).
@@ -174,21 +166,36 @@ def _releases() -> tuple[Release, ...]:
 
 RELEASES: tuple[Release, ...] = _releases()
 #: the `Runtime.paths` hook of the ComfyUI targets (comfyui, comfyui-cpu)
-UNVERIFIED_HOOK = "quantcheck.runtimes.comfyui_releases:unverified_json"
+UNVERIFIED_HOOK = "quantcheck.rules.comfyui.checks:unverified_json"
 
 
-def unverified_json(ck: Any, release: str | None) -> dict[str, Any]:
-    """The JSON summary keys of a ComfyUI target at `release` (None: the newest) for `ck`:
-    `verified: false` and `unverified` (why) when a layer's format is one whose support there
-    rests on a reading that is not ComfyUI's own code (the `paths` hook); {} otherwise."""
-    names = [r.name for r in RELEASES]
-    upto = RELEASES if release is None else RELEASES[: names.index(release) + 1]
-    why = {fmt: text for rel in upto for fmt, text in rel.unverified.items()}
-    if not why:
-        return {}
-    used = {la.marker.format for la in ck.layers.values() if la.marker is not None}
-    hits = sorted({text for fmt, text in why.items() if fmt in used})
-    return {"verified": False, "unverified": "; ".join(hits)} if hits else {}
+_NO_SUB_BYTE = (
+    "none of its formats stores a sub-byte dtype, and it reads whole tensors (the rule warns "
+    "about tools that slice rows) (inferred)"
+)
+_ALIGN = "safetensors accepts any header length; unaligned data only costs a copy (inferred)"
+_PADDING = "the padding is never read (comfy-kitchen slices it off): a hint about the writer"
+
+#: Why a generic rule leaves ComfyUI unaffected where its catalog entry's prose does not say
+#: (the catalogs declare ComfyUI's effects; these are the nones their evidence is about the
+#: other runtime or about other tools).
+REASONS: dict[str, str] = {
+    "QC119": _NO_SUB_BYTE,
+    "QC122": _ALIGN,
+    "QC205": "_load_quantized_module decodes the marker from its raw bytes "
+    "(numpy().tobytes()): any dtype reads the same JSON",
+    "QC206": "json.loads reads markers of any size",
+    "QC211": "convert_old_quants writes the header entry over the tensor marker, and "
+    "convrot is only tested for truthiness",
+    "QC215": "_load_quantized_module reads only the keys it knows: producer _ keys are ignored",
+    "QC218": "convrot is tested for truthiness (layer_conf.get('convrot'), ops.py ~L1231)",
+    "QC308": "the padded, swizzled layout is comfy-kitchen's own: ComfyUI loads it as written",
+    "QC312": "comfy-kitchen reads the W4A8 code width from the group scales: 6-bit layers load",
+    "QC316": "ComfyUI builds INT8 linears quantized with or without convrot",
+    "QC318": "the nvfp4 branch of _load_quantized_module never reads convrot",
+    "QC405": _PADDING,
+    "QC505": "ComfyUI loads the files it is given, not the index's weight_map",
+}
 
 
 def comfyui_runtime() -> Runtime:
@@ -199,10 +206,12 @@ def comfyui_runtime() -> Runtime:
         RELEASES,
         checks="quantcheck.rules.comfyui.checks:ComfyuiChecks",
         paths=UNVERIFIED_HOOK,
+        messages="quantcheck.rules.comfyui.messages:PATTERNS",
+        folder="quantcheck.rules.comfyui",
         gpu="quantcheck.rules.comfyui.gpu:COMFYUI_GPU",
         default_target=True,
         catalog=True,
-        reasons=dict(COMFYUI_REASONS),
+        reasons=dict(REASONS),
         doc="ComfyUI's quantized-op loader (comfy/ops.py, QUANT_ALGOS) with comfy-kitchen; "
         "verdicts describe the default GPU setup: the DynamicVRAM safetensors loader "
         "(comfy/utils.py load_safetensors, which cannot read F8_E8M0) and the device's quantized "

@@ -1,6 +1,8 @@
-"""sglang's modelled releases (0.5.18 … 0.5.23) as data: each a delta of effects by rule code
-on the release before (consumers.md §2.1, read in the PyPI wheels; `tests/diff_sglang/` runs the
-wheels' own code against these verdicts). Standard library only.
+"""sglang's record (`sglang_runtime`) and its modelled releases (0.5.18 … 0.5.23) as data: each
+release a delta of effects by rule code on the release before (consumers.md §2.1, read in the
+PyPI wheels; `tests/diff_sglang/` runs the wheels' own code against these verdicts). Its
+behaviour (checks, catalog, messages, the loader reproduced) is `rules/sglang/`. Standard
+library only.
 
 The rules each release switches on or off are emitted by `SglangChecks` whatever the release
 (QC611–QC614 and QC619, declared "none" for the newest; QC615, MXFP8 at weight load, on for
@@ -15,7 +17,7 @@ marker fields it must write (`marker_fields`: 0.5.19 needs full_precision_matrix
 from __future__ import annotations
 
 from quantcheck.rules.levels import Effect
-from quantcheck.runtimes.registry import Release
+from quantcheck.runtimes.registry import Release, Runtime
 
 FAILS, DEGRADED, NONE = Effect.FAILS, Effect.DEGRADED, Effect.NONE
 #: Formats sglang 0.5.18's header path honours (no marker inspector: float8 -> Fp8Config,
@@ -151,3 +153,50 @@ LOADER_BY_FAMILY: dict[str, str] = {
         "transformer-weights-path",
     ),
 }
+
+_NO_SUB_BYTE = (
+    "none of its formats stores a sub-byte dtype, and it reads whole tensors (the rule warns "
+    "about tools that slice rows) (inferred)"
+)
+_ALIGN = "safetensors accepts any header length; unaligned data only costs a copy (inferred)"
+_PADDING = "the padding is never read (comfy-kitchen slices it off): a hint about the writer"
+
+#: Why a generic rule leaves sglang unaffected where its catalog entry's prose does not say
+#: (the catalogs declare sglang's effects; these are the nones their evidence is about the
+#: other runtime or about other tools).
+REASONS: dict[str, str] = {
+    "QC119": _NO_SUB_BYTE,
+    "QC122": _ALIGN,
+    "QC206": "its inspector reads markers of any size",
+    "QC313": "its W4A8 config reads weight_correction (_has_correction): the asymmetric layer "
+    "keeps its zero point",
+    "QC319": "ComfyUI's dequantize path; sglang's scale-shape rule is QC307",
+    "QC320": "ComfyUI's default of 256 only; the marker rules (QC219) judge sglang's "
+    "handling of a missing convrot_groupsize",
+    "QC321": "a w6a8_int8 finding: sglang does not load the format (QC601)",
+    "QC405": _PADDING,
+    "QC505": "sglang loads the shard files, not the index's weight_map (inferred)",
+}
+
+
+def sglang_runtime() -> Runtime:
+    """The sglang runtime record: its releases, oldest first, and its rule folder."""
+    return Runtime(
+        "sglang",
+        "sglang",
+        SGLANG_RELEASES,
+        checks="quantcheck.rules.sglang.checks:SglangChecks",
+        quantize_refusal="quantcheck.rules.sglang.checks:sglang_quantize_refusal",
+        paths="quantcheck.rules.sglang.header_rules:path_json",
+        messages="quantcheck.rules.sglang.messages:PATTERNS",
+        folder="quantcheck.rules.sglang",
+        header_formats=HEADER_DECLARED,
+        gpu="quantcheck.rules.sglang.gpu:SGLANG_GPU",
+        default_target=True,
+        catalog=True,
+        reasons=dict(REASONS),
+        doc="sglang's ComfyUI-checkpoint loader: the header path "
+        "(get_quant_config_from_safetensors_metadata, tried first), then the marker "
+        "inspector, format resolver and the config classes' constructors (format support, "
+        "format mixes, quant_format).",
+    )

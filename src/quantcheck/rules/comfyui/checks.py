@@ -1,9 +1,10 @@
 """ComfyUI's own rules (the `checks` hook of its runtime record): what its loader does that the
 format table cannot say — the default safetensors loader's dtype table, the release that first
 loads each format (QC606-QC610, QC650, QC651; which releases each breaks is release data in
-`runtimes/comfyui_releases.py`), and the ConvRot group-size default.
+`runtimes/comfyui_releases.py`), and the ConvRot group-size default; and its `paths` hook
+(`unverified_json`: a status that rests on a format not read in ComfyUI's own code).
 
-The upstream lines each rule follows are cited in the rule's evidence (catalog_*.py).
+The upstream lines each rule follows are cited in the rule's evidence (`catalog.py`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,13 @@ from quantcheck.rules.layers.kinds import kinds_of
 from quantcheck.rules.levels import Effect, Safety
 from quantcheck.runtimes import comfyui_releases
 from quantcheck.runtimes import effects as _eff
-from quantcheck.runtimes.comfyui_releases import FORMAT_SINCE, GUESSED, LAYER_CODE, STEP_CODE
+from quantcheck.runtimes.comfyui_releases import (
+    FORMAT_SINCE,
+    GUESSED,
+    LAYER_CODE,
+    RELEASES,
+    STEP_CODE,
+)
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
@@ -35,8 +42,9 @@ CONVROT_DEFAULT = 256
 _ABSENT = object()
 _DTYPE = itemgetter(1)  # TensorInfo is a tuple: (name, dtype, ...)
 _LAYER_FORMAT = attrgetter("format")  # `Layer.format`: the merged marker's
-#: the rule of each release step's code (the step data names the codes)
-_STEP_RULES = {c: getattr(R, c) for c in (*STEP_CODE.values(), *LAYER_CODE.values()) if c}
+#: Whether ComfyUI's checks report the step codes (tests may turn it off). They never reach a
+#: report for the newest release (no effect there): only `--target comfyui@RELEASE` shows them.
+REPORT_STEPS = True
 
 
 class ComfyuiChecks:
@@ -47,7 +55,7 @@ class ComfyuiChecks:
 
     def file_findings(self) -> Iterator[Diagnostic]:
         yield from _unreadable_dtypes(self.ck)
-        if comfyui_releases.REPORT_STEPS:
+        if REPORT_STEPS:
             yield from format_steps(self.ck)
 
     def layer_findings(self, layer: Layer) -> Iterator[Diagnostic]:
@@ -56,7 +64,10 @@ class ComfyuiChecks:
 
     def finish(self, diags: list[Diagnostic]) -> list[Diagnostic]:
         """Every rule's findings, once all have run: layers ComfyUI's key plumbing marks from
-        a header entry of another name are judged marked for ComfyUI (`comfyui_attach`)."""
+        a header entry of another name are judged marked for ComfyUI (`attach.py`, loaded only
+        for a checkpoint with a header entry)."""
+        if not any(s.origin == "header" for m in self.ck.markers.values() for s in m.sources):
+            return diags  # no header entry: nothing is attached under another name
         from quantcheck.rules.comfyui.attach import revise
 
         return revise(self.ck, diags)
@@ -136,7 +147,7 @@ def format_steps(ck: Checkpoint) -> Iterator[Diagnostic]:
         what = ", ".join(f"{f} ({c})" for f, c in sorted(counts.items()))
         known = all(f in FORMATS for f in counts)
         yield Diagnostic(
-            _STEP_RULES[STEP_CODE[release]],
+            getattr(R, STEP_CODE[release]),
             f"{n} layer{'s' if n != 1 else ''} use{'' if n != 1 else 's'} {what}: ComfyUI "
             f"loads {'them' if n != 1 else 'it'} from {release} on"
             + ("" if known else " (a format quantcheck does not check yet)"),
@@ -168,7 +179,7 @@ def _format_added_later(layer: Layer) -> Iterator[Diagnostic]:
         )
     tensor = next((s.key for s in reversed(m.sources) if s.origin == "tensor"), None)
     yield Diagnostic(
-        _STEP_RULES[code],
+        getattr(R, code),
         f"ComfyUI up to {comfyui_releases.before(step)} has no {m.format} in QUANT_ALGOS and "
         f"stops at this layer; {step}{guess} adds it",
         file=m.sources[-1].file,
@@ -209,3 +220,17 @@ def _convrot_default(layer: Layer) -> Iterator[Diagnostic]:
             Safety.DISPLAY,
         ),
     )
+
+
+def unverified_json(ck: Checkpoint, release: str | None) -> dict[str, Any]:
+    """The JSON summary keys of a ComfyUI target at `release` (None: the newest) for `ck`:
+    `verified: false` and `unverified` (why) when a layer's format is one whose support there
+    rests on a reading that is not ComfyUI's own code (the `paths` hook); {} otherwise."""
+    names = [r.name for r in RELEASES]
+    upto = RELEASES if release is None else RELEASES[: names.index(release) + 1]
+    why = {fmt: text for rel in upto for fmt, text in rel.unverified.items()}
+    if not why:
+        return {}
+    used = {la.marker.format for la in ck.layers.values() if la.marker is not None}
+    hits = sorted({text for fmt, text in why.items() if fmt in used})
+    return {"verified": False, "unverified": "; ".join(hits)} if hits else {}
