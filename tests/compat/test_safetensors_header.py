@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from quantcheck.compat._safetensors_header import DTYPE_BITS, SafetensorsFile
-from quantcheck.compat._sglang_marker_bytes import read_marker_bytes
+from quantcheck.io.safe_open import DTYPE_BITS, SafetensorsFile
+from quantcheck.rules.sglang.marker_bytes import read_marker_bytes
 
 from ._sglang_helpers import cases_dir
 from ._st_writer import BITS, raw_file, write

@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from hostile import marker_bytes, tensors
-from quantcheck.compat._sglang_configs import resolve_comfy_checkpoint_quantization
 from quantcheck.diagnostics import Diagnostic
 from quantcheck.model.checkpoint import Checkpoint, load_checkpoint
 from quantcheck.model.layers import Layer
@@ -22,6 +21,7 @@ from quantcheck.rules.diffsynth.checks import check_layer
 from quantcheck.rules.layers import kinds as layer_kinds
 from quantcheck.rules.layers.memo import layer_key, memo_findings
 from quantcheck.rules.sglang.checks import _has_scaled_fp8, _sglang_view, sglang_config_class
+from quantcheck.rules.sglang.configs import resolve_comfy_checkpoint_quantization
 from quantcheck.rules.sglang.header_path import header_docs, nvfp4_layers
 from quantcheck.runtimes.comfyui_releases import FORMAT_SINCE, STEP_CODE
 

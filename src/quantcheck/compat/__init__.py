@@ -1,1 +1,2 @@
-"""Drop-in reproductions of other tools' checkpoint handling (see `quantcheck.compat.sglang`)."""
+"""Public drop-ins for other tools' checkpoint handling (`quantcheck.compat.sglang`); what they
+reproduce lives with that runtime's behaviour (`rules/sglang/`)."""

@@ -2,8 +2,8 @@
 
 - `inspect_comfy_quant_markers(paths, param_name_mapper=None)`: the same dict (keys, order,
   derived `_` keys, value types) or the same exception type and text, for every file that
-  safetensors 0.8.0 can open; files it cannot open raise `SafetensorError` (this module's
-  own class), `FileNotFoundError` or `OSError` as safetensors does. Only deliberate
+  safetensors 0.8.0 can open; files it cannot open raise `SafetensorError` (exported here),
+  `FileNotFoundError` or `OSError` as safetensors does. Only deliberate
   difference: with several bad MXFP8 layers (sglang iterates a `set`), prefixes are checked
   in sorted order, so the smallest bad prefix is reported and synthesized markers are
   appended in sorted order.
@@ -13,21 +13,24 @@
   marker checks (ValueError with sglang's text); CPU host by default.
 - `simulate_load(paths, ...)`: all three stages as an `SglangOutcome`.
 
-Standard library only; nothing here imports numpy, torch or safetensors.
+The reproduction is sglang's behaviour and lives in its rule folder (`rules/sglang/configs.py`,
+`inspector.py`, `inspector_layers.py`, `marker_bytes.py`, `outcome.py`), so the product's sglang
+rules and this drop-in share it; safetensors' `safe_open` reading is `io/safe_open.py`. Standard
+library only; nothing here imports numpy, torch or safetensors.
 """
 
 from __future__ import annotations
 
-from quantcheck.compat._safetensors_header import SafetensorError
-from quantcheck.compat._sglang_configs import (
+from quantcheck.io.safe_open import SafetensorError
+from quantcheck.rules.sglang.configs import (
     CONFIG_CLASSES,
     Host,
     check_config_constructor,
     is_comfy_int8_embedding,
     resolve_comfy_checkpoint_quantization,
 )
-from quantcheck.compat._sglang_inspect import inspect_comfy_quant_markers
-from quantcheck.compat._sglang_outcome import SglangOutcome, simulate_load
+from quantcheck.rules.sglang.inspector import inspect_comfy_quant_markers
+from quantcheck.rules.sglang.outcome import SglangOutcome, simulate_load
 
 SGLANG_VERSION = "0.5.23"
 

@@ -5,10 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from quantcheck.compat._sglang_configs import (
-    check_config_constructor,
-    resolve_comfy_checkpoint_quantization,
-)
 from quantcheck.diagnostics import Diagnostic, Effect, Fix, Safety
 from quantcheck.formats.table import FORMATS, ROTATION_GROUPS
 from quantcheck.model.checkpoint import Checkpoint
@@ -16,6 +12,10 @@ from quantcheck.model.layers import Layer
 from quantcheck.rules import codes as R
 from quantcheck.rules.layers.kinds import any_layer_has, is_embedding_name, kinds_of
 from quantcheck.rules.sglang import release_rules
+from quantcheck.rules.sglang.configs import (
+    check_config_constructor,
+    resolve_comfy_checkpoint_quantization,
+)
 from quantcheck.rules.sglang.header_rules import HeaderPathChecks
 from quantcheck.runtimes import effects as _eff
 from quantcheck.runtimes import registry

@@ -3,7 +3,7 @@
 A: read each file in list order (header markers, then tensors in sorted order);
 B: MXFP8 synthesis when every `quant_format` seen is "mxfp8";
 C: every noted F8_E4M3/I8/U8 weight needs a marker;
-D: per-marker checks (`_sglang_layers`);
+D: per-marker checks (`inspector_layers`);
 E: apply the name mapper, rejecting collisions.
 
 The one deliberate difference: sglang walks the Phase B prefixes in `set` order, so which bad
@@ -18,9 +18,9 @@ import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from quantcheck.compat._safetensors_header import SafetensorsFile
-from quantcheck.compat._sglang_layers import CheckpointMeta, validate_markers
-from quantcheck.compat._sglang_marker_bytes import read_marker_bytes
+from quantcheck.io.safe_open import SafetensorsFile
+from quantcheck.rules.sglang.inspector_layers import CheckpointMeta, validate_markers
+from quantcheck.rules.sglang.marker_bytes import read_marker_bytes
 
 Markers = dict[str, dict[str, Any]]
 PathArg = str | os.PathLike[str]

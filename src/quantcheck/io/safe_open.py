@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
-from quantcheck.compat._header_json import HeaderJsonError, JsonObject, decode
+from quantcheck.io.serde_json import HeaderJsonError, JsonObject, decode
 from quantcheck.io.source import NotRegularFileError, open_regular
 
 MAX_HEADER_SIZE = 100_000_000

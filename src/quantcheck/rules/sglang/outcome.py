@@ -7,12 +7,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from quantcheck.compat._sglang_configs import (
+from quantcheck.rules.sglang.configs import (
     Host,
     check_config_constructor,
     resolve_comfy_checkpoint_quantization,
 )
-from quantcheck.compat._sglang_inspect import inspect_comfy_quant_markers
+from quantcheck.rules.sglang.inspector import inspect_comfy_quant_markers
 
 Stage = Literal["inspector", "resolver", "constructor"]
 

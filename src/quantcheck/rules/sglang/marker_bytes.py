@@ -11,7 +11,7 @@ where torch/safetensors fail (sglang-messages.md §2.2):
 
 from __future__ import annotations
 
-from quantcheck.compat._safetensors_header import SafetensorError, SafetensorsFile
+from quantcheck.io.safe_open import SafetensorError, SafetensorsFile
 
 _TORCH_SCALAR_TYPES = {
     "BF16": "BFloat16",
