@@ -39,7 +39,6 @@ def add_extra_commands(
         if name != wanted:
             sub.add_parser(name, help=help_text, add_help=False)
             continue
-        from quantcheck.cli.epilogs import epilog
         from quantcheck.cli.options import HelpFormatter
 
         mod = importlib.import_module(module)
@@ -47,7 +46,7 @@ def add_extra_commands(
             name,
             help=help_text,
             description=getattr(mod, "DESCRIPTIONS", {}).get(name, help_text),
-            epilog=epilog(name),
+            help_of=name,
             formatter_class=HelpFormatter,
         )
         mod.add_arguments(p, name)

@@ -151,14 +151,13 @@ CORE_COMMANDS = {
 def build_parser(wanted: str | None = None) -> argparse.ArgumentParser:
     """The parser; only the command being run (`wanted`) gets its full argument set."""
     from quantcheck._version import __version__
-    from quantcheck.cli.epilogs import epilog
 
     parser = Parser(
         prog="quantcheck",
         description="Validate, inspect and repair ComfyUI per-layer quantized safetensors "
         "checkpoints (comfy_quant markers) for ComfyUI and sglang — from the header "
         "alone, in milliseconds.",
-        epilog=epilog("quantcheck"),
+        help_of="quantcheck",
         formatter_class=HelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"quantcheck {__version__}")
@@ -176,7 +175,7 @@ def build_parser(wanted: str | None = None) -> argparse.ArgumentParser:
             name,
             help=help_text,
             description=description,
-            epilog=epilog(name),
+            help_of=name,
             formatter_class=HelpFormatter,
         )
         add_args(p)

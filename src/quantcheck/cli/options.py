@@ -10,13 +10,27 @@ from quantcheck.textsafe import clean
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
-    from typing import NoReturn
+    from typing import Any, NoReturn
 
 
 class Parser(argparse.ArgumentParser):
     """argparse's parser whose usage errors are escaped: argparse repeats the offending
     argument (`unrecognized arguments: NAME`), and a file name may carry a newline, a forged
-    `::error` workflow command or a terminal escape. Subparsers are made of the same class."""
+    `::error` workflow command or a terminal escape. Subparsers are made of the same class.
+
+    `help_of`: the command whose `--help` epilog (`cli/epilogs.py`) is shown, made only when
+    help is printed (a run that prints none does not import the examples)."""
+
+    def __init__(self, *args: Any, help_of: str | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.help_of = help_of
+
+    def format_help(self) -> str:
+        if self.help_of is not None and self.epilog is None:
+            from quantcheck.cli.epilogs import epilog
+
+            self.epilog = epilog(self.help_of)
+        return super().format_help()
 
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)

@@ -24,7 +24,6 @@ from quantcheck.formats.table import (
 )
 from quantcheck.model.markers import Marker
 from quantcheck.rules import codes as R
-from quantcheck.rules.comfyui.keys import Plumbing, checkpoint_plumbing
 from quantcheck.runtimes import effects as _eff
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
@@ -33,6 +32,7 @@ if TYPE_CHECKING:
 
     from quantcheck.model.checkpoint import Checkpoint
     from quantcheck.model.layers import Layer
+    from quantcheck.rules.comfyui.keys import Plumbing
 
 FAILS, DEGRADED, NONE = Effect.FAILS, Effect.DEGRADED, Effect.NONE
 #: Keys real producers write that no runtime reads: tolerated silently.
@@ -82,7 +82,11 @@ def check_orphans(ck: Checkpoint) -> Iterator[Diagnostic]:
         for prefix, m in ck.markers.items()
         if prefix not in layers or "weight" not in layers[prefix].tensors
     ]
-    plumbed = checkpoint_plumbing(ck) if orphans else None
+    if not orphans:
+        return
+    from quantcheck.rules.comfyui.keys import checkpoint_plumbing  # only for a stray marker
+
+    plumbed = checkpoint_plumbing(ck)
     for m in orphans:
         yield from _orphan(ck, m, plumbed)
 
