@@ -8,7 +8,8 @@ of it (and of the examples folder), every rule case and twin of `tests/rules` th
 (`check --target all@all --output-format json`), through `check_paths` with the case's own
 arguments and through `quantcheck.compat.sglang.simulate_load`; `explain` of every code and of
 every known runtime message (each pattern's template filled as tests/rules/test_explain.py
-fills it) in text and JSON; `rules` in text, JSON and Markdown, and docs/rules.md. Stdout,
+fills it) in text and JSON; `rules` in text, JSON and Markdown, and docs/rules.md; `--help` of
+the program and of every command. Stdout,
 stderr and the exit code of each. Normalised: only the temporary folder a rule case is built
 in (`<tmp>`); no output of these commands carries a time.
 
@@ -123,13 +124,23 @@ def _explained() -> dict[str, str]:
     return out
 
 
+def _helps() -> dict[str, str]:
+    from quantcheck.cli.commands import EXTRA_COMMANDS
+    from quantcheck.cli.main import CORE_COMMANDS
+
+    out = {"--help": _cli(["--help"])}
+    for name in [*CORE_COMMANDS, *EXTRA_COMMANDS]:
+        out[f"{name} --help"] = _cli([name, "--help"])
+    return out
+
+
 def outputs() -> dict[str, str]:
     old = os.getcwd()
     os.chdir(REPO)
     sys.path[:0] = [str(REPO / "tests"), str(REPO)]
     os.environ.update({"NO_COLOR": "1", "COLUMNS": "100"})
     try:
-        return {**_readme(), **_examples(), **_cases(), **_explained()}
+        return {**_readme(), **_examples(), **_cases(), **_explained(), **_helps()}
     finally:
         os.chdir(old)
 
