@@ -52,7 +52,7 @@ def test_checks_emit_no_code_strings() -> None:
         for p in SRC.rglob("*.py")
         if p.name not in NOT_EMITTERS
         and p.name != "catalog.py"
-        and p.parent.name != "runtimes"  # release data: tests/rules/test_releases.py
+        and p.parent.name != "runtimes"  # release data: tests/rules/sglang/test_releases.py
         and literal.search(p.read_text())
     ]
     assert not offenders, f"emit rules from quantcheck.rules.codes, not strings: {offenders}"

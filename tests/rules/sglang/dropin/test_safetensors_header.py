@@ -1,4 +1,4 @@
-"""The compat header reader against safetensors 0.8.0 itself (test-only dependency).
+"""The safe_open look-alike (io/safe_open.py) against safetensors 0.8.0 itself (test only).
 
 Same files opened, same files refused (exception type), same metadata, names, dtypes, shapes;
 and the same `.comfy_quant` bytes or errors as `get_tensor(k).numpy().tobytes()` under torch.

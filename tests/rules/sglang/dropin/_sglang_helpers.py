@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 #: sglang 0.5.23's reference cases, committed with the tests (see tests/data/README.md).
-CASES_DIR = Path(__file__).resolve().parents[1] / "data" / "sglang-cases"
+CASES_DIR = Path(__file__).resolve().parents[3] / "data" / "sglang-cases"
 
 _STRIP = re.compile(r"^(?:model\.diffusion_model\.|diffusion_model\.)")
 

@@ -19,7 +19,7 @@ from quantcheck.rules import codes as R
 from quantcheck.rules.registry import all_rules
 from quantcheck.runtimes import get_runtime, parse_target, runtimes, targets_of
 
-from ._build import Build, P, file, fp8, header_meta, int8, mxfp8, nvfp4
+from .._build import Build, P, file, fp8, header_meta, int8, mxfp8, nvfp4
 
 FC1 = "blocks.0.mlp.fc1"
 OVERRIDE = "transformer-weights-path"

@@ -15,7 +15,7 @@ from quantcheck.cli.main import main
 from quantcheck.rules.registry import find_rule
 from quantcheck.runtimes import get_runtime, parse_target, targets_of
 
-from ._build import file, fp8, w6a8
+from .._build import file, fp8, w6a8
 
 NAMES = ("v0.8", "v0.18", "v0.27", "v0.28", "v0.31", "0271a469", "2026-09-29")
 UNVERIFIED = "unverified: w6a8_int8 support read from a port, not from ComfyUI"
