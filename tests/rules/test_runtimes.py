@@ -1,32 +1,39 @@
 """Runtimes are data: a third runtime registered by a fixture reaches every surface.
 
 Nothing here edits the rule engine, the CLI or the renderers: the fake runtime is one folder
-(tests/rules/fakert/: its checks, its catalog with one rule of its own, its messages) and one
-registered record (its releases and effects table), exactly what adding a new runtime (Forge
-Neo, SD.Next, ...: src/quantcheck/rules/<runtime>/ plus runtimes/<runtime>.py) takes.
+(tests/rules/fakert/: its checks and `paths` hook, its catalog with one rule of its own, its
+messages) and one registered record (its releases and effects table), exactly what adding a new
+runtime (src/quantcheck/rules/<runtime>/ plus runtimes/<runtime>.py and its line in
+runtimes/builtin.py) takes; every registered runtime, built-in or fake, lives in its folder that
+way (`test_every_runtime_lives_in_one_folder`).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from importlib import import_module
 from pathlib import Path
 
 import pytest
 
+import quantcheck.rules as quantcheck_rules
 from quantcheck.checking import check_paths
 from quantcheck.cli.main import main
 from quantcheck.diagnostics import Effect
 from quantcheck.rules.docs import rules_markdown
+from quantcheck.rules.registry import CATALOGS
 from quantcheck.runtimes import (
     Release,
     Runtime,
     register_runtime,
     runtime_names,
+    runtimes,
     target_choices,
     unregister_runtime,
 )
 from sglang_loaders import core, marker_path
+from test_architecture import import_graph
 
 from ._build import file, fp8, nvfp4
 
@@ -59,6 +66,7 @@ def fake_runtimes() -> Iterator[None]:
             effects={"QC314": Effect.DEGRADED},
             doc="a test runtime",
             messages=f"{FOLDER}.messages:PATTERNS",
+            paths=f"{FOLDER}.checks:status_json",
             folder=FOLDER,
         )
     )
@@ -98,6 +106,16 @@ def test_registered_runtime_reaches_targets_summary_and_effects(
     main(["check", "--format", "json", "--target", f"comfyui,{FAKE}@1.0", *paths])
     doc = json.loads(capsys.readouterr().out)
     assert list(doc["targets"]) == ["comfyui", f"{FAKE}@1.0"]
+    # the folder's `paths` hook adds its keys to that target's summary, per release
+    summary = doc["checkpoints"][0]["targets"]
+    assert summary[f"{FAKE}@1.0"] == {
+        "status": "degraded",  # QC314, by its effects table
+        "errors": 0,
+        "degraded": 1,
+        "layers": 1,
+        "release": "1.0",
+    }
+    assert "layers" not in summary["comfyui"]
     assert "- `fakert`: FakeRT 1.1 — a test runtime" in rules_markdown()
 
 
@@ -157,3 +175,43 @@ def test_double_registration_is_refused(fake_runtimes: None) -> None:
         register_runtime(Runtime(FAKE, "again", (Release("1"),)))
     with pytest.raises(ValueError, match="unknown"):
         register_runtime(Runtime("orphan", "Orphan", (Release("1"),), based_on="nope"))
+
+
+RULES_PKG = Path(quantcheck_rules.__file__).parent
+
+
+def _hooks(rt: Runtime) -> dict[str, str]:
+    """The modules a record names for its behaviour, by hook."""
+    hooks = ("checks", "quantize_refusal", "paths", "messages", "gpu")
+    return {h: getattr(rt, h).partition(":")[0] for h in hooks if getattr(rt, h)}
+
+
+@pytest.mark.parametrize("with_fake", [False, True], ids=["builtin", "fake"])
+def test_every_runtime_lives_in_one_folder(with_fake: bool, request: pytest.FixtureRequest) -> None:
+    """A runtime's behaviour is its folder: every hook of its record names a module in it (a
+    fork without one: its base's), the folder brings its catalog, and its modules import no
+    other runtime's folder but its base's. Each folder of rules/ is a registered runtime's or a
+    generic family's (`CATALOGS`)."""
+    if with_fake:
+        request.getfixturevalue("fake_runtimes")
+    folders = {rt.name: rt.folder for rt in runtimes()}
+    for rt in runtimes():
+        home = rt.folder or folders.get(rt.based_on or "", "")
+        assert home, f"{rt.name}: no rule folder"
+        for hook, module in _hooks(rt).items():
+            assert module.startswith(f"{home}."), f"{rt.name}.{hook} = {module}, outside {home}"
+        if rt.folder:
+            assert import_module(f"{rt.folder}.catalog").RULES, rt.name
+    graph = import_graph(type_only=True)
+    for rt in runtimes():
+        if not rt.folder.startswith("quantcheck.rules."):
+            continue
+        allowed = {rt.folder, folders.get(rt.based_on or "", rt.folder)}
+        for module, deps in graph.items():
+            if module == rt.folder or module.startswith(f"{rt.folder}."):
+                reached = {".".join(d.split(".")[:3]) for d in deps if d.count(".") >= 3}
+                others = reached & {f for f in folders.values() if f} - allowed
+                assert not others, f"{module} imports another runtime's folder: {others}"
+    on_disk = {p.name for p in RULES_PKG.iterdir() if (p / "__init__.py").is_file()}
+    builtin = {f.rpartition(".")[2] for f in folders.values() if f.startswith("quantcheck.rules.")}
+    assert on_disk == builtin | set(CATALOGS)

@@ -1,2 +1,2 @@
 """A fake runtime's rule folder (tests/rules/test_runtimes.py): what adding a runtime takes is
-this folder (checks, catalog, messages) plus one registered record."""
+this folder (checks with its `paths` hook, catalog, messages) plus one registered record."""

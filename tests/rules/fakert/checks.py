@@ -1,4 +1,5 @@
-"""The fake runtime's own check: it has no NVFP4 support."""
+"""The fake runtime's own check (it has no NVFP4 support) and its `paths` hook (what its JSON
+summary adds)."""
 
 from __future__ import annotations
 
@@ -28,3 +29,8 @@ class FakeChecks:
                 layer=layer.prefix,
                 effects=effects(fakert="fails"),
             )
+
+
+def status_json(ck: Any, release: str | None) -> dict[str, Any]:
+    """FakeRT's summary keys: how many layers it would run, at `release` (None: the newest)."""
+    return {"layers": len(ck.layers), "release": release or "newest"}
