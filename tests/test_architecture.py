@@ -158,7 +158,7 @@ PACKAGE_LAYER = {
     "model": "checkpoint",
     "numeric": "checkpoint",  # codecs: the numbers of a layer's bytes
     "rules": "rules",  # the checks, per family and per runtime (rules/<runtime>/)
-    "compat": "rules",  # sglang's drop-in: its loader's behaviour
+    "compat": "rules",  # the public sglang drop-in over rules/sglang/ (its loader reproduced)
     "explain": "rules",  # message patterns (each runtime's live in rules/<runtime>/)
     "fix": "report",
     "convert": "report",

@@ -43,7 +43,7 @@ _MXFP8_WEIGHT_LOAD = (
 )
 
 #: Rule codes as strings: this data module sits below the rule registry (no import cycle);
-#: tests/rules/test_sglang_releases.py checks every code is a registered rule.
+#: tests/rules/sglang/test_releases.py checks every code is a registered rule.
 SGLANG_RELEASES: tuple[Release, ...] = (
     Release(
         "0.5.18",

@@ -2,7 +2,7 @@
 
 quantcheck attaches a header `_quantization_metadata` entry to the layer of exactly its name
 (what sglang does). ComfyUI's loader converts the header twice, around the model-prefix strip
-(`comfyui_keys`): an entry `proj_in` marks the stored `model.diffusion_model.proj_in` once more
+(`keys.py`): an entry `proj_in` marks the stored `model.diffusion_model.proj_in` once more
 than 5 keys carry that prefix. For such a layer the findings of the unmarked view (QC314) stop
 concerning ComfyUI, and the marked view's findings (the layer with that entry as its marker)
 are ComfyUI's: sglang still sees the layer unmarked. Forks of ComfyUI's loader (`based_on`

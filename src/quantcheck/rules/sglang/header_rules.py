@@ -1,6 +1,6 @@
 """QC616-QC619, QC621-QC624, QC630: what sglang's header path does with a checkpoint (the model:
-`sglang_header_path.py`). QC620 (the rowwise header formats) is a marker-format finding
-(`marker_rules`). Standard library only."""
+`header_path.py`). QC620 (the rowwise header formats) is a marker-format finding
+(`rules/markers/checks.py`). Standard library only."""
 
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ sglang reads a ComfyUI checkpoint through one of four loaders (read in the PyPI 
   stored weight to the parameter dtype (F8 weights dequantized with their scale), a packed
   weight does not fit its parameter.
 * `text-encoder`: `_get_encoder_quant_config` (0.5.19+): the header path, quanto INT8, then
-  the marker inspector: the order of quantcheck's sglang rules (`sglang_header_path`).
+  the marker inspector: the order of quantcheck's sglang rules (`header_path.py`).
 
 Each loader's verdict is `{"status", "reason"}`, its status counted from the findings that
 loader reads (`verdicts`): the findings of QC631-QC637 name their loader (`data["loaders"]`),
@@ -77,7 +77,7 @@ REFUSAL = (
     "Replacement checkpoint contains quantized tensors but no supported native quantization "
     "declaration"
 )
-#: the loaders' own codes (`rules/support/catalog.py`): the only ones a loader of mode "own"
+#: the loaders' own codes (`rules/sglang/catalog.py`): the only ones a loader of mode "own"
 #: counts
 LOADER_CODES = frozenset(
     r.code for r in (R.QC631, R.QC632, R.QC633, R.QC634, R.QC635, R.QC636, R.QC637, R.QC638)
