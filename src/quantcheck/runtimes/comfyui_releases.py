@@ -42,6 +42,7 @@ from __future__ import annotations
 
 from quantcheck.rules.levels import Effect
 from quantcheck.runtimes.registry import Release, Runtime
+from quantcheck.runtimes.sglang_releases import ALIGN, NO_SUB_BYTE, PADDING
 
 #: Each step: (release name, rule code reporting formats that need it, formats it adds, note).
 STEPS: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
@@ -169,19 +170,12 @@ RELEASES: tuple[Release, ...] = _releases()
 UNVERIFIED_HOOK = "quantcheck.rules.comfyui.checks:unverified_json"
 
 
-_NO_SUB_BYTE = (
-    "none of its formats stores a sub-byte dtype, and it reads whole tensors (the rule warns "
-    "about tools that slice rows) (inferred)"
-)
-_ALIGN = "safetensors accepts any header length; unaligned data only costs a copy (inferred)"
-_PADDING = "the padding is never read (comfy-kitchen slices it off): a hint about the writer"
-
 #: Why a generic rule leaves ComfyUI unaffected where its catalog entry's prose does not say
 #: (the catalogs declare ComfyUI's effects; these are the nones their evidence is about the
 #: other runtime or about other tools).
 REASONS: dict[str, str] = {
-    "QC119": _NO_SUB_BYTE,
-    "QC122": _ALIGN,
+    "QC119": NO_SUB_BYTE,
+    "QC122": ALIGN,
     "QC205": "_load_quantized_module decodes the marker from its raw bytes "
     "(numpy().tobytes()): any dtype reads the same JSON",
     "QC206": "json.loads reads markers of any size",
@@ -193,7 +187,7 @@ REASONS: dict[str, str] = {
     "QC312": "comfy-kitchen reads the W4A8 code width from the group scales: 6-bit layers load",
     "QC316": "ComfyUI builds INT8 linears quantized with or without convrot",
     "QC318": "the nvfp4 branch of _load_quantized_module never reads convrot",
-    "QC405": _PADDING,
+    "QC405": PADDING,
     "QC505": "ComfyUI loads the files it is given, not the index's weight_map",
 }
 

@@ -154,19 +154,21 @@ LOADER_BY_FAMILY: dict[str, str] = {
     ),
 }
 
-_NO_SUB_BYTE = (
+#: Reasons that hold for both runtimes the format is defined for (ComfyUI's record gives them
+#: too): neither reads sub-byte dtypes by rows, cares about header alignment or reads padding.
+NO_SUB_BYTE = (
     "none of its formats stores a sub-byte dtype, and it reads whole tensors (the rule warns "
     "about tools that slice rows) (inferred)"
 )
-_ALIGN = "safetensors accepts any header length; unaligned data only costs a copy (inferred)"
-_PADDING = "the padding is never read (comfy-kitchen slices it off): a hint about the writer"
+ALIGN = "safetensors accepts any header length; unaligned data only costs a copy (inferred)"
+PADDING = "the padding is never read (comfy-kitchen slices it off): a hint about the writer"
 
 #: Why a generic rule leaves sglang unaffected where its catalog entry's prose does not say
 #: (the catalogs declare sglang's effects; these are the nones their evidence is about the
 #: other runtime or about other tools).
 REASONS: dict[str, str] = {
-    "QC119": _NO_SUB_BYTE,
-    "QC122": _ALIGN,
+    "QC119": NO_SUB_BYTE,
+    "QC122": ALIGN,
     "QC206": "its inspector reads markers of any size",
     "QC313": "its W4A8 config reads weight_correction (_has_correction): the asymmetric layer "
     "keeps its zero point",
@@ -174,7 +176,7 @@ REASONS: dict[str, str] = {
     "QC320": "ComfyUI's default of 256 only; the marker rules (QC219) judge sglang's "
     "handling of a missing convrot_groupsize",
     "QC321": "a w6a8_int8 finding: sglang does not load the format (QC601)",
-    "QC405": _PADDING,
+    "QC405": PADDING,
     "QC505": "sglang loads the shard files, not the index's weight_map (inferred)",
 }
 
