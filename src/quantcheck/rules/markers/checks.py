@@ -105,10 +105,10 @@ def _orphan(ck: Checkpoint, m: Marker, plumbed: Plumbing | None) -> Iterator[Dia
     header_only = all(s.origin == "header" for s in m.sources)
     match = _renamed_prefix(ck, m.prefix)
     if header_only and match:
-        # ComfyUI's key plumbing (`rules/comfyui/keys.py`): its second convert_old_quants pass, after
-        # the model prefix is stripped (when more than 5 keys carry it), attaches entries
-        # written without it to the prefixed tensors; an entry carrying a prefix the tensors
-        # lack makes the strip keep only the header's keys, dropping the tensors.
+        # ComfyUI's key plumbing (`rules/comfyui/keys.py`): its second convert_old_quants
+        # pass, after the model prefix is stripped (when more than 5 keys carry it), attaches
+        # entries written without it to the prefixed tensors; an entry carrying a prefix the
+        # tensors lack makes the strip keep only the header's keys, dropping the tensors.
         reattached = plumbed is not None and plumbed.marks.get(match) == m.prefix
         dropped = plumbed is not None and f"{match}.weight" in plumbed.dropped
         if reattached:
