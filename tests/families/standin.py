@@ -41,13 +41,15 @@ def default_options(fmt: str) -> dict[str, Any]:
     return {o.name: o.default for o in FORMATS[fmt].options}
 
 
-def quantizable(name: str, shape: tuple[int, ...], fmt: str) -> bool:
+def quantizable(
+    name: str, shape: tuple[int, ...], fmt: str, options: dict[str, Any] | None = None
+) -> bool:
     """A 2-D weight the format can take (what a producer quantizing 'everything' would)."""
     return (
         name.endswith(".weight")
         and len(shape) == 2
         and min(shape) >= 16
-        and quantize_refusal(fmt, shape[0], shape[1], default_options(fmt)) is None
+        and quantize_refusal(fmt, shape[0], shape[1], options or default_options(fmt)) is None
         and (fmt != "awq_w4a16" or shape[1] % AWQ_GROUP == 0)
     )
 
@@ -72,20 +74,25 @@ def written(fmt: str) -> Any:
 
 
 def quantize(
-    tensors: Tensors, fmt: str, which: Callable[[str, tuple[int, ...]], bool] | None = None
+    tensors: Tensors,
+    fmt: str,
+    which: Callable[[str, tuple[int, ...]], bool] | None = None,
+    options: Callable[[str], dict[str, Any]] | None = None,
 ) -> Tensors:
     """`tensors` with every weight `which` picks (default: every quantizable one) stored in
-    `fmt`'s layout, as `quantize` writes it (FormatSpec.written), and its marker."""
+    `fmt`'s layout, as `quantize` writes it (FormatSpec.written), and its marker; `options`:
+    a weight's format options over the defaults (e.g. its ConvRot group size)."""
     write_layout = written(fmt)
     assert write_layout is not None, fmt
     out: Tensors = {}
     for name, (dtype, shape, raw) in tensors.items():
         pick = which(name, shape) if which else True
-        if not (pick and quantizable(name, shape, fmt)):
+        opts = {**default_options(fmt), **(options(name) if options else {})}
+        if not (pick and quantizable(name, shape, fmt, opts)):
             out[name] = (dtype, shape, raw)
             continue
         prefix = name[: -len(".weight")]
-        layout, marker = write_layout(shape[0], shape[1], default_options(fmt), dtype)
+        layout, marker = write_layout(shape[0], shape[1], opts, dtype)
         for suffix, (d, s) in layout.items():
             out[f"{prefix}.{suffix}"] = (d, tuple(s), None)
         text = json.dumps({"format": fmt, **marker}).encode()

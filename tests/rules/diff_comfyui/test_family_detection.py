@@ -60,6 +60,7 @@ ENCODERS = {
     "t5-xxl": ("t5xxl", "T5_XXL"),
     "qwen3-4b": ("qwen3", "QWEN3_4B"),
     "mistral3-24b": ("mistral3", "MISTRAL3_24B"),
+    "qwen3vl-32b": ("qwen3vl_32b", "QWEN3VL_32B"),
 }
 #: ComfyUI's model config class when no `image_model` names the family (SD3's mmdit branch)
 CONFIG_CLASS = {"sd3": "SD3"}
