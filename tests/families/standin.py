@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from quantcheck.families.table import Topology
 from quantcheck.formats.table import FORMATS, quantize_refusal
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "families"
@@ -148,3 +149,39 @@ def miniature(name: str, side: int = 128) -> Tensors:
         values = (rng.standard_normal(n) * 0.02).astype(np.float32)
         out[k] = ("BF16", cut, (values.view(np.uint32) >> 16).astype(np.uint16).tobytes())
     return out
+
+
+def pruned_h3() -> Tensors:
+    """The pruned H3 files' own layout: the time embedder replaced by the F32 [1025, 8] curve
+    table, every AdaLN projection taking 8 inputs (F16, as released)."""
+    out: Tensors = {}
+    for name, (dtype, shape, raw) in bf16(shapes("minimax-h3")).items():
+        if name.startswith("time_embedder."):
+            continue
+        if ".adaln_proj.linear.weight" in name:
+            out[name] = ("F16", (shape[0], 8), None)
+            continue
+        out[name] = (dtype, shape, raw)
+    out["adaln_t_table"] = ("F32", (1025, 8), None)
+    return out
+
+
+def released_base(topo: Topology) -> Tensors:
+    """The layout a released topology's files have (tests/data/families/)."""
+    if topo.name == "minimax-h3-qwen3vl-int8-convrot":
+        return bf16(shapes("qwen3vl-32b"))
+    if "adaln_t_table" in topo.needs:
+        return pruned_h3()
+    return bf16(shapes("minimax-h3"))
+
+
+def convrot(tensors: Tensors, groups: dict[str, int], *, convrot: bool = True) -> Tensors:
+    """`tensors` with exactly the modules of `groups` stored as ConvRot INT8 triples."""
+
+    def options(name: str) -> dict[str, Any]:
+        size = groups.get(name[: -len(".weight")], 256)
+        return {"convrot": convrot, "convrot_groupsize": size, "per_row": convrot}
+
+    return quantize(
+        tensors, "int8_tensorwise", lambda n, _s: n[: -len(".weight")] in groups, options
+    )

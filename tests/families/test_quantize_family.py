@@ -90,7 +90,7 @@ def test_fp8_keeps_the_producers_list_not_the_packed_reason(
     assert _quantize(klein, out, "--to", "float8_e4m3fn", "--dry-run") == 0
     text = capsys.readouterr().out
     assert (
-        "img_in: Flux.2's producers keep it (convert_to_quant --flux2, comfy-quants (flux2 adapter): quality)"
-        in text
+        "img_in: Flux.2's producers keep it (convert_to_quant --flux2, comfy-quants (flux2 "
+        "adapter): quality)" in text
     )
     assert "packs" not in text

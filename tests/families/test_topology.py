@@ -36,39 +36,6 @@ TE = BY_NAME["qwen3vl_32b"].topologies[0]
 AUDIT = {FULL.name: 1035, PRUNED.name: 932, TE.name: 1602}
 
 
-def _pruned_layout() -> S.Tensors:
-    """The pruned H3 files' own layout: the time embedder replaced by the F32 [1025, 8] curve
-    table, every AdaLN projection taking 8 inputs (F16, as released)."""
-    out: S.Tensors = {}
-    for name, (dtype, shape, raw) in S.bf16(S.shapes("minimax-h3")).items():
-        if name.startswith("time_embedder."):
-            continue
-        if ".adaln_proj.linear.weight" in name:
-            out[name] = ("F16", (shape[0], 8), None)
-            continue
-        out[name] = (dtype, shape, raw)
-    out["adaln_t_table"] = ("F32", (1025, 8), None)
-    return out
-
-
-def _base(topo: Topology) -> S.Tensors:
-    if topo is TE:
-        return S.bf16(S.shapes("qwen3vl-32b"))
-    return _pruned_layout() if topo is PRUNED else S.bf16(S.shapes("minimax-h3"))
-
-
-def _convrot(tensors: S.Tensors, groups: dict[str, int], *, convrot: bool = True) -> S.Tensors:
-    """`tensors` with exactly the modules of `groups` stored as ConvRot INT8 triples."""
-
-    def options(name: str) -> dict[str, Any]:
-        size = groups.get(name[: -len(".weight")], 256)
-        return {"convrot": convrot, "convrot_groupsize": size, "per_row": convrot}
-
-    return S.quantize(
-        tensors, "int8_tensorwise", lambda n, _s: n[: -len(".weight")] in groups, options
-    )
-
-
 def _report(tmp: Path, tensors: S.Tensors, name: str = "file") -> Any:
     path = S.write(tmp / f"{name}.safetensors", tensors)
     return check_paths([str(path)])
@@ -83,7 +50,7 @@ def _qc864(report: Any) -> Any:
 def test_the_released_file_is_named_as_it(tmp_path: Path, topo: Topology) -> None:
     layers = topology_layers(topo)
     assert len(layers) == topo.layers == {FULL: 250, PRUNED: 200, TE: 350}[topo]
-    tensors = _convrot(_base(topo), layers)
+    tensors = S.convrot(S.released_base(topo), layers)
     dtypes = Counter(d for d, _, _ in tensors.values())
     assert len(tensors) == AUDIT[topo.name]
     assert dtypes["I8"] == dtypes["U8"] == topo.layers
@@ -120,24 +87,24 @@ DEVIATIONS: dict[str, tuple[Callable[[dict[str, int]], dict[str, int]], bool]] =
 @pytest.mark.parametrize("case", sorted(DEVIATIONS))
 def test_a_deviating_file_is_not_named(tmp_path: Path, case: str) -> None:
     edit, convrot = DEVIATIONS[case]
-    tensors = _convrot(_base(FULL), edit(topology_layers(FULL)), convrot=convrot)
+    tensors = S.convrot(S.released_base(FULL), edit(topology_layers(FULL)), convrot=convrot)
     found = _qc864(_report(tmp_path, tensors))
     assert found.data["recipe"] not in H3 and "official" not in found.message
 
 
 def test_the_full_files_layers_with_the_pruned_curve_table_are_neither(tmp_path: Path) -> None:
-    tensors = _convrot(_base(FULL), topology_layers(FULL))
+    tensors = S.convrot(S.released_base(FULL), topology_layers(FULL))
     tensors["adaln_t_table"] = ("F32", (1025, 8), None)
     assert _qc864(_report(tmp_path, tensors, "a")).data["recipe"] not in H3
     # the pruned files' 200 layers in a file without the curve table: not a pruned release
-    tensors = _convrot(_base(FULL), topology_layers(PRUNED))
+    tensors = S.convrot(S.released_base(FULL), topology_layers(PRUNED))
     assert _qc864(_report(tmp_path, tensors, "b")).data["recipe"] not in H3
 
 
 def test_off_the_release_the_producers_keep_list_applies_again(tmp_path: Path) -> None:
     """The full release quantizes adaln_proj (group 64), which ComfyUI-GGUF keeps F32: off the
     release (one more layer quantized) QC861 names those layers again."""
-    tensors = _convrot(_base(FULL), _add_one(topology_layers(FULL)))
+    tensors = S.convrot(S.released_base(FULL), _add_one(topology_layers(FULL)))
     kept = [d for d in _report(tmp_path, tensors).diagnostics if d.code == "QC861"]
     named = {d.layer for d in kept}
     assert "condition_proj" in named and "blocks.0.adaln_proj.linear" in named
