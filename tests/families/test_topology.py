@@ -13,6 +13,7 @@ tensor counts are those of musubi-tuner PR #1024's header audit of the five rele
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -90,6 +91,24 @@ def test_a_deviating_file_is_not_named(tmp_path: Path, case: str) -> None:
     tensors = S.convrot(S.released_base(FULL), edit(topology_layers(FULL)), convrot=convrot)
     found = _qc864(_report(tmp_path, tensors))
     assert found.data["recipe"] not in H3 and "official" not in found.message
+
+
+@pytest.mark.parametrize(
+    "marker",
+    [
+        {"format": "int8_tensorwise", "params": {"convrot": True, "convrot_groupsize": 256}},
+        {"format": "int8_tensorwise", "convrot": 1, "convrot_groupsize": 256},
+        {"format": "int8_tensorwise", "convrot": True, "convrot_groupsize": 256.0},
+    ],
+    ids=["inside-params", "convrot-1", "float-group"],
+)
+def test_a_marker_unlike_the_releases_is_not_named(tmp_path: Path, marker: dict[str, Any]) -> None:
+    """The released files write `"convrot": true` and an integer group at the top level (what
+    musubi-tuner reads); one layer's marker written otherwise is another file."""
+    tensors = S.convrot(S.released_base(FULL), topology_layers(FULL))
+    text = json.dumps(marker).encode()
+    tensors["blocks.3.mlp.fc1.comfy_quant"] = ("U8", (len(text),), text)
+    assert _qc864(_report(tmp_path, tensors)).data["recipe"] not in H3
 
 
 def test_the_full_files_layers_with_the_pruned_curve_table_are_neither(tmp_path: Path) -> None:

@@ -284,6 +284,13 @@ def match_topology(
         want = topology_layers(topo)
         if quantized.keys() != want.keys():
             continue
-        if all(quantized[m] == (topo.fmt, True, size) for m, size in want.items()):
+        if all(_is(quantized[m], topo.fmt, size) for m, size in want.items()):
             return topo
     return None
+
+
+def _is(layer: QuantizedLayer, fmt: str, size: int) -> bool:
+    """Whether a quantized layer is `fmt` with ConvRot (exactly `true`) at group `size` (an
+    int): a convrot of 1 or a float group are not what the released files hold."""
+    found, convrot, group = layer
+    return found == fmt and convrot is True and type(group) is int and group == size

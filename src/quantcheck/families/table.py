@@ -140,7 +140,6 @@ def _reads(*rows: tuple[str, str, int] | tuple[str, str, int, int]) -> tuple[Sha
 #: name real layers of these families; "norm" and "bias" are never quantized anyway).
 _CTQ_GENERIC = ("convert_to_quant (AVOID_KEY_NAMES)",)
 _QUALITY = "quality"
-#: The project's condensed table of what at least one major producer keeps high precision.
 _PARAM = "an nn.Parameter ComfyUI cannot load from a quantized version"
 #: ComfyUI-GGUF's reason for MiniMax H3's keys_hiprec
 _H3_DIRECT = (
@@ -150,6 +149,8 @@ _H3_DIRECT = (
 #: The linears of a MiniMax H3 block that every official INT8 ConvRot file quantizes
 _H3_BLOCK_LINEARS = ("attn.qkv_proj", "attn.out_proj", "mlp.fc1", "mlp.fc2")
 _MUSUBI_CHECKS = "as musubi-tuner PR #1024 checks it"
+#: ComfyUI-GGUF's reason for LTX's keys_noquant
+_LTX_BF16 = "LTX's own INT8 ConvRot checkpoints leave these projections in BF16"
 
 
 def _ctq(flag: str, *patterns: str, reason: str = _QUALITY) -> tuple[Keep, ...]:
@@ -328,7 +329,7 @@ FAMILIES: tuple[Family, ...] = (
                 patterns=("audio_patch_proj", "final_layer", "video_patch_proj"),
             ),
             *_keep(
-                "already BF16 in the reference checkpoint; little to save",
+                "BF16 in the reference checkpoint: quantizing them costs quality, saves little",
                 "convert_to_quant --minimaxh3",
                 "ComfyUI-GGUF (keys_noquant)",
                 patterns=("condition_proj", "token_refiner"),
@@ -399,14 +400,14 @@ FAMILIES: tuple[Family, ...] = (
                 patterns=("scale_shift_table",),
             ),
             *_keep(
-                "LTX's own INT8 ConvRot checkpoints leave these projections in BF16",
+                _LTX_BF16,
                 "convert_to_quant --ltxv2",
                 "ComfyUI-GGUF (keys_noquant)",
                 "comfy-quants (ltx2 adapter)",
                 patterns=("adaln_single", "patchify_proj", "proj_out"),
             ),
             *_keep(
-                "LTX's own INT8 ConvRot checkpoints leave these projections in BF16",
+                _LTX_BF16,
                 "convert_to_quant --ltxv2",
                 "ComfyUI-GGUF (keys_noquant)",
                 patterns=("to_gate_logits",),

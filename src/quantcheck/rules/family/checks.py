@@ -73,8 +73,8 @@ def quantized_layers(ck: Checkpoint, det: Detection) -> dict[str, QuantizedLayer
         key = renamed(fam, prefix[cut:])
         if m is None:
             out[key] = (None, None, None)
-        else:
-            out[key] = (m.format, m.get("convrot"), m.get("convrot_groupsize"))
+        else:  # top-level keys only, as the released files have them (and musubi reads them)
+            out[key] = (m.format, m.fields.get("convrot"), m.fields.get("convrot_groupsize"))
     return out
 
 
