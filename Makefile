@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP_DEV := $(VENV)/.stamp-dev
 STAMP_BASE := $(VENV)/.stamp-base
 
-.PHONY: demo test lint typecheck bench examples clean diff-sglang diff-consumers diff-comfyui regen test-comfyui-integration
+.PHONY: demo test lint typecheck bench examples clean diff-sglang diff-consumers diff-comfyui diff-musubi regen test-comfyui-integration
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -55,6 +55,14 @@ diff-sglang: $(STAMP_DEV)
 # safetensors and comfy-kitchen (the `oracle` extra).
 diff-consumers: $(STAMP_DEV)
 	QUANTCHECK_DIFF_CONSUMERS=1 $(BIN)/python -m pytest -q tests/rules/diff_consumers
+
+# musubi-tuner's own checks against quantcheck's musubi verdicts and released topologies:
+# inspect_convrot_int8_artifact (kohya-ss/musubi-tuner 725869d) on every rule case, and PR
+# #1024's MiniMax H3 text-encoder topology check against QC864. The code comes from
+# $QUANTCHECK_MUSUBI_SRC (a folder with src/musubi_tuner/...; every definition that runs must
+# match its SHA-256 pin in tests/rules/diff_musubi/source.py). Needs torch (CPU).
+diff-musubi: $(STAMP_DEV)
+	QUANTCHECK_DIFF_MUSUBI=1 $(BIN)/python -m pytest -q tests/rules/diff_musubi
 
 # ComfyUI's own loading code at the pinned commit 0271a469 (comfy/quant_ops.py,
 # comfy/ops.py _load_quantized_module and get_disabled_quant_formats) against quantcheck's

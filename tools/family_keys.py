@@ -261,7 +261,7 @@ MODELS: dict[str, tuple[str, str, dict[str, Any], str]] = {
         "HunyuanVideo",
         {
             "image_model": "hunyuan_video",
-            "in_channels": 32,
+            "in_channels": 65,
             "out_channels": 32,
             "vec_in_dim": None,
             "context_in_dim": 3584,
@@ -285,7 +285,11 @@ MODELS: dict[str, tuple[str, str, dict[str, Any], str]] = {
         "(code index, 6a1b064a) HunyuanVideo_1_5_DiffusionTransformer fixed architecture: patch "
         "[1,1,1], 32 latent channels, hidden 2048, 16 heads, 54 double blocks, no single, text "
         "3584, vision 1152, ByT5, rope [16,56,56] theta 256; vision_in_dim 1152 is also "
-        "ComfyUI's HunyuanVideo15 unet_config (comfy/supported_models.py)",
+        "ComfyUI's HunyuanVideo15 unet_config (comfy/supported_models.py); img_in takes 65 "
+        "channels, 'noise 32 img cond 32 + mask 1' (ComfyUI 783545f6 comfy/model_base.py "
+        "HunyuanVideo15.concat_cond; comfy/latent_formats.py HunyuanVideo15 latent_channels "
+        "32; the PatchEmbed concat_condition in_chans * 2 + 1 of Tencent's and musubi's "
+        "HunyuanVideo 1.5 modules), out 32",
     ),
     "sd3.5-large": (
         "ldm/modules/diffusionmodules/mmdit.py",
@@ -306,9 +310,14 @@ MODELS: dict[str, tuple[str, str, dict[str, Any], str]] = {
             "qk_norm": "rms",
             "pos_embed_scaling_factor": None,
         },
-        f"{DETECT} mmdit branch (hidden = 64 x depth); SD3.5 Large: 38 joint blocks, pooled "
-        "2048 (CLIP-L 768 + CLIP-G 1280), T5 context 4096, pos_embed 192 x 192 [GUESS: the "
-        "published SD3.5-Large config figures, not re-read this session]",
+        f"{DETECT} mmdit branch (hidden = 64 x depth, qk_norm from ln_q); SD3.5 Large: 38 "
+        "joint blocks (diffusers 0.42.1 (PyPI) loaders/single_file_utils.py "
+        "CHECKPOINT_KEY_NAMES sd35_large = joint_blocks.37.x_block.mlp.fc1.weight), head dim "
+        "64 so hidden 2432, pooled 2048 and T5 context 4096 (diffusers 0.42.1 "
+        "models/transformers/transformer_sd3.py SD3Transformer2DModel defaults; sglang 0.5.23 "
+        "configs/models/dits/stablediffusion3.py, 'applicable to SD3-medium, SD3.5-medium, "
+        "SD3.5-large'), in/out 16; pos_embed 192 x 192 [GUESS: SD3.5 Large's published "
+        "transformer/config.json pos_embed_max_size, seen only in third-party copies]",
     ),
     "t5-xxl": (
         "text_encoders/t5.py",
@@ -330,6 +339,15 @@ MODELS: dict[str, tuple[str, str, dict[str, Any], str]] = {
         {},
         "ComfyUI 783545f6 comfy/text_encoders/llama.py Mistral3Small24BConfig defaults "
         "(40 layers, hidden 5120, 32 heads / 8 KV heads: the FLUX.2-dev text encoder)",
+    ),
+    "qwen3vl-32b": (
+        "text_encoders/minimax.py",
+        "MiniMaxQwen3VL",
+        {},
+        "ComfyUI 783545f6 comfy/text_encoders/llama.py Qwen3VL_32BConfig defaults (the MiniMax "
+        "H3 text encoder: Qwen3-VL-32B truncated to 50 layers, hidden 5120, no final norm, no "
+        "lm_head) and comfy/text_encoders/qwen3vl.py QWEN3VL_VISION qwen3vl_32b (hidden 1152, "
+        "depth 27)",
     ),
     "qwen3.5-2b": (
         "text_encoders/qwen35.py",

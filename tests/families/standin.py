@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from quantcheck.families.table import Topology
 from quantcheck.formats.table import FORMATS, quantize_refusal
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "families"
@@ -41,13 +42,15 @@ def default_options(fmt: str) -> dict[str, Any]:
     return {o.name: o.default for o in FORMATS[fmt].options}
 
 
-def quantizable(name: str, shape: tuple[int, ...], fmt: str) -> bool:
+def quantizable(
+    name: str, shape: tuple[int, ...], fmt: str, options: dict[str, Any] | None = None
+) -> bool:
     """A 2-D weight the format can take (what a producer quantizing 'everything' would)."""
     return (
         name.endswith(".weight")
         and len(shape) == 2
         and min(shape) >= 16
-        and quantize_refusal(fmt, shape[0], shape[1], default_options(fmt)) is None
+        and quantize_refusal(fmt, shape[0], shape[1], options or default_options(fmt)) is None
         and (fmt != "awq_w4a16" or shape[1] % AWQ_GROUP == 0)
     )
 
@@ -72,20 +75,25 @@ def written(fmt: str) -> Any:
 
 
 def quantize(
-    tensors: Tensors, fmt: str, which: Callable[[str, tuple[int, ...]], bool] | None = None
+    tensors: Tensors,
+    fmt: str,
+    which: Callable[[str, tuple[int, ...]], bool] | None = None,
+    options: Callable[[str], dict[str, Any]] | None = None,
 ) -> Tensors:
     """`tensors` with every weight `which` picks (default: every quantizable one) stored in
-    `fmt`'s layout, as `quantize` writes it (FormatSpec.written), and its marker."""
+    `fmt`'s layout, as `quantize` writes it (FormatSpec.written), and its marker; `options`:
+    a weight's format options over the defaults (e.g. its ConvRot group size)."""
     write_layout = written(fmt)
     assert write_layout is not None, fmt
     out: Tensors = {}
     for name, (dtype, shape, raw) in tensors.items():
         pick = which(name, shape) if which else True
-        if not (pick and quantizable(name, shape, fmt)):
+        opts = {**default_options(fmt), **(options(name) if options else {})}
+        if not (pick and quantizable(name, shape, fmt, opts)):
             out[name] = (dtype, shape, raw)
             continue
         prefix = name[: -len(".weight")]
-        layout, marker = write_layout(shape[0], shape[1], default_options(fmt), dtype)
+        layout, marker = write_layout(shape[0], shape[1], opts, dtype)
         for suffix, (d, s) in layout.items():
             out[f"{prefix}.{suffix}"] = (d, tuple(s), None)
         text = json.dumps({"format": fmt, **marker}).encode()
@@ -141,3 +149,39 @@ def miniature(name: str, side: int = 128) -> Tensors:
         values = (rng.standard_normal(n) * 0.02).astype(np.float32)
         out[k] = ("BF16", cut, (values.view(np.uint32) >> 16).astype(np.uint16).tobytes())
     return out
+
+
+def pruned_h3() -> Tensors:
+    """The pruned H3 files' own layout: the time embedder replaced by the F32 [1025, 8] curve
+    table, every AdaLN projection taking 8 inputs (F16, as released)."""
+    out: Tensors = {}
+    for name, (dtype, shape, raw) in bf16(shapes("minimax-h3")).items():
+        if name.startswith("time_embedder."):
+            continue
+        if ".adaln_proj.linear.weight" in name:
+            out[name] = ("F16", (shape[0], 8), None)
+            continue
+        out[name] = (dtype, shape, raw)
+    out["adaln_t_table"] = ("F32", (1025, 8), None)
+    return out
+
+
+def released_base(topo: Topology) -> Tensors:
+    """The layout a released topology's files have (tests/data/families/)."""
+    if topo.name == "minimax-h3-qwen3vl-int8-convrot":
+        return bf16(shapes("qwen3vl-32b"))
+    if "adaln_t_table" in topo.needs:
+        return pruned_h3()
+    return bf16(shapes("minimax-h3"))
+
+
+def convrot(tensors: Tensors, groups: dict[str, int], *, convrot: bool = True) -> Tensors:
+    """`tensors` with exactly the modules of `groups` stored as ConvRot INT8 triples."""
+
+    def options(name: str) -> dict[str, Any]:
+        size = groups.get(name[: -len(".weight")], 256)
+        return {"convrot": convrot, "convrot_groupsize": size, "per_row": convrot}
+
+    return quantize(
+        tensors, "int8_tensorwise", lambda n, _s: n[: -len(".weight")] in groups, options
+    )

@@ -24,6 +24,7 @@ SUMMARY = {
     "qwen-image": "qwen_image (60 blocks, hidden 3072)",
     "qwen3-4b": "qwen3 (36 blocks, hidden 2560)",
     "qwen3.5-2b": "qwen35 (24 + 24 visual blocks, hidden 2048)",
+    "qwen3vl-32b": "qwen3vl_32b (50 + 27 visual blocks, hidden 5120)",
     "sd3.5-large": "sd3 (38 blocks)",
     "t5-xxl": "t5xxl (24 blocks)",
     "wan2.1-i2v-14b": "wan (40 blocks, hidden 5120)",

@@ -11,6 +11,7 @@ convert_to_quant matches its filters).
 from __future__ import annotations
 
 from quantcheck.convert.eligible import FLOAT_WEIGHTS, matches
+from quantcheck.families.detection import keep_list
 from quantcheck.families.table import BY_NAME, Family
 from quantcheck.formats.table import FORMATS
 from quantcheck.model.checkpoint import Checkpoint
@@ -46,6 +47,7 @@ def family_keeps(
     """(the family used, layer prefix -> why it stays in its dtype): only 2-D float weights
     `quantize` could convert are named."""
     fam, prefix = chosen_family(ck, choice)
+    keeps = keep_list(fam, checkpoint_family(ck)) if fam is not None else ()
     packed = FORMATS[fmt].packing != "none"
     read = {prefix + r.key.rpartition(".")[0] for r in fam.reads} if fam else set()
     out: dict[str, str] = {}
@@ -67,7 +69,7 @@ def family_keeps(
             )
             continue
         module = p[len(prefix) :] if p.startswith(prefix) else p
-        hits = [k for k in fam.keep if k.pattern in module]
+        hits = [k for k in keeps if k.pattern in module]
         if hits:
             who = ", ".join(dict.fromkeys(x for k in hits for x in k.producers))
             why = "; ".join(dict.fromkeys(k.reason for k in hits))

@@ -127,11 +127,21 @@ def probe_finding(
     draft, done, _ = plan_quantize(_probe(name, side), fmt, options, key, [name], [])
     ck = planned(draft)
     found = select_diagnostics(run_rules(ck, (key,)), target=key)
+    # a one-layer probe whose name passes a family's key test is not that model (its other
+    # modules "missing", QC862): the model's contract is judged on the whole planned file
+    found = [d for d in found if d.code not in _family_codes()]
     hit = worst(spared(found, ck, (key,)), key)
     if not done:  # the runtime's own shape limits refused even the probe's shape
         hit = None
     _PROBES[memo] = hit
     return hit
+
+
+def _family_codes() -> frozenset[str]:
+    """The model family's contract codes (rules/family/catalog.py)."""
+    from quantcheck.rules.family.catalog import RULES
+
+    return frozenset(r.code for r in RULES)
 
 
 #: `probe_finding` answers (they depend on the registered runtimes' data and rules only)

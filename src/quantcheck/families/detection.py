@@ -10,7 +10,7 @@ logical shapes (a packed layer's [N, K]) to see what the file means.
 from __future__ import annotations
 
 from quantcheck._record import factory, record
-from quantcheck.families.table import FAMILIES, Family
+from quantcheck.families.table import FAMILIES, Family, Keep, Topology
 from quantcheck.formats.table import COMPANION_SUFFIXES
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
@@ -243,3 +243,54 @@ def family_name(shapes: Mapping[str, tuple[int, ...]]) -> str | None:
     """The family's name (`table.FAMILIES`), or None when unknown or unsure: the function a
     loader choice calls (e.g. sglang's, which differs for MiniMax H3)."""
     return detect(shapes).name
+
+
+def keep_list(fam: Family, det: Detection | None) -> tuple[Keep, ...]:
+    """The family's high-precision list with `{last}` (table.Keep) filled in from the block
+    count `det` found for the family's first block group; entries with `{last}` are left out
+    when the count is unknown (another family detected, or no blocks)."""
+    count = 0
+    if det is not None and det.family is fam and fam.blocks:
+        count = det.blocks.get(fam.blocks[0][1], 0)
+    out: list[Keep] = []
+    for k in fam.keep:
+        if "{last}" not in k.pattern:
+            out.append(k)
+        elif count:
+            out.append(Keep(k.pattern.replace("{last}", str(count - 1)), k.producers, k.reason))
+    return tuple(out)
+
+
+#: One quantized layer as a topology sees it: (format, convrot flag, ConvRot group size).
+QuantizedLayer = tuple[object, object, object]
+
+
+def topology_layers(topo: Topology) -> dict[str, int]:
+    """Module name (without the file's prefix) -> ConvRot group size, for every layer the
+    topology quantizes."""
+    return {f"{topo.group}.{i}.{m}": size for i in range(topo.blocks) for m, size in topo.modules}
+
+
+def match_topology(
+    fam: Family, quantized: Mapping[str, QuantizedLayer], names: Collection[str]
+) -> Topology | None:
+    """The family's released topology that the file is exactly (None: none). `quantized`:
+    every quantized layer's module name (prefix stripped, renamed) -> (format, convrot, group
+    size) from its marker; `names`: the file's tensor names (prefix stripped), for a
+    variant's `needs` / `lacks`."""
+    for topo in fam.topologies:
+        if any(n not in names for n in topo.needs) or any(n in names for n in topo.lacks):
+            continue
+        want = topology_layers(topo)
+        if quantized.keys() != want.keys():
+            continue
+        if all(_is(quantized[m], topo.fmt, size) for m, size in want.items()):
+            return topo
+    return None
+
+
+def _is(layer: QuantizedLayer, fmt: str, size: int) -> bool:
+    """Whether a quantized layer is `fmt` with ConvRot (exactly `true`) at group `size` (an
+    int): a convrot of 1 or a float group are not what the released files hold."""
+    found, convrot, group = layer
+    return found == fmt and convrot is True and type(group) is int and group == size

@@ -574,6 +574,58 @@ LAYOUTS: dict[str, tuple[tuple[Group, ...], tuple[str, ...]]] = {
             "visual.merger.linear_fc2",
         ),
     ),
+    "qwen3vl-32b": (
+        (
+            (
+                "model.layers",
+                50,
+                (
+                    "self_attn.q_proj",
+                    "self_attn.k_proj",
+                    "self_attn.v_proj",
+                    "self_attn.o_proj",
+                    "self_attn.q_norm",
+                    "self_attn.k_norm",
+                    "mlp.gate_proj",
+                    "mlp.up_proj",
+                    "mlp.down_proj",
+                    "input_layernorm",
+                    "post_attention_layernorm",
+                ),
+                (),
+            ),
+            (
+                "visual.blocks",
+                27,
+                (
+                    "norm1",
+                    "norm2",
+                    "attn.qkv",
+                    "attn.proj",
+                    "mlp.linear_fc1",
+                    "mlp.linear_fc2",
+                ),
+                (),
+            ),
+        ),
+        (
+            "model.embed_tokens",
+            "visual.patch_embed.proj",
+            "visual.pos_embed",
+            "visual.merger.norm",
+            "visual.merger.linear_fc1",
+            "visual.merger.linear_fc2",
+            "visual.deepstack_merger_list.0.norm",
+            "visual.deepstack_merger_list.0.linear_fc1",
+            "visual.deepstack_merger_list.0.linear_fc2",
+            "visual.deepstack_merger_list.1.norm",
+            "visual.deepstack_merger_list.1.linear_fc1",
+            "visual.deepstack_merger_list.1.linear_fc2",
+            "visual.deepstack_merger_list.2.norm",
+            "visual.deepstack_merger_list.2.linear_fc1",
+            "visual.deepstack_merger_list.2.linear_fc2",
+        ),
+    ),
     "sd3.5-large": (
         (
             (

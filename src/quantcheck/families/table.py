@@ -19,20 +19,37 @@ from quantcheck._record import record
 #: ComfyUI's model detection and text-encoder detection.
 DETECT = "ComfyUI 783545f6 comfy/model_detection.py detect_unet_config"
 TE_DETECT = "ComfyUI 783545f6 comfy/sd.py detect_te_model"
-#: convert_to_quant's filters (the PyPI wheel 1.3.4 was read; issue 26 cites @0c70dd90).
+#: convert_to_quant's filters: the newest wheel on PyPI, 1.3.4, was read (it has no SD3 filter).
 CTQ = "convert_to_quant 1.3.4 (PyPI) convert_to_quant/constants.py"
-#: ComfyUI-GGUF's converter: keys_hiprec (kept F32 "for some reason": nn.Parameters that
-#: cannot load from a quantized version).
-GGUF = "city96/ComfyUI-GGUF tools/convert.py @8ccadf24"
-#: The newer ComfyUI-GGUF lists (LTXV, MiniMax H3), as read for the project's spec.
-GGUF_NEW = "city96/ComfyUI-GGUF @8e0d9cad keys_hiprec/keys_noquant (spec gpu-lora-families §2d)"
-#: comfy-quants' static artifact contracts.
-CQ = (
-    "Comfy-Org/comfy-quants @5d8eaaec comfy/artifact_contracts.py, model_adapters/ltxv.py "
-    "(spec gpu-lora-families §2d)"
+#: ComfyUI-GGUF's converter: `keys_hiprec` (kept F32: nn.Parameters that cannot load from a
+#: quantized version, or numerics) and `keys_noquant` (kept in their source precision).
+GGUF = "city96/ComfyUI-GGUF @8e0d9cad tools/convert.py keys_hiprec/keys_noquant"
+#: comfy-quants' static DiT contracts (`kept_component`: "kept high precision"). Upstream
+#: Comfy-Org/comfy-quants @5d8eaaec comfy/artifact_contracts.py registers the flux, flux2 and
+#: ltxv adapters; the adapters' files were read in a fork, the only copy in the code index.
+CQ_FLUX = "comfy-quants model_adapters/flux.py (fork HK416-TYPED/comfy-quants @828b950d)"
+CQ_FLUX2 = "comfy-quants model_adapters/flux2.py (fork HK416-TYPED/comfy-quants @828b950d)"
+CQ_LTX2 = "comfy-quants model_adapters/ltx2.py (fork HK416-TYPED/comfy-quants @2b30d749)"
+#: ComfyUI-INT8-Fast's MiniMax H3 entry and its "skip edges" recipe, as the project's spec
+#: quotes it (the PR's code is not in the code index).
+INT8FAST = "BobJohnson24/ComfyUI-INT8-Fast PR #99 (as quoted in spec gpu-lora-families §2d)"
+#: musubi-tuner PR #1024 (merged 2026-08-08): its design note's header audit of Comfy-Org's
+#: five official MiniMax H3 INT8 ConvRot files and the exact topologies its loaders validated
+#: (the PR branch's copies in the code index; the index names no commit for them).
+MUSUBI_H3 = (
+    "kohya-ss/musubi-tuner PR #1024 docs/superpowers/specs/"
+    "2026-08-07-minimax-h3-int8-convrot-design.md §5.2-5.4, §11.5 (header audit)"
 )
-#: ComfyUI-INT8-Fast's MiniMax H3 entry and its "skip edges" recipe.
-INT8FAST = "BobJohnson24/ComfyUI-INT8-Fast PR #99 (spec gpu-lora-families §2d)"
+MUSUBI_H3_DIT = (
+    "kohya-ss/musubi-tuner PR #1024 tests/test_minimax_h3_model.py "
+    "(_validate_h3_convrot_topology: test_full_classifier_rejects_nonpublished_convrot_layer, "
+    "..._missing_published_convrot_layer, test_published_convrot_topology_requires_released_"
+    "group_sizes)"
+)
+MUSUBI_H3_TE = (
+    "kohya-ss/musubi-tuner PR #1024 src/musubi_tuner/minimax_h3/text_encoder.py "
+    "_validate_h3_text_encoder_convrot_topology"
+)
 
 
 @record
@@ -49,11 +66,38 @@ class ShapeRead:
 @record
 class Keep:
     """Layers (every module whose name contains `pattern`, as convert_to_quant matches) that
-    `producers` keep in high precision, and why."""
+    `producers` keep in high precision, and why. `{last}` in a pattern stands for the last
+    block of the family's first block group, counted in the checkpoint (convert_to_quant's
+    `exclude_final_language_layer` counts it from the tensor names the same way)."""
 
     pattern: str
     producers: tuple[str, ...]
     reason: str
+
+
+@record
+class Topology:
+    """A released file's exact quantized-layer set: in blocks 0..`blocks`-1 of group `group`,
+    the modules `modules` (module inside the block, ConvRot group size) are quantized in
+    format `fmt` with those group sizes, and no other layer of the file is. `needs` / `lacks`:
+    tensors the variant has / has not (what tells its files apart)."""
+
+    name: str
+    #: what QC864 calls a file that matches ("the official ... topology")
+    title: str
+    group: str
+    blocks: int
+    modules: tuple[tuple[str, int], ...]
+    fmt: str
+    #: who checks files against it ("as musubi-tuner PR #1024 checks it")
+    checked_by: str
+    sources: tuple[str, ...]
+    needs: tuple[str, ...] = ()
+    lacks: tuple[str, ...] = ()
+
+    @property
+    def layers(self) -> int:
+        return self.blocks * len(self.modules)
 
 
 @record
@@ -84,6 +128,8 @@ class Family:
     #: name prefixes a published file uses for the layout's own (old -> new), applied before
     #: the layout comparison
     renames: tuple[tuple[str, str], ...] = ()
+    #: the exact quantized-layer sets of released files (QC864 names a file that matches)
+    topologies: tuple[Topology, ...] = ()
 
 
 def _reads(*rows: tuple[str, str, int] | tuple[str, str, int, int]) -> tuple[ShapeRead, ...]:
@@ -94,13 +140,25 @@ def _reads(*rows: tuple[str, str, int] | tuple[str, str, int, int]) -> tuple[Sha
 #: name real layers of these families; "norm" and "bias" are never quantized anyway).
 _CTQ_GENERIC = ("convert_to_quant (AVOID_KEY_NAMES)",)
 _QUALITY = "quality"
-#: The project's condensed table of what at least one major producer keeps high precision.
-_UNION = "the producers' union (spec gpu-lora-families §2d)"
 _PARAM = "an nn.Parameter ComfyUI cannot load from a quantized version"
+#: ComfyUI-GGUF's reason for MiniMax H3's keys_hiprec
+_H3_DIRECT = (
+    "used directly by the conditioning and output paths, not as an ordinary block linear: "
+    "kept for numerical stability"
+)
+#: The linears of a MiniMax H3 block that every official INT8 ConvRot file quantizes
+_H3_BLOCK_LINEARS = ("attn.qkv_proj", "attn.out_proj", "mlp.fc1", "mlp.fc2")
+_MUSUBI_CHECKS = "as musubi-tuner PR #1024 checks it"
+#: ComfyUI-GGUF's reason for LTX's keys_noquant
+_LTX_BF16 = "LTX's own INT8 ConvRot checkpoints leave these projections in BF16"
 
 
 def _ctq(flag: str, *patterns: str, reason: str = _QUALITY) -> tuple[Keep, ...]:
     return tuple(Keep(p, (f"convert_to_quant --{flag}",), reason) for p in patterns)
+
+
+def _keep(reason: str, *producers: str, patterns: tuple[str, ...]) -> tuple[Keep, ...]:
+    return tuple(Keep(p, producers, reason) for p in patterns)
 
 
 _FLUX_READS = _reads(
@@ -128,7 +186,9 @@ FAMILIES: tuple[Family, ...] = (
         (("joint_blocks", ""),),
         ("sd3.5-large",),
         ("x_block.attn2", "x_block.ln_q", "x_block.ln_k", "context_block.attn.ln_", "pos_embed"),
-        (),  # no producer list for SD3.5 was read
+        # none of convert_to_quant 1.3.4's MODEL_FILTERS, ComfyUI-GGUF @8e0d9cad's ModelSD3
+        # (no keys_hiprec) or comfy-quants @5d8eaaec's contracts covers SD3
+        (),
         (f"{DETECT} (mmdit branch)",),
     ),
     Family(
@@ -205,9 +265,11 @@ FAMILIES: tuple[Family, ...] = (
         (("double_blocks", "double"), ("single_blocks", "single")),
         ("flux2-dev", "flux2-klein-4b"),
         ("guidance_in",),
-        (
-            *_ctq(
-                "flux2",
+        _keep(
+            _QUALITY,
+            "convert_to_quant --flux2",
+            "comfy-quants (flux2 adapter)",
+            patterns=(
                 "stream_modulation",
                 "guidance_in",
                 "time_in",
@@ -219,6 +281,7 @@ FAMILIES: tuple[Family, ...] = (
         (
             f"{DETECT} (flux branch, double_stream_modulation_img: flux2)",
             f"{CTQ} FLUX2_LAYER_KEYNAMES",
+            f"{CQ_FLUX2} _extra_components",
         ),
     ),
     Family(
@@ -235,13 +298,12 @@ FAMILIES: tuple[Family, ...] = (
         (("double_blocks", "double"), ("single_blocks", "single")),
         ("flux1-dev",),
         ("guidance_in", "txt_norm", "gate_proj", "up_proj", "down_proj"),
-        (
-            *(
-                Keep(p, (_UNION,), _QUALITY)
-                for p in ("img_in", "txt_in", "vector_in", "time_in", "guidance_in", "final_layer")
-            ),
+        _keep(
+            "the embedders and the final layer",
+            "comfy-quants (flux adapter)",
+            patterns=("img_in", "txt_in", "vector_in", "time_in", "guidance_in", "final_layer"),
         ),
-        (f"{DETECT} (flux branch)", "spec gpu-lora-families §2d condensed table"),
+        (f"{DETECT} (flux branch)", f"{CQ_FLUX} _extra_components"),
     ),
     Family(
         "minimax_h3",
@@ -260,20 +322,54 @@ FAMILIES: tuple[Family, ...] = (
         ("minimax-h3",),
         ("adaln_t_table", "time_embedder"),
         (
-            *_ctq(
-                "minimaxh3",
-                "audio_patch_proj",
-                "condition_proj",
-                "final_layer",
-                "time_embedder",
-                "token_refiner",
-                "video_patch_proj",
+            *_keep(
+                _H3_DIRECT,
+                "convert_to_quant --minimaxh3",
+                "ComfyUI-GGUF (keys_hiprec)",
+                patterns=("audio_patch_proj", "final_layer", "video_patch_proj"),
             ),
-            Keep("adaln_proj", (GGUF_NEW, INT8FAST), "in_features 8: ConvRot needs K % 256 == 0"),
-            Keep("adaln_t_table", (GGUF_NEW,), _PARAM),
-            Keep("modulation", (GGUF_NEW,), _PARAM),
+            *_keep(
+                "BF16 in the reference checkpoint: quantizing them costs quality, saves little",
+                "convert_to_quant --minimaxh3",
+                "ComfyUI-GGUF (keys_noquant)",
+                patterns=("condition_proj", "token_refiner"),
+            ),
+            *_ctq("minimaxh3", "time_embedder"),
+            Keep("adaln_proj", ("ComfyUI-GGUF (keys_hiprec)", "ComfyUI-INT8-Fast"), _H3_DIRECT),
+            Keep("adaln_t_table", ("ComfyUI-GGUF (keys_hiprec)",), _H3_DIRECT),
+            Keep("modulation", ("ComfyUI-GGUF (keys_hiprec)",), _H3_DIRECT),
         ),
-        (f"{DETECT} (minimax_h3 branch)", f"{CTQ} MINIMAXH3_LAYER_KEYNAMES", GGUF_NEW, INT8FAST),
+        (
+            f"{DETECT} (minimax_h3 branch)",
+            f"{CTQ} MINIMAXH3_LAYER_KEYNAMES",
+            f"{GGUF} ModelMinimaxH3",
+            INT8FAST,
+            MUSUBI_H3,
+        ),
+        topologies=(
+            Topology(
+                "minimax-h3-full-int8-convrot",
+                "the official MiniMax H3 full INT8 ConvRot topology",
+                "blocks",
+                50,
+                (*((m, 256) for m in _H3_BLOCK_LINEARS), ("adaln_proj.linear", 64)),
+                "int8_tensorwise",
+                _MUSUBI_CHECKS,
+                (MUSUBI_H3, MUSUBI_H3_DIT),
+                lacks=("adaln_t_table",),
+            ),
+            Topology(
+                "minimax-h3-pruned-int8-convrot",
+                "the official MiniMax H3 pruned INT8 ConvRot topology",
+                "blocks",
+                50,
+                tuple((m, 256) for m in _H3_BLOCK_LINEARS),
+                "int8_tensorwise",
+                _MUSUBI_CHECKS,
+                (MUSUBI_H3, MUSUBI_H3_DIT),
+                needs=("adaln_t_table",),
+            ),
+        ),
     ),
     Family(
         "ltx2",
@@ -296,23 +392,52 @@ FAMILIES: tuple[Family, ...] = (
         ("ltx-2",),
         ("keyframes_abs_pos_embedding", "to_gate_logits", "prompt_adaln_single", "audio_"),
         (
-            *_ctq(
-                "ltxv2",
-                "scale_shift_table",
-                "adaln_single",
-                "patchify_proj",
-                "proj_out",
-                "to_gate_logits",
-                "embeddings_connector",
-                "transformer_blocks.0.",
-                "transformer_blocks.1.",
-                "transformer_blocks.46.",
-                "transformer_blocks.47.",
+            *_keep(
+                _PARAM,
+                "convert_to_quant --ltxv2",
+                "ComfyUI-GGUF (keys_hiprec)",
+                "comfy-quants (ltx2 adapter)",
+                patterns=("scale_shift_table",),
             ),
-            Keep("caption_projection", (CQ,), "comfy-quants LTXV contract: keep_bf16"),
-            Keep("scale_shift_table", (GGUF,), _PARAM),
+            *_keep(
+                _LTX_BF16,
+                "convert_to_quant --ltxv2",
+                "ComfyUI-GGUF (keys_noquant)",
+                "comfy-quants (ltx2 adapter)",
+                patterns=("adaln_single", "patchify_proj", "proj_out"),
+            ),
+            *_keep(
+                _LTX_BF16,
+                "convert_to_quant --ltxv2",
+                "ComfyUI-GGUF (keys_noquant)",
+                patterns=("to_gate_logits",),
+            ),
+            *_keep(
+                _QUALITY,
+                "convert_to_quant --ltxv2",
+                "comfy-quants (ltx2 adapter)",
+                patterns=("embeddings_connector",),
+            ),
+            Keep("learnable_registers", ("ComfyUI-GGUF (keys_hiprec)",), _PARAM),
+            *_keep(
+                "the official Lightricks FP8/NVFP4 releases keep the first two and last two "
+                "blocks in BF16",
+                "convert_to_quant --ltxv2",
+                "comfy-quants (ltx2 adapter)",
+                patterns=(
+                    "transformer_blocks.0.",
+                    "transformer_blocks.1.",
+                    "transformer_blocks.46.",
+                    "transformer_blocks.47.",
+                ),
+            ),
         ),
-        (f"{DETECT} (ltxv branch, audio_adaln_single: ltxav)", f"{CTQ} LTXV2_LAYER_KEYNAMES", CQ),
+        (
+            f"{DETECT} (ltxv branch, audio_adaln_single: ltxav)",
+            f"{CTQ} LTXV2_LAYER_KEYNAMES",
+            f"{GGUF} ModelLTXV",
+            f"{CQ_LTX2} _extra_components, OFFICIAL_KEPT_BLOCKS",
+        ),
     ),
     Family(
         "zimage",
@@ -386,9 +511,13 @@ FAMILIES: tuple[Family, ...] = (
             ),
             Keep("patch_embedding", _CTQ_GENERIC, _QUALITY),
             Keep("img_emb.proj", _CTQ_GENERIC, _QUALITY),
-            Keep(".modulation", (GGUF, *_CTQ_GENERIC), _PARAM),
+            Keep(".modulation", ("ComfyUI-GGUF (keys_hiprec)", *_CTQ_GENERIC), _PARAM),
         ),
-        (f"{DETECT} (wan2.1 branch)", f"{CTQ} WAN_LAYER_KEYNAMES, AVOID_KEY_NAMES", GGUF),
+        (
+            f"{DETECT} (wan2.1 branch)",
+            f"{CTQ} WAN_LAYER_KEYNAMES, AVOID_KEY_NAMES",
+            f"{GGUF} ModelWan",
+        ),
     ),
     Family(
         "qwen_image",
@@ -429,6 +558,7 @@ FAMILIES: tuple[Family, ...] = (
         ("decoder", "lm_head", "encoder.embed_tokens"),
         (
             Keep("shared", _CTQ_GENERIC, "the token embedding (AVOID_KEY_NAMES 'shared')"),
+            Keep("embed_tokens", _CTQ_GENERIC, "the token embedding"),
             Keep("relative_attention_bias", _CTQ_GENERIC, "a bias table, not a linear"),
         ),
         (f"{TE_DETECT} (T5_XXL)", f"{CTQ} MODEL_FILTERS t5xxl"),
@@ -460,9 +590,68 @@ FAMILIES: tuple[Family, ...] = (
                 "in_proj_b",
                 "visual.",
             ),
+            Keep(
+                ".layers.{last}.",
+                ("convert_to_quant --qwen_vlm",),
+                "the last language layer (exclude_final_language_layer)",
+            ),
         ),
-        (f"{TE_DETECT} (QWEN35_*)", f"{CTQ} QWEN_VLM_AVOID_KEY_NAMES"),
+        (
+            f"{TE_DETECT} (QWEN35_*)",
+            f"{CTQ} MODEL_FILTERS qwen_vlm (QWEN_VLM_AVOID_KEY_NAMES, "
+            "exclude_final_language_layer)",
+        ),
         renames=(("model.language_model.", "model."), ("model.visual.", "visual.")),
+    ),
+    Family(
+        "qwen3vl_32b",
+        "Qwen3-VL-32B (MiniMax H3)",
+        "text-encoder",
+        "qwen3vl_32b",
+        (
+            (
+                "visual.deepstack_merger_list.0.norm.weight",
+                "model.layers.49.self_attn.q_proj.weight",
+            ),
+        ),
+        (),
+        _reads(("hidden_size", "model.layers.0.post_attention_layernorm.weight", 0)),
+        (("model.layers", ""), ("visual.blocks", "visual")),
+        ("qwen3vl-32b",),
+        ("lm_head", "model.norm"),
+        (
+            *_keep(
+                "kept BF16 in the official INT8 ConvRot file",
+                "Comfy-Org (the official INT8 ConvRot file)",
+                patterns=("embed_tokens", "visual."),
+            ),
+            Keep("lm_head", _CTQ_GENERIC, "the output head"),
+        ),
+        (f"{TE_DETECT} (QWEN3VL_32B)", MUSUBI_H3, MUSUBI_H3_TE),
+        (("hidden_size", (5120,)),),
+        topologies=(
+            Topology(
+                "minimax-h3-qwen3vl-int8-convrot",
+                "the official MiniMax H3 Qwen3-VL-32B INT8 ConvRot topology",
+                "model.layers",
+                50,
+                tuple(
+                    (m, 256)
+                    for m in (
+                        "self_attn.q_proj",
+                        "self_attn.k_proj",
+                        "self_attn.v_proj",
+                        "self_attn.o_proj",
+                        "mlp.gate_proj",
+                        "mlp.up_proj",
+                        "mlp.down_proj",
+                    )
+                ),
+                "int8_tensorwise",
+                _MUSUBI_CHECKS,
+                (MUSUBI_H3, MUSUBI_H3_TE),
+            ),
+        ),
     ),
     Family(
         "qwen3",

@@ -10,9 +10,21 @@ with format int8_tensorwise, convrot true and a power-of-four group dividing K) 
 this target models; its verdict "ok" means the gate passes. The release is named by that
 commit (no musubi-tuner release containing it was found).
 
-Not modelled: the per-model topology checks of the MiniMax-H3 / Qwen3-VL loaders (exact layer
-counts, PR #1024), and `nvfp4_utils.py` @456eceb (Comfy NVFP4 + AWQ frozen text encoders,
-K % 32), a separate text-encoder path; the open PR #1081 (NVFP4 DiT, mixed NVFP4/INT8).
+The exact released topologies are family data, not a musubi refusal: PR #1024's MiniMax H3
+loaders validated them (the full and pruned transformers' 250 / 200 ConvRot layers and their
+group sizes, `_validate_h3_convrot_topology` as the PR's tests/test_minimax_h3_model.py shows
+it; the Qwen3-VL-32B text encoder's 350, `_validate_h3_text_encoder_convrot_topology`), but
+the code that followed loads whatever layers a file quantizes (tests/test_minimax_h3_model.py
+@2f71ca09 `test_full_loader_accepts_nonpublished_convrot_layers_permissively`: "instead of
+being rejected on exact topology"; minimax_h3/text_encoder.py @c03801fb: "the file dictates the
+quantized layers"). So a deviating file draws no musubi finding; QC864 names a file that is
+exactly a released topology (families/table.py `topologies`), and tests/rules/diff_musubi runs
+the PR's text-encoder check against it.
+
+Not modelled: that later code's own pre-quantized path (PR #1025's `ConvRotInt8Quantizer`
+with `parse_comfy_quant_spec`, whose tests refuse the same marker faults), and
+`nvfp4_utils.py` @456eceb (Comfy NVFP4 + AWQ frozen text encoders, K % 32), a separate
+text-encoder path; the open PR #1081 (NVFP4 DiT, mixed NVFP4/INT8).
 
 Standard library only (the check path imports it); codes are strings (the rule registry
 imports the runtimes).
@@ -136,7 +148,8 @@ LEFT_NONE: dict[str, str] = {
         "modules outside the family's layout: musubi-tuner's handling of unexpected "
         "keys was not read"
     ),
-    "QC864": "information: the quantization topology",
+    "QC864": "information: musubi-tuner's code after PR #1024 loads a ConvRot file whatever "
+    "layers it quantizes (PR #1024 itself refused all but the released topologies)",
 }
 
 RELEASES: tuple[Release, ...] = (

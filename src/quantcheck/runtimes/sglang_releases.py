@@ -135,7 +135,7 @@ SGLANG_RELEASES: tuple[Release, ...] = (
 LOADER_BY_FAMILY: dict[str, str] = {
     **dict.fromkeys(("minimax-h3", "minimax_h3"), "minimax-h3"),
     **dict.fromkeys(
-        ("t5xxl", "qwen35", "qwen3", "mistral3", "t5-xxl", "t5", "qwen3-vl", "umt5"),
+        ("t5xxl", "qwen35", "qwen3", "qwen3vl_32b", "mistral3", "t5-xxl", "t5", "qwen3-vl", "umt5"),
         "text-encoder",
     ),
     **dict.fromkeys(

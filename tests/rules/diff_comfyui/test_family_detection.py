@@ -24,7 +24,8 @@ import pytest
 from tests.families import standin as S
 
 from quantcheck.checking import check_paths
-from quantcheck.families.table import BY_NAME
+from quantcheck.families.detection import topology_layers
+from quantcheck.families.table import BY_NAME, Topology
 from quantcheck.formats.table import FORMATS
 
 from .detection import Detection, load, meta_state_dict
@@ -60,6 +61,7 @@ ENCODERS = {
     "t5-xxl": ("t5xxl", "T5_XXL"),
     "qwen3-4b": ("qwen3", "QWEN3_4B"),
     "mistral3-24b": ("mistral3", "MISTRAL3_24B"),
+    "qwen3vl-32b": ("qwen3vl_32b", "QWEN3VL_32B"),
 }
 #: ComfyUI's model config class when no `image_model` names the family (SD3's mmdit branch)
 CONFIG_CLASS = {"sd3": "SD3"}
@@ -159,10 +161,13 @@ def test_family_config_and_packed_finding_match_comfyui(
         assert all(d.effect_at("comfyui").value == "fails" for d in packed)
 
 
+@pytest.mark.parametrize("fmt", [None, *FORMATS_WRITTEN])
 @pytest.mark.parametrize("name", sorted(ENCODERS))
-def test_text_encoder_family_matches_comfyui(comfy: Detection, tmp_path: Path, name: str) -> None:
+def test_text_encoder_family_matches_comfyui(
+    comfy: Detection, tmp_path: Path, name: str, fmt: str | None
+) -> None:
     family, te_model = ENCODERS[name]
-    tensors = _standin(name, None)
+    tensors = _standin(name, fmt)
     if family == "qwen35":  # the published file's names, which detect_te_model tests
         tensors = {_qwen35_file_name(k): v for k, v in tensors.items()}
     sd = meta_state_dict({k: (d, s) for k, (d, s, _) in tensors.items()})
@@ -176,6 +181,30 @@ def _qwen35_file_name(name: str) -> str:
     if name.startswith("model."):
         return "model.language_model." + name[len("model.") :]
     return "model." + name if name.startswith("visual.") else name
+
+
+@pytest.mark.parametrize(
+    "topo", [t for f in BY_NAME.values() for t in f.topologies], ids=lambda t: t.name
+)
+def test_a_released_topologys_file_is_the_family_comfyui_detects(
+    comfy: Detection, tmp_path: Path, topo: Topology
+) -> None:
+    """The official files QC864 names (tests/families/test_topology.py) are, to ComfyUI's
+    detection, the family quantcheck says, with the config quantcheck reads."""
+    tensors = S.convrot(S.released_base(topo), topology_layers(topo))
+    sd = meta_state_dict({k: (d, s) for k, (d, s, _) in tensors.items()})
+    report = _ours(tmp_path, topo.name, tensors)
+    fam = report.family
+    assert [d.data["recipe"] for d in report.diagnostics if d.code == "QC864"] == [topo.name]
+    family = fam["keys_of"]
+    if BY_NAME[family].kind == "text-encoder":
+        found = comfy.detect_te_model(sd)
+        assert found is not None and found.name == BY_NAME[family].comfyui.upper()
+        return
+    config = comfy.detect_unet_config(sd, "")
+    assert config is not None and config["image_model"] == BY_NAME[family].comfyui
+    read = _read_fields(config, family)
+    assert read and {f: fam["config"][f] for f in read} == read
 
 
 def test_every_family_has_a_differential_case() -> None:

@@ -8,6 +8,7 @@ tests/rules/diff_sglang does for sglang); the rules cite its functions instead.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -143,3 +144,32 @@ def test_explain_round_trip() -> None:
     rendered, ok = explain(text)
     assert ok and "QC750" in rendered and "musubi-tuner 725869d" in rendered
     assert "--target musubi" in rendered
+
+
+HEAD = "Invalid ConvRot INT8 artifact m.safetensors, layer blocks.0.attn.qkv: "
+
+
+@pytest.mark.parametrize(
+    ("tail", "codes"),
+    [
+        (".comfy_quant must be U8, got BF16", ["QC204"]),
+        (".comfy_quant must be U8, got I8", ["QC205"]),
+        (
+            ".comfy_quant is not valid UTF-8 JSON (Unexpected UTF-8 BOM (decode using "
+            "utf-8-sig): line 1 column 1 (char 0))",
+            ["QC207"],
+        ),
+        (".comfy_quant is not valid UTF-8 JSON (Expecting value: line 1 column 1)", ["QC201"]),
+        (
+            ".comfy_quant is not valid UTF-8 JSON ('utf-8' codec can't decode byte 0xff in "
+            "position 0: invalid start byte)",
+            ["QC201", "QC207"],
+        ),
+    ],
+)
+def test_explain_tells_the_marker_faults_apart(tail: str, codes: list[str]) -> None:
+    """musubi raises one message for an unreadable and a non-U8 marker dtype, and one for
+    invalid JSON and a BOM; explain names the rule quantcheck reports for each (the
+    differential suite, tests/rules/diff_musubi, checks it on every rule case)."""
+    text, found = explain(HEAD + tail, as_json=True)
+    assert found and json.loads(text)["codes"] == codes

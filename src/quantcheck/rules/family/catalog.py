@@ -7,7 +7,7 @@ high precision, the reference layouts) are `quantcheck.families`; the checks are
 
 from __future__ import annotations
 
-from quantcheck.families.table import CQ, CTQ, DETECT, GGUF
+from quantcheck.families.table import CQ_FLUX, CQ_LTX2, CTQ, DETECT, GGUF, INT8FAST, MUSUBI_H3
 from quantcheck.rules.levels import Safety, Severity
 from quantcheck.rules.rule import Rule, effects
 
@@ -50,7 +50,9 @@ RULES = [
         D,
         "No layer that the family's producers keep in BF16/F32 (families/table.py `keep`, per "
         "family: convert_to_quant MODEL_FILTERS/AVOID_KEY_NAMES, comfy-quants contracts, "
-        "ComfyUI-GGUF keys_hiprec, INT8-Fast's H3 entry) is stored quantized.",
+        "ComfyUI-GGUF keys_hiprec/keys_noquant, INT8-Fast's H3 entry, the official files) is "
+        "stored quantized, unless the file is exactly a released topology that quantizes it "
+        "(QC864 names it).",
         "Producers keep embedders, modulation, final layers, norms stored as 2-D and some "
         "edge blocks in high precision because quantizing them costs quality (black or "
         "noisy output) or breaks loading (an nn.Parameter quantized, a norm of the wrong "
@@ -58,8 +60,8 @@ RULES = [
         "zimage cap_embedder.0 stored nvfp4 (convert_to_quant --zimage keeps it: a norm)",
         "Requantize from the BF16 model keeping these layers (quantcheck quantize --family "
         "auto), or confirm the output quality yourself.",
-        f"{CTQ} (MODEL_FILTERS, AVOID_KEY_NAMES; the wheel was read); {GGUF}; {CQ}; "
-        "ComfyUI-INT8-Fast PR #99 (spec gpu-lora-families §2d). Effect inferred: quality.",
+        f"{CTQ} (MODEL_FILTERS, AVOID_KEY_NAMES; the wheel was read); {GGUF}; {CQ_FLUX}, "
+        f"flux2.py, {CQ_LTX2}; {INT8FAST}; {MUSUBI_H3}. Effect inferred: quality.",
     ),
     Rule(
         "QC862",
@@ -107,13 +109,16 @@ RULES = [
         "Reported for every quantized checkpoint of a known family: how many block linears "
         "are quantized, which whole blocks are kept in high precision, and the recipe that "
         "matches (all blocks, the 'skip edges' recipe that keeps the first and last blocks, "
-        "or a mixed one).",
+        "or a mixed one); a file whose quantized layers are exactly those of a released file "
+        "(families/table.py `topologies`: the official MiniMax H3 full, pruned and Qwen3-VL-32B "
+        "INT8 ConvRot files, 250/200/350 layers with their ConvRot group sizes) is named as it.",
         "Producers differ in which blocks they keep (convert_to_quant --ltxv2 keeps blocks 0, "
         "1, 46, 47; ComfyUI-INT8-Fast's 'skip edges' keeps 0, 1, 48, 49 of MiniMax H3); the "
-        "topology says which recipe made the file.",
+        "topology says which recipe made the file, and whether it is the released one.",
         "181/200 block linears quantized; 19 kept BF16 (first and last blocks): the 'skip "
         "edges' recipe",
         "Nothing to fix: information.",
-        f"{CTQ} LTXV2_LAYER_KEYNAMES; ComfyUI-INT8-Fast PR #99 (spec gpu-lora-families §2d).",
+        f"{CTQ} LTXV2_LAYER_KEYNAMES; {CQ_LTX2} OFFICIAL_KEPT_BLOCKS; {INT8FAST}; the "
+        f"released topologies: {MUSUBI_H3} and the PR's loader checks (families/table.py).",
     ),
 ]

@@ -10,7 +10,13 @@ from collections import Counter
 
 from quantcheck.diagnostics import Diagnostic, Fix
 from quantcheck.families import Detection
-from quantcheck.families.detection import config_of
+from quantcheck.families.detection import (
+    config_of,
+    keep_list,
+    match_topology,
+    renamed,
+    topology_layers,
+)
 from quantcheck.model.family_view import (
     QUANTIZED_DTYPES,
     checkpoint_family,
@@ -24,6 +30,8 @@ from quantcheck.rules.levels import Safety
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
+    from quantcheck.families.detection import QuantizedLayer
+    from quantcheck.families.table import Topology
     from quantcheck.model.checkpoint import Checkpoint
     from quantcheck.model.layers import Layer
     from quantcheck.rules.rule import Rule
@@ -40,13 +48,44 @@ def family_findings(ck: Checkpoint, det: Detection | None = None) -> list[Diagno
     det = det if det is not None else checkpoint_family(ck)
     if det.family is None or det.unsure:
         return []
+    official = released_topology(ck, det)
     out = packed_detection(ck, det)
-    out.extend(kept_high_precision(ck, det))
+    exempt = frozenset(topology_layers(official)) if official is not None else frozenset()
+    out.extend(kept_high_precision(ck, det, exempt))
     out.extend(layout_findings(ck, det))
-    topo = topology(ck, det)
+    topo = topology(ck, det, official)
     if topo is not None:
         out.append(topo)
     return out
+
+
+def quantized_layers(ck: Checkpoint, det: Detection) -> dict[str, QuantizedLayer]:
+    """Every quantized layer of the family's names (prefix stripped, renamed) -> (format,
+    convrot, ConvRot group size) from its marker (None where there is no marker)."""
+    cut = len(det.prefix)
+    fam = det.family
+    assert fam is not None
+    out: dict[str, QuantizedLayer] = {}
+    for prefix, layer in ck.layers.items():
+        if not prefix.startswith(det.prefix) or not is_quantized(layer):
+            continue
+        m = layer.marker
+        key = renamed(fam, prefix[cut:])
+        if m is None:
+            out[key] = (None, None, None)
+        else:  # top-level keys only, as the released files have them (and musubi reads them)
+            out[key] = (m.format, m.fields.get("convrot"), m.fields.get("convrot_groupsize"))
+    return out
+
+
+def released_topology(ck: Checkpoint, det: Detection) -> Topology | None:
+    """The family's released topology (table.Topology) the checkpoint is exactly, if any."""
+    fam = det.family
+    if fam is None or not fam.topologies:
+        return None
+    cut = len(det.prefix)
+    names = {renamed(fam, n[cut:]) for n in ck.tensors if n.startswith(det.prefix)}
+    return match_topology(fam, quantized_layers(ck, det), names)
 
 
 def _fix(text: str) -> Fix:
@@ -103,13 +142,16 @@ def packed_detection(ck: Checkpoint, det: Detection) -> list[Diagnostic]:
     return out
 
 
-def kept_high_precision(ck: Checkpoint, det: Detection) -> list[Diagnostic]:
-    """QC861: a layer the family's producers keep in high precision, stored quantized."""
+def kept_high_precision(
+    ck: Checkpoint, det: Detection, exempt: frozenset[str] = frozenset()
+) -> list[Diagnostic]:
+    """QC861: a layer the family's producers keep in high precision, stored quantized (not
+    one of `exempt`: the layers the released file the checkpoint matches quantizes)."""
     fam = det.family
     assert fam is not None
     out: list[Diagnostic] = []
     cut = len(det.prefix)
-    keeps = fam.keep
+    keeps = keep_list(fam, det)
     if not keeps:
         return out
     import re  # loaded already (json imports it)
@@ -122,7 +164,7 @@ def kept_high_precision(ck: Checkpoint, det: Detection) -> list[Diagnostic]:
             continue
         module = prefix[cut:]
         hits = [k for k in keeps if k.pattern in module]
-        if not hits:
+        if not hits or renamed(fam, module) in exempt:
             continue
         producers = ", ".join(dict.fromkeys(p for k in hits for p in k.producers))
         reasons = "; ".join(dict.fromkeys(k.reason for k in hits))
@@ -257,8 +299,9 @@ def _edges(kept: set[int], count: int) -> bool:
     return head > 0 and tail < count - 1 and len(kept) == head + (count - 1 - tail)
 
 
-def topology(ck: Checkpoint, det: Detection) -> Diagnostic | None:
-    """QC864: how the family's block linears are quantized, in one line."""
+def topology(ck: Checkpoint, det: Detection, official: Topology | None = None) -> Diagnostic | None:
+    """QC864: how the family's block linears are quantized, in one line, naming the released
+    topology (`official`, `released_topology`) the file is exactly."""
     fam = det.family
     assert fam is not None
     total = quantized = 0
@@ -291,20 +334,21 @@ def topology(ck: Checkpoint, det: Detection) -> Diagnostic | None:
     kept = total - quantized
     line = f"{quantized}/{total} block linears quantized"
     whole = {g: {i for (gg, i), qs in blocks.items() if gg == g and not any(qs)} for g in counts}
-    recipe = "all"
+    recipe, named = "all", "every block linear quantized"
     if kept:
         dtype = kept_dtypes.most_common(1)[0][0]
         kept_blocks = [f"{g} {ranges(sorted(s))}" for g, s in whole.items() if s]
         if kept_blocks and all(_edges(s, counts[g]) or not s for g, s in whole.items()):
-            recipe = "skip edges"
+            recipe, named = "skip edges", 'the "skip edges" recipe'
             line += f"; {kept} kept {dtype} (first and last blocks: {'; '.join(kept_blocks)})"
-            line += ': the "skip edges" recipe'
         else:
-            recipe = "mixed"
+            recipe, named = "mixed", "a mixed recipe"
             where = f"whole blocks: {'; '.join(kept_blocks)}" if kept_blocks else "within blocks"
-            line += f"; {kept} kept {dtype} ({where}): a mixed recipe"
-    else:
-        line += ": every block linear quantized"
+            line += f"; {kept} kept {dtype} ({where})"
+    if official is not None:
+        recipe = official.name
+        named = f"{official.title} ({official.layers} layers, {official.checked_by})"
+    line += f": {named}"
     return Diagnostic(
         R.QC864,
         f"{fam.title}: {line}",

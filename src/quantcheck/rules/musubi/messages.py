@@ -4,7 +4,7 @@ rule that finds the cause before loading."""
 
 from __future__ import annotations
 
-from quantcheck.explain.messages import MessagePattern, pattern
+from quantcheck.explain.messages import MessagePattern, Refine, pattern
 from quantcheck.rules import codes as R
 from quantcheck.rules.rule import Rule
 
@@ -14,8 +14,26 @@ TARGET = "musubi"
 HEAD = "Invalid ConvRot INT8 artifact {path}, layer {prefix}: "
 
 
-def _p(tail: str, rule: Rule, *causes: str) -> MessagePattern:
-    return pattern(HEAD + tail, rule, *causes, runtime=RUNTIME, target=TARGET)
+def _p(tail: str, rule: Rule, *causes: str, refine: Refine | None = None) -> MessagePattern:
+    return pattern(HEAD + tail, rule, *causes, runtime=RUNTIME, target=TARGET, refine=refine)
+
+
+def _marker_dtype(v: dict[str, str]) -> str:
+    """A marker dtype numpy cannot read is QC204, another one QC205."""
+    from quantcheck.model.markers import UNREADABLE_MARKER_DTYPES
+
+    return (R.QC204 if v.get("dtype", "") in UNREADABLE_MARKER_DTYPES else R.QC205).code
+
+
+def _marker_text(v: dict[str, str]) -> str | tuple[str, ...]:
+    """json.loads' complaint: a BOM is QC207; bytes UTF-8 cannot decode are invalid JSON or
+    UTF-16/32 text (QC201, QC207); anything else QC201."""
+    error = v.get("error", "")
+    if "BOM" in error:
+        return R.QC207.code
+    if "can't decode" in error:
+        return (R.QC201.code, R.QC207.code)
+    return R.QC201.code
 
 
 PATTERNS: list[MessagePattern] = [
@@ -71,6 +89,7 @@ PATTERNS: list[MessagePattern] = [
         ".comfy_quant must be U8, got {dtype}",
         R.QC205,
         "the marker was saved as I8 or another dtype instead of U8",
+        refine=_marker_dtype,
     ),
     _p(
         ".comfy_quant must be one-dimensional",
@@ -81,6 +100,7 @@ PATTERNS: list[MessagePattern] = [
         ".comfy_quant is not valid UTF-8 JSON ({error})",
         R.QC201,
         "the marker bytes are zeroed, truncated, UTF-16 or start with a BOM",
+        refine=_marker_text,
     ),
     _p(
         ".comfy_quant JSON must be an object",
