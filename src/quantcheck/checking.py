@@ -214,7 +214,9 @@ def labelled_check(
     if lora:
         from quantcheck.rules.lora.run import lora_diagnostics
 
-        analysis, found_lora = lora_diagnostics(ck, lora, lora_strength, numbers=lora_numbers)
+        analysis, found_lora = lora_diagnostics(
+            ck, lora, lora_strength, numbers=lora_numbers, targets=targets
+        )
         diags.extend(found_lora)
         if gpu:  # each patched layer's lora_mode on each GPU (issue 25 x issue 24)
             from quantcheck.rules.lora.gpu import fill_lora_modes

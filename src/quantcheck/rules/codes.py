@@ -220,6 +220,8 @@ QC834: Rule  # lora-drowned-by-requant
 QC835: Rule  # lora-runs-dequantized
 QC836: Rule  # lora-keys-not-predicted
 QC837: Rule  # lora-nothing-loaded
+QC838: Rule  # lora-lost-on-runtime
+QC839: Rule  # lora-side-branch
 QC860: Rule  # family-detect-packed
 QC861: Rule  # family-keep-high-precision
 QC862: Rule  # family-layers-missing
@@ -394,6 +396,8 @@ __all__ = [
     "QC835",
     "QC836",
     "QC837",
+    "QC838",
+    "QC839",
     "QC860",
     "QC861",
     "QC862",
@@ -431,6 +435,8 @@ _HOMES = {
     ),
     "quantcheck.rules.musubi.catalog": ("QC750 QC751 QC752 QC753 QC754 QC755 QC756 QC757"),
     "quantcheck.rules.gpu.catalog": ("QC800 QC801 QC802 QC803"),
-    "quantcheck.rules.lora.catalog": ("QC830 QC831 QC832 QC833 QC834 QC835 QC836 QC837"),
+    "quantcheck.rules.lora.catalog": (
+        "QC830 QC831 QC832 QC833 QC834 QC835 QC836 QC837 QC838 QC839"
+    ),
     "quantcheck.rules.family.catalog": ("QC860 QC861 QC862 QC863 QC864"),
 }

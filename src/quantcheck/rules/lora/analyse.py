@@ -16,10 +16,12 @@ from quantcheck.formats.table import FORMATS
 from quantcheck.rules.lora.conventions import Explainer, describe, is_text_encoder, split_key
 from quantcheck.rules.lora.keymap import KeyMap, build_key_map
 from quantcheck.rules.lora.load import Patch, load_lora
+from quantcheck.rules.lora.runtimes import fill_outcomes, lora_runtimes
 from quantcheck.runtimes.comfyui_lora import FULL_LOAD, ON_THE_FLY_REQUANT
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from typing import Any
 
     from quantcheck.model.checkpoint import Checkpoint
@@ -61,6 +63,8 @@ class LayerResult:
     figures: dict[str, Any] | None = None
     #: "measured" (weights read), "estimated" (stored scales), "" (no figures)
     basis: str = ""
+    #: other runtime -> {"outcome", and its figures when known} (`rules/lora/runtimes.py`)
+    runtimes: dict[str, dict[str, Any]] = factory(dict)
 
 
 @record
@@ -75,6 +79,8 @@ class Analysis:
     keymap_entries: int
     numbers: str = "none"
     bytes_read: int = 0
+    #: the target runtimes other than ComfyUI whose LoRA path is modelled
+    runtimes: list[str] = factory(list)
 
 
 def logical_shape(layer: Layer | None, fmt: str) -> tuple[int, int] | None:
@@ -154,10 +160,15 @@ def _layer_format(layer: Layer | None) -> tuple[str, bool]:
 
 
 def header_analysis(
-    base: Checkpoint, loras: list[Checkpoint], strength: float = 1.0, family: str | None = None
+    base: Checkpoint,
+    loras: list[Checkpoint],
+    strength: float = 1.0,
+    family: str | None = None,
+    runtimes: Iterable[str] = (),
 ) -> tuple[Analysis, KeyMap, list[list[tuple[Checkpoint, Patch]]]]:
     """Everything the headers answer: the analysis without figures, the key map and the
-    patches per layer (in the order of `Analysis.layers`)."""
+    patches per layer (in the order of `Analysis.layers`); `runtimes`: target keys whose
+    runtimes' LoRA paths are judged beside ComfyUI's."""
     km = build_key_map(base.tensors, family)
     files: list[LoraFile] = []
     by_target: dict[str, list[tuple[Checkpoint, Patch]]] = {}
@@ -215,6 +226,8 @@ def header_analysis(
         patches.append(items)
     base_name = base.shards[0].name if base.shards else "?"
     analysis = Analysis(base_name, km.family, strength, files, layers, len(km.entries))
+    analysis.runtimes = lora_runtimes(runtimes)
+    fill_outcomes(analysis)
     return analysis, km, patches
 
 
@@ -232,9 +245,11 @@ def analyse(
     numbers: bool = False,
     max_bytes: int | None = None,
     family: str | None = None,
+    runtimes: Iterable[str] = (),
 ) -> Analysis:
-    """The whole analysis (`numbers`: also what the patch does to each layer's numbers)."""
-    analysis, _, patches = header_analysis(base, loras, strength, family)
+    """The whole analysis (`numbers`: also what the patch does to each layer's numbers;
+    `runtimes`: target keys, see `header_analysis`)."""
+    analysis, _, patches = header_analysis(base, loras, strength, family, runtimes)
     if numbers:
         from quantcheck.rules.lora.figures import add_figures
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from quantcheck.rules.levels import Severity
 from quantcheck.rules.rule import Rule, effects
 from quantcheck.runtimes.comfyui_lora import EVIDENCE, LORA_PY
+from quantcheck.runtimes.lora_path import LORA_PATHS
 
 E, W, N = Severity.ERROR, Severity.WARNING, Severity.INFO
 
@@ -143,5 +144,49 @@ RULES = [
         "a Flux LoRA on a Wan base",
         "Use a LoRA made for this model.",
         f"{EVIDENCE['keys']}; {EVIDENCE['load']}",
+    ),
+    Rule(
+        "QC838",
+        "lora-lost-on-runtime",
+        W,
+        "another runtime's LoRA merge keeps less than half of the LoRA or adds more noise",
+        effects(),
+        None,
+        "For each patched quantized layer and each target runtime that merges the LoRA in its "
+        "own way (SD.Next's SDNQ round-to-nearest re-quantization, InvokeAI's bf16 merge, "
+        "sd.cpp's F16 merge), retention >= 0.5 and added error <= 1, measured from the "
+        "weights with that runtime's rounding. The finding degrades that runtime only.",
+        "Round-to-nearest has no randomness to carry a change smaller than half a step: a "
+        "LoRA below the grid's spacing is rounded away (SD.Next PR #5044 measured retention "
+        "near zero at 4 bits), and a 16-bit merge loses a LoRA under half a BF16 ulp of the "
+        "weights. ComfyUI and Forge Neo (the same re-quantization) are QC834.",
+        "an nvfp4 layer SD.Next re-quantizes after a 1 % LoRA: retention 0.3",
+        "Use a runtime that keeps the LoRA as a side branch on quantized layers (sglang, "
+        "DiffSynth, sd.cpp for INT8), or a higher-precision file for LoRA work.",
+        "; ".join(
+            LORA_PATHS[rt].evidence[k]
+            for rt, k in (("sdnext", "rounding"), ("invokeai", "direct"), ("sdcpp", "adapter"))
+        ),
+    ),
+    Rule(
+        "QC839",
+        "lora-side-branch",
+        N,
+        "runtime keeps the LoRA as a side branch on quantized layers (all of it arrives, "
+        "at a speed cost)",
+        effects(),
+        None,
+        "Counts, per target runtime, the patched quantized layers its default mode keeps the "
+        "LoRA beside: x @ A @ B computed in high precision next to the quantized matmul.",
+        "Nothing is rounded away (retention 1, no added error), but every step pays two thin "
+        "GEMMs of the LoRA's rank per layer and keeps the factors resident (sglang's own "
+        "help: up to +50 % per step on small models).",
+        "sglang --lora-merge-mode auto on an nvfp4 base",
+        "Nothing to fix; merge the LoRA into a BF16 base and re-quantize it offline if the "
+        "speed matters.",
+        "; ".join(
+            LORA_PATHS[rt].evidence[k]
+            for rt, k in (("sglang", "auto"), ("diffsynth", "hotload"), ("sdcpp", "int8"))
+        ),
     ),
 ]

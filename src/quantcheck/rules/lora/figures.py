@@ -21,6 +21,7 @@ import numpy as np
 from quantcheck.numeric.arrays import from_bytes
 from quantcheck.numeric.lora_patch import kitchen_options, lora_delta, requantize, survival
 from quantcheck.numeric.stochastic import string_to_seed
+from quantcheck.rules.lora.runtimes import runtime_figures
 from quantcheck.runtimes.comfyui_lora import REPRODUCED, STOCHASTIC
 
 if TYPE_CHECKING:
@@ -190,15 +191,17 @@ def add_figures(
                 delta = _delta(items, r.shape, analysis.strength, w)
                 opts = layer_options(base, r.layer, r.format)
                 r.figures = survival(w, delta, r.format, string_to_seed(r.target), opts)
+                r.basis = "measured" if r.format in REPRODUCED else "measured-round-to-nearest"
+                runtime_figures(r, w, delta, opts)
             except (ValueError, OSError) as exc:  # NumericError is a ValueError
                 r.basis = f"not computed: {exc}"
                 continue
-            r.basis = "measured" if r.format in REPRODUCED else "measured-round-to-nearest"
             measured += 1
             continue
         if r.problem is not None:
             r.figures = {"retention": 0.0, "added_error": None, "requant_error": None}
             r.basis = "shape-mismatch"
+            runtime_figures(r)
             continue
         try:
             est = _estimate(base, r, items, analysis.strength)
@@ -209,6 +212,7 @@ def add_figures(
             r.figures = est
             r.basis = "estimated"
             estimated += 1
+        runtime_figures(r)
     analysis.bytes_read = used
     analysis.numbers = (
         "measured" if measured and not estimated else "mixed" if measured else "estimated"
