@@ -257,10 +257,11 @@ def _runtime_lines(doc: dict[str, Any]) -> Iterator[str]:
         parts = []
         for fmt, s in path["formats"].items():
             said = f"{s['layers']:,} {fmt} {s['outcome']}"
-            if s["outcome"] in ("requantized", "merged") and s.get("retention") is not None:
-                said += (
-                    f" (retention {_num(s['retention'])}, added error {_num(s['added_error'])}x)"
-                )
+            kept, added = s.get("retention"), s.get("added_error")
+            if s["outcome"] == "side-branch":
+                said += " (all of it arrives)"
+            elif s["outcome"] in ("requantized", "merged") and kept is not None:
+                said += f" (retention {_num(kept)}, added error {_num(added)}x)"
             elif s["outcome"] in ("requantized", "merged"):
                 said += f" ({s.get('basis') or 'no figures'})"
             parts.append(said)

@@ -33,6 +33,9 @@ def pair(kw: dict[str, Any], fmt: str, lora: dict[str, Any], **base: Any):
 
 
 def case(code: str, name: str, expect: dict[str, str], fail, twin=None, **extra: Any) -> RuleCase:
+    # sglang (a default target) keeps any LoRA on a quantized twin as a side branch: QC839
+    if code != "QC839":
+        extra["twin_allows"] = (*extra.get("twin_allows", ()), "QC839")
     return RuleCase(code, name, fail, expect, twin=twin, check_kwargs=extra.pop("kw"), **extra)
 
 
@@ -140,6 +143,43 @@ def _cases() -> list[RuleCase]:
             pair(kw, "float8_e4m3fn", {"paths": ALL}),
             kw=kw,
             twin_allows=("QC835",),
+        )
+    )
+    kw = {"lora_numbers": True, "target": "sdnext"}
+    out.append(
+        case(
+            "QC838",
+            "lora-lost-on-sdnext",
+            {"sdnext": "degraded"},
+            pair(kw, "nvfp4", {"paths": ALL, "size": 0.01}),
+            pair(kw, "int8_tensorwise", {"paths": ALL, "size": 0.05}),
+            kw=kw,
+            message="SDNQ round-to-nearest",
+        )
+    )
+    kw = {"lora_numbers": True, "target": "invokeai"}
+    out.append(
+        case(
+            "QC838",
+            "lora-lost-on-invokeai",
+            {"invokeai": "degraded"},
+            pair(kw, "float8_e4m3fn", {"paths": ALL, "size": 0.0003}),
+            pair(kw, "float8_e4m3fn", {"paths": ALL, "size": 0.05}),
+            kw=kw,
+            message="bf16 merge",
+            twin_allows=("QC720", "QC835"),
+        )
+    )
+    kw = {"target": "sglang"}
+    out.append(
+        case(
+            "QC839",
+            "lora-side-branch",
+            {"sglang": "none"},
+            pair(kw, "int8_tensorwise", {"paths": ALL}),
+            pair(kw, "bf16", {"paths": ALL}),
+            kw=kw,
+            message="8 quantized layer(s)",
         )
     )
     return out
