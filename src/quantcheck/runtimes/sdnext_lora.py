@@ -12,7 +12,9 @@ rounding off (SDNQConfig default): `quant_utils.quantize_weight` with symmetric 
 recalculated (`get_scale_symmetric`: amax / max over each row, or each 16-wide group for FP4),
 integers rounded by `round_()`, FP8 by the cast, FP4 by `packed_float.pack_float`'s bit
 rounding. The re-quantized layer keeps SDNQ's layout (per-row scales even where the file had
-one per tensor).
+one per tensor). The differential suite runs that quantizer (SD.Next's own files, fetched at
+d11a619) against `numeric/lora_requant.sdnq_requant`: bit-identical; the path from the LoRA
+loader to it is read only.
 
 The "LoRA load using Diffusers method" option (`lora_force_diffusers`, off by default) uses
 diffusers/peft adapters instead (a side branch) [GUESS: not followed into SDNQ layers]. Later
@@ -48,9 +50,10 @@ PATH = LoraPath(
         "COMFY_QUANT_FORMATS [READ]",
         "merge": f"{AT} modules/lora/lora_apply.py network_add_weights (sdnq branch): "
         "sdnq_dequantizer(float32) + lora, sdnq_quantize_layer(SDNQConfig(...)) [READ]",
-        "rounding": f"{AT} modules/sdnq/quant_utils.py quantize_weight / get_scale_symmetric, "
-        "modules/sdnq/packed_float.py pack_float; SDNQConfig use_stochastic_rounding=False "
-        "[READ]",
+        "rounding": f"{AT} modules/sdnq/quant_utils.py quantize_weight / get_scale_symmetric / "
+        "apply_hadamard, modules/sdnq/packed_float.py pack_float (run: "
+        "tests/rules/diff_consumers/test_diff_lora.py); SDNQConfig use_stochastic_rounding="
+        "False [RUN]",
         "default": f"{AT} modules/ui_definitions.py lora_fuse_native=True, "
         "lora_force_diffusers=False, sdnq_dequantize_fp32=True [READ]",
         "later": "vladmandic/sdnext PR #5044 (after d11a619): sub-8-bit LoRAs as a side "
