@@ -148,13 +148,21 @@ def survival(
     fmt: str,
     seed: int,
     options: Mapping[str, Any] | None = None,
+    untouched: np.ndarray | None = None,
 ) -> dict[str, float]:
     """retention, added_error and requant_error of patching `w` (the dequantized layer) by
-    `delta` (= s·ΔW) in `fmt`, re-quantized as ComfyUI does."""
+    `delta` (= s·ΔW) in `fmt`, re-quantized as ComfyUI does; with `untouched` (a boolean mask
+    of the rows no patch covers) also `untouched_error`, how far the re-quantization moves
+    those rows, relative to ||s·ΔW|| (0 while the recalculated scales leave them on the
+    grid)."""
     got = requantize(w + delta, fmt, seed, options)
     base = requantize(w, fmt, seed, options)
     stochastic.forget_stream()
-    return figures(w, delta, got, base)
+    out = figures(w, delta, got, base)
+    if untouched is not None and out["delta_norm"]:
+        moved = (got[untouched] - w[untouched]).astype(np.float64)
+        out["untouched_error"] = float(np.linalg.norm(moved.ravel())) / out["delta_norm"]
+    return out
 
 
 def figures(

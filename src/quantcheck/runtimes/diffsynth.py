@@ -77,7 +77,7 @@ LEFT_NONE: dict[str, str] = {
         "paths are not modelled",
     ),
     **dict.fromkeys(
-        [f"QC83{n}" for n in range(8)],
+        [*(f"QC83{n}" for n in range(8)), "QC840"],
         "a LoRA on a quantized base as ComfyUI loads it (quantcheck lora); this runtime's "
         "own LoRA path is runtimes/diffsynth_lora.py, judged by QC838/QC839",
     ),

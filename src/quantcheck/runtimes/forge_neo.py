@@ -88,7 +88,7 @@ EFFECTS: dict[str, Effect] = {
 #: own rules.
 FOLLOWS: dict[str, str] = {
     **dict.fromkeys(
-        (f"QC83{n}" for n in range(10)),
+        (*(f"QC83{n}" for n in range(10)), "QC840"),
         "LoRAs load through ports of ComfyUI's key map and patch, re-quantized by ComfyUI's "
         "quantizers with the same seed (runtimes/forge_neo_lora.py; Forge #1428: NVFP4 LoRAs "
         "weak)",

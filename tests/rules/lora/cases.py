@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .._case import RuleCase
+from .families import family_base, family_lora, unet_base, unet_lora
 from .pairs import WAN_LAYERS, flux_base, wan_base, write_lora
 
 ALL = [f"blocks.0.{name}" for name in WAN_LAYERS]
@@ -26,6 +27,32 @@ def pair(kw: dict[str, Any], fmt: str, lora: dict[str, Any], **base: Any):
         else:
             wan_base(b, fmt, **base)
         write_lora(lo, **lora)
+        kw["lora"] = [str(lo)]
+        return [b]
+
+    return build
+
+
+def unet_pair(kw: dict[str, Any], *, diffusers: bool):
+    """A UNet stand-in (FP8) and a one-module LoRA in diffusers or ComfyUI UNet names."""
+
+    def build(tmp: Path) -> list[Path]:
+        b, lo = tmp / "base.safetensors", tmp / "lora.safetensors"
+        unet_base(b, "float8_e4m3fn")
+        unet_lora(lo, diffusers)
+        kw["lora"] = [str(lo)]
+        return [b]
+
+    return build
+
+
+def flux_pair(kw: dict[str, Any], modules: tuple[str, ...]):
+    """The Flux stand-in (FP8) and a diffusers LoRA of `modules` only."""
+
+    def build(tmp: Path) -> list[Path]:
+        b, lo = tmp / "base.safetensors", tmp / "lora.safetensors"
+        family_base(b, "flux", "float8_e4m3fn")
+        family_lora(lo, "flux", "transformer.", only=modules)
         kw["lora"] = [str(lo)]
         return [b]
 
@@ -122,13 +149,8 @@ def _cases() -> list[RuleCase]:
             "QC836",
             "lora-keys-not-predicted",
             {"comfyui": "none"},
-            pair(
-                kw,
-                "float8_e4m3fn",
-                {"paths": ["double_blocks.0.img_attn.qkv"], "convention": "diffusers-flux"},
-                flux=True,
-            ),
-            pair(kw, "float8_e4m3fn", {"paths": ["double_blocks.0.img_attn.qkv"]}, flux=True),
+            unet_pair(kw, diffusers=True),
+            unet_pair(kw, diffusers=False),
             kw=kw,
             twin_allows=("QC835",),
         )
@@ -180,6 +202,19 @@ def _cases() -> list[RuleCase]:
             pair(kw, "bf16", {"paths": ALL}),
             kw=kw,
             message="8 quantized layer(s)",
+        )
+    )
+    kw = {}
+    out.append(
+        case(
+            "QC840",
+            "lora-slice-of-fused-layer",
+            {"comfyui": "none"},
+            flux_pair(kw, ("transformer_blocks.0.attn.add_k_proj",)),
+            flux_pair(kw, tuple(f"transformer_blocks.0.attn.to_{x}" for x in "qkv")),
+            kw=kw,
+            message="patches rows 64-127",
+            twin_allows=("QC835",),
         )
     )
     return out

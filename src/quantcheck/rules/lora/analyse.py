@@ -65,6 +65,8 @@ class LayerResult:
     basis: str = ""
     #: other runtime -> {"outcome", and its figures when known} (`rules/lora/runtimes.py`)
     runtimes: dict[str, dict[str, Any]] = factory(dict)
+    #: the row ranges (start, size) patches of slices cover (a fused weight's q/k/v parts)
+    slices: list[tuple[int, int]] = factory(list)
 
 
 @record
@@ -107,11 +109,20 @@ def _flat(shape: tuple[int, ...]) -> tuple[int, int]:
     return (shape[0] if shape else 0), k
 
 
+def patch_shape(patch: Patch, nk: tuple[int, int] | None) -> tuple[int, int] | None:
+    """The [N, K] a patch applies to: the layer's, or its slice's (rows of a fused weight)."""
+    if nk is None or patch.offset is None:
+        return nk
+    dim, _, size = patch.offset
+    return (size, nk[1]) if dim == 0 else (nk[0], size)
+
+
 def shape_problem(
     patch: Patch, shapes: dict[str, tuple[int, ...]], nk: tuple[int, int] | None
 ) -> str | None:
-    """Why ComfyUI's calculate_weight cannot apply `patch` to a layer of logical `nk`."""
-    if nk is None:
+    """Why ComfyUI's calculate_weight cannot apply `patch` to a layer (or slice) of logical
+    `nk` (a patch that reshapes the weight, BFL control's img_in, fits by construction)."""
+    if nk is None or "reshape" in patch.parts:
         return None
     n, k = nk
     got = {role: shapes.get(name) for role, name in patch.parts.items()}
@@ -169,7 +180,7 @@ def header_analysis(
     """Everything the headers answer: the analysis without figures, the key map and the
     patches per layer (in the order of `Analysis.layers`); `runtimes`: target keys whose
     runtimes' LoRA paths are judged beside ComfyUI's."""
-    km = build_key_map(base.tensors, family)
+    km = build_key_map(base.tensors, family, {n: t.shape for n, t in base.tensors.items()})
     files: list[LoraFile] = []
     by_target: dict[str, list[tuple[Checkpoint, Patch]]] = {}
     for ck in loras:
@@ -196,9 +207,9 @@ def header_analysis(
                 f.not_loaded.append(key)
         f.matched_tensors = f.tensors - len(loaded.unmatched)
         files.append(f)
-        for target, patch in loaded.patches.items():
+        for patch in loaded.patches.values():
             patch.parts = {r: loaded.renamed.get(n, n) for r, n in patch.parts.items()}
-            by_target.setdefault(target, []).append((ck, patch))
+            by_target.setdefault(patch.target, []).append((ck, patch))
     layers: list[LayerResult] = []
     patches: list[list[tuple[Checkpoint, Patch]]] = []
     for target, items in by_target.items():
@@ -211,7 +222,7 @@ def header_analysis(
         nbytes = 0
         for ck, patch in items:
             named = {n: ck.tensors[n].shape for n in patch.parts.values() if n in ck.tensors}
-            problem = problem or shape_problem(patch, named, nk)
+            problem = problem or shape_problem(patch, named, patch_shape(patch, nk))
             nbytes += sum(ck.tensors[n].nbytes for n in patch.parts.values() if n in ck.tensors)
         outcome = FULL_LOAD.get(fmt, "patched") if quantized else "patched"
         if quantized:
@@ -222,6 +233,9 @@ def header_analysis(
             target, prefix, fmt, quantized, nk, outcome, fly, nbytes, problem=problem
         )
         result.loras = [_base_name(ck.shards[0].name) for ck, _ in items if ck.shards]
+        result.slices = sorted(
+            (p.offset[1], p.offset[2]) for _, p in items if p.offset and p.offset[0] == 0
+        )
         layers.append(result)
         patches.append(items)
     base_name = base.shards[0].name if base.shards else "?"

@@ -122,12 +122,13 @@ RULES = [
         "LoRA keys whose matching quantcheck does not predict",
         effects(),
         None,
-        "Counts the keys left to a model_lora_keys_unet branch or a convert_lora conversion "
-        "quantcheck does not model (diffusers tables of Flux, SD3, AuraFlow, PixArt, Krea2, "
-        "Lumina2; BFL-control and USO LoRAs).",
-        "Those branches map diffusers names through conversion tables (with slices of fused "
-        "qkv weights); quantcheck lists such keys as unpredicted instead of guessing.",
-        "transformer.transformer_blocks.0.attn.to_q.lora_A.weight on a Flux base",
+        "Counts the keys left to a model_lora_keys_unet branch quantcheck does not model: the "
+        "UNet models' (SD1.x/SDXL) diffusers table, unet_to_diffusers.",
+        "That branch maps diffusers UNet names (down_blocks, up_blocks, mid_block) through a "
+        "table built from the UNet's config; quantcheck lists such keys as unpredicted "
+        "instead of guessing. (The Flux, SD3, AuraFlow, PixArt, Krea2 and Lumina2 tables and "
+        "the BFL-control and USO conversions are modelled.)",
+        "lora_unet_down_blocks_0_attentions_0_proj_in.lora_up.weight on an SDXL base",
         "Check these keys in ComfyUI's log ('lora key not loaded').",
         f"{EVIDENCE['keys']}",
     ),
@@ -188,5 +189,27 @@ RULES = [
             LORA_PATHS[rt].evidence[k]
             for rt, k in (("sglang", "auto"), ("diffsynth", "hotload"), ("sdcpp", "int8"))
         ),
+    ),
+    Rule(
+        "QC840",
+        "lora-slice-of-fused-layer",
+        N,
+        "LoRA patches a slice of a quantized fused weight: the whole layer is re-quantized",
+        effects(),
+        None,
+        "Names the quantized layers whose LoRA patches cover only some rows: diffusers LoRAs "
+        "for Flux, SD3, PixArt and Z-Image address q, k and v separately, which ComfyUI maps to "
+        "slices of the model's fused qkv (or linear1) weight.",
+        "ComfyUI patches the slice but writes back the whole weight with "
+        "requantize_from_float and recalculated scales: rows the LoRA leaves alone come back "
+        "unchanged while their scale stays (they are on the grid), and move when it changes "
+        "(a per-tensor scale whose amax lies in the patched slice). With the weights read, the "
+        "finding says which.",
+        "transformer.transformer_blocks.0.attn.add_k_proj on double_blocks.0.txt_attn.qkv",
+        "Nothing to fix in the file; expect the figures of the whole layer. A LoRA that also "
+        "trains the other slices costs no more noise.",
+        "ComfyUI @783545f6 comfy/utils.py flux_to_diffusers / mmdit_to_diffusers / "
+        "pixart_to_diffusers / z_image_to_diffusers (slices); comfy/lora.py calculate_weight "
+        "(weight.narrow at the offset); " + EVIDENCE["patched"],
     ),
 ]

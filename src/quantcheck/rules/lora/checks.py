@@ -154,6 +154,27 @@ def _layer_findings(r: LayerResult) -> list[Diagnostic]:
                 tensor=r.layer + ".weight",
             )
         )
+    covered = sum(size for _, size in r.slices)
+    if r.quantized and r.slices and r.shape is not None and covered < r.shape[0]:
+        spans = ", ".join(f"{a}-{a + n - 1}" for a, n in r.slices)
+        moved = (r.figures or {}).get("untouched_error")
+        if moved is None:
+            then = "they move only if the recalculated scales change (figures not measured)"
+        elif moved == 0:
+            then = "they come back unchanged (the recalculated scales leave them on the grid)"
+        else:
+            then = f"they move by {moved:.2g}x the LoRA's size (the scales were recalculated)"
+        out.append(
+            Diagnostic(
+                R.QC840,
+                f"{r.format} layer of {r.shape[0]:,} rows: the LoRA patches rows {spans} (slices "
+                "of the fused weight, e.g. diffusers to_q/to_k/to_v of a fused qkv); ComfyUI "
+                f"re-quantizes all {r.shape[0]:,} rows; for the {r.shape[0] - covered:,} it "
+                f"does not patch, {then}",
+                layer=r.layer,
+                data={"rows": r.shape[0], "patched_rows": covered, "untouched_error": moved},
+            )
+        )
     if r.quantized and r.outcome == "patched" and r.on_the_fly == "dequantized":
         out.append(
             Diagnostic(

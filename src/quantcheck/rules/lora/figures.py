@@ -63,12 +63,24 @@ def _delta(
     strength: float,
     weight: np.ndarray | None,
 ) -> np.ndarray:
+    from quantcheck.rules.lora.analyse import patch_shape
+
     total = np.zeros(shape, np.float32)
     for ck, patch in items:
         arrays, alpha = _parts(ck, patch)
         if patch.kind == "diff" and "diff" in arrays:
             arrays = {"diff": arrays["diff"]}
-        total += lora_delta(patch.kind, arrays, alpha, strength, shape, weight)
+        part = patch_shape(patch, shape) or shape
+        rows = slice(None)
+        if patch.offset is not None:
+            _, start, size = patch.offset
+            rows = slice(start, start + size)
+        sub = weight[rows] if weight is not None else None
+        d = lora_delta(patch.kind, arrays, alpha, strength, part, sub)
+        if patch.function == "swap":  # swap_scale_shift: the delta's halves exchanged
+            half = d.shape[0] // 2
+            d = np.concatenate([d[half:], d[:half]])
+        total[rows] += d
     return total
 
 
@@ -162,6 +174,16 @@ def layer_options(base: Checkpoint, prefix: str, fmt: str) -> dict[str, Any]:
     return kitchen_options(fmt, marker, _tensors(layer), cb)
 
 
+def _untouched(r: LayerResult) -> np.ndarray | None:
+    """The rows of a layer no slice patch covers (None: no slices)."""
+    if not r.slices or r.shape is None:
+        return None
+    mask = np.ones(r.shape[0], bool)
+    for start, size in r.slices:
+        mask[start : start + size] = False
+    return mask
+
+
 def _layer_bytes(base: Checkpoint, prefix: str) -> int:
     return sum(t.nbytes for t in base.layers[prefix].tensors.values())
 
@@ -179,7 +201,7 @@ def add_figures(
     for r, items in zip(analysis.layers, patches, strict=True):
         if not r.quantized or r.outcome == "raises" or r.shape is None:
             continue
-        if any(p.kind not in NUMERIC_KINDS for _, p in items):
+        if any(p.kind not in NUMERIC_KINDS or "reshape" in p.parts for _, p in items):
             continue
         need = _layer_bytes(base, r.layer) + sum(
             ck.tensors[n].nbytes for ck, p in items for n in p.parts.values() if n in ck.tensors
@@ -190,7 +212,9 @@ def add_figures(
                 w = base.layer(r.layer).dequantize(shape=r.shape)
                 delta = _delta(items, r.shape, analysis.strength, w)
                 opts = layer_options(base, r.layer, r.format)
-                r.figures = survival(w, delta, r.format, string_to_seed(r.target), opts)
+                r.figures = survival(
+                    w, delta, r.format, string_to_seed(r.target), opts, _untouched(r)
+                )
                 r.basis = "measured" if r.format in REPRODUCED else "measured-round-to-nearest"
                 runtime_figures(r, w, delta, opts)
             except (ValueError, OSError) as exc:  # NumericError is a ValueError
