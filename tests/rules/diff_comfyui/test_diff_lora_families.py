@@ -35,7 +35,7 @@ from quantcheck.rules.lora.load import load_lora
 from ..lora.families import STANDINS, bfl_control_lora, family_base, family_lora, uso_lora
 from .lora_loader import ComfyLora
 from .real import Shell
-from .test_diff_lora import TOLERANCE, StandIn, comfy  # noqa: F401 (comfy: the fixture)
+from .test_diff_lora import TOLERANCE, StandIn, comfy
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("QUANTCHECK_DIFF_COMFYUI") != "1",
@@ -58,17 +58,17 @@ def _their_key(key: Any) -> Any:
     return key
 
 
-def _comfy(comfy: ComfyLora, base: Path, lora: Path, family: str, caplog) -> Any:
+def _comfy(cl: ComfyLora, base: Path, lora: Path, family: str, caplog) -> Any:
     s = STANDINS[family]
-    sd = comfy.comfy.plumb(load_file(str(base)), {})
+    sd = cl.comfy.plumb(load_file(str(base)), {})
     model = StandIn(
-        ["diffusion_model." + k for k in sd], getattr(comfy.model_base, s["cls"]), s["config"]
+        ["diffusion_model." + k for k in sd], getattr(cl.model_base, s["cls"]), s["config"]
     )
-    key_map = comfy.lora.model_lora_keys_unet(model, {})
-    lora_sd = comfy.lora_convert.convert_lora(load_file(str(lora)))
+    key_map = cl.lora.model_lora_keys_unet(model, {})
+    lora_sd = cl.lora_convert.convert_lora(load_file(str(lora)))
     caplog.clear()
     with caplog.at_level(logging.WARNING):
-        patches = comfy.lora.load_lora(lora_sd, key_map)
+        patches = cl.lora.load_lora(lora_sd, key_map)
     not_loaded = {
         r.getMessage()[len("lora key not loaded: ") :]
         for r in caplog.records
@@ -85,7 +85,7 @@ def _ours(base: Path, lora: Path) -> tuple[Any, Any]:
     return loaded, a
 
 
-def _their_figures(comfy: ComfyLora, sd: dict[str, Any], patches: dict[Any, Any]) -> dict:
+def _their_figures(cl: ComfyLora, sd: dict[str, Any], patches: dict[Any, Any]) -> dict:
     """model key -> ComfyUI's retention / added error of patching that weight with all its
     patches and re-quantizing it (layers the base lacks are skipped, as add_patches does)."""
     by_key: dict[str, list[Any]] = {}
@@ -96,25 +96,25 @@ def _their_figures(comfy: ComfyLora, sd: dict[str, Any], patches: dict[Any, Any]
             fn = key[2] if len(key) > 2 else None
         by_key.setdefault(k, []).append((1.0, adapter, 1.0, offset, fn))
     out = {}
-    qt = comfy.comfy.quant_ops.QuantizedTensor
+    qt = cl.comfy.quant_ops.QuantizedTensor
     for key, plist in by_key.items():
         prefix = key[len("diffusion_model.") : -len(".weight")]
         if prefix + ".weight" not in sd:
             continue
         own = {k: v for k, v in sd.items() if k.startswith(prefix + ".")}
         n, k = own[prefix + ".weight"].shape[0], _k(own, prefix)
-        shell = Shell(n, k, comfy.comfy.disabled)
+        shell = Shell(n, k, cl.comfy.disabled)
         shell.comfy = comfy.comfy
         shell._load_from_state_dict(own, prefix + ".", {}, True, [], [], [])
         weight = shell.weight
         if not isinstance(weight, qt):
             continue
         w = weight.to(torch.float32).dequantize()  # as patch_weight_to_device casts first
-        patched = comfy.lora.calculate_weight(plist, w.clone(), key)
+        patched = cl.lora.calculate_weight(plist, w.clone(), key)
         got = weight.requantize_from_float(
             patched.clone(),
             scale="recalculate",
-            stochastic_rounding=comfy.string_to_seed(key),
+            stochastic_rounding=cl.string_to_seed(key),
             inplace_ops=True,
         )
         got = got.dequantize().to(torch.float32)
@@ -150,7 +150,13 @@ def _k(own: dict[str, Any], prefix: str) -> int:
     ids=[f"{c[0]}-{c[1]}-{c[2] or 'bare'}" for c in CASES],
 )
 def test_diffusers_branch_against_comfyui(
-    comfy, tmp_path: Path, caplog, family: str, fmt: str, prefix: str, extra: int
+    comfy,
+    tmp_path: Path,
+    caplog,
+    family: str,
+    fmt: str,
+    prefix: str,
+    extra: int,
 ) -> None:
     base, lora = tmp_path / "base.safetensors", tmp_path / "lora.safetensors"
     family_base(base, family, fmt)
@@ -178,13 +184,18 @@ def test_diffusers_branch_against_comfyui(
 
 
 @pytest.mark.parametrize("kind", ["bfl-control", "uso"])
-def test_conversions_against_comfyui(comfy, tmp_path: Path, caplog, kind: str) -> None:
+def test_conversions_against_comfyui(
+    comfy,
+    tmp_path: Path,
+    caplog,
+    kind: str,
+) -> None:
     """convert_lora's BFL-control and USO renaming, then Flux's key map (USO's qkv_lora: the
     `linear1_qkv` slice of a single block's linear1)."""
     base, lora = tmp_path / "base.safetensors", tmp_path / "lora.safetensors"
     family_base(base, "flux", "float8_e4m3fn")
     (bfl_control_lora if kind == "bfl-control" else uso_lora)(lora)
-    sd, patches, not_loaded = _comfy(comfy, base, lora, "flux", caplog)
+    _, patches, not_loaded = _comfy(comfy, base, lora, "flux", caplog)
     loaded, a = _ours(base, lora)
     assert loaded.conversion == kind
     assert {_their_key(k) for k in patches} == set(loaded.patches)

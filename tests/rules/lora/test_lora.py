@@ -17,7 +17,7 @@ from quantcheck.rules.lora.conventions import Explainer, describe
 from quantcheck.rules.lora.keymap import build_key_map
 from quantcheck.rules.lora.load import load_lora
 
-from .pairs import WAN_LAYERS, flux_base, wan_base, write_lora
+from .pairs import WAN_LAYERS, wan_base, write_lora
 
 ALL = [f"blocks.0.{name}" for name in WAN_LAYERS]
 

@@ -188,7 +188,8 @@ def _adapters(
         parts = {"blocks": blocks}
         if f"{x}.rescale" in keys:
             parts["rescale"] = f"{x}.rescale"
-        out.append(Patch(target, x, "oft" if len(shapes.get(renamed[blocks], ())) == 3 else "boft", parts))
+        dims = len(shapes.get(renamed[blocks], ()))
+        out.append(Patch(target, x, "oft" if dims == 3 else "boft", parts))
     bias = target[: -len(".weight")] + ".bias" if target.endswith(".weight") else target + ".bias"
     for name, kind, on in (
         ("w_norm", "diff", target),
