@@ -104,7 +104,7 @@ def _their_figures(cl: ComfyLora, sd: dict[str, Any], patches: dict[Any, Any]) -
         own = {k: v for k, v in sd.items() if k.startswith(prefix + ".")}
         n, k = own[prefix + ".weight"].shape[0], _k(own, prefix)
         shell = Shell(n, k, cl.comfy.disabled)
-        shell.comfy = comfy.comfy
+        shell.comfy = cl.comfy
         shell._load_from_state_dict(own, prefix + ".", {}, True, [], [], [])
         weight = shell.weight
         if not isinstance(weight, qt):
