@@ -8,6 +8,7 @@ import re
 
 from quantcheck._record import record
 from quantcheck._version import document_head
+from quantcheck.io.source import base_name
 from quantcheck.results import Report
 from quantcheck.rules.lora.analyse import Analysis
 from quantcheck.runtimes.comfyui_lora import EVIDENCE
@@ -296,16 +297,36 @@ def blocks(lr: LoraReport) -> list[tuple[str, float, int]]:
     return [(k, sum(v) / len(v), len(v)) for k, v in sorted(acc.items(), key=lambda i: order(i[0]))]
 
 
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{n:,} {k}" for k, n in counts.items())
+
+
 def html_section(lr: LoraReport) -> str:
-    """A self-contained <section>: per format the outcome, and a bar per block of the share of
-    the LoRA's change that arrives clean."""
+    """A self-contained <section id="lora">: per format the outcome on ComfyUI's full load,
+    per other target runtime what its default mode does, and a bar per block of the share of
+    the LoRA's change that arrives clean (the standalone page and `report --lora`)."""
     doc = document(lr)
     rows = "".join(
         f"<tr><td>{html.escape(fmt)}</td><td>{s['layers']}</td>"
-        f"<td>{html.escape(str(s['outcomes']))}</td><td>{_num(s['retention'])}</td>"
+        f"<td>{html.escape(_counts(s['outcomes']))}</td><td>{_num(s['retention'])}</td>"
         f"<td>{_num(s['added_error'])}</td><td>{html.escape(s['says'])}</td></tr>"
         for fmt, s in doc["formats"].items()
     )
+    runtimes = "".join(
+        f"<tr><td>{html.escape(t)}</td><td>{html.escape(str(e['lora_path']['mode']))} "
+        f"{html.escape(e['lora_path']['verified'])}</td><td>{html.escape(fmt)}</td>"
+        f"<td>{f['layers']}</td><td>{html.escape(f['outcome'])}</td>"
+        f"<td>{_num(f.get('retention'))}</td><td>{_num(f.get('added_error'))}</td></tr>"
+        for t, e in doc["targets"].items()
+        for fmt, f in e["lora_path"].get("formats", {}).items()
+    )
+    if runtimes:
+        runtimes = (
+            '<h3>other runtimes (default mode)</h3><table class="data"><tr><th>runtime</th>'
+            "<th>mode</th>"
+            "<th>format</th><th>layers</th><th>outcome</th><th>retention</th>"
+            f"<th>added error</th></tr>{runtimes}</table>"
+        )
     bars = "".join(
         f'<div class="lora-bar"><span>{html.escape(b)} ({n})</span>'
         f'<svg width="300" height="12"><rect width="{300 * min(1.0, v):.1f}" height="12" '
@@ -313,13 +334,19 @@ def html_section(lr: LoraReport) -> str:
         for b, v, n in blocks(lr)
     )
     lora = doc["lora"]
+    names = ", ".join(html.escape(base_name(f["path"])) for f in lora["files"])
     return (
-        '<section class="lora"><h2>LoRA</h2>'
+        f'<section class="lora" id="lora"><h2>LoRA <small>{names}, strength '
+        f"{doc['strength']:g}</small></h2>"
         f"<p>{lora['matched_tensors']:,} of {lora['tensors']:,} LoRA tensors load; "
         f"{len(lora['unmatched']):,} not loaded.</p>"
-        "<table><tr><th>format</th><th>layers</th><th>outcome</th><th>retention</th>"
-        f"<th>added error</th><th>what you will see</th></tr>{rows}</table>"
-        f"<h3>surviving change per block</h3>{bars or '<p>no figures</p>'}</section>"
+        "<h3>ComfyUI full load, per format</h3>"
+        '<table class="data"><tr><th>format</th><th>layers</th><th>outcome</th>'
+        "<th>retention</th><th>added error</th><th>what you will see</th></tr>"
+        f"{rows}</table>{runtimes}"
+        "<h3>surviving change per block <small>(retention / (1 + added error) on ComfyUI; "
+        f"1 = the LoRA's change arrives clean)</small></h3>{bars or '<p>no figures</p>'}"
+        "</section>"
     )
 
 

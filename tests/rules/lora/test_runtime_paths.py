@@ -148,3 +148,24 @@ def test_gpu_lora_mode_of_sglang_is_a_side_branch(tmp_path: Path, capsys) -> Non
     _, out = _run([*argv, "--output-format", "json"], capsys)
     ex = json.loads(out)["targets"]["sglang"]["gpu"]["h100"]["execution"]
     assert {ex[p]["lora_mode"] for p in ALL[:2]} == {"side-branch"}
+
+
+def test_report_has_a_lora_section(tmp_path: Path, capsys) -> None:
+    """`report --lora`: the page gains the LoRA section (its nav link, the runtimes' table, a
+    bar per block) and the LoRA's findings join its diagnostics; a folder of several
+    checkpoints with --lora is a usage error."""
+    b, lo = _pair(tmp_path, "nvfp4", size=0.01)
+    out = tmp_path / "r.html"
+    code = main(["report", str(b), "--lora", str(lo), "--target", "all", "-o", str(out)])
+    page = out.read_text(encoding="utf-8")
+    assert code == 0 and '<a href="#lora">LoRA</a>' in page
+    section = page[page.index('<section class="lora" id="lora">') :]
+    section = section[: section.index("</section>")]
+    assert "lora.safetensors, strength 1" in section and "blocks.0 (8)" in section
+    assert "<td>sglang</td><td>auto [RUN]</td><td>nvfp4</td><td>8</td><td>side-branch" in section
+    assert "QC834" in page and "QC838" in page
+    plain = tmp_path / "plain.html"
+    assert main(["report", str(b), "-o", str(plain)]) == 0
+    assert 'id="lora"' not in plain.read_text(encoding="utf-8")
+    assert main(["report", str(tmp_path), "--lora", str(lo), "-o", str(tmp_path / "x")]) == 2
+    capsys.readouterr()
