@@ -35,7 +35,7 @@ from quantcheck.rules.lora.load import load_lora
 from ..lora.families import STANDINS, bfl_control_lora, family_base, family_lora, uso_lora
 from .lora_loader import ComfyLora
 from .real import Shell
-from .test_diff_lora import TOLERANCE, StandIn, comfy
+from .test_diff_lora import TOLERANCE, StandIn, comfy  # noqa: F401 (comfy: the fixture)
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("QUANTCHECK_DIFF_COMFYUI") != "1",
@@ -150,7 +150,7 @@ def _k(own: dict[str, Any], prefix: str) -> int:
     ids=[f"{c[0]}-{c[1]}-{c[2] or 'bare'}" for c in CASES],
 )
 def test_diffusers_branch_against_comfyui(
-    comfy,
+    comfy,  # noqa: F811 (the fixture)
     tmp_path: Path,
     caplog,
     family: str,
@@ -185,7 +185,7 @@ def test_diffusers_branch_against_comfyui(
 
 @pytest.mark.parametrize("kind", ["bfl-control", "uso"])
 def test_conversions_against_comfyui(
-    comfy,
+    comfy,  # noqa: F811 (the fixture)
     tmp_path: Path,
     caplog,
     kind: str,
