@@ -176,6 +176,7 @@ def document(lr: LoraReport) -> dict[str, Any]:
             "retention": _round((r.figures or {}).get("retention")),
             "added_error": _round((r.figures or {}).get("added_error")),
             "requant_error": _round((r.figures or {}).get("requant_error")),
+            "untouched_error": _round((r.figures or {}).get("untouched_error")),
             "figures": r.basis or None,
             "patch_bytes": r.patch_bytes,
             "problem": r.problem,
