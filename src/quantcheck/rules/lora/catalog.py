@@ -11,6 +11,11 @@ from quantcheck.runtimes.lora_path import LORA_PATHS
 E, W, N = Severity.ERROR, Severity.WARNING, Severity.INFO
 
 
+def _evidence(*facts: tuple[str, str]) -> str:
+    """Facts of the other runtimes' LoRA paths (runtime, fact), joined."""
+    return "; ".join(LORA_PATHS[rt].evidence[k] for rt, k in facts)
+
+
 RULES = [
     Rule(
         "QC830",
@@ -161,13 +166,10 @@ RULES = [
         "LoRA below the grid's spacing is rounded away (SD.Next PR #5044 measured retention "
         "near zero at 4 bits), and a 16-bit merge loses a LoRA under half a BF16 ulp of the "
         "weights. ComfyUI and Forge Neo (the same re-quantization) are QC834.",
-        "an nvfp4 layer SD.Next re-quantizes after a 1 % LoRA: retention 0.3",
+        "an nvfp4 layer SD.Next re-quantizes after a 1 % LoRA: retention 0.06",
         "Use a runtime that keeps the LoRA as a side branch on quantized layers (sglang, "
         "DiffSynth, sd.cpp for INT8), or a higher-precision file for LoRA work.",
-        "; ".join(
-            LORA_PATHS[rt].evidence[k]
-            for rt, k in (("sdnext", "rounding"), ("invokeai", "direct"), ("sdcpp", "adapter"))
-        ),
+        _evidence(("sdnext", "rounding"), ("invokeai", "direct"), ("sdcpp", "adapter")),
     ),
     Rule(
         "QC839",
@@ -185,10 +187,7 @@ RULES = [
         "sglang --lora-merge-mode auto on an nvfp4 base",
         "Nothing to fix; merge the LoRA into a BF16 base and re-quantize it offline if the "
         "speed matters.",
-        "; ".join(
-            LORA_PATHS[rt].evidence[k]
-            for rt, k in (("sglang", "auto"), ("diffsynth", "hotload"), ("sdcpp", "int8"))
-        ),
+        _evidence(("sglang", "auto"), ("diffsynth", "hotload"), ("sdcpp", "int8")),
     ),
     Rule(
         "QC840",
