@@ -116,6 +116,12 @@ SUFFIXES: tuple[str, ...] = tuple(
         reverse=True,
     )
 )
+#: SUFFIXES by the text after their last "." (a key can only end with the suffixes of its own
+#: last part: the header-only path tries a few instead of all), longest first
+SUFFIXES_BY_LAST: dict[str, tuple[str, ...]] = {}
+for _s in SUFFIXES:
+    _last = _s.rsplit(".", 1)[-1]
+    SUFFIXES_BY_LAST[_last] = (*SUFFIXES_BY_LAST.get(_last, ()), _s)
 
 #: Model-type branches of model_lora_keys_unet whose extra LoRA names derive from the state
 #: dict key alone (family -> templates over `{k}` = key without "diffusion_model." and

@@ -16,8 +16,10 @@ Diffusion in Low Bits, forced for GGUF: `modules_forge/main_entry.py`
 (`backend/operations.py` `weights_manual_cast`): the layer runs dequantized.
 
 Keys: `modules_forge/packages/comfy/lora.py` `model_lora_keys_unet` / `load_lora`, a port of
-ComfyUI's comfy/lora.py (v0.3.77 per its header): predicted as ComfyUI's [READ]. Formats it
-loads at all: QUANT_ALGOS @939c56d (FP8 e4m3/e5m2, NVFP4, MXFP8, INT8). Standard library only.
+ComfyUI's comfy/lora.py (backend/patcher/lora.py's header names v0.3.77): predicted as
+ComfyUI @783545f6's [READ; GUESS that the port carries the same family branches: one ComfyUI
+added after the port's version would be missing]. Formats it loads at all: QUANT_ALGOS
+@939c56d (FP8 e4m3/e5m2, NVFP4, MXFP8, INT8). Standard library only.
 """
 
 from __future__ import annotations
@@ -55,7 +57,8 @@ PATH = LoraPath(
         "(dynamic_args['online_lora']); backend/operations.py weights_manual_cast merges "
         "forge_online_loras into the cast weight [READ]",
         "keys": f"{REPO} backend/patcher/lora.py imports model_lora_keys_unet, load_lora from "
-        "modules_forge/packages/comfy/lora.py (ComfyUI port) [READ]",
+        "modules_forge/packages/comfy/lora.py (ComfyUI port; its branches taken as ComfyUI "
+        "@783545f6's [GUESS]) [READ]",
     },
     verified="[READ]",
     cost="offline: none at run time (the layer stays quantized; re-quantization noise as "

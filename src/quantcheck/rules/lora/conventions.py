@@ -12,7 +12,7 @@ from quantcheck.runtimes.comfyui_lora import (
     LORA_FAMILY_HINTS,
     LORA_NAMINGS,
     PREFIXES,
-    SUFFIXES,
+    SUFFIXES_BY_LAST,
     TEXT_ENCODER_PREFIXES,
 )
 
@@ -46,7 +46,7 @@ UNET_DIFFUSERS_PARTS = ("down_blocks", "up_blocks", "mid_block")
 
 def split_key(name: str) -> tuple[str, str]:
     """(module, adapter suffix) of a LoRA key; suffix "" when none is one ComfyUI reads."""
-    for s in SUFFIXES:
+    for s in SUFFIXES_BY_LAST.get(name.rsplit(".", 1)[-1], ()):
         if name.endswith(s):
             return name[: -len(s)], s
     return name, ""

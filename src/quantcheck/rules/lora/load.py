@@ -23,7 +23,7 @@ from quantcheck.runtimes.comfyui_lora import (
     LOHA_TUCKER,
     LOKR,
     LORA_NAMINGS,
-    SUFFIXES,
+    SUFFIXES_BY_LAST,
 )
 
 TYPE_CHECKING = False
@@ -111,7 +111,7 @@ def _modules(names: list[str], key_map: Mapping[str, object]) -> list[str]:
     """Module names of the key map some LoRA key could load under, in key-map order."""
     found: set[str] = set()
     for n in names:
-        for suffix in SUFFIXES:
+        for suffix in SUFFIXES_BY_LAST.get(n.rsplit(".", 1)[-1], ()):
             if n.endswith(suffix):
                 x = n[: -len(suffix)]
                 if x in key_map:
