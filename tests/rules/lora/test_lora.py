@@ -307,7 +307,7 @@ def test_clean_pair_exits_0_and_other_outputs(tmp_path: Path, capsys) -> None:
     code, out = _run(["lora", str(b), str(lo), "--output-format", "sarif"], capsys)
     assert json.loads(out)["version"] == "2.1.0"
     code, out = _run(["lora", str(b), str(lo), "--output-format", "html"], capsys)
-    assert '<section class="lora">' in out and "blocks.0 (8)" in out
+    assert '<section class="lora" id="lora">' in out and "blocks.0 (8)" in out
 
 
 def test_check_with_lora(tmp_path: Path, capsys) -> None:
