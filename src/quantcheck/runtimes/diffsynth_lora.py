@@ -19,7 +19,7 @@ runs `get_name_dict` / `convert_state_dict`. Standard library only.
 
 from __future__ import annotations
 
-from quantcheck.runtimes.lora_path import LoraPath
+from quantcheck.runtimes.lora_record import LoraPath
 
 WHEEL = "DiffSynth-Studio 2.1.12 wheel diffsynth"
 

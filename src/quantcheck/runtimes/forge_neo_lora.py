@@ -24,7 +24,7 @@ added after the port's version would be missing]. Formats it loads at all: QUANT
 
 from __future__ import annotations
 
-from quantcheck.runtimes.lora_path import LoraPath
+from quantcheck.runtimes.lora_record import LoraPath
 
 REPO = "Haoming02/sd-webui-forge-classic"
 LOADED = ("float8_e4m3fn", "float8_e5m2", "nvfp4", "mxfp8", "int8_tensorwise")

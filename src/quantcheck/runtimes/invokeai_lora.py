@@ -18,7 +18,7 @@ model's module names: not predicted key by key. Standard library only.
 
 from __future__ import annotations
 
-from quantcheck.runtimes.lora_path import LoraPath
+from quantcheck.runtimes.lora_record import LoraPath
 
 WHEEL = "InvokeAI 6.14.2 wheel invokeai/backend"
 

@@ -15,7 +15,7 @@ by key. Standard library only.
 
 from __future__ import annotations
 
-from quantcheck.runtimes.lora_path import LoraPath
+from quantcheck.runtimes.lora_record import LoraPath
 
 REPO = "kohya-ss/musubi-tuner"
 

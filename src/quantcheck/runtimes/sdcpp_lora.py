@@ -20,7 +20,7 @@ predicted key by key. Standard library only.
 
 from __future__ import annotations
 
-from quantcheck.runtimes.lora_path import LoraPath
+from quantcheck.runtimes.lora_record import LoraPath
 
 AT = "leejet/stable-diffusion.cpp @bcc7e295"
 

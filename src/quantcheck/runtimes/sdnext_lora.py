@@ -26,7 +26,7 @@ Standard library only.
 
 from __future__ import annotations
 
-from quantcheck.runtimes.lora_path import LoraPath
+from quantcheck.runtimes.lora_record import LoraPath
 
 AT = "vladmandic/sdnext @d11a619"
 

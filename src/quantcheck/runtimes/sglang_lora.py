@@ -20,7 +20,7 @@ own module names: not predicted key by key. Standard library only.
 
 from __future__ import annotations
 
-from quantcheck.runtimes.lora_path import LoraPath
+from quantcheck.runtimes.lora_record import LoraPath
 
 LINEAR = "sglang 0.5.23 wheel sglang/multimodal_gen/runtime/layers/lora/linear.py"
 PIPELINE = "sglang 0.5.23 wheel sglang/multimodal_gen/runtime/pipelines_core/lora/pipeline.py"

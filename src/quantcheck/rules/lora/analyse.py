@@ -15,7 +15,7 @@ from quantcheck.formats.dims import derive_dims
 from quantcheck.formats.table import FORMATS
 from quantcheck.rules.lora.conventions import Explainer, describe, is_text_encoder, split_key
 from quantcheck.rules.lora.keymap import KeyMap, build_key_map
-from quantcheck.rules.lora.load import Patch, load_lora
+from quantcheck.rules.lora.load import Patch, load_lora, patch_shape
 from quantcheck.rules.lora.runtimes import fill_outcomes, lora_runtimes
 from quantcheck.runtimes.comfyui_lora import FULL_LOAD, ON_THE_FLY_REQUANT
 
@@ -107,14 +107,6 @@ def _flat(shape: tuple[int, ...]) -> tuple[int, int]:
     for s in shape[1:]:
         k *= s
     return (shape[0] if shape else 0), k
-
-
-def patch_shape(patch: Patch, nk: tuple[int, int] | None) -> tuple[int, int] | None:
-    """The [N, K] a patch applies to: the layer's, or its slice's (rows of a fused weight)."""
-    if nk is None or patch.offset is None:
-        return nk
-    dim, _, size = patch.offset
-    return (size, nk[1]) if dim == 0 else (nk[0], size)
 
 
 def shape_problem(

@@ -21,6 +21,7 @@ import numpy as np
 from quantcheck.numeric.arrays import from_bytes
 from quantcheck.numeric.lora_patch import kitchen_options, lora_delta, requantize, survival
 from quantcheck.numeric.stochastic import string_to_seed
+from quantcheck.rules.lora.load import patch_shape
 from quantcheck.rules.lora.runtimes import runtime_figures
 from quantcheck.runtimes.comfyui_lora import REPRODUCED, STOCHASTIC
 
@@ -63,8 +64,6 @@ def _delta(
     strength: float,
     weight: np.ndarray | None,
 ) -> np.ndarray:
-    from quantcheck.rules.lora.analyse import patch_shape
-
     total = np.zeros(shape, np.float32)
     for ck, patch in items:
         arrays, alpha = _parts(ck, patch)

@@ -202,3 +202,11 @@ def _adapters(
             if name == "w_norm" and f"{x}.b_norm" in keys:
                 out.append(Patch(bias, x, "diff", {"diff": f"{x}.b_norm"}))
     return out
+
+
+def patch_shape(patch: Patch, nk: tuple[int, int] | None) -> tuple[int, int] | None:
+    """The [N, K] a patch applies to: the layer's, or its slice's (rows of a fused weight)."""
+    if nk is None or patch.offset is None:
+        return nk
+    dim, _, size = patch.offset
+    return (size, nk[1]) if dim == 0 else (nk[0], size)
