@@ -43,16 +43,18 @@ examples: $(STAMP_DEV)
 bench: $(STAMP_DEV)
 	$(BIN)/python benchmarks/bench_check.py
 
-# sglang 0.5.18-0.5.23's own marker code against quantcheck's per-release verdicts. Downloads
-# the six pinned wheels (~180 MB) once into ~/.cache/quantcheck/sglang-wheels (or
-# $QUANTCHECK_SGLANG_WHEELS); needs torch (CPU) and safetensors (the `oracle` extra).
+# sglang 0.5.18-0.5.23's own marker code (and 0.5.23's LoRA wrapper and merge decision) against
+# quantcheck's per-release verdicts. Downloads the six pinned wheels (~180 MB) once into
+# ~/.cache/quantcheck/sglang-wheels (or $QUANTCHECK_SGLANG_WHEELS); needs torch (CPU) and safetensors.
 diff-sglang: $(STAMP_DEV)
 	QUANTCHECK_DIFF_SGLANG=1 $(BIN)/python -m pytest -q tests/rules/diff_sglang
 
 # InvokeAI 6.14.2's and DiffSynth-Studio 2.1.12's own loader functions against quantcheck's
-# invokeai/diffsynth verdicts. Downloads the two pinned wheels (~14 MB) once into
-# ~/.cache/quantcheck/consumer-wheels (or $QUANTCHECK_CONSUMER_WHEELS); needs torch (CPU),
-# safetensors and comfy-kitchen (the `oracle` extra).
+# invokeai/diffsynth verdicts, and their LoRA code (with SD.Next d11a619's SDNQ quantizer)
+# against `quantcheck lora`. Downloads the two pinned wheels (~14 MB) once into
+# ~/.cache/quantcheck/consumer-wheels (or $QUANTCHECK_CONSUMER_WHEELS) and SD.Next's
+# modules/sdnq from $QUANTCHECK_SDNEXT_SRC or a `git fetch` of the commit (pinned by SHA-256);
+# needs torch (CPU), safetensors and comfy-kitchen (the `oracle` extra).
 diff-consumers: $(STAMP_DEV)
 	QUANTCHECK_DIFF_CONSUMERS=1 $(BIN)/python -m pytest -q tests/rules/diff_consumers
 

@@ -13,7 +13,10 @@ times, best of ``--repeat`` interleaved rounds:
 (c) the codec floor on the first block's layers: quantcheck's dequantize of each layer plus
     ComfyUI's stochastic re-quantization twice (W + s·dW and W), what the figures need;
 (d) the figures of those layers (``add_figures``: reads, dW from the factors, both
-    re-quantizations, the metrics) -- d/c.
+    re-quantizations, the metrics) -- d/c;
+(b2) (b) for every target runtime (``--target all``: the other runtimes' LoRA paths too);
+(e) (d) with every runtime's figures (SD.Next's SDNQ re-quantization, the bf16/f16 merges of
+    InvokeAI and sd.cpp besides ComfyUI's) -- e/d.
 
     .venv/bin/python benchmarks/bench_lora.py [--blocks 9] [--dir D] [--repeat 2]
 """
@@ -108,6 +111,9 @@ def main() -> None:
     def header_part() -> None:
         lora_check([str(base)], [str(lora)], numbers=False)
 
+    def header_part_all() -> None:
+        lora_check([str(base)], [str(lora)], numbers=False, target="all")
+
     first = [p for p, _, _ in _layers(1)]
 
     def floor() -> None:
@@ -118,20 +124,27 @@ def main() -> None:
                 requantize(w, "float8_e4m3fn", seed)
                 requantize(w, "float8_e4m3fn", seed)
 
-    def figures() -> None:
+    def figures(runtimes: tuple[str, ...] = ()) -> None:
         with (
             load_checkpoint([str(base)]) as ck,
             load_checkpoint([str(lora0)], read_markers=False) as lo,
         ):
-            a, _, patches = header_analysis(ck, [lo])
+            a, _, patches = header_analysis(ck, [lo], runtimes=runtimes)
             add_figures(a, ck, patches, None)
 
-    rounds = {"headers": [], "header_part": [], "floor": [], "figures": []}
+    from quantcheck.runtimes import targets_of
+
+    every = targets_of("all")
+    rounds: dict[str, list[float]] = {
+        k: [] for k in ("headers", "header_part", "header_all", "floor", "figures", "all")
+    }
     for _ in range(args.repeat):  # interleaved: the machine's load changes between rounds
         rounds["headers"].append(_best(headers, 1))
         rounds["header_part"].append(_best(header_part, 1))
+        rounds["header_all"].append(_best(header_part_all, 1))
         rounds["floor"].append(_best(floor, 1))
         rounds["figures"].append(_best(figures, 1))
+        rounds["all"].append(_best(lambda: figures(every), 1))
     best = {k: min(v) for k, v in rounds.items()}
     size = base.stat().st_size
     params = sum(n * k for _, n, k in _layers(1))
@@ -145,6 +158,9 @@ def main() -> None:
     print(f"(b) lora, header-only part: {b * 1e3:8.1f} ms   b/a = {b / a:.2f}")
     print(f"(c) codec floor, block 0:   {c:8.2f} s    ({params / c / 1e6:.0f} M weights/s)")
     print(f"(d) figures, block 0:       {d:8.2f} s    d/c = {d / c:.2f}")
+    b2, e = best["header_all"], best["all"]
+    print(f"(b2) header-only, all:      {b2 * 1e3:8.1f} ms   b2/a = {b2 / a:.2f}")
+    print(f"(e) figures, all runtimes:  {e:8.2f} s    e/d = {e / d:.2f}")
 
 
 if __name__ == "__main__":

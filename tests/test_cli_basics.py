@@ -518,7 +518,8 @@ def test_every_json_output_has_schema_version_and_tool(
     doc = json.loads(out)
     assert isinstance(doc, dict)
     assert list(doc)[:4] == ["schema_version", "tool", "tool_version", "kind"]
-    version = 3 if argv[0] == "check" else 1  # check: 2 lists checkpoints, 3 since issue 24
+    # check: 2 lists checkpoints, 3 since issue 24; lora: 2 since its lora_path became objects
+    version = {"check": 3, "lora": 2}.get(argv[0], 1)
     assert (doc["schema_version"], doc["tool"], doc["kind"]) == (version, "quantcheck", argv[0])
     assert doc["tool_version"] == __version__  # the one version, as --version shows it
 

@@ -165,10 +165,11 @@ def check_checkpoint(
     lora: list[str] | None = None,
     lora_strength: float = 1.0,
     lora_numbers: bool = False,
+    lora_analysis: list[Any] | None = None,
 ) -> Report:
     """Check an opened checkpoint (`gpus`: `GpuSpec`s, see `labelled_check`; `lora`: also the
     QC83x findings of these LoRA files on it; `lora_numbers`: with their figures, reading the
-    weights)."""
+    weights; `lora_analysis`: a list the LoRA analysis is appended to)."""
     return labelled_check(
         ck,
         target=target,
@@ -180,6 +181,7 @@ def check_checkpoint(
         lora=lora,
         lora_strength=lora_strength,
         lora_numbers=lora_numbers,
+        lora_analysis=lora_analysis,
     )[0]
 
 
@@ -195,6 +197,7 @@ def labelled_check(
     lora: list[str] | None = None,
     lora_strength: float = 1.0,
     lora_numbers: bool = False,
+    lora_analysis: list[Any] | None = None,
 ) -> tuple[Report, dict[str, str]]:
     """`check_checkpoint`, and the `file_labels` of the checkpoint's files (path -> the name
     its diagnostics give). `gpus`: `GpuSpec`s to judge each target on (`--gpu`)."""
@@ -214,8 +217,12 @@ def labelled_check(
     if lora:
         from quantcheck.rules.lora.run import lora_diagnostics
 
-        analysis, found_lora = lora_diagnostics(ck, lora, lora_strength, numbers=lora_numbers)
+        analysis, found_lora = lora_diagnostics(
+            ck, lora, lora_strength, numbers=lora_numbers, targets=targets
+        )
         diags.extend(found_lora)
+        if lora_analysis is not None:
+            lora_analysis.append(analysis)
         if gpu:  # each patched layer's lora_mode on each GPU (issue 25 x issue 24)
             from quantcheck.rules.lora.gpu import fill_lora_modes
 

@@ -97,7 +97,7 @@ def lora_check(
     needs: dict[str, Any] = {}
     with load_checkpoint(base_paths) as base:
         analysis, diags = lora_diagnostics(
-            base, lora_paths, strength, numbers=numbers, max_bytes=max_bytes
+            base, lora_paths, strength, numbers=numbers, max_bytes=max_bytes, targets=targets
         )
         if gpus:
             from quantcheck.rules.gpu.report import gpu_targets

@@ -16,7 +16,9 @@ Write one self-contained HTML file (inline CSS and SVG; no scripts, no network):
 a format map of blocks x layer kinds coloured by format with diagnostics outlined,
 size and bits per weight per format and the saving against BF16, per-runtime
 verdicts and the diagnostics by code. With --compare, a heat map of each layer's
-relative error against the original and the 20 worst layers (needs numpy).
+relative error against the original and the 20 worst layers (needs numpy). With
+--lora, a LoRA section: what each runtime does with the LoRA on this checkpoint and a
+per-block bar of the share of its change that survives (reads the weights).
 
 Several checkpoints (a folder, a hub repository, several arguments; read as
 `quantcheck check` reads them) give a folder: -o DIR (a name ending in .html
@@ -61,6 +63,18 @@ def add_arguments(p: argparse.ArgumentParser, name: str) -> None:
         "add a GPUs section: per target a GPU x format grid (native / emulated / "
         "refused), weight memory, the lowest class where every layer is native; SPEC as "
         "for `check --gpu`. Repeatable",
+    )
+    p.add_argument(
+        "--lora",
+        action="append",
+        default=[],
+        metavar="LORA",
+        help="add a LoRA section for this LoRA file on the checkpoint (as `quantcheck lora`: "
+        "keys, outcomes per runtime, a per-block bar of the surviving change; reads the "
+        "weights); repeatable; one checkpoint only",
+    )
+    p.add_argument(
+        "--lora-strength", type=float, default=1.0, help="strength for --lora (default 1.0)"
     )
 
 
@@ -127,6 +141,9 @@ def _run(args: argparse.Namespace) -> int:
         say_error(f"--gpu: {exc}")
         return 2
     specs = discover(args.paths, include=args.include, exclude=args.exclude, as_one=args.as_one)
+    if len(specs) > 1 and args.lora:
+        say_error("--lora takes one checkpoint (a report page), not a folder of several")
+        return 2
     if len(specs) > 1 and not args.compare:
         return _write_many(args, specs)
     spec = only_one(specs, "report --compare reads")
@@ -140,7 +157,15 @@ def _run(args: argparse.Namespace) -> int:
     except CompareUnavailable as exc:
         say_error(exc)
         return 2
-    html = build_report(spec, compare=compare, target=args.target, deep=args.deep, gpus=args.gpus)
+    html = build_report(
+        spec,
+        compare=compare,
+        target=args.target,
+        deep=args.deep,
+        gpus=args.gpus,
+        lora=[one_checkpoint([lo], "--lora", what="reads") for lo in args.lora] or None,
+        lora_strength=args.lora_strength,
+    )
     out = Path(args.output)
     write_atomic(out, html)
     say(f"wrote {out} ({len(html.encode('utf-8', 'backslashreplace')) / 1024:.0f} KiB)", err=True)

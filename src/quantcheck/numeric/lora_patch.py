@@ -4,8 +4,8 @@ ComfyUI (full load): W = dequantize(stored); W' = calculate_weight(W) = W + s·�
 (comfy/lora.py, comfy/weight_adapter/*.py @783545f6); then `requantize_from_float(W',
 scale="recalculate", stochastic_rounding=string_to_seed(key))` in the layer's own format:
 ComfyUI's stochastic rounding for FP8/NVFP4/MXFP8 and comfy-kitchen's for INT8 and ConvRot
-W4A4 (`stochastic.py`, quantcheck's codecs with the same random stream); W4A8/W6A8
-round-to-nearest with the layer's settings (their stochastic assignment is not reproduced).
+W4A4 and W4A8/W6A8 with the layer's settings (`stochastic.py`, quantcheck's codecs with the same
+random stream).
 
 Figures (`survival`):
 - retention = <deq(Q(W')) - W, s·ΔW> / ||s·ΔW||^2: the share of the LoRA's direction that
@@ -148,14 +148,29 @@ def survival(
     fmt: str,
     seed: int,
     options: Mapping[str, Any] | None = None,
+    untouched: np.ndarray | None = None,
 ) -> dict[str, float]:
     """retention, added_error and requant_error of patching `w` (the dequantized layer) by
-        `delta` (= s·ΔW) in `fmt`. Differences in float32, sums accumulated in float64 over row
-    chunks in a fixed order."""
-    patched = w + delta
-    got = requantize(patched, fmt, seed, options)
+    `delta` (= s·ΔW) in `fmt`, re-quantized as ComfyUI does; with `untouched` (a boolean mask
+    of the rows no patch covers) also `untouched_error`, how far the re-quantization moves
+    those rows, relative to ||s·ΔW|| (0 while the recalculated scales leave them on the
+    grid)."""
+    got = requantize(w + delta, fmt, seed, options)
     base = requantize(w, fmt, seed, options)
     stochastic.forget_stream()
+    out = figures(w, delta, got, base)
+    if untouched is not None and out["delta_norm"]:
+        moved = (got[untouched] - w[untouched]).astype(np.float64)
+        out["untouched_error"] = float(np.linalg.norm(moved.ravel())) / out["delta_norm"]
+    return out
+
+
+def figures(
+    w: np.ndarray, delta: np.ndarray, got: np.ndarray, base: np.ndarray
+) -> dict[str, float]:
+    """The figures of a patch whose runtime computes with `got` (from `w` + `delta`) and, with
+    no LoRA, with `base`. Differences in float32, sums accumulated in float64 over row chunks
+    in a fixed order."""
     sums = np.zeros(5)  # dd, <arrived, d>, ||err||², ||w||², ||base - w||²
     step = max(1, (1 << 20) // max(1, w.shape[1]))
 

@@ -8,9 +8,11 @@ import re
 
 from quantcheck._record import record
 from quantcheck._version import document_head
+from quantcheck.io.source import base_name
 from quantcheck.results import Report
 from quantcheck.rules.lora.analyse import Analysis
-from quantcheck.runtimes.comfyui_lora import EVIDENCE, OTHER_RUNTIMES
+from quantcheck.runtimes.comfyui_lora import EVIDENCE
+from quantcheck.runtimes.lora_path import lora_path
 from quantcheck.textsafe import clean
 
 TYPE_CHECKING = False
@@ -18,7 +20,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import Any
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 #: runtimes whose LoRA path is modelled (their status comes from the QC83x effects)
 MODELLED = ("comfyui", "comfyui-cpu")
 
@@ -73,8 +75,8 @@ def plain_words(s: dict[str, Any]) -> str:
     return f"the LoRA arrives (added noise {added:.2f}x its size)"
 
 
-def target_entry(rep: Report, t: str) -> dict[str, Any]:
-    """`targets[T]`: status and counts, how the runtime's LoRA path is known, and with `--gpu`
+def target_entry(rep: Report, t: str, a: Analysis | None = None) -> dict[str, Any]:
+    """`targets[T]`: status and counts, the runtime's LoRA path (`lora_path`) and with `--gpu`
     the GPU entries (each patched layer's `lora_mode`) and `gpu_needs`."""
     st = rep.target_status(t)
     entry: dict[str, Any] = {"status": st["status"], "errors": st["errors"]}
@@ -82,13 +84,61 @@ def target_entry(rep: Report, t: str) -> dict[str, Any]:
     for key in ("gpu", "gpu_needs"):
         if key in st:
             entry[key] = st[key]
+    entry["lora_path"] = lora_path_entry(t, a)
+    return entry
+
+
+def lora_path_entry(t: str, a: Analysis | None) -> dict[str, Any]:
+    """What is modelled of target `t`'s LoRA path, and (given the analysis) its outcome and
+    mean figures per format of the patched quantized layers."""
     base = t.split("@")[0]
     if base in MODELLED:
-        entry["lora_path"] = "modelled"
-        entry["evidence"] = EVIDENCE["patched"]
-    else:
-        entry["lora_path"] = OTHER_RUNTIMES.get(base, "not modelled")
-    return entry
+        return {
+            "modelled": True,
+            "read_at": "ComfyUI 783545f6 (comfy/lora.py) / 0271a469 (ops, quant_ops)",
+            "verified": "[RUN]",
+            "mode": "full load (with --gpu: DynamicVRAM on the fly, lora_mode)",
+            "key_map": "comfyui",
+            "evidence": EVIDENCE["patched"],
+        }
+    path = lora_path(base)
+    if path is None:
+        return {"modelled": False}
+    out: dict[str, Any] = {
+        "modelled": True,
+        "read_at": path.read_at,
+        "verified": path.verified,
+        "mode": path.default_mode,
+        "modes": path.modes,
+        "keys": path.keys,
+        "key_map": path.key_map,
+        "evidence": path.evidence,
+        "cost": path.cost,
+    }
+    if a is not None:
+        out["formats"] = runtime_formats(a).get(base, {})
+    return out
+
+
+def runtime_formats(a: Analysis) -> dict[str, dict[str, dict[str, Any]]]:
+    """Per other runtime and format of the patched quantized layers: layers, outcome and the
+    mean figures (over the layers that have them), with their basis."""
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    acc: dict[tuple[str, str], dict[str, list[Any]]] = {}
+    for r in a.layers:
+        for rt, e in r.runtimes.items():
+            s = out.setdefault(rt, {}).setdefault(
+                r.format, {"layers": 0, "outcome": e["outcome"], "basis": e.get("basis")}
+            )
+            s["layers"] += 1
+            vals = acc.setdefault((rt, r.format), {"retention": [], "added_error": []})
+            for k, v in vals.items():
+                if isinstance(e.get(k), float):
+                    v.append(e[k])
+    for (rt, fmt), vals in acc.items():
+        for k, v in vals.items():
+            out[rt][fmt][k] = _round(sum(v) / len(v)) if v else None
+    return out
 
 
 def document(lr: LoraReport) -> dict[str, Any]:
@@ -126,10 +176,12 @@ def document(lr: LoraReport) -> dict[str, Any]:
             "retention": _round((r.figures or {}).get("retention")),
             "added_error": _round((r.figures or {}).get("added_error")),
             "requant_error": _round((r.figures or {}).get("requant_error")),
+            "untouched_error": _round((r.figures or {}).get("untouched_error")),
             "figures": r.basis or None,
             "patch_bytes": r.patch_bytes,
             "problem": r.problem,
             "loras": r.loras,
+            "runtimes": {rt: {k: _round(v) for k, v in e.items()} for rt, e in r.runtimes.items()},
         }
         for r in a.layers
     ]
@@ -145,7 +197,7 @@ def document(lr: LoraReport) -> dict[str, Any]:
         "base": {"path": a.base, "family": a.family or None, "keymap_entries": a.keymap_entries},
         "strength": a.strength,
         "lora": lora,
-        "targets": {t: target_entry(rep, t) for t in rep.targets},
+        "targets": {t: target_entry(rep, t, a) for t in rep.targets},
         "layers": layers,
         "formats": summary_by_format(a),
         "memory": memory,
@@ -187,6 +239,7 @@ def iter_text(lr: LoraReport, *, show_all: bool = False) -> Iterator[str]:
             f"  {clean(fmt)}: {s['layers']:,} layer(s), {s['outcomes']}, retention "
             f"{_num(s['retention'])}, added error {_num(s['added_error'])}x: {s['says']}"
         )
+    yield from _runtime_lines(doc)
     mem = doc["memory"]
     yield (
         f"patch tensors: {mem['patch_bytes']:,} bytes; largest layer run dequantized on the fly: "
@@ -194,6 +247,30 @@ def iter_text(lr: LoraReport, *, show_all: bool = False) -> Iterator[str]:
     )
     yield ""
     yield from iter_lines(lr.report, False, show_all=show_all)
+
+
+def _runtime_lines(doc: dict[str, Any]) -> Iterator[str]:
+    """Per other target runtime: its default mode, and per format what the LoRA meets."""
+    lines = []
+    for t, entry in doc["targets"].items():
+        path = entry["lora_path"]
+        if not path.get("formats"):
+            continue
+        parts = []
+        for fmt, s in path["formats"].items():
+            said = f"{s['layers']:,} {fmt} {s['outcome']}"
+            kept, added = s.get("retention"), s.get("added_error")
+            if s["outcome"] == "side-branch":
+                said += " (all of it arrives)"
+            elif s["outcome"] in ("requantized", "merged") and kept is not None:
+                said += f" (retention {_num(kept)}, added error {_num(added)}x)"
+            elif s["outcome"] in ("requantized", "merged"):
+                said += f" ({s.get('basis') or 'no figures'})"
+            parts.append(said)
+        lines.append(f"  {t} ({path['mode']} mode) {path['verified']}: {'; '.join(parts)}")
+    if lines:
+        yield "per runtime (its default mode):"
+        yield from lines
 
 
 _BLOCK = re.compile(
@@ -221,16 +298,36 @@ def blocks(lr: LoraReport) -> list[tuple[str, float, int]]:
     return [(k, sum(v) / len(v), len(v)) for k, v in sorted(acc.items(), key=lambda i: order(i[0]))]
 
 
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{n:,} {k}" for k, n in counts.items())
+
+
 def html_section(lr: LoraReport) -> str:
-    """A self-contained <section>: per format the outcome, and a bar per block of the share of
-    the LoRA's change that arrives clean."""
+    """A self-contained <section id="lora">: per format the outcome on ComfyUI's full load,
+    per other target runtime what its default mode does, and a bar per block of the share of
+    the LoRA's change that arrives clean (the standalone page and `report --lora`)."""
     doc = document(lr)
     rows = "".join(
         f"<tr><td>{html.escape(fmt)}</td><td>{s['layers']}</td>"
-        f"<td>{html.escape(str(s['outcomes']))}</td><td>{_num(s['retention'])}</td>"
+        f"<td>{html.escape(_counts(s['outcomes']))}</td><td>{_num(s['retention'])}</td>"
         f"<td>{_num(s['added_error'])}</td><td>{html.escape(s['says'])}</td></tr>"
         for fmt, s in doc["formats"].items()
     )
+    runtimes = "".join(
+        f"<tr><td>{html.escape(t)}</td><td>{html.escape(str(e['lora_path']['mode']))} "
+        f"{html.escape(e['lora_path']['verified'])}</td><td>{html.escape(fmt)}</td>"
+        f"<td>{f['layers']}</td><td>{html.escape(f['outcome'])}</td>"
+        f"<td>{_num(f.get('retention'))}</td><td>{_num(f.get('added_error'))}</td></tr>"
+        for t, e in doc["targets"].items()
+        for fmt, f in e["lora_path"].get("formats", {}).items()
+    )
+    if runtimes:
+        runtimes = (
+            '<h3>other runtimes (default mode)</h3><table class="data"><tr><th>runtime</th>'
+            "<th>mode</th>"
+            "<th>format</th><th>layers</th><th>outcome</th><th>retention</th>"
+            f"<th>added error</th></tr>{runtimes}</table>"
+        )
     bars = "".join(
         f'<div class="lora-bar"><span>{html.escape(b)} ({n})</span>'
         f'<svg width="300" height="12"><rect width="{300 * min(1.0, v):.1f}" height="12" '
@@ -238,13 +335,19 @@ def html_section(lr: LoraReport) -> str:
         for b, v, n in blocks(lr)
     )
     lora = doc["lora"]
+    names = ", ".join(html.escape(base_name(f["path"])) for f in lora["files"])
     return (
-        '<section class="lora"><h2>LoRA</h2>'
+        f'<section class="lora" id="lora"><h2>LoRA <small>{names}, strength '
+        f"{doc['strength']:g}</small></h2>"
         f"<p>{lora['matched_tensors']:,} of {lora['tensors']:,} LoRA tensors load; "
         f"{len(lora['unmatched']):,} not loaded.</p>"
-        "<table><tr><th>format</th><th>layers</th><th>outcome</th><th>retention</th>"
-        f"<th>added error</th><th>what you will see</th></tr>{rows}</table>"
-        f"<h3>surviving change per block</h3>{bars or '<p>no figures</p>'}</section>"
+        "<h3>ComfyUI full load, per format</h3>"
+        '<table class="data"><tr><th>format</th><th>layers</th><th>outcome</th>'
+        "<th>retention</th><th>added error</th><th>what you will see</th></tr>"
+        f"{rows}</table>{runtimes}"
+        "<h3>surviving change per block <small>(retention / (1 + added error) on ComfyUI; "
+        f"1 = the LoRA's change arrives clean)</small></h3>{bars or '<p>no figures</p>'}"
+        "</section>"
     )
 
 

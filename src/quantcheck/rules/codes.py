@@ -220,6 +220,9 @@ QC834: Rule  # lora-drowned-by-requant
 QC835: Rule  # lora-runs-dequantized
 QC836: Rule  # lora-keys-not-predicted
 QC837: Rule  # lora-nothing-loaded
+QC838: Rule  # lora-lost-on-runtime
+QC839: Rule  # lora-side-branch
+QC840: Rule  # lora-slice-of-fused-layer
 QC860: Rule  # family-detect-packed
 QC861: Rule  # family-keep-high-precision
 QC862: Rule  # family-layers-missing
@@ -394,6 +397,9 @@ __all__ = [
     "QC835",
     "QC836",
     "QC837",
+    "QC838",
+    "QC839",
+    "QC840",
     "QC860",
     "QC861",
     "QC862",
@@ -432,6 +438,8 @@ _HOMES = {
     ),
     "quantcheck.rules.musubi.catalog": ("QC750 QC751 QC752 QC753 QC754 QC755 QC756 QC757"),
     "quantcheck.rules.gpu.catalog": ("QC800 QC801 QC802 QC803"),
-    "quantcheck.rules.lora.catalog": ("QC830 QC831 QC832 QC833 QC834 QC835 QC836 QC837"),
+    "quantcheck.rules.lora.catalog": (
+        "QC830 QC831 QC832 QC833 QC834 QC835 QC836 QC837 QC838 QC839 QC840"
+    ),
     "quantcheck.rules.family.catalog": ("QC860 QC861 QC862 QC863 QC864"),
 }

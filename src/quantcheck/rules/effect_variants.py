@@ -30,4 +30,6 @@ VARIANTS: dict[str, dict[str, tuple[str, ...]]] = {
     "QC314": {"sglang": ("none",), **_each(_CUI, "none")},
     "QC320": _each(_CUI, "fails"),
     "QC713": {"sdnext": ("fails",)},
+    # the runtime whose own LoRA merge loses the LoRA (rules/lora/checks.py)
+    "QC838": {"sdnext": ("degraded",), "invokeai": ("degraded",)},
 }

@@ -116,12 +116,19 @@ SUFFIXES: tuple[str, ...] = tuple(
         reverse=True,
     )
 )
+#: SUFFIXES by the text after their last "." (a key can only end with the suffixes of its own
+#: last part: the header-only path tries a few instead of all), longest first
+SUFFIXES_BY_LAST: dict[str, tuple[str, ...]] = {}
+for _s in SUFFIXES:
+    _last = _s.rsplit(".", 1)[-1]
+    SUFFIXES_BY_LAST[_last] = (*SUFFIXES_BY_LAST.get(_last, ()), _s)
 
 #: Model-type branches of model_lora_keys_unet whose extra LoRA names derive from the state
 #: dict key alone (family -> templates over `{k}` = key without "diffusion_model." and
 #: ".weight", `{u}` = the same with "." -> "_"). The branches that go through a diffusers
-#: conversion table (Flux, SD3, AuraFlow, PixArt, Krea2, Lumina2/Z-Image, UNet models) are
-#: not modelled: `BRANCHES_NOT_MODELLED`.
+#: conversion table (Flux, SD3, AuraFlow, PixArt, Krea2, Lumina2/Z-Image) are
+#: `comfyui_lora_diffusers.py`; the UNet models' (`unet_to_diffusers`) are not modelled:
+#: `BRANCHES_NOT_MODELLED`.
 BRANCHES: dict[str, tuple[str, ...]] = {
     "qwen_image": ("{k}", "transformer.{k}", "lycoris_{u}"),
     "hidream": ("lycoris_{u}", "transformer.{k}"),
@@ -143,7 +150,9 @@ HUNYUAN_VIDEO_REWRITES = (
     ("mlp.2.", "mlp.fc2."),
     (".modulation.lin.", ".modulation.linear."),
 )
-BRANCHES_NOT_MODELLED = frozenset({"flux", "sd3", "auraflow", "pixart", "krea2", "lumina2"})
+BRANCHES_NOT_MODELLED = frozenset({"unet"})
+#: the families whose branch maps diffusers names through a table (comfyui_lora_diffusers.py)
+DIFFUSERS_BRANCHES = frozenset({"flux", "sd3", "auraflow", "pixart", "krea2", "lumina2"})
 
 #: How ComfyUI's model detection tells the families apart, reduced to one or two state-dict
 #: keys each (first match wins; a key without "diffusion_model."). HunyuanVideo's key is
@@ -158,6 +167,9 @@ FAMILY_KEYS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("wan", ("blocks.0.self_attn.q.weight", "patch_embedding.weight")),
     ("lumina2", ("cap_embedder.1.weight",)),
     ("sd3", ("joint_blocks.0.x_block.attn.qkv.weight",)),
+    ("auraflow", ("double_layers.0.attn.w1q.weight",)),
+    ("pixart", ("t_block.1.weight",)),
+    ("krea2", ("txtfusion.projector.weight",)),
     ("unet", ("input_blocks.0.0.weight",)),
 )
 

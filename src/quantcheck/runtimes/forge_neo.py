@@ -81,14 +81,18 @@ EFFECTS: dict[str, Effect] = {
     "QC610": Effect.NONE,
     "QC650": Effect.NONE,
     "QC651": Effect.NONE,
-    # a LoRA as ComfyUI's comfy/lora.py loads it: Forge Neo's LoRA path is its own, not read
-    **dict.fromkeys((f"QC83{n}" for n in range(8)), Effect.NONE),
 }
 
 #: Codes whose effect on Forge Neo is ComfyUI's (the ported loader behaves the same), with
 #: why; each was decided, not defaulted: a new code must be added here, to EFFECTS, or to the
 #: own rules.
 FOLLOWS: dict[str, str] = {
+    **dict.fromkeys(
+        (*(f"QC83{n}" for n in range(10)), "QC840"),
+        "LoRAs load through ports of ComfyUI's key map and patch, re-quantized by ComfyUI's "
+        "quantizers with the same seed (runtimes/forge_neo_lora.py; Forge #1428: NVFP4 LoRAs "
+        "weak)",
+    ),
     **dict.fromkeys(
         (f"QC1{n:02d}" for n in range(1, 23)), "the same safetensors reader failures as ComfyUI"
     ),
@@ -143,11 +147,6 @@ WHY: dict[str, str] = {
     **dict.fromkeys(
         ("QC606", "QC607", "QC608", "QC609", "QC610"),
         "ComfyUI's release steps and format table: Forge Neo's own are QC701/QC702",
-    ),
-    **dict.fromkeys(
-        (f"QC83{n}" for n in range(8)),
-        "ComfyUI's LoRA key map and patching (quantcheck lora); Forge Neo's LoRA path on "
-        "quantized layers was not read (Forge #1428: NVFP4 LoRAs weak)",
     ),
 }
 

@@ -90,9 +90,14 @@ LEFT_NONE: dict[str, str] = {
         "paths are not modelled",
     ),
     **dict.fromkeys(
-        [f"QC83{n}" for n in range(8)],
+        [*(f"QC83{n}" for n in range(8)), "QC840"],
         "a LoRA on a quantized base as ComfyUI loads it (quantcheck lora); this runtime's "
-        "LoRA path is not modelled",
+        "own LoRA path is runtimes/musubi_lora.py, judged by QC838/QC839",
+    ),
+    **dict.fromkeys(
+        ["QC838", "QC839"],
+        "no effect by default: a QC838 finding names this runtime in its own effects when "
+        "this runtime's LoRA merge loses the LoRA; QC839 is a note",
     ),
     "QC108": "__metadata__ is not used to load the ConvRot layers [GUESS]",
     "QC119": "no sub-byte dtypes are read",

@@ -2,8 +2,8 @@
 @783545f6, whole files) beside the pinned loading pieces (loader.py), with what they import
 from the rest of ComfyUI stubbed:
 
-- `comfy.utils`: the loader's stub (key plumbing) plus ComfyUI's own `unet_to_diffusers`,
-  `flux_to_diffusers` and `string_to_seed`, compiled from comfy/utils.py @783545f6;
+- `comfy.utils`: the loader's stub (key plumbing) plus ComfyUI's own `UTILS` (the diffusers
+  tables and `string_to_seed`), compiled from comfy/utils.py @783545f6;
 - `comfy.model_management.cast_to_device(t, device, dtype, copy=False)`: `t.to(device, dtype)`
   (the CPU case of the real one, which only adds non-blocking / stream handling);
 - `comfy.model_base`: one empty class per model type `model_lora_keys_unet` tests with
@@ -25,6 +25,24 @@ from typing import Any
 
 from .loader import Comfy, load
 from .source import function_source
+
+#: what model_lora_keys_unet calls in comfy.utils, compiled from its own source (in order:
+#: the tables before the functions that read them)
+UTILS = (
+    "unet_to_diffusers",
+    "flux_to_diffusers",
+    "string_to_seed",
+    "swap_scale_shift",
+    "MMDIT_MAP_BASIC",
+    "MMDIT_MAP_BLOCK",
+    "mmdit_to_diffusers",
+    "PIXART_MAP_BASIC",
+    "PIXART_MAP_BLOCK",
+    "pixart_to_diffusers",
+    "auraflow_to_diffusers",
+    "krea2_to_diffusers",
+    "z_image_to_diffusers",
+)
 
 
 class _Classes(types.ModuleType):
@@ -64,7 +82,7 @@ def load_lora_code(root: Path) -> ComfyLora:
     comfy = load(root)
     package = sys.modules["comfy"]
     utils_ns: dict[str, Any] = {"torch": torch, "logging": logging}
-    for name in ("unet_to_diffusers", "flux_to_diffusers", "string_to_seed"):
+    for name in UTILS:
         exec(compile(function_source(root / "comfy/utils.py", name), "utils.py", "exec"), utils_ns)
         setattr(package.utils, name, utils_ns[name])
 

@@ -140,6 +140,37 @@ PINS = {
     "comfy/utils.py::string_to_seed": (
         "41ac7d03d126012b398441f1766f6a102685ed202b6385c6dcc5628a533e3780"
     ),
+    # the diffusers tables of model_lora_keys_unet's family branches (test_diff_lora_families)
+    "comfy/utils.py::swap_scale_shift": (
+        "8b3d10d586fd4d7d454f41b6a18726c2ab412b8b658a926a4d6e5f84fa76b7e9"
+    ),
+    "comfy/utils.py::MMDIT_MAP_BASIC": (
+        "e48a45dc2d8781f255a582baef48324f38b07f66e737137278e4410c52306db8"
+    ),
+    "comfy/utils.py::MMDIT_MAP_BLOCK": (
+        "57edec61084dbea43a35bf4bd1840fc62d6cbe44c2135cd8a672ebca7dcf62e7"
+    ),
+    "comfy/utils.py::mmdit_to_diffusers": (
+        "d4e8a0bf259969bed22c928b881378ad33e37884f5e4d34e15ae4922c29d3d67"
+    ),
+    "comfy/utils.py::PIXART_MAP_BASIC": (
+        "011d57f864d5b705ea5d69727bf5e4997f4f8e82d45dc06d72dd72ecb5817650"
+    ),
+    "comfy/utils.py::PIXART_MAP_BLOCK": (
+        "15e48b65042cec1d442cbc39c62387eb6cd0773c6f5ace8ffebe91f9fc9dc95d"
+    ),
+    "comfy/utils.py::pixart_to_diffusers": (
+        "56f76b0e68d47b4d372468f42c47484de9d32ff6c74e24be54038ea6503dbadd"
+    ),
+    "comfy/utils.py::auraflow_to_diffusers": (
+        "a1bb3cb817cef6c4cff42a25e989001795b8fb410b03ed8a02f6da74541c738b"
+    ),
+    "comfy/utils.py::krea2_to_diffusers": (
+        "685bb1530ca5b43a0b2290467e53c6f5409ed0250cc2d8077e1d21f65f1562f7"
+    ),
+    "comfy/utils.py::z_image_to_diffusers": (
+        "97478ba08af06347eba81fae32a18a3e5b473e176289a1bf2d63f5f1bf3803cf"
+    ),
 }
 #: Which commit each file is fetched at.
 FETCH = {COMMIT: FILES, LOADER_COMMIT: LOADER_FILES + LORA_FILES}
@@ -176,11 +207,15 @@ def sha256(text: str) -> str:
 
 
 def function_source(path: Path, name: str) -> str:
-    """The source text of top-level function (or class) `name` in `path` (KeyError if
-    absent)."""
+    """The source text of top-level function (or class, or `NAME = ...` assignment) `name` in
+    `path` (KeyError if absent)."""
     text = path.read_text(encoding="utf-8")
     for node in ast.parse(text).body:
-        if isinstance(node, ast.FunctionDef | ast.ClassDef) and node.name == name:
+        named = isinstance(node, ast.FunctionDef | ast.ClassDef) and node.name == name
+        assigned = isinstance(node, ast.Assign) and [
+            t.id for t in node.targets if isinstance(t, ast.Name)
+        ] == [name]
+        if named or assigned:
             segment = ast.get_source_segment(text, node)
             assert segment is not None
             return segment

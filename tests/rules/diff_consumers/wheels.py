@@ -26,10 +26,30 @@ PINNED = {
 }
 #: what the tests execute of each wheel
 MEMBERS = {
-    "invokeai": ("invokeai/backend/model_manager/load/model_loaders/comfyui_state_dict_utils.py",),
+    "invokeai": (
+        "invokeai/backend/model_manager/load/model_loaders/comfyui_state_dict_utils.py",
+        # the LoRA patcher and what it executes (test_diff_lora.py)
+        *(
+            f"invokeai/backend/{m}.py"
+            for m in (
+                "patches/layer_patcher",
+                "patches/model_patch_raw",
+                "patches/pad_with_zeros",
+                "patches/layers/base_layer_patch",
+                "patches/layers/flux_control_lora_layer",
+                "patches/layers/lora_layer",
+                "patches/layers/lora_layer_base",
+                "patches/layers/param_shape_utils",
+                "util/calc_tensor_size",
+                "util/fp8",
+                "util/original_weights_storage",
+            )
+        ),
+    ),
     "diffsynth": (
         "diffsynth/core/quant/base.py",
         "diffsynth/core/quant/backends/comfy_kitchen.py",
+        "diffsynth/utils/lora/general.py",
     ),
 }
 

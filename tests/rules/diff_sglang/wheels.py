@@ -23,7 +23,8 @@ PINNED = {
     "0.5.23": "00b3cd5b265ac76c64185fbb6b95424f324ddd9f428d0306b77bc9db9d859937",
 }
 #: what the tests execute of each wheel (the marker inspector, resolver and config classes;
-#: the loaders, DiT linears, parameter classes and weight loader of the stage tests)
+#: the loaders, DiT linears, parameter classes and weight loader of the stage tests; the LoRA
+#: linears and pipeline of the LoRA tests)
 MEMBERS = (
     "sglang/multimodal_gen/runtime/utils/quantization_utils.py",
     "sglang/multimodal_gen/runtime/layers/quantization/",
@@ -35,6 +36,9 @@ MEMBERS = (
     "sglang/srt/layers/quantization/base_config.py",
     "sglang/srt/layers/parameter.py",
     "sglang/srt/model_loader/checkpoint_quantization.py",
+    # the LoRA path on quantized layers (test_lora.py)
+    "sglang/multimodal_gen/runtime/layers/lora/linear.py",
+    "sglang/multimodal_gen/runtime/pipelines_core/lora/pipeline.py",
 )
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .._case import RuleCase
+from .families import family_base, family_lora, unet_base, unet_lora
 from .pairs import WAN_LAYERS, flux_base, wan_base, write_lora
 
 ALL = [f"blocks.0.{name}" for name in WAN_LAYERS]
@@ -32,7 +33,36 @@ def pair(kw: dict[str, Any], fmt: str, lora: dict[str, Any], **base: Any):
     return build
 
 
+def unet_pair(kw: dict[str, Any], *, diffusers: bool):
+    """A UNet stand-in (FP8) and a one-module LoRA in diffusers or ComfyUI UNet names."""
+
+    def build(tmp: Path) -> list[Path]:
+        b, lo = tmp / "base.safetensors", tmp / "lora.safetensors"
+        unet_base(b, "float8_e4m3fn")
+        unet_lora(lo, diffusers)
+        kw["lora"] = [str(lo)]
+        return [b]
+
+    return build
+
+
+def flux_pair(kw: dict[str, Any], modules: tuple[str, ...]):
+    """The Flux stand-in (FP8) and a diffusers LoRA of `modules` only."""
+
+    def build(tmp: Path) -> list[Path]:
+        b, lo = tmp / "base.safetensors", tmp / "lora.safetensors"
+        family_base(b, "flux", "float8_e4m3fn")
+        family_lora(lo, "flux", "transformer.", only=modules)
+        kw["lora"] = [str(lo)]
+        return [b]
+
+    return build
+
+
 def case(code: str, name: str, expect: dict[str, str], fail, twin=None, **extra: Any) -> RuleCase:
+    # sglang (a default target) keeps any LoRA on a quantized twin as a side branch: QC839
+    if code != "QC839":
+        extra["twin_allows"] = (*extra.get("twin_allows", ()), "QC839")
     return RuleCase(code, name, fail, expect, twin=twin, check_kwargs=extra.pop("kw"), **extra)
 
 
@@ -119,13 +149,8 @@ def _cases() -> list[RuleCase]:
             "QC836",
             "lora-keys-not-predicted",
             {"comfyui": "none"},
-            pair(
-                kw,
-                "float8_e4m3fn",
-                {"paths": ["double_blocks.0.img_attn.qkv"], "convention": "diffusers-flux"},
-                flux=True,
-            ),
-            pair(kw, "float8_e4m3fn", {"paths": ["double_blocks.0.img_attn.qkv"]}, flux=True),
+            unet_pair(kw, diffusers=True),
+            unet_pair(kw, diffusers=False),
             kw=kw,
             twin_allows=("QC835",),
         )
@@ -139,6 +164,56 @@ def _cases() -> list[RuleCase]:
             pair(kw, "float8_e4m3fn", {"paths": ["double_blocks.0.img_attn.qkv"]}),
             pair(kw, "float8_e4m3fn", {"paths": ALL}),
             kw=kw,
+            twin_allows=("QC835",),
+        )
+    )
+    kw = {"lora_numbers": True, "target": "sdnext"}
+    out.append(
+        case(
+            "QC838",
+            "lora-lost-on-sdnext",
+            {"sdnext": "degraded"},
+            pair(kw, "nvfp4", {"paths": ALL, "size": 0.01}),
+            pair(kw, "int8_tensorwise", {"paths": ALL, "size": 0.05}),
+            kw=kw,
+            message="SDNQ round-to-nearest",
+        )
+    )
+    kw = {"lora_numbers": True, "target": "invokeai"}
+    out.append(
+        case(
+            "QC838",
+            "lora-lost-on-invokeai",
+            {"invokeai": "degraded"},
+            pair(kw, "float8_e4m3fn", {"paths": ALL, "size": 0.0003}),
+            pair(kw, "float8_e4m3fn", {"paths": ALL, "size": 0.05}),
+            kw=kw,
+            message="bf16 merge",
+            twin_allows=("QC720", "QC835"),
+        )
+    )
+    kw = {"target": "sglang"}
+    out.append(
+        case(
+            "QC839",
+            "lora-side-branch",
+            {"sglang": "none"},
+            pair(kw, "int8_tensorwise", {"paths": ALL}),
+            pair(kw, "bf16", {"paths": ALL}),
+            kw=kw,
+            message="8 quantized layer(s)",
+        )
+    )
+    kw = {}
+    out.append(
+        case(
+            "QC840",
+            "lora-slice-of-fused-layer",
+            {"comfyui": "none"},
+            flux_pair(kw, ("transformer_blocks.0.attn.add_k_proj",)),
+            flux_pair(kw, tuple(f"transformer_blocks.0.attn.to_{x}" for x in "qkv")),
+            kw=kw,
+            message="patches rows 64-127",
             twin_allows=("QC835",),
         )
     )

@@ -17,7 +17,7 @@ from quantcheck.rules.lora.conventions import Explainer, describe
 from quantcheck.rules.lora.keymap import build_key_map
 from quantcheck.rules.lora.load import load_lora
 
-from .pairs import WAN_LAYERS, flux_base, wan_base, write_lora
+from .pairs import WAN_LAYERS, wan_base, write_lora
 
 ALL = [f"blocks.0.{name}" for name in WAN_LAYERS]
 
@@ -68,8 +68,28 @@ def test_key_map_family_branches() -> None:
     assert hv.entries["transformer.double_blocks.0.img_attn_qkv"] == (
         "diffusion_model.double_blocks.0.img_attn.qkv.weight"
     )
-    flux = build_key_map(["double_blocks.0.img_attn.qkv.weight"])
-    assert flux.family == "flux" and flux.unmodelled
+    flux = build_key_map(
+        ["double_blocks.0.img_attn.qkv.weight", "img_in.weight", "single_blocks.0.linear1.weight"],
+        shapes={"img_in.weight": (128, 64)},
+    )
+    assert flux.family == "flux" and not flux.unmodelled
+    qkv = "diffusion_model.double_blocks.0.img_attn.qkv.weight"
+    assert flux.entries["transformer.transformer_blocks.0.attn.to_k"] == (qkv, (0, 128, 128))
+    assert flux.entries["lora_transformer_transformer_blocks_0_attn_add_v_proj"] == (
+        "diffusion_model.double_blocks.0.txt_attn.qkv.weight",
+        (0, 256, 128),
+    )
+    assert flux.entries["diffusion_model.single_blocks.0.linear1_qkv"] == (
+        "diffusion_model.single_blocks.0.linear1.weight",
+        (0, 0, 384),
+    )
+    assert flux.entries["transformer.norm_out.linear"] == (
+        "diffusion_model.final_layer.adaLN_modulation.1.weight",
+        None,
+        "swap",
+    )
+    unet = build_key_map(["input_blocks.0.0.weight"])
+    assert unet.family == "unet" and unet.unmodelled
 
 
 # --- load_lora -----------------------------------------------------------------------------
@@ -287,7 +307,7 @@ def test_clean_pair_exits_0_and_other_outputs(tmp_path: Path, capsys) -> None:
     code, out = _run(["lora", str(b), str(lo), "--output-format", "sarif"], capsys)
     assert json.loads(out)["version"] == "2.1.0"
     code, out = _run(["lora", str(b), str(lo), "--output-format", "html"], capsys)
-    assert '<section class="lora">' in out and "blocks.0 (8)" in out
+    assert '<section class="lora" id="lora">' in out and "blocks.0 (8)" in out
 
 
 def test_check_with_lora(tmp_path: Path, capsys) -> None:
@@ -317,12 +337,30 @@ def test_headers_only_imports_no_numpy(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stderr
 
 
-def test_flux_diffusers_keys_are_unpredicted(tmp_path: Path) -> None:
+def test_flux_diffusers_keys_patch_slices(tmp_path: Path) -> None:
+    """A diffusers Flux LoRA's to_q/to_k/to_v patch thirds of the fused qkv (three patches,
+    one layer whose whole weight is re-quantized); proj_mlp the last 4h rows of linear1;
+    norm_out the final modulation with its halves swapped (ComfyUI's flux_to_diffusers)."""
+    from .families import family_base, family_lora
+
     b, lo = tmp_path / "b.safetensors", tmp_path / "l.safetensors"
-    flux_base(b, "float8_e4m3fn")
-    write_lora(lo, ["double_blocks.0.img_attn.qkv"], convention="diffusers-flux")
-    a = _analyse(b, lo)
-    assert a.files[0].unmatched == [] and len(a.files[0].unpredicted) == 2
+    family_base(b, "flux", "float8_e4m3fn")
+    family_lora(lo, "flux", "transformer.")
+    a = _analyse(b, lo, numbers=True)
+    f = a.files[0]
+    assert f.unpredicted == [] and f.unmatched == [] and f.matched_tensors == f.tensors
+    by = {r.layer: r for r in a.layers}
+    assert by["double_blocks.0.img_attn.qkv"].slices == [(0, 64), (64, 64), (128, 64)]
+    assert by["double_blocks.0.txt_attn.qkv"].slices == [(64, 64)]
+    assert by["single_blocks.0.linear1"].slices == [(0, 64), (192, 256)]
+    assert by["final_layer.adaLN_modulation.1"].slices == []
+    assert all(r.figures and 0.9 < r.figures["retention"] < 1.1 for r in a.layers)
+    # the whole layer is re-quantized: the two thirds the LoRA leaves alone are measured too
+    part = by["double_blocks.0.txt_attn.qkv"].figures
+    assert (
+        part["untouched_error"] >= 0
+        and "untouched_error" not in by["single_blocks.0.linear2"].figures
+    )
 
 
 def test_gpu_dimension_fills_lora_mode(tmp_path: Path, capsys) -> None:

@@ -32,15 +32,32 @@ def build_report(
     deep: bool = False,
     generated: str | None = None,
     gpus: list[Any] | None = None,
+    lora: list[Any] | None = None,
+    lora_strength: float = 1.0,
 ) -> str:
     """Open `paths` (a resolved `CheckpointSpec`, or the shards of one checkpoint), check
     them, and render the report. `compare` is a CompareResult-like
     object (`.layers` rows with prefix and rel_l2, optional `.problems`) or None; `gpus`:
-    `GpuSpec`s for the GPU section."""
+    `GpuSpec`s for the GPU section; `lora`: LoRA files for the LoRA section (their findings
+    join the report's; the figures read the weights)."""
     from quantcheck.checking import check_checkpoint
     from quantcheck.model.checkpoint import load_checkpoint
 
+    analysis: list[Any] = []
     with load_checkpoint(paths) as ck:
-        report = check_checkpoint(ck, target=target, deep=deep, gpus=gpus)
+        report = check_checkpoint(
+            ck,
+            target=target,
+            deep=deep,
+            gpus=gpus,
+            lora=lora,
+            lora_strength=lora_strength,
+            lora_numbers=bool(lora),
+            lora_analysis=analysis,
+        )
         data = collect(ck, report, compare, target=target, deep=deep)
+    if analysis:
+        from quantcheck.render.lora import LoraReport
+
+        data.lora = LoraReport(analysis[0], report)
     return render_html(data, generated)

@@ -47,6 +47,8 @@ class ReportData:
     compared: bool = False
     compare_problems: list[dict[str, str]] = field(default_factory=list)
     unmapped: list[Diagnostic] = field(default_factory=list)
+    #: `report --lora`: the LoRA analysis and this report (`render.lora.LoraReport`)
+    lora: Any = None
 
     def by_prefix(self) -> dict[str, LayerView]:
         return {la.prefix: la for la in self.layers}

@@ -81,6 +81,7 @@ details.diag ul{margin:6px 0 2px;padding-left:18px}details.diag li{margin:4px 0}
 .fix{color:#1a7f37;font-size:13px}
 .clean{color:#1a7f37;font-weight:600}
 #layers summary h2{display:inline}
+.lora-bar span{display:inline-block;width:16em}
 details.inputs{color:var(--mute);font-size:12px}
 """
 
@@ -94,12 +95,19 @@ def render_page(data: ReportData, generated: str, version: str) -> str:
     gpu = gpu_html(data)
     if gpu:
         nav.append(("gpu", "GPUs"))
+    lora = ""
+    if data.lora is not None:
+        from quantcheck.render.lora import html_section
+
+        lora = html_section(data.lora)
+        nav.append(("lora", "LoRA"))
     nav.append(("layers", "All layers"))
     links = "".join(f'<a href="#{a}">{t}</a>' for a, t in nav)
     body = [
         header_html(data, generated, version),
         releases_html(data),
         gpu,
+        lora,
         format_map_html(layout, data.layers),
         sizes_html(data),
         diagnostics_html(data),

@@ -15,11 +15,13 @@ from quantcheck.formats.dims import derive_dims
 from quantcheck.formats.table import FORMATS
 from quantcheck.rules.lora.conventions import Explainer, describe, is_text_encoder, split_key
 from quantcheck.rules.lora.keymap import KeyMap, build_key_map
-from quantcheck.rules.lora.load import Patch, load_lora
+from quantcheck.rules.lora.load import Patch, load_lora, patch_shape
+from quantcheck.rules.lora.runtimes import fill_outcomes, lora_runtimes
 from quantcheck.runtimes.comfyui_lora import FULL_LOAD, ON_THE_FLY_REQUANT
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from typing import Any
 
     from quantcheck.model.checkpoint import Checkpoint
@@ -61,6 +63,10 @@ class LayerResult:
     figures: dict[str, Any] | None = None
     #: "measured" (weights read), "estimated" (stored scales), "" (no figures)
     basis: str = ""
+    #: other runtime -> {"outcome", and its figures when known} (`rules/lora/runtimes.py`)
+    runtimes: dict[str, dict[str, Any]] = factory(dict)
+    #: the row ranges (start, size) patches of slices cover (a fused weight's q/k/v parts)
+    slices: list[tuple[int, int]] = factory(list)
 
 
 @record
@@ -75,6 +81,8 @@ class Analysis:
     keymap_entries: int
     numbers: str = "none"
     bytes_read: int = 0
+    #: the target runtimes other than ComfyUI whose LoRA path is modelled
+    runtimes: list[str] = factory(list)
 
 
 def logical_shape(layer: Layer | None, fmt: str) -> tuple[int, int] | None:
@@ -104,8 +112,9 @@ def _flat(shape: tuple[int, ...]) -> tuple[int, int]:
 def shape_problem(
     patch: Patch, shapes: dict[str, tuple[int, ...]], nk: tuple[int, int] | None
 ) -> str | None:
-    """Why ComfyUI's calculate_weight cannot apply `patch` to a layer of logical `nk`."""
-    if nk is None:
+    """Why ComfyUI's calculate_weight cannot apply `patch` to a layer (or slice) of logical
+    `nk` (a patch that reshapes the weight, BFL control's img_in, fits by construction)."""
+    if nk is None or "reshape" in patch.parts:
         return None
     n, k = nk
     got = {role: shapes.get(name) for role, name in patch.parts.items()}
@@ -154,11 +163,16 @@ def _layer_format(layer: Layer | None) -> tuple[str, bool]:
 
 
 def header_analysis(
-    base: Checkpoint, loras: list[Checkpoint], strength: float = 1.0, family: str | None = None
+    base: Checkpoint,
+    loras: list[Checkpoint],
+    strength: float = 1.0,
+    family: str | None = None,
+    runtimes: Iterable[str] = (),
 ) -> tuple[Analysis, KeyMap, list[list[tuple[Checkpoint, Patch]]]]:
     """Everything the headers answer: the analysis without figures, the key map and the
-    patches per layer (in the order of `Analysis.layers`)."""
-    km = build_key_map(base.tensors, family)
+    patches per layer (in the order of `Analysis.layers`); `runtimes`: target keys whose
+    runtimes' LoRA paths are judged beside ComfyUI's."""
+    km = build_key_map(base.tensors, family, {n: t.shape for n, t in base.tensors.items()})
     files: list[LoraFile] = []
     by_target: dict[str, list[tuple[Checkpoint, Patch]]] = {}
     for ck in loras:
@@ -185,9 +199,9 @@ def header_analysis(
                 f.not_loaded.append(key)
         f.matched_tensors = f.tensors - len(loaded.unmatched)
         files.append(f)
-        for target, patch in loaded.patches.items():
+        for patch in loaded.patches.values():
             patch.parts = {r: loaded.renamed.get(n, n) for r, n in patch.parts.items()}
-            by_target.setdefault(target, []).append((ck, patch))
+            by_target.setdefault(patch.target, []).append((ck, patch))
     layers: list[LayerResult] = []
     patches: list[list[tuple[Checkpoint, Patch]]] = []
     for target, items in by_target.items():
@@ -200,7 +214,7 @@ def header_analysis(
         nbytes = 0
         for ck, patch in items:
             named = {n: ck.tensors[n].shape for n in patch.parts.values() if n in ck.tensors}
-            problem = problem or shape_problem(patch, named, nk)
+            problem = problem or shape_problem(patch, named, patch_shape(patch, nk))
             nbytes += sum(ck.tensors[n].nbytes for n in patch.parts.values() if n in ck.tensors)
         outcome = FULL_LOAD.get(fmt, "patched") if quantized else "patched"
         if quantized:
@@ -211,10 +225,15 @@ def header_analysis(
             target, prefix, fmt, quantized, nk, outcome, fly, nbytes, problem=problem
         )
         result.loras = [_base_name(ck.shards[0].name) for ck, _ in items if ck.shards]
+        result.slices = sorted(
+            (p.offset[1], p.offset[2]) for _, p in items if p.offset and p.offset[0] == 0
+        )
         layers.append(result)
         patches.append(items)
     base_name = base.shards[0].name if base.shards else "?"
     analysis = Analysis(base_name, km.family, strength, files, layers, len(km.entries))
+    analysis.runtimes = lora_runtimes(runtimes)
+    fill_outcomes(analysis)
     return analysis, km, patches
 
 
@@ -232,9 +251,11 @@ def analyse(
     numbers: bool = False,
     max_bytes: int | None = None,
     family: str | None = None,
+    runtimes: Iterable[str] = (),
 ) -> Analysis:
-    """The whole analysis (`numbers`: also what the patch does to each layer's numbers)."""
-    analysis, _, patches = header_analysis(base, loras, strength, family)
+    """The whole analysis (`numbers`: also what the patch does to each layer's numbers;
+    `runtimes`: target keys, see `header_analysis`)."""
+    analysis, _, patches = header_analysis(base, loras, strength, family, runtimes)
     if numbers:
         from quantcheck.rules.lora.figures import add_figures
 

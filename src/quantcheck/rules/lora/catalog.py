@@ -6,8 +6,14 @@ from __future__ import annotations
 from quantcheck.rules.levels import Severity
 from quantcheck.rules.rule import Rule, effects
 from quantcheck.runtimes.comfyui_lora import EVIDENCE, LORA_PY
+from quantcheck.runtimes.lora_path import LORA_PATHS
 
 E, W, N = Severity.ERROR, Severity.WARNING, Severity.INFO
+
+
+def _evidence(*facts: tuple[str, str]) -> str:
+    """Facts of the other runtimes' LoRA paths (runtime, fact), joined."""
+    return "; ".join(LORA_PATHS[rt].evidence[k] for rt, k in facts)
 
 
 RULES = [
@@ -121,12 +127,13 @@ RULES = [
         "LoRA keys whose matching quantcheck does not predict",
         effects(),
         None,
-        "Counts the keys left to a model_lora_keys_unet branch or a convert_lora conversion "
-        "quantcheck does not model (diffusers tables of Flux, SD3, AuraFlow, PixArt, Krea2, "
-        "Lumina2; BFL-control and USO LoRAs).",
-        "Those branches map diffusers names through conversion tables (with slices of fused "
-        "qkv weights); quantcheck lists such keys as unpredicted instead of guessing.",
-        "transformer.transformer_blocks.0.attn.to_q.lora_A.weight on a Flux base",
+        "Counts the keys left to a model_lora_keys_unet branch quantcheck does not model: the "
+        "UNet models' (SD1.x/SDXL) diffusers table, unet_to_diffusers.",
+        "That branch maps diffusers UNet names (down_blocks, up_blocks, mid_block) through a "
+        "table built from the UNet's config; quantcheck lists such keys as unpredicted "
+        "instead of guessing. (The Flux, SD3, AuraFlow, PixArt, Krea2 and Lumina2 tables and "
+        "the BFL-control and USO conversions are modelled.)",
+        "lora_unet_down_blocks_0_attentions_0_proj_in.lora_up.weight on an SDXL base",
         "Check these keys in ComfyUI's log ('lora key not loaded').",
         f"{EVIDENCE['keys']}",
     ),
@@ -143,5 +150,65 @@ RULES = [
         "a Flux LoRA on a Wan base",
         "Use a LoRA made for this model.",
         f"{EVIDENCE['keys']}; {EVIDENCE['load']}",
+    ),
+    Rule(
+        "QC838",
+        "lora-lost-on-runtime",
+        W,
+        "another runtime's LoRA merge keeps less than half of the LoRA or adds more noise",
+        effects(),
+        None,
+        "For each patched quantized layer and each target runtime that merges the LoRA in its "
+        "own way (SD.Next's SDNQ round-to-nearest re-quantization, InvokeAI's bf16 merge, "
+        "sd.cpp's F16 merge), retention >= 0.5 and added error <= 1, measured from the "
+        "weights with that runtime's rounding. The finding degrades that runtime only.",
+        "Round-to-nearest has no randomness to carry a change smaller than half a step: a "
+        "LoRA below the grid's spacing is rounded away (SD.Next PR #5044 measured retention "
+        "near zero at 4 bits), and a 16-bit merge loses a LoRA under half a BF16 ulp of the "
+        "weights. ComfyUI and Forge Neo (the same re-quantization) are QC834.",
+        "an nvfp4 layer SD.Next re-quantizes after a 1 % LoRA: retention 0.06",
+        "Use a runtime that keeps the LoRA as a side branch on quantized layers (sglang, "
+        "DiffSynth, sd.cpp for INT8), or a higher-precision file for LoRA work.",
+        _evidence(("sdnext", "rounding"), ("invokeai", "direct"), ("sdcpp", "adapter")),
+    ),
+    Rule(
+        "QC839",
+        "lora-side-branch",
+        N,
+        "runtime keeps the LoRA as a side branch on quantized layers (all of it arrives, "
+        "at a speed cost)",
+        effects(),
+        None,
+        "Counts, per target runtime, the patched quantized layers its default mode keeps the "
+        "LoRA beside: x @ A @ B computed in high precision next to the quantized matmul.",
+        "Nothing is rounded away (retention 1, no added error), but every step pays two thin "
+        "GEMMs of the LoRA's rank per layer and keeps the factors resident (sglang's own "
+        "help: up to +50 % per step on small models).",
+        "sglang --lora-merge-mode auto on an nvfp4 base",
+        "Nothing to fix; merge the LoRA into a BF16 base and re-quantize it offline if the "
+        "speed matters.",
+        _evidence(("sglang", "auto"), ("diffsynth", "hotload"), ("sdcpp", "int8")),
+    ),
+    Rule(
+        "QC840",
+        "lora-slice-of-fused-layer",
+        N,
+        "LoRA patches a slice of a quantized fused weight: the whole layer is re-quantized",
+        effects(),
+        None,
+        "Names the quantized layers whose LoRA patches cover only some rows: diffusers LoRAs "
+        "for Flux, SD3, PixArt and Z-Image address q, k and v separately, which ComfyUI maps to "
+        "slices of the model's fused qkv (or linear1) weight.",
+        "ComfyUI patches the slice but writes back the whole weight with "
+        "requantize_from_float and recalculated scales: rows the LoRA leaves alone come back "
+        "unchanged while their scale stays (they are on the grid), and move when it changes "
+        "(a per-tensor scale whose amax lies in the patched slice). With the weights read, the "
+        "finding says which.",
+        "transformer.transformer_blocks.0.attn.add_k_proj on double_blocks.0.txt_attn.qkv",
+        "Nothing to fix in the file; expect the figures of the whole layer. A LoRA that also "
+        "trains the other slices costs no more noise.",
+        "ComfyUI @783545f6 comfy/utils.py flux_to_diffusers / mmdit_to_diffusers / "
+        "pixart_to_diffusers / z_image_to_diffusers (slices); comfy/lora.py calculate_weight "
+        "(weight.narrow at the offset); " + EVIDENCE["patched"],
     ),
 ]

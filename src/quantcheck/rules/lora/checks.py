@@ -65,7 +65,63 @@ def findings(a: Analysis) -> list[Diagnostic]:
         for d in _layer_findings(r):
             d.file = base
             out.append(d)
+    for d in _runtime_findings(a):
+        d.file = base
+        out.append(d)
     return out
+
+
+def _runtime_findings(a: Analysis) -> list[Diagnostic]:
+    """QC838 per layer a runtime's own merge spoils, QC839 once per runtime that keeps the
+    LoRA as a side branch (ComfyUI-style re-quantizations are QC834's)."""
+    from quantcheck.rules.levels import Effect
+    from quantcheck.runtimes.lora_path import lora_path
+
+    out: list[Diagnostic] = []
+    side: dict[str, list[str]] = {}
+    for r in a.layers:
+        for rt, e in r.runtimes.items():
+            path = lora_path(rt)
+            if path is None:
+                continue
+            if e["outcome"] == "side-branch":
+                side.setdefault(rt, []).append(r.format)
+                continue
+            if path.requant == "comfyui" or r.problem is not None:
+                continue
+            added, kept = e.get("added_error"), e.get("retention")
+            if (added is not None and added > MAX_ADDED_ERROR) or (
+                kept is not None and kept < MIN_RETENTION
+            ):
+                out.append(
+                    Diagnostic(
+                        R.QC838,
+                        f"{rt} ({path.default_mode}, {e['outcome']}, {e.get('basis', '')}): "
+                        f"the {r.format} layer keeps {_fmt(kept, '.2f')} of the LoRA and adds "
+                        f"{_fmt(added, '.2g')}x its size in noise {path.verified}",
+                        layer=r.layer,
+                        effects={rt: Effect.DEGRADED},
+                        data={"runtime": rt, "retention": kept, "added_error": added},
+                    )
+                )
+    for rt, fmts in side.items():
+        path = lora_path(rt)
+        assert path is not None
+        counts = ", ".join(f"{fmts.count(f)} {f}" for f in dict.fromkeys(fmts))
+        out.append(
+            Diagnostic(
+                R.QC839,
+                f"{rt} ({path.default_mode} mode) keeps the LoRA as a side branch on "
+                f"{len(fmts):,} quantized layer(s) ({counts}): all of it arrives; {path.cost} "
+                f"{path.verified}",
+                data={"runtime": rt, "layers": len(fmts)},
+            )
+        )
+    return out
+
+
+def _fmt(v: float | None, spec: str) -> str:
+    return "?" if v is None else format(v, spec)
 
 
 def _base_name(path: str) -> str:
@@ -96,6 +152,27 @@ def _layer_findings(r: LayerResult) -> list[Diagnostic]:
                 "NVIDIA default, the layer runs dequantized instead)",
                 layer=r.layer,
                 tensor=r.layer + ".weight",
+            )
+        )
+    covered = sum(size for _, size in r.slices)
+    if r.quantized and r.slices and r.shape is not None and covered < r.shape[0]:
+        spans = ", ".join(f"{a}-{a + n - 1}" for a, n in r.slices)
+        moved = (r.figures or {}).get("untouched_error")
+        if moved is None:
+            then = "they move only if the recalculated scales change (figures not measured)"
+        elif moved == 0:
+            then = "they come back unchanged (the recalculated scales leave them on the grid)"
+        else:
+            then = f"they move by {moved:.2g}x the LoRA's size (the scales were recalculated)"
+        out.append(
+            Diagnostic(
+                R.QC840,
+                f"{r.format} layer of {r.shape[0]:,} rows: the LoRA patches rows {spans} (slices "
+                "of the fused weight, e.g. diffusers to_q/to_k/to_v of a fused qkv); ComfyUI "
+                f"re-quantizes all {r.shape[0]:,} rows; for the {r.shape[0] - covered:,} it "
+                f"does not patch, {then}",
+                layer=r.layer,
+                data={"rows": r.shape[0], "patched_rows": covered, "untouched_error": moved},
             )
         )
     if r.quantized and r.outcome == "patched" and r.on_the_fly == "dequantized":

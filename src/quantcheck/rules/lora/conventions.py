@@ -12,7 +12,7 @@ from quantcheck.runtimes.comfyui_lora import (
     LORA_FAMILY_HINTS,
     LORA_NAMINGS,
     PREFIXES,
-    SUFFIXES,
+    SUFFIXES_BY_LAST,
     TEXT_ENCODER_PREFIXES,
 )
 
@@ -40,11 +40,13 @@ KIND_SUFFIX = (
     (".set_weight", "set"),
 )
 META_KEYS = ("ss_base_model_version", "modelspec.architecture", "ss_network_module")
+#: name parts of diffusers UNet module names (unet_to_diffusers' left side)
+UNET_DIFFUSERS_PARTS = ("down_blocks", "up_blocks", "mid_block")
 
 
 def split_key(name: str) -> tuple[str, str]:
     """(module, adapter suffix) of a LoRA key; suffix "" when none is one ComfyUI reads."""
-    for s in SUFFIXES:
+    for s in SUFFIXES_BY_LAST.get(name.rsplit(".", 1)[-1], ()):
         if name.endswith(s):
             return name[: -len(s)], s
     return name, ""
@@ -139,8 +141,8 @@ class Explainer:
             if self.km.unmodelled:
                 return _why(
                     "not-modelled",
-                    f"ComfyUI's {branch} branch maps diffusers names through a table "
-                    "quantcheck does not model; whether this key loads is not predicted",
+                    f"ComfyUI's {branch} branch maps names through a table quantcheck does "
+                    "not model; whether this key loads is not predicted",
                     self._valid_form(path),
                 )
             return _why(
@@ -148,6 +150,13 @@ class Explainer:
                 f"the layer exists, but ComfyUI's key map for {branch} has no entry with this "
                 f"prefix; it maps {DM}{path} and lora_unet_{path.replace('.', '_')}",
                 self._valid_form(path),
+            )
+        if self.km.unmodelled and any(p in bare for p in UNET_DIFFUSERS_PARTS):
+            return _why(
+                "not-modelled",
+                f"diffusers UNet names; ComfyUI's {self.km.family} branch maps them through "
+                "unet_to_diffusers, which quantcheck does not model: not predicted",
+                None,
             )
         renamed = self._renamed(bare)
         if renamed is not None:

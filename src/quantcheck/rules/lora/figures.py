@@ -21,6 +21,8 @@ import numpy as np
 from quantcheck.numeric.arrays import from_bytes
 from quantcheck.numeric.lora_patch import kitchen_options, lora_delta, requantize, survival
 from quantcheck.numeric.stochastic import string_to_seed
+from quantcheck.rules.lora.load import patch_shape
+from quantcheck.rules.lora.runtimes import runtime_figures
 from quantcheck.runtimes.comfyui_lora import REPRODUCED, STOCHASTIC
 
 if TYPE_CHECKING:
@@ -67,7 +69,17 @@ def _delta(
         arrays, alpha = _parts(ck, patch)
         if patch.kind == "diff" and "diff" in arrays:
             arrays = {"diff": arrays["diff"]}
-        total += lora_delta(patch.kind, arrays, alpha, strength, shape, weight)
+        part = patch_shape(patch, shape) or shape
+        rows = slice(None)
+        if patch.offset is not None:
+            _, start, size = patch.offset
+            rows = slice(start, start + size)
+        sub = weight[rows] if weight is not None else None
+        d = lora_delta(patch.kind, arrays, alpha, strength, part, sub)
+        if patch.function == "swap":  # swap_scale_shift: the delta's halves exchanged
+            half = d.shape[0] // 2
+            d = np.concatenate([d[half:], d[:half]])
+        total[rows] += d
     return total
 
 
@@ -161,6 +173,16 @@ def layer_options(base: Checkpoint, prefix: str, fmt: str) -> dict[str, Any]:
     return kitchen_options(fmt, marker, _tensors(layer), cb)
 
 
+def _untouched(r: LayerResult) -> np.ndarray | None:
+    """The rows of a layer no slice patch covers (None: no slices)."""
+    if not r.slices or r.shape is None:
+        return None
+    mask = np.ones(r.shape[0], bool)
+    for start, size in r.slices:
+        mask[start : start + size] = False
+    return mask
+
+
 def _layer_bytes(base: Checkpoint, prefix: str) -> int:
     return sum(t.nbytes for t in base.layers[prefix].tensors.values())
 
@@ -178,7 +200,7 @@ def add_figures(
     for r, items in zip(analysis.layers, patches, strict=True):
         if not r.quantized or r.outcome == "raises" or r.shape is None:
             continue
-        if any(p.kind not in NUMERIC_KINDS for _, p in items):
+        if any(p.kind not in NUMERIC_KINDS or "reshape" in p.parts for _, p in items):
             continue
         need = _layer_bytes(base, r.layer) + sum(
             ck.tensors[n].nbytes for ck, p in items for n in p.parts.values() if n in ck.tensors
@@ -189,16 +211,20 @@ def add_figures(
                 w = base.layer(r.layer).dequantize(shape=r.shape)
                 delta = _delta(items, r.shape, analysis.strength, w)
                 opts = layer_options(base, r.layer, r.format)
-                r.figures = survival(w, delta, r.format, string_to_seed(r.target), opts)
+                r.figures = survival(
+                    w, delta, r.format, string_to_seed(r.target), opts, _untouched(r)
+                )
+                r.basis = "measured" if r.format in REPRODUCED else "measured-round-to-nearest"
+                runtime_figures(r, w, delta, opts)
             except (ValueError, OSError) as exc:  # NumericError is a ValueError
                 r.basis = f"not computed: {exc}"
                 continue
-            r.basis = "measured" if r.format in REPRODUCED else "measured-round-to-nearest"
             measured += 1
             continue
         if r.problem is not None:
             r.figures = {"retention": 0.0, "added_error": None, "requant_error": None}
             r.basis = "shape-mismatch"
+            runtime_figures(r)
             continue
         try:
             est = _estimate(base, r, items, analysis.strength)
@@ -209,6 +235,7 @@ def add_figures(
             r.figures = est
             r.basis = "estimated"
             estimated += 1
+        runtime_figures(r)
     analysis.bytes_read = used
     analysis.numbers = (
         "measured" if measured and not estimated else "mixed" if measured else "estimated"

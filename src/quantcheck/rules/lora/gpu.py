@@ -10,6 +10,8 @@ weight is cast; only a layer that asks for re-quantization (INT8's linear_input_
 `want_requant`) is re-quantized, every other one runs dequantized while the LoRA is on — an
 AWQ layer included, so it does not raise there. Without DynamicVRAM the full load patches and
 re-quantizes every layer (`outcome`), and an AWQ/SVDQuant layer makes the load fail.
+Another runtime's layers take its LoRA path's outcome (`runtimes/lora_path.py`; sglang's
+default keeps the LoRA as a side branch beside the quantized matmul).
 """
 
 from __future__ import annotations
@@ -25,7 +27,17 @@ LORA_MODES = {
     "requantized": "patched and re-quantized in its own format; runs as `mode` says",
     "dequantized": "the LoRA is applied on the fly: the layer runs dequantized every step",
     "load-fails": "the full-load patch raises: the LoRA load fails as a whole",
+    "side-branch": "the LoRA runs beside the quantized matmul (x @ A @ B): the layer keeps its "
+    "mode, each step pays two thin GEMMs",
     "not-modelled": "this runtime's LoRA path on quantized layers is not modelled",
+}
+#: another runtime's outcome (runtimes/lora_path.py) -> lora_mode
+OTHER_MODES = {
+    "requantized": "requantized",
+    "merged": "dequantized",
+    "side-branch": "side-branch",
+    "dequantized": "dequantized",
+    "raises": "load-fails",
 }
 COMFY = ("comfyui", "comfyui-cpu")
 
@@ -47,8 +59,10 @@ def dynamic_vram(target: str, entry: dict[str, Any]) -> bool:
 
 
 def lora_mode(target: str, entry: dict[str, Any], r: LayerResult) -> str:
-    if target.split("@")[0] not in COMFY:
-        return "not-modelled"
+    name = target.split("@")[0]
+    if name not in COMFY:
+        other = r.runtimes.get(name)
+        return OTHER_MODES.get(other["outcome"], "not-modelled") if other else "not-modelled"
     if dynamic_vram(target, entry):
         return r.on_the_fly if r.on_the_fly in ("requantized", "dequantized") else "dequantized"
     return "load-fails" if r.outcome == "raises" else "requantized"

@@ -3,8 +3,10 @@
 `model_lora_keys_unet` (comfy/lora.py @783545f6) reads the model's state dict: every stored
 key after the key plumbing (`rules/comfyui/keys.py`: the model prefix stripped), under
 `diffusion_model.`. Generic entries for every key, then the branch of the model's family
-(`runtimes/comfyui_lora.BRANCHES`); branches through a diffusers table are not modelled and
-said so (`KeyMap.unmodelled`). Standard library only.
+(`runtimes/comfyui_lora.BRANCHES`, and the diffusers tables of Flux, SD3, AuraFlow, PixArt,
+Krea2 and Lumina2 through `diffusers.py`, whose values may be a slice of a fused weight or
+carry a function); the UNet models' `unet_to_diffusers` table is not modelled and said so
+(`KeyMap.unmodelled`). Standard library only.
 """
 
 from __future__ import annotations
@@ -13,22 +15,29 @@ from collections.abc import Iterable
 
 from quantcheck._record import record
 from quantcheck.rules.comfyui.keys import model_prefix
+from quantcheck.rules.lora.diffusers import Target, branch_entries
 from quantcheck.runtimes.comfyui_lora import (
     BRANCHES,
     BRANCHES_NOT_MODELLED,
+    DIFFUSERS_BRANCHES,
     FAMILY_KEYS,
     HUNYUAN_VIDEO_REWRITES,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 DM = "diffusion_model."
 
 
 @record
 class KeyMap:
-    """LoRA module name -> model state-dict key (`diffusion_model.X.weight`), the family the
-    base was taken for, and whether its family branch is outside what is modelled."""
+    """LoRA module name -> model state-dict key (`diffusion_model.X.weight`, or a slice of
+    one / one with a function: `diffusers.Target`), the family the base was taken for, and
+    whether its family branch is outside what is modelled."""
 
-    entries: dict[str, str]
+    entries: dict[str, Target]
     family: str
     prefix: str
     #: model key -> the base's stored tensor name
@@ -56,12 +65,16 @@ def family_of(model: Iterable[str]) -> str:
     return ""
 
 
-def build_key_map(names: Iterable[str], family: str | None = None) -> KeyMap:
+def build_key_map(
+    names: Iterable[str],
+    family: str | None = None,
+    shapes: Mapping[str, tuple[int, ...]] | None = None,
+) -> KeyMap:
     """The key map for a base checkpoint's stored tensor names (`family`: override the
-    detection)."""
+    detection; `shapes`: stored name -> shape, which the diffusers tables read)."""
     prefix, stored = model_keys(names)
     fam = family_of(stored) if family is None else family
-    out: dict[str, str] = {}
+    out: dict[str, Target] = {}
     for k in stored:
         if k.endswith(".weight"):
             path = k[len(DM) : -len(".weight")]
@@ -86,4 +99,7 @@ def build_key_map(names: Iterable[str], family: str | None = None) -> KeyMap:
                 name = name[len(DM) : -len(".weight")]
                 out["transformer." + name] = k
                 out[DM + name] = k
+    elif fam in DIFFUSERS_BRANCHES:
+        given = shapes or {}
+        out.update(branch_entries(fam, {k: given.get(n, ()) for k, n in stored.items()}))
     return KeyMap(out, fam, prefix, stored, fam in BRANCHES_NOT_MODELLED)

@@ -3,22 +3,27 @@
 comfy/lora.py @783545f6 `load_lora(lora, key_map)`: for every module name x of the key map, the
 keys `x.alpha`, `x.dora_scale`, each adapter's names (`weight_adapter/*.py` `load`, all tried:
 a later one replaces the patch of an earlier), `x.w_norm`/`x.b_norm`, `x.diff`, `x.diff_b`,
-`x.set_weight` are taken; every other key of the file is logged "lora key not loaded". Before
-that, `comfy/lora_convert.py convert_lora` renames Wan Fun LoRAs (`lora_unet__` ->
-`lora_unet_`); its BFL-control and USO conversions are recognised but not modelled.
-Standard library only.
+`x.set_weight` are taken; every other key of the file is logged "lora key not loaded". A
+key-map value that is a slice `(key, (0, offset, size))` patches those rows of the weight (the
+patch dict is keyed by the value, so q, k and v slices of one fused weight are three patches),
+one with a function `(key, None, fn)` patches the weight with the function applied to the
+delta. Before that, `comfy/lora_convert.py convert_lora` renames Wan Fun LoRAs (`lora_unet__`
+-> `lora_unet_`), BFL control LoRAs (every key under `diffusion_model.`, `.lora_B.bias` ->
+`.diff_b`, `_norm.scale` -> `_norm.set_weight`, and a `diffusion_model.img_in.reshape_weight`
+it adds) and USO LoRAs (their processor names to Flux's). Standard library only.
 """
 
 from __future__ import annotations
 
 from quantcheck._record import factory, record
+from quantcheck.rules.lora.diffusers import Target
 from quantcheck.runtimes.comfyui_lora import (
     GLORA,
     LOHA,
     LOHA_TUCKER,
     LOKR,
     LORA_NAMINGS,
-    SUFFIXES,
+    SUFFIXES_BY_LAST,
 )
 
 TYPE_CHECKING = False
@@ -32,12 +37,15 @@ Shapes = dict[str, tuple[int, ...]]
 @record
 class Patch:
     """One patch load_lora makes: the model key it targets, the module name x it was found
-    under, its kind and its parts (role -> LoRA key)."""
+    under, its kind and its parts (role -> LoRA key); `offset` (dim, start, size) when it
+    patches a slice of the weight, `function` ("swap") when the delta is transformed."""
 
     target: str
     module: str
     kind: str
     parts: dict[str, str] = factory(dict)
+    offset: tuple[int, int, int] | None = None
+    function: str = ""
 
 
 @record
@@ -46,18 +54,40 @@ class Loaded:
     would log as not loaded (file order), and the file's keys after convert_lora (renamed
     key -> key in the file)."""
 
-    patches: dict[str, Patch]
+    patches: dict[Target, Patch]
     loaded: set[str]
     unmatched: list[str]
     renamed: dict[str, str]
     conversion: str = ""
 
 
+#: USO's processor names and ComfyUI's (convert_uso_lora), in its order
+USO_RENAMES = (
+    (".down.weight", ".lora_down.weight"),
+    (".up.weight", ".lora_up.weight"),
+    (".qkv_lora2.", ".txt_attn.qkv."),
+    (".qkv_lora1.", ".img_attn.qkv."),
+    (".proj_lora1.", ".img_attn.proj."),
+    (".proj_lora2.", ".txt_attn.proj."),
+    (".qkv_lora.", ".linear1_qkv."),
+    (".proj_lora.", ".linear2."),
+    (".processor.", "."),
+)
+#: the key convert_lora_bfl_control adds (no tensor of the file)
+BFL_RESHAPE = "diffusion_model.img_in.reshape_weight"
+
+
 def convert(names: list[str]) -> tuple[dict[str, str], str]:
-    """convert_lora's renaming (new name -> name in the file) and which conversion ran."""
+    """convert_lora's renaming (new name -> name in the file; BFL control's added reshape key
+    maps to "") and which conversion ran."""
     keys = set(names)
     if "img_in.lora_A.weight" in keys and "single_blocks.0.norm.key_norm.scale" in keys:
-        return {n: n for n in names}, "bfl-control (not modelled)"
+        out = {}
+        for n in names:
+            to = n.replace(".lora_B.bias", ".diff_b").replace("_norm.scale", "_norm.set_weight")
+            out["diffusion_model." + to] = n
+        out[BFL_RESHAPE] = ""
+        return out, "bfl-control"
     if "lora_unet__blocks_0_cross_attn_k.lora_down.weight" in keys:
         out = {}
         for n in names:
@@ -67,7 +97,13 @@ def convert(names: list[str]) -> tuple[dict[str, str], str]:
         "single_blocks.37.processor.qkv_lora.up.weight" in keys
         and "double_blocks.18.processor.qkv_lora2.up.weight" in keys
     ):
-        return {n: n for n in names}, "uso (not modelled)"
+        out = {}
+        for n in names:
+            to = n
+            for a, b in USO_RENAMES:
+                to = to.replace(a, b)
+            out["diffusion_model." + to] = n
+        return out, "uso"
     return {n: n for n in names}, ""
 
 
@@ -75,7 +111,7 @@ def _modules(names: list[str], key_map: Mapping[str, object]) -> list[str]:
     """Module names of the key map some LoRA key could load under, in key-map order."""
     found: set[str] = set()
     for n in names:
-        for suffix in SUFFIXES:
+        for suffix in SUFFIXES_BY_LAST.get(n.rsplit(".", 1)[-1], ()):
             if n.endswith(suffix):
                 x = n[: -len(suffix)]
                 if x in key_map:
@@ -84,14 +120,23 @@ def _modules(names: list[str], key_map: Mapping[str, object]) -> list[str]:
     return sorted(found, key=lambda x: order.get(x, 0))
 
 
-def load_lora(shapes: Mapping[str, tuple[int, ...]], key_map: Mapping[str, str]) -> Loaded:
+def split_target(value: Target) -> tuple[str, tuple[int, int, int] | None, str]:
+    """(model key, slice or None, function or "") of a key-map value."""
+    if isinstance(value, str):
+        return value, None, ""
+    key, offset, *fn = value
+    return key, offset, (fn[0] if fn else "")
+
+
+def load_lora(shapes: Mapping[str, tuple[int, ...]], key_map: Mapping[str, Target]) -> Loaded:
     """load_lora over a LoRA's tensor names and shapes (file order kept)."""
     renamed, conversion = convert(list(shapes))
     keys = set(renamed)
     loaded: set[str] = set()
-    patches: dict[str, Patch] = {}
+    patches: dict[Target, Patch] = {}
     for x in _modules(list(renamed), key_map):
-        target = key_map[x]
+        entry = key_map[x]
+        target, offset, function = split_target(entry)
         extra: dict[str, str] = {}
         for part in ("alpha", "dora_scale"):
             if f"{x}.{part}" in keys:
@@ -100,8 +145,12 @@ def load_lora(shapes: Mapping[str, tuple[int, ...]], key_map: Mapping[str, str])
         for patch in _adapters(x, keys, renamed, shapes, target):
             loaded.update(patch.parts.values())
             patch.parts.update(extra)
-            patches[patch.target] = patch
-    unmatched = [renamed[n] for n in renamed if n not in loaded]
+            if patch.target == target:
+                patch.offset, patch.function = offset, function
+                patches[entry] = patch
+            else:
+                patches[patch.target] = patch
+    unmatched = [renamed[n] for n in renamed if n not in loaded and renamed[n]]
     return Loaded(patches, loaded, unmatched, renamed, conversion)
 
 
@@ -135,11 +184,12 @@ def _adapters(
     if x + GLORA[0] in keys:
         out.append(Patch(target, x, "glora", {s[1:3]: x + s for s in GLORA}))
     blocks = f"{x}.oft_blocks"
-    if blocks in keys and len(shapes[renamed[blocks]]) in (3, 4):
+    if blocks in keys and len(shapes.get(renamed[blocks], ())) in (3, 4):
         parts = {"blocks": blocks}
         if f"{x}.rescale" in keys:
             parts["rescale"] = f"{x}.rescale"
-        out.append(Patch(target, x, "oft" if len(shapes[renamed[blocks]]) == 3 else "boft", parts))
+        dims = len(shapes.get(renamed[blocks], ()))
+        out.append(Patch(target, x, "oft" if dims == 3 else "boft", parts))
     bias = target[: -len(".weight")] + ".bias" if target.endswith(".weight") else target + ".bias"
     for name, kind, on in (
         ("w_norm", "diff", target),
@@ -152,3 +202,11 @@ def _adapters(
             if name == "w_norm" and f"{x}.b_norm" in keys:
                 out.append(Patch(bias, x, "diff", {"diff": f"{x}.b_norm"}))
     return out
+
+
+def patch_shape(patch: Patch, nk: tuple[int, int] | None) -> tuple[int, int] | None:
+    """The [N, K] a patch applies to: the layer's, or its slice's (rows of a fused weight)."""
+    if nk is None or patch.offset is None:
+        return nk
+    dim, _, size = patch.offset
+    return (size, nk[1]) if dim == 0 else (nk[0], size)

@@ -21,10 +21,12 @@ def lora_diagnostics(
     *,
     numbers: bool = False,
     max_bytes: int | None = None,
+    targets: tuple[str, ...] = (),
 ) -> tuple[Analysis, list[Diagnostic]]:
     """Open the LoRA files (headers, and their tensors when `numbers`), analyse them on the
-    opened `base`, and return the analysis with its QC83x findings, after the LoRA files'
-    own container findings (a truncated or malformed LoRA is reported as a checkpoint is)."""
+    opened `base` (ComfyUI's path, and the LoRA paths of `targets`' other runtimes), and
+    return the analysis with its QC83x findings, after the LoRA files' own container findings
+    (a truncated or malformed LoRA is reported as a checkpoint is)."""
     from quantcheck.model.checkpoint import load_checkpoint
 
     loras = [
@@ -32,7 +34,7 @@ def lora_diagnostics(
         for p in lora_paths
     ]
     try:
-        a = analyse(base, loras, strength, numbers=numbers, max_bytes=max_bytes)
+        a = analyse(base, loras, strength, numbers=numbers, max_bytes=max_bytes, runtimes=targets)
     finally:
         for ck in loras:
             ck.close()
