@@ -138,6 +138,7 @@ def diffsynth_runtime() -> Runtime:
         "DiffSynth-Studio",
         RELEASES,
         checks="quantcheck.rules.diffsynth.checks:DiffsynthChecks",
+        gpu="quantcheck.rules.diffsynth.gpu:DIFFSYNTH_GPU",
         effects=EFFECTS,
         reasons={**WHY, **LEFT_NONE},
         messages="quantcheck.rules.diffsynth.messages:PATTERNS",

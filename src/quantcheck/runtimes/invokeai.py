@@ -148,6 +148,7 @@ def invokeai_runtime() -> Runtime:
         "InvokeAI",
         RELEASES,
         checks="quantcheck.rules.invokeai.checks:InvokeaiChecks",
+        gpu="quantcheck.rules.invokeai.gpu:INVOKEAI_GPU",
         effects=EFFECTS,
         reasons={**WHY, **LEFT_NONE},
         messages="quantcheck.rules.invokeai.messages:PATTERNS",

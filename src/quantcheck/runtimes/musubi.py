@@ -155,6 +155,7 @@ def musubi_runtime() -> Runtime:
         "musubi-tuner",
         RELEASES,
         checks="quantcheck.rules.musubi.checks:MusubiChecks",
+        gpu="quantcheck.rules.musubi.gpu:MUSUBI_GPU",
         effects=dict(EFFECTS),
         reasons={**WHY, **LEFT_NONE},
         doc="musubi-tuner's pre-quantized DiT gate, inspect_convrot_int8_artifact "

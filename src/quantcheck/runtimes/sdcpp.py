@@ -175,6 +175,7 @@ def sdcpp_runtime() -> Runtime:
         "stable-diffusion.cpp",
         RELEASES,
         checks="quantcheck.rules.sdcpp.checks:SdcppChecks",
+        gpu="quantcheck.rules.sdcpp.gpu:SDCPP_GPU",
         effects=dict(EFFECTS),
         reasons={**WHY, **LEFT_NONE},
         doc="stable-diffusion.cpp's safetensors reader and Linear (leejet/stable-diffusion.cpp "

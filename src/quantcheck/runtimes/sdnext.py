@@ -198,6 +198,7 @@ def sdnext_runtime() -> Runtime:
             ),
         ),
         checks="quantcheck.rules.sdnext.checks:SdnextChecks",
+        gpu="quantcheck.rules.sdnext.gpu:SDNEXT_GPU",
         effects=dict(EFFECTS),
         reasons={**WHY, **LEFT_NONE},
         doc="SD.Next's native transformer loader (vladmandic/sdnext d11a619 "

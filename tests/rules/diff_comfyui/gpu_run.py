@@ -66,9 +66,10 @@ def judge_file(oracle: Any, path: str, stack: Stack) -> dict[str, tuple[str | No
     """The oracle's verdict for every marked layer of `path` on `stack`."""
     from comfy_kitchen.backends import cuda
 
-    from .gpu_oracle import EAGER_NATIVE
+    from .gpu_oracle import EAGER_NATIVE, torch_fp8
 
     e8m0 = has_e8m0(path)
+    fp8_device = torch_fp8(stack)
     out: dict[str, tuple[str | None, Verdict]] = {}
     for layer in layers_of(path):
         if e8m0 and oracle.aimdo:
@@ -94,6 +95,7 @@ def judge_file(oracle: Any, path: str, stack: Stack) -> dict[str, tuple[str | No
                 eager_native=EAGER_NATIVE,
                 awq_limit=cuda._AWQ_W4A16_MMA_M_LIMIT,
                 device_type=stack.device_type,
+                fp8_device=fp8_device,
             ),
         )
     return out
