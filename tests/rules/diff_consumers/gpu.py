@@ -24,10 +24,9 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import load_file
 
-from ..diff_comfyui.gpu_compare import Verdict, oracle_mode
+from ..diff_comfyui.gpu_compare import Verdict
 from ..diff_comfyui.gpu_files import layers_of
 from ..diff_comfyui.gpu_oracle import (
-    EAGER_NATIVE,
     MATMUL_OPS,
     LayerPath,
     _real_torch_is,
@@ -39,6 +38,7 @@ from ..diff_comfyui.gpu_oracle import (
     register_backends,
     torch_fp8,
 )
+from ..diff_comfyui.gpu_run import layer_mode
 from ..diff_comfyui.gpu_stack import Stack
 
 
@@ -63,8 +63,6 @@ def diffsynth_verdicts(
 ) -> dict[str, tuple[str | None, Verdict]]:
     """The mode of every marked layer of `path` DiffSynth loads, on `stack` (`state`: the
     registry as `diffsynth_state` left it)."""
-    from comfy_kitchen.backends import cuda
-
     sd = load_file(path)
     with safe_open(path, framework="pt") as f:
         metadata = f.metadata() or {}
@@ -89,19 +87,7 @@ def diffsynth_verdicts(
         quantized, seen, error = forward_calls(shell, x.to(torch.bfloat16), layer.n, layer.k)
         calls = [pick(op, kw, state, stack.device_type) for op, kw in seen if op in MATMUL_OPS]
         path_taken = LayerPath(quantized, False, calls, error)
-        out[layer.name] = (
-            layer.fmt,
-            oracle_mode(
-                path_taken,
-                layer.fmt,
-                layer.n,
-                layer.k,
-                eager_native=EAGER_NATIVE,
-                awq_limit=cuda._AWQ_W4A16_MMA_M_LIMIT,
-                device_type=stack.device_type,
-                fp8_device=fp8_device,
-            ),
-        )
+        out[layer.name] = (layer.fmt, layer_mode(path_taken, layer, stack, fp8_device))
     return out
 
 

@@ -57,3 +57,20 @@ def load_diffsynth(root: Path) -> types.ModuleType:
     _load("diffsynth.core.quant.base", quant / "base.py")
     _package("diffsynth.core.quant.backends")
     return _load("diffsynth.core.quant.backends.comfy_kitchen", quant / "backends/comfy_kitchen.py")
+
+
+def load_both(into: Path) -> dict[str, types.ModuleType] | None:
+    """Both consumers' executed modules from their pinned wheels (extracted under `into`),
+    by project name; None when a wheel cannot be downloaded."""
+    from .wheels import extract
+
+    out = {}
+    for project, version, load in (
+        ("invokeai", "6.14.2", load_invokeai),
+        ("diffsynth", "2.1.12", load_diffsynth),
+    ):
+        root = extract(project, version, into)
+        if root is None:
+            return None
+        out[project] = load(root)
+    return out

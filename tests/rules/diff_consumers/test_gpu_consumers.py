@@ -18,8 +18,7 @@ from quantcheck.gpus import expand_specs
 from ..diff_comfyui.gpu_cases import files
 from ..diff_comfyui.gpu_compare import compare
 from ..diff_comfyui.gpu_stack import stack_from_entry
-from .loader import load_diffsynth, load_invokeai
-from .wheels import extract
+from .loader import load_both
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("QUANTCHECK_DIFF_CONSUMERS") != "1",
@@ -66,16 +65,9 @@ ALLOW = {
 def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     pytest.importorskip("torch")
     pytest.importorskip("comfy_kitchen")
-    into = tmp_path_factory.mktemp("consumers-gpu")
-    mods = {}
-    for project, version, load in (
-        ("invokeai", "6.14.2", load_invokeai),
-        ("diffsynth", "2.1.12", load_diffsynth),
-    ):
-        root = extract(project, version, into)
-        if root is None:
-            pytest.fail(f"could not download {project}=={version} (pip download --no-deps)")
-        mods[project] = load(root)
+    mods = load_both(tmp_path_factory.mktemp("consumers-gpu"))
+    if mods is None:
+        pytest.fail("could not download the consumer wheels (pip download --no-deps)")
     judged = files(tmp_path_factory.mktemp("gpu-files"))
     gpus = expand_specs(SPECS)
     entries: dict[str, dict[str, Any]] = {}

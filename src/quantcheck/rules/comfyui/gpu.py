@@ -17,7 +17,7 @@ dtype it holds unquantized weights in (`compute_dtype`). Standard library only.
 
 from __future__ import annotations
 
-from quantcheck.gpus.spec import FLAGS
+from quantcheck.gpus.spec import FLAGS, SETTINGS
 from quantcheck.rules.gpu.plan import GpuRules
 from quantcheck.runtimes import comfyui_gpu as data
 
@@ -136,7 +136,7 @@ class ComfyuiGpu(GpuRules):
     name = "comfyui"
     marker_keys: tuple[str, ...] = (FPMM,)
     #: the launch switches it reads: ComfyUI's of `gpus/spec.FLAGS`
-    flags = frozenset(FLAGS) - {"sdnq-quantized-matmul"}
+    flags = frozenset(FLAGS) - SETTINGS
     kitchen = True
     #: it disables formats by device (get_disabled_quant_formats); a port without gates
     #: (DiffSynth) goes straight to comfy-kitchen
