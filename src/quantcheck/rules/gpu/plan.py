@@ -205,8 +205,23 @@ def with_refusals(
     taken out of their signature groups into groups of their own."""
     if not refused:
         return plan.groups, decisions, plan.rows
+    groups, extra, rows = _split(plan, refused)
+    return groups, [*decisions, *extra], rows
+
+
+#: the last `_split` (plan, refused, result): a target's GPUs share it, asked in a row
+_LAST_SPLIT: list[Any] = [None, None, None]
+
+
+def _split(
+    plan: Plan, refused: dict[str, Decision]
+) -> tuple[list[list[Any]], list[Decision], list[tuple[str, int]]]:
+    """`plan`'s groups and rows with the refused layers in groups of their own, and those
+    groups' decisions (they do not depend on the device: computed once per target)."""
+    if _LAST_SPLIT[0] is plan and _LAST_SPLIT[1] is refused:
+        return _LAST_SPLIT[2]  # type: ignore[no-any-return]
     groups = [list(g) for g in plan.groups]
-    decisions = list(decisions)
+    extra: list[Decision] = []
     own: dict[Decision, dict[int, int]] = {}  # a refused group per (decision, signature)
     rows = []
     for prefix, gid in plan.rows:
@@ -217,9 +232,10 @@ def with_refusals(
             if new is None:
                 new = by_sig[gid] = len(groups)
                 groups.append([*groups[gid][:3], 0, *groups[gid][4:]])
-                decisions.append(d)
+                extra.append(d)
             groups[gid][3] -= 1
             groups[new][3] += 1
             gid = new
         rows.append((prefix, gid))
-    return groups, decisions, rows
+    _LAST_SPLIT[:] = [plan, refused, (groups, extra, rows)]
+    return groups, extra, rows

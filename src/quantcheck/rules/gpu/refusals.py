@@ -18,6 +18,7 @@ from quantcheck.rules.levels import Effect
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
     from collections.abc import Iterable
+    from typing import Any
 
     from quantcheck.diagnostics import Diagnostic
     from quantcheck.rules.gpu.plan import Decision, GpuRules, Plan
@@ -35,19 +36,27 @@ def refusals(
     load-blocking file-level finding's formats cover. `taken` (if given) collects the failing
     findings the rules decide per device instead ({prefix: {code: message}})."""
     layers = {prefix: plan.groups[gid] for prefix, gid in plan.rows}
+    named, file_level = _index(plan, layers, findings)
     codes: dict[str, dict[str, str]] = {}  # prefix -> {code: message}
     blocking: dict[str, dict[str, str]] = {}  # format -> {code: message}
-    for d in findings:
-        prefix = d.layer
-        if prefix is None and d.tensor is not None:
-            prefix = d.tensor.rpartition(".")[0]
-        group = layers.get(prefix) if prefix is not None else None
-        if d.effect_at(key) is not Effect.FAILS:
-            continue
-        if group is None:
-            for fmt in rules.blocking.get(d.code, ()) if prefix is None else ():
+    fails: dict[object, bool] = {}  # whether a code (with its given effects) fails on `key`
+
+    def failing(d: Diagnostic) -> bool:
+        memo = d.code if d.effects is None else (d.code, *d.effects.items())
+        hit = fails.get(memo)
+        if hit is None:
+            hit = fails[memo] = d.effect_at(key) is Effect.FAILS
+        return hit
+
+    # a file-level finding (often one loader's) refuses nothing, unless the runtime declares
+    # its code load-blocking; a finding on an unquantized layer, nothing
+    for d in file_level:
+        if d.code in rules.blocking and failing(d):
+            for fmt in rules.blocking[d.code]:
                 blocking.setdefault(fmt, {}).setdefault(d.code, d.message)
-            continue  # a file-level finding (often one loader's), or an unquantized layer
+    for prefix, group, d in named:
+        if not failing(d):
+            continue
         if rules.decides(group[2], group[0], d):
             if taken is not None:
                 taken.setdefault(str(prefix), {}).setdefault(d.code, d.message)
@@ -61,6 +70,33 @@ def refusals(
                 for code, message in found.items():
                     own.setdefault(code, f"file-level, blocks every {group[0]} layer: {message}")
     return {prefix: ("refused", _reason(key, found)) for prefix, found in codes.items()}
+
+
+#: the last `_index` (plan, findings, result): every target of a check asks it in a row
+_LAST: list[Any] = [None, None, None]
+
+
+def _index(
+    plan: Plan, layers: dict[str, list[Any]], findings: Iterable[Diagnostic]
+) -> tuple[list[tuple[str, list[Any], Diagnostic]], list[Diagnostic]]:
+    """The findings that name a quantized layer of `plan` (prefix, its group, finding) and
+    those that name no layer (file-level). Independent of the target: computed once."""
+    if _LAST[0] is plan and _LAST[1] is findings:
+        return _LAST[2]  # type: ignore[no-any-return]
+    named = []
+    file_level = []
+    for d in findings:
+        prefix = d.layer
+        if prefix is None and d.tensor is not None:
+            prefix = d.tensor.rpartition(".")[0]
+        if prefix is None:
+            file_level.append(d)
+            continue
+        group = layers.get(prefix)
+        if group is not None:
+            named.append((prefix, group, d))
+    _LAST[:] = [plan, findings, (named, file_level)]
+    return named, file_level
 
 
 def _reason(key: str, found: dict[str, str]) -> str:
