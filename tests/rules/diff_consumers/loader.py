@@ -59,10 +59,16 @@ def load_diffsynth(root: Path) -> types.ModuleType:
     return _load("diffsynth.core.quant.backends.comfy_kitchen", quant / "backends/comfy_kitchen.py")
 
 
-def load_both(into: Path) -> dict[str, types.ModuleType] | None:
+def load_both(into: Path) -> dict[str, types.ModuleType]:
     """Both consumers' executed modules from their pinned wheels (extracted under `into`),
-    by project name; None when a wheel cannot be downloaded."""
+    by project name. Skips the test without torch or comfy-kitchen; fails it when a wheel
+    cannot be downloaded."""
+    import pytest
+
     from .wheels import extract
+
+    pytest.importorskip("torch")
+    pytest.importorskip("comfy_kitchen")
 
     out = {}
     for project, version, load in (
@@ -71,6 +77,6 @@ def load_both(into: Path) -> dict[str, types.ModuleType] | None:
     ):
         root = extract(project, version, into)
         if root is None:
-            return None
+            pytest.fail(f"could not download {project}=={version} (pip download --no-deps)")
         out[project] = load(root)
     return out

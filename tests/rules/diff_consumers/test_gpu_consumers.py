@@ -63,11 +63,7 @@ ALLOW = {
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    pytest.importorskip("torch")
-    pytest.importorskip("comfy_kitchen")
     mods = load_both(tmp_path_factory.mktemp("consumers-gpu"))
-    if mods is None:
-        pytest.fail("could not download the consumer wheels (pip download --no-deps)")
     judged = files(tmp_path_factory.mktemp("gpu-files"))
     gpus = expand_specs(SPECS)
     entries: dict[str, dict[str, Any]] = {}
