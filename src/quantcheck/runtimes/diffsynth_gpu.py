@@ -22,7 +22,8 @@ picks. Standard library only.
 from __future__ import annotations
 
 WHEEL = "diffsynth 2.1.12"
-#: the formats it loads (rules/diffsynth/checks.py ACCEPTED)
+#: (the formats it loads are rules/diffsynth/checks.py ACCEPTED)
+#: torch's Windows wheels ship no triton: comfy-kitchen registers no Triton backend there
 TRITON_WINDOWS = "[GUESS: no triton package on Windows (torch's Windows wheels lack it)]"
 #: unquantized weights: the pipeline's torch_dtype, bfloat16 in DiffSynth's examples [GUESS]
 COMPUTE = (2, "BF16")

@@ -45,8 +45,9 @@ class DiffsynthGpu(ComfyuiGpu):
     def notes(self, spec: GpuSpec, formats: set[str]) -> list[str]:
         out = super().notes(spec, formats)
         out.append(
-            "DiffSynth-Studio has no device gate: a format without a kernel on this device "
-            "runs comfy-kitchen's fallback (FP8: dequantized with a warning on every call)"
+            f"DiffSynth-Studio ({data.WHEEL}) has no device gate: a format without a kernel "
+            "on this device runs comfy-kitchen's fallback (FP8: dequantized with a warning on "
+            "every call)"
         )
         out.append("unquantized weights counted as BF16 (the pipeline's torch_dtype) [GUESS]")
         return out
