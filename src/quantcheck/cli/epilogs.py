@@ -74,12 +74,17 @@ EXAMPLES = {
                                                       torch / CUDA build (default: torch 2.15,
                                                       CUDA 13.0)
   quantcheck check --gpu all model.safetensors        every GPU class of the table, as a matrix
+  quantcheck check --gpu rtx3090,flags=supports-fp8-compute+disable-dynamic-vram model.safetensors
+                                                      with ComfyUI's launch switches
 
   --gpu SPEC: a card (rtx3090, rtx4090, rtx5090, a100, l40s, h100, h200, b200, gb200,
   rx7900xtx, mi300x, arc-a770, m2), a compute capability (sm_89, 8.9, sm_100), an AMD
   architecture (gfx1100, gfx942), a backend (xpu, directml, mps, cpu), all, or auto (this
   machine's device, read with torch); then optionally ,torch=X.Y ,cuda=X.Y ,rocm=X.Y
-  ,os=windows.""",
+  ,os=windows ,flags=A+B. flags: ComfyUI's launch switches supports-fp8-compute,
+  enable-triton-backend, disable-triton-backend, disable-dynamic-vram, enable-dynamic-vram,
+  highvram, gpu-only, novram (a leading -- is accepted), and SD.Next's setting
+  sdnq-quantized-matmul; a runtime that does not read a switch notes it as ignored.""",
     "inspect": """\
   quantcheck inspect model.safetensors                every layer: format, dtype, shapes, bytes
   quantcheck inspect --summary model.safetensors      totals per format and the metadata

@@ -155,7 +155,10 @@ GPU_HELP = (
     "h100, b200, rx7900xtx, mi300x, arc-a770), a compute capability (sm_89, 8.9), an AMD "
     "architecture (gfx1100), a backend (xpu, directml, mps, cpu), all (every class) or auto "
     "(this machine's, needs torch), optionally followed by the software stack: "
-    ",torch=2.9 ,cuda=12.8 ,rocm=6.4 ,os=windows (defaults: torch 2.15, CUDA 13.0). Repeatable"
+    ",torch=2.9 ,cuda=12.8 ,rocm=6.4 ,os=windows (defaults: torch 2.15, CUDA 13.0) and the "
+    "runtime's switches joined by +: ,flags=supports-fp8-compute+enable-triton-backend"
+    "+disable-dynamic-vram (ComfyUI's; also disable-triton-backend, enable-dynamic-vram, "
+    "highvram, gpu-only, novram, and SD.Next's setting sdnq-quantized-matmul). Repeatable"
 )
 
 

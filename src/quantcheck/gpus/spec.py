@@ -5,11 +5,14 @@
             | a compute capability (sm_89, sm_100, 8.9, 12.0)
             | an AMD architecture (gfx1100, gfx942)
             | a backend (xpu, directml, mps, cpu)
-    KEY     = torch (2.9), cuda (12.8; NVIDIA), rocm (6.4; AMD), os (linux, windows)
+    KEY     = torch (2.9), cuda (12.8; NVIDIA), rocm (6.4; AMD), os (linux, windows),
+              flags (switches joined by "+": flags=supports-fp8-compute+disable-dynamic-vram)
 
 Defaults: torch 2.15 (the newest stable release), CUDA 13.0 (12.6 for classes CUDA 13 dropped),
-ROCm 7.1, Linux. `all` stands for every class of the table with the same stack. `auto` (the
-local device) is read by the CLI with torch and handed here as a concrete spec.
+ROCm 7.1, Linux, no switches. `flags=` names the runtime's launch switches that change how
+quantized layers run (`FLAGS`, ComfyUI's names; each runtime's GPU rules read the ones it has
+and say which they ignore). `all` stands for every class of the table with the same stack.
+`auto` (the local device) is read by the CLI with torch and handed here as a concrete spec.
 """
 
 from __future__ import annotations
@@ -22,7 +25,31 @@ DEFAULT_TORCH = (2, 15)
 DEFAULT_CUDA = (13, 0)
 DEFAULT_ROCM = (7, 1)
 BACKENDS = ("xpu", "directml", "mps", "cpu")
-KEYS = ("torch", "cuda", "rocm", "os")
+KEYS = ("torch", "cuda", "rocm", "os", "flags")
+#: The switches `flags=` accepts (ComfyUI @783545f6 comfy/cli_args.py launch switches without
+#: the leading `--`, and SD.Next's one setting that decides its verdicts), with what each
+#: changes for quantized layers. `--fast` is not one: ComfyUI's
+#: pick_operations returns the mixed-precision ops before it reads `args.fast`.
+FLAGS = {
+    "supports-fp8-compute": "ComfyUI acts as if the device had FP8 compute (opens the FP8 gate)",
+    "enable-triton-backend": "comfy-kitchen's Triton backend on (ComfyUI's default: off)",
+    "disable-triton-backend": "comfy-kitchen's Triton backend off (wins over enable)",
+    "disable-dynamic-vram": "the estimate-based loader instead of DynamicVRAM",
+    "enable-dynamic-vram": "DynamicVRAM also where it is not the default (wins over the "
+    "switches that turn it off)",
+    "highvram": "keeps models in VRAM; turns DynamicVRAM off",
+    "gpu-only": "everything on the GPU; turns DynamicVRAM off",
+    "novram": "offloads everything; turns DynamicVRAM off",
+    "sdnq-quantized-matmul": "SD.Next's setting Quantized MatMul on (sdnq_quantize_matmul_mode; "
+    "default disabled)",
+}
+#: the names of `FLAGS` that are settings, not launch switches (shown without `--`)
+SETTINGS = frozenset({"sdnq-quantized-matmul"})
+
+
+def switch_text(flag: str) -> str:
+    """`--supports-fp8-compute`, `sdnq-quantized-matmul` (a setting)."""
+    return flag if flag in SETTINGS else f"--{flag}"
 
 
 class SpecError(ValueError):
@@ -45,6 +72,8 @@ class GpuSpec:
     rocm: tuple[int, int] | None
     os: str = "linux"
     memory_gib: int | None = None
+    #: launch switches (`FLAGS` names)
+    flags: frozenset[str] = frozenset()
 
     @property
     def vendor(self) -> str:
@@ -74,7 +103,12 @@ class GpuSpec:
             parts.append(f"ROCm {_v(self.rocm)}")
         if self.os != "linux":
             parts.append(self.os.capitalize())
+        parts += [switch_text(f) for f in sorted(self.flags)]
         return ", ".join(parts)
+
+    def switches(self) -> str:
+        """` with --supports-fp8-compute` (what the summary line adds), or ``."""
+        return f" with {' '.join(map(switch_text, sorted(self.flags)))}" if self.flags else ""
 
     def head_json(self) -> dict[str, object]:
         """The device keys of a `targets[T].gpu[G]` entry."""
@@ -91,6 +125,7 @@ class GpuSpec:
             "cuda": _v(self.cuda) if self.cuda is not None else None,
             "rocm": _v(self.rocm) if self.rocm is not None else None,
             "os": self.os,
+            "flags": sorted(self.flags),
             "memory_gib": self.memory_gib,
         }
 
@@ -154,7 +189,8 @@ def _device(text: str) -> tuple[str, GpuClass, tuple[int, int] | None, str | Non
 GRAMMAR_HINT = (
     "give a card (rtx4090, a100, mi300x, arc-a770), a compute capability (sm_89, 8.9), an AMD "
     "architecture (gfx1100), a backend (xpu, directml, mps, cpu), all, or auto; "
-    "optionally followed by ,torch=2.9 ,cuda=12.8 ,rocm=6.4 ,os=windows"
+    "optionally followed by ,torch=2.9 ,cuda=12.8 ,rocm=6.4 ,os=windows "
+    ",flags=supports-fp8-compute+disable-dynamic-vram"
 )
 
 
@@ -178,6 +214,7 @@ def parse_spec(value: str, *, given: str | None = None) -> GpuSpec:
     cuda = cls.default_cuda if cls.vendor == "nvidia" else None
     rocm = DEFAULT_ROCM if cls.vendor == "amd" else None
     os = "linux"
+    flags: frozenset[str] = frozenset()
     seen: set[str] = set()
     for part in stack:
         key, eq, text = part.partition("=")
@@ -200,6 +237,8 @@ def parse_spec(value: str, *, given: str | None = None) -> GpuSpec:
             if cls.vendor != "amd":
                 raise SpecError(f"{value!r}: rocm= applies to AMD GPUs only")
             rocm = _version(key, text)
+        elif key == "flags":
+            flags = _flags(value, text)
         else:
             os = text.strip().lower()
             if os not in ("linux", "windows"):
@@ -215,7 +254,24 @@ def parse_spec(value: str, *, given: str | None = None) -> GpuSpec:
         rocm,
         os=os,
         memory_gib=gib,
+        flags=flags,
     )
+
+
+def _flags(value: str, text: str) -> frozenset[str]:
+    """`supports-fp8-compute+--disable-dynamic-vram` -> their `FLAGS` names; SpecError naming an
+    unknown one and the accepted ones."""
+    out = set()
+    for part in text.split("+"):
+        name = part.strip().lower().lstrip("-").replace("_", "-")
+        if not name:
+            continue
+        if name not in FLAGS:
+            raise SpecError(
+                f"{value!r}: flags= does not know {part.strip()!r}; accepted: {', '.join(FLAGS)}"
+            )
+        out.add(name)
+    return frozenset(out)
 
 
 def _applies(part: str, cls: GpuClass) -> bool:

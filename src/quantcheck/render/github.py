@@ -48,3 +48,20 @@ def release_notices(rows: Iterable[tuple[str, str, dict[str, Any]]]) -> Iterator
         yield f"::notice file={_esc(checkpoint, True)},title={title}::" + _esc(
             release_line(name, entry)
         )
+
+
+def gpu_notices(rows: Iterable[tuple[str, Any]]) -> Iterator[str]:
+    """With `--gpu`: per checkpoint (`rows`: checkpoint, its Report), one notice per target and
+    GPU (its summary line, as the text report prints it) and one per target for the "needs"
+    line and its advice (joined by `; `): the text report's GPU lines, one annotation each."""
+    for checkpoint, report in rows:
+        where = f"file={_esc(checkpoint, True)}"
+        for target, entries in report.gpu.items():
+            for entry in entries.values():
+                title = _esc(f"quantcheck gpu: {target} on {entry['spec']}", True)
+                yield f"::notice {where},title={title}::{_esc(entry['summary'])}"
+            needs = report.gpu_needs.get(target)
+            if needs:
+                lines = [needs["line"], *needs.get("advice_lines", [])]
+                title = _esc(f"quantcheck gpu needs: {target}", True)
+                yield f"::notice {where},title={title}::{_esc('; '.join(lines))}"

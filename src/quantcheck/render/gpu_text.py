@@ -48,7 +48,7 @@ def cell(entry: dict[str, Any]) -> str:
 
 def matrix(gpu: dict[str, dict[str, Any]], keys: list[str], specs: list[str]) -> list[str]:
     """GPUs down, targets across, with the weight memory of the first target."""
-    from quantcheck.rules.gpu.plan import size_text
+    from quantcheck.rules.gpu.entry import size_text
 
     first = gpu[keys[0]]
     rows = [["GPU", "CLASS", *keys, "WEIGHTS"]]

@@ -550,11 +550,16 @@ def iter_located(
         )
     import itertools
 
-    from quantcheck.render.github import iter_lines, release_notices
+    from quantcheck.render.github import gpu_notices, iter_lines, release_notices
     from quantcheck.render.json_out import join_lines
 
     notices = release_notices(release_rows(results)) if by_release(targets) else iter(())
-    return join_lines(itertools.chain(iter_lines(located_diagnostics(results)), notices))
+    gpu = gpu_notices(
+        (display_path(redact_url(r.name)), r.report)
+        for r in results
+        if r.report is not None and r.kind == "checked" and r.report.gpu
+    )
+    return join_lines(itertools.chain(iter_lines(located_diagnostics(results)), notices, gpu))
 
 
 def gpu_properties(results: list[CheckpointResult]) -> list[dict[str, Any]]:

@@ -6,11 +6,15 @@ What decides whether a quantized layer runs natively on a device, in the order C
    a disabled format's layers get `_full_precision_mm` and are dequantized on every forward
    (stored small, computed slow). `awq_w4a16` has no gate.
 2. `comfy/quant_ops.py` switches comfy-kitchen's CUDA backend off when torch is built for
-   CUDA < 13 (or not for CUDA); Triton only with `--enable-triton-backend` (not assumed).
+   CUDA < 13 (or not for CUDA); Triton only with `--enable-triton-backend` and without
+   `--disable-triton-backend` (`--gpu ...,flags=enable-triton-backend`, `TRITON_OPS`).
 3. comfy-kitchen 0.2.40 picks a backend per op (`registry`, priority cuda > triton > eager)
    within each backend's `FunctionConstraints` (min SM); the layout's op handler falls back to
    dequantizing where no kernel fits (`KERNELS`).
 4. Per layer, inside a format that is native: shape fallbacks (`LAYER_FALLBACKS`).
+5. The launch switches (`--gpu ...,flags=`, `gpus/spec.FLAGS`): `--supports-fp8-compute`
+   opens the FP8 gate on any device (then torch's own `_scaled_mm` decides, `TORCH_FP8`);
+   DynamicVRAM (`dynamic_vram`, main.py) decides whether F8_E8M0 scales load.
 
 The decisions from these facts are made in `rules/comfyui/gpu.py`; the evidence tags say how
 each fact was established: [READ] upstream code read, [RUN] ComfyUI's / comfy-kitchen's code
@@ -141,6 +145,8 @@ class Kernel:
     #: the HIP kernel is not a GEMM the backend drops without matrix cores (`_WMMA_ONLY_OPS`):
     #: it runs on `HIP_ELEMENTWISE_ARCHS` (RDNA2) too
     hip_without_wmma: bool = False
+    #: comfy-kitchen's Triton backend has the format's linear (`TRITON_OPS`): its op name
+    triton_op: str = ""
 
 
 #: both FP8 formats: torch's own scaled matmul, no comfy-kitchen kernel
@@ -188,6 +194,7 @@ KERNELS: dict[str, Kernel] = {
         "native",
         "torch._int_mm (comfy-kitchen's eager int8_linear)",
         hip_what="comfy-kitchen HIP int8_linear",
+        triton_op="int8_linear",
         source=f"[READ] {KITCHEN} tensor/int8.py, backends/eager/quantization.py int8_linear; "
         "[RUN] issue 24",
     ),
@@ -212,6 +219,7 @@ KERNELS: dict[str, Kernel] = {
         "native",
         "torch._int_mm on the unpacked codes [GUESS off NVIDIA]",
         hip_what="comfy-kitchen HIP w4a8_int8_linear",
+        triton_op="w4a8_int8_linear",
         source=f"[READ] {KITCHEN} backends/eager/w4a8_int8.py; [RUN] issue 24",
     ),
     "w6a8_int8": Kernel(
@@ -223,6 +231,7 @@ KERNELS: dict[str, Kernel] = {
         "native",
         "torch._int_mm on the unpacked codes [GUESS off NVIDIA]",
         hip_what="comfy-kitchen HIP w4a8_int8_linear (6-bit codes)",
+        triton_op="w4a8_int8_linear",
         source=f"[READ] {KITCHEN} tensor/w4a8_int8.py (bits=6) [GUESS: as asym_w4a8_int8]",
     ),
     "awq_w4a16": Kernel(
@@ -270,6 +279,39 @@ HIP_SOURCE = (
     f"[READ] {KITCHEN} backends/hip/__init__.py _register, _build_constraints, architectures.json"
 )
 
+#: comfy-kitchen 0.2.40's Triton backend (backends/triton/__init__.py _build_constraints,
+#: `_register`; priority cuda > triton > eager, on ROCm hip first): the linears it has, each
+#: with `min_compute_capability` (8, 0) and devices cuda / xpu. The registry's capability is
+#: None off CUDA/ROCm, so the minimum refuses XPU. Its int8_linear takes a weight_scale of any
+#: float dtype (the CUDA backend's wants F32); its w4a8_int8_linear an F32 s_channel, like
+#: every backend. No Triton NVFP4, MXFP8, ConvRot W4A4 or AWQ linear. [RUN: the oracle
+#: registers it under the device's facts and asks the registry]
+TRITON_MIN = (8, 0)
+TRITON_OPS = frozenset({"int8_linear", "w4a8_int8_linear"})
+TRITON_SOURCE = f"{KITCHEN} backends/triton/__init__.py _build_constraints"
+#: a Triton backend the switch turns on still needs `import triton` to work (quant_ops.py);
+#: torch's Linux wheels for CUDA / ROCm / XPU depend on a triton package, its Windows wheels
+#: do not [GUESS: triton-windows installed by whoever passes the switch on Windows]
+TRITON_WINDOWS = "[GUESS: the triton-windows package installed]"
+
+#: torch's own `_scaled_mm` with FP8 operands, the devices it runs on (torch 2.13
+#: torch/testing/_internal/common_cuda.py evaluate_platform_supports_fp8, run by the oracle
+#: under each device's facts): NVIDIA sm_89 and from sm_90; ROCm gfx94x, gfx120x from ROCm
+#: 6.3, gfx95x from ROCm 6.5; XPU; the CPU. Elsewhere (or below) its RuntimeError sends the
+#: FP8 layer to comfy-kitchen's dequantize fallback (tensor/fp8.py, a warning every call).
+TORCH_FP8_NVIDIA = ((8, 9), 9)  # (exact capability, from this major on)
+TORCH_FP8_ROCM = (("gfx94", None), ("gfx120", (6, 3)), ("gfx95", (6, 5)))
+TORCH_FP8_BACKENDS = frozenset({"xpu", "cpu"})
+TORCH_FP8_SOURCE = "torch 2.13 testing/_internal/common_cuda.py evaluate_platform_supports_fp8"
+
+#: ComfyUI @783545f6 main.py: DynamicVRAM is on with `--enable-dynamic-vram`, or when
+#: cli_args.enables_dynamic_vram() (none of `DYNAMIC_VRAM_OFF`, not `--cpu`) and
+#: dynamic_vram_supported() (NVIDIA; AMD with ROCm >= 7.14) - then not before torch 2.8.
+#: [RUN: the oracle evaluates main.py's own condition]
+DYNAMIC_VRAM_OFF = frozenset({"disable-dynamic-vram", "highvram", "gpu-only", "novram"})
+DYNAMIC_VRAM_ROCM = (7, 14)
+DYNAMIC_VRAM_TORCH = (2, 8)
+
 #: ConvRot W4A4 with the CUDA backend: native int4 math only on sm_8x; from sm_90 on the layer
 #: takes comfy-kitchen's INT8 route (still native) [RUN issue 24]
 CONVROT_INT4_MAJORS = (7, 8)
@@ -306,10 +348,9 @@ DEVICE_FINDINGS: tuple[tuple[frozenset[str], str, frozenset[str]], ...] = (
     (frozenset({"mxfp8"}), "weight_scale", frozenset({"QC305", "QC605"})),
 )
 
-#: MXFP8 with F8_E8M0 scales: ComfyUI's default loader on NVIDIA (DynamicVRAM,
-#: comfy/utils.py load_safetensors `_TYPES`) has no F8_E8M0 -> the file does not load; with
-#: --disable-dynamic-vram (safetensors.safe_open) it does [RUN comfyui-cpu, QC605]
-E8M0_REFUSED_VENDORS = frozenset({"nvidia"})
+#: MXFP8 with F8_E8M0 scales: ComfyUI's DynamicVRAM loader (its default on NVIDIA, and on
+#: AMD with ROCm >= 7.14; comfy/utils.py load_safetensors `_TYPES`) has no F8_E8M0 -> the file
+#: does not load; without DynamicVRAM (safetensors.safe_open) it does [RUN comfyui-cpu, QC605]
 
 #: The dtype ComfyUI holds unquantized weights in, by class ([GUESS] from
 #: model_management.should_use_bf16 / should_use_fp16: BF16 from sm_80, FP16 on Volta/Turing,

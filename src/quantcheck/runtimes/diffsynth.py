@@ -73,8 +73,8 @@ WHY: dict[str, str] = {
 LEFT_NONE: dict[str, str] = {
     **dict.fromkeys(
         ["QC800", "QC801", "QC802", "QC803"],
-        "a GPU report about ComfyUI with comfy-kitchen (check --gpu); this runtime's device "
-        "paths are not modelled",
+        "a GPU report about comfy-kitchen's kernels (check --gpu): DiffSynth runs them too, "
+        "and its --gpu entries list the report (known_issues); no status changes",
     ),
     **dict.fromkeys(
         [*(f"QC83{n}" for n in range(8)), "QC840"],
@@ -143,6 +143,7 @@ def diffsynth_runtime() -> Runtime:
         "DiffSynth-Studio",
         RELEASES,
         checks="quantcheck.rules.diffsynth.checks:DiffsynthChecks",
+        gpu="quantcheck.rules.diffsynth.gpu:DIFFSYNTH_GPU",
         effects=EFFECTS,
         reasons={**WHY, **LEFT_NONE},
         messages="quantcheck.rules.diffsynth.messages:PATTERNS",

@@ -171,6 +171,7 @@ def forge_neo_runtime() -> Runtime:
         TITLE,
         RELEASES,
         checks="quantcheck.rules.forge_neo.checks:ForgeNeoChecks",
+        gpu="quantcheck.rules.forge_neo.gpu:FORGE_NEO_GPU",
         based_on="comfyui",
         effects=dict(EFFECTS),
         reasons={**WHY, **{c: f"as ComfyUI: {why}" for c, why in FOLLOWS.items()}},

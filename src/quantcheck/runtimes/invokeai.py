@@ -66,8 +66,8 @@ WHY: dict[str, str] = {
 LEFT_NONE: dict[str, str] = {
     **dict.fromkeys(
         ["QC800", "QC801", "QC802", "QC803"],
-        "a GPU report about ComfyUI with comfy-kitchen (check --gpu); this runtime's device "
-        "paths are not modelled",
+        "a GPU report about comfy-kitchen's kernels (check --gpu), which InvokeAI never runs:"
+        " it dequantizes every layer when it loads (its --gpu entry)",
     ),
     **dict.fromkeys(
         [*(f"QC83{n}" for n in range(8)), "QC840"],
@@ -153,6 +153,7 @@ def invokeai_runtime() -> Runtime:
         "InvokeAI",
         RELEASES,
         checks="quantcheck.rules.invokeai.checks:InvokeaiChecks",
+        gpu="quantcheck.rules.invokeai.gpu:INVOKEAI_GPU",
         effects=EFFECTS,
         reasons={**WHY, **LEFT_NONE},
         messages="quantcheck.rules.invokeai.messages:PATTERNS",

@@ -86,8 +86,8 @@ WHY: dict[str, str] = {
 LEFT_NONE: dict[str, str] = {
     **dict.fromkeys(
         ["QC800", "QC801", "QC802", "QC803"],
-        "a GPU report about ComfyUI with comfy-kitchen (check --gpu); this runtime's device "
-        "paths are not modelled",
+        "a GPU report about comfy-kitchen's kernels (check --gpu), which musubi does not run "
+        "(its own Triton kernel: its --gpu entry)",
     ),
     **dict.fromkeys(
         [*(f"QC83{n}" for n in range(8)), "QC840"],
@@ -173,6 +173,7 @@ def musubi_runtime() -> Runtime:
         "musubi-tuner",
         RELEASES,
         checks="quantcheck.rules.musubi.checks:MusubiChecks",
+        gpu="quantcheck.rules.musubi.gpu:MUSUBI_GPU",
         effects=dict(EFFECTS),
         reasons={**WHY, **LEFT_NONE},
         doc="musubi-tuner's pre-quantized DiT gate, inspect_convrot_int8_artifact "

@@ -82,8 +82,8 @@ WHY: dict[str, str] = {
 LEFT_NONE: dict[str, str] = {
     **dict.fromkeys(
         ["QC800", "QC801", "QC802", "QC803"],
-        "a GPU report about ComfyUI with comfy-kitchen (check --gpu); this runtime's device "
-        "paths are not modelled",
+        "a GPU report about comfy-kitchen's kernels (check --gpu), which sd.cpp does not run "
+        "(ggml's own kernels: its --gpu entry)",
     ),
     **dict.fromkeys(
         [*(f"QC83{n}" for n in range(8)), "QC840"],
@@ -180,6 +180,7 @@ def sdcpp_runtime() -> Runtime:
         "stable-diffusion.cpp",
         RELEASES,
         checks="quantcheck.rules.sdcpp.checks:SdcppChecks",
+        gpu="quantcheck.rules.sdcpp.gpu:SDCPP_GPU",
         effects=dict(EFFECTS),
         reasons={**WHY, **LEFT_NONE},
         doc="stable-diffusion.cpp's safetensors reader and Linear (leejet/stable-diffusion.cpp "

@@ -139,8 +139,8 @@ WHY: dict[str, str] = {
 LEFT_NONE: dict[str, str] = {
     **dict.fromkeys(
         ["QC800", "QC801", "QC802", "QC803"],
-        "a GPU report about ComfyUI with comfy-kitchen (check --gpu); this runtime's device "
-        "paths are not modelled",
+        "a GPU report about comfy-kitchen's kernels (check --gpu), which SD.Next does not run"
+        " (its SDNQ layers have their own kernels: its --gpu entry)",
     ),
     **dict.fromkeys(
         [*(f"QC83{n}" for n in range(8)), "QC840"],
@@ -203,6 +203,7 @@ def sdnext_runtime() -> Runtime:
             ),
         ),
         checks="quantcheck.rules.sdnext.checks:SdnextChecks",
+        gpu="quantcheck.rules.sdnext.gpu:SDNEXT_GPU",
         effects=dict(EFFECTS),
         reasons={**WHY, **LEFT_NONE},
         doc="SD.Next's native transformer loader (vladmandic/sdnext d11a619 "

@@ -210,3 +210,9 @@ FPMM_NVFP4 = (
     f"[READ] {Q}/comfy_nvfp4.py: the marker sets full_precision_matrix_mult, so "
     "ComfyFullPrecisionNvfp4LinearMethod dequantizes the layer"
 )
+
+#: sglang's file-level codes that stop the loading of some formats' layers (`GpuRules.blocking`,
+#: rules/gpu/refusals.py): QC615, MXFP8 layers at weight load (0.5.19-0.5.21, 0.5.23: its
+#: effect per release says where). QC636/QC637 are each one loader path's and block nothing
+#: here (the loader verdicts say which loader fails).
+LOAD_BLOCKING: dict[str, frozenset[str]] = {"QC615": frozenset({"mxfp8"})}

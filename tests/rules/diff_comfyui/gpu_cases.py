@@ -66,14 +66,35 @@ VARIANTS = (
     "sm_89,torch=2.9",
     "mps,torch=2.13",
     "mps,torch=2.15",
+    # ComfyUI's launch switches (`flags=`), where they change a verdict: DynamicVRAM (the
+    # F8_E8M0 loader) by switch, torch and ROCm; Triton with and without the CUDA backend
+    "b200,flags=disable-dynamic-vram",
+    "b200,flags=highvram",
+    "b200,flags=novram+enable-dynamic-vram",
+    "sm_100,torch=2.7",
+    "gfx1100,rocm=7.14",
+    "gfx1100,rocm=7.14,flags=gpu-only",
+    "mps,flags=enable-dynamic-vram",
+    "rtx4090,flags=enable-triton-backend+disable-triton-backend",
+    "sm_89,cuda=12.8,flags=supports-fp8-compute+enable-triton-backend",
+)
+#: `all` with a switch: every class of the table with it (`--gpu all,flags=...`)
+ALL_WITH = (
+    "all,flags=supports-fp8-compute",
+    "all,flags=enable-triton-backend",
+    "all,cuda=12.8,flags=enable-triton-backend",
 )
 
 
 def specs() -> list[str]:
-    """Every `--gpu` value judged: the table's class keys, the cards, the variants."""
+    """Every `--gpu` value judged: the table's class keys, the cards, the variants, and each
+    class with the switches of `ALL_WITH` (as quantcheck names their entries)."""
     from quantcheck.gpus.classes import CLASSES
+    from quantcheck.gpus.spec import expand_specs
 
-    return [c.key for c in CLASSES] + list(CARD_SPECS) + list(VARIANTS)
+    switched = [s.given for s in expand_specs(list(ALL_WITH))]
+    out = [c.key for c in CLASSES] + list(CARD_SPECS) + list(VARIANTS) + switched
+    return list(dict.fromkeys(out))
 
 
 def files(tmp: Path) -> dict[str, str]:

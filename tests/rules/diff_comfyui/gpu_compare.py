@@ -12,8 +12,10 @@ A layer's mode, from the oracle:
   that is torch's own low-precision kernel ([READ]);
 - `depends`: the AWQ CUDA kernel, which dequantizes above `awq_limit` tokens ([READ] its
   constant `_AWQ_W4A16_MMA_M_LIMIT`; the HIP kernel has no such branch);
-- FP8 calls no comfy-kitchen op: torch's `scaled_mm` runs it, native when N and K are
-  multiples of 16, else its shape error sends the layer to dequantization ([READ]).
+- FP8 calls no comfy-kitchen op: torch's `scaled_mm` runs it where torch's own FP8 device
+  test says it can (`fp8_device`, run under the device's facts by gpu_oracle.torch_fp8) and N
+  and K are multiples of 16 ([READ]: its shape error); elsewhere its error sends the layer to
+  comfy-kitchen's dequantize fallback.
 `read` says which of these steps were read, not run.
 """
 
@@ -46,6 +48,7 @@ def oracle_mode(
     eager_native: dict[str, tuple[bool, str]],
     awq_limit: int,
     device_type: str,
+    fp8_device: bool = True,
 ) -> Verdict:
     """The mode of one layer from the oracle's `LayerPath` (see the module docstring)."""
     if path.error.startswith("load:"):
@@ -62,7 +65,7 @@ def oracle_mode(
                     "tensor/fp8.py falls back to dequantization",
                     True,
                 )
-            if device_type != "cuda":
+            if not fp8_device:
                 return Verdict("emulated", f"[READ] no FP8 scaled_mm on {device_type}", True)
             return Verdict("native", "[READ] torch scaled_mm (FP8), no comfy-kitchen op", True)
         return Verdict("emulated", f"no matmul op dispatched ({path.error or 'dense'})", True)

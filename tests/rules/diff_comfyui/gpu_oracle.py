@@ -42,6 +42,7 @@ import copy
 import enum
 import importlib.util
 import logging
+import operator
 import os
 import sys
 import threading
@@ -177,20 +178,30 @@ class _Args(types.SimpleNamespace):
 
 def _args(stack: Stack) -> _Args:
     """ComfyUI's parsed command line as the gates read it (defaults, plus the device's
-    switches)."""
+    switches: each `flags=` name as its argparse attribute)."""
     return _Args(
         cpu=stack.vendor == "cpu",
         directml=0 if stack.vendor == "directml" else None,
-        supports_fp8_compute=stack.fp8_flag,
-        enable_triton_backend=stack.triton,
-        disable_triton_backend=False,
         deterministic=False,
         force_non_blocking=False,
         fast=set(),
         cuda_malloc=False,
         high_ram=False,
-        disable_dynamic_vram=not stack.dynamic_vram,
+        **{flag.replace("-", "_"): stack.has(flag) for flag in SWITCHES},
     )
+
+
+#: the launch switches the oracle hands to ComfyUI's code (quantcheck's `flags=` names)
+SWITCHES = (
+    "supports-fp8-compute",
+    "enable-triton-backend",
+    "disable-triton-backend",
+    "disable-dynamic-vram",
+    "enable-dynamic-vram",
+    "highvram",
+    "gpu-only",
+    "novram",
+)
 
 
 def _mm_nodes(text: str) -> list[ast.stmt]:
@@ -271,6 +282,7 @@ def _real_torch_is(stack: Stack) -> Iterator[None]:
             (torch.cuda, "device_count", lambda: int(on_cuda)),
             (torch.version, "cuda", stack.cuda),
             (torch.version, "hip", stack.hip),
+            (torch.xpu, "is_available", lambda: stack.vendor == "intel"),
         ):
             patches.enter_context(mock.patch.object(target, name, value))
         yield
@@ -398,6 +410,115 @@ class LayerPath:
     error: str = ""
 
 
+def register_backends(stack: Stack, *, triton: bool) -> None:
+    """comfy-kitchen's own backend registration (cuda, triton, and hip on AMD), run again
+    under the device's facts (call inside `_real_torch_is(stack)`). `triton`: `import triton`
+    works on that machine ([READ] for a switch that needs it: quant_ops.py imports it)."""
+    from comfy_kitchen.backends import cuda
+    from comfy_kitchen.backends import triton as triton_backend
+
+    # the registry caches the capability it read (a CPU forward leaves None): read it again
+    _registry().__dict__.pop("_compute_capability", None)
+    with mock.patch.object(cuda, "_CUBLASLT_AVAILABLE", _has_cublaslt(stack)):
+        cuda._register()
+    # `_register` hands the registry `__import__(__name__, fromlist=__all__)`, whose kernel
+    # submodules import triton: with `__all__` empty it hands the package (never called here)
+    with (
+        mock.patch.object(triton_backend, "_TRITON_AVAILABLE", triton),
+        mock.patch.object(triton_backend, "__all__", []),
+    ):
+        triton_backend._register()
+    if stack.vendor == "amd":
+        _register_hip()
+
+
+def _register_hip() -> None:
+    """comfy-kitchen's HIP backend registration (its arch manifest, WMMA test and
+    constraints) and the priority comfy_kitchen/__init__.py gives it, run under the
+    device's facts. [READ] its extension loads on a ROCm machine (here libamdhip64 is
+    missing): `_EXT_AVAILABLE` is patched True, nothing of the extension is called."""
+    import comfy_kitchen
+    from comfy_kitchen.backends import hip
+
+    init = Path(comfy_kitchen.__file__)
+    text = init.read_text(encoding="utf-8")
+    switch = next(
+        node
+        for node in ast.parse(text).body
+        if isinstance(node, ast.If) and "torch.version" in ast.unparse(node.test)
+    )
+    segment = ast.get_source_segment(text, switch)
+    assert segment is not None
+    hip._visible_gfx_arches.cache_clear()
+    try:
+        with mock.patch.object(hip, "_EXT_AVAILABLE", True):
+            hip._register()
+            exec(compile(segment, str(init), "exec"), dict(vars(comfy_kitchen)))
+    finally:
+        hip._visible_gfx_arches.cache_clear()
+
+
+def _has_cublaslt(stack: Stack) -> bool:
+    """[READ] the CUDA extension dlopens libcublasLt.so.13, which torch's cu13 wheels
+    ship (cublaslt_runtime.h); none on this CPU machine."""
+    cuda_version = stack.cuda or "0"
+    return stack.vendor == "nvidia" and int(cuda_version.split(".")[0]) >= 13
+
+
+def forward_calls(
+    module: Any, x: torch.Tensor, n: int, k: int
+) -> tuple[bool, list[tuple[str, dict[str, Any]]], str]:
+    """Run `module(x)` on the CPU: (the quantized matmul ran, i.e. no [n, k] weight was
+    dequantized; the comfy-kitchen ops it asked the registry for, with their arguments; the
+    error it raised, or "")."""
+    from comfy_kitchen.tensor.base import QuantizedTensor
+
+    seen: list[tuple[str, dict[str, Any]]] = []
+    dequantized: list[bool] = []
+    reg = _registry()
+    real_get = reg.get_implementation
+    real_dequantize = QuantizedTensor.dequantize
+
+    def get_implementation(func_name: str, backend: Any = None, kwargs: Any = None) -> Any:
+        seen.append((func_name, dict(kwargs or {})))
+        return real_get(func_name, backend=backend, kwargs=kwargs)
+
+    def dequantize(qt: Any, *args: Any, **kwargs: Any) -> Any:
+        if tuple(qt.shape) == (n, k):
+            dequantized.append(True)
+        return real_dequantize(qt, *args, **kwargs)
+
+    error = ""
+    with (
+        mock.patch.object(reg, "get_implementation", get_implementation),
+        mock.patch.object(QuantizedTensor, "dequantize", dequantize),
+    ):
+        try:
+            with torch.no_grad():
+                module(x)
+        except Exception as exc:
+            error = f"forward: {type(exc).__name__}: {exc}"
+    quantized = isinstance(getattr(module, "weight", None), QuantizedTensor) and not dequantized
+    return quantized, seen, error
+
+
+def pick(op: str, kwargs: dict[str, Any], state: dict[str, Any], device_type: str) -> Call:
+    """comfy-kitchen's registry choice for `op` on a device: the recorded call's tensors
+    re-described on the device (shape, dtype, device type), the registry in `state` (what the
+    device's registration left); the registry's state is put back afterwards."""
+    from comfy_kitchen.exceptions import NoCapableBackendError
+
+    on_device = {key: _on(value, device_type) for key, value in kwargs.items()}
+    before = _snapshot()
+    _restore(state)
+    try:
+        return Call(op, _registry().get_capable_backend(op, on_device))
+    except NoCapableBackendError as exc:
+        return Call(op, None, str(exc))
+    finally:
+        _restore(before)
+
+
 class DeviceComfy:
     """ComfyUI (ops/quant_ops @0271a469, model_management @783545f6) and comfy-kitchen 0.2.40
     for one device, loaded on the CPU."""
@@ -426,8 +547,9 @@ class DeviceComfy:
                 # a fresh process: nothing disabled yet (an earlier quant_ops in this session,
                 # e.g. the loader suite's on the CPU, disabled "cuda" in the shared registry)
                 _registry()._disabled = set()
-                self._register_device_backends()
-                self.quant_ops = _exec_module("comfy.quant_ops", root / "comfy/quant_ops.py")
+                register_backends(stack, triton=stack.has("enable-triton-backend"))
+                with _triton_module(stack.has("enable-triton-backend")):
+                    self.quant_ops = _exec_module("comfy.quant_ops", root / "comfy/quant_ops.py")
                 _registry()._compute_capability  # noqa: B018 - computed under the patch
                 self.device_state = _snapshot()
                 self.fast_matmul = _fast_matmul()
@@ -437,47 +559,6 @@ class DeviceComfy:
         self.ops = _exec_module("comfy.ops", root / "whole/comfy/ops.py")
         package.ops = self.ops
         self.aimdo = self.dynamic_vram(root)
-
-    def _register_device_backends(self) -> None:
-        """comfy-kitchen's own backend registration, run again under the device's facts."""
-        from comfy_kitchen.backends import cuda, triton
-
-        with mock.patch.object(cuda, "_CUBLASLT_AVAILABLE", self._has_cublaslt()):
-            cuda._register()
-        triton._register()
-        if self.stack.vendor == "amd":
-            self._register_hip()
-
-    def _register_hip(self) -> None:
-        """comfy-kitchen's HIP backend registration (its arch manifest, WMMA test and
-        constraints) and the priority comfy_kitchen/__init__.py gives it, run under the
-        device's facts. [READ] its extension loads on a ROCm machine (here libamdhip64 is
-        missing): `_EXT_AVAILABLE` is patched True, nothing of the extension is called."""
-        import comfy_kitchen
-        from comfy_kitchen.backends import hip
-
-        init = Path(comfy_kitchen.__file__)
-        text = init.read_text(encoding="utf-8")
-        switch = next(
-            node
-            for node in ast.parse(text).body
-            if isinstance(node, ast.If) and "torch.version" in ast.unparse(node.test)
-        )
-        segment = ast.get_source_segment(text, switch)
-        assert segment is not None
-        hip._visible_gfx_arches.cache_clear()
-        try:
-            with mock.patch.object(hip, "_EXT_AVAILABLE", True):
-                hip._register()
-                exec(compile(segment, str(init), "exec"), dict(vars(comfy_kitchen)))
-        finally:
-            hip._visible_gfx_arches.cache_clear()
-
-    def _has_cublaslt(self) -> bool:
-        """[READ] the CUDA extension dlopens libcublasLt.so.13, which torch's cu13 wheels
-        ship (cublaslt_runtime.h); none on this CPU machine."""
-        cuda_version = self.stack.cuda or "0"
-        return self.stack.vendor == "nvidia" and int(cuda_version.split(".")[0]) >= 13
 
     def dynamic_vram(self, root: Path) -> bool:
         """Whether ComfyUI @783545f6 turns DynamicVRAM on for this device: main.py's own
@@ -554,56 +635,67 @@ class DeviceComfy:
             linear._load_from_state_dict(sd, "layer.", {}, True, missing, unexpected, errors)
         except Exception as exc:
             return LayerPath(False, False, error=f"load: {type(exc).__name__}: {exc}")
-        from comfy_kitchen.tensor.base import QuantizedTensor
-
-        seen: list[tuple[str, dict[str, Any]]] = []
-        dequantized: list[bool] = []
-        reg = _registry()
-        real_get = reg.get_implementation
-        real_dequantize = QuantizedTensor.dequantize
-
-        def get_implementation(func_name: str, backend: Any = None, kwargs: Any = None) -> Any:
-            seen.append((func_name, dict(kwargs or {})))
-            return real_get(func_name, backend=backend, kwargs=kwargs)
-
-        def dequantize(qt: Any, *args: Any, **kwargs: Any) -> Any:
-            if tuple(qt.shape) == (n, k):
-                dequantized.append(True)
-            return real_dequantize(qt, *args, **kwargs)
-
         x = torch.randn(m, k, generator=torch.Generator().manual_seed(0)).to(torch.bfloat16)
-        error = ""
-        with (
-            mock.patch.object(reg, "get_implementation", get_implementation),
-            mock.patch.object(QuantizedTensor, "dequantize", dequantize),
-        ):
-            try:
-                with torch.no_grad():
-                    linear(x)
-            except Exception as exc:
-                error = f"forward: {type(exc).__name__}: {exc}"
-        path = LayerPath(
-            quantized=isinstance(linear.weight, QuantizedTensor) and not dequantized,
-            full_precision_mm=bool(linear._full_precision_mm),
-            error=error,
-        )
-        path.calls = [self._pick(op, kw) for op, kw in seen if op in MATMUL_OPS]
+        quantized, seen, error = forward_calls(linear, x, n, k)
+        path = LayerPath(quantized, bool(linear._full_precision_mm), error=error)
+        path.calls = [
+            pick(op, kw, self.device_state, self.stack.device_type)
+            for op, kw in seen
+            if op in MATMUL_OPS
+        ]
         return path
 
-    def _pick(self, op: str, kwargs: dict[str, Any]) -> Call:
-        """comfy-kitchen's registry choice for `op` on the device: the recorded call's
-        tensors re-described on the device (shape, dtype, device type), the registry in the
-        state the device's registration and quant_ops left it."""
-        from comfy_kitchen.exceptions import NoCapableBackendError
 
-        on_device = {key: _on(value, self.stack.device_type) for key, value in kwargs.items()}
-        _restore(self.device_state)
-        try:
-            return Call(op, _registry().get_capable_backend(op, on_device))
-        except NoCapableBackendError as exc:
-            return Call(op, None, str(exc))
-        finally:
-            _restore(self.cpu_state)
+@contextmanager
+def _triton_module(present: bool) -> Iterator[None]:
+    """`import triton` answering with a stub (quant_ops.py logs its version) when `present`.
+    Nothing of Triton runs: the oracle only asks comfy-kitchen's registry."""
+    if not present or "triton" in sys.modules:
+        yield
+        return
+    sys.modules["triton"] = types.SimpleNamespace(__version__="stub")  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        del sys.modules["triton"]
+
+
+#: the definitions of torch's own FP8 device test that run (torch/testing/_internal/common_cuda.py)
+TORCH_FP8_NODES = ("ROCM_VERSION", "SM90OrLater", "evaluate_platform_supports_fp8")
+
+
+def torch_fp8(stack: Stack) -> bool:
+    """torch's own `evaluate_platform_supports_fp8` (torch/testing/_internal/common_cuda.py,
+    the installed torch), run with the device's facts in a torch facade: whether torch's
+    `_scaled_mm` takes FP8 operands on the device. It answers for CUDA / ROCm / XPU devices and
+    otherwise for the CPU: not for MPS or DirectML tensors ([READ] torch has no FP8 `_scaled_mm`
+    for them)."""
+    if stack.vendor in ("apple", "directml"):
+        return False
+    internal = Path(torch.__file__).parent / "testing/_internal"
+    ns: dict[str, Any] = {"torch": _DeviceTorch(stack), "operator": operator}
+    # common_utils' LazyVal (its module imports test-only packages: only these two run)
+    _exec_named(internal / "common_utils.py", ("make_lazy_class", "LazyVal"), ns)
+    _exec_named(internal / "common_cuda.py", TORCH_FP8_NODES, ns)
+    return bool(ns["evaluate_platform_supports_fp8"]())
+
+
+def _exec_named(path: Path, names: tuple[str, ...], ns: dict[str, Any]) -> None:
+    """Execute the top-level definitions and assignments of `path` called `names`, in file
+    order, in `ns` (their line numbers kept for tracebacks)."""
+    text = path.read_text(encoding="utf-8")
+    for node in ast.parse(text).body:
+        targets = [t.id for t in getattr(node, "targets", []) if isinstance(t, ast.Name)]
+        if getattr(node, "name", None) in names or set(targets) & set(names):
+            segment = ast.get_source_segment(text, node)
+            assert segment is not None
+            if isinstance(node, ast.ClassDef | ast.FunctionDef) and node.decorator_list:
+                segment = (
+                    "\n".join(f"@{ast.get_source_segment(text, d)}" for d in node.decorator_list)
+                    + "\n"
+                    + segment
+                )
+            exec(compile("\n" * (node.lineno - 1) + segment, str(path), "exec"), ns)
 
 
 class _OnDevice(torch.Tensor):

@@ -64,11 +64,10 @@ class Oracles:
 
 def judge_file(oracle: Any, path: str, stack: Stack) -> dict[str, tuple[str | None, Verdict]]:
     """The oracle's verdict for every marked layer of `path` on `stack`."""
-    from comfy_kitchen.backends import cuda
-
-    from .gpu_oracle import EAGER_NATIVE
+    from .gpu_oracle import torch_fp8
 
     e8m0 = has_e8m0(path)
+    fp8_device = torch_fp8(stack)
     out: dict[str, tuple[str | None, Verdict]] = {}
     for layer in layers_of(path):
         if e8m0 and oracle.aimdo:
@@ -84,19 +83,27 @@ def judge_file(oracle: Any, path: str, stack: Stack) -> dict[str, tuple[str | No
             )
             continue
         path_taken = oracle.layer(layer.tensors, layer.n, layer.k)
-        out[layer.name] = (
-            layer.fmt,
-            oracle_mode(
-                path_taken,
-                layer.fmt,
-                layer.n,
-                layer.k,
-                eager_native=EAGER_NATIVE,
-                awq_limit=cuda._AWQ_W4A16_MMA_M_LIMIT,
-                device_type=stack.device_type,
-            ),
-        )
+        out[layer.name] = (layer.fmt, layer_mode(path_taken, layer, stack, fp8_device))
     return out
+
+
+def layer_mode(path_taken: Any, layer: Any, stack: Stack, fp8_device: bool) -> Verdict:
+    """`oracle_mode` of one layer (a gpu_files.Layer) on `stack`, with comfy-kitchen's eager
+    table and AWQ batch limit."""
+    from comfy_kitchen.backends import cuda
+
+    from .gpu_oracle import EAGER_NATIVE
+
+    return oracle_mode(
+        path_taken,
+        layer.fmt,
+        layer.n,
+        layer.k,
+        eager_native=EAGER_NATIVE,
+        awq_limit=cuda._AWQ_W4A16_MMA_M_LIMIT,
+        device_type=stack.device_type,
+        fp8_device=fp8_device,
+    )
 
 
 def run_spec(

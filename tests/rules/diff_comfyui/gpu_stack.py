@@ -34,6 +34,17 @@ class Stack:
     triton: bool = False
     #: ComfyUI's default (DynamicVRAM) loader; False is `--disable-dynamic-vram`
     dynamic_vram: bool = True
+    #: the other launch switches, by quantcheck's `flags=` names (gpus/spec.FLAGS)
+    flags: frozenset[str] = frozenset()
+
+    def has(self, flag: str) -> bool:
+        """Whether the switch `flag` (a `flags=` name) is given, by its field or in `flags`."""
+        by_field = {
+            "supports-fp8-compute": self.fp8_flag,
+            "enable-triton-backend": self.triton,
+            "disable-dynamic-vram": not self.dynamic_vram,
+        }
+        return by_field.get(flag, False) or flag in self.flags
 
     @property
     def device_type(self) -> str:
@@ -95,7 +106,7 @@ _VENDOR = {"microsoft": "directml"}
 
 def stack_from_entry(entry: dict[str, Any]) -> Stack:
     """The stack quantcheck's `targets[T].gpu[G]` entry says it judged: vendor, compute
-    capability or AMD architecture, torch, CUDA, ROCm."""
+    capability or AMD architecture, torch, CUDA, ROCm, the launch switches."""
     vendor = _VENDOR.get(entry["vendor"], entry["vendor"])
     cc = entry.get("compute_capability")
     arch = entry.get("arch") or ""
@@ -112,4 +123,5 @@ def stack_from_entry(entry: dict[str, Any]) -> Stack:
         torch=str(entry.get("torch") or "2.15"),
         cuda=str(entry["cuda"]) if entry.get("cuda") else None,
         hip=str(entry["rocm"]) if entry.get("rocm") else None,
+        flags=frozenset(entry.get("flags") or ()),
     )

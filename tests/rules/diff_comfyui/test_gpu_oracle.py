@@ -106,6 +106,10 @@ def test_comfyui_gpu_agrees_with_quantcheck(spec: str, world: dict[str, Any]) ->
         untagged += [x for x in one.read_only if not read_tagged(entry, x, f"{name} {spec}")]
     assert agree > 0
     world["specs_run"] = world.get("specs_run", 0) + 1
+    tally = world.setdefault("tally", [0, 0, 0])
+    tally[0] += agree
+    tally[1] += allowed
+    tally[2] += len(disagree)
     new = [line for line in disagree if known(line) is None]
     world["known_seen"].update(key for line in disagree if (key := known(line)) is not None)
     assert not new, f"{len(new)} disagreements on {spec}:\n" + "\n".join(new)
@@ -122,10 +126,19 @@ def read_tagged(entry: dict[str, Any], line: str, label: str) -> bool:
     return "[READ" in reason or "[GUESS" in reason
 
 
-def test_known_disagreements_are_still_there(world: dict[str, Any]) -> None:
+def test_known_disagreements_are_still_there(
+    world: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
     """After the per-spec tests (file order): a KNOWN entry no comparison matched is fixed."""
     if not world.get("specs_run"):
         pytest.skip("the per-spec comparisons did not run")
+    agree, allowed, disagree = world["tally"]
+    with capsys.disabled():
+        print(
+            f"\ncomfyui --gpu: {agree} layer and format verdicts agree, {allowed} allowed "
+            f"differences, {disagree} disagreements ({world['specs_run']} --gpu values x "
+            f"{len(world['files'])} files)"
+        )
     stale = [key for key in KNOWN if key not in world["known_seen"]]
     assert not stale, f"fixed in quantcheck, remove from KNOWN: {stale}"
 

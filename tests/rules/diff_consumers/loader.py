@@ -57,3 +57,26 @@ def load_diffsynth(root: Path) -> types.ModuleType:
     _load("diffsynth.core.quant.base", quant / "base.py")
     _package("diffsynth.core.quant.backends")
     return _load("diffsynth.core.quant.backends.comfy_kitchen", quant / "backends/comfy_kitchen.py")
+
+
+def load_both(into: Path) -> dict[str, types.ModuleType]:
+    """Both consumers' executed modules from their pinned wheels (extracted under `into`),
+    by project name. Skips the test without torch or comfy-kitchen; fails it when a wheel
+    cannot be downloaded."""
+    import pytest
+
+    from .wheels import extract
+
+    pytest.importorskip("torch")
+    pytest.importorskip("comfy_kitchen")
+
+    out = {}
+    for project, version, load in (
+        ("invokeai", "6.14.2", load_invokeai),
+        ("diffsynth", "2.1.12", load_diffsynth),
+    ):
+        root = extract(project, version, into)
+        if root is None:
+            pytest.fail(f"could not download {project}=={version} (pip download --no-deps)")
+        out[project] = load(root)
+    return out

@@ -20,9 +20,8 @@ import pytest
 from quantcheck.checking import check_paths
 
 from .cases import AMBIGUOUS, CASES
-from .loader import load_diffsynth, load_invokeai
+from .loader import load_both
 from .real import diffsynth_outcome, invokeai_outcome
-from .wheels import extract
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("QUANTCHECK_DIFF_CONSUMERS") != "1",
@@ -35,19 +34,7 @@ INVOKEAI_WRONG = {"QC721", "QC722", "QC301", "QC303", "QC304"}
 
 @pytest.fixture(scope="module")
 def modules(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
-    pytest.importorskip("torch")
-    pytest.importorskip("comfy_kitchen")
-    into = tmp_path_factory.mktemp("consumers")
-    out = {}
-    for project, version, load in (
-        ("invokeai", "6.14.2", load_invokeai),
-        ("diffsynth", "2.1.12", load_diffsynth),
-    ):
-        root = extract(project, version, into)
-        if root is None:
-            pytest.fail(f"could not download {project}=={version} (pip download --no-deps)")
-        out[project] = load(root)
-    return out
+    return dict(load_both(tmp_path_factory.mktemp("consumers")))
 
 
 def _ours(path: str, target: str) -> tuple[str, set[str]]:

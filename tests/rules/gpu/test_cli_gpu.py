@@ -171,3 +171,21 @@ def test_html_gpu_by_format_grid(tmp_path: Path) -> None:
     b200 = comfy[comfy.index("<td>b200 (sm_100)</td>") :].split("</tr>")[0]
     assert b200.count(">native</td>") == 1 and ">native [READ]</td>" in b200
     assert "<h2>GPUs</h2>" not in build_report([path])
+
+
+def test_github_notices(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    main(["check", _file(tmp_path), "--gpu", "rtx4090", "--output-format", "github"])
+    out = capsys.readouterr().out.splitlines()
+    gpu = [ln for ln in out if "title=quantcheck gpu%3A comfyui on rtx4090" in ln]
+    assert len(gpu) == 1 and gpu[0].startswith("::notice file=")
+    assert "::comfyui on rtx4090 (sm_89): 1 nvfp4 layer emulated — dequantized every" in gpu[0]
+    needs = [ln for ln in out if "title=quantcheck gpu needs%3A comfyui" in ln]
+    assert len(needs) == 1 and "natively from sm_100" in needs[0]
+    assert "on rtx4090 (sm_89) the nvfp4 layers are not all native" in needs[0]
+
+
+def test_github_without_gpu_has_no_gpu_notice(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    main(["check", _file(tmp_path), "--output-format", "github"])
+    assert "quantcheck gpu" not in capsys.readouterr().out

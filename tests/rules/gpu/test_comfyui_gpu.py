@@ -238,7 +238,7 @@ def test_needs(tmp_path: Path) -> None:
 
 def test_summary_compares_with_the_cards_memory() -> None:
     from quantcheck.gpus import parse_spec
-    from quantcheck.rules.gpu.plan import summary_line
+    from quantcheck.rules.gpu.entry import summary_line
 
     fits = summary_line("comfyui", parse_spec("rtx4090"), {"nvfp4": {"native": 3}}, 20 << 30, 0)
     assert fits.endswith("weights 20 GiB of its 24 GiB (activations not included)")

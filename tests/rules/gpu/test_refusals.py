@@ -15,6 +15,7 @@ from quantcheck.gpus import expand_specs
 
 from .._build import P, awq, file, fp8, nvfp4, w4a4, w4a8, w6a8
 from .test_comfyui_gpu import entries, modes
+from .test_flags import _mxfp8_e8m0
 
 OLD = "comfyui@0271a469"  # has no w6a8_int8 in QUANT_ALGOS (QC610)
 Q = "blocks.1.attn.qkv"
@@ -108,3 +109,38 @@ def test_reasons_say_read_where_the_oracle_only_read(
     e = entries(tmp_path, make, gpu)[gpu]
     assert e["execution"][P]["mode"] == mode
     assert e["execution"][P]["reason"].endswith(tag) and ("[READ]" in e["summary"]) == bool(tag)
+
+
+@pytest.mark.parametrize(
+    ("make", "gpu", "codes", "mode"),
+    [
+        (lambda: w4a8(channel="BF16"), "xpu", {"QC305"}, "emulated"),
+        (lambda: w4a8(channel="BF16"), "mps,torch=2.13", {"QC305"}, "emulated"),
+        (lambda: w4a8(channel="BF16"), "directml", {"QC305"}, "emulated"),
+        (_mxfp8_e8m0, "mi300x", {"QC305", "QC605"}, "emulated"),
+        (_mxfp8_e8m0, "b200,flags=disable-dynamic-vram", {"QC305", "QC605"}, "native"),
+    ],
+)
+def test_a_device_finding_that_does_not_stop_the_layer_here_says_so(
+    tmp_path: Path, make: Callable[[], list], gpu: str, codes: set[str], mode: str
+) -> None:
+    """The target fails by QC305 / QC605 (their finding), but on this device the layer runs:
+    the entry lists them under `not_blocking_here` and the summary says so; where the layer
+    is refused they are not listed (the twin below)."""
+    e = entries(tmp_path, make, gpu)[gpu]
+    assert e["execution"][P]["mode"] == mode
+    assert {f["code"] for f in e["not_blocking_here"]} == codes
+    for code in codes:
+        assert f"{code} does not stop its 1 layer on this device (1 {mode})" in e["summary"]
+
+
+@pytest.mark.parametrize(
+    ("make", "gpu"),
+    [(lambda: w4a8(channel="BF16"), "rtx4090"), (_mxfp8_e8m0, "b200")],
+)
+def test_a_device_finding_that_stops_the_layer_is_not_listed(
+    tmp_path: Path, make: Callable[[], list], gpu: str
+) -> None:
+    e = entries(tmp_path, make, gpu)[gpu]
+    assert e["execution"][P]["mode"] == "refused"
+    assert e["not_blocking_here"] == [] and "does not stop" not in e["summary"]

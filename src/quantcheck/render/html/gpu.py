@@ -31,7 +31,7 @@ def _cell(mode: str | None, tally: dict[str, int] | None, mark: str = "") -> str
 
 
 def _table(target: str, per_gpu: dict[str, dict[str, Any]]) -> str:
-    from quantcheck.rules.gpu.plan import size_text
+    from quantcheck.rules.gpu.entry import size_text
 
     formats = list(dict.fromkeys(f for e in per_gpu.values() for f in e["formats"]))
     head = "".join(f"<th>{escape(f)}</th>" for f in formats)

@@ -53,7 +53,7 @@ def native_from(
             "compute_capability": None,
             "class": None,
             "cards": [],
-            "line": f"{rules.name}: no NVIDIA class runs every quantized layer natively",
+            "line": f"{key or rules.name}: no NVIDIA class runs every quantized layer natively",
         }
     cls = nvidia[from_index]
     assert cls.cc is not None
@@ -63,7 +63,7 @@ def native_from(
         "compute_capability": f"{cls.cc[0]}.{cls.cc[1]}",
         "class": cls.key,
         "cards": [c for c in cards if c != "…"],
-        "line": f"{rules.name} runs every quantized layer natively from {cls.key} "
+        "line": f"{key or rules.name} runs every quantized layer natively from {cls.key} "
         f"({', '.join(cards)})",
     }
 

@@ -1,5 +1,5 @@
-"""Per target and GPU: how each quantized layer runs, the weight memory and a one-line summary
-(the `targets[T].gpu[G]` entry of docs/json-schema.md). Standard library only.
+"""Per target and GPU: how each quantized layer runs (the decisions the `targets[T].gpu[G]`
+entry of docs/json-schema.md is made of, `rules/gpu/entry.py`). Standard library only.
 
 A runtime's decisions are a `GpuRules` object (its record's `gpu` reference). The work is
 looked up per format (`format_decision`), then per layer only for the formats the runtime
@@ -25,20 +25,13 @@ if TYPE_CHECKING:
     from quantcheck.model.layers import Layer
 
 #: How a layer runs: `native` (the format's own kernel), `emulated` (dequantized on every
-#: call: stored small, computed slowly), `refused` (does not load or run on the device),
-#: `depends` (native or dequantized by the batch of tokens; the reason says on what).
+#: call: stored small, computed slowly; or, where the runtime says so (`GpuRules.held`),
+#: dequantized once when loaded: held large, computed as floats), `refused` (does not load or
+#: run on the device), `depends` (native or dequantized by the batch of tokens; the reason
+#: says on what).
 MODES = ("native", "emulated", "refused", "depends")
-#: `execution[LAYER].lora_mode` when no LoRA is given (the LoRA check fills it otherwise)
-NO_LORA = None
-ACTIVATIONS_NOTE = (
-    "weight memory only: activations depend on the resolution, frame count and batch and are "
-    "not included"
-)
 
 Decision = tuple[str, str]  # (mode, reason)
-#: a reason's evidence tag -> how the summary marks the formats it decides ([GUESS] first: a
-#: reason with both is a guess)
-EVIDENCE_TAGS = {"[GUESS": "unverified", "[READ": "read"}
 _DTYPE_SHAPE = itemgetter(1, 2)  # of a TensorInfo
 MARKER = ".comfy_quant"
 #: bytes per element of the floating-point storage dtypes (elements = stored bytes / width)
@@ -52,6 +45,14 @@ class GpuRules:
     name = ""
     #: marker keys that make a layer's decision its own (ComfyUI: full_precision_matrix_mult)
     marker_keys: tuple[str, ...] = ()
+    #: the launch switches of `--gpu ...,flags=` it reads (`gpus/spec.FLAGS`); the entry notes
+    #: the others as ignored
+    flags: frozenset[str] = frozenset()
+    #: file-level codes (no layer named) that stop the layers of some formats from loading:
+    #: {code: formats} (`rules/gpu/refusals.py`; the runtime's own data)
+    blocking: dict[str, frozenset[str]] = {}  # noqa: RUF012 - read only
+    #: it runs comfy-kitchen's kernels: the known bad combinations (QC800-QC803) concern it
+    kitchen = False
 
     def format_decision(self, fmt: str, spec: GpuSpec) -> Decision:
         """How every layer of format `fmt` runs on `spec`, unless a layer rule says otherwise."""
@@ -73,8 +74,25 @@ class GpuRules:
         return False
 
     def compute_dtype(self, spec: GpuSpec) -> tuple[int, str]:
-        """(bytes per element, dtype name) the runtime holds unquantized weights in."""
+        """(bytes per element, dtype name) the runtime holds unquantized weights in; (0, name)
+        for weights held as stored."""
         return 2, "BF16"
+
+    def held(self, fmt: str, spec: GpuSpec) -> tuple[int, str] | None:
+        """(bytes per element, dtype) a layer of `fmt` is converted to when it loads (held
+        at N x K of that size, no transient buffer per call), or None: held as stored."""
+        return None
+
+    def emulated_words(self, fmt: str, spec: GpuSpec) -> str:
+        """What the summary says of emulated layers of `fmt`."""
+        held = self.held(fmt, spec)
+        if held is not None:
+            return f"dequantized to {held[1]} when loaded, no quantized matmul"
+        return "dequantized every step, slower than BF16"
+
+    def extra(self, spec: GpuSpec) -> dict[str, object]:
+        """Runtime-specific keys of the entry (ComfyUI: `dynamic_vram`)."""
+        return {}
 
     def notes(self, spec: GpuSpec, formats: set[str]) -> list[str]:
         """What a reader of the entry should know besides the per-layer modes."""
@@ -88,22 +106,30 @@ class Plan:
     A decision depends only on the layer's format, tensors (suffix, dtype, shape) and marker
     fields, its *signature*: a DiT repeats a few signatures hundreds of times, so each is
     decided once per GPU (`groups`, by signature number: [format, the first layer's prefix,
-    that layer, how many layers, logical (N, K) or None]; `rows`: (prefix, signature
-    number) per quantized layer, in checkpoint order)."""
+    that layer, how many layers, logical (N, K) or None, stored bytes of one layer]; `rows`:
+    (prefix, signature number) per quantized layer, in checkpoint order)."""
 
-    __slots__ = ("float_elements", "groups", "other_bytes", "quantized_bytes", "rows")
+    __slots__ = (
+        "float_bytes",
+        "float_elements",
+        "groups",
+        "other_bytes",
+        "quantized_bytes",
+        "rows",
+    )
 
     def __init__(self, ck: Checkpoint) -> None:
         self.rows: list[tuple[str, int]] = []
         self.groups: list[list[Any]] = []
         numbers: dict[Any, int] = {}
-        quantized = float_elements = other = 0
+        quantized = float_elements = float_bytes = other = 0
         for name, t in ck.tensors.items():
             if name.endswith(MARKER):
                 continue  # read at load, never a weight
             width = FLOAT_BYTES.get(t[1])
             if width:
                 float_elements += (t[4] - t[3]) // width
+                float_bytes += t[4] - t[3]
             else:
                 other += t[4] - t[3]
         for prefix, layer in ck.layers.items():
@@ -116,7 +142,10 @@ class Plan:
             gid = numbers.get(sig)
             if gid is None:
                 gid = numbers[sig] = len(self.groups)
-                self.groups.append([fmt, prefix, layer, 0])
+                stored = sum(
+                    t[4] - t[3] for suffix, t in ts.items() if suffix not in ("bias", "comfy_quant")
+                )
+                self.groups.append([fmt, prefix, layer, 0, None, stored])
             self.groups[gid][3] += 1
             self.rows.append((prefix, gid))
             for suffix, t in ts.items():  # held as stored (a bias: in the compute dtype)
@@ -126,6 +155,7 @@ class Plan:
                 width = FLOAT_BYTES.get(t[1])
                 if width:
                     float_elements -= (t[4] - t[3]) // width
+                    float_bytes -= t[4] - t[3]
                 else:
                     other -= t[4] - t[3]
         self.quantized_bytes, self.float_elements, self.other_bytes = (
@@ -133,10 +163,11 @@ class Plan:
             float_elements,
             other,
         )
+        self.float_bytes = float_bytes
         for group in self.groups:  # the logical (N, K), or None
             spec = FORMATS.get(group[0])
             d = derive_dims(spec, group[2]) if spec is not None else None
-            group.append((d.N, d.K) if d is not None else None)
+            group[4] = (d.N, d.K) if d is not None else None
 
 
 def decide(plan: Plan, rules: GpuRules, spec: GpuSpec) -> list[Decision]:
@@ -145,7 +176,7 @@ def decide(plan: Plan, rules: GpuRules, spec: GpuSpec) -> list[Decision]:
     special = rules.layer_formats(spec)
     keys = rules.marker_keys
     out: list[Decision] = []
-    for fmt, _, layer, _, dims in plan.groups:
+    for fmt, _, layer, _, dims, _ in plan.groups:
         base = by_format.get(fmt)
         if base is None:
             base = by_format[fmt] = rules.format_decision(fmt, spec)
@@ -174,8 +205,23 @@ def with_refusals(
     taken out of their signature groups into groups of their own."""
     if not refused:
         return plan.groups, decisions, plan.rows
+    groups, extra, rows = _split(plan, refused)
+    return groups, [*decisions, *extra], rows
+
+
+#: the last `_split` (plan, refused, result): a target's GPUs share it, asked in a row
+_LAST_SPLIT: list[Any] = [None, None, None]
+
+
+def _split(
+    plan: Plan, refused: dict[str, Decision]
+) -> tuple[list[list[Any]], list[Decision], list[tuple[str, int]]]:
+    """`plan`'s groups and rows with the refused layers in groups of their own, and those
+    groups' decisions (they do not depend on the device: computed once per target)."""
+    if _LAST_SPLIT[0] is plan and _LAST_SPLIT[1] is refused:
+        return _LAST_SPLIT[2]  # type: ignore[no-any-return]
     groups = [list(g) for g in plan.groups]
-    decisions = list(decisions)
+    extra: list[Decision] = []
     own: dict[Decision, dict[int, int]] = {}  # a refused group per (decision, signature)
     rows = []
     for prefix, gid in plan.rows:
@@ -185,145 +231,11 @@ def with_refusals(
             new = by_sig.get(gid)
             if new is None:
                 new = by_sig[gid] = len(groups)
-                groups.append([*groups[gid][:3], 0, groups[gid][4]])
-                decisions.append(d)
+                groups.append([*groups[gid][:3], 0, *groups[gid][4:]])
+                extra.append(d)
             groups[gid][3] -= 1
             groups[new][3] += 1
             gid = new
         rows.append((prefix, gid))
-    return groups, decisions, rows
-
-
-def gpu_entry(
-    plan: Plan, rules: GpuRules, spec: GpuSpec, refused: dict[str, Decision] | None = None
-) -> dict[str, Any]:
-    """The `targets[T].gpu[G]` entry (docs/json-schema.md); `refused`: the layers no device
-    runs (`rules/gpu/refusals.py`)."""
-    groups, decisions, rows = with_refusals(plan, decide(plan, rules, spec), refused or {})
-    formats: dict[str, str] = {}
-    per_format: dict[str, dict[str, int]] = {}
-    records: dict[Decision, dict[str, Any]] = {}
-    evidence: dict[str, dict[str, None]] = {"unverified": {}, "read": {}}
-    size, dtype = rules.compute_dtype(spec)
-    peak = 0
-    for (fmt, _, _, n, dims), d in zip(groups, decisions, strict=True):
-        mode = d[0]
-        if d not in records:
-            records[d] = {"mode": mode, "reason": d[1], "lora_mode": NO_LORA}
-        if not n:
-            continue  # every layer of the signature refused
-        seen = formats.get(fmt)
-        formats[fmt] = mode if seen in (None, mode) else "mixed"
-        tally = per_format.setdefault(fmt, {})
-        tally[mode] = tally.get(mode, 0) + n
-        # a refusal by a finding (`QC610 fails on …`, rules/gpu/refusals.py) quotes the
-        # finding's message, whose tags are about other releases: not this verdict's
-        by_finding = mode == "refused" and d[1][:2] == "QC"
-        tag = None if by_finding else next((t for t in EVIDENCE_TAGS if t in d[1]), None)
-        if tag is not None:
-            evidence[EVIDENCE_TAGS[tag]].setdefault(fmt, None)
-        if mode in ("emulated", "depends") and dims is not None:
-            peak = max(peak, dims[0] * dims[1] * size)
-    # one shared record per decision (copy one before changing it)
-    by_number = [records[d] for d in decisions]
-    execution = {prefix: by_number[gid] for prefix, gid in rows}
-    layers = dict.fromkeys(MODES, 0)
-    for tally in per_format.values():
-        for mode, n in tally.items():
-            layers[mode] += n
-    weight = plan.quantized_bytes + plan.float_elements * size + plan.other_bytes
-    notes = [
-        *rules.notes(spec, set(formats)),
-        f"unquantized weights counted as {dtype} (what the runtime holds them in on this "
-        "device); quantized layers at their stored size, emulated ones included",
-    ]
-    if peak:
-        notes.append(
-            f"peak_extra_bytes: the largest emulated layer dequantized to {dtype} (N x K x "
-            f"{size} bytes), a transient buffer per call"
-        )
-    notes.append(ACTIVATIONS_NOTE)
-    marked = {"unverified": list(evidence["unverified"])}
-    marked["read"] = [f for f in evidence["read"] if f not in evidence["unverified"]]
-    return {
-        **spec.head_json(),
-        "formats": formats,
-        "layers": layers,
-        "layers_by_format": per_format,
-        "weight_bytes": weight,
-        "peak_extra_bytes": peak,
-        "compute_dtype": dtype,
-        "summary": summary_line(rules.name, spec, per_format, weight, peak) + marks(marked),
-        "evidence": marked,
-        "notes": notes,
-        "known_issues": [],
-        "execution": execution,
-    }
-
-
-def marks(evidence: dict[str, list[str]]) -> str:
-    """What the summary adds for verdicts that rest on a guess or on code only read:
-    ` · unverified (a guess): w6a8_int8 · [READ] code read, not run: float8_e4m3fn`."""
-    out = ""
-    if evidence["unverified"]:
-        out += f" · unverified (a guess): {', '.join(evidence['unverified'])}"
-    if evidence["read"]:
-        out += f" · [READ] code read, not run: {', '.join(evidence['read'])}"
-    return out
-
-
-def summary_line(
-    runtime: str,
-    spec: GpuSpec,
-    per_format: dict[str, dict[str, int]],
-    weight: int,
-    peak: int,
-) -> str:
-    """`comfyui on rtx4090 (sm_89): 240 nvfp4 layers emulated — dequantized every step, slower
-    than BF16; 12 layers native · weights 7.3 GiB (+64 MiB transient; activations not
-    included)`."""
-    parts = []
-    for fmt, tally in per_format.items():
-        if tally.get("emulated"):
-            parts.append(
-                f"{tally['emulated']} {fmt} layer{_s(tally['emulated'])} emulated — dequantized "
-                "every step, slower than BF16"
-            )
-        if tally.get("depends"):
-            n = tally["depends"]
-            parts.append(f"{n} {fmt} layer{_s(n)} depend on the batch of tokens")
-        if tally.get("refused"):
-            parts.append(f"{tally['refused']} {fmt} layer{_s(tally['refused'])} refused")
-    native = sum(t.get("native", 0) for t in per_format.values())
-    total = sum(sum(t.values()) for t in per_format.values())
-    if not total:
-        parts.append("no quantized layers")
-    elif native == total:
-        parts.append(f"all {total} quantized layer{_s(total)} native")
-    elif native:
-        parts.append(f"{native} layer{_s(native)} native")
-    else:
-        parts.append("none native")
-    memory = f"weights {size_text(weight)}"
-    if spec.memory_gib:  # a card was named: its usual VRAM
-        card = spec.memory_gib << 30
-        memory += (
-            f" of its {spec.memory_gib} GiB"
-            if weight + peak <= card
-            else (f", more than its {spec.memory_gib} GiB")
-        )
-    memory += f" (+{size_text(peak)} transient" if peak else " ("
-    memory += "; activations not included)" if peak else "activations not included)"
-    return f"{runtime} on {spec.label()}: {'; '.join(parts)} · {memory}"
-
-
-def _s(n: int) -> str:
-    return "" if n == 1 else "s"
-
-
-def size_text(n: int) -> str:
-    """Bytes as `7.31 GiB`, `64.0 MiB`, `512 KiB`, `100 B`."""
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= scale:
-            return f"{n / scale:.3g} {unit}" if n < 100 * scale else f"{n / scale:.0f} {unit}"
-    return f"{n} B"
+    _LAST_SPLIT[:] = [plan, refused, (groups, extra, rows)]
+    return groups, extra, rows

@@ -3,9 +3,10 @@ value, the `gpu_entry`; per such target, `gpu_needs`. Standard library only."""
 
 from __future__ import annotations
 
+from quantcheck.rules.gpu.entry import gpu_entry
 from quantcheck.rules.gpu.findings import known_issues
 from quantcheck.rules.gpu.needs import advice, advice_lines, native_from
-from quantcheck.rules.gpu.plan import Plan, gpu_entry
+from quantcheck.rules.gpu.plan import Plan
 from quantcheck.rules.gpu.refusals import refusals
 from quantcheck.runtimes import load, split_target
 
@@ -38,7 +39,9 @@ def expect(
     if rules is None:
         raise ValueError(f"{target} models no GPU decisions")
     plan = Plan(ck)
-    return gpu_entry(plan, rules, spec, refusals(plan, rules, target, findings))
+    taken: dict[str, dict[str, str]] = {}
+    refused = refusals(plan, rules, target, findings, taken)
+    return gpu_entry(plan, rules, spec, refused, taken, target)
 
 
 def gpu_targets(
@@ -59,15 +62,16 @@ def gpu_targets(
         rules = gpu_rules(key)
         if rules is None:
             continue
-        refused = refusals(plan, rules, key, findings)
-        entries = {s.given: gpu_entry(plan, rules, s, refused) for s in specs}
+        taken: dict[str, dict[str, str]] = {}
+        refused = refusals(plan, rules, key, findings, taken)
+        entries = {s.given: gpu_entry(plan, rules, s, refused, taken, key) for s in specs}
         per_target[key] = entries
         lowest = native_from(plan, rules, key, refused)
         slow = [a for s in specs if (a := advice(rules, s, entries[s.given]))]
         needs[key] = {**lowest, "advice": slow, "advice_lines": advice_lines(slow)}
     found = known_issues(plan, specs, ck.shards[0].name if ck.shards else None)
     for key, entries in per_target.items():
-        if split_target(key)[0].name != "comfyui":
+        if not getattr(gpu_rules(key), "kitchen", False):
             continue
         for d in found:
             for g in d.data["gpus"]:

@@ -37,6 +37,7 @@ def matches(row: data.Row, fmt: str, spec: GpuSpec) -> bool:
 class SglangGpu(GpuRules):
     name = "sglang"
     marker_keys = (FPMM,)
+    blocking = data.LOAD_BLOCKING
 
     def format_decision(self, fmt: str, spec: GpuSpec) -> Decision:
         known = FORMATS.get(fmt)

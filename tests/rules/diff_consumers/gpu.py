@@ -1,0 +1,103 @@
+"""DiffSynth-Studio's and InvokeAI's device behaviour, from their own code run on the CPU
+(issue 24): what `check --target diffsynth|invokeai --gpu G` is compared with.
+
+DiffSynth-Studio 2.1.12 (its wheel's `core/quant/backends/comfy_kitchen.py`, unmodified): for a
+device, comfy-kitchen's backends register under the device's facts (the ComfyUI GPU oracle's
+`register_backends`: cuda, triton where `import triton` works, hip on AMD), then DiffSynth's own
+`ComfyKitchenQuantBackend.validate_environment` runs under the same facts (its CUDA < 13
+switch); each layer is rebuilt by its `unflatten_state_dict`, loaded into the shell its format
+builds and run forward on the CPU, and each comfy-kitchen op it dispatched is put to the
+registry in the device's state (the oracle's `pick`). The layer's mode comes from the same
+`oracle_mode` as ComfyUI's.
+
+InvokeAI 6.14.2: it has no device code on this path; `_dequantize_comfyui_fp8` and
+`_strip_quantization_metadata` run on the file as its loaders call them, and what they leave
+(dtype, no scales, the bytes) is what the GPU entry must say on every device.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any
+
+import torch
+from safetensors import safe_open
+from safetensors.torch import load_file
+
+from ..diff_comfyui.gpu_compare import Verdict
+from ..diff_comfyui.gpu_files import layers_of
+from ..diff_comfyui.gpu_oracle import (
+    MATMUL_OPS,
+    LayerPath,
+    _real_torch_is,
+    _registry,
+    _restore,
+    _snapshot,
+    forward_calls,
+    pick,
+    register_backends,
+    torch_fp8,
+)
+from ..diff_comfyui.gpu_run import layer_mode
+from ..diff_comfyui.gpu_stack import Stack
+
+
+def diffsynth_state(mod: types.ModuleType, stack: Stack, *, triton: bool) -> dict[str, Any]:
+    """comfy-kitchen's registry as DiffSynth leaves it on the device: the backends registered
+    under its facts, then DiffSynth's own `validate_environment`."""
+    cpu = _snapshot()
+    try:
+        with _real_torch_is(stack):
+            _registry()._disabled = set()
+            register_backends(stack, triton=triton)
+            backend = mod.ComfyKitchenQuantBackend(types.SimpleNamespace(orig_dtype=torch.bfloat16))
+            backend.validate_environment()
+            _registry()._compute_capability  # noqa: B018 - computed under the patch
+            return _snapshot()
+    finally:
+        _restore(cpu)
+
+
+def diffsynth_verdicts(
+    mod: types.ModuleType, path: str, stack: Stack, state: dict[str, Any]
+) -> dict[str, tuple[str | None, Verdict]]:
+    """The mode of every marked layer of `path` DiffSynth loads, on `stack` (`state`: the
+    registry as `diffsynth_state` left it)."""
+    sd = load_file(path)
+    with safe_open(path, framework="pt") as f:
+        metadata = f.metadata() or {}
+    backend = mod.ComfyKitchenQuantBackend(types.SimpleNamespace(orig_dtype=torch.bfloat16))
+    rebuilt = backend.unflatten_state_dict(sd, metadata)
+    fp8_device = torch_fp8(stack)
+    out: dict[str, tuple[str | None, Verdict]] = {}
+    for layer in layers_of(path):
+        fmt = mod.FORMATS.get(layer.fmt)
+        if fmt is None:
+            continue  # a format DiffSynth refuses: its findings say so (QC730)
+        mine = f"{layer.name}."
+        tensors = {k[len(mine) :]: v for k, v in rebuilt.items() if k.startswith(mine)}
+        bias = "bias" in tensors
+        shell = fmt.linear_cls(
+            layer.k, layer.n, bias, layout=fmt.layout_cls, compute_dtype=torch.bfloat16
+        )
+        if bias:
+            tensors["bias"] = tensors["bias"].to(torch.bfloat16)
+        shell.load_state_dict(tensors, assign=True)
+        x = torch.randn(4, layer.k, generator=torch.Generator().manual_seed(0))
+        quantized, seen, error = forward_calls(shell, x.to(torch.bfloat16), layer.n, layer.k)
+        calls = [pick(op, kw, state, stack.device_type) for op, kw in seen if op in MATMUL_OPS]
+        path_taken = LayerPath(quantized, False, calls, error)
+        out[layer.name] = (layer.fmt, layer_mode(path_taken, layer, stack, fp8_device))
+    return out
+
+
+def invokeai_held(mod: types.ModuleType, path: str) -> tuple[int, set[str]]:
+    """(bytes of every tensor InvokeAI keeps, each counted in BF16 as its model load casts
+    floats; the dtypes the quantized layers' weights have after its dequantization)."""
+    sd = load_file(path)
+    quantized = [k[: -len(".comfy_quant")] for k in sd if k.endswith(".comfy_quant")]
+    mod._dequantize_comfyui_fp8(sd, torch.bfloat16)
+    mod._strip_quantization_metadata(sd)
+    dtypes = {str(sd[f"{p}.weight"].dtype) for p in quantized if f"{p}.weight" in sd}
+    held = sum(t.numel() * (2 if t.is_floating_point() else t.element_size()) for t in sd.values())
+    return held, dtypes
