@@ -16,7 +16,7 @@ What decides whether a quantized layer runs natively on a device, in the order C
    opens the FP8 gate on any device (then torch's own `_scaled_mm` decides, `TORCH_FP8`);
    DynamicVRAM (`dynamic_vram`, main.py) decides whether F8_E8M0 scales load.
 
-The decisions from these facts are made in `rules/comfyui/gpu.py`; the evidence tags say how
+The decisions from these facts are made in `rules/gpu/kitchen.py`; the evidence tags say how
 each fact was established: [READ] upstream code read, [RUN] ComfyUI's / comfy-kitchen's code
 run on CPU with the device facts patched in (issue 24), [ISSUE] a thread, [GUESS] inferred.
 Standard library only.

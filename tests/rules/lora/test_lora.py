@@ -384,6 +384,22 @@ def test_gpu_dimension_fills_lora_mode(tmp_path: Path, capsys) -> None:
     assert ex["blocks.0.self_attn.o"]["lora_mode"] == "dequantized"
 
 
+def test_the_dynamic_vram_switch_reaches_lora_mode(tmp_path: Path, capsys) -> None:
+    """`--gpu rtx4090,flags=disable-dynamic-vram`: ComfyUI does the full load, so the LoRA is
+    patched and re-quantized and the AWQ layer fails the load, as on the CPU; the entry's
+    `dynamic_vram` and the LoRA block agree."""
+    b, lo = _pair(tmp_path, "int8_tensorwise", awq_at="blocks.0.self_attn.o")
+    gpus = ["--gpu", "rtx4090", "--gpu", "rtx4090,flags=disable-dynamic-vram"]
+    _, out = _run(["lora", str(b), str(lo), *gpus, "--output-format", "json"], capsys)
+    gpu = json.loads(out)["targets"]["comfyui"]["gpu"]
+    off = gpu["rtx4090,flags=disable-dynamic-vram"]
+    assert off["dynamic_vram"] is False and off["lora"]["dynamic_vram"] is False
+    assert off["execution"]["blocks.0.self_attn.o"]["lora_mode"] == "load-fails"
+    on = gpu["rtx4090"]
+    assert on["lora"]["dynamic_vram"] is True
+    assert on["execution"]["blocks.0.self_attn.o"]["lora_mode"] == "dequantized"
+
+
 def test_hostile_lora_tensors_give_no_crash(tmp_path: Path, capsys) -> None:
     """An alpha of several values and a truncated LoRA: figures not computed, no traceback."""
     from quantcheck.io.build import RawTensor, write_safetensors

@@ -1,11 +1,12 @@
 """DiffSynth-Studio on a GPU (issue 24): comfy-kitchen's kernel choice without ComfyUI's
-gates (`runtimes/diffsynth_gpu.py`), asked through ComfyUI's decisions with the gate step,
-the marker switch and DynamicVRAM left out. Standard library only."""
+gates (`runtimes/diffsynth_gpu.py`), asked through `rules/gpu/kitchen.py` (ComfyUI's
+decisions) with the gate step, the marker switch and DynamicVRAM left out. Standard library
+only."""
 
 from __future__ import annotations
 
-from quantcheck.rules.comfyui.gpu import ComfyuiGpu
 from quantcheck.rules.diffsynth.checks import ACCEPTED
+from quantcheck.rules.gpu.kitchen import KitchenGpu
 from quantcheck.runtimes import diffsynth_gpu as data
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
@@ -13,7 +14,7 @@ if TYPE_CHECKING:
     from quantcheck.gpus.spec import GpuSpec
 
 
-class DiffsynthGpu(ComfyuiGpu):
+class DiffsynthGpu(KitchenGpu):
     name = "diffsynth"
     marker_keys: tuple[str, ...] = ()  # full_precision_matrix_mult is not read
     flags = frozenset()

@@ -50,8 +50,15 @@ def _version(text: object) -> tuple[int, ...]:
 
 
 def dynamic_vram(target: str, entry: dict[str, Any]) -> bool:
-    """Whether ComfyUI runs DynamicVRAM by default on this entry's device."""
-    if target.split("@")[0] == "comfyui-cpu" or _version(entry.get("torch")) < (2, 8):
+    """Whether ComfyUI runs DynamicVRAM on this entry's device: the entry's own `dynamic_vram`
+    (`rules/gpu/kitchen.py`, which reads the `--gpu ...,flags=` launch switches) where it has
+    one, else ComfyUI's default for the device."""
+    if target.split("@")[0] == "comfyui-cpu":
+        return False
+    known = entry.get("dynamic_vram")
+    if isinstance(known, bool):
+        return known
+    if _version(entry.get("torch")) < (2, 8):
         return False
     if entry.get("vendor") == "nvidia":
         return True
