@@ -360,9 +360,10 @@ def _judge_targets(
     clean for every target key. The format is judged on a probe layer, then the planned
     checkpoint's header is checked with the target's rules (what the input already had does
     not count); a layer a target cannot take is kept, anything else refuses the run."""
-    from quantcheck.checking import run_rules, select_diagnostics
+    from quantcheck.checking import decision_family, run_rules, select_diagnostics
     from quantcheck.convert.eligible import format_refusal
     from quantcheck.convert.plan import (
+        PROBE_LAYER,
         harms,
         new_findings,
         plan_quantize,
@@ -376,11 +377,13 @@ def _judge_targets(
 
     keys = targets_of(args.target)
     _, done, _ = plan_quantize(ck, args.fmt, options, args.target, args.include, args.exclude)
+    family = decision_family(ck, keys)  # the loader that decides is the one for its family
     for key in keys:
         why = format_refusal(args.fmt, options, key)
         if why:
             return f"{args.fmt} cannot load on {release_name(key)}: {why}"
-        d = probe_finding(args.fmt, options, key, *done[:1])
+        probe = done[0] if done else PROBE_LAYER
+        d = probe_finding(args.fmt, options, key, probe, family)
         if d is not None:
             return f"{args.fmt} cannot load on {release_name(key)}: {d.code} {d.message}"
     before = select_diagnostics(run_rules(ck, keys), target=args.target)
@@ -394,7 +397,7 @@ def _judge_targets(
         # the family's quality list is --family's to decide (QC861 is a warning of taste)
         found = [
             d
-            for d in new_findings(before, spared(after, ck_after, keys), keys)
+            for d in new_findings(before, spared(after, ck_after, keys, family), keys)
             if d.code != R.QC861.code
         ]
         if not found:

@@ -8,6 +8,7 @@ from typing import Any
 
 from quantcheck.diagnostics import Diagnostic
 from quantcheck.io.source import base_name
+from quantcheck.render.grouping import finding_labels
 from quantcheck.render.html.colors import STATUS_COLORS, format_color
 from quantcheck.render.html.model import LayerView, ReportData
 from quantcheck.render.html.svg import bar_svg, meter_svg
@@ -120,7 +121,7 @@ def diagnostics_html(data: ReportData) -> str:
         sev = first.effective_severity.value
         title = getattr(first.rule, "title", "")
         # runtime names, or the releases a finding affects when the target names releases
-        targets = sorted({t for d in ds for t in d.target_labels(data.report.targets)})
+        targets = sorted({t for d in ds for t in finding_labels(d, data.report.targets)})
         items = "".join(_diag_item(d, index) for d in ds)
         opened = " open" if len(ds) <= 12 else ""
         parts.append(

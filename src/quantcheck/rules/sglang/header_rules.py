@@ -29,7 +29,14 @@ from quantcheck.rules.sglang.header_path import (
     sglang_paths,
     short,
 )
-from quantcheck.rules.sglang.loaders import MARKER_READERS, WHOLE_FILE, loader_findings, loaders_at
+from quantcheck.rules.sglang.loaders import (
+    MARKER_READERS,
+    WHOLE_FILE,
+    loader_family,
+    loader_findings,
+    loaders_at,
+    marker_readers,
+)
 from quantcheck.runtimes import get_runtime, registry
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
@@ -59,7 +66,11 @@ def path_json(ck: Checkpoint, release: str | None) -> dict[str, Any]:
     rel = release or _releases()[-1]
     docs = header_docs(ck)
     path = sglang_path(ck, rel, docs)
-    return {**path.to_json(), "loaders": loaders_at(ck, rel, docs, path)}
+    return {
+        **path.to_json(),
+        "loaders": loaders_at(ck, rel, docs, path),
+        "loader_family": loader_family(ck),
+    }
 
 
 class HeaderPathChecks:
@@ -455,6 +466,7 @@ class HeaderPathChecks:
         if not self.everywhere:
             return diags + found
         out = []
+        readers = marker_readers(loader_family(self.ck)) or MARKER_READERS
         for d in diags:
             if d.code in HEADER_CODES or d.code.startswith(("QC1", "QC5")):
                 out.append(d)
@@ -478,7 +490,7 @@ class HeaderPathChecks:
                     fix=d.fix,
                     effects=d.effects,
                     severity=d.severity,
-                    data={**d.data, "loaders": list(MARKER_READERS)},
+                    data={**d.data, "loaders": list(readers)},
                 )
             )
         return out + found
