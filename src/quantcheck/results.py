@@ -79,6 +79,20 @@ class Report:
         fam = family if family is not None else extra.get("loader_family")
         return chosen_loader(fam, loaders), loaders
 
+    def decides(self, d: Diagnostic, target: str) -> bool:
+        """Whether finding `d` counts in `target`'s verdict: it breaks or degrades the target
+        and, for a runtime with several loaders, the deciding one reads it
+        (`rules/sglang/loaders.py` `reads`)."""
+        if d.effect_at(target) is Effect.NONE:
+            return False
+        specs = self.paths.get(target, {}).get("loaders")
+        if not specs:
+            return True
+        from quantcheck.rules.sglang.loaders import chosen_loader, reads
+
+        chosen = chosen_loader(self.paths[target].get("loader_family"), specs)
+        return chosen is None or reads(d, chosen, specs[chosen])
+
     def status(self, target: str, family: str | None = None) -> str:
         """`target_status(target, family)["status"]` alone (tables ask it per checkpoint and
         column)."""

@@ -248,7 +248,7 @@ def _quantize(ck: Any, args: argparse.Namespace, out: str, index: str | None) ->
     from quantcheck.convert.family import family_keeps
     from quantcheck.convert.plan import ALREADY, plan_quantize
 
-    specs = _gpu_specs(args)
+    specs = _gpu_specs(args, ck)
     if isinstance(specs, str):
         say_error(specs)
         return 2
@@ -330,9 +330,11 @@ def _say_family(fam: Any, kept: dict[str, str]) -> None:
         say(f"    {p}: {r.removeprefix('kept: ')}")
 
 
-def _gpu_specs(args: argparse.Namespace) -> Any:
+def _gpu_specs(args: argparse.Namespace, ck: Any) -> Any:
     """`--gpu`'s specs (None without it), with `--to auto` replaced by the format it picks
-    (said on stderr); a str says why the run cannot go on."""
+    (said on stderr): native on the GPUs and loaded by every target, as `_judge_targets`
+    judges a format on a probe layer of `ck`'s model family; a str says why the run cannot go
+    on."""
     from quantcheck.cli.gpu import pick_format, resolve
     from quantcheck.runtimes import targets_of
 
@@ -345,11 +347,32 @@ def _gpu_specs(args: argparse.Namespace) -> Any:
     try:
         specs = resolve(args.gpu)
         if args.fmt == "auto":
-            args.fmt = pick_format(specs, targets_of(args.target), quant_formats())
+            keys = targets_of(args.target)
+            args.fmt = pick_format(specs, keys, quant_formats(), _loads_on(ck, args, keys))
             say(f"--to auto: {args.fmt} runs natively on {', '.join(s.label() for s in specs)}")
     except ValueError as exc:
         return f"--gpu: {exc}" if not str(exc).startswith("--to") else str(exc)
     return specs
+
+
+def _loads_on(ck: Any, args: argparse.Namespace, keys: tuple[str, ...]) -> Any:
+    """fmt -> whether every target key loads a layer `quantize --to fmt` would write (with the
+    options given) in a checkpoint of `ck`'s model family: `_judge_targets`'s first test."""
+    from quantcheck.checking import decision_family
+    from quantcheck.convert.eligible import format_refusal
+    from quantcheck.convert.plan import PROBE_LAYER, probe_finding
+
+    family = decision_family(ck, keys)
+
+    def loads(fmt: str) -> bool:
+        opts = options_of(argparse.Namespace(**{**vars(args), "fmt": fmt}))
+        return all(
+            not format_refusal(fmt, opts, k)
+            and probe_finding(fmt, opts, k, PROBE_LAYER, family) is None
+            for k in keys
+        )
+
+    return loads
 
 
 def _judge_targets(

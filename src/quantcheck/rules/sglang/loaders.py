@@ -253,8 +253,8 @@ def _read_by(
     d: Diagnostic, keys: tuple[str, ...], picks: dict[str, tuple[str, dict[str, Any]]]
 ) -> tuple[bool, list[str]] | None:
     """None when `d` decides a verdict of a key with loaders (or affects none); else whether
-    it decides another runtime's verdict of `keys`, and the loaders that read it (in
-    `LOADERS` order)."""
+    it decides another runtime's verdict of `keys`, and the loaders that take the model and
+    read it (in `LOADERS` order; none: no loader of this model reads it)."""
     elsewhere = False
     names: set[str] | None = None
     for key in keys:
@@ -268,7 +268,7 @@ def _read_by(
         if reads(d, chosen, specs[chosen]):
             return None
         names = names if names is not None else set()
-        names.update(n for n, spec in specs.items() if reads(d, n, spec))
+        names.update(n for n, s in specs.items() if s.get("applies", True) and reads(d, n, s))
     if names is None:
         return None
     return elsewhere, [n for n in LOADERS if n in names]
