@@ -192,9 +192,7 @@ def test_json_lists_checkpoints(models: Path, capsys: pytest.CaptureFixture[str]
         CLEAN,  # notes only (sglang's --comfyui-mode, which does not read it)
         "gap-*-of-00003.safetensors",
     }
-    assert all(
-        d["decides"] is False for d in doc["diagnostics"] if d["checkpoint"].endswith(CLEAN)
-    )
+    assert all(d["decides"] is False for d in doc["diagnostics"] if d["checkpoint"].endswith(CLEAN))
     assert doc["summary"]["checkpoints"] == 6 and doc["summary"]["not_quantized"] == 3
     broken = next(c for c in doc["checkpoints"] if c["name"].endswith(BROKEN))
     assert broken["formats"] == ["asym_w4a8_int8", "int8_tensorwise"]

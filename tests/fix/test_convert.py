@@ -12,7 +12,6 @@ import pytest
 from quantcheck.checking import check_paths
 from quantcheck.cli.main import main
 from quantcheck.model.checkpoint import load_checkpoint
-
 from sglang_loaders import text_encoder_copy
 
 from ._real import raw, weight, write

@@ -1,7 +1,8 @@
 """A fix never introduces a finding for a target it was asked about (issue 22 item 12): for
 every rule case (tests/rules/cases*.py), every target and both `--unsafe-fixes` settings, the
 planned output (re-checked from its bytes) reports no finding on that target that the input
-did not report (judged as `check` judges it: not one of a loader that does not read the file). A fix that would trade one problem for another is refused and says why."""
+did not report (judged as `check` judges it: not one of a loader that does not read the file).
+A fix that would trade one problem for another is refused and says why."""
 
 from __future__ import annotations
 

@@ -109,7 +109,8 @@ def preflight(
     running runtime reports them); the layers using them are counted from the markers.
     `loader`: the loader of the runtime that reads the file, when it is known (sglang's
     marker inspector hook: a loader that reads the markers); findings of its other loaders
-    are then left out. Without it, the loader that decides `check`'s verdict is the one. Raises `quantcheck.errors.InputError` when the file cannot be read."""
+    are then left out. Without it, the loader that decides `check`'s verdict is the one.
+    Raises `quantcheck.errors.InputError` when the file cannot be read."""
     kwargs: dict[str, str] = {}
     notes: list[str] = []
     accepted = accepted_keywords()

@@ -190,26 +190,15 @@ def verdict_lines(report: Report, c: bool, suppressed: list[Diagnostic] | None =
 
 def loader_choice(report: Report, target: str) -> list[str]:
     """What the targets line says of a runtime with several loaders (sglang): which loader
-    decides and why, and what each worse one would do: `read with --transformer-weights-path,
-    sglang's loader for Flux.1`, `--comfyui-mode would fail: QC636`."""
-    from quantcheck.rules.sglang.loaders import SAID, family_title, rank
-
+    decides and why, and what each worse one would do (`rules/sglang/loaders.py`
+    `choice_said`); [] for any other runtime."""
     chosen, loaders = report.loader_verdicts(target)
     if chosen is None:
         return []
+    from quantcheck.rules.sglang.loaders import choice_said
+
     family = report.paths.get(target, {}).get("loader_family")
-    how = f"read with {SAID[chosen]}"
-    if family is not None:
-        how += f", sglang's loader for {family_title(family)}"
-    else:
-        how += ", the model family not detected"
-    out = [how]
-    verb = {"fails": "fail", "degraded": "degrade"}
-    for name, v in loaders.items():
-        if rank(v["status"]) > rank(loaders[chosen]["status"]):
-            codes = v["codes"][:3] + (["…"] if len(v["codes"]) > 3 else [])
-            out.append(f"{SAID[name]} would {verb[v['status']]}: {', '.join(codes)}")
-    return [clean(p) for p in out]
+    return [clean(p) for p in choice_said(chosen, loaders, family)]
 
 
 def choice_lines(report: Report, names: list[str]) -> str:

@@ -13,6 +13,7 @@ from quantcheck.render.html.colors import STATUS_COLORS, format_color
 from quantcheck.render.html.model import LayerView, ReportData
 from quantcheck.render.html.svg import bar_svg, meter_svg
 from quantcheck.render.html.text import human_bytes, human_count, num, shape
+from quantcheck.render.text import loader_choice
 
 _RANK = {"error": 2, "warning": 1, "info": 0}
 
@@ -42,6 +43,7 @@ def header_html(data: ReportData, generated: str, version: str) -> str:
     for t in data.report.targets:
         st = data.report.target_status(t)
         detail = f"{st['errors']} blocking · {st['degraded']} degrading"
+        detail += "".join(f" · {said}" for said in loader_choice(data.report, t))
         if st.get("verified") is False:
             detail += f" · unverified: {st['unverified']}"
         cards.append(_card(t, st["status"], detail, STATUS_COLORS[st["status"]]))

@@ -293,6 +293,25 @@ def _marked(d: Diagnostic, decides: bool, read_by: list[str]) -> Diagnostic:
     )
 
 
+def choice_said(chosen: str, loaders: dict[str, dict[str, Any]], family: str | None) -> list[str]:
+    """The decision in words (the targets line, the HTML card): `read with
+    --transformer-weights-path, sglang's loader for Flux.1`, then `--comfyui-mode would fail:
+    QC636` for each loader worse than the deciding one (`verdicts`)."""
+    how = f"read with {SAID[chosen]}"
+    how += (
+        f", sglang's loader for {family_title(family)}"
+        if family
+        else ", the model family not detected"
+    )
+    out = [how]
+    verb = {"fails": "fail", "degraded": "degrade"}
+    for name, v in loaders.items():
+        if rank(v["status"]) > rank(loaders[chosen]["status"]):
+            codes = v["codes"][:3] + (["…"] if len(v["codes"]) > 3 else [])
+            out.append(f"{SAID[name]} would {verb[v['status']]}: {', '.join(codes)}")
+    return out
+
+
 def read_by_text(read_by: list[str]) -> str:
     """`(only with --comfyui-mode)`, `(only with MiniMax-H3's loader or the text-encoder
     loader)`: the loaders that read a finding the deciding loader does not, as a person says
@@ -733,7 +752,9 @@ def _comfyui_findings(
     if spec.markers_since is None:
         return _unquantized_findings(marked, f"{says} (no quant_markers)", file, tag)
     # a spec that reads markers from a later release loads the file unquantized before it
-    before = [r for r in releases if version(r) < version(spec.markers_since)]
+    before = [
+        r for r in releases if version(spec.since) <= version(r) < version(spec.markers_since)
+    ]
     early = {**tag, "loader_releases": before}
     out = _unquantized_findings(
         marked, f"{says} (no markers read before {spec.markers_since})", file, early
