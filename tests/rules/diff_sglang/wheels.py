@@ -23,7 +23,8 @@ PINNED = {
     "0.5.23": "00b3cd5b265ac76c64185fbb6b95424f324ddd9f428d0306b77bc9db9d859937",
 }
 #: what the tests execute of each wheel (the marker inspector, resolver and config classes;
-#: the loaders, DiT linears, parameter classes and weight loader of the stage tests)
+#: the loaders, DiT linears, parameter classes and weight loader of the stage tests), and the
+#: ComfyUI node's executor table (read as data: model type -> pipeline)
 MEMBERS = (
     "sglang/multimodal_gen/runtime/utils/quantization_utils.py",
     "sglang/multimodal_gen/runtime/layers/quantization/",
@@ -35,6 +36,8 @@ MEMBERS = (
     "sglang/srt/layers/quantization/base_config.py",
     "sglang/srt/layers/parameter.py",
     "sglang/srt/model_loader/checkpoint_quantization.py",
+    # sglang's ComfyUI node: which pipeline (and so which --comfyui-mode spec) a model type gets
+    "sglang/multimodal_gen/apps/ComfyUI_SGLDiffusion/executors/",
 )
 
 
