@@ -59,10 +59,10 @@ _RELEASES: dict[str, tuple[str, ...]] = registry.runtime_cache()
 
 
 def path_json(ck: Checkpoint, release: str | None) -> dict[str, Any]:
-    """`path` / `path_reason` / `path_config` of the sglang target at `release` (None: newest)
-    and how each of its loaders reads the file (`loaders`, `rules/sglang/loaders.py`; the
-    report counts their findings into verdicts), for the JSON summary (the `paths` hook of
-    the sglang runtime record)."""
+    """`path` / `path_reason` / `path_config` of the sglang target at `release` (None: newest),
+    how each of its loaders reads the file (`loaders`, `rules/sglang/loaders.py`; the report
+    counts their findings into verdicts) and the model family the deciding loader follows
+    (`loader_family`), for the JSON summary (the `paths` hook of the sglang runtime record)."""
     rel = release or _releases()[-1]
     docs = header_docs(ck)
     path = sglang_path(ck, rel, docs)
