@@ -228,7 +228,7 @@ def labelled_check(
     if select or ignore:
         check_selectors([*(select or ()), *(ignore or ())])
         diags = select_diagnostics(diags, target=None, select=select, ignore=ignore)
-    releases = release_matrix(diags, targets, release_loaders(per_release))
+    releases = release_matrix(diags, targets, per_release)
     diags = select_diagnostics(diags, target=target) if diags else diags
     diags = decided(diags, targets, paths)
     labels = file_labels([s.name for s in ck.shards] + ([ck.index] if ck.index else []))
@@ -274,24 +274,21 @@ def target_paths(
 
 
 def release_paths(ck: Checkpoint, keys: tuple[str, ...]) -> dict[str, dict[str, dict[str, Any]]]:
-    """Per runtime among `keys` with a `paths` hook and several releases: the hook's entry for
-    each release ({runtime: {release: entry}}), which the release matrix decides by."""
+    """Per runtime among `keys` whose `paths` hook says which of its loaders reads the file
+    (`loaders`: sglang) and that models several releases: the hook's entry for each release
+    ({runtime: {release: entry}}), which the release matrix decides by."""
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for key in keys:
         rt, _ = split_target(key)
-        if rt.paths and len(rt.releases) > 1 and rt.name not in out:
-            hook = load(rt.paths)
-            out[rt.name] = {r.name: hook(ck, r.name) for r in rt.releases}
+        if not rt.paths or len(rt.releases) < 2 or rt.name in out:
+            continue
+        hook = load(rt.paths)
+        newest = hook(ck, rt.newest.name)
+        if "loaders" in newest:
+            out[rt.name] = {
+                r.name: newest if r is rt.newest else hook(ck, r.name) for r in rt.releases
+            }
     return out
-
-
-def release_loaders(
-    per_release: dict[str, dict[str, dict[str, Any]]],
-) -> dict[str, dict[str, dict[str, Any]]]:
-    """The runtimes of `per_release` (`release_paths`) whose entries name loaders (sglang)."""
-    return {
-        name: per for name, per in per_release.items() if all("loaders" in e for e in per.values())
-    }
 
 
 def decided(

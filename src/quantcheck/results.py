@@ -73,11 +73,19 @@ class Report:
         specs = extra.get("loaders")
         if not specs:
             return None, {}
+        # tables and renderers ask per column and line: counted once per list of findings
+        memo = (target, family, id(self.diagnostics), len(self.diagnostics))
+        known: dict[Any, Any] = self.__dict__.setdefault("_loader_verdicts", {})
+        hit = known.get(memo)
+        if hit is not None and hit[0] is self.diagnostics:
+            return hit[1], hit[2]
         from quantcheck.rules.sglang.loaders import chosen_loader, verdicts
 
         loaders = verdicts(self.diagnostics, target, specs)
         fam = family if family is not None else extra.get("loader_family")
-        return chosen_loader(fam, loaders), loaders
+        chosen = chosen_loader(fam, loaders)
+        known[memo] = (self.diagnostics, chosen, loaders)
+        return chosen, loaders
 
     def decides(self, d: Diagnostic, target: str) -> bool:
         """Whether finding `d` counts in `target`'s verdict: it breaks or degrades the target

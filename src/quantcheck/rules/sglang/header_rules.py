@@ -36,6 +36,7 @@ from quantcheck.rules.sglang.loaders import (
     loader_findings,
     loaders_at,
     marker_readers,
+    shared,
 )
 from quantcheck.runtimes import get_runtime, registry
 
@@ -64,8 +65,8 @@ def path_json(ck: Checkpoint, release: str | None) -> dict[str, Any]:
     counts their findings into verdicts) and the model family the deciding loader follows
     (`loader_family`), for the JSON summary (the `paths` hook of the sglang runtime record)."""
     rel = release or _releases()[-1]
-    docs = header_docs(ck)
-    path = sglang_path(ck, rel, docs)
+    docs, paths = _read(ck)
+    path = paths[rel] if rel in paths else sglang_path(ck, rel, docs)
     return {
         **path.to_json(),
         "loaders": loaders_at(ck, rel, docs, path),
@@ -73,14 +74,22 @@ def path_json(ck: Checkpoint, release: str | None) -> dict[str, Any]:
     }
 
 
+def _read(ck: Checkpoint) -> tuple[list[HeaderDoc], dict[str, SglangPath]]:
+    """`ck`'s header documents and its path at every modelled release, worked out once per
+    checkpoint (its rules and each release's `path_json` ask: `loaders.shared`)."""
+    releases = _releases()
+    docs: list[HeaderDoc] = shared(ck, "docs", lambda: header_docs(ck))
+    paths = shared(ck, f"paths {releases}", lambda: sglang_paths(ck, releases, docs))
+    return docs, paths
+
+
 class HeaderPathChecks:
     """The header-path findings of one checkpoint (used by `SglangChecks`)."""
 
     def __init__(self, ck: Checkpoint) -> None:
         self.ck = ck
-        self.docs = header_docs(ck)
+        self.docs, self.paths = _read(ck)
         self.releases = _releases()
-        self.paths = sglang_paths(ck, self.releases, self.docs)
         #: the header path takes the file on every release (the marker rules never run)
         self.everywhere = all(
             p.route is not None and p.route.kind in ("fp8", "rowwise", "error")

@@ -59,6 +59,7 @@ the verdicts nor sets the exit code. Standard library only.
 from __future__ import annotations
 
 import json
+import weakref
 
 from quantcheck.diagnostics import Diagnostic, Severity
 from quantcheck.formats.table import FORMATS, HEADER_FORMATS
@@ -79,6 +80,7 @@ from quantcheck.runtimes.sglang_releases import COMFYUI_SPECS, LOADER_BY_FAMILY,
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
     from quantcheck.model.checkpoint import Checkpoint
@@ -138,6 +140,22 @@ def chosen_loader(family: str | None, loaders: dict[str, dict[str, Any]]) -> str
         if hit in usable:
             return hit
     return OVERRIDE if OVERRIDE in usable else next(iter(usable), None)
+
+
+#: what the readings of the last checkpoint asked share whatever the release (`check` asks for
+#: every release of one checkpoint, then moves on; a weak reference keeps nothing alive)
+_SHARED: list[tuple[weakref.ref[Checkpoint], int, dict[str, Any]]] = []
+
+
+def shared(ck: Checkpoint, key: str, make: Callable[[], Any]) -> Any:
+    """`make()` once per checkpoint (the last one asked) and `key`: a fact about `ck` that does
+    not depend on the release (its marked layers, family, header documents, NVFP4 group)."""
+    if not (_SHARED and _SHARED[0][0]() is ck and _SHARED[0][1] == len(ck.tensors)):
+        _SHARED[:] = [(weakref.ref(ck), len(ck.tensors), {})]
+    memo = _SHARED[0][2]
+    if key not in memo:
+        memo[key] = make()
+    return memo[key]
 
 
 def _spec(mode: str, reason: str) -> dict[str, Any]:
@@ -374,6 +392,10 @@ def loader_family(ck: Checkpoint) -> str | None:
     `qwen_image21` for a Qwen-Image file whose SwiGLU input is the fused `img_mlp.gate_up` of
     Qwen-Image 2.1 (what sglang's Qwen-Image 2.1 spec splits: comfyui_checkpoints/
     qwen_image21.py `_convert_weights`); None when no key test matches."""
+    return shared(ck, "family", lambda: _family(ck))  # type: ignore[no-any-return]
+
+
+def _family(ck: Checkpoint) -> str | None:
     from quantcheck.model.family_view import checkpoint_family
 
     fam = checkpoint_family(ck).family
@@ -419,7 +441,12 @@ def _not_taken(out: dict[str, dict[str, Any]], family: str) -> None:
 
 def _marked_layers(ck: Checkpoint) -> dict[str, Any]:
     """{prefix: marker format} of the layers the marker inspector returns (a marker and a
-    weight), or every F8/I8/U8 weight as mxfp8 under `quant_format` mxfp8."""
+    weight), or every F8/I8/U8 weight as mxfp8 under `quant_format` mxfp8 (do not modify:
+    shared by the checkpoint's readings)."""
+    return shared(ck, "marked", lambda: _inspected(ck))  # type: ignore[no-any-return]
+
+
+def _inspected(ck: Checkpoint) -> dict[str, Any]:
     out: dict[str, Any] = {
         la.prefix: la.marker.format
         for la in ck.layers.values()
@@ -529,10 +556,14 @@ def override_reading(ck: Checkpoint, docs: list[HeaderDoc], release: str) -> tup
         )
     if header_config is not None:
         return "rules", f"{where} -> {READER} -> {header_config}"
-    evidence = "a header declaration" if declaration is not None else _quantized_tensor(ck)
+    evidence = (
+        "a header declaration"
+        if declaration is not None
+        else shared(ck, "quantized", lambda: _quantized_tensor(ck))
+    )
     if evidence is None:
         return "rules", f"{where}: no declaration and no quantized tensors: unquantized"
-    if _nvfp4_group(ck, docs) is None:
+    if shared(ck, "nvfp4_group", lambda: _nvfp4_group(ck, docs)) is None:
         return "refuses", (
             f"_resolve_quant_config: the file has {evidence} and no header config or "
             "quant_method declaration, no NVFP4 tensors to infer one from, and the markers are "
