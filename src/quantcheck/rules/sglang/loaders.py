@@ -296,19 +296,13 @@ def _marked(d: Diagnostic, decides: bool, read_by: list[str]) -> Diagnostic:
     """`d` naming the loaders that read it (`read_by`), a note unless it `decides`."""
     if "read_by" in d.data:
         return d
-    data = {**d.data, "read_by": read_by, **({} if decides else {"decides": False})}
-    return Diagnostic(
-        d.code,
-        d.message,
-        file=d.file,
-        tensor=d.tensor,
-        layer=d.layer,
-        pointer=d.pointer,
-        fix=d.fix,
-        effects=d.effects,
-        severity=d.severity if decides else Severity.INFO,
-        data=data,
-    )
+    import copy
+
+    out = copy.copy(d)  # the finding is shared with the rules' caches: a copy says it
+    out.data = {**d.data, "read_by": read_by, **({} if decides else {"decides": False})}
+    if not decides:
+        out.severity = Severity.INFO
+    return out
 
 
 def choice_said(chosen: str, loaders: dict[str, dict[str, Any]], family: str | None) -> list[str]:
