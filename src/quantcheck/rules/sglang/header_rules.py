@@ -65,12 +65,29 @@ def path_json(ck: Checkpoint, release: str | None) -> dict[str, Any]:
     counts their findings into verdicts) and the model family the deciding loader follows
     (`loader_family`), for the JSON summary (the `paths` hook of the sglang runtime record)."""
     rel = release or _releases()[-1]
+    every: dict[str, dict[str, Any]] = shared(ck, "path_json", lambda: _path_jsons(ck))
+    hit = every.get(rel)
+    if hit is not None:
+        return {**hit}  # the caller's own dict (its values are shared: do not modify them)
+    docs, _ = _read(ck)
+    path = sglang_path(ck, rel, docs)
+    return _entry(ck, rel, docs, path, loader_family(ck))
+
+
+def _path_jsons(ck: Checkpoint) -> dict[str, dict[str, Any]]:
+    """`path_json` for every modelled release: the release matrix asks for each."""
     docs, paths = _read(ck)
-    path = paths[rel] if rel in paths else sglang_path(ck, rel, docs)
+    family = loader_family(ck)
+    return {rel: _entry(ck, rel, docs, path, family) for rel, path in paths.items()}
+
+
+def _entry(
+    ck: Checkpoint, rel: str, docs: list[HeaderDoc], path: SglangPath, family: str | None
+) -> dict[str, Any]:
     return {
         **path.to_json(),
         "loaders": loaders_at(ck, rel, docs, path),
-        "loader_family": loader_family(ck),
+        "loader_family": family,
     }
 
 
@@ -79,7 +96,7 @@ def _read(ck: Checkpoint) -> tuple[list[HeaderDoc], dict[str, SglangPath]]:
     checkpoint (its rules and each release's `path_json` ask: `loaders.shared`)."""
     releases = _releases()
     docs: list[HeaderDoc] = shared(ck, "docs", lambda: header_docs(ck))
-    paths = shared(ck, f"paths {releases}", lambda: sglang_paths(ck, releases, docs))
+    paths = shared(ck, ("paths", releases), lambda: sglang_paths(ck, releases, docs))
     return docs, paths
 
 

@@ -147,7 +147,7 @@ def chosen_loader(family: str | None, loaders: dict[str, dict[str, Any]]) -> str
 _SHARED: list[tuple[weakref.ref[Checkpoint], int, dict[str, Any]]] = []
 
 
-def shared(ck: Checkpoint, key: str, make: Callable[[], Any]) -> Any:
+def shared(ck: Checkpoint, key: Any, make: Callable[[], Any]) -> Any:
     """`make()` once per checkpoint (the last one asked) and `key`: a fact about `ck` that does
     not depend on the release (its marked layers, family, header documents, NVFP4 group)."""
     if not (_SHARED and _SHARED[0][0]() is ck and _SHARED[0][1] == len(ck.tensors)):
@@ -509,7 +509,20 @@ def override_reading(ck: Checkpoint, docs: list[HeaderDoc], release: str) -> tup
     """(kind, why) of `_resolve_weight_override_quantization`, then `_resolve_quant_config`'s
     NVFP4 inference and its refusal (0.5.19-0.5.23, identical in the wheels). kind: "rules"
     (a header config or none needed: quantcheck's sglang rules decide), "invalid" (QC632),
-    "refuses" (QC631) or "nvfp4" (the inferred ModelOpt config: QC633 / QC634)."""
+    "refuses" (QC631) or "nvfp4" (the inferred ModelOpt config: QC633 / QC634). A file
+    that declares nothing in its headers reads the same on every release (worked out once)."""
+    declared = (
+        k in shard.header.metadata
+        for shard in ck.shards
+        for k in ("_quantization_metadata", "quantization_config")
+    )
+    if any(declared):
+        return _override_reading(ck, docs, release)
+    reading: tuple[str, str] = shared(ck, "override", lambda: _override_reading(ck, docs, release))
+    return reading
+
+
+def _override_reading(ck: Checkpoint, docs: list[HeaderDoc], release: str) -> tuple[str, str]:
     where = "_resolve_weight_override_quantization"
     header_config: str | None = None
     declaration: dict[str, Any] | None = None
