@@ -150,9 +150,11 @@ _SHARED: list[tuple[weakref.ref[Checkpoint], int, dict[str, Any]]] = []
 def shared(ck: Checkpoint, key: Any, make: Callable[[], Any]) -> Any:
     """`make()` once per checkpoint (the last one asked) and `key`: a fact about `ck` that does
     not depend on the release (its marked layers, family, header documents, NVFP4 group)."""
-    if not (_SHARED and _SHARED[0][0]() is ck and _SHARED[0][1] == len(ck.tensors)):
-        _SHARED[:] = [(weakref.ref(ck), len(ck.tensors), {})]
-    memo = _SHARED[0][2]
+    entry = _SHARED[0] if _SHARED else None  # read once: checks on threads replace it
+    if entry is None or entry[0]() is not ck or entry[1] != len(ck.tensors):
+        entry = (weakref.ref(ck), len(ck.tensors), {})
+        _SHARED[:] = [entry]
+    memo = entry[2]
     if key not in memo:
         memo[key] = make()
     return memo[key]
