@@ -32,9 +32,12 @@ def main() -> int:
     print(
         f"\ndemo: the clean file exited {code_clean} (0 = clean), the broken one "
         f"{code_broken} (1 = problems found); after `fix` the safe repairs are done and "
-        f"what is left needs --unsafe-fixes (exit {code_fixed})."
+        f"what is left has no safe fix (exit {code_fixed})."
     )
-    return 0 if (code_clean, code_broken) == (0, 1) else 1
+    ok = (code_clean, code_broken) == (0, 1)
+    if not ok:
+        print("demo: FAILED: expected the clean file to exit 0 and the broken one 1")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -30,9 +30,9 @@ def _joined(lines: list[str]) -> list[str]:
     pending = ""
     for line in lines:
         if line.rstrip().endswith("\\"):
-            pending += line.rstrip()[:-1] + " "
+            pending += line.rstrip()[:-1].rstrip() + " "
             continue
-        out.append(pending + line)
+        out.append(pending + line.lstrip() if pending else line)
         pending = ""
     return out
 

@@ -278,10 +278,15 @@ def test_action_on_a_broken_checkpoint(
             (
                 "::error file=models/broken_seeds.safetensors,",
                 "::warning file=models/broken_seeds.safetensors,",
+                "::notice file=models/broken_seeds.safetensors,",
             )
         )
         for line in lines
     )
+    # notices: the findings of sglang's loaders that do not read this file, saying so
+    notices = [line for line in lines if line.startswith("::notice")]
+    assert notices and all("[sglang (only with " in line for line in notices)
+    assert any(line.startswith("::error") for line in lines)
 
 
 def test_action_inputs_reach_quantcheck(

@@ -203,12 +203,17 @@ def labelled_check(
     its diagnostics give). `gpus`: `GpuSpec`s to judge each target on (`--gpu`)."""
     targets = targets_of(target)
     diags = run_rules(ck, targets)
+    per_release = release_paths(ck, targets)
+    paths = target_paths(ck, targets, per_release)
     gpu: dict[str, Any] = {}
     needs: dict[str, Any] = {}
     if gpus:  # known bad combinations for those GPUs are findings too (QC80x)
         from quantcheck.rules.gpu.report import gpu_targets
 
-        gpu, needs, found = gpu_targets(ck, targets, gpus, diags)
+        # a layer is refused on a GPU only by findings that decide a verdict (not those of a
+        # loader that does not read the file: rules/sglang/loaders.py)
+        deciding = [d for d in decided(diags, targets, paths) if d.data.get("decides") is not False]
+        gpu, needs, found = gpu_targets(ck, targets, gpus, deciding)
         diags.extend(found)
     if deep:
         from quantcheck.rules.numeric.deep import deep_check
@@ -230,8 +235,9 @@ def labelled_check(
     if select or ignore:
         check_selectors([*(select or ()), *(ignore or ())])
         diags = select_diagnostics(diags, target=None, select=select, ignore=ignore)
-    releases = release_matrix(diags, targets)
+    releases = release_matrix(diags, targets, per_release)
     diags = select_diagnostics(diags, target=target) if diags else diags
+    diags = decided(diags, targets, paths)
     labels = file_labels([s.name for s in ck.shards] + ([ck.index] if ck.index else []))
     for d in diags:
         if d.file is not None:
@@ -250,7 +256,7 @@ def labelled_check(
         targets=targets,
         stats=stats,
         releases=releases,
-        paths=target_paths(ck, targets),
+        paths=paths,
         gpu=gpu,
         gpu_needs=needs,
         family=checkpoint_family(ck).to_json(),
@@ -258,14 +264,70 @@ def labelled_check(
     return report, labels
 
 
-def target_paths(ck: Checkpoint, keys: tuple[str, ...]) -> dict[str, dict[str, Any]]:
-    """Per target key whose runtime has a `paths` hook: the summary keys it adds."""
+def target_paths(
+    ck: Checkpoint,
+    keys: tuple[str, ...],
+    per_release: dict[str, dict[str, dict[str, Any]]] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Per target key whose runtime has a `paths` hook: the summary keys it adds (taken from
+    `per_release`, `release_paths`, where it has them)."""
     out: dict[str, dict[str, Any]] = {}
     for key in keys:
         rt, rel = split_target(key)
         if rt.paths:
-            out[key] = load(rt.paths)(ck, rel)
+            known = (per_release or {}).get(rt.name, {}).get(rel or rt.newest.name)
+            out[key] = known if known is not None else load(rt.paths)(ck, rel)
     return out
+
+
+def release_paths(ck: Checkpoint, keys: tuple[str, ...]) -> dict[str, dict[str, dict[str, Any]]]:
+    """Per runtime among `keys` whose `paths` hook says which of its loaders reads the file
+    (`loaders`: sglang) and that models several releases: the hook's entry for each release
+    ({runtime: {release: entry}}), which the release matrix decides by."""
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for key in keys:
+        rt, _ = split_target(key)
+        if not rt.paths or len(rt.releases) < 2 or rt.name in out:
+            continue
+        hook = load(rt.paths)
+        newest = hook(ck, rt.newest.name)
+        if "loaders" in newest:
+            out[rt.name] = {
+                r.name: newest if r is rt.newest else hook(ck, r.name) for r in rt.releases
+            }
+    return out
+
+
+def decided(
+    diags: list[Diagnostic], keys: tuple[str, ...], paths: dict[str, dict[str, Any]]
+) -> list[Diagnostic]:
+    """`diags` with the findings that decide no verdict of `keys` made notes: those of a
+    runtime's loaders (sglang's, in `paths`) that do not read the file
+    (`rules/sglang/loaders.py` `decided`); as they are for every other runtime."""
+    if not any("loaders" in paths.get(k, {}) for k in keys):
+        return diags
+    from quantcheck.rules.sglang.loaders import decided as notes_of_other_loaders
+
+    return notes_of_other_loaders(diags, keys, paths)
+
+
+def decision_family(ck: Checkpoint, keys: tuple[str, ...]) -> str | None:
+    """The model family the loader choice of `keys` follows on `ck` (None: not detected, or
+    no runtime of `keys` chooses between loaders)."""
+    entries = target_paths(ck, keys).values()
+    return next((e["loader_family"] for e in entries if e.get("loader_family")), None)
+
+
+def deciding(
+    ck: Checkpoint, diags: list[Diagnostic], keys: tuple[str, ...], family: Any = None
+) -> list[Diagnostic]:
+    """The findings of `diags` that decide a verdict of `keys` on `ck` (`decided`); `family`,
+    when given, is the model family to decide by instead of `ck`'s (a probe layer's name
+    says no family: `quantize` judges it by its input's)."""
+    paths = target_paths(ck, keys)
+    if family is not None:
+        paths = {k: {**e, "loader_family": family} for k, e in paths.items()}
+    return [d for d in decided(diags, keys, paths) if d.data.get("decides") is not False]
 
 
 def file_labels(paths: list[str]) -> dict[str, str]:

@@ -262,6 +262,10 @@ class Diagnostic:
             "fix": self.fix.to_json() if self.fix else None,
             # sglang: the loaders this finding concerns (rules/sglang/loaders.py), if not all
             **({"loaders": list(self.data["loaders"])} if "loaders" in self.data else {}),
+            # the loaders that read it where the loader that decides does not, and False when
+            # it decides no verdict (a note: rules/sglang/loaders.py `decided`)
+            **({"read_by": list(self.data["read_by"])} if "read_by" in self.data else {}),
+            **({"decides": False} if self.data.get("decides") is False else {}),
             **(
                 {
                     "release_effects": {

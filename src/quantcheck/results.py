@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from quantcheck._record import factory, record
 from quantcheck._version import document_head
-from quantcheck.diagnostics import Diagnostic, Effect, Severity, distinct_kinds
+from quantcheck.diagnostics import Diagnostic, Effect, Severity, distinct_kinds, kind_of
 from quantcheck.runtimes import default_targets, get_runtime, registry
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
@@ -38,37 +38,77 @@ class Report:
     def target_status(self, target: str, family: str | None = None) -> dict[str, Any]:
         """ok / degraded / fails for one runtime, with how many problems affect it (and, for
         a runtime with a `paths` hook, which of its readers takes the file). For a runtime
-        whose loaders differ (sglang: `loaders`), the status is the loader's that `family`
-        (the model family; by default the detected one, `self.family`) picks, else the worst
-        loader's (`rules/sglang/loaders.py` `chosen_loader`); the counts stay over every
-        loader."""
-        if family is None:
-            family = self.family.get("name")
-        fails, degraded = self._tally(target)
-        status = "fails" if fails else "degraded" if degraded else "ok"
-        out: dict[str, Any] = {"status": status, "errors": fails, "degraded": degraded}
+        whose loaders differ (sglang: `loaders`), the status and the counts are the deciding
+        loader's (`loader`): the one the model family picks (`family`, by default the one its
+        `paths` entry detected), else `--transformer-weights-path`
+        (`rules/sglang/loaders.py` `chosen_loader`); every loader's verdict is in `loaders`."""
+        chosen, loaders = self.loader_verdicts(target, family)
+        if chosen is not None:
+            v = loaders[chosen]
+            out: dict[str, Any] = {
+                "status": v["status"],
+                "errors": v["errors"],
+                "degraded": v["degraded"],
+                "loader": chosen,
+            }
+        else:
+            fails, degraded = self._tally(target)
+            status = "fails" if fails else "degraded" if degraded else "ok"
+            out = {"status": status, "errors": fails, "degraded": degraded}
         extra = self.paths.get(target, {})
-        if "loaders" in extra:  # how each loader reads the file (rules/sglang/loaders.py)
-            from quantcheck.rules.sglang.loaders import chosen_loader, verdicts
-
-            loaders = verdicts(self.diagnostics, target, extra["loaders"])
-            chosen = chosen_loader(family, loaders)
-            if chosen is not None:
-                out["status"] = loaders[chosen]["status"]
-                out["loader"] = chosen
+        if loaders:
             shown = {n: {"status": v["status"], "reason": v["reason"]} for n, v in loaders.items()}
             extra = {**extra, "loaders": shown}
         if target in self.gpu:
             extra = {**extra, "gpu": self.gpu[target], "gpu_needs": self.gpu_needs[target]}
         return {**out, **extra}
 
+    def loader_verdicts(
+        self, target: str, family: str | None = None
+    ) -> tuple[str | None, dict[str, dict[str, Any]]]:
+        """(the deciding loader, every loader's verdict with its counts and codes) of a
+        target whose runtime has several loaders (`rules/sglang/loaders.py` `verdicts`);
+        (None, {}) for any other."""
+        extra = self.paths.get(target, {})
+        specs = extra.get("loaders")
+        if not specs:
+            return None, {}
+        # tables and renderers ask per column and line: counted once per list of findings
+        memo = (target, family, id(self.diagnostics), len(self.diagnostics))
+        known: dict[Any, Any] = self.__dict__.setdefault("_loader_verdicts", {})
+        hit = known.get(memo)
+        if hit is not None and hit[0] is self.diagnostics:
+            return hit[1], hit[2]
+        from quantcheck.rules.sglang.loaders import chosen_loader, verdicts
+
+        loaders = verdicts(self.diagnostics, target, specs)
+        fam = family if family is not None else extra.get("loader_family")
+        chosen = chosen_loader(fam, loaders)
+        known[memo] = (self.diagnostics, chosen, loaders)
+        return chosen, loaders
+
+    def decides(self, d: Diagnostic, target: str) -> bool:
+        """Whether finding `d` counts in `target`'s verdict: it breaks or degrades the target
+        and, for a runtime with several loaders, the deciding one reads it
+        (`rules/sglang/loaders.py` `reads`)."""
+        if d.effect_at(target) is Effect.NONE:
+            return False
+        specs = self.paths.get(target, {}).get("loaders")
+        if not specs:
+            return True
+        from quantcheck.rules.sglang.loaders import chosen_loader, reads
+
+        chosen = chosen_loader(self.paths[target].get("loader_family"), specs)
+        return chosen is None or reads(d, chosen, specs[chosen])
+
     def status(self, target: str, family: str | None = None) -> str:
         """`target_status(target, family)["status"]` alone (tables ask it per checkpoint and
         column)."""
         if not self.diagnostics:
             return "ok"
-        if "loaders" in self.paths.get(target, {}):
-            return str(self.target_status(target, family)["status"])
+        chosen, loaders = self.loader_verdicts(target, family)
+        if chosen is not None:
+            return str(loaders[chosen]["status"])
         fails, degraded = self._tally(target)
         return "fails" if fails else "degraded" if degraded else "ok"
 
@@ -125,13 +165,30 @@ class Report:
         }
 
 
-def release_matrix(diags: list[Diagnostic], keys: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+def release_matrix(
+    diags: list[Diagnostic],
+    keys: tuple[str, ...],
+    loaders: dict[str, dict[str, dict[str, Any]]] | None = None,
+) -> dict[str, dict[str, Any]]:
     """For each runtime among target keys `keys` that models several releases: the status
     (ok / degraded / fails) per release, oldest first, the oldest release that loads the file
     correctly (`oldest_ok`), and `needs`: the release from which every newer modelled release
-    loads it (None when the newest does not)."""
-    by_kind = distinct_kinds(diags)  # effects depend only on code + given effects
-    memo = (tuple(by_kind), keys)
+    loads it (None when the newest does not). `loaders`: per runtime whose verdict is one of
+    its loaders' (sglang), each release's `paths` entry (`release_paths`): a release's status
+    is then its deciding loader's, as the target's status is (`rules/sglang/loaders.py`)."""
+    picks = _picks(loaders or {})
+    if picks:  # the loaders count a finding by the loaders it names, too
+        by_kind = {
+            (
+                kind_of(d),
+                tuple(d.data.get("loaders") or ()),
+                d.data.get("loader_releases") and tuple(d.data["loader_releases"]),
+            ): d
+            for d in diags
+        }
+    else:
+        by_kind = distinct_kinds(diags)  # effects depend only on code + given effects
+    memo = (tuple(by_kind), keys, tuple((n, tuple(p.items())) for n, p in picks.items()))
     known = _MATRICES
     entries = known.get(memo)
     if entries is None:
@@ -145,7 +202,8 @@ def release_matrix(diags: list[Diagnostic], keys: tuple[str, ...]) -> dict[str, 
             per: dict[str, str] = {}
             for rel in rt.releases:
                 at = f"{name}@{rel.name}"
-                effs = {d.effect_at(at) for d in kinds}
+                pick = picks.get(name, {}).get(rel.name)
+                effs = {d.effect_at(at) for d in kinds if pick is None or _counts(d, pick)}
                 per[rel.name] = (
                     "fails"
                     if Effect.FAILS in effs
@@ -162,8 +220,34 @@ def release_matrix(diags: list[Diagnostic], keys: tuple[str, ...]) -> dict[str, 
     return {name: {**e, "statuses": dict(e["statuses"])} for name, e in entries.items()}
 
 
-#: {(kinds of findings, target keys): `_entry` per runtime}: many checkpoints share a handful
-#: of kinds (a clean one has none), so the matrix is computed once per combination.
+def _picks(loaders: dict[str, dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """{runtime: {release: (deciding loader, its reading)}} of `release_matrix`'s `loaders`."""
+    if not loaders:
+        return {}
+    from quantcheck.rules.sglang.loaders import chosen_loader
+
+    out: dict[str, dict[str, Any]] = {}
+    for name, per in loaders.items():
+        for rel, entry in per.items():
+            chosen = chosen_loader(entry.get("loader_family"), entry["loaders"])
+            if chosen is not None:
+                spec = entry["loaders"][chosen]
+                key = (chosen, spec["mode"], spec.get("release"))
+                out.setdefault(name, {})[rel] = key
+    return out
+
+
+def _counts(d: Diagnostic, pick: tuple[str, str, str | None]) -> bool:
+    """Whether the deciding loader `pick` (name, mode, release) reads finding `d`."""
+    from quantcheck.rules.sglang.loaders import reads
+
+    name, mode, release = pick
+    return reads(d, name, {"mode": mode, "release": release})
+
+
+#: {(kinds of findings, target keys, deciding loaders): `_entry` per runtime}: many
+#: checkpoints share a handful of kinds (a clean one has none), so the matrix is computed once
+#: per combination.
 _MATRICES: dict[Any, dict[str, dict[str, Any]]] = registry.runtime_cache()
 
 

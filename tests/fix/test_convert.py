@@ -4,6 +4,7 @@ dequantize stays within the round-trip bounds of comfy-formats.md §3."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from quantcheck.checking import check_paths
 from quantcheck.cli.main import main
 from quantcheck.model.checkpoint import load_checkpoint
+from sglang_loaders import text_encoder_copy
 
 from ._real import raw, weight, write
 from ._util import tensor_bytes
@@ -26,17 +28,26 @@ BOUND = {
     "asym_w4a8_int8": 0.09,
     "convrot_w4a4": 0.15,
 }
-#: (format, options) -> targets that may load it at all
+#: (format, options) -> targets that may load it at all, for a DiT of no detected family
+#: (sglang reads it with --transformer-weights-path, which reads no markers: only FP8 with its
+#: header declaration and NVFP4 inferred from the tensors load there, QC631) and for a text
+#: encoder (sglang's text-encoder loader reads the markers)
 CASES = [
     ("float8_e4m3fn", [], ("sglang", "comfyui")),
     ("float8_e5m2", [], ("comfyui",)),
-    ("int8_tensorwise", ["--convrot-groupsize", "64"], ("sglang", "comfyui")),
+    ("int8_tensorwise", ["--convrot-groupsize", "64"], ("comfyui",)),
     ("int8_tensorwise", ["--no-convrot"], ("comfyui",)),
     ("nvfp4", [], ("sglang", "comfyui")),
-    ("mxfp8", [], ("sglang@0.5.22", "comfyui")),  # 0.5.23 refuses MXFP8 (QC615)
-    ("asym_w4a8_int8", ["--convrot-groupsize", "64"], ("sglang", "comfyui")),
+    ("mxfp8", [], ("comfyui",)),
+    ("asym_w4a8_int8", ["--convrot-groupsize", "64"], ("comfyui",)),
     ("asym_w4a8_int8", ["--bits", "6", "--convrot-groupsize", "64"], ("comfyui",)),
-    ("convrot_w4a4", ["--convrot-groupsize", "64"], ("sglang", "comfyui")),
+    ("convrot_w4a4", ["--convrot-groupsize", "64"], ("comfyui",)),
+]
+TEXT_ENCODER_CASES = [
+    ("int8_tensorwise", ["--convrot-groupsize", "64"], ("sglang",)),
+    ("mxfp8", [], ("sglang@0.5.22",)),  # 0.5.23 refuses MXFP8 (QC615)
+    ("asym_w4a8_int8", ["--convrot-groupsize", "64"], ("sglang",)),
+    ("convrot_w4a4", ["--convrot-groupsize", "64"], ("sglang",)),
 ]
 
 
@@ -57,6 +68,13 @@ def plain(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, np.
     return write(d / "plain.safetensors", *layers), ws
 
 
+@pytest.fixture(scope="module")
+def plain_te(plain: tuple[Path, dict[str, np.ndarray]]) -> tuple[Path, dict[str, np.ndarray]]:
+    """`plain` as a text encoder (tests/sglang_loaders.py `text_encoder_copy`)."""
+    src, ws = plain
+    return text_encoder_copy(src, src.with_name("plain_te.safetensors")), ws
+
+
 def _fits(fmt: str, opts: list[str], target: str, n: int, k: int) -> bool:
     from quantcheck.convert.eligible import shape_refusal
 
@@ -71,6 +89,33 @@ def _fits(fmt: str, opts: list[str], target: str, n: int, k: int) -> bool:
 @pytest.mark.parametrize("fmt,opts,targets", CASES, ids=lambda v: str(v))
 def test_quantize_check_dequantize(
     tmp_path: Path, plain, fmt: str, opts: list[str], targets: tuple[str, ...]
+) -> None:
+    _round_trip(tmp_path, plain, fmt, opts, targets)
+
+
+@pytest.mark.parametrize("fmt,opts,targets", TEXT_ENCODER_CASES, ids=lambda v: str(v))
+def test_quantize_check_dequantize_a_text_encoder(
+    tmp_path: Path, plain_te, fmt: str, opts: list[str], targets: tuple[str, ...]
+) -> None:
+    _round_trip(tmp_path, plain_te, fmt, opts, targets)
+
+
+@pytest.mark.parametrize("fmt", ["int8_tensorwise", "asym_w4a8_int8", "mxfp8"])
+def test_a_marker_only_format_for_a_dit_is_refused_for_sglang(
+    tmp_path: Path, plain, fmt: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What sglang's --transformer-weights-path cannot read (a DiT of no detected family is
+    read with it) is refused before writing: the file would check failing."""
+    src, _ = plain
+    out = tmp_path / "o.safetensors"
+    assert main(["quantize", str(src), "-o", str(out), "--to", fmt, "--target", "sglang"]) == 2
+    err = capsys.readouterr().err
+    assert "cannot load on sglang@0.5.23" in err and not out.exists()
+    assert "QC631" in err or "QC615" in err
+
+
+def _round_trip(
+    tmp_path: Path, plain: Any, fmt: str, opts: list[str], targets: tuple[str, ...]
 ) -> None:
     src, ws = plain
     for target in targets:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from quantcheck.checking import run_rules, select_diagnostics
+from quantcheck.checking import check_checkpoint, run_rules, select_diagnostics
 from quantcheck.fix.planner import plan_fixes, unrepairable
 from quantcheck.io.build import RawTensor
 from quantcheck.model.checkpoint import load_checkpoint
@@ -108,10 +108,16 @@ def test_a_fix_whose_own_result_breaks_sglang_is_still_refused(tmp_path: Path) -
     with load_checkpoint([str(p) for p in paths]) as ck:
         plan = plan_fixes(ck, target="all", profile="portable")
         why = plan.refused[("QC314", f"{OUT}.weight")]
-        assert "sglang would then report QC602" in why
-        # the verdict is true: applied for ComfyUI alone, the written file fails on sglang
+        # the portable header declarations make --transformer-weights-path (the loader of a
+        # DiT of no detected family) read the whole file as FP8: the marked INT8 layer is
+        # swept into it (QC617); the marker readers would refuse the mix (QC602)
+        assert "sglang would then report QC617" in why
+        # the verdict is true: applied for ComfyUI alone, the written file is degraded on sglang
         alone = plan_fixes(ck, target="comfyui", profile="portable")
         assert [e.where for e in alone.edits if e.code == "QC314"] == [f"{OUT}.weight"]
         assert alone.final is not None
+        report = check_checkpoint(alone.final, target="sglang")
         after = select_diagnostics(run_rules(alone.final), target="sglang")
+    assert report.target_status("sglang")["status"] == "degraded"
+    assert any(d.code == "QC617" and d.effect_at("sglang") is Effect.DEGRADED for d in after)
     assert any(d.code == "QC602" and d.effect_at("sglang") is Effect.FAILS for d in after)

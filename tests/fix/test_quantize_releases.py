@@ -14,14 +14,18 @@ from quantcheck.checking import check_paths
 from quantcheck.cli.main import main
 from quantcheck.convert.eligible import format_refusal, marker_fields
 from quantcheck.model.checkpoint import load_checkpoint
+from sglang_loaders import T5_KEY
 
 LAYER = "blocks.0.fc"
 
 
 def _plain(tmp_path: Path) -> Path:
+    """A text encoder (sglang's text-encoder loader reads the markers, whose release data these
+    tests are about; a DiT's --transformer-weights-path reads none: tests/fix/test_convert.py)."""
     w = (np.arange(128 * 128, dtype=np.float32).reshape(128, 128) % 97 - 48) / 480
     src = tmp_path / "plain.safetensors"
-    safetensors.numpy.save_file({f"{LAYER}.weight": w}, str(src))
+    te = {name: np.ones((16, 16), np.float32) for name in (T5_KEY, "extra.weight")}
+    safetensors.numpy.save_file({f"{LAYER}.weight": w, **te}, str(src))
     return src
 
 

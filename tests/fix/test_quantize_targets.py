@@ -1,8 +1,9 @@
 """`quantize --target` for every runtime and release (issue 20 item 7): a format (or option,
 or marker field) a target cannot load is refused before anything is written, with one line
 naming the runtime, release and reason; everything `quantize` writes checks clean for every
-target it was asked for (sglang: one of its loaders loads it clean, the findings left name the
-other loaders: which one reads the file depends on the model family). The decision comes from
+target it was asked for (sglang: the loader that reads a file of its model family loads it
+clean, `--transformer-weights-path` while none is detected; the other loaders' findings are
+notes). The decision comes from
 the check rules (a probe layer and the planned header), so a new runtime's rules refuse what it
 cannot load without a table of their own."""
 
@@ -45,21 +46,15 @@ OUTCOMES: dict[tuple[str, str], int] = {}
 
 
 def assert_clean(report: object, key: str) -> None:
-    """`report` checks clean for `key`: status ok and exit 0, or, for a target with several
-    loaders (sglang), one loader ok and every finding that harms `key` naming its loader."""
+    """`report` checks clean for `key`: status ok and exit 0 (for a target with several
+    loaders, sglang, the status of the one that reads the file decides, and the findings of
+    the others are notes: rules/sglang/loaders.py)."""
     st = report.target_status(key)  # type: ignore[attr-defined]
     found = [(d.code, d.message) for d in report.diagnostics]  # type: ignore[attr-defined]
-    if "loaders" not in st:
-        assert st["status"] == "ok", found
-        assert report.exit_code() == 0  # type: ignore[attr-defined]
-        return
-    assert any(v["status"] == "ok" for v in st["loaders"].values()), (st["loaders"], found)
-    untagged = [
-        d.code
-        for d in report.diagnostics  # type: ignore[attr-defined]
-        if d.effect_at(key).value != "none" and d.data.get("loaders") is None
-    ]
-    assert not untagged, found
+    assert st["status"] == "ok", found
+    assert report.exit_code() == 0, found  # type: ignore[attr-defined]
+    if "loaders" in st:
+        assert st["loaders"][st["loader"]]["status"] == "ok", (st["loaders"], found)
 
 
 @pytest.mark.parametrize("key", KEYS)
@@ -84,7 +79,9 @@ def test_written_files_check_clean_and_refusals_name_the_release(
     [
         ("nvfp4", "sdcpp", "sdcpp@2026-08-26: QC740"),
         ("int8_tensorwise", "invokeai", "invokeai@6.14.2: QC721"),
-        ("w6a8_int8", "sglang", "sglang@0.5.23: QC601"),
+        # sglang reads a DiT of no detected family with --transformer-weights-path, which reads
+        # no markers (its marker readers have no w6a8_int8 either: QC601)
+        ("w6a8_int8", "sglang", "sglang@0.5.23: QC631"),
         ("mxfp8", "sdnext", "sdnext@d11a619: QC710"),
         ("int8_tensorwise", "forge-neo@bfd09a1", "forge-neo@bfd09a1: QC702"),
     ],

@@ -106,13 +106,15 @@ def test_target_all_refuses_a_fix_that_hurts_the_other(
         quantized(P, weight(100, 200), "nvfp4", marker={"format": "nvfp4"}, bias=True),
     )
     out = tmp_path / "out.safetensors"
-    assert main(["fix", str(src), "-o", str(out), "--unsafe-fixes"]) == 1
+    # exit as check: sglang's --transformer-weights-path reads the padded NVFP4 layer through
+    # its inferred ModelOpt config, degraded (QC633, a warning)
+    assert main(["fix", str(src), "-o", str(out), "--unsafe-fixes"]) == 0
     text = capsys.readouterr().out
     assert "QC308" in text and "refused" in text
     assert "helps sglang but hurts comfyui" in text
     assert "nothing to fix" in text and not out.exists()  # the one fix was refused
     # for sglang alone it is still refused: K=200 was padded to 208 and nothing records it
-    assert main(["fix", str(src), "-o", str(out), "--unsafe-fixes", "--target", "sglang"]) == 1
+    assert main(["fix", str(src), "-o", str(out), "--unsafe-fixes", "--target", "sglang"]) == 0
     assert "padding cannot be told from data" in capsys.readouterr().out
 
 

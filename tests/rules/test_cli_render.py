@@ -11,7 +11,7 @@ import pytest
 from quantcheck.cli.main import main
 from quantcheck.rules.registry import all_rules
 from quantcheck.runtimes import runtime_names
-from sglang_loaders import LOADER_CODES
+from sglang_loaders import LOADER_CODES, as_text_encoder, text_encoder_copy
 
 from ._build import file, int8, nvfp4, w4a8
 
@@ -32,14 +32,18 @@ def run(argv: list[str], capsys: pytest.CaptureFixture) -> tuple[int, str]:
 
 
 @pytest.fixture
-def seeds(examples_dir: Path) -> str:
-    return str(examples_dir / "broken_seeds.safetensors")
+def seeds(examples_dir: Path, tmp_path: Path) -> str:
+    """broken_seeds as a text encoder: its marker findings decide sglang's verdict (sglang's
+    text-encoder loader reads the markers; a DiT's --transformer-weights-path does not)."""
+    src = examples_dir / "broken_seeds.safetensors"
+    return str(text_encoder_copy(src, tmp_path / "broken_seeds.safetensors"))
 
 
 @pytest.fixture
 def sglang_only(tmp_path: Path) -> str:
-    """One problem that breaks sglang only: an INT8 row scale stored as F16 (QC305)."""
-    return str(file(lambda: int8(scale=("F16", (64, 1))))(tmp_path)[0])
+    """One problem that breaks sglang only: an INT8 row scale stored as F16 (QC305), in a
+    text encoder (its marker path decides)."""
+    return str(file(as_text_encoder(lambda: int8(scale=("F16", (64, 1)))))(tmp_path)[0])
 
 
 @pytest.fixture
@@ -113,8 +117,8 @@ def test_text_verdicts(seeds: str, capsys: pytest.CaptureFixture) -> None:
     rc, out = run(["check", "--no-color", seeds], capsys)
     assert rc == 1
     assert (
-        "targets: sglang: fails (3 blocking, 2 degrading) · comfyui: fails (1 blocking, "
-        "1 degrading)"
+        "targets: sglang: fails (3 blocking, 2 degrading; read with the text-encoder loader, "
+        "sglang's loader for T5-XXL) · comfyui: fails (1 blocking, 1 degrading)"
     ) in out
     assert "\x1b[" not in out
     assert "help: cast F16 -> F32" in out

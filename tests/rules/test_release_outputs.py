@@ -18,7 +18,7 @@ from quantcheck.render.many import column_heads
 from quantcheck.rules import codes as R
 from quantcheck.runtimes import get_runtime, release_label, release_span
 from quantcheck.runtimes.comfyui_releases import LAYER_CODE, STEPS
-from sglang_loaders import LOADER_CODES
+from sglang_loaders import LOADER_CODES, as_text_encoder
 
 from ._build import Build, awq, file, fp8, int8, mxfp8, nvfp4, w4a4, w4a8, w6a8
 
@@ -62,7 +62,11 @@ def test_release_span_and_label(hit: set[str], span: str, label: str | None) -> 
 
 
 def test_release_only_findings_are_labelled_with_their_releases(tmp_path: Path) -> None:
-    paths = _paths(file(nvfp4), tmp_path / "a") + _paths(file(mxfp8), tmp_path / "b")
+    # text encoders: sglang's text-encoder loader reads the markers (a DiT's
+    # --transformer-weights-path does not: tests/rules/sglang/test_one_decision.py)
+    paths = _paths(file(as_text_encoder(nvfp4)), tmp_path / "a") + _paths(
+        file(as_text_encoder(mxfp8)), tmp_path / "b"
+    )
     out = "\n".join(text.render(check_paths([p], target="sglang@all"), False) for p in paths)
     assert _lines(out, "QC614") and all(
         line.endswith("[sglang@0.5.19]") for line in _lines(out, "QC614")
@@ -86,7 +90,10 @@ def test_default_report_lines_are_unchanged(tmp_path: Path) -> None:
         assert d.target_labels(report.targets) == [t for t in d.targets if t in report.targets]
     hit = [d for d in report.diagnostics if d.code == R.QC318.code]
     assert hit and hit[0].release_effects()  # differs between releases, still labelled plainly
-    assert _lines(text.render(report, False), "QC318")[0].endswith("[sglang]")
+    # the marker readers' finding (--transformer-weights-path's NVFP4 inference reads none)
+    assert _lines(text.render(report, False), "QC318")[0].endswith(
+        "[sglang (only with MiniMax-H3's loader, --comfyui-mode or the text-encoder loader)]"
+    )
 
 
 def test_labels_in_json_and_sarif(tmp_path: Path) -> None:
@@ -106,7 +113,10 @@ def test_labels_in_json_and_sarif(tmp_path: Path) -> None:
 
 
 def _two(tmp_path: Path) -> list[str]:
-    return _paths(file(nvfp4), tmp_path / "a") + _paths(file(int8), tmp_path / "b")
+    """Two text encoders (their marker path decides sglang's verdict): NVFP4 and INT8."""
+    return _paths(file(as_text_encoder(nvfp4)), tmp_path / "a") + _paths(
+        file(as_text_encoder(int8)), tmp_path / "b"
+    )
 
 
 def test_column_heads_group_releases_under_their_runtime() -> None:
@@ -242,7 +252,7 @@ def test_fp8_needs_no_comfyui_step(tmp_path: Path) -> None:
 def test_html_page_labels_findings_with_their_releases(tmp_path: Path) -> None:
     from quantcheck.render.html import build_report
 
-    paths = _paths(file(nvfp4), tmp_path)
+    paths = _paths(file(as_text_encoder(nvfp4)), tmp_path)
     html = build_report(paths, target="sglang@all", generated="x")
     assert 'class="targets">sglang@0.5.19<' in html
 

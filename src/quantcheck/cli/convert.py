@@ -248,7 +248,7 @@ def _quantize(ck: Any, args: argparse.Namespace, out: str, index: str | None) ->
     from quantcheck.convert.family import family_keeps
     from quantcheck.convert.plan import ALREADY, plan_quantize
 
-    specs = _gpu_specs(args)
+    specs = _gpu_specs(args, ck)
     if isinstance(specs, str):
         say_error(specs)
         return 2
@@ -330,9 +330,11 @@ def _say_family(fam: Any, kept: dict[str, str]) -> None:
         say(f"    {p}: {r.removeprefix('kept: ')}")
 
 
-def _gpu_specs(args: argparse.Namespace) -> Any:
+def _gpu_specs(args: argparse.Namespace, ck: Any) -> Any:
     """`--gpu`'s specs (None without it), with `--to auto` replaced by the format it picks
-    (said on stderr); a str says why the run cannot go on."""
+    (said on stderr): native on the GPUs and loaded by every target, as `_judge_targets`
+    judges a format on a probe layer of `ck`'s model family; a str says why the run cannot go
+    on."""
     from quantcheck.cli.gpu import pick_format, resolve
     from quantcheck.runtimes import targets_of
 
@@ -345,11 +347,32 @@ def _gpu_specs(args: argparse.Namespace) -> Any:
     try:
         specs = resolve(args.gpu)
         if args.fmt == "auto":
-            args.fmt = pick_format(specs, targets_of(args.target), quant_formats())
+            keys = targets_of(args.target)
+            args.fmt = pick_format(specs, keys, quant_formats(), _loads_on(ck, args, keys))
             say(f"--to auto: {args.fmt} runs natively on {', '.join(s.label() for s in specs)}")
     except ValueError as exc:
         return f"--gpu: {exc}" if not str(exc).startswith("--to") else str(exc)
     return specs
+
+
+def _loads_on(ck: Any, args: argparse.Namespace, keys: tuple[str, ...]) -> Any:
+    """fmt -> whether every target key loads a layer `quantize --to fmt` would write (with the
+    options given) in a checkpoint of `ck`'s model family: `_judge_targets`'s first test."""
+    from quantcheck.checking import decision_family
+    from quantcheck.convert.eligible import format_refusal
+    from quantcheck.convert.plan import PROBE_LAYER, probe_finding
+
+    family = decision_family(ck, keys)
+
+    def loads(fmt: str) -> bool:
+        opts = options_of(argparse.Namespace(**{**vars(args), "fmt": fmt}))
+        return all(
+            not format_refusal(fmt, opts, k)
+            and probe_finding(fmt, opts, k, PROBE_LAYER, family) is None
+            for k in keys
+        )
+
+    return loads
 
 
 def _judge_targets(
@@ -360,9 +383,10 @@ def _judge_targets(
     clean for every target key. The format is judged on a probe layer, then the planned
     checkpoint's header is checked with the target's rules (what the input already had does
     not count); a layer a target cannot take is kept, anything else refuses the run."""
-    from quantcheck.checking import run_rules, select_diagnostics
+    from quantcheck.checking import decision_family, run_rules, select_diagnostics
     from quantcheck.convert.eligible import format_refusal
     from quantcheck.convert.plan import (
+        PROBE_LAYER,
         harms,
         new_findings,
         plan_quantize,
@@ -376,11 +400,13 @@ def _judge_targets(
 
     keys = targets_of(args.target)
     _, done, _ = plan_quantize(ck, args.fmt, options, args.target, args.include, args.exclude)
+    family = decision_family(ck, keys)  # the loader that decides is the one for its family
     for key in keys:
         why = format_refusal(args.fmt, options, key)
         if why:
             return f"{args.fmt} cannot load on {release_name(key)}: {why}"
-        d = probe_finding(args.fmt, options, key, *done[:1])
+        probe = done[0] if done else PROBE_LAYER
+        d = probe_finding(args.fmt, options, key, probe, family)
         if d is not None:
             return f"{args.fmt} cannot load on {release_name(key)}: {d.code} {d.message}"
     before = select_diagnostics(run_rules(ck, keys), target=args.target)
@@ -394,7 +420,7 @@ def _judge_targets(
         # the family's quality list is --family's to decide (QC861 is a warning of taste)
         found = [
             d
-            for d in new_findings(before, spared(after, ck_after, keys), keys)
+            for d in new_findings(before, spared(after, ck_after, keys, family), keys)
             if d.code != R.QC861.code
         ]
         if not found:

@@ -110,7 +110,9 @@ EXAMPLES = {
     "quantize": """\
   quantcheck quantize model-bf16.safetensors -o model-nvfp4.safetensors --to nvfp4
   quantcheck quantize model-bf16.safetensors -o model-int8.safetensors --to int8_tensorwise \\
-      --convrot-groupsize 64
+      --convrot-groupsize 64 --target comfyui
+                                                      (for a DiT but MiniMax-H3, sglang's loader
+                                                      reads no INT8 markers)
   quantcheck quantize model-bf16.safetensors -o plan.safetensors --to mxfp8 --target comfyui \\
       --dry-run
   quantcheck quantize model-bf16.safetensors -o model-4090.safetensors --to auto --gpu rtx4090

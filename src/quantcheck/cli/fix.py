@@ -191,9 +191,16 @@ def _print_json(plan: object, unsafe: bool, written: str | None, diff: str | Non
 
 
 def _exit(plan: object, unsafe: bool) -> int:
+    """1 when an error is left that decides a verdict, as `check`'s exit code says (a finding
+    of a loader that does not read the file does not: `checking.deciding`), else 0."""
+    from quantcheck.checking import deciding
     from quantcheck.diagnostics import Severity
+    from quantcheck.runtimes import targets_of
 
     remaining = getattr(plan, "remaining", [])
+    final = getattr(plan, "final", None)
+    if final is not None:
+        remaining = deciding(final, remaining, targets_of(getattr(plan, "target", "default")))
     return 1 if any(d.effective_severity is Severity.ERROR for d in remaining) else 0
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from quantcheck.gpus.spec import GpuSpec
 
 
@@ -74,10 +76,16 @@ def local_spec(value: str) -> str:
     return ",".join([device, *parts])
 
 
-def pick_format(specs: list[GpuSpec], keys: tuple[str, ...], writable: tuple[str, ...]) -> str:
+def pick_format(
+    specs: list[GpuSpec],
+    keys: tuple[str, ...],
+    writable: tuple[str, ...],
+    loads: Callable[[str], bool] | None = None,
+) -> str:
     """`quantize --to auto --gpu SPEC`: the first of the "runs natively instead" formats
-    (`rules/gpu/needs.ALTERNATIVES`) that `quantize` can write and that runs natively on every
-    given GPU for every target key with GPU decisions; ValueError naming why none does."""
+    (`rules/gpu/needs.ALTERNATIVES`) that `quantize` can write, that runs natively on every
+    given GPU for every target key with GPU decisions and that `loads` (fmt -> whether the
+    targets load it; None: not asked) accepts; ValueError naming why none does."""
     from quantcheck.rules.gpu.needs import ALTERNATIVES
     from quantcheck.rules.gpu.report import gpu_rules
 
@@ -85,13 +93,16 @@ def pick_format(specs: list[GpuSpec], keys: tuple[str, ...], writable: tuple[str
     if not rules:
         raise ValueError("--to auto needs a --target whose runtime models GPUs (comfyui, sglang)")
     for fmt in ALTERNATIVES:
-        if fmt in writable and all(
-            r.format_decision(fmt, s)[0] == "native" for r in rules for s in specs
+        if (
+            fmt in writable
+            and all(r.format_decision(fmt, s)[0] == "native" for r in rules for s in specs)
+            and (loads is None or loads(fmt))
         ):
             return fmt
     raise ValueError(
         "--to auto: no format quantize writes runs natively on "
-        f"{', '.join(s.label() for s in specs)} for {', '.join(keys)}; name one with --to"
+        f"{', '.join(s.label() for s in specs)} and loads on {', '.join(keys)}; name one with "
+        "--to"
     )
 
 

@@ -112,12 +112,18 @@ def release_name(key: str) -> str:
 
 
 def probe_finding(
-    fmt: str, options: dict[str, Any], key: str, name: str = PROBE_LAYER
+    fmt: str,
+    options: dict[str, Any],
+    key: str,
+    name: str = PROBE_LAYER,
+    family: str | None = None,
 ) -> Diagnostic | None:
     """The finding that keeps target key `key` from loading a layer `quantize --to fmt` writes
     with `options` (and the marker fields `key` asks for), from the rules for `key` run on the
-    header of a probe layer called `name`, quantized in memory; None when it loads it."""
-    memo = (fmt, tuple(sorted(options.items())), key, name)
+    header of a probe layer called `name`, quantized in memory; None when it loads it. A
+    runtime with several loaders judges it by the one that reads a checkpoint of `family` (the
+    model family of what is quantized: the probe's one name says none)."""
+    memo = (fmt, tuple(sorted(options.items())), key, name, family)
     if memo in _PROBES:
         return _PROBES[memo]
     side = PROBE_SIDE
@@ -130,7 +136,7 @@ def probe_finding(
     # a one-layer probe whose name passes a family's key test is not that model (its other
     # modules "missing", QC862): the model's contract is judged on the whole planned file
     found = [d for d in found if d.code not in _family_codes()]
-    hit = worst(spared(found, ck, (key,)), key)
+    hit = worst(spared(found, ck, (key,), family), key)
     if not done:  # the runtime's own shape limits refused even the probe's shape
         hit = None
     _PROBES[memo] = hit
@@ -165,43 +171,48 @@ def _probe(name: str, side: int) -> Checkpoint:
     return assemble(Checkpoint(inputs=[src.name]), [Shard(src, read_header(src))])
 
 
-def loader_verdicts(ck: Checkpoint, key: str, found: list[Diagnostic]) -> dict[str, Any]:
-    """Per loader of target key `key` (sglang: `rules/sglang/loaders.py`), its verdict on `ck`
-    from the findings `found`; {} for a runtime with one loader."""
+def loader_verdicts(
+    ck: Checkpoint, key: str, found: list[Diagnostic]
+) -> tuple[str | None, dict[str, Any]]:
+    """(the deciding loader, each loader's verdict) of target key `key` on `ck` from the
+    findings `found` (sglang: `rules/sglang/loaders.py`); (None, {}) for a runtime with one
+    loader."""
     from quantcheck.checking import target_paths
 
-    specs = target_paths(ck, (key,)).get(key, {}).get("loaders")
+    entry = target_paths(ck, (key,)).get(key, {})
+    specs = entry.get("loaders")
     if not specs:
-        return {}
-    from quantcheck.rules.sglang.loaders import verdicts
+        return None, {}
+    from quantcheck.rules.sglang.loaders import chosen_loader, verdicts
 
-    return verdicts(found, key, specs)
+    loaders = verdicts(found, key, specs)
+    return chosen_loader(entry.get("loader_family"), loaders), loaders
 
 
-def spared(found: list[Diagnostic], ck: Checkpoint, keys: tuple[str, ...]) -> list[Diagnostic]:
-    """`found` without the findings that concern only some loaders of a target (they name
-    them: `data["loaders"]`) where another loader of that target loads `ck` clean: sglang
-    picks its loader by the model family, which `quantize` does not know, so it writes what
-    one of them loads (and says which do not, `unloading`)."""
-    clean = [
-        k for k in keys if any(v["status"] == "ok" for v in loader_verdicts(ck, k, found).values())
-    ]
-    if not clean:
-        return found
-    return [
-        d
-        for d in found
-        if d.data.get("loaders") is None or any(harms(d, k) for k in keys if k not in clean)
-    ]
+def spared(
+    found: list[Diagnostic], ck: Checkpoint, keys: tuple[str, ...], family: str | None = None
+) -> list[Diagnostic]:
+    """`found` without the findings that decide no verdict of `keys` on `ck`: those of a
+    target's loaders that do not read it (sglang reads a model family with one loader:
+    `rules/sglang/loaders.py`), judged as `check` judges them (`checking.deciding`; `family`:
+    the model family to decide by, when not `ck`'s). `quantize` writes what that loader
+    loads, and says which other loaders do not (`unloading`)."""
+    from quantcheck.checking import deciding
+
+    return deciding(ck, found, keys, family)
 
 
 def unloading(ck: Checkpoint, keys: tuple[str, ...]) -> list[str]:
-    """One line per target key and loader that does not load `ck` clean, with why."""
+    """One line per target key and loader that takes `ck` but does not load it clean and does
+    not decide its verdict, with why."""
+    from quantcheck.rules.sglang.loaders import NA
+
     out = []
     for key in keys:
         found = select_diagnostics(run_rules(ck, (key,)), target=key)
-        for name, v in loader_verdicts(ck, key, found).items():
-            if v["status"] != "ok":
+        chosen, verdicts = loader_verdicts(ck, key, found)
+        for name, v in verdicts.items():
+            if v["status"] not in ("ok", NA) and name != chosen:
                 d = worst([f for f in found if name in f.data.get("loaders", (name,))], key)
                 why = f"{d.code} {d.message}" if d is not None else v["reason"]
                 out.append(f"{release_name(key)} {name}: {v['status']}: {why}")

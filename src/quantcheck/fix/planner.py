@@ -33,7 +33,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from quantcheck.checking import run_rules, select_diagnostics
+from quantcheck.checking import deciding, run_rules, select_diagnostics
 from quantcheck.diagnostics import Diagnostic, Fix, Safety
 from quantcheck.fix.actions import ACTIONS, UNSAFE_ACTIONS, Refused
 from quantcheck.fix.draft import Draft, Edit
@@ -220,10 +220,13 @@ class _Round:
             draft, files, nxt, after = self.attempt(plan.refused)
             if not draft.edits:
                 return draft, files, self.cur, self.diags
-            harm = _harm(self.diags, after, draft.edits, self.target)
+            # judged as check judges them: a finding of a loader that does not read the file
+            # harms no verdict (rules/sglang/loaders.py)
+            judged = deciding(nxt, after, targets_of(self.target))
+            harm = _harm(self.diags, judged, draft.edits, self.target)
             if harm and not all(_stoppable(e) for e in draft.edits):
                 spared = self.spared(harm)
-                harm = _harm([*self.diags, *spared], after, draft.edits, self.target)
+                harm = _harm([*self.diags, *spared], judged, draft.edits, self.target)
             harm = {k: why for k, why in harm.items() if k not in plan.refused}
             if not harm:
                 return draft, files, nxt, after

@@ -46,11 +46,13 @@ class Preflight:
         #: format -> (how many layers use it, why the runtime's device emulates it)
         self.emulated = emulated or {}
         # `loader`: the runtime's loader that is reading the file (sglang: rules/sglang/
-        # loaders.py); findings that name only other loaders do not concern it
+        # loaders.py); findings that name only other loaders do not concern it. Without it,
+        # the findings of the loader that decides the target's verdict (as `check` says)
         mine = [
             d
             for d in report.diagnostics
-            if loader is None or "loaders" not in d.data or loader in d.data["loaders"]
+            if (loader is None and report.decides(d, target))
+            or (loader is not None and ("loaders" not in d.data or loader in d.data["loaders"]))
         ]
         self.blocking = [d for d in mine if d.effect_at(target) is Effect.FAILS]
         self.warnings = [d for d in mine if d.effect_at(target) is Effect.DEGRADED]
@@ -107,7 +109,8 @@ def preflight(
     running runtime reports them); the layers using them are counted from the markers.
     `loader`: the loader of the runtime that reads the file, when it is known (sglang's
     marker inspector hook: a loader that reads the markers); findings of its other loaders
-    are then left out. Raises `quantcheck.errors.InputError` when the file cannot be read."""
+    are then left out. Without it, the loader that decides `check`'s verdict is the one.
+    Raises `quantcheck.errors.InputError` when the file cannot be read."""
     kwargs: dict[str, str] = {}
     notes: list[str] = []
     accepted = accepted_keywords()

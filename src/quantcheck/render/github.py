@@ -30,6 +30,10 @@ def iter_lines(diagnostics: Iterable[Diagnostic]) -> Iterator[str]:
     for d in diagnostics:
         where = d.layer or d.tensor
         msg = f"{where}: {d.message}" if where else d.message
+        if "read_by" in d.data:  # a loader that does not read the file (rules/sglang/loaders.py)
+            from quantcheck.rules.sglang.loaders import read_by_text
+
+            msg += f" [sglang {read_by_text(d.data['read_by'])}]"
         if d.fix:
             msg += f" (fix: {d.fix.description})"
         props = [f"title={_esc(d.code + ' ' + d.name, True)}"]

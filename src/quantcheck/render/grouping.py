@@ -144,11 +144,25 @@ def where_of(d: Diagnostic) -> str:
     return d.layer or d.tensor or ""
 
 
+def finding_labels(d: Diagnostic, targets: tuple[str, ...]) -> list[str]:
+    """The runtimes a finding affects as the report names them (`target_labels`); a finding
+    of a loader that does not read the file (`data["read_by"]`, rules/sglang/loaders.py) says
+    which loaders it is about: `sglang (only with --comfyui-mode)`; so does one the deciding
+    loader does not read that decides another runtime's verdict."""
+    labels = d.target_labels(targets)
+    if "read_by" not in d.data:
+        return labels
+    from quantcheck.rules.sglang.loaders import read_by_text
+
+    about = read_by_text(d.data["read_by"])
+    return [f"{label} {about}" if label.startswith("sglang") else label for label in labels]
+
+
 def group(diags: Iterable[Diagnostic], keys: tuple[str, ...]) -> list[list[Entry]]:
     """The findings of one file as buckets of entries: each bucket shares one set of layers
     (a heading), buckets in the order their first finding came."""
     diags = list(diags)
-    labels = [tuple(d.target_labels(keys)) for d in diags]
+    labels = [tuple(finding_labels(d, keys)) for d in diags]
     folded, causes = consequences(diags, labels)
     entries: dict[tuple[object, ...], Entry] = {}
     memo: dict[str, list[str]] = {}

@@ -391,7 +391,7 @@ def _group_dicts(results: list[CheckpointResult]) -> Iterator[dict[str, Any]]:
     from itertools import groupby
 
     from quantcheck.many import CHECKED
-    from quantcheck.render.grouping import group, name_patterns
+    from quantcheck.render.grouping import finding_labels, group, name_patterns
 
     for r in results:
         if r.report is None or r.kind != CHECKED:
@@ -410,7 +410,7 @@ def _group_dicts(results: list[CheckpointResult]) -> Iterator[dict[str, Any]]:
                         "count": len(e.wheres),
                         "where": e.wheres,
                         "patterns": name_patterns(e.wheres) if len(e.wheres) > 1 else e.wheres,
-                        "targets": d.target_labels(r.report.targets),
+                        "targets": finding_labels(d, r.report.targets),
                         "consequences": list(e.consequences),
                     }
 

@@ -71,6 +71,10 @@ def _results(
                 if targets is None
                 else [k for k in targets if d.effect_at(k) is not Effect.NONE],
                 "fix": d.fix.to_json() if d.fix else None,
+                # sglang: the loaders that read it where the deciding loader does not, and
+                # whether it decides a verdict (rules/sglang/loaders.py `decided`)
+                **({"read_by": d.data["read_by"]} if "read_by" in d.data else {}),
+                **({"decides": False} if d.data.get("decides") is False else {}),
                 **(
                     {"releases": rel, "labels": d.target_labels(targets)}
                     if (rel := d.affected_releases())

@@ -98,7 +98,7 @@ def _finding_lines(
     named on it. `where` is the heading it sits under (empty under a group's heading)."""
     sev = d.effective_severity.value
     tag = paint(f"{sev:<7}", SEVERITY_STYLE[sev], c)
-    labels = d.target_labels(report.targets)
+    labels = grouping.finding_labels(d, report.targets)
     targets = f" [{', '.join(labels)}]" if labels else ""
     # tensors inside the layer are named by their suffix in the message already
     at = where or grouping.where_of(d)
@@ -122,7 +122,13 @@ def unsuppressed(report: Report, suppressed: list[Diagnostic] | None) -> Report 
     none): the verdicts they would give."""
     if not suppressed:
         return None
-    return Report(inputs=[], diagnostics=[*report.diagnostics, *suppressed], targets=report.targets)
+    return Report(
+        inputs=[],
+        diagnostics=[*report.diagnostics, *suppressed],
+        targets=report.targets,
+        paths=report.paths,
+        family=report.family,
+    )
 
 
 def baselined_status(status: str, before: str) -> str:
@@ -136,18 +142,23 @@ def verdict_lines(report: Report, c: bool, suppressed: list[Diagnostic] | None =
     a baseline would make worse is shown as that worse one, marked `(baselined)`."""
     parts = []
     before = unsuppressed(report, suppressed)
+    # a runtime with one key says on its line which of its loaders decides; several keys of
+    # one runtime say it on lines of their own (`choice_lines`)
+    names = [t.partition("@")[0] for t in report.targets]
     for t in report.targets:
         st = report.target_status(t)
         shown = st["status"] if before is None else baselined_status(st["status"], before.status(t))
-        label = paint(shown, STATUS_STYLE[shown.partition(" (")[0]], c)
-        extra = ""
-        if st["errors"] or st["degraded"]:
-            bits = []
-            if st["errors"]:
-                bits.append(f"{st['errors']} blocking")
-            if st["degraded"]:
-                bits.append(f"{st['degraded']} degrading")
-            extra = f" ({', '.join(bits)})"
+        shown, _, baselined = shown.partition(" (")
+        label = paint(shown, STATUS_STYLE[shown], c)
+        bits = [baselined.rstrip(")")] if baselined else []
+        if st["errors"]:
+            bits.append(f"{st['errors']} blocking")
+        if st["degraded"]:
+            bits.append(f"{st['degraded']} degrading")
+        said = [", ".join(bits)] if bits else []
+        if "loader" in st and names.count(t.partition("@")[0]) == 1:
+            said += loader_choice(report, t)
+        extra = f" ({'; '.join(said)})" if said else ""
         if st.get("verified") is False:
             extra += f" (unverified: {clean(st['unverified'])})"
         parts.append(f"{clean(t)}: {label}{extra}")
@@ -158,6 +169,10 @@ def verdict_lines(report: Report, c: bool, suppressed: list[Diagnostic] | None =
         f"{counted(s['infos'], 'note')} in {counted(files, 'file')}, "
         f"{counted(s.get('layers', 0), 'layer')}"
     )
+    others = sum(d.data.get("decides") is False for d in report.diagnostics)
+    if others:  # findings of loaders that do not read the file (rules/sglang/loaders.py)
+        about = f"({counted(others, 'note')} about sglang loaders that do not read this file)"
+        totals = wrap_parts("", [totals, about], " ", terminal_width())
     gpu = ""
     if report.gpu:  # --gpu
         from quantcheck.render.gpu_text import gpu_lines
@@ -165,11 +180,53 @@ def verdict_lines(report: Report, c: bool, suppressed: list[Diagnostic] | None =
         gpu = "".join("\n" + line for line in gpu_lines(report))
     return (
         wrap_parts("targets: ", parts, " · ", terminal_width())
+        + choice_lines(report, names)
         + loader_lines(report)
         + release_lines(report)
         + gpu
         + ("\n" + totals)
     )
+
+
+def loader_choice(report: Report, target: str) -> list[str]:
+    """What the targets line says of a runtime with several loaders (sglang): which loader
+    decides and why, and what each worse one would do (`rules/sglang/loaders.py`
+    `choice_said`); [] for any other runtime."""
+    chosen, loaders = report.loader_verdicts(target)
+    if chosen is None:
+        return []
+    from quantcheck.rules.sglang.loaders import choice_said
+
+    family = report.paths.get(target, {}).get("loader_family")
+    return [clean(p) for p in choice_said(chosen, loaders, family)]
+
+
+def choice_lines(report: Report, names: list[str]) -> str:
+    """For a runtime with several target keys and several loaders (`--target sglang@all`): one
+    line per run of keys with the same `loader_choice`."""
+    groups: list[tuple[list[str], list[str]]] = []
+    for t, name in zip(report.targets, names, strict=True):
+        if names.count(name) < 2:
+            continue
+        said = loader_choice(report, t)
+        if not said:
+            continue
+        if groups and groups[-1][1] == said and groups[-1][0][0].partition("@")[0] == name:
+            groups[-1][0].append(t)
+        else:
+            groups.append(([t], said))
+    from quantcheck.runtimes import get_runtime, release_label
+
+    width = terminal_width()
+    out = []
+    for keys, said in groups:
+        name = keys[0].partition("@")[0]
+        rels = {k.partition("@")[2] for k in keys}
+        head = (
+            release_label(name, get_runtime(name).release_names(), rels) if "" not in rels else name
+        )
+        out.append("\n" + wrap_parts(f"{clean(head)}: ", said, "; ", width))
+    return "".join(out)
 
 
 def loader_lines(report: Report) -> str:

@@ -16,6 +16,7 @@ marker fields it must write (`marker_fields`: 0.5.19 needs full_precision_matrix
 
 from __future__ import annotations
 
+from quantcheck._record import record
 from quantcheck.rules.levels import Effect
 from quantcheck.runtimes.registry import Release, Runtime
 
@@ -128,10 +129,13 @@ SGLANG_RELEASES: tuple[Release, ...] = (
 
 
 #: The loader sglang reads a checkpoint of a model family with (`rules/sglang/loaders.py`
-#: `chosen_loader`; a family not named here: the worst loader decides): MiniMax-H3's own
-#: inspection, the text-encoder loader for text encoders, `--transformer-weights-path` for
-#: every other DiT (what `sglang generate` documents for a ComfyUI file). Family names as
-#: quantcheck's family detection spells them (`families/table.py`, issue 26), lower case.
+#: `chosen_loader`; a family not detected, or not named here: `--transformer-weights-path`,
+#: the one loader whose reading does not depend on the model, see that module's docstring):
+#: MiniMax-H3's own inspection, the text-encoder loader for text encoders,
+#: `--transformer-weights-path` for every other DiT (what `sglang generate` documents for a
+#: ComfyUI file). Family names as quantcheck's family detection spells them
+#: (`families/table.py`, issue 26), lower case; `qwen_image21` is a Qwen-Image file whose
+#: SwiGLU input is the fused `img_mlp.gate_up` (`rules/sglang/loaders.py` `loader_family`).
 LOADER_BY_FAMILY: dict[str, str] = {
     **dict.fromkeys(("minimax-h3", "minimax_h3"), "minimax-h3"),
     **dict.fromkeys(
@@ -144,6 +148,7 @@ LOADER_BY_FAMILY: dict[str, str] = {
             "flux2",
             "chroma",
             "qwen_image",
+            "qwen_image21",
             "zimage",
             "wan",
             "ltx2",
@@ -202,3 +207,34 @@ def sglang_runtime() -> Runtime:
         "inspector, format resolver and the config classes' constructors (format support, "
         "format mixes, quant_format).",
     )
+
+
+@record
+class ComfySpec:
+    """One `--comfyui-mode` checkpoint spec (`COMFYUI_SPECS`)."""
+
+    title: str
+    #: the first release that registers it
+    since: str
+    #: the first release whose spec reads the comfy_quant markers (None: it never does, and
+    #: loads a quantized file unquantized)
+    markers_since: str | None = None
+
+
+#: sglang's `--comfyui-mode` checkpoint specs by model family (read in the wheels 0.5.21-0.5.23,
+#: `runtime/loader/comfyui_checkpoints/`: `register_comfyui_checkpoint` per pipeline,
+#: `load_comfyui_transformer` takes the spec of the pipeline it runs and raises "has no ComfyUI
+#: checkpoint spec" for any other). sglang's ComfyUI node (`apps/ComfyUI_SGLDiffusion`,
+#: `core/generator.py` `get_comfyui_model`) picks that pipeline from ComfyUI's own model
+#: detection (`detect_unet_config`, the key tests quantcheck's families use) and refuses a
+#: model type it has no pipeline for ("Unsupported model type"). Pipelines: FluxPipeline,
+#: QwenImagePipeline / QwenImageEditPlusPipeline, ZImagePipeline (ComfyUI's lumina2),
+#: MiniMaxH3Pipeline (its markers read from 0.5.22: `inspect_minimax_h3_safetensors`, INT8
+#: ConvRot only), QwenImage21Pipeline (0.5.22, `quant_markers`).
+COMFYUI_SPECS: dict[str, ComfySpec] = {
+    "flux": ComfySpec("Flux", "0.5.21"),
+    "qwen_image": ComfySpec("Qwen-Image", "0.5.21"),
+    "zimage": ComfySpec("Z-Image", "0.5.21"),
+    "minimax_h3": ComfySpec("MiniMax-H3", "0.5.21", "0.5.22"),
+    "qwen_image21": ComfySpec("Qwen-Image 2.1", "0.5.22", "0.5.22"),
+}

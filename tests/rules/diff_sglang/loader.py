@@ -83,6 +83,12 @@ STAGE_MODULES = (
     "sglang.srt.layers.parameter",
     "sglang.srt.model_loader.checkpoint_quantization",
 )
+#: the `--comfyui-mode` single-file loader (0.5.21+): its spec registry and each spec, executed
+#: with the stage modules (absent before 0.5.21: stubs, as any missing module)
+COMFYUI_MODULES = tuple(
+    f"sglang.multimodal_gen.runtime.loader.comfyui_checkpoints{m}"
+    for m in ("", ".spec", ".flux", ".minimax_h3", ".qwen_image", ".qwen_image21", ".zimage")
+)
 #: third-party packages sglang imports that the test environment lacks (stubbed if absent)
 ABSENT = ("huggingface_hub", "diffusers", "transformers")
 
@@ -218,7 +224,7 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         if top != "sglang":
             return None
         base = self.root / fullname.replace(".", "/")
-        real = REAL + STAGE_MODULES if STAGES[0] else REAL
+        real = REAL + STAGE_MODULES + COMFYUI_MODULES if STAGES[0] else REAL
         if fullname in real:
             for file in (base.with_suffix(".py"), base / "__init__.py"):
                 if file.exists():

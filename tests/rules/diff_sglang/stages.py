@@ -132,3 +132,123 @@ def h3_outcome(mod: types.ModuleType, paths: list[str]) -> tuple[bool, str]:
     except STOPS as exc:
         return False, f"{type(exc).__name__}: {exc}"
     return True, type(config).__name__
+
+
+# --- the --comfyui-mode single-file loader --------------------------------------------------
+
+COMFYUI = "sglang.multimodal_gen.runtime.loader.comfyui_checkpoints"
+#: the DiT config classes the specs build (modules quantcheck's tests stub): a config whose
+#: `arch_config` takes any field and has no name mapping of its own
+CONFIG_CLASSES = {
+    "sglang.multimodal_gen.configs.models.dits.flux": ("FluxConfig",),
+    "sglang.multimodal_gen.configs.models.dits.minimax_h3": (
+        "MiniMaxH3DiTConfig",
+        "MiniMaxH3DiTArchConfig",
+    ),
+    "sglang.multimodal_gen.configs.models.dits.qwenimage": (
+        "QwenImageDitConfig",
+        "QwenImageArchConfig",
+    ),
+    "sglang.multimodal_gen.configs.models.dits.zimage": ("ZImageDitConfig",),
+}
+
+
+class _Arch:
+    def __init__(self, **fields: Any) -> None:
+        self.param_names_mapping: dict[str, Any] = {}
+        self.__dict__.update(fields)
+
+
+class _DitConfig:
+    def __init__(self, arch_config: Any = None, **fields: Any) -> None:
+        self.arch_config = arch_config if arch_config is not None else _Arch()
+
+
+class _Registry:
+    """`ModelRegistry` (the DiT model classes, not imported here): a class to name."""
+
+    @staticmethod
+    def resolve_model_cls(name: str) -> tuple[type, None]:
+        return type(name, (), {"param_names_mapping": {}}), None
+
+
+class _WeightLoad(Exception):
+    """Raised where `load_comfyui_transformer` hands the model to the weight loader."""
+
+
+def comfyui_outcome(pipeline: str, path: str) -> tuple[str, str]:
+    """(outcome, why) of the release's `--comfyui-mode` loader (`load_comfyui_transformer`)
+    reading `path` as `pipeline`, up to the weight load (`maybe_load_fsdp_model`, whose
+    `init_params` carry the quantization config the loader chose): "none" (no spec for that
+    pipeline), "refused" (it raises), "unquantized" (no quantization config: the weight loader
+    casts the stored weights) or "quantized" (a config, by class name). Run after
+    `load_release(root, stages=True)` of a release that has the loader (0.5.21+)."""
+    for name, classes in CONFIG_CLASSES.items():
+        mod = module(name)
+        for cls in classes:
+            setattr(mod, cls, _Arch if cls.endswith("ArchConfig") else _DitConfig)
+    # the MiniMax-H3 inspector (a stage module, imported before) names its arch config too:
+    # an identity name mapping
+    module(H3).MiniMaxH3DiTArchConfig = _Arch  # type: ignore[attr-defined]
+    module(COMFYUI)  # registers every spec
+    spec = module(f"{COMFYUI}.spec")
+    captured: dict[str, Any] = {}
+
+    def weight_load(**kw: Any) -> None:
+        captured.update(kw)
+        raise _WeightLoad
+
+    spec.ModelRegistry = _Registry  # type: ignore[attr-defined]
+    spec.maybe_load_fsdp_model = weight_load  # type: ignore[attr-defined]
+    server_args = types.SimpleNamespace(
+        pipeline_config=types.SimpleNamespace(dit_config=_DitConfig()),
+        model_path=path,
+        model_paths={},
+        model_variant=None,
+        quantization=None,
+        nunchaku_config=None,
+        transformer_weights_path=None,
+        hsdp_replicate_dim=1,
+        hsdp_shard_dim=1,
+        pin_cpu_memory=False,
+        should_start_component_on_cpu=lambda component: False,
+        should_use_fsdp_for_component=lambda component: False,
+    )
+    run = types.SimpleNamespace(pipeline_name=pipeline, model_path=path, get_module=lambda n: None)
+    try:
+        spec.load_comfyui_transformer(run, server_args)  # type: ignore[attr-defined]
+    except _WeightLoad:
+        config = captured["init_params"].get("quant_config")
+        if config is None:
+            return "unquantized", "no quantization config: the stored weights are cast"
+        return "quantized", type(config).__name__
+    except STOPS as exc:
+        kind = "none" if "has no ComfyUI checkpoint spec" in str(exc) else "refused"
+        return kind, f"{type(exc).__name__}: {exc}"
+    return "refused", "load_comfyui_transformer returned before the weight load"
+
+
+def node_pipelines(root: Path) -> dict[str, str]:
+    """{ComfyUI model type: pipeline} of sglang's ComfyUI node (`apps/ComfyUI_SGLDiffusion/
+    executors/*.py`, each adapter's `model_types` and `pipeline_class_name`), read as data:
+    the node picks the pipeline, so the `--comfyui-mode` spec, from ComfyUI's detection."""
+    import ast
+
+    out: dict[str, str] = {}
+    folder = root / "sglang/multimodal_gen/apps/ComfyUI_SGLDiffusion/executors"
+    for py in sorted(folder.glob("*.py")):
+        for node in ast.walk(ast.parse(py.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            values = {
+                target.id: ast.literal_eval(stmt.value)
+                for stmt in node.body
+                if isinstance(stmt, ast.Assign)
+                for target in stmt.targets
+                if isinstance(target, ast.Name)
+                and target.id in ("model_types", "pipeline_class_name")
+            }
+            if "pipeline_class_name" in values:
+                for kind in values.get("model_types", ()):
+                    out[kind] = values["pipeline_class_name"]
+    return out

@@ -24,7 +24,8 @@ PINNED = {
 }
 #: what the tests execute of each wheel (the marker inspector, resolver and config classes;
 #: the loaders, DiT linears, parameter classes and weight loader of the stage tests; the LoRA
-#: linears and pipeline of the LoRA tests)
+#: linears and pipeline of the LoRA tests), and the ComfyUI node's executor table (read as
+#: data: model type -> pipeline)
 MEMBERS = (
     "sglang/multimodal_gen/runtime/utils/quantization_utils.py",
     "sglang/multimodal_gen/runtime/layers/quantization/",
@@ -39,6 +40,8 @@ MEMBERS = (
     # the LoRA path on quantized layers (test_lora.py)
     "sglang/multimodal_gen/runtime/layers/lora/linear.py",
     "sglang/multimodal_gen/runtime/pipelines_core/lora/pipeline.py",
+    # sglang's ComfyUI node: which pipeline (and so which --comfyui-mode spec) a model type gets
+    "sglang/multimodal_gen/apps/ComfyUI_SGLDiffusion/executors/",
 )
 
 

@@ -49,17 +49,36 @@ def test_no_warning_where_native(tmp_path: Path, capsys: pytest.CaptureFixture[s
 
 
 @pytest.mark.parametrize(
-    ("gpu", "fmt"),
-    [("rtx4090", "float8_e4m3fn"), ("rtx3090", "int8_tensorwise"), ("t4", "int8_tensorwise")],
+    ("gpu", "fmt", "target"),
+    [
+        ("rtx4090", "float8_e4m3fn", "default"),
+        ("rtx3090", "int8_tensorwise", "comfyui"),
+        ("t4", "int8_tensorwise", "comfyui"),
+    ],
 )
 def test_auto_picks_a_native_format(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], gpu: str, fmt: str
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], gpu: str, fmt: str, target: str
 ) -> None:
     src = _bf16(tmp_path)
     out = tmp_path / "o.safetensors"
-    assert main(["quantize", src, "-o", str(out), "--to", "auto", "--gpu", gpu]) == 0
+    argv = ["quantize", src, "-o", str(out), "--to", "auto", "--gpu", gpu, "--target", target]
+    assert main(argv) == 0
     assert f"--to auto: {fmt} runs natively on" in capsys.readouterr().out
     assert FORMATS[fmt].name.encode() in out.read_bytes()[:4096]
+
+
+def test_auto_picks_only_what_the_targets_load(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """INT8 runs natively on an RTX 3090, but sglang reads a DiT of no detected family with
+    --transformer-weights-path, which reads no INT8 markers (QC631): nothing native loads."""
+    src = _bf16(tmp_path)
+    out = tmp_path / "o.safetensors"
+    assert main(["quantize", src, "-o", str(out), "--to", "auto", "--gpu", "rtx3090"]) == 2
+    assert "runs natively on rtx3090 (sm_86) and loads on sglang, comfyui" in (
+        capsys.readouterr().err
+    )
+    assert not out.exists()
 
 
 def test_auto_needs_a_gpu_and_a_native_format(

@@ -20,15 +20,19 @@ def test_a_detected_family_picks_its_loader() -> None:
     assert entry["loaders"]["comfyui-mode"]["status"] == "fails"
 
 
-def test_an_unknown_family_takes_the_worst_loader() -> None:
+def test_an_unknown_family_is_read_as_transformer_weights_path_reads_it() -> None:
+    """The one loader whose reading does not depend on the model decides while the family is
+    not detected (rules/sglang/loaders.py); --comfyui-mode's specs need their family."""
     report = quantcheck.check(str(EXAMPLES / "nvfp4.safetensors"), target="sglang")
     assert report.family["name"] is None
     entry = report.target_status("sglang")
-    assert entry["loader"] == "comfyui-mode"  # the worst one
-    assert entry["loaders"]["transformer-weights-path"]["status"] == "ok"
-    assert entry["status"] == "fails"  # --comfyui-mode's MiniMax-H3 spec refuses NVFP4
+    assert entry["loader"] == "transformer-weights-path"
+    assert entry["status"] == "ok" and entry["loader_family"] is None
+    assert entry["loaders"]["comfyui-mode"]["status"] == "fails"  # every spec shown
+    assert report.exit_code() == 0
 
 
 def test_a_family_given_by_the_caller_wins() -> None:
     report = quantcheck.check(str(EXAMPLES / "nvfp4.safetensors"), target="sglang")
     assert report.target_status("sglang", family="flux")["status"] == "ok"
+    assert report.target_status("sglang", family="minimax_h3")["loader"] == "minimax-h3"

@@ -1,5 +1,6 @@
 """Item 13 of issue 20: a loader that fails or degrades always has findings that say why, and
-the target's status is the loader the family picks, else the worst."""
+the target's status is the loader the family picks, else --transformer-weights-path (the one
+whose reading does not depend on the model: rules/sglang/loaders.py)."""
 
 from __future__ import annotations
 
@@ -20,8 +21,13 @@ KEYS = tuple(f"sglang@{r}" for r in get_runtime("sglang").release_names())
 
 def _assert_backed(paths: list[str]) -> None:
     report = check_paths(paths, target="sglang@all")
+    matrix = report.releases["sglang"]["statuses"]
     for key in KEYS:
         st = report.target_status(key)
+        # one decision: the release matrix, the status and its counts are the deciding
+        # loader's (rules/sglang/loaders.py)
+        assert matrix[key.partition("@")[2]] == st["status"], key
+        assert (st["status"] == "ok") == (st["errors"] == st["degraded"] == 0), (key, st)
         counted = verdicts(report.diagnostics, key, report.paths[key]["loaders"])
         assert {n: v["status"] for n, v in counted.items()} == {
             n: v["status"] for n, v in st["loaders"].items()
@@ -31,7 +37,7 @@ def _assert_backed(paths: list[str]) -> None:
                 assert v["errors"] >= 1, f"{key} {name} fails with no finding"
             if v["status"] == "degraded":
                 assert v["degraded"] >= 1, f"{key} {name} degraded with no finding"
-        if st["status"] == "fails":  # the entry's counts are over every loader
+        if st["status"] == "fails":  # the deciding loader's counts
             assert st["errors"] >= 1, f"{key} fails with 0 findings"
         assert st["status"] == st["loaders"][st["loader"]]["status"]
 
@@ -46,7 +52,7 @@ def test_every_failing_loader_of_a_rule_case_has_a_finding(case, tmp_path: Path)
     _assert_backed([str(p) for p in case.build(tmp_path)])
 
 
-def test_family_picks_its_loader_else_the_worst() -> None:
+def test_family_picks_its_loader_else_transformer_weights_path() -> None:
     v = {
         "transformer-weights-path": {"status": "fails"},
         "minimax-h3": {"status": "ok"},
@@ -56,6 +62,16 @@ def test_family_picks_its_loader_else_the_worst() -> None:
     assert chosen_loader("minimax-h3", v) == "minimax-h3"
     assert chosen_loader("T5XXL", v) == "text-encoder"
     assert chosen_loader("no-such-family", v) == "transformer-weights-path"
+    # not the worst: the loader whose reading does not depend on the model
+    better = {
+        **v,
+        "transformer-weights-path": {"status": "ok"},
+        "comfyui-mode": {"status": "fails"},
+    }
+    assert chosen_loader(None, better) == "transformer-weights-path"
+    # a loader that does not take the family is passed over
+    na = {**v, "minimax-h3": {"status": "n/a"}}
+    assert chosen_loader("minimax-h3", na) == "transformer-weights-path"
     assert set(LOADER_BY_FAMILY.values()) <= set(LOADERS)
 
 

@@ -8,10 +8,12 @@ from typing import Any
 
 from quantcheck.diagnostics import Diagnostic
 from quantcheck.io.source import base_name
+from quantcheck.render.grouping import finding_labels
 from quantcheck.render.html.colors import STATUS_COLORS, format_color
 from quantcheck.render.html.model import LayerView, ReportData
 from quantcheck.render.html.svg import bar_svg, meter_svg
 from quantcheck.render.html.text import human_bytes, human_count, num, shape
+from quantcheck.render.text import loader_choice
 
 _RANK = {"error": 2, "warning": 1, "info": 0}
 
@@ -41,6 +43,7 @@ def header_html(data: ReportData, generated: str, version: str) -> str:
     for t in data.report.targets:
         st = data.report.target_status(t)
         detail = f"{st['errors']} blocking · {st['degraded']} degrading"
+        detail += "".join(f" · {said}" for said in loader_choice(data.report, t))
         if st.get("verified") is False:
             detail += f" · unverified: {st['unverified']}"
         cards.append(_card(t, st["status"], detail, STATUS_COLORS[st["status"]]))
@@ -120,7 +123,7 @@ def diagnostics_html(data: ReportData) -> str:
         sev = first.effective_severity.value
         title = getattr(first.rule, "title", "")
         # runtime names, or the releases a finding affects when the target names releases
-        targets = sorted({t for d in ds for t in d.target_labels(data.report.targets)})
+        targets = sorted({t for d in ds for t in finding_labels(d, data.report.targets)})
         items = "".join(_diag_item(d, index) for d in ds)
         opened = " open" if len(ds) <= 12 else ""
         parts.append(

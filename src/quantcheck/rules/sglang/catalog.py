@@ -530,8 +530,8 @@ RULES = [
         _COMFYUI + " A quantized weight of the logical [N, K] shape is cast (F8 weights "
         "dequantized with their weight_scale, I8 codes taken as values): the model computes "
         "unquantized, from codes without their scale where there is no F8 dequantization. "
-        "Loader: comfyui-mode (0.5.21+; the worst over its specs while the model family is "
-        "not known).",
+        "Loader: comfyui-mode (0.5.21+; the spec of the detected model family, every spec "
+        "while it is not detected).",
         "int8_tensorwise layers of a Flux checkpoint loaded with --comfyui-mode",
         "Load the file with a loader that reads the markers (MiniMax-H3, the Qwen-Image 2.1 "
         "spec, the text-encoder loader), or dequantize it for this loader.",

@@ -29,7 +29,15 @@ from quantcheck.rules.sglang.header_path import (
     sglang_paths,
     short,
 )
-from quantcheck.rules.sglang.loaders import MARKER_READERS, WHOLE_FILE, loader_findings, loaders_at
+from quantcheck.rules.sglang.loaders import (
+    MARKER_READERS,
+    WHOLE_FILE,
+    loader_family,
+    loader_findings,
+    loaders_at,
+    marker_readers,
+    shared,
+)
 from quantcheck.runtimes import get_runtime, registry
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
@@ -52,14 +60,44 @@ _RELEASES: dict[str, tuple[str, ...]] = registry.runtime_cache()
 
 
 def path_json(ck: Checkpoint, release: str | None) -> dict[str, Any]:
-    """`path` / `path_reason` / `path_config` of the sglang target at `release` (None: newest)
-    and how each of its loaders reads the file (`loaders`, `rules/sglang/loaders.py`; the
-    report counts their findings into verdicts), for the JSON summary (the `paths` hook of
-    the sglang runtime record)."""
+    """`path` / `path_reason` / `path_config` of the sglang target at `release` (None: newest),
+    how each of its loaders reads the file (`loaders`, `rules/sglang/loaders.py`; the report
+    counts their findings into verdicts) and the model family the deciding loader follows
+    (`loader_family`), for the JSON summary (the `paths` hook of the sglang runtime record)."""
     rel = release or _releases()[-1]
-    docs = header_docs(ck)
+    every: dict[str, dict[str, Any]] = shared(ck, "path_json", lambda: _path_jsons(ck))
+    hit = every.get(rel)
+    if hit is not None:
+        return {**hit}  # the caller's own dict (its values are shared: do not modify them)
+    docs, _ = _read(ck)
     path = sglang_path(ck, rel, docs)
-    return {**path.to_json(), "loaders": loaders_at(ck, rel, docs, path)}
+    return _entry(ck, rel, docs, path, loader_family(ck))
+
+
+def _path_jsons(ck: Checkpoint) -> dict[str, dict[str, Any]]:
+    """`path_json` for every modelled release: the release matrix asks for each."""
+    docs, paths = _read(ck)
+    family = loader_family(ck)
+    return {rel: _entry(ck, rel, docs, path, family) for rel, path in paths.items()}
+
+
+def _entry(
+    ck: Checkpoint, rel: str, docs: list[HeaderDoc], path: SglangPath, family: str | None
+) -> dict[str, Any]:
+    return {
+        **path.to_json(),
+        "loaders": loaders_at(ck, rel, docs, path),
+        "loader_family": family,
+    }
+
+
+def _read(ck: Checkpoint) -> tuple[list[HeaderDoc], dict[str, SglangPath]]:
+    """`ck`'s header documents and its path at every modelled release, worked out once per
+    checkpoint (its rules and each release's `path_json` ask: `loaders.shared`)."""
+    releases = _releases()
+    docs: list[HeaderDoc] = shared(ck, "docs", lambda: header_docs(ck))
+    paths = shared(ck, ("paths", releases), lambda: sglang_paths(ck, releases, docs))
+    return docs, paths
 
 
 class HeaderPathChecks:
@@ -67,9 +105,8 @@ class HeaderPathChecks:
 
     def __init__(self, ck: Checkpoint) -> None:
         self.ck = ck
-        self.docs = header_docs(ck)
+        self.docs, self.paths = _read(ck)
         self.releases = _releases()
-        self.paths = sglang_paths(ck, self.releases, self.docs)
         #: the header path takes the file on every release (the marker rules never run)
         self.everywhere = all(
             p.route is not None and p.route.kind in ("fp8", "rowwise", "error")
@@ -455,6 +492,7 @@ class HeaderPathChecks:
         if not self.everywhere:
             return diags + found
         out = []
+        readers = marker_readers(loader_family(self.ck)) or MARKER_READERS
         for d in diags:
             if d.code in HEADER_CODES or d.code.startswith(("QC1", "QC5")):
                 out.append(d)
@@ -478,7 +516,7 @@ class HeaderPathChecks:
                     fix=d.fix,
                     effects=d.effects,
                     severity=d.severity,
-                    data={**d.data, "loaders": list(MARKER_READERS)},
+                    data={**d.data, "loaders": list(readers)},
                 )
             )
         return out + found
