@@ -211,8 +211,16 @@ FPMM_NVFP4 = (
     "ComfyFullPrecisionNvfp4LinearMethod dequantizes the layer"
 )
 
-#: sglang's file-level codes that stop the loading of some formats' layers (`GpuRules.blocking`,
-#: rules/gpu/refusals.py): QC615, MXFP8 layers at weight load (0.5.19-0.5.21, 0.5.23: its
-#: effect per release says where). QC636/QC637 are each one loader path's and block nothing
-#: here (the loader verdicts say which loader fails).
-LOAD_BLOCKING: dict[str, frozenset[str]] = {"QC615": frozenset({"mxfp8"})}
+#: sglang's file-level codes that stop its load (`GpuRules.blocking`, rules/gpu/refusals.py;
+#: "*": every quantized layer, since an exception in the loader ends the whole load): QC615
+#: (MXFP8 layers' weight_loader_v2 TypeError, 0.5.19-0.5.21, 0.5.23), QC631/QC632 (the
+#: --transformer-weights-path loader's ValueError before any weight), QC634 (the inferred
+#: NVFP4 config's shape assertion), QC636 (--comfyui-mode's shape assertion), QC637 (a
+#: marker-reading spec's ValueError), QC638 (the marker readers' NotImplementedError). Each
+#: counts only where it fails on the release and belongs to the loader that decides the
+#: verdict (checking.py passes the GPU dimension only those: rules/sglang/loaders.py); a
+#: finding of another loader path refuses nothing here.
+_WHOLE_LOAD = frozenset({"*"})
+LOAD_BLOCKING: dict[str, frozenset[str]] = dict.fromkeys(
+    ("QC615", "QC631", "QC632", "QC634", "QC636", "QC637", "QC638"), _WHOLE_LOAD
+)

@@ -49,7 +49,8 @@ class GpuRules:
     #: the others as ignored
     flags: frozenset[str] = frozenset()
     #: file-level codes (no layer named) that stop the layers of some formats from loading:
-    #: {code: formats} (`rules/gpu/refusals.py`; the runtime's own data)
+    #: {code: formats}, the format "*" for every quantized layer (the whole load stops;
+    #: `rules/gpu/refusals.py`; the runtime's own data)
     blocking: dict[str, frozenset[str]] = {}  # noqa: RUF012 - read only
     #: it runs comfy-kitchen's kernels: the known bad combinations (QC800-QC803) concern it
     kitchen = False

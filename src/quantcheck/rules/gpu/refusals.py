@@ -5,15 +5,19 @@ gates say; a runtime's GPU rules may take a finding over when their own per-laye
 models it per device (`GpuRules.decides`: then it is listed in `taken`, and the entry says
 where it does not stop the layer).
 
-A failing finding that names no layer (a file-level one, often about one loader path of
-several, e.g. sglang's QC636/QC637) changes no GPU entry, unless the runtime declares its code
-load-blocking for some formats (`GpuRules.blocking`, the runtime's data): then every quantized
-layer of those formats is refused with it (sglang's QC615: MXFP8 layers stop its weight load).
-Standard library only."""
+A failing finding that names no layer (a file-level one) changes no GPU entry, unless the
+runtime declares its code load-blocking for some formats (`GpuRules.blocking`, the runtime's
+data): then every quantized layer of those formats is refused with it, and every quantized
+layer for the format "*" (the whole load stops: sglang's QC631 undeclared quantized tensors,
+QC615 MXFP8 weight load, ...). The caller passes only findings that decide the target's
+verdict (a loader path that does not read the file blocks nothing). Standard library only."""
 
 from __future__ import annotations
 
 from quantcheck.rules.levels import Effect
+
+#: the `GpuRules.blocking` format of a code that stops the whole load
+EVERY = "*"
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
@@ -63,12 +67,15 @@ def refusals(
             continue
         codes.setdefault(str(prefix), {}).setdefault(d.code, d.message)
     if blocking:
+        whole = blocking.get(EVERY, {})
         for prefix, group in layers.items():
             found = blocking.get(group[0])
-            if found:
+            if found or whole:
                 own = codes.setdefault(prefix, {})
-                for code, message in found.items():
+                for code, message in (found or {}).items():
                     own.setdefault(code, f"file-level, blocks every {group[0]} layer: {message}")
+                for code, message in whole.items():
+                    own.setdefault(code, f"file-level, stops the whole load: {message}")
     return {prefix: ("refused", _reason(key, found)) for prefix, found in codes.items()}
 
 
