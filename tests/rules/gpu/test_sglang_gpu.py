@@ -1,5 +1,8 @@
 """sglang's GPU decisions (issue 24), from the rows read in the 0.5.23 wheel: each requirement
-with a refused (or emulated) case and the native one where it is met."""
+with a refused (or emulated) case and the native one where it is met. The files are text
+encoders (`as_text_encoder`) where the format needs sglang's marker path: a DiT of no detected
+family is read by --transformer-weights-path, which refuses undeclared quantized tensors (QC631)
+and so stops the whole load on every device."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from quantcheck.runtimes.sglang_gpu import RULES
+from sglang_loaders import as_text_encoder
 
 from .._build import P, fp8, int8, mxfp8, nvfp4, w4a4, w4a8
 from .test_comfyui_gpu import entries, modes
@@ -38,7 +42,7 @@ def test_nvfp4_full_precision_marker_dequantizes(tmp_path: Path) -> None:
     ],
 )
 def test_fp8(tmp_path: Path, gpu: str, mode: str, says: str) -> None:
-    e = entries(tmp_path, fp8, gpu, target="sglang")[gpu]["execution"][P]
+    e = entries(tmp_path, as_text_encoder(fp8), gpu, target="sglang")[gpu]["execution"][P]
     assert e["mode"] == mode and says in e["reason"]
 
 
@@ -56,12 +60,13 @@ def test_fp8(tmp_path: Path, gpu: str, mode: str, says: str) -> None:
     ],
 )
 def test_kitchen_configs(tmp_path: Path, make, gpu: str, mode: str) -> None:  # type: ignore[no-untyped-def]
-    assert modes(tmp_path, make, gpu, target="sglang")[gpu] == mode
+    assert modes(tmp_path, as_text_encoder(make), gpu, target="sglang")[gpu] == mode
 
 
 def test_mxfp8_on_blackwell_where_the_release_loads_it(tmp_path: Path) -> None:
     # 0.5.22 loads MXFP8; 0.5.23 (the default `sglang`) stops at weight load (QC615)
-    assert modes(tmp_path, mxfp8, "b200", target="sglang@0.5.22") == {"b200": "native"}
+    got = modes(tmp_path, as_text_encoder(mxfp8), "b200", target="sglang@0.5.22")
+    assert got == {"b200": "native"}
 
 
 def test_every_row_says_how_it_was_established() -> None:
