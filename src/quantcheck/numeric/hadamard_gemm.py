@@ -1,0 +1,219 @@
+"""The ConvRot rotation as BLAS matrix products, taken only by the groups whose every sum is
+exact, so that the result has :func:`.hadamard.fwht`'s bits on every BLAS, CPU and thread
+count.
+
+Why the bits cannot differ
+--------------------------
+**Lemma.** Let ``t_1..t_n`` be nonzero F32 values, each an integer multiple of ``2^q`` with
+``q >= -126``, and ``Σ|t_k| <= min(2^(24+q), 2^127)``. Every signed partial sum
+``Σ_{k∈A} ±t_k`` (any subset A, any signs) is then an integer multiple of ``2^q`` of
+magnitude at most ``2^(24+q)``: it has a 24-bit significand, it is finite, and when nonzero it
+is at least ``2^q >= 2^-126`` (normal). So every operation of any evaluation of
+``Σ h_k·t_k`` with ``h_k = ±2^-i`` (each product ``t_k·h_k`` is exact for the same reason;
+additions, subtractions or fused multiply-adds rounded to nearest in F32 or any wider format,
+in any order or tree, with or without flush-to-zero) returns its exact value, and so does
+the whole evaluation. A zero result is +0 in every evaluation: all leaves are nonzero, and
+in round-to-nearest an exact zero is -0 only when both operands are -0 (``x + (-x) = +0``,
+``+0 + +0 = +0``, ``+0 - +0 = +0``), so by induction no intermediate is ever -0. The radix-4
+butterflies of :func:`.hadamard.fwht` are one such evaluation and a BLAS matrix product is
+another: both return the same F32 bits, hence the same value after the final rounding to
+BF16/F16.
+
+**The check** (:func:`exact_sets`), per set of ``n`` values ``x_k`` with at most ``p``
+significant bits (BF16 8, F16 11; F32 blocks only when every value is a BF16 value): with
+``E_k = floor(log2|x_k|)``, ``x_k`` is an integer multiple of ``2^(E_k-p+1)`` (a subnormal F16
+value, a multiple of ``2^-24``, too), so all are multiples of ``G = 2^(Emin-p+1)``. With
+``S = Σ 2^E_k`` and ``R = Σ 2^-E_k``: ``Σ|x_k| < 2S`` and ``2^Emin >= 1/R``, so
+
+- ``S·R <= 2^(24-p)`` gives ``Σ|x_k| <= 2^24·G``;
+- ``R <= 2^(127-p-j)`` makes ``G·2^-j >= 2^-126``, so the terms ``t_k = x_k·2^-j`` (``2^-j``
+  folded into the matrix, as the butterflies form them first) are normal multiples of
+  ``q = G·2^-j`` and ``Σ|t_k| <= 2^24·q``;
+- ``S <= 2^100`` keeps every sum far from overflow.
+
+That is the lemma's premise. ``2^E_k`` is ``bits & 0x7F800000`` of the F32 value and
+``2^-E_k`` is ``0x7F000000`` minus that: a zero (either sign) or subnormal value gives
+``2^-E = 2^127`` and fails the ``R`` bound, Inf/NaN give ``S = inf`` and fail, ``|x| >= 2^100``
+fails the ``S`` bound. ``S`` and ``R`` are summed by BLAS too, in some order: ``n - 1``
+rounded additions of nonnegative terms return at least ``1 - γ_{n-1}`` times the exact sum
+(γ as in :func:`.hadamard.gamma`), and the bounds are tested ``1 - 2^-12`` below the limits
+(more than ``(1-γ_63)^2`` and the rounding of the product), so a set that passes is exact.
+
+**Routes** (a group in its natural layout; ``H_g = H_a ⊗ H_16``, high index first, as
+:func:`.hadamard.hadamard` builds it):
+
+- g = 16: the group is the set; ``[P, 16] @ (H_16·2^-2)``.
+- g = 64: the whole group of 64 is the set (the lemma covers every subset sum, hence every
+  grouping): ``[4P, 16] @ (H_16·2^-3)`` on the low index, then ``H_4 @ [P, 4, 16]``. Taken
+  for BF16 values only: 11-bit F16 values leave too little room (about 2% of F16 groups of a
+  random weight pass).
+- g = 256: the butterflies. Any exact route needs the check on each 16-term stage pair, and
+  the second pair's sets carry the group's finest spacing: about 15% of the groups of a
+  random BF16 weight fail, and checks plus fallback made it slower (BENCHMARKS.md).
+
+The groups that fail, and the blocks no route takes, go through :func:`.hadamard.fwht`. The
+route is off when the BLAS fails a start-up test (:func:`blas_is_exact`) or when
+``QUANTCHECK_ROTATION=butterfly``: only the speed changes, never a bit. BLAS calls are kept to
+``M·N·K <= 2^18`` multiply-adds, which OpenBLAS runs on the calling thread (the codecs have
+their own pool; a multithreaded call from it was 40x slower here).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+
+import numpy as np
+
+from .lowp import BF16, F16, round_to
+
+GROUPS = (16, 64)  # group sizes with a GEMM route
+_GEMM_ELEMS = 1 << 18  # multiply-adds per BLAS call
+_MARGIN = 1.0 - 2.0**-12  # below every bound of the check
+_LOCAL = threading.local()
+_KEEP = 1 << 20  # largest per-thread scratch kept between calls (elements)
+_matmul = np.matmul  # every BLAS call of the route (tests put an inexact one here)
+
+
+def enabled() -> bool:
+    """Whether the GEMM route may run: ``QUANTCHECK_ROTATION`` is not ``butterfly`` and the
+    BLAS passed :func:`blas_is_exact`."""
+    if os.environ.get("QUANTCHECK_ROTATION", "").strip().lower() == "butterfly":
+        return False
+    return blas_is_exact()
+
+
+@functools.cache
+def _matrices(g: int) -> tuple[np.ndarray, np.ndarray]:
+    """(``H_16·2^-j`` for the low index, ``H_a`` with ±1 entries for the high one, a = g/16)
+    of a group of ``g``; both symmetric, so ``rows @ M`` applies them to rows."""
+    from .hadamard import hadamard
+
+    j = (g.bit_length() - 1) // 2
+    low = hadamard(16) * np.float32(4.0 * 2.0**-j)  # entries ±2^-j
+    a = g // 16
+    high = hadamard(a) * np.float32(a**0.5) if a > 1 else np.ones((1, 1), np.float32)
+    for m in (low, high):
+        m.setflags(write=False)
+    return low, high
+
+
+def _scratch(name: str, size: int, dtype: type) -> np.ndarray:
+    """A flat per-thread scratch array of ``size`` elements (kept while not too large)."""
+    kept: np.ndarray | None = getattr(_LOCAL, name, None)
+    if kept is not None and kept.size >= size:
+        return kept[:size]
+    arr: np.ndarray = np.empty(size, dtype)
+    if size <= _KEEP:
+        setattr(_LOCAL, name, arr)
+    return arr
+
+
+def _rows_matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+    """``out = a @ b`` for ``a`` [M, K] and ``b`` [K, N], in row chunks of at most
+    :data:`_GEMM_ELEMS` multiply-adds."""
+    step = max(1, _GEMM_ELEMS // (a.shape[1] * b.shape[1]))
+    for r in range(0, a.shape[0], step):
+        _matmul(a[r : r + step], b, out=out[r : r + step])
+
+
+def _precision(x: np.ndarray, bits: np.ndarray, g: int) -> int:
+    """Significant bits the check may assume for the block (0: no route): 8 for BF16 and for
+    F32 blocks of BF16 values, 11 for F16 at g = 16."""
+    if x.dtype == BF16:
+        return 8
+    if x.dtype == F16:
+        return 11 if g == 16 else 0
+    if np.bitwise_and(bits[:4096], 0xFFFF).any() or np.bitwise_and(bits, 0xFFFF).any():
+        return 0  # wider F32 values: their sums are rarely exact (the first look is cheap)
+    return 8
+
+
+def exact_sets(bits: np.ndarray, n: int, p: int, j: int) -> np.ndarray:
+    """The check of the module docstring for F32 patterns ``bits`` (flat; sets of ``n``
+    consecutive values of at most ``p`` significant bits, terms scaled by ``2^-j``): a bool
+    per set, True where every sum over the set is exact in any order."""
+    size = bits.size
+    sc = _scratch("pow2", 2 * size, np.uint32)
+    e, r = sc[:size], sc[size:]
+    np.bitwise_and(bits, 0x7F800000, out=e)  # 2^E (0 for zero/subnormal, inf for Inf/NaN)
+    np.subtract(np.uint32(0x7F000000), e, out=r)  # 2^-E (2^127 for zero/subnormal)
+    sums = np.empty((2 * size // n, 1), np.float32)
+    s, rr = sums[: size // n, 0], sums[size // n :, 0]
+    with np.errstate(over="ignore", invalid="ignore"):  # Inf/NaN/huge values: fail below
+        _rows_matmul(sc.view(np.float32).reshape(-1, n), np.ones((n, 1), np.float32), sums)
+        ok = s * rr <= np.float32(2.0 ** (24 - p) * _MARGIN)
+    ok &= s <= np.float32(2.0**100)
+    ok &= rr <= np.float32(2.0 ** (127 - p - j) * _MARGIN)
+    return ok
+
+
+def rotate_block(x: np.ndarray, g: int, kind: str, out: np.ndarray) -> np.ndarray | None:
+    """Per-group ``H_g·x`` of the rows ``x`` [m, k] (BF16, F16 or F32; ``g`` in
+    :data:`GROUPS`) into ``out`` (C-contiguous F32 [m, k], not overlapping ``x``), rounded to
+    ``kind``, right for every group that passes the check. Returns the indices (into
+    ``x.reshape(-1, g)``) of the other groups, for the butterflies, or None when no route
+    takes the block (``out`` untouched)."""
+    size = x.size
+    if x.dtype == BF16:
+        xf = _scratch("xf", size, np.uint32)
+        np.left_shift(x.view(np.uint16).reshape(-1), 16, out=xf, dtype=np.uint32)
+    elif x.dtype == F16:
+        xf = _scratch("xf", size, np.uint32)
+        np.copyto(xf.view(np.float32), x.reshape(-1), casting="unsafe")
+    else:
+        xf = np.ascontiguousarray(x, np.float32).reshape(-1).view(np.uint32)
+    p = _precision(x, xf, g)
+    if not p:
+        return None
+    ok = exact_sets(xf, g, p, (g.bit_length() - 1) // 2)
+    with np.errstate(over="ignore", invalid="ignore"):  # Inf/NaN groups fail the check
+        _products(xf.view(np.float32), g, out.reshape(-1))
+    if kind != "f32":
+        round_to(out, kind, out=out)
+    return np.flatnonzero(~ok)
+
+
+def _products(vals: np.ndarray, g: int, o: np.ndarray) -> None:
+    """``o`` = every group of the flat ``vals`` times ``H_g``, by the route of the module
+    docstring (exact, hence right, for the groups that pass the check)."""
+    low, high = _matrices(g)
+    if g == 16:
+        _rows_matmul(vals.reshape(-1, 16), low, o.reshape(-1, 16))
+        return
+    u = _scratch("u", vals.size, np.float32)
+    _rows_matmul(vals.reshape(-1, 16), low, u.reshape(-1, 16))
+    a = high.shape[0]
+    u3, o3 = u.reshape(-1, a, 16), o.reshape(-1, a, 16)
+    step = max(1, _GEMM_ELEMS // (a * a * 16))
+    for r in range(0, u3.shape[0], step):  # one small product per group
+        _matmul(high, u3[r : r + step], out=o3[r : r + step])
+
+
+@functools.cache
+def blas_is_exact() -> bool:
+    """Start-up test of the BLAS numpy uses: on groups whose exact sums need 23 of F32's 24
+    bits (7-bit mantissas at 2^-1..2^0 beside one value as small as the check allows) and on
+    random BF16 weights, the GEMM route must give the butterflies' bits. A BLAS that sums in
+    less than F32 precision, or not rounding to nearest, fails: the butterflies run instead."""
+    from .hadamard import fwht
+
+    rng = np.random.default_rng(2028)
+    for g, small in ((16, 12), (64, 10)):  # the smallest exponent with S·R still below 2^16
+        rows = 128
+        exp = rng.integers(-1, 1, (rows, g))
+        exp[:, 0] = -small
+        mant = rng.integers(128, 256, (rows, g)) / 128.0
+        edge = np.ldexp(mant * rng.choice([-1.0, 1.0], (rows, g)), exp)
+        weights = rng.standard_normal((rows, g)) * 0.02
+        x = np.concatenate([edge, weights]).astype(np.float32).astype(BF16)
+        out = np.empty(x.shape, np.float32)
+        left = rotate_block(x, g, "f32", out)
+        if left is None or np.count_nonzero(left < rows) > rows // 8:
+            return False
+        keep = np.ones(x.shape[0], bool)
+        keep[left] = False
+        if not np.array_equal(out[keep].view(np.uint32), fwht(x[keep], g).view(np.uint32)):
+            return False
+    return True
