@@ -9,7 +9,8 @@ one process (load noise hits all of them), torch.set_num_threads(--threads) and
 QUANTCHECK_THREADS set to the same count. Dequantize writes F32 on every side.
 
     .venv/bin/python benchmarks/bench_rotation.py [--shape 3072x3072] [--threads 2]
-        [--repeat 3] [--rotate-only] [--cases issue|all] [--markdown] [--reference FILE]
+        [--repeat 3] [--rotate-only] [--cases issue|all] [--clock wall|cpu] [--markdown]
+        [--reference FILE]
 
 ``--cases issue`` runs the rows of the issue's table (ConvRot 256, convrot_w4a4 256,
 asymmetric W4A8, int8 and nvfp4 without rotation); ``all`` (default) every rotated format at
@@ -66,18 +67,24 @@ def _on(route: str, fn):
     return run
 
 
+CLOCK = {"wall": time.perf_counter, "cpu": time.process_time}
+_clock = time.perf_counter
+
+
 def _best(fns: list, repeat: int) -> list[float]:
     """Best-of-``repeat`` seconds of each callable, interleaved (after one warm-up call each
-    when ``repeat`` > 1)."""
+    when ``repeat`` > 1), by the ``--clock``: wall time, or the CPU time of the whole process
+    (every thread; on a loaded machine the steadier figure, equal to wall time x threads
+    when the threads are busy all along)."""
     for fn in fns if repeat > 1 else ():
         fn()
     best = [float("inf")] * len(fns)
     for _ in range(repeat):
         for i, fn in enumerate(fns):
             time.sleep(0.25)  # let the other side's spinning OpenMP/OpenBLAS threads go idle
-            t = time.perf_counter()
+            t = _clock()
             fn()
-            best[i] = min(best[i], time.perf_counter() - t)
+            best[i] = min(best[i], _clock() - t)
     return best
 
 
@@ -163,10 +170,12 @@ def run_reference(path: str, n: int, k: int, repeat: int) -> None:
         )
 
 
-def _markdown(rows: list[dict], n: int, k: int, threads: int, repeat: int) -> None:
+def _markdown(rows: list[dict], n: int, k: int, threads: int, repeat: int, clock: str) -> None:
     load = os.getloadavg()[0]
     print(f"\n{cpu_name()}, {n}x{k} BF16, {threads} thread(s), best of {repeat}, load {load:.1f}")
-    print("MB/s of BF16 input; bfly = butterflies only, auto = default (BLAS where exact)\n")
+    per = "second" if clock == "wall" else "CPU second (all threads)"
+    print(f"MB of BF16 input per {per}; bfly = butterflies only, auto = default (BLAS where")
+    print("exact)\n")
     print("| case | q bfly | q auto | q ck | q auto/ck | dq bfly | dq auto | dq ck | dq auto/ck |")
     print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
@@ -192,7 +201,10 @@ def main() -> None:
     ap.add_argument("--cases", choices=("all", "issue"), default="all")
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--reference", help="another hadamard.py to time rotate() against")
+    ap.add_argument("--clock", choices=tuple(CLOCK), default="wall")
     a = ap.parse_args()
+    global _clock
+    _clock = CLOCK[a.clock]
     os.environ["QUANTCHECK_THREADS"] = str(a.threads)
     import torch
 
@@ -205,7 +217,7 @@ def main() -> None:
     if not a.rotate_only:
         rows += run_codecs(n, k, a.repeat, ISSUE if a.cases == "issue" else ROTATED + PLAIN)
     if a.markdown:
-        _markdown(rows, n, k, a.threads, a.repeat)
+        _markdown(rows, n, k, a.threads, a.repeat, a.clock)
 
 
 if __name__ == "__main__":

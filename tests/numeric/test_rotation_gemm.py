@@ -139,7 +139,8 @@ CASES = [
 
 @pytest.mark.parametrize("g", [16, 64, 256])
 @pytest.mark.parametrize("dtype,kind", CASES)
-def test_route_gives_the_reference_bits(g, dtype, kind):
+def test_route_gives_the_reference_bits(monkeypatch, g, dtype, kind):
+    monkeypatch.setattr(hadamard_gemm, "_WORTH", 0.0)  # take hostile blocks too
     if dtype == "f32-bf16-values":  # F32 holding BF16 values: the route takes them
         x = hostile_groups(600, g, BF, g).astype(np.float32)
     else:
@@ -158,6 +159,17 @@ def test_route_gives_the_reference_bits(g, dtype, kind):
     passed[left] = False
     assert passed.mean() > 0.2  # the route's own results are what is compared here
     assert same_bits(out.reshape(-1, g)[passed], want.reshape(-1, g)[passed])
+
+
+def test_blocks_with_few_passing_groups_take_the_butterflies():
+    """Zeros in most groups: the block goes to fwht whole (faster), with the same bits."""
+    x = (np.random.default_rng(5).standard_normal((64, 1024)) * 0.02).astype(BF)
+    x[:, ::16] = np.float32(0)  # one zero in every group of 16
+    out = np.empty(x.shape, np.float32)
+    assert hadamard_gemm.rotate_block(x, 16, "bf16", out) is None
+    assert same_bits(hadamard.rotate(x, 16, "bf16"), reference(x, 16, "bf16"))
+    x[:, ::16] = np.float32(0.01)
+    assert hadamard_gemm.rotate_block(x, 16, "bf16", out).size < 64 * 1024 // 16 // 20
 
 
 @pytest.mark.parametrize("threads", ["1", "2", "3"])

@@ -51,8 +51,9 @@ rounded additions of nonnegative terms return at least ``1 - γ_{n-1}`` times th
   the second pair's sets carry the group's finest spacing: about 15% of the groups of a
   random BF16 weight fail, and checks plus fallback made it slower (BENCHMARKS.md).
 
-The groups that fail, and the blocks no route takes, go through :func:`.hadamard.fwht`. The
-route is off when the BLAS fails a start-up test (:func:`blas_is_exact`) or when
+The groups that fail go through :func:`.hadamard.fwht`, and so do whole blocks whose first
+2^14 values have fewer than 3/4 of their groups passing (weights full of zeros, say: the
+check and the fallback would then cost more than they save). The route is off when the BLAS fails a start-up test (:func:`blas_is_exact`) or when
 ``QUANTCHECK_ROTATION=butterfly``: only the speed changes, never a bit. BLAS calls are kept to
 ``M·N·K <= 2^18`` multiply-adds, which OpenBLAS runs on the calling thread (the codecs have
 their own pool; a multithreaded call from it was 40x slower here).
@@ -74,6 +75,8 @@ _MARGIN = 1.0 - 2.0**-12  # below every bound of the check
 _LOCAL = threading.local()
 _KEEP = 1 << 20  # largest per-thread scratch kept between calls (elements)
 _matmul = np.matmul  # every BLAS call of the route (tests put an inexact one here)
+_SAMPLE = 1 << 14  # values at the head of a block whose groups are checked first
+_WORTH = 0.75  # below this passing share the route costs more than it saves
 
 
 def enabled() -> bool:
@@ -167,7 +170,11 @@ def rotate_block(x: np.ndarray, g: int, kind: str, out: np.ndarray) -> np.ndarra
     p = _precision(x, xf, g)
     if not p:
         return None
-    ok = exact_sets(xf, g, p, (g.bit_length() - 1) // 2)
+    j = (g.bit_length() - 1) // 2
+    head = min(size, _SAMPLE)
+    if size > 2 * _SAMPLE and exact_sets(xf[:head], g, p, j).mean() < _WORTH:
+        return None  # most groups would fail (zeros, wide spreads): the butterflies are faster
+    ok = exact_sets(xf, g, p, j)
     with np.errstate(over="ignore", invalid="ignore"):  # Inf/NaN groups fail the check
         _products(xf.view(np.float32), g, out.reshape(-1))
     if kind != "f32":
