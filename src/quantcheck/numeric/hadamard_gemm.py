@@ -53,10 +53,11 @@ rounded additions of nonnegative terms return at least ``1 - γ_{n-1}`` times th
 
 The groups that fail go through :func:`.hadamard.fwht`, and so do whole blocks whose first
 2^14 values have fewer than 3/4 of their groups passing (weights full of zeros, say: the
-check and the fallback would then cost more than they save). The route is off when the BLAS fails a start-up test (:func:`blas_is_exact`) or when
-``QUANTCHECK_ROTATION=butterfly``: only the speed changes, never a bit. BLAS calls are kept to
-``M·N·K <= 2^18`` multiply-adds, which OpenBLAS runs on the calling thread (the codecs have
-their own pool; a multithreaded call from it was 40x slower here).
+check and the fallback would then cost more than they save). The route is off when the BLAS
+fails a start-up test (:func:`blas_is_exact`) or when ``QUANTCHECK_ROTATION=butterfly``:
+only the speed changes, never a bit. BLAS calls are kept to ``M·N·K <= 2^18``
+multiply-adds, which OpenBLAS runs on the calling thread (the codecs have their own pool; a
+multithreaded call from it was 40x slower here).
 """
 
 from __future__ import annotations
