@@ -26,7 +26,7 @@ FORMATS = [
     ("mxfp8", []),
     ("asym_w4a8_int8", []),
     ("convrot_w4a4", []),
-    ("int8_tensorwise", ["--convrot-groupsize", "16"]),  # rotated through BLAS (hadamard_gemm)
+    ("int8_tensorwise", ["--convrot-groupsize", "16"]),
     ("convrot_w4a4", ["--convrot-groupsize", "64"]),
 ]
 

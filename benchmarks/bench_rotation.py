@@ -1,8 +1,8 @@
-"""Rotation benchmark (not a test): the rotated formats of issue 28 by both of our routes
-(the radix-4 butterflies alone, ``QUANTCHECK_ROTATION=butterfly``, and the default, where
-groups of 16 and 64 whose sums are provably exact go through BLAS) against comfy-kitchen's
-CPU eager backend, plus the rotation alone against torch's BF16 matmul ``x @ H^T`` (what
-comfy-kitchen does).
+"""Rotation benchmark (not a test): the rotated formats of issue 28 by two routes — the
+radix-4 butterflies quantcheck uses (``bfly``) and the measured alternative of
+``rotation_gemm.py`` (``gemm``: groups of 16 and 64 whose sums are provably exact go through
+BLAS, same bits) — against comfy-kitchen's CPU eager backend, plus the rotation alone against
+torch's BF16 matmul ``x @ H^T`` (what comfy-kitchen does).
 
 MB/s of BF16 input (N*K*2 bytes), best of ``--repeat`` runs, the three sides interleaved in
 one process (load noise hits all of them), torch.set_num_threads(--threads) and
@@ -56,13 +56,17 @@ ISSUE = [
     ("int8_tensorwise", {}),
     ("nvfp4", {}),
 ]
-ROUTES = ("butterfly", "auto")  # QUANTCHECK_ROTATION values: ours without and with BLAS
+ROUTES = ("bfly", "gemm")  # quantcheck's butterflies; rotation_gemm.py's exact BLAS route
 
 
 def _on(route: str, fn):
+    import rotation_gemm
+
     def run():
-        os.environ["QUANTCHECK_ROTATION"] = route
-        return fn()
+        if route == "bfly":
+            return fn()
+        with rotation_gemm.patched():
+            return fn()
 
     return run
 
@@ -89,7 +93,10 @@ def _best(fns: list, repeat: int) -> list[float]:
 
 
 def run_rotate(n: int, k: int, repeat: int) -> list[dict]:
-    """``hadamard.rotate`` (BF16 in, BF16-rounded out) by both routes vs torch ``x @ H^T``."""
+    """``rotate`` (BF16 in, BF16-rounded out) by both routes vs torch ``x @ H^T``; the two
+    routes' results are compared bit for bit first."""
+    import numpy as np
+    import rotation_gemm
     import torch
 
     from quantcheck.numeric import hadamard
@@ -101,13 +108,17 @@ def run_rotate(n: int, k: int, repeat: int) -> list[dict]:
     for g in (16, 64, 256):
         h = torch.from_numpy(hadamard.hadamard(g)).to(torch.bfloat16)
 
-        def ours(g=g):
+        def bfly(g=g):
             return hadamard.rotate(w, g, "bf16")
+
+        def gemm(g=g):
+            return rotation_gemm.rotate(w, g, "bf16")
 
         def theirs(g=g, h=h):
             return (tw.reshape(-1, g) @ h.T).reshape(n, k)
 
-        t = _best([_on(r, ours) for r in ROUTES] + [theirs], repeat)
+        assert np.array_equal(bfly().view(np.uint32), gemm().view(np.uint32))
+        t = _best([bfly, gemm, theirs], repeat)
         row = {"case": f"rotate g={g}", "ck": mb / t[2]}
         row.update({r: mb / s for r, s in zip(ROUTES, t[:2], strict=True)})
         rows.append(row)
@@ -174,21 +185,21 @@ def _markdown(rows: list[dict], n: int, k: int, threads: int, repeat: int, clock
     load = os.getloadavg()[0]
     print(f"\n{cpu_name()}, {n}x{k} BF16, {threads} thread(s), best of {repeat}, load {load:.1f}")
     per = "second" if clock == "wall" else "CPU second (all threads)"
-    print(f"MB of BF16 input per {per}; bfly = butterflies only, auto = default (BLAS where")
-    print("exact)\n")
+    print(f"MB of BF16 input per {per}; bfly = the butterflies (quantcheck), gemm =")
+    print("rotation_gemm.py (BLAS for the groups whose sums are exact; same bits)\n")
     print("| case | q bfly | q auto | q ck | q auto/ck | dq bfly | dq auto | dq ck | dq auto/ck |")
     print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         if "q_ck" not in r:
             print(
-                f"| {r['case']} (vs torch bf16 matmul) | {r['butterfly']:.0f} | {r['auto']:.0f} "
-                f"| {r['ck']:.0f} | {r['auto'] / r['ck']:.2f}x | | | | |"
+                f"| {r['case']} (vs torch bf16 matmul) | {r['bfly']:.0f} | {r['gemm']:.0f} "
+                f"| {r['ck']:.0f} | {r['bfly'] / r['ck']:.2f}x | | | | |"
             )
             continue
         cells = []
         for op in ("q", "dq"):
-            b, a, c = r[f"{op}_butterfly"], r[f"{op}_auto"], r[f"{op}_ck"]
-            cells += [f"{b:.0f}", f"{a:.0f}", f"{c:.0f}", f"{a / c:.2f}x"]
+            b, a, c = r[f"{op}_bfly"], r[f"{op}_gemm"], r[f"{op}_ck"]
+            cells += [f"{b:.0f}", f"{a:.0f}", f"{c:.0f}", f"{b / c:.2f}x"]
         print(f"| {r['case']} | " + " | ".join(cells) + " |")
 
 

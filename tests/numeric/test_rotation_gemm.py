@@ -1,22 +1,28 @@
-"""The BLAS route of the rotation (:mod:`.hadamard_gemm`) gives the butterflies' bits.
+"""benchmarks/rotation_gemm.py, the BLAS route measured against the butterflies (issue 28),
+gives the butterflies' bits: this is what makes its timings comparable.
 
 Three layers: the check is sound (a set it passes really has every partial sum exact, shown
-with exact float64/integer arithmetic on random exponent spreads straddling its limit); the
-route equals the spelled-out fixed order (``reference`` of test_rotation_reference) on
-groups straddling the check, with Inf/NaN/±0/subnormals, every group size, three input
-dtypes and 1-3 threads, with the passing groups compared before any fallback; and the codecs'
-codes and scales are the same with the route on or off. A BLAS that sums inexactly is
-refused by the start-up test, and the check is shown to matter: on a set it rejects, another
-summation order gives other bits."""
+with exact float64/integer arithmetic on random exponent spreads straddling its limit, and
+every set whose sums depend on the order is rejected); the route equals the spelled-out
+fixed order (``reference`` of test_rotation_reference) on groups straddling the check, with
+Inf/NaN/±0/subnormals, every group size, three input dtypes and 1-3 threads, with the passing
+groups compared before any fallback; and the codecs write the same bytes through it. A BLAS
+that sums inexactly is refused by its start-up test."""
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
 
 import ml_dtypes
 import numpy as np
 import pytest
 from test_rotation_reference import reference, same_bits
 
-from quantcheck.numeric import dequantize, hadamard, hadamard_gemm, parallel, quantize
+from quantcheck.numeric import dequantize, hadamard, parallel, quantize
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+import rotation_gemm  # a benchmark module, not part of the package
 
 BF = ml_dtypes.bfloat16
 DTYPES = [(BF, 8), (np.float16, 11)]
@@ -55,7 +61,7 @@ def test_check_passes_only_sets_whose_sums_are_exact(n, dtype, p):
     for seed in range(6):
         x = spread_groups(4000, n, dtype, seed, 16)
         bits = x.astype(np.float32).reshape(-1).view(np.uint32).copy()
-        ok = hadamard_gemm.exact_sets(bits, n, p, j)
+        ok = rotation_gemm.exact_sets(bits, n, p, j)
         holds = premise_holds(x.astype(np.float32), j)
         assert not (ok & ~holds).any()  # sound: every passing set is exact
         if p == 8 or n == 16:  # not vacuous; and it gives up few exact sets
@@ -77,12 +83,12 @@ def test_check_limit_straddled_exactly():
         rows.append(np.concatenate([limit_set(12)[:15], [np.float32(odd)]]))
     x = np.array(rows, np.float32).astype(BF)
     bits = x.astype(np.float32).reshape(-1).view(np.uint32).copy()
-    ok = hadamard_gemm.exact_sets(bits, 16, 8, 2)
+    ok = rotation_gemm.exact_sets(bits, 16, 8, 2)
     assert ok.tolist() == [True] + [False] * 6
     top = np.abs(x[:2].astype(np.float64)).sum(axis=1) / 4  # output 0, exactly
     assert top[0] / 2.0**-21 > 2**23 and top[1] / 2.0**-22 > 2**24
     out = np.empty((1, 16), np.float32)
-    assert hadamard_gemm.rotate_block(x[:1], 16, "f32", out).size == 0
+    assert rotation_gemm.rotate_block(x[:1], 16, "f32", out).size == 0
     assert same_bits(out, reference(x[:1], 16, "f32"))
     assert out[0, 0] == np.float32(top[0])  # exact, all 24 bits
 
@@ -108,7 +114,7 @@ def test_every_order_dependent_set_is_rejected(n):
 
     dependent = differ(fwd, fly) | differ(rev, fly) | differ(fwd, rev)
     assert dependent.sum() > 50
-    ok = hadamard_gemm.exact_sets(x.reshape(-1).view(np.uint32).copy(), n, 8, j)
+    ok = rotation_gemm.exact_sets(x.reshape(-1).view(np.uint32).copy(), n, 8, j)
     assert not (ok & dependent).any()
     assert ok.sum() > 500
 
@@ -140,18 +146,18 @@ CASES = [
 @pytest.mark.parametrize("g", [16, 64, 256])
 @pytest.mark.parametrize("dtype,kind", CASES)
 def test_route_gives_the_reference_bits(monkeypatch, g, dtype, kind):
-    monkeypatch.setattr(hadamard_gemm, "_WORTH", 0.0)  # take hostile blocks too
+    monkeypatch.setattr(rotation_gemm, "_WORTH", 0.0)  # take hostile blocks too
     if dtype == "f32-bf16-values":  # F32 holding BF16 values: the route takes them
         x = hostile_groups(600, g, BF, g).astype(np.float32)
     else:
         x = hostile_groups(600, g, dtype, g)
     x = x.reshape(-1, 2 * g)
     want = reference(x, g, kind)
-    assert same_bits(hadamard.rotate(x, g, kind), want)
-    if g not in hadamard_gemm.GROUPS:
+    assert same_bits(rotation_gemm.rotate(x, g, kind), want)
+    if g not in rotation_gemm.GROUPS:
         return
     out = np.full(x.shape, np.nan, np.float32)
-    left = hadamard_gemm.rotate_block(x, g, kind, out)
+    left = rotation_gemm.rotate_block(x, g, kind, out)
     if left is None:  # no route for wider F32 values, nor for F16 at g = 64
         assert dtype is np.float32 or (dtype is np.float16 and g == 64)
         return
@@ -166,10 +172,10 @@ def test_blocks_with_few_passing_groups_take_the_butterflies():
     x = (np.random.default_rng(5).standard_normal((64, 1024)) * 0.02).astype(BF)
     x[:, ::16] = np.float32(0)  # one zero in every group of 16
     out = np.empty(x.shape, np.float32)
-    assert hadamard_gemm.rotate_block(x, 16, "bf16", out) is None
-    assert same_bits(hadamard.rotate(x, 16, "bf16"), reference(x, 16, "bf16"))
+    assert rotation_gemm.rotate_block(x, 16, "bf16", out) is None
+    assert same_bits(rotation_gemm.rotate(x, 16, "bf16"), reference(x, 16, "bf16"))
     x[:, ::16] = np.float32(0.01)
-    assert hadamard_gemm.rotate_block(x, 16, "bf16", out).size < 64 * 1024 // 16 // 20
+    assert rotation_gemm.rotate_block(x, 16, "bf16", out).size < 64 * 1024 // 16 // 20
 
 
 @pytest.mark.parametrize("threads", ["1", "2", "3"])
@@ -182,7 +188,7 @@ def test_route_in_the_thread_pool(monkeypatch, threads):
 
     def work(rows: slice) -> None:
         for g, out in outs.items():
-            hadamard.rotate(x[rows], g, "bf16", out=out[rows])
+            rotation_gemm.rotate(x[rows], g, "bf16", out=out[rows])
 
     parallel.for_each(work, x.shape[0], 7)
     for g, out in outs.items():
@@ -196,7 +202,7 @@ def test_passing_sums_are_the_same_in_every_order(g):
     x = (np.random.default_rng(g).standard_normal((400, g)) * 0.02).astype(BF)
     bits = x.astype(np.float32).reshape(-1).view(np.uint32).copy()
     j = (g.bit_length() - 1) // 2
-    ok = hadamard_gemm.exact_sets(bits, g, 8, j)
+    ok = rotation_gemm.exact_sets(bits, g, 8, j)
     assert ok.mean() > 0.9
     xs = x.astype(np.float32)[ok]
     want = reference(xs, g, "f32")
@@ -223,23 +229,16 @@ def test_an_inexact_blas_is_refused(monkeypatch):
             return out
         return acc
 
-    monkeypatch.setattr(hadamard_gemm, "_matmul", bf16_matmul)
-    hadamard_gemm.blas_is_exact.cache_clear()
+    monkeypatch.setattr(rotation_gemm, "_matmul", bf16_matmul)
+    rotation_gemm.blas_is_exact.cache_clear()
     try:
-        assert not hadamard_gemm.blas_is_exact()
-        assert not hadamard_gemm.enabled()
+        assert not rotation_gemm.blas_is_exact()
         x = (np.random.default_rng(3).standard_normal((40, 256)) * 0.02).astype(BF)
-        assert same_bits(hadamard.rotate(x, 16, "bf16"), reference(x, 16, "bf16"))
+        assert same_bits(rotation_gemm.rotate(x, 16, "bf16"), reference(x, 16, "bf16"))
     finally:
         monkeypatch.undo()
-        hadamard_gemm.blas_is_exact.cache_clear()
-    assert hadamard_gemm.blas_is_exact()
-
-
-def test_route_switch(monkeypatch):
-    assert hadamard_gemm.enabled()
-    monkeypatch.setenv("QUANTCHECK_ROTATION", "butterfly")
-    assert not hadamard_gemm.enabled()
+        rotation_gemm.blas_is_exact.cache_clear()
+    assert rotation_gemm.blas_is_exact()
 
 
 ROTATED = [
@@ -254,17 +253,21 @@ ROTATED = [
 @pytest.mark.parametrize("fmt,opts,gkey", ROTATED)
 @pytest.mark.parametrize("g", [16, 64])
 @pytest.mark.parametrize("dtype", [BF, np.float16, np.float32])
-def test_codecs_write_the_same_bytes_by_either_route(monkeypatch, fmt, opts, gkey, g, dtype):
+def test_codecs_write_the_same_bytes_by_either_route(fmt, opts, gkey, g, dtype):
     x = (np.random.default_rng(g).standard_normal((48, 256)) * 0.02).astype(np.float32)
     x[3, :g] = 0.0
     x[4, 5] = 2.0**-40  # a tiny value: its group fails the check
     if dtype is np.float32:
         x[::2] = x[::2].astype(BF).astype(np.float32)
     x = x.astype(dtype)
-    layers = {}
-    for route in ("auto", "butterfly"):
-        monkeypatch.setenv("QUANTCHECK_ROTATION", route)
+
+    def run() -> tuple[dict, bytes]:
         q = quantize(x, fmt, **opts, **{gkey: g})
         back = dequantize(fmt, q.arrays(), q.marker, x.shape)
-        layers[route] = ({k: v.tobytes() for k, v in q.arrays().items()}, back.tobytes())
-    assert layers["auto"] == layers["butterfly"]
+        return {k: v.tobytes() for k, v in q.arrays().items()}, back.tobytes()
+
+    with rotation_gemm.patched():
+        assert rotation_gemm.w4a4.rotate is rotation_gemm.rotate
+        gemm = run()
+    assert rotation_gemm.w4a4.rotate is hadamard.rotate
+    assert gemm == run()

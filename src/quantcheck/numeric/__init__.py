@@ -8,14 +8,9 @@ Numeric contract (README "Numeric contract"; tested in tests/numeric):
 1. Our output is the same on every CPU and at every thread count. Every sum and rotation runs
    in an order this package fixes (:func:`.hadamard.fwht`; pairwise halving sums in
    :func:`.lowp.last_axis_reduce`); the codecs use only IEEE + - * / sqrt, comparisons,
-   max/min/abs, rint, frexp/ldexp and bit operations -- no numpy transcendental ufunc, no
-   numpy float sum, and BLAS only where its result is exact: ConvRot groups of 16 and 64
-   whose every partial sum is representable are rotated by matrix products, which then give
-   the fixed order's bits in any summation order (:mod:`.hadamard_gemm` proves it; a BLAS
-   that fails a start-up test, or ``QUANTCHECK_ROTATION=butterfly``, leaves every group to
-   the butterflies, with the same result). Row chunks never share a reduction. SHA-256
-   digests of quantize and dequantize output are committed
-   (tests/numeric/golden_digests.json).
+   max/min/abs, rint, frexp/ldexp and bit operations -- no BLAS, no numpy transcendental
+   ufunc, no numpy float sum. Row chunks never share a reduction. SHA-256 digests of quantize
+   and dequantize output are committed (tests/numeric/golden_digests.json).
 2. Against comfy-kitchen 0.2.40's CPU eager backend: bit-exact where the computation is
    elementwise (fp8, int8 scalar/row-wise, nvfp4, mxfp8 quantize; their dequantize and awq;
    the W4A8 int8 grid). Where comfy-kitchen sums (the Hadamard rotation of int8 ConvRot,
@@ -39,8 +34,7 @@ All-zero tensors are accepted where comfy-kitchen writes finite values: int8 (sc
 mxfp8 (exponent 0), convrot_w4a4 and W4A8. The input array is never modified.
 
 Speed: work runs in row chunks on a small thread pool (``QUANTCHECK_THREADS``, default the
-CPU count); rotations are O(g log g) butterflies per group of g, or BLAS products for the
-groups of 16 and 64 whose sums are exact.
+CPU count); rotations are O(g log g) butterflies per group of g.
 ``NumericError`` is importable without numpy; the rest loads numpy on first use.
 """
 

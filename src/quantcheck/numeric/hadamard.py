@@ -12,11 +12,8 @@ by 2^-j (so H_g is symmetric and H_g·H_g = I). :func:`rotate`:
 3. for ``kind`` "bf16"/"f16" rounds the F32 result once to that dtype.
 
 The order is the code's, so the result is the same on every CPU and at every thread count.
-Groups of 16 and 64 whose sums are all provably exact (every partial sum representable, so
-every order gives the same bits) are computed as BLAS matrix products instead
-(:mod:`.hadamard_gemm`, the proof is there); the rest, and every group of 256, go through
-:func:`fwht`. Against any other summation order of the same terms (torch/comfy-kitchen's
-matmul), each output differs by at most ``2·γ_g·Σ_k|x_k|·2^-j`` before the final rounding, with
+Against any other summation order of the same terms (torch/comfy-kitchen's matmul), each
+output differs by at most ``2·γ_g·Σ_k|x_k|·2^-j`` before the final rounding, with
 ``γ_n = n·u/(1 - n·u)``, u = 2^-24 (:func:`error_bound`).
 """
 
@@ -159,8 +156,8 @@ def rotate(
     rounded once to that dtype (values returned as F32). Rows are processed in blocks of about
     ``block`` elements (:func:`block_rows`; the default, 2^18, measured fastest on Zen 4:
     smaller blocks pay numpy's per-call cost more often); the result does not depend on the
-    block size, nor on the route (:mod:`.hadamard_gemm` or :func:`fwht`). ``out``: a
-    C-contiguous F32 [N, K] array for the result (may be ``x`` itself when ``x`` is F32)."""
+    block size. ``out``: a C-contiguous F32 [N, K] array for the result (may be ``x``
+    itself when ``x`` is F32)."""
     n, k = x.shape
     check_group(g)
     if k % g:
@@ -168,21 +165,8 @@ def rotate(
     rows = block_rows(k, block)
     if out is None:
         out = np.empty((n, k), np.float32)
-    from . import hadamard_gemm
-
-    gemm = (
-        g in hadamard_gemm.GROUPS
-        and out.flags.c_contiguous
-        and not np.may_share_memory(x, out)
-        and hadamard_gemm.enabled()
-    )
     for r in range(0, n, rows):
-        xb, ob = x[r : r + rows], out[r : r + rows]
-        left = hadamard_gemm.rotate_block(xb, g, kind, ob) if gemm else None
-        if left is None:
-            fwht(xb, g, out=ob, kind=kind)
-        elif left.size:  # the groups whose sums are not provably exact: the butterflies
-            ob.reshape(-1, g)[left] = fwht(xb.reshape(-1, g)[left], g, kind=kind)
+        fwht(x[r : r + rows], g, out=out[r : r + rows], kind=kind)
     return out
 
 

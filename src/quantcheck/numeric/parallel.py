@@ -3,9 +3,7 @@ independent row chunks uses more than one core.
 
 ``QUANTCHECK_THREADS`` sets the thread count (default: the CPU count). Every chunk computes
 its rows with the same operations in the same order whichever thread runs it, and chunks
-never share a reduction, so results do not depend on the thread count. BLAS is called only
-for sums that are exact (:mod:`.hadamard_gemm`), in calls small enough that OpenBLAS keeps
-them on the calling thread.
+never share a reduction, so results do not depend on the thread count. No codec calls BLAS.
 """
 
 from __future__ import annotations

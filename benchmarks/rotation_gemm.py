@@ -1,6 +1,10 @@
-"""The ConvRot rotation as BLAS matrix products, taken only by the groups whose every sum is
-exact, so that the result has :func:`.hadamard.fwht`'s bits on every BLAS, CPU and thread
-count.
+"""A measured alternative to quantcheck's rotation (issue 28), kept here and not in the
+library: the ConvRot rotation as BLAS matrix products, taken only by the groups whose every
+sum is exact, so that the result has :func:`quantcheck.numeric.hadamard.fwht`'s bits on every
+BLAS, CPU and thread count. ``bench_rotation.py`` times it against the butterflies
+(:func:`patched` puts :func:`rotate` into the codecs); ``tests/numeric/test_rotation_gemm.py``
+proves the bits. On the AMD EPYC Zen 4 of BENCHMARKS.md it was no faster (0.93-1.06x): the
+check costs about what the matrix product saves.
 
 Why the bits cannot differ
 --------------------------
@@ -15,7 +19,7 @@ in any order or tree, with or without flush-to-zero) returns its exact value, an
 the whole evaluation. A zero result is +0 in every evaluation: all leaves are nonzero, and
 in round-to-nearest an exact zero is -0 only when both operands are -0 (``x + (-x) = +0``,
 ``+0 + +0 = +0``, ``+0 - +0 = +0``), so by induction no intermediate is ever -0. The radix-4
-butterflies of :func:`.hadamard.fwht` are one such evaluation and a BLAS matrix product is
+butterflies of ``hadamard.fwht`` are one such evaluation and a BLAS matrix product is
 another: both return the same F32 bits, hence the same value after the final rounding to
 BF16/F16.
 
@@ -36,11 +40,11 @@ That is the lemma's premise. ``2^E_k`` is ``bits & 0x7F800000`` of the F32 value
 ``2^-E = 2^127`` and fails the ``R`` bound, Inf/NaN give ``S = inf`` and fail, ``|x| >= 2^100``
 fails the ``S`` bound. ``S`` and ``R`` are summed by BLAS too, in some order: ``n - 1``
 rounded additions of nonnegative terms return at least ``1 - γ_{n-1}`` times the exact sum
-(γ as in :func:`.hadamard.gamma`), and the bounds are tested ``1 - 2^-12`` below the limits
+(γ as in ``hadamard.gamma``), and the bounds are tested ``1 - 2^-12`` below the limits
 (more than ``(1-γ_63)^2`` and the rounding of the product), so a set that passes is exact.
 
 **Routes** (a group in its natural layout; ``H_g = H_a ⊗ H_16``, high index first, as
-:func:`.hadamard.hadamard` builds it):
+``hadamard.hadamard`` builds it):
 
 - g = 16: the group is the set; ``[P, 16] @ (H_16·2^-2)``.
 - g = 64: the whole group of 64 is the set (the lemma covers every subset sum, hence every
@@ -51,24 +55,27 @@ rounded additions of nonnegative terms return at least ``1 - γ_{n-1}`` times th
   the second pair's sets carry the group's finest spacing: about 15% of the groups of a
   random BF16 weight fail, and checks plus fallback made it slower (BENCHMARKS.md).
 
-The groups that fail go through :func:`.hadamard.fwht`, and so do whole blocks whose first
+The groups that fail go through ``hadamard.fwht``, and so do whole blocks whose first
 2^14 values have fewer than 3/4 of their groups passing (weights full of zeros, say: the
 check and the fallback would then cost more than they save). The route is off when the BLAS
-fails a start-up test (:func:`blas_is_exact`) or when ``QUANTCHECK_ROTATION=butterfly``:
-only the speed changes, never a bit. BLAS calls are kept to ``M·N·K <= 2^18``
+fails a start-up test (:func:`blas_is_exact`): only the speed changes, never a bit. BLAS
+calls are kept to ``M·N·K <= 2^18``
 multiply-adds, which OpenBLAS runs on the calling thread (the codecs have their own pool; a
 multithreaded call from it was 40x slower here).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
-import os
 import threading
+from collections.abc import Iterator
 
 import numpy as np
 
-from .lowp import BF16, F16, round_to
+from quantcheck.numeric import int8, w4a4, w4a8
+from quantcheck.numeric.hadamard import block_rows, check_group, fwht, hadamard
+from quantcheck.numeric.lowp import BF16, F16, round_to
 
 GROUPS = (16, 64)  # group sizes with a GEMM route
 _GEMM_ELEMS = 1 << 18  # multiply-adds per BLAS call
@@ -80,20 +87,10 @@ _SAMPLE = 1 << 14  # values at the head of a block whose groups are checked firs
 _WORTH = 0.75  # below this passing share the route costs more than it saves
 
 
-def enabled() -> bool:
-    """Whether the GEMM route may run: ``QUANTCHECK_ROTATION`` is not ``butterfly`` and the
-    BLAS passed :func:`blas_is_exact`."""
-    if os.environ.get("QUANTCHECK_ROTATION", "").strip().lower() == "butterfly":
-        return False
-    return blas_is_exact()
-
-
 @functools.cache
 def _matrices(g: int) -> tuple[np.ndarray, np.ndarray]:
     """(``H_16·2^-j`` for the low index, ``H_a`` with ±1 entries for the high one, a = g/16)
     of a group of ``g``; both symmetric, so ``rows @ M`` applies them to rows."""
-    from .hadamard import hadamard
-
     j = (g.bit_length() - 1) // 2
     low = hadamard(16) * np.float32(4.0 * 2.0**-j)  # entries ±2^-j
     a = g // 16
@@ -205,8 +202,6 @@ def blas_is_exact() -> bool:
     bits (7-bit mantissas at 2^-1..2^0 beside one value as small as the check allows) and on
     random BF16 weights, the GEMM route must give the butterflies' bits. A BLAS that sums in
     less than F32 precision, or not rounding to nearest, fails: the butterflies run instead."""
-    from .hadamard import fwht
-
     rng = np.random.default_rng(2028)
     for g, small in ((16, 12), (64, 10)):  # the smallest exponent with S·R still below 2^16
         rows = 128
@@ -225,3 +220,43 @@ def blas_is_exact() -> bool:
         if not np.array_equal(out[keep].view(np.uint32), fwht(x[keep], g).view(np.uint32)):
             return False
     return True
+
+
+def rotate(
+    x: np.ndarray, g: int, kind: str = "f32", block: int = 1 << 18, out: np.ndarray | None = None
+) -> np.ndarray:
+    """:func:`quantcheck.numeric.hadamard.rotate` with this route for the groups of 16 and
+    64 that pass the check (same arguments, same bits)."""
+    n, k = x.shape
+    check_group(g)
+    rows = block_rows(k, block)
+    if out is None:
+        out = np.empty((n, k), np.float32)
+    route = (
+        g in GROUPS
+        and out.flags.c_contiguous
+        and not np.may_share_memory(x, out)
+        and blas_is_exact()
+    )
+    for r in range(0, n, rows):
+        xb, ob = x[r : r + rows], out[r : r + rows]
+        left = rotate_block(xb, g, kind, ob) if route else None
+        if left is None:
+            fwht(xb, g, out=ob, kind=kind)
+        elif left.size:  # the groups whose sums are not provably exact: the butterflies
+            ob.reshape(-1, g)[left] = fwht(xb.reshape(-1, g)[left], g, kind=kind)
+    return out
+
+
+@contextlib.contextmanager
+def patched() -> Iterator[None]:
+    """The rotated codecs (int8 ConvRot, convrot_w4a4, W4A8/W6A8) rotate by :func:`rotate`
+    while the context is open."""
+    saved = [(m, m.rotate) for m in (int8, w4a4, w4a8)]
+    try:
+        for m, _ in saved:
+            m.rotate = rotate  # type: ignore[attr-defined]
+        yield
+    finally:
+        for m, fn in saved:
+            m.rotate = fn  # type: ignore[attr-defined]
