@@ -187,7 +187,7 @@ def _markdown(rows: list[dict], n: int, k: int, threads: int, repeat: int, clock
     per = "second" if clock == "wall" else "CPU second (all threads)"
     print(f"MB of BF16 input per {per}; bfly = the butterflies (quantcheck), gemm =")
     print("rotation_gemm.py (BLAS for the groups whose sums are exact; same bits)\n")
-    print("| case | q bfly | q auto | q ck | q auto/ck | dq bfly | dq auto | dq ck | dq auto/ck |")
+    print("| case | q bfly | q gemm | q ck | q bfly/ck | dq bfly | dq gemm | dq ck | dq bfly/ck |")
     print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         if "q_ck" not in r:
