@@ -51,9 +51,12 @@ rounded additions of nonnegative terms return at least ``1 - γ_{n-1}`` times th
   grouping): ``[4P, 16] @ (H_16·2^-3)`` on the low index, then ``H_4 @ [P, 4, 16]``. Taken
   for BF16 values only: 11-bit F16 values leave too little room (about 2% of F16 groups of a
   random weight pass).
-- g = 256: the butterflies. Any exact route needs the check on each 16-term stage pair, and
-  the second pair's sets carry the group's finest spacing: about 15% of the groups of a
-  random BF16 weight fail, and checks plus fallback made it slower (BENCHMARKS.md).
+- g = 256: in the butterflies' order, two 16-term stage pairs (``H_256 = H_16 ⊗ H_16``):
+  ``(H_16·2^-4) @ X`` per group over the high index, each column of X a checked set, then
+  the rows of that product ``@ H_16`` over the low index, each row checked by the lemma with
+  the finest column spacing (:func:`_two_pairs`). Every row holds the column of the group's
+  smallest value, so about 15% of the groups of a random BF16 weight fail, and the route
+  is slower than the butterflies (BENCHMARKS.md).
 
 The groups that fail go through ``hadamard.fwht``, and so do whole blocks whose first
 2^14 values have fewer than 3/4 of their groups passing (weights full of zeros, say: the
@@ -77,7 +80,7 @@ from quantcheck.numeric import int8, w4a4, w4a8
 from quantcheck.numeric.hadamard import block_rows, check_group, fwht, hadamard
 from quantcheck.numeric.lowp import BF16, F16, round_to
 
-GROUPS = (16, 64)  # group sizes with a GEMM route
+GROUPS = (16, 64, 256)  # group sizes with a GEMM route
 _GEMM_ELEMS = 1 << 18  # multiply-adds per BLAS call
 _MARGIN = 1.0 - 2.0**-12  # below every bound of the check
 _LOCAL = threading.local()
@@ -121,7 +124,7 @@ def _rows_matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
 
 def _precision(x: np.ndarray, bits: np.ndarray, g: int) -> int:
     """Significant bits the check may assume for the block (0: no route): 8 for BF16 and for
-    F32 blocks of BF16 values, 11 for F16 at g = 16."""
+    F32 blocks of BF16 values, 11 for F16 at g = 16 (too few F16 groups pass at 64 and 256)."""
     if x.dtype == BF16:
         return 8
     if x.dtype == F16:
@@ -131,22 +134,67 @@ def _precision(x: np.ndarray, bits: np.ndarray, g: int) -> int:
     return 8
 
 
+def _pow2(bits: np.ndarray) -> np.ndarray:
+    """F32 [2, size]: ``2^E`` and ``2^-E`` of every value of the patterns ``bits`` (0 and
+    2^127 for zero/subnormal, inf and -inf for Inf/NaN), in per-thread scratch."""
+    size = bits.size
+    sc = _scratch("pow2", 2 * size, np.uint32)
+    np.bitwise_and(bits, 0x7F800000, out=sc[:size])
+    np.subtract(np.uint32(0x7F000000), sc[:size], out=sc[size:])
+    return sc.view(np.float32).reshape(2, size)
+
+
+def _bounds(s: np.ndarray, rr: np.ndarray, p: int, j: int) -> np.ndarray:
+    """The check's three bounds on the computed sums ``S`` and ``R`` of each set."""
+    with np.errstate(over="ignore", invalid="ignore"):  # Inf/NaN/huge values fail
+        ok = s * rr <= np.float32(2.0 ** (24 - p) * _MARGIN)
+    ok &= s <= np.float32(2.0**100)
+    ok &= rr <= np.float32(2.0 ** (127 - p - j) * _MARGIN)
+    return ok
+
+
 def exact_sets(bits: np.ndarray, n: int, p: int, j: int) -> np.ndarray:
     """The check of the module docstring for F32 patterns ``bits`` (flat; sets of ``n``
     consecutive values of at most ``p`` significant bits, terms scaled by ``2^-j``): a bool
     per set, True where every sum over the set is exact in any order."""
-    size = bits.size
-    sc = _scratch("pow2", 2 * size, np.uint32)
-    e, r = sc[:size], sc[size:]
-    np.bitwise_and(bits, 0x7F800000, out=e)  # 2^E (0 for zero/subnormal, inf for Inf/NaN)
-    np.subtract(np.uint32(0x7F000000), e, out=r)  # 2^-E (2^127 for zero/subnormal)
-    sums = np.empty((2 * size // n, 1), np.float32)
-    s, rr = sums[: size // n, 0], sums[size // n :, 0]
-    with np.errstate(over="ignore", invalid="ignore"):  # Inf/NaN/huge values: fail below
-        _rows_matmul(sc.view(np.float32).reshape(-1, n), np.ones((n, 1), np.float32), sums)
-        ok = s * rr <= np.float32(2.0 ** (24 - p) * _MARGIN)
-    ok &= s <= np.float32(2.0**100)
-    ok &= rr <= np.float32(2.0 ** (127 - p - j) * _MARGIN)
+    v = _pow2(bits)
+    sums = np.empty((2 * bits.size // n, 1), np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        _rows_matmul(v.reshape(-1, n), np.ones((n, 1), np.float32), sums)
+    return _bounds(sums[: bits.size // n, 0], sums[bits.size // n :, 0], p, j)
+
+
+def _two_pairs(bits: np.ndarray, p: int, o: np.ndarray) -> np.ndarray:
+    """g = 256 in the butterflies' order: ``U = (H_16·2^-4) @ X`` over the high index of each
+    group X [16, 16], then ``U @ H_16`` over the low index, into ``o``. Returns per group
+    whether both pairs are exact: every column of X passes the check, and every row of U
+    has ``Σ|u|·R_max <= 2^(25-p-j)`` (R_max the largest column ``R``), which is the lemma
+    for the row: all u are multiples of the finest column spacing ``2^(Emin-p+1-j) >=
+    2^(1-p-j)/R_max``."""
+    size, groups, j = bits.size, bits.size // 256, 4
+    v3 = _pow2(bits).reshape(2 * groups, 16, 16)
+    cols = np.empty((2 * groups, 1, 16), np.float32)
+    ones = np.ones((1, 16), np.float32)
+    step = max(1, _GEMM_ELEMS // 256)
+    with np.errstate(over="ignore", invalid="ignore"):
+        for r in range(0, 2 * groups, step):  # column sums of S and R, one product per group
+            _matmul(ones, v3[r : r + step], out=cols[r : r + step])
+        s, rr = cols[:groups, 0], cols[groups:, 0]  # [groups, 16]
+        ok = _bounds(s.reshape(-1), rr.reshape(-1), p, j).reshape(groups, 16).all(axis=1)
+        r_max = rr.max(axis=1)
+        low, _ = _matrices(256)
+        u = _scratch("u", size, np.float32)
+        x3, u3 = bits.view(np.float32).reshape(groups, 16, 16), u.reshape(groups, 16, 16)
+        for r in range(0, groups, step):
+            _matmul(low, x3[r : r + step], out=u3[r : r + step])
+        a = _scratch("abs", size, np.float32)
+        np.abs(u, out=a)
+        rows = np.empty((16 * groups, 1), np.float32)
+        _rows_matmul(a.reshape(-1, 16), np.ones((16, 1), np.float32), rows)
+        s_b = rows.reshape(groups, 16).max(axis=1)
+        ok &= s_b * r_max <= np.float32(2.0 ** (25 - p - j) * _MARGIN)
+        ok &= s_b <= np.float32(2.0**100)
+        _rows_matmul(u.reshape(-1, 16), _matrices(16)[0] * np.float32(4), o.reshape(-1, 16))
     return ok
 
 
@@ -170,11 +218,14 @@ def rotate_block(x: np.ndarray, g: int, kind: str, out: np.ndarray) -> np.ndarra
         return None
     j = (g.bit_length() - 1) // 2
     head = min(size, _SAMPLE)
-    if size > 2 * _SAMPLE and exact_sets(xf[:head], g, p, j).mean() < _WORTH:
+    if g < 256 and size > 2 * _SAMPLE and exact_sets(xf[:head], g, p, j).mean() < _WORTH:
         return None  # most groups would fail (zeros, wide spreads): the butterflies are faster
-    ok = exact_sets(xf, g, p, j)
-    with np.errstate(over="ignore", invalid="ignore"):  # Inf/NaN groups fail the check
-        _products(xf.view(np.float32), g, out.reshape(-1))
+    if g == 256:
+        ok = _two_pairs(xf, p, out.reshape(-1))
+    else:
+        ok = exact_sets(xf, g, p, j)
+        with np.errstate(over="ignore", invalid="ignore"):  # Inf/NaN groups fail the check
+            _products(xf.view(np.float32), g, out.reshape(-1))
     if kind != "f32":
         round_to(out, kind, out=out)
     return np.flatnonzero(~ok)

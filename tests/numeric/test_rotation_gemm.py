@@ -121,7 +121,8 @@ def test_every_order_dependent_set_is_rejected(n):
 
 def hostile_groups(rows: int, g: int, dtype: type, seed: int) -> np.ndarray:
     """Straddling spreads plus, in some groups, ±0, subnormals, Inf and NaN."""
-    x = spread_groups(rows, g, dtype, seed, 14 if dtype is BF else 6).astype(np.float32)
+    spread = {16: 14, 64: 10}.get(g, 5) if dtype is BF else 6  # about half the groups pass
+    x = spread_groups(rows, g, dtype, seed, spread).astype(np.float32)
     rng = np.random.default_rng(seed + 1)
     flat = x.reshape(-1)
     tiny = 2.0**-130 if dtype is BF else 2.0**-20  # subnormal in BF16 / in F16
@@ -158,8 +159,8 @@ def test_route_gives_the_reference_bits(monkeypatch, g, dtype, kind):
         return
     out = np.full(x.shape, np.nan, np.float32)
     left = rotation_gemm.rotate_block(x, g, kind, out)
-    if left is None:  # no route for wider F32 values, nor for F16 at g = 64
-        assert dtype is np.float32 or (dtype is np.float16 and g == 64)
+    if left is None:  # no route for wider F32 values, nor for F16 at g = 64 and 256
+        assert dtype is np.float32 or (dtype is np.float16 and g > 16)
         return
     passed = np.ones(out.size // g, bool)
     passed[left] = False
