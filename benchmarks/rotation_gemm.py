@@ -3,25 +3,29 @@ library: the ConvRot rotation as BLAS matrix products, taken only by the groups 
 sum is exact, so that the result has :func:`quantcheck.numeric.hadamard.fwht`'s bits on every
 BLAS, CPU and thread count. ``bench_rotation.py`` times it against the butterflies
 (:func:`patched` puts :func:`rotate` into the codecs); ``tests/numeric/test_rotation_gemm.py``
-proves the bits. On the AMD EPYC Zen 4 of BENCHMARKS.md it was no faster (0.93-1.06x): the
-check costs about what the matrix product saves.
+proves the bits. On the AMD EPYC Zen 4 of BENCHMARKS.md it was no faster at g = 16 and 64
+(0.93-1.06x: the check costs about what the matrix product saves) and slower at 256.
 
 Why the bits cannot differ
 --------------------------
-**Lemma.** Let ``t_1..t_n`` be nonzero F32 values, each an integer multiple of ``2^q`` with
-``q >= -126``, and ``Σ|t_k| <= min(2^(24+q), 2^127)``. Every signed partial sum
+**Lemma.** Let ``t_1..t_n`` be F32 values, each +0 or a nonzero integer multiple of ``2^q``
+with ``q >= -126``, and ``Σ|t_k| <= min(2^(24+q), 2^127)``. Every signed partial sum
 ``Σ_{k∈A} ±t_k`` (any subset A, any signs) is then an integer multiple of ``2^q`` of
 magnitude at most ``2^(24+q)``: it has a 24-bit significand, it is finite, and when nonzero it
 is at least ``2^q >= 2^-126`` (normal). So every operation of any evaluation of
 ``Σ h_k·t_k`` with ``h_k = ±2^-i`` (each product ``t_k·h_k`` is exact for the same reason;
 additions, subtractions or fused multiply-adds rounded to nearest in F32 or any wider format,
 in any order or tree, with or without flush-to-zero) returns its exact value, and so does
-the whole evaluation. A zero result is +0 in every evaluation: all leaves are nonzero, and
-in round-to-nearest an exact zero is -0 only when both operands are -0 (``x + (-x) = +0``,
-``+0 + +0 = +0``, ``+0 - +0 = +0``), so by induction no intermediate is ever -0. The radix-4
-butterflies of ``hadamard.fwht`` are one such evaluation and a BLAS matrix product is
-another: both return the same F32 bits, hence the same value after the final rounding to
-BF16/F16.
+the whole evaluation. A zero result has the same sign in both evaluations used here, +0: in
+round-to-nearest ``x + y`` and ``fma(a, b, y)`` give -0 only when both addends are -0, and
+``x - y`` only when x is -0 and y is +0. The butterflies add and subtract values that are
+never -0 (no leaf is), so they never make one; a BLAS product forms each output from the
+products ``h_k·t_k`` by additions or fused multiply-adds, so it returns -0 only if every
+product is -0 — all ``t_k`` zero and every ``h_k`` of the row negative, which no row of a
+Hadamard matrix is. The radix-4 butterflies of ``hadamard.fwht`` and a BLAS matrix product
+therefore return the same F32 bits, hence the same value after the final rounding to
+BF16/F16. (The check below rejects zero inputs; only the second stage pair of g = 256 sees
++0 terms, from exact cancellations.)
 
 **The check** (:func:`exact_sets`), per set of ``n`` values ``x_k`` with at most ``p``
 significant bits (BF16 8, F16 11; F32 blocks only when every value is a BF16 value): with
@@ -62,9 +66,8 @@ The groups that fail go through ``hadamard.fwht``, and so do whole blocks whose 
 2^14 values have fewer than 3/4 of their groups passing (weights full of zeros, say: the
 check and the fallback would then cost more than they save). The route is off when the BLAS
 fails a start-up test (:func:`blas_is_exact`): only the speed changes, never a bit. BLAS
-calls are kept to ``M·N·K <= 2^18``
-multiply-adds, which OpenBLAS runs on the calling thread (the codecs have their own pool; a
-multithreaded call from it was 40x slower here).
+calls are kept to ``M·N·K <= 2^18`` multiply-adds, which OpenBLAS runs on the calling thread
+(the codecs have their own pool; a multithreaded call from it was 40x slower here).
 """
 
 from __future__ import annotations
