@@ -1,8 +1,9 @@
 """Rotation benchmark (not a test): the rotated formats of issue 28 by two routes — the
 radix-4 butterflies quantcheck uses (``bfly``) and the measured alternative of
-``rotation_gemm.py`` (``gemm``: groups of 16 and 64 whose sums are provably exact go through
-BLAS, same bits) — against comfy-kitchen's CPU eager backend, plus the rotation alone against
-torch's BF16 matmul ``x @ H^T`` (what comfy-kitchen does).
+``rotation_gemm.py`` (``gemm``: the groups whose sums are provably exact go through BLAS,
+groups of 256 as two 16-term stage pairs; same bits) — against comfy-kitchen's CPU eager
+backend, plus the rotation alone against torch's BF16 matmul ``x @ H^T`` (what
+comfy-kitchen does).
 
 MB/s of BF16 input (N*K*2 bytes), best of ``--repeat`` runs, the three sides interleaved in
 one process (load noise hits all of them), torch.set_num_threads(--threads) and
