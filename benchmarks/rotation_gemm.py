@@ -80,6 +80,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from quantcheck.numeric import int8, w4a4, w4a8
+from quantcheck.numeric.errors import NumericError
 from quantcheck.numeric.hadamard import block_rows, check_group, fwht, hadamard
 from quantcheck.numeric.lowp import BF16, F16, round_to
 
@@ -279,10 +280,12 @@ def blas_is_exact() -> bool:
 def rotate(
     x: np.ndarray, g: int, kind: str = "f32", block: int = 1 << 18, out: np.ndarray | None = None
 ) -> np.ndarray:
-    """:func:`quantcheck.numeric.hadamard.rotate` with this route for the groups of 16 and
-    64 that pass the check (same arguments, same bits)."""
+    """:func:`quantcheck.numeric.hadamard.rotate` with this route for the groups that pass
+    the check (same arguments, same bits)."""
     n, k = x.shape
     check_group(g)
+    if k % g:
+        raise NumericError(f"K={k} is not divisible by convrot_groupsize {g}")
     rows = block_rows(k, block)
     if out is None:
         out = np.empty((n, k), np.float32)
