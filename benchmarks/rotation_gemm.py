@@ -67,7 +67,7 @@ The groups that fail go through ``hadamard.fwht``, and so do whole blocks whose 
 check and the fallback would then cost more than they save). The route is off when the BLAS
 fails a start-up test (:func:`blas_is_exact`): only the speed changes, never a bit. BLAS
 calls are kept to ``M·N·K <= 2^18`` multiply-adds, which OpenBLAS runs on the calling thread
-(the codecs have their own pool; a multithreaded call from it was 40x slower here).
+(the codecs have their own pool; a multithreaded call was 40x slower here, under load).
 """
 
 from __future__ import annotations
