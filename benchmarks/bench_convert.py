@@ -26,6 +26,8 @@ FORMATS = [
     ("mxfp8", []),
     ("asym_w4a8_int8", []),
     ("convrot_w4a4", []),
+    ("int8_tensorwise", ["--convrot-groupsize", "16"]),
+    ("convrot_w4a4", ["--convrot-groupsize", "64"]),
 ]
 
 CHILD = r"""
@@ -103,7 +105,7 @@ def main() -> None:
             res = json.loads(proc.stdout.strip().splitlines()[-1])
             rows.append(
                 (
-                    fmt,
+                    " ".join([fmt, *extra]),
                     res["peak"] / 2**20,
                     res["peak"] / f32,
                     res["seconds"],
@@ -118,7 +120,7 @@ def main() -> None:
         if args.markdown:
             print(f"| {fmt} | {mib:.0f} | {ratio:.2f} | {secs:.1f} |")
         else:
-            print(f"{fmt:18} peak {mib:8.1f} MiB  {ratio:5.2f}x  write {secs:6.1f} s")
+            print(f"{fmt:40} peak {mib:8.1f} MiB  {ratio:5.2f}x  write {secs:6.1f} s")
 
 
 if __name__ == "__main__":

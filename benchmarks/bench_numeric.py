@@ -115,7 +115,7 @@ def _ck_calls(ckref, fmt: str, opts: dict, w, tensors: dict, marker: dict, n: in
 
         def deq():
             return ck.dequantize_mxfp8(t["weight"], bs, f32)
-    elif fmt == "asym_w4a8_int8":
+    elif fmt in ("asym_w4a8_int8", "w6a8_int8"):
 
         def deq():
             return ck.dequantize_w4a8_int8_weight(
