@@ -23,7 +23,7 @@ from quantcheck.runtimes.musubi import EFFECTS, LEFT_NONE
 
 from .._build import INT8_CONVROT, P, file, header_meta, int8, shards, t
 
-OWN = {f"QC75{i}" for i in range(10)} & set(all_rules())
+OWN = {f"QC7{i}" for i in range(50, 70)} & set(all_rules())
 #: examples/ verdicts: musubi loads only ConvRot INT8 files pre-quantized.
 EXAMPLES = {
     "awq_w4a16": "fails",
@@ -52,7 +52,7 @@ def test_every_generic_code_has_a_decision() -> None:
     assert set(EFFECTS).isdisjoint(LEFT_NONE)
     assert generic == set(EFFECTS) | set(LEFT_NONE)
     assert all(e is not Effect.NONE for e in EFFECTS.values())
-    assert {f"QC75{i}" for i in range(8)} == OWN
+    assert {f"QC7{i}" for i in range(50, 66)} == OWN
     for code, rule in all_rules().items():  # other runtimes' own rules leave musubi alone
         if code.startswith("QC7") and code not in OWN:
             assert rule.effects.get("musubi", Effect.NONE) is Effect.NONE, code
@@ -61,7 +61,8 @@ def test_every_generic_code_has_a_decision() -> None:
 def test_runtime_record() -> None:
     rt = get_runtime("musubi")
     assert "musubi" in runtime_names() and not rt.default_target
-    assert rt.release_names() == ("725869d",)
+    assert rt.release_names() == ("725869d", "0.3.6")
+    assert rt.release("v0.3.6") is rt.newest
 
 
 @pytest.mark.parametrize("name", sorted(EXAMPLES))
