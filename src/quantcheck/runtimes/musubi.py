@@ -67,6 +67,7 @@ EFFECTS: dict[str, Effect] = {
     # container: musubi reads headers with its own MemoryEfficientSafeOpen and the tensors
     # with torch; a broken container stops it [GUESS for gaps/overlaps/trailing bytes].
     **dict.fromkeys(READER_REFUSES, FAILS),
+    "QC121": FAILS,  # a malformed entry (its harmless extra-field variant affects no runtime)
     "QC107": DEGRADED,  # json.loads keeps the last of duplicate keys
     # tensor markers: U8 (checked while scanning), bytes decoded as UTF-8 then json.loads,
     # which refuses a BOM, NUL bytes and non-objects.
@@ -93,6 +94,8 @@ WHY: dict[str, str] = {
         "a broken container stops it [GUESS for gaps/overlaps/trailing bytes]",
     ),
     "QC107": "json.loads keeps the last of duplicate keys",
+    "QC121": "its reader reads each entry's dtype and shape (725869d: every entry; 0.3.6 also "
+    "data_offsets, reading every tensor); the harmless extra-field variant affects no runtime",
     **dict.fromkeys(
         ("QC201", "QC202", "QC203", "QC204", "QC205", "QC207"),
         "tensor markers: U8 (checked while scanning), decoded as UTF-8 then json.loads, which "
@@ -136,8 +139,6 @@ LEFT_NONE: dict[str, str] = {
     "QC119": "725869d reads no sub-byte tensor; 0.3.6 reads every one and has no torch dtype "
     "for them: its own rule is QC761",
     "QC122": "header length need not be a multiple of 8",
-    "QC121": "one code for a malformed entry (fails everywhere: sglang and ComfyUI say so) and "
-    "for harmless extra entry fields (explicitly unaffected), so it is not overridden here",
     "QC206": "no size limit on .comfy_quant tensors",
     "QC208": "the header _quantization_metadata is not read",
     "QC209": "the header _quantization_metadata is not read",

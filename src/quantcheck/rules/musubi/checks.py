@@ -118,9 +118,9 @@ class MusubiChecks:
                 "(every module with an I8 weight, a weight_scale or a .comfy_quant must be a "
                 "ConvRot INT8 triple)",
             )
-            return
-        yield from _tensors(layer)
-        yield from _marker(layer)
+        else:
+            yield from _tensors(layer)
+        yield from _marker(layer)  # 0.3.6 reads every marker first, complete module or not
 
     def _byte_weight(self, layer: Layer) -> Iterator[Diagnostic]:
         """QC760: a one-byte weight without a marker (not I8: that is an artifact)."""
@@ -129,7 +129,18 @@ class MusubiChecks:
             return
         route = self.route
         if route is not None and route.kind == "plain" and w.dtype in F8:
-            return  # the H3 text encoder without markers casts F8 weights to BF16
+            # the H3 text encoder without markers casts F8 weights to BF16; its strict load
+            # refuses a tensor the model does not have, such as a legacy scale_weight
+            extra = sorted(set(layer.tensors) - {"weight", "bias"})
+            if extra:
+                yield diag(
+                    R.QC760,
+                    layer,
+                    f"weight is {w.dtype} without a .comfy_quant, beside {extra}: musubi "
+                    "0.3.6's MiniMax H3 text encoder casts the weight to BF16 and its strict "
+                    f"load_state_dict refuses {layer.prefix}.{extra[0]} (725869d passed it)",
+                )
+            return
         yield diag(
             R.QC760,
             layer,
@@ -219,7 +230,7 @@ def _marker(layer: Layer) -> Iterator[Diagnostic]:
             "0.3.6 tests it for truth and loads the layer as ConvRot",
         )
     g = tm.get("convrot_groupsize")
-    w = layer.tensors["weight"]
+    w = layer.tensors.get("weight")
     if not isinstance(g, int) or not is_power_of_four(g):
         found = "absent" if "convrot_groupsize" not in tm else repr(g)
         yield diag(
@@ -229,13 +240,13 @@ def _marker(layer: Layer) -> Iterator[Diagnostic]:
             '"convrot_groupsize must be an exact power of four and at least 4", 0.3.6 '
             '"Invalid convrot_groupsize"',
         )
-    elif len(w.shape) == 2 and w.shape[1] % g:
+    elif w is not None and len(w.shape) >= 2 and w.shape[1] % g:
         yield diag(
             R.QC753,
             layer,
             f'convrot_groupsize {g} does not divide K={w.shape[1]}: {WHAT} "convrot_groupsize '
             f'{g} does not divide input width {w.shape[1]}", 0.3.6 "in_features '
-            f'{w.shape[1]} not divisible by group size {g}"',
+            f'{w.shape[1]} not divisible by group size {g}" (its shape[1], whatever the rank)',
         )
 
 

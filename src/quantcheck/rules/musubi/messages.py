@@ -37,6 +37,8 @@ def _marker_text(v: dict[str, str]) -> str | tuple[str, ...]:
         return R.QC207.code
     if "can't decode" in error:
         return (R.QC201.code, R.QC207.code)
+    if "line 1 column 1 (char 0)" in error:  # nothing JSON at all: empty or NUL bytes
+        return (R.QC201.code, R.QC203.code)
     return R.QC201.code
 
 
@@ -56,6 +58,8 @@ PATTERNS: list[MessagePattern] = [
         ".comfy_quant convrot must be true",
         R.QC752,
         "plain int8_tensorwise without ConvRot, or convrot set only inside params",
+        'convrot written as 1 or "true" (0.3.6 takes those)',
+        refine=lambda v: (R.QC752.code, R.QC758.code),
     ),
     _p(
         "convrot_groupsize must be an exact power of four and at least 4",
@@ -83,6 +87,7 @@ PATTERNS: list[MessagePattern] = [
         "scale must be FP32/F32, got {scale_dtype}",
         R.QC755,
         "a conversion script re-saved every tensor in half precision, scales included",
+        refine=lambda v: (R.QC755.code, R.QC759.code),  # the scale under either name
     ),
     _p(
         "scale shape must be {expected}, got {scale_shape}",
@@ -140,9 +145,12 @@ def _format_or_convrot(v: dict[str, str]) -> str:
     return (R.QC752 if "'int8_tensorwise'" in v.get("spec", "") else R.QC751).code
 
 
-def _byte_weight(v: dict[str, str]) -> str:
-    """An unmarked INT8 weight is an incomplete triple (QC750), another one-byte one QC760."""
-    return (R.QC750 if v.get("dtype") == "torch.int8" else R.QC760).code
+def _byte_weight(v: dict[str, str]) -> str | tuple[str, ...]:
+    """An unmarked INT8 weight is an incomplete triple (QC750); another one-byte one is QC760,
+    or QC750 when the module also has a weight_scale (musubi reads the weight first)."""
+    if v.get("dtype") == "torch.int8":
+        return R.QC750.code
+    return (R.QC760.code, R.QC750.code)
 
 
 #: 0.3.6's messages (the newest release): ConvRot INT8 loader, then the text encoder's.
@@ -194,6 +202,11 @@ PATTERNS += [
         "legacy scaled_fp8 or another unmarked quantized weight",
         "the markers are only in the header's _quantization_metadata",
         refine=_byte_weight,
+    ),
+    _n(
+        "view() received an invalid combination of arguments - got (NoneType)",
+        R.QC761,
+        "a tensor is U16/U32/U64, F8_E8M0 or sub-byte: musubi's reader has no torch dtype for it",
     ),
     _n(
         "Pre-quantized ConvRot scale {key} must be F32, got {scale_dtype}",
