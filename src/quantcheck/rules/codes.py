@@ -216,6 +216,7 @@ QC762: Rule  # musubi-text-encoder-formats
 QC763: Rule  # musubi-text-encoder-nvfp4
 QC764: Rule  # musubi-nvfp4-layout
 QC765: Rule  # musubi-text-encoder-module-kind
+QC766: Rule  # musubi-h3-header
 QC800: Rule  # gpu-known-crash
 QC801: Rule  # gpu-known-wrong-output
 QC802: Rule  # gpu-known-slow
@@ -401,6 +402,7 @@ __all__ = [
     "QC763",
     "QC764",
     "QC765",
+    "QC766",
     "QC800",
     "QC801",
     "QC802",
@@ -454,7 +456,7 @@ _HOMES = {
     ),
     "quantcheck.rules.musubi.catalog": (
         "QC750 QC751 QC752 QC753 QC754 QC755 QC756 QC757 QC758 QC759 QC760 QC761 "
-        "QC762 QC763 QC764 QC765"
+        "QC762 QC763 QC764 QC765 QC766"
     ),
     "quantcheck.rules.gpu.catalog": ("QC800 QC801 QC802 QC803"),
     "quantcheck.rules.lora.catalog": (

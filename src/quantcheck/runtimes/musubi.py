@@ -196,7 +196,7 @@ LEFT_NONE: dict[str, str] = {
 }
 
 #: musubi's own codes that 0.3.6's loaders add (725869d's header gate never refuses so).
-NEW_AT_036: tuple[str, ...] = ("QC760", "QC761", "QC762", "QC764", "QC765")
+NEW_AT_036: tuple[str, ...] = ("QC760", "QC761", "QC762", "QC764", "QC765", "QC766")
 #: 725869d's refusals that 0.3.6 no longer makes.
 GONE_AT_036: tuple[str, ...] = ("QC758", "QC759", "QC763")
 #: The family whose files 0.3.6 loads as MiniMax H3's text encoder (`load_h3_text_encoder`).
@@ -211,6 +211,44 @@ READABLE_DTYPES: frozenset[str] = frozenset(
 )
 #: One-byte dtypes of that table (`dtype.itemsize == 1`): a weight of one of them needs a marker.
 ONE_BYTE_DTYPES: frozenset[str] = frozenset({"I8", "U8", "BOOL", "F8_E5M2", "F8_E4M3"})
+#: The family whose files 0.3.6 loads as MiniMax H3's DiT (`minimax_h3/model.py`
+#: `load_h3_transformer`), and the published transformer config its `classify_h3_transformer`
+#: wants under the header's `config` entry, `{"transformer": {...}}`, for a full (not pruned)
+#: file (`_PUBLISHED_CONFIG_FIELDS`; interface facts: field names and values).
+H3_FAMILY = "minimax_h3"
+H3_CONFIG: dict[str, object] = {
+    "hidden_size": 5376,
+    "num_layers": 50,
+    "token_refiner_num_layers": 2,
+    "num_attention_heads": 56,
+    "attention_head_dim": 128,
+    "ffn_hidden_size": 14336,
+    "latents_dim": 24,
+    "audio_latents_dim": 32,
+    "patch_size": [1, 2, 2],
+    "text_dim": 5120,
+    "timestep_input_dim": 256,
+    "time_embed_hidden_size": 5376,
+    "time_embed_dim": 2688,
+    "adaln_out_features": 96768,
+    "final_adaln_out_features": 10752,
+    "rope_inv_freq_len": 16,
+    "norm_eps": 1e-5,
+    "qk_norm_eps": 1e-5,
+    "final_norm_eps": 1e-5,
+    "image_model": "minimax_h3",
+}
+#: Words that make `parse_h3_transformer_config` refuse a file when any other metadata entry
+#: holds them: with .comfy_quant tensors, and without.
+H3_BLOCKED_WORDS: tuple[tuple[str, ...], tuple[str, ...]] = (
+    ("fp8", "nvfp4"),
+    ("convrot", "int8", "fp8", "nvfp4", "quantized"),
+)
+#: A pruned file (it has `adaln_t_table`): that table's dtype and shape, the AdaLN projections'
+#: shapes (blocks.{0..49} and final_layer), and the time embedder it must not have.
+H3_PRUNED_TABLE = ("adaln_t_table", "F32", (1025, 8))
+H3_PRUNED_ADALN = {"blocks.{i}.adaln_proj.linear": 96768, "final_layer.adaln_proj.linear": 10752}
+H3_PRUNED_BLOCKS = 50
 
 RELEASES: tuple[Release, ...] = (
     Release(

@@ -29,7 +29,7 @@ import os
 import struct
 import sys
 import types
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence, Union  # noqa: UP035
@@ -58,6 +58,13 @@ class Musubi036(types.SimpleNamespace):
         call it)."""
         self.ns["ConvRotInt8Quantizer"](target_layer_keys=[]).load_and_quantize(paths, None)
 
+    def h3_header(self, path: str) -> None:
+        """`classify_h3_transformer` as `load_h3_transformer` calls it without --convrot_int8:
+        ConvRot allowed when the file has .comfy_quant tensors."""
+        files = [Path(path)]
+        marked = self.ns["has_comfy_quant_tensors"](files)
+        self.ns["classify_h3_transformer"](files, allow_convrot_int8=marked)
+
     def text_encoder(self, path: str) -> Any:
         """`load_h3_text_encoder(path)` with the stand-ins above."""
         with _standins(self.ns, path):
@@ -84,6 +91,7 @@ def load(root: Path) -> Musubi036:
         "dataclass": dataclass,
         "Path": Path,
         "Iterable": Iterable,
+        "Mapping": Mapping,
         "Callable": Callable,
         "Any": Any,
         "Dict": dict,

@@ -14,15 +14,19 @@ Two releases, two folders (each laid out as `src/musubi_tuner/...`):
 
 `QUANTCHECK_MUSUBI_036_SRC`, 0.3.6 (the newest step): the pre-quantized loaders
 (`modules/comfy_quant_utils.py`, `modules/convrot_int8_utils.py`, `modules/nvfp4_utils.py`),
-the reader (`utils/safetensors_utils.py`) and the text encoder's router
-(`minimax_h3/text_encoder.py` `load_h3_text_encoder`). The newest code read is the code index's
-copy of wenyifancc/musubi-tuner @2253ebee (pyproject 0.3.6); the index holds no fetchable
-repository for it, so the folder holds real git bytes of the same definitions from
+the reader (`utils/safetensors_utils.py`), the text encoder's router
+(`minimax_h3/text_encoder.py` `load_h3_text_encoder`) and the H3 DiT's header classification
+(`minimax_h3/model.py` `classify_h3_transformer`, with `minimax_h3/packing.py`'s channel
+constants and `minimax_h3/checkpoint.py` `load_safetensors_metadata`). The newest code read
+is the code index's copy of wenyifancc/musubi-tuner @2253ebee (pyproject 0.3.6); the index
+holds no fetchable repository for it, so the folder holds real git bytes of the same
+definitions from
 diodiogod/musubi-tuner_simple_GUI @632b4ec (a fork that copied upstream's dev branch on
 2026-08-12: comfy_quant_utils.py, convrot_int8_utils.py, and nvfp4_native_utils.py saved as
-nvfp4_utils.py; minimax_h3_native/text_encoder.py saved as minimax_h3/text_encoder.py with the
-two renames the 0.3.6 copy shows in `load_h3_text_encoder`: `disable_mmap` ->
-`disable_numpy_memmap` and the `nvfp4_utils` import) and kohya-ss/musubi-tuner v0.3.4 (30c658c,
+nvfp4_utils.py; minimax_h3_native/{model,packing,checkpoint}.py saved under minimax_h3/;
+minimax_h3_native/text_encoder.py saved as minimax_h3/text_encoder.py with the two renames the
+0.3.6 copy shows in `load_h3_text_encoder`: `disable_mmap` -> `disable_numpy_memmap` and the
+`nvfp4_utils` import) and kohya-ss/musubi-tuner v0.3.4 (30c658c,
 the mirror; safetensors_utils.py). Every pinned definition was compared with the 0.3.6 copy and
 is the same text (the files' character counts match once the fork's own
 `patch_convrot_int8_modules` is left out).
@@ -45,6 +49,9 @@ TEXT_ENCODER = "src/musubi_tuner/minimax_h3/text_encoder.py"
 COMFY = "src/musubi_tuner/modules/comfy_quant_utils.py"
 NVFP4 = "src/musubi_tuner/modules/nvfp4_utils.py"
 READER = "src/musubi_tuner/utils/safetensors_utils.py"
+PACKING = "src/musubi_tuner/minimax_h3/packing.py"
+CHECKPOINT = "src/musubi_tuner/minimax_h3/checkpoint.py"
+MODEL = "src/musubi_tuner/minimax_h3/model.py"
 #: 725869d: file::definition -> SHA-256 of its source text
 PINS = {
     f"{CONVROT}::ConvRotInt8LayerSpec": (
@@ -195,6 +202,39 @@ PINS_036 = {
     ),
     f"{TEXT_ENCODER}::load_h3_text_encoder": (
         "88d22f557f0b1ba4eb9bce56ae80758274571d0cd7824c35b5855a9aa7ffd780"
+    ),
+    f"{PACKING}::VIDEO_CHANNELS": (
+        "fad3311f72ebf78e15fd2d6b5348c0465d8ac56e769171356a38c76ba7f1e725"
+    ),
+    f"{PACKING}::AUDIO_CHANNELS": (
+        "e3e794fe9f45824028e5241a563a748d96dc378af16acc925cba604201f5f33e"
+    ),
+    f"{PACKING}::VIDEO_PATCH_SIZE": (
+        "29f27f6b4a925b84b916155dfbdfc8e75a955ca0e678663c43fd80ebd7da0bd0"
+    ),
+    f"{CHECKPOINT}::load_safetensors_metadata": (
+        "812c984f71caa3c6e5aec555cd875fe13cb0641347c349a1fe57607d3c36cef9"
+    ),
+    f"{MODEL}::MiniMaxH3Config": (
+        "0988271b9d8ebe499d058b49bcd6ba1646499745c449dd539aaf3ec5e0aa99dd"
+    ),
+    f"{MODEL}::_PUBLISHED_CONFIG_FIELDS": (
+        "f52764d68ec3c29567516408be0c1f5fd8e3d01e0750e12cf6890ea0486b2ccc"
+    ),
+    f"{MODEL}::parse_h3_transformer_config": (
+        "cb5984ad3fce379a2008741624f0727d95c5c22634ad77a0841044b4aad5b6b4"
+    ),
+    f"{MODEL}::_read_h3_tensor_headers": (
+        "b15c6d021bb13f6bb27703fee214ccceb98b274d8768264274be16411a02bee8"
+    ),
+    f"{MODEL}::_published_pruned_h3_config": (
+        "d517e188a9480772b7bced125665fb7149ce916221da9bd31afe351337380a63"
+    ),
+    f"{MODEL}::_require_pruned_adaln_header": (
+        "be53e7911d1608f901b13393431ff2f9df7a0e12e50bd48a2895f6007d7291e0"
+    ),
+    f"{MODEL}::classify_h3_transformer": (
+        "143fdcb18991a1d024687bf43e1b792740f9b9821061262e3024aa0d249d31e7"
     ),
 }
 

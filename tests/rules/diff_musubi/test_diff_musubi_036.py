@@ -13,6 +13,9 @@ every other file to the pre-quantized DiT gate (`ConvRotInt8Quantizer.load_and_q
 2. Files of every format quantcheck's quantizer writes (tests/families/standin.py), mixed and
    header-only variants, as DiT files and as MiniMax H3 text encoders (the family's layout cut
    to 64 wide): the same comparison.
+3. MiniMax H3's DiT header (`classify_h3_transformer`, header only): the released full and
+   pruned ConvRot layouts (sparse, full size) with and without the published config, and their
+   deviations: it refuses exactly the files QC766 names.
 
 Skipped unless QUANTCHECK_DIFF_MUSUBI=1 and QUANTCHECK_MUSUBI_036_SRC names the folder.
 """
@@ -30,9 +33,11 @@ from tests.families import standin as S
 
 from quantcheck.checking import check_paths
 from quantcheck.explain.lookup import explain
+from quantcheck.families.detection import topology_layers
+from quantcheck.families.table import BY_NAME
 from quantcheck.model.checkpoint import load_checkpoint
 from quantcheck.model.family_view import checkpoint_family_name
-from quantcheck.runtimes.musubi import TEXT_ENCODER_FAMILY
+from quantcheck.runtimes.musubi import H3_CONFIG, TEXT_ENCODER_FAMILY
 
 from ..test_rule_table import CASES
 from .loader_036 import Musubi036, load
@@ -310,4 +315,82 @@ def test_the_loaders_agree_on_every_format(
             f"\nmusubi 0.3.6 ({kind}): {compared} of {total} generated files, {len(bad)} disagree"
         )
     assert int(compared.split()[1]) == total
+    assert not bad, "\n".join(bad)
+
+
+# --- MiniMax H3's DiT header (QC766): the released layouts and their deviations -------------
+
+#: the header entry the published transformer carries (runtimes/musubi.py H3_CONFIG)
+H3_META = {"config": json.dumps({"transformer": H3_CONFIG})}
+FULL, PRUNED = (BY_NAME["minimax_h3"].topologies[i] for i in (0, 1))
+
+
+def _convrot(topo: Any, base: S.Tensors | None = None) -> S.Tensors:
+    return S.convrot(S.released_base(topo) if base is None else base, topology_layers(topo))
+
+
+def _config(**change: Any) -> dict[str, str]:
+    return {"config": json.dumps({"transformer": {**H3_CONFIG, **change}})}
+
+
+def h3_files() -> dict[str, tuple[S.Tensors, dict[str, str] | None]]:
+    full, pruned = _convrot(FULL), _convrot(PRUNED)
+    bf16 = S.released_base(FULL)
+    wide = dict(pruned)
+    wide["blocks.7.adaln_proj.linear.weight"] = ("F16", (96768, 16), None)
+    return {
+        "full convrot with config": (full, H3_META),
+        "full bf16 with config": (bf16, H3_META),
+        "full convrot without metadata": (full, None),
+        "full convrot, config not JSON": (full, {"config": "{transformer"}),
+        "full convrot, config a list": (full, {"config": "[1, 2]"}),
+        "full convrot, transformer a string": (full, {"config": '{"transformer": "x"}'}),
+        "full convrot, hidden_size 5120": (full, _config(hidden_size=5120)),
+        "full convrot, no image_model": (
+            full,
+            {"config": json.dumps({"transformer": {**H3_CONFIG, "image_model": None}})},
+        ),
+        "full convrot, adaln_curve_grid set": (full, _config(adaln_curve_grid=1025)),
+        "full convrot, metadata names nvfp4": (full, {**H3_META, "title": "H3 NVFP4 mix"}),
+        "full convrot, metadata names int8": (full, {**H3_META, "title": "H3 int8 convrot"}),
+        "full bf16, metadata names int8": (bf16, {**H3_META, "title": "H3 int8 convrot"}),
+        "pruned convrot": (pruned, None),
+        "pruned convrot, F16 table": (
+            {**pruned, "adaln_t_table": ("F16", (1025, 8), None)},
+            None,
+        ),
+        "pruned convrot, time embedder kept": (
+            {**pruned, "time_embedder.proj_in.weight": ("F32", (5376, 256), None)},
+            None,
+        ),
+        "pruned convrot, a 16-wide AdaLN": (wide, None),
+        "full convrot, both scale names": (
+            {**full, "blocks.0.attn.qkv_proj.scale_weight": ("F32", (16128, 1), None)},
+            H3_META,
+        ),
+    }
+
+
+def test_the_h3_header_check_agrees_with_qc766(
+    musubi: Musubi036, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad, refused = [], 0
+    for i, (label, (tensors, meta)) in enumerate(h3_files().items()):
+        path = S.write(tmp_path / f"{i}.safetensors", tensors, meta)
+        try:
+            musubi.h3_header(str(path))
+            said = None
+        except (ValueError, TypeError) as exc:
+            said = str(exc)
+            refused += 1
+        found = [d for d in check_paths([str(path)], target="musubi").diagnostics]
+        ours = [d.message for d in found if d.code == "QC766"]
+        if (said is None) != (not ours):
+            bad.append(f"{label}: musubi {said!r}, quantcheck {ours}")
+        elif said is not None and "QC766" not in _explained(said):
+            bad.append(f"{label}: explain does not take {said!r} for QC766")
+    total = len(h3_files())
+    with capsys.disabled():
+        print(f"\nmusubi 0.3.6 H3 header: {total} files, {refused} refused, {len(bad)} disagree")
+    assert 2 < refused < total
     assert not bad, "\n".join(bad)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 
 from quantcheck.io.build import RawTensor
+from quantcheck.runtimes.musubi import H3_CONFIG
 
 from .._build import INT8_CONVROT, P, file, fp8, header_meta, int8, marker, nvfp4, t
 from .._case import RuleCase
@@ -45,6 +46,19 @@ def int8_embedding(p: str = EMBED) -> list[RawTensor]:
 
 def nvfp4_te() -> list[RawTensor]:
     return te(nvfp4(MLP), int8_embedding())
+
+
+def h3(*layers: list[RawTensor]) -> list[RawTensor]:
+    """Tensors the family detection takes for the MiniMax H3 DiT."""
+    base = [
+        t("video_patch_proj.weight", "BF16", (64, 96)),
+        t("audio_patch_proj.weight", "BF16", (64, 64)),
+    ]
+    return [*base, *(x for layer in layers for x in layer)]
+
+
+#: the header entry MiniMax H3's loader builds the full transformer from
+H3_META = {"config": json.dumps({"transformer": H3_CONFIG})}
 
 
 def _marker_2d() -> list[RawTensor]:
@@ -200,6 +214,16 @@ CASES = [
         file(lambda: te(int8(MLP))),
         check_kwargs=ALL,
         message="declares missing module",
+        twin_allows=("QC862", "QC864"),
+    ),
+    RuleCase(
+        "QC766",
+        "musubi-h3-without-config",
+        file(lambda: h3(int8("blocks.0.attn.qkv_proj"))),
+        mu("fails"),
+        file(lambda: h3(int8("blocks.0.attn.qkv_proj")), H3_META),
+        check_kwargs=ALL,
+        message="missing config metadata",
         twin_allows=("QC862", "QC864"),
     ),
 ]

@@ -28,6 +28,7 @@ LOAD = f"{NEW}/modules/convrot_int8_utils.py ConvRotInt8Quantizer.load_and_quant
 PARSE = f"{NEW}/modules/convrot_int8_utils.py parse_comfy_quant_spec"
 NVFP4 = f"{NEW}/modules/nvfp4_utils.py NvFp4Quantizer"
 TE = f"{NEW}/minimax_h3/text_encoder.py load_h3_text_encoder"
+H3 = f"{NEW}/minimax_h3/model.py"
 
 
 def _fails() -> dict:  # type: ignore[type-arg]
@@ -324,5 +325,27 @@ RULES = [
         'apply_nvfp4_monkey_patch ("is not an nn.Linear in the model", "is not an '
         "nn.Embedding\"); the module kinds of transformers' Qwen3VLModel [READ].",
         follows=("QC762",),
+    ),
+    Rule(
+        "QC766",
+        "musubi-h3-header",
+        E,
+        "MiniMax H3 DiT header musubi 0.3.6 refuses",
+        _fails(),
+        None,
+        "A MiniMax H3 DiT file has unique tensor names (weight_scale read as scale_weight); a "
+        "pruned one (adaln_t_table) has that table F32 [1025, 8], no time_embedder and every "
+        "AdaLN projection 8 inputs wide; a full one carries the published transformer config "
+        "in __metadata__.config and no other metadata entry naming fp8 or nvfp4 (nor convrot, "
+        'int8 or "quantized" without .comfy_quant tensors).',
+        "0.3.6 classifies the H3 transformer from its header before loading a tensor, and "
+        "refuses a full file without the config its loader builds the model from, or whose "
+        "metadata names another quantization. 725869d's gate did not read the metadata.",
+        "a ConvRot INT8 H3 DiT whose __metadata__ has no config entry",
+        "Copy the released file's __metadata__ (config and all) into the quantized file; keep "
+        "FP8/NVFP4 names out of its other entries.",
+        f"{H3} classify_h3_transformer, parse_h3_transformer_config, "
+        "_read_h3_tensor_headers, _require_pruned_adaln_header, _PUBLISHED_CONFIG_FIELDS; "
+        f"{NEW}/minimax_h3/checkpoint.py load_safetensors_metadata.",
     ),
 ]

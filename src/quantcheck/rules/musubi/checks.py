@@ -7,8 +7,9 @@ or an I8 `.weight`, which must be a ConvRot INT8 triple (`.weight` I8 [N, K], `.
 `.scale_weight` F32 [N, 1], `.comfy_quant` U8 1-D). Markers are read from tensors only. Where
 the two releases differ, the finding has a code of its own whose effect the release data sets
 (QC757-QC761); MiniMax H3's text encoder, which 0.3.6 routes by its markers' formats, is
-text_encoder.py's. musubi raises at the first problem; quantcheck reports every one. The
-upstream lines each rule follows are cited in the rule's evidence (catalog.py).
+text_encoder.py's; what its DiT loader reads of the header, h3_transformer.py's. musubi raises
+at the first problem; quantcheck reports every one. The upstream lines each rule follows are
+cited in the rule's evidence (catalog.py).
 
 Standard library only (the check path imports it).
 """
@@ -22,6 +23,7 @@ from quantcheck.model.checkpoint import Checkpoint
 from quantcheck.model.layers import Layer
 from quantcheck.rules import codes as R
 from quantcheck.rules.markers.checks import marker_place, tensor_marker
+from quantcheck.rules.musubi import h3_transformer as H3
 from quantcheck.rules.musubi import text_encoder as TE
 from quantcheck.runtimes import effects as _eff
 from quantcheck.runtimes.musubi import ONE_BYTE_DTYPES, READABLE_DTYPES
@@ -32,7 +34,7 @@ if TYPE_CHECKING:
 
 TARGET = "musubi"
 #: 725869d's message prefix ("Invalid ConvRot INT8 artifact {path}, layer {m}: ...").
-WHAT = "musubi's ConvRot INT8 inspection raises"
+WHAT = "musubi 725869d's ConvRot INT8 inspection raises"
 #: 0.3.6's loader (`ConvRotInt8Quantizer.load_and_quantize`).
 NEW = "musubi 0.3.6's ConvRot INT8 loader raises"
 #: The one format and flag musubi loads pre-quantized (`_decode_convrot_control`).
@@ -75,6 +77,7 @@ class MusubiChecks:
 
     def file_findings(self) -> Iterator[Diagnostic]:
         yield from _unreadable_dtypes(self.ck)
+        yield from H3.findings(self.ck)
         if self.route is not None and self.route.refused:
             yield TE.refused(self.ck, self.route)
 
@@ -196,7 +199,7 @@ def _tensors(layer: Layer) -> Iterator[Diagnostic]:
         yield diag(
             R.QC755,
             layer,
-            f'scale is {list(s.shape)}: {WHAT} and 0.3.6 raise "scale shape must be '
+            f'scale is {list(s.shape)}: musubi 725869d and 0.3.6 raise "scale shape must be '
             f'({w.shape[0]}, 1)" (a scalar or [N] scale, which ComfyUI accepts, is refused)',
         )
 

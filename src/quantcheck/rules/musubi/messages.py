@@ -266,4 +266,27 @@ PATTERNS += [
         R.QC765,
         "a Linear was quantized int8_tensorwise in an NVFP4 text encoder",
     ),
+    *(
+        _n(text, R.QC766, "the quantized file lost the released file's __metadata__ or tensors")
+        for text in (
+            "Unsupported quantized MiniMax-H3 checkpoint.",
+            "MiniMax-H3 transformer checkpoint is missing config metadata",
+            "MiniMax-H3 transformer checkpoint has invalid config metadata",
+            "MiniMax-H3 transformer config must be an object",
+            "MiniMax-H3 transformer config is missing {field}",
+            "MiniMax-H3 transformer config {field} expected {expected}, got {found}",
+            "Pruned MiniMax-H3 AdaLN must be classified from its tensor structure",
+            "MiniMax-H3 checkpoint has mixed adaln_t_table and time_embedder structures",
+            "Pruned MiniMax-H3 adaln_t_table must be {dtype}, got {found}",
+            "Pruned MiniMax-H3 adaln_t_table must have shape [1025, 8], got {found}",
+            "Pruned MiniMax-H3 checkpoint is missing {key}",
+            "Pruned MiniMax-H3 {key} expected shape {expected}, got {found}",
+        )
+    ),
+    _n(
+        "Duplicate MiniMax-H3 tensor header {key}",
+        R.QC766,
+        "a module has both weight_scale and scale_weight (QC757)",
+        refine=lambda v: (R.QC766.code, R.QC757.code),
+    ),
 ]
