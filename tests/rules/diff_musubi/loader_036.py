@@ -145,7 +145,7 @@ def _standins(ns: dict[str, Any], path: str) -> Iterator[None]:
         **dict.fromkeys(MODULES, types.SimpleNamespace(**ns)),
     }
     saved = {name: sys.modules.get(name) for name in modules}
-    sys.modules.update(modules)  # type: ignore[arg-type]
+    sys.modules.update(modules)
     try:
         yield
     finally:
@@ -180,14 +180,14 @@ def _model(header: dict[str, tuple[str, tuple[int, ...]]], normalize: Callable[[
     root = nn.Module()
     root.add_module("language_model", nn.Module())
     for module in sorted(set(weights) | set(biases), key=lambda m: m.count(".")):
-        shape = weights.get(module)
-        if shape is not None and len(shape) == 2 and module in embeddings:
-            leaf: nn.Module = nn.Embedding(shape[0], shape[1], device="meta")
-        elif shape is not None and len(shape) == 2:
-            leaf = nn.Linear(shape[1], shape[0], bias=module in biases, device="meta")
+        found = weights.get(module)
+        if found is not None and len(found) == 2 and module in embeddings:
+            leaf: nn.Module = nn.Embedding(found[0], found[1], device="meta")
+        elif found is not None and len(found) == 2:
+            leaf = nn.Linear(found[1], found[0], bias=module in biases, device="meta")
         else:
             leaf = nn.Module()
-            for pname, pshape in (("weight", shape), ("bias", biases.get(module))):
+            for pname, pshape in (("weight", found), ("bias", biases.get(module))):
                 if pshape is not None:
                     leaf.register_parameter(pname, nn.Parameter(torch.empty(pshape, device="meta")))
         _place(root, module, leaf)
