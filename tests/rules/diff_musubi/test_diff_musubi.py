@@ -33,8 +33,7 @@ from quantcheck.families.table import BY_NAME
 from quantcheck.rules.levels import Effect
 
 from ..test_rule_table import CASES
-from .loader import Musubi, load
-from .source import root
+from .loader import Musubi
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("QUANTCHECK_DIFF_MUSUBI") != "1",
@@ -44,15 +43,6 @@ pytestmark = pytest.mark.skipif(
 #: Verdicts that come from code the stand-in does not run (reader, shards, model loader).
 NOT_RUN = ("QC1", "QC5", "QC86")
 TE = BY_NAME["qwen3vl_32b"].topologies[0]
-
-
-@pytest.fixture(scope="module")
-def musubi() -> Musubi:
-    pytest.importorskip("torch")
-    base = root()
-    if base is None:
-        pytest.skip("set QUANTCHECK_MUSUBI_SRC (see source.py)")
-    return load(base)
 
 
 def _gate(musubi: Musubi, paths: list[Path]) -> str | None:

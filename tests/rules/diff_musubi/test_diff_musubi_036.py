@@ -40,8 +40,7 @@ from quantcheck.model.family_view import checkpoint_family_name
 from quantcheck.runtimes.musubi import H3_CONFIG, TEXT_ENCODER_FAMILY
 
 from ..test_rule_table import CASES
-from .loader_036 import Musubi036, load
-from .source import root_036
+from .loader_036 import Musubi036
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("QUANTCHECK_DIFF_MUSUBI") != "1",
@@ -52,15 +51,6 @@ pytestmark = pytest.mark.skipif(
 NOT_RUN = ("QC1", "QC5", "QC86")
 #: torch's own messages (the strict load_state_dict after the loaders): no musubi text to explain.
 TORCH = ("Error(s) in loading state_dict", "Only Tensors of floating point")
-
-
-@pytest.fixture(scope="module")
-def musubi() -> Musubi036:
-    pytest.importorskip("torch")
-    base = root_036()
-    if base is None:
-        pytest.skip("set QUANTCHECK_MUSUBI_036_SRC (see source.py)")
-    return load(base)
 
 
 def _is_text_encoder(paths: list[Path]) -> bool:
@@ -138,7 +128,7 @@ def _run(musubi: Musubi036, rows: list[tuple[str, list[Path], dict[str, Any]]]) 
 
 
 def test_the_loaders_agree_with_every_rule_case(
-    musubi: Musubi036, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    musubi036: Musubi036, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     rows: list[tuple[str, list[Path], dict[str, Any]]] = []
     for case in CASES:
@@ -149,7 +139,7 @@ def test_the_loaders_agree_with_every_rule_case(
             folder.mkdir()
             rows.append((f"{case.id} {side}", build(folder), case.check_kwargs))
     total = len(rows)
-    compared, *bad = _run(musubi, rows)
+    compared, *bad = _run(musubi036, rows)
     with capsys.disabled():
         print(f"\nmusubi 0.3.6: {compared} of {total} rule-case files, {len(bad)} disagree")
     assert int(compared.split()[1]) > 300
@@ -299,7 +289,7 @@ def te_files() -> dict[str, tuple[S.Tensors, dict[str, str] | None]]:
 
 @pytest.mark.parametrize("kind", ["dit", "te"])
 def test_the_loaders_agree_on_every_format(
-    musubi: Musubi036, tmp_path: Path, kind: str, capsys: pytest.CaptureFixture[str]
+    musubi036: Musubi036, tmp_path: Path, kind: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     made = dit_files() if kind == "dit" else te_files()
     rows: list[tuple[str, list[Path], dict[str, Any]]] = []
@@ -309,7 +299,7 @@ def test_the_loaders_agree_on_every_format(
         if kind == "te":
             assert _is_text_encoder([path]), label
     total = len(rows)
-    compared, *bad = _run(musubi, rows)
+    compared, *bad = _run(musubi036, rows)
     with capsys.disabled():
         print(
             f"\nmusubi 0.3.6 ({kind}): {compared} of {total} generated files, {len(bad)} disagree"
@@ -372,13 +362,13 @@ def h3_files() -> dict[str, tuple[S.Tensors, dict[str, str] | None]]:
 
 
 def test_the_h3_header_check_agrees_with_qc766(
-    musubi: Musubi036, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    musubi036: Musubi036, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     bad, refused = [], 0
     for i, (label, (tensors, meta)) in enumerate(h3_files().items()):
         path = S.write(tmp_path / f"{i}.safetensors", tensors, meta)
         try:
-            musubi.h3_header(str(path))
+            musubi036.h3_header(str(path))
             said = None
         except (ValueError, TypeError) as exc:
             said = str(exc)
