@@ -204,6 +204,8 @@ TEXT_ENCODER_FAMILY = "qwen3vl_32b"
 #: Its modules that are nn.Embedding, not nn.Linear, in transformers' Qwen3VLModel (file names,
 #: before `normalize_h3_text_encoder_key`) [READ].
 TEXT_ENCODER_EMBEDDINGS: tuple[str, ...] = ("model.embed_tokens", "visual.pos_embed")
+#: The companions only NVFP4 modules have (a module without a marker may not hold them).
+NVFP4_ONLY: tuple[str, ...] = ("weight_scale_2", "pre_quant_scale")
 #: The dtypes 0.3.6's reader (`MemoryEfficientSafeOpen._get_torch_dtype`) has a torch dtype
 #: for; it reads every tensor, and any other dtype with bytes stops it.
 READABLE_DTYPES: frozenset[str] = frozenset(

@@ -23,14 +23,21 @@ from quantcheck.model.checkpoint import Checkpoint
 from quantcheck.model.layers import Layer
 from quantcheck.rules import codes as R
 from quantcheck.rules.markers.checks import marker_place, tensor_marker
-from quantcheck.rules.musubi import h3_transformer as H3
-from quantcheck.rules.musubi import text_encoder as TE
+from quantcheck.rules.musubi import diag
 from quantcheck.runtimes import effects as _eff
-from quantcheck.runtimes.musubi import ONE_BYTE_DTYPES, READABLE_DTYPES
+from quantcheck.runtimes.musubi import (
+    H3_FAMILY,
+    NVFP4_ONLY,
+    ONE_BYTE_DTYPES,
+    READABLE_DTYPES,
+    TEXT_ENCODER_FAMILY,
+)
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
     from typing import Any
+
+    from quantcheck.rules.musubi.text_encoder import Route
 
 TARGET = "musubi"
 #: 725869d's message prefix ("Invalid ConvRot INT8 artifact {path}, layer {m}: ...").
@@ -66,31 +73,45 @@ class MusubiChecks:
 
     def __init__(self, ck: Checkpoint) -> None:
         self.ck = ck
-        self._route: list[TE.Route | None] = []
+        self._route: list[Route | None] = []
 
     @property
-    def route(self) -> TE.Route | None:
+    def route(self) -> Route | None:
         """How 0.3.6 loads the file as MiniMax H3's text encoder (None: not that family)."""
         if not self._route:
-            self._route.append(TE.route(self.ck))
+            found = None
+            if _family(self.ck) == TEXT_ENCODER_FAMILY:
+                from quantcheck.rules.musubi import text_encoder
+
+                found = text_encoder.route(self.ck)
+            self._route.append(found)
         return self._route[0]
 
     def file_findings(self) -> Iterator[Diagnostic]:
         yield from _unreadable_dtypes(self.ck)
-        yield from H3.findings(self.ck)
-        if self.route is not None and self.route.refused:
-            yield TE.refused(self.ck, self.route)
+        route = self.route
+        if route is not None and route.refused:
+            from quantcheck.rules.musubi import text_encoder
+
+            yield text_encoder.refused(self.ck, route)
+        if self.ck.tensors and _family(self.ck) == H3_FAMILY:
+            from quantcheck.rules.musubi import h3_transformer
+
+            yield from h3_transformer.findings(self.ck)
 
     def layer_findings(self, layer: Layer) -> Iterator[Diagnostic]:
         t = layer.tensors
         route = self.route if _route_matters(layer) else None
-        if route is not None and route.kind == "nvfp4":
-            if "comfy_quant" in t:
+        if route is not None and route.kind in ("nvfp4", "convrot"):
+            from quantcheck.rules.musubi import text_encoder as TE
+
+            if route.kind == "convrot" and "comfy_quant" in t:
+                yield from TE.convrot_kind(layer)
+            elif route.kind == "nvfp4" and "comfy_quant" in t:
                 yield from TE.nvfp4_layer(layer)
                 return
-            yield from TE.nvfp4_orphans(layer)
-        elif route is not None and route.kind == "convrot" and "comfy_quant" in t:
-            yield from TE.convrot_kind(layer)
+            elif route.kind == "nvfp4":
+                yield from TE.nvfp4_orphans(layer)
         if not is_artifact_module(layer):
             yield from self._byte_weight(layer)
             return
@@ -161,7 +182,7 @@ def _route_matters(layer: Layer) -> bool:
     return (
         "comfy_quant" in t
         or (w is not None and w.dtype in ONE_BYTE_DTYPES)
-        or any(s in t for s in TE.NVFP4_ONLY)
+        or any(s in t for s in NVFP4_ONLY)
     )
 
 
@@ -253,6 +274,12 @@ def _marker(layer: Layer) -> Iterator[Diagnostic]:
         )
 
 
+def _family(ck: Checkpoint) -> str | None:
+    from quantcheck.model.family_view import checkpoint_family_name
+
+    return checkpoint_family_name(ck)
+
+
 def _unreadable_dtypes(ck: Checkpoint) -> Iterator[Diagnostic]:
     """QC761: tensors with data in a dtype 0.3.6's reader has no torch dtype for."""
     by_dtype: dict[str, list[Any]] = {}
@@ -270,12 +297,3 @@ def _unreadable_dtypes(ck: Checkpoint) -> Iterator[Diagnostic]:
             tensor=found[0].name,
             effects=_eff(**{TARGET: Effect.FAILS}),
         )
-
-
-def diag(rule: Any, layer: Layer, message: str) -> Diagnostic:
-    """A finding on `layer` that fails musubi (each release's data sets the effect)."""
-    w = layer.weight
-    file = w.file if w is not None else next(iter(layer.tensors.values())).file
-    return Diagnostic(
-        rule, message, file=file, layer=layer.prefix, effects=_eff(**{TARGET: Effect.FAILS})
-    )

@@ -24,7 +24,6 @@ from quantcheck.runtimes import effects as _eff
 from quantcheck.runtimes.musubi import (
     H3_BLOCKED_WORDS,
     H3_CONFIG,
-    H3_FAMILY,
     H3_PRUNED_ADALN,
     H3_PRUNED_BLOCKS,
     H3_PRUNED_TABLE,
@@ -34,11 +33,7 @@ SAYS = "musubi 0.3.6's MiniMax H3 loader raises"
 
 
 def findings(ck: Checkpoint) -> Iterator[Diagnostic]:
-    """QC766 for a file of the MiniMax H3 DiT family (nothing for any other)."""
-    from quantcheck.model.family_view import checkpoint_family_name
-
-    if not ck.tensors or checkpoint_family_name(ck) != H3_FAMILY:
-        return
+    """QC766 for a file of the MiniMax H3 DiT family (checks.py asks only for one)."""
     why = _duplicate(ck) or (_pruned(ck) if H3_PRUNED_TABLE[0] in ck.tensors else _full(ck))
     if why:
         yield Diagnostic(

@@ -23,15 +23,14 @@ from quantcheck.model.checkpoint import Checkpoint
 from quantcheck.model.layers import Layer
 from quantcheck.rules import codes as R
 from quantcheck.rules.markers.checks import tensor_marker
+from quantcheck.rules.musubi import diag as _diag
 from quantcheck.runtimes import effects as _eff
-from quantcheck.runtimes.musubi import TEXT_ENCODER_EMBEDDINGS, TEXT_ENCODER_FAMILY
+from quantcheck.runtimes.musubi import NVFP4_ONLY, TEXT_ENCODER_EMBEDDINGS
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
     from typing import Any
 
-#: The companions only NVFP4 modules have (a module without a marker may not hold them).
-NVFP4_ONLY = ("weight_scale_2", "pre_quant_scale")
 #: What NvFp4Quantizer calls floating (`torch.Tensor.is_floating_point`).
 FLOATING = frozenset({"F64", "F32", "F16", "BF16", "F8_E4M3", "F8_E5M2"})
 LOADER = "musubi 0.3.6's NVFP4 text-encoder loader raises"
@@ -58,12 +57,8 @@ def classify(marker: dict[str, Any]) -> str:
     return str(fmt)
 
 
-def route(ck: Checkpoint) -> Route | None:
-    """The text encoder's route, or None when the file is not that family's."""
-    from quantcheck.model.family_view import checkpoint_family_name
-
-    if checkpoint_family_name(ck) != TEXT_ENCODER_FAMILY:
-        return None
+def route(ck: Checkpoint) -> Route:
+    """The route of a file of the text encoder's family (checks.py asks only for one)."""
     found = {classify(tm) for layer in ck.layers.values() if (tm := tensor_marker(layer))}
     formats = tuple(sorted(found))
     if not found:
@@ -251,9 +246,3 @@ def _int8(layer: Layer) -> Iterator[Diagnostic]:
             f'{LOADER} "INT8 module {layer.prefix}: scale shape must be ({rows}, 1), got '
             f'{tuple(scale.shape)}"',
         )
-
-
-def _diag(rule: Any, layer: Layer, message: str) -> Diagnostic:
-    from quantcheck.rules.musubi.checks import diag
-
-    return diag(rule, layer, message)
