@@ -41,13 +41,16 @@ it; the Qwen3-VL-32B text encoder's 350, `_validate_h3_text_encoder_convrot_topo
 of the model (an embedding is refused, QC765). QC864 names a file that is exactly a released
 topology (families/table.py `topologies`).
 
-Not modelled [READ]: MiniMax H3's DiT loader also requires the published `config` entry in the
-header's `__metadata__` for a full (not pruned) transformer and refuses metadata text naming
-fp8/nvfp4 (`parse_h3_transformer_config`), and quantizes the BF16 layers it targets
-(attn/mlp/adaln_proj Linears) of a pre-quantized file at load; the strict `load_state_dict`
-after the gate refuses tensors the model does not have (QC302, QC863). Open PR #1081 (NVFP4 DiT
-and mixed NVFP4/ConvRot INT8 per module for Krea 2, `foreign_formats`) had not merged in the
-newest code read.
+MiniMax H3's DiT loader also reads the header before the gate (`minimax_h3/model.py`
+`classify_h3_transformer`): the published `config` entry in `__metadata__` for a full (not
+pruned) transformer, no metadata text naming fp8/nvfp4, the pruned layout (QC766).
+
+Not modelled [READ]: H3's DiT loader quantizes the BF16 layers it targets (attn/mlp/adaln_proj
+Linears) of a pre-quantized file at load; the strict `load_state_dict` after the gate refuses
+tensors the model does not have (QC302, QC863); other models' text encoders (Krea 2's
+Qwen3-VL-4B) were not read for pre-quantized files. Open PR #1081 (NVFP4 DiT and mixed
+NVFP4/ConvRot INT8 per module for Krea 2, `foreign_formats`) had not merged in the newest code
+read.
 
 Standard library only (the check path imports it); codes are strings (the rule registry
 imports the runtimes).
@@ -135,7 +138,8 @@ LEFT_NONE: dict[str, str] = {
         "no effect by default: a QC838 finding names this runtime in its own effects when "
         "this runtime's LoRA merge loses the LoRA; QC839 is a note",
     ),
-    "QC108": "__metadata__ is not used to load the ConvRot layers [GUESS]",
+    "QC108": "__metadata__ is not used to load the ConvRot layers; only MiniMax H3's DiT loader "
+    "(0.3.6) reads it, its own rule QC766 [GUESS for other values]",
     "QC119": "725869d reads no sub-byte tensor; 0.3.6 reads every one and has no torch dtype "
     "for them: its own rule is QC761",
     "QC122": "header length need not be a multiple of 8",
