@@ -58,10 +58,12 @@ diff-sglang: $(STAMP_DEV)
 diff-consumers: $(STAMP_DEV)
 	QUANTCHECK_DIFF_CONSUMERS=1 $(BIN)/python -m pytest -q tests/rules/diff_consumers
 
-# musubi-tuner's own checks against quantcheck's musubi verdicts and released topologies:
-# inspect_convrot_int8_artifact (kohya-ss/musubi-tuner 725869d) on every rule case, and PR
-# #1024's MiniMax H3 text-encoder topology check against QC864. The code comes from
-# $QUANTCHECK_MUSUBI_SRC (a folder with src/musubi_tuner/...; every definition that runs must
+# musubi-tuner's own checks against quantcheck's musubi verdicts, per modelled release:
+# 0.3.6's loaders (ConvRotInt8Quantizer.load_and_quantize, load_h3_text_encoder with
+# NvFp4Quantizer, classify_h3_transformer) on every rule case and on generated files of every
+# format, from $QUANTCHECK_MUSUBI_036_SRC; 725869d's inspect_convrot_int8_artifact on every rule
+# case and PR #1024's MiniMax H3 text-encoder topology check against QC864, from
+# $QUANTCHECK_MUSUBI_SRC (folders with src/musubi_tuner/...; every definition that runs must
 # match its SHA-256 pin in tests/rules/diff_musubi/source.py). Needs torch (CPU).
 diff-musubi: $(STAMP_DEV)
 	QUANTCHECK_DIFF_MUSUBI=1 $(BIN)/python -m pytest -q tests/rules/diff_musubi

@@ -186,7 +186,7 @@ def test_a_long_verdict_line_wraps_in_a_terminal(
     tail = out.split("\n\n")[-1].splitlines()
     assert max(map(len, tail)) <= 100
     assert tail[2].startswith("targets: sglang@0.5.18: fails")  # after the 2-line note
-    assert any(line.rstrip().endswith("musubi@725869d: fails (12 blocking)") for line in tail)
+    assert any(line.rstrip().endswith("musubi@0.3.6: fails (14 blocking)") for line in tail)
 
 
 def test_baselined_verdicts_are_shown_and_the_exit_code_follows_the_baseline(

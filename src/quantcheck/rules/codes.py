@@ -208,6 +208,15 @@ QC754: Rule  # musubi-weight-layout
 QC755: Rule  # musubi-scale-layout
 QC756: Rule  # musubi-marker-not-1d
 QC757: Rule  # musubi-duplicate-scale
+QC758: Rule  # musubi-convrot-truthy
+QC759: Rule  # musubi-scale-weight-dtype
+QC760: Rule  # musubi-byte-weight-unmarked
+QC761: Rule  # musubi-dtype-unreadable
+QC762: Rule  # musubi-text-encoder-formats
+QC763: Rule  # musubi-text-encoder-nvfp4
+QC764: Rule  # musubi-nvfp4-layout
+QC765: Rule  # musubi-text-encoder-module-kind
+QC766: Rule  # musubi-h3-header
 QC800: Rule  # gpu-known-crash
 QC801: Rule  # gpu-known-wrong-output
 QC802: Rule  # gpu-known-slow
@@ -385,6 +394,15 @@ __all__ = [
     "QC755",
     "QC756",
     "QC757",
+    "QC758",
+    "QC759",
+    "QC760",
+    "QC761",
+    "QC762",
+    "QC763",
+    "QC764",
+    "QC765",
+    "QC766",
     "QC800",
     "QC801",
     "QC802",
@@ -436,7 +454,10 @@ _HOMES = {
     "quantcheck.rules.sdcpp.catalog": (
         "QC740 QC741 QC742 QC743 QC744 QC745 QC746 QC747 QC748 QC749"
     ),
-    "quantcheck.rules.musubi.catalog": ("QC750 QC751 QC752 QC753 QC754 QC755 QC756 QC757"),
+    "quantcheck.rules.musubi.catalog": (
+        "QC750 QC751 QC752 QC753 QC754 QC755 QC756 QC757 QC758 QC759 QC760 QC761 "
+        "QC762 QC763 QC764 QC765 QC766"
+    ),
     "quantcheck.rules.gpu.catalog": ("QC800 QC801 QC802 QC803"),
     "quantcheck.rules.lora.catalog": (
         "QC830 QC831 QC832 QC833 QC834 QC835 QC836 QC837 QC838 QC839 QC840"

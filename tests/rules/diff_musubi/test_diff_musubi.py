@@ -1,8 +1,9 @@
 """Differential: musubi-tuner's own checks (source.py, loader.py) against quantcheck's.
 
-1. The pre-quantized gate, `inspect_convrot_int8_artifact` @725869d (the release the musubi
-   target models), on every rule case of the rule tables (tests/rules/*cases.py, failing file
-   and twin): it raises exactly where quantcheck's musubi verdict is "fails", leaving out the
+1. The pre-quantized gate, `inspect_convrot_int8_artifact` @725869d (the musubi target's
+   older release, `musubi@725869d`; test_diff_musubi_036.py runs the newest), on every rule
+   case of the rule tables (tests/rules/*cases.py, failing file and twin): it raises exactly
+   where quantcheck's musubi@725869d verdict is "fails", leaving out the
    files whose verdict comes from musubi's safetensors reader, shard handling or model loader
    (QC1xx, QC5xx, QC86x: code the stand-in reader does not run), and `quantcheck explain`
    maps the message it raises to a rule quantcheck reports for the file.
@@ -29,10 +30,10 @@ from quantcheck.checking import check_paths
 from quantcheck.explain.lookup import explain
 from quantcheck.families.detection import topology_layers
 from quantcheck.families.table import BY_NAME
+from quantcheck.rules.levels import Effect
 
 from ..test_rule_table import CASES
-from .loader import Musubi, load
-from .source import root
+from .loader import Musubi
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("QUANTCHECK_DIFF_MUSUBI") != "1",
@@ -42,15 +43,6 @@ pytestmark = pytest.mark.skipif(
 #: Verdicts that come from code the stand-in does not run (reader, shards, model loader).
 NOT_RUN = ("QC1", "QC5", "QC86")
 TE = BY_NAME["qwen3vl_32b"].topologies[0]
-
-
-@pytest.fixture(scope="module")
-def musubi() -> Musubi:
-    pytest.importorskip("torch")
-    base = root()
-    if base is None:
-        pytest.skip("set QUANTCHECK_MUSUBI_SRC (see source.py)")
-    return load(base)
 
 
 def _gate(musubi: Musubi, paths: list[Path]) -> str | None:
@@ -69,15 +61,15 @@ def _explained(message: str) -> set[str]:
     return set(json.loads(text)["codes"]) if found else set()
 
 
+#: the release these functions are (runtimes/musubi.py's older step)
+RELEASE = "musubi@725869d"
+
+
 def _ours(paths: list[Path], kwargs: dict[str, Any]) -> tuple[bool, set[str], bool]:
-    """(quantcheck says musubi fails, the codes that say so, comparable)."""
+    """(quantcheck says musubi 725869d fails, the codes that say so, comparable)."""
     options = {k: v for k, v in kwargs.items() if k != "target"}
-    report = check_paths([str(p) for p in paths], target="musubi", **options)
-    failing = {
-        d.code
-        for d in report.diagnostics
-        if "musubi" in d.effective_effects and d.effective_effects["musubi"].value == "fails"
-    }
+    report = check_paths([str(p) for p in paths], target=RELEASE, **options)
+    failing = {d.code for d in report.diagnostics if d.effect_at(RELEASE) is Effect.FAILS}
     return bool(failing), failing, not any(c.startswith(NOT_RUN) for c in failing)
 
 

@@ -1,9 +1,10 @@
 """musubi-tuner (`--target musubi`): the effects table covers every generic code, the bundled
-examples get the verdicts read in `inspect_convrot_int8_artifact`, edge cases of its checks, and
-its messages round-trip through `explain`. Per-rule failing/passing files: musubi/cases.py.
+examples get the verdicts read in musubi's code at both releases, edge cases of its checks and
+of what changed between the releases, and its messages round-trip through `explain`. Per-rule
+failing/passing files: musubi/cases.py.
 
-musubi-tuner is not on PyPI, so there is no pinned wheel to run differentially (as
-tests/rules/diff_sglang does for sglang); the rules cite its functions instead.
+musubi-tuner is not on PyPI: tests/rules/diff_musubi runs its functions from pinned folders
+outside the repository (`make diff-musubi`).
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ from quantcheck.rules.registry import all_rules
 from quantcheck.runtimes import get_runtime, runtime_names
 from quantcheck.runtimes.musubi import EFFECTS, LEFT_NONE
 
-from .._build import INT8_CONVROT, P, file, header_meta, int8, shards, t
+from .._build import INT8_CONVROT, P, file, fp8, header_meta, int8, nvfp4, shards, t
+from .cases import EMBED, MLP, int8_embedding, te
 
-OWN = {f"QC75{i}" for i in range(10)} & set(all_rules())
+OWN = {f"QC7{i}" for i in range(50, 70)} & set(all_rules())
 #: examples/ verdicts: musubi loads only ConvRot INT8 files pre-quantized.
 EXAMPLES = {
     "awq_w4a16": "fails",
@@ -38,11 +40,16 @@ EXAMPLES = {
 }
 
 
-def _codes(paths: list[str]) -> set[str]:
-    return {d.code for d in check_paths(paths, target="musubi").diagnostics}
+def _codes(paths: list[str], target: str = "musubi") -> set[str]:
+    return {d.code for d in check_paths(paths, target=target).diagnostics}
+
+
+def _status(paths: list[str], target: str) -> str:
+    return str(check_paths(paths, target=target).target_status(target)["status"])
 
 
 def _paths(build, tmp_path: Path) -> list[str]:  # type: ignore[no-untyped-def]
+    tmp_path.mkdir(parents=True, exist_ok=True)
     return [str(p) for p in build(tmp_path)]
 
 
@@ -52,7 +59,7 @@ def test_every_generic_code_has_a_decision() -> None:
     assert set(EFFECTS).isdisjoint(LEFT_NONE)
     assert generic == set(EFFECTS) | set(LEFT_NONE)
     assert all(e is not Effect.NONE for e in EFFECTS.values())
-    assert {f"QC75{i}" for i in range(8)} == OWN
+    assert {f"QC7{i}" for i in range(50, 67)} == OWN
     for code, rule in all_rules().items():  # other runtimes' own rules leave musubi alone
         if code.startswith("QC7") and code not in OWN:
             assert rule.effects.get("musubi", Effect.NONE) is Effect.NONE, code
@@ -61,13 +68,15 @@ def test_every_generic_code_has_a_decision() -> None:
 def test_runtime_record() -> None:
     rt = get_runtime("musubi")
     assert "musubi" in runtime_names() and not rt.default_target
-    assert rt.release_names() == ("725869d",)
+    assert rt.release_names() == ("725869d", "0.3.6")
+    assert rt.release("v0.3.6") is rt.newest
 
 
+@pytest.mark.parametrize("target", ["musubi", "musubi@725869d"])
 @pytest.mark.parametrize("name", sorted(EXAMPLES))
-def test_example_verdicts(name: str, examples_dir: Path) -> None:
-    report = check_paths([str(examples_dir / f"{name}.safetensors")], target="musubi")
-    assert report.target_status("musubi")["status"] == EXAMPLES[name]
+def test_example_verdicts(name: str, target: str, examples_dir: Path) -> None:
+    """The examples get the same verdict at both releases (NVFP4 is a DiT file here)."""
+    assert _status([str(examples_dir / f"{name}.safetensors")], target) == EXAMPLES[name]
 
 
 def test_default_report_unchanged(examples_dir: Path) -> None:
@@ -173,3 +182,170 @@ def test_explain_tells_the_marker_faults_apart(tail: str, codes: list[str]) -> N
     differential suite, tests/rules/diff_musubi, checks it on every rule case)."""
     text, found = explain(HEAD + tail, as_json=True)
     assert found and json.loads(text)["codes"] == codes
+
+
+# --- what changed from 725869d to 0.3.6 --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("convrot", "code"),
+    [
+        (1, "QC758"),
+        ("yes", "QC758"),
+        (0, "QC752"),
+        ("", "QC752"),
+        (None, "QC752"),
+        (False, "QC752"),
+    ],
+)
+def test_convrot_is_tested_for_truth_at_0_3_6(convrot: object, code: str, tmp_path: Path) -> None:
+    """725869d wants convrot exactly true; 0.3.6 takes any truthy value (`not spec.get`)."""
+    paths = _paths(file(lambda: int8(mark={**INT8_CONVROT, "convrot": convrot})), tmp_path)
+    codes = _codes(paths, "musubi@all")
+    assert code in codes and ({"QC752", "QC758"} - {code}).isdisjoint(codes)
+    assert _status(paths, "musubi@725869d") == "fails"
+    assert _status(paths, "musubi") == ("ok" if code == "QC758" else "fails")
+
+
+def test_both_scale_names_fail_725869d_and_degrade_0_3_6(tmp_path: Path) -> None:
+    paths = _paths(file(lambda: [*int8(), t(f"{P}.scale_weight", "F32", (64, 1))]), tmp_path)
+    assert _status(paths, "musubi@725869d") == "fails"
+    assert _status(paths, "musubi") == "degraded"
+
+
+def test_an_incomplete_module_also_names_its_format(tmp_path: Path) -> None:
+    """0.3.6 reads every marker before the tensors: a W4A8-like module without weight_scale is
+    refused for its format first (explain maps that message to QC751)."""
+    paths = _paths(file(lambda: [int8()[0], int8(mark={"format": "asym_w4a8_int8"})[2]]), tmp_path)
+    assert {"QC750", "QC751"} <= _codes(paths)
+
+
+def test_group_is_checked_on_shape_1_whatever_the_rank(tmp_path: Path) -> None:
+    paths = _paths(file(lambda: int8(weight=("I8", (8, 4, 16)))), tmp_path)
+    assert {"QC753", "QC754"} <= _codes(paths)
+
+
+def test_unreadable_dtypes_are_grouped(tmp_path: Path) -> None:
+    build = file(lambda: [*int8(), t("a", "U16", (4,)), t("b", "U16", (4,)), t("c", "U32", (2,))])
+    found = [
+        d
+        for d in check_paths(_paths(build, tmp_path), target="musubi").diagnostics
+        if d.code == "QC761"
+    ]
+    assert sorted(d.message.split(" (")[0] for d in found) == [
+        "1 tensor is U32",
+        "2 tensors are U16",
+    ]
+    assert _status(_paths(build, tmp_path / "x"), "musubi@725869d") == "ok"
+
+
+def test_an_nvfp4_text_encoder_loads_at_0_3_6_only(tmp_path: Path) -> None:
+    paths = _paths(file(lambda: te(nvfp4(MLP), int8_embedding())), tmp_path)
+    codes = _codes(paths, "musubi@all")
+    assert "QC763" in codes and "QC751" not in codes  # the old gate's codes are QC763's
+    assert _status(paths, "musubi@725869d") == "fails"
+    assert not {c for c in _codes(paths) if c.startswith(("QC75", "QC76")) and c != "QC763"}
+
+
+def test_the_same_nvfp4_layer_in_a_dit_fails_both(tmp_path: Path) -> None:
+    paths = _paths(file(lambda: nvfp4()), tmp_path)
+    assert "QC751" in _codes(paths) and _status(paths, "musubi") == "fails"
+
+
+@pytest.mark.parametrize(
+    ("layers", "code"),
+    [
+        (lambda: te(nvfp4(MLP), int8(f"{MLP}_b", mark={"format": "int8_tensorwise"})), "QC765"),
+        (lambda: te(nvfp4(MLP), nvfp4(EMBED)), "QC765"),
+        (lambda: te([*nvfp4(MLP), t(f"{MLP}.input_scale", "F32", ())]), "QC764"),
+        (
+            lambda: te(
+                nvfp4(MLP),
+                [t(f"{MLP}_b.weight", "BF16", (64, 64)), t(f"{MLP}_b.weight_scale_2", "F32", ())],
+            ),
+            "QC764",
+        ),
+        (lambda: te(fp8(MLP)), "QC762"),
+        (lambda: te(int8(MLP, mark={"format": "int8_tensorwise"})), "QC762"),
+    ],
+)
+def test_the_text_encoder_routes(layers, code: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    paths = _paths(file(layers), tmp_path)
+    assert code in _codes(paths) and _status(paths, "musubi") == "fails"
+
+
+def test_a_text_encoder_without_markers_takes_f8_weights(tmp_path: Path) -> None:
+    """No marker at all: load_h3_text_encoder casts floating tensors to BF16 (no QC760), but a
+    legacy scale_weight beside the weight is a key its strict load refuses."""
+    bare = _paths(file(lambda: te([t(f"{MLP}.weight", "F8_E4M3", (64, 64))])), tmp_path / "a")
+    assert "QC760" not in _codes(bare)
+    legacy = [t(f"{MLP}.weight", "F8_E4M3", (64, 64)), t(f"{MLP}.scale_weight", "F32", ())]
+    assert "QC760" in _codes(_paths(file(lambda: te(legacy)), tmp_path / "b"))
+    dit = _paths(file(lambda: [t(f"{P}.weight", "F8_E4M3", (64, 64))]), tmp_path / "c")
+    assert "QC760" in _codes(dit)
+
+
+NEW = "ValueError: "
+
+
+@pytest.mark.parametrize(
+    ("message", "codes"),
+    [
+        (
+            "Invalid comfy_quant tensor for m: expected 1D uint8, got torch.int8 ndim=1",
+            ["QC205"],
+        ),
+        (
+            "Invalid comfy_quant tensor for m: expected 1D uint8, got torch.uint8 ndim=2",
+            ["QC756"],
+        ),
+        (
+            "Invalid comfy_quant JSON for m.comfy_quant: Expecting value: line 1 column 1 (char 0)",
+            ["QC201", "QC203"],
+        ),
+        (
+            "Unsupported comfy_quant format for m.comfy_quant: {'format': 'nvfp4'}. Only ConvRot "
+            'INT8 ("int8_tensorwise" with "convrot": true) is supported.',
+            ["QC751"],
+        ),
+        (
+            "Unsupported comfy_quant format for m.comfy_quant: {'format': 'int8_tensorwise'}. Only "
+            'ConvRot INT8 ("int8_tensorwise" with "convrot": true) is supported.',
+            ["QC752"],
+        ),
+        (
+            "Invalid convrot_groupsize for m: 32 (must be a power of 4, e.g. 64 or 256)",
+            ["QC753"],
+        ),
+        (
+            "Layer m.weight is already in torch.float8_e4m3fn format but has no .comfy_quant spec.",
+            ["QC760", "QC750"],
+        ),
+        ("Layer m.weight is already in torch.int8 format but has no .comfy_quant spec.", ["QC750"]),
+        ("Pre-quantized ConvRot layer m: scale shape must be (64, 1), got (64,)", ["QC755"]),
+        (
+            "Unsupported ComfyUI quantization format combination in text encoder checkpoint: "
+            "['convrot_int8', 'nvfp4']. Supported: ConvRot INT8",
+            ["QC762"],
+        ),
+        (
+            "NVFP4 per-tensor scale m.weight_scale_2 must be a F32 scalar, got torch.float32 (1,)",
+            ["QC764"],
+        ),
+        (
+            "ConvRot INT8 state dict declares missing module language_model.embed_tokens (total 1 "
+            "unmatched)",
+            ["QC765"],
+        ),
+        ("MiniMax-H3 transformer checkpoint is missing config metadata", ["QC766"]),
+        (
+            "TypeError: view() received an invalid combination of arguments - got (NoneType), but "
+            "expected one of:",
+            ["QC761"],
+        ),
+    ],
+)
+def test_explain_knows_0_3_6_messages(message: str, codes: list[str]) -> None:
+    text, found = explain(NEW + message, as_json=True)
+    doc = json.loads(text)
+    assert found and doc["codes"] == codes and doc["runtime"] == "musubi-tuner 0.3.6"
