@@ -199,6 +199,7 @@ def sglang_runtime() -> Runtime:
         folder="quantcheck.rules.sglang",
         header_formats=HEADER_DECLARED,
         gpu="quantcheck.rules.sglang.gpu:SGLANG_GPU",
+        loaders="quantcheck.rules.sglang.loaders:SGLANG_LOADERS",
         default_target=True,
         catalog=True,
         reasons=dict(REASONS),
