@@ -32,10 +32,10 @@ from quantcheck.runtimes import (
     target_choices,
     unregister_runtime,
 )
-from sglang_loaders import core, marker_path
 from test_architecture import import_graph
 
 from ._build import file, fp8, nvfp4
+from .sglang.loader_helpers import core, marker_path
 
 FAKE = "fakert"
 #: The fake runtime's rule folder: its checks, catalog (QC799) and messages.

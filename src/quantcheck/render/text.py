@@ -230,7 +230,7 @@ def choice_lines(report: Report, names: list[str]) -> str:
 
 
 def loader_lines(report: Report) -> str:
-    """Per target whose loaders disagree (sglang: `sglang_loaders`), one line per loader with
+    """Per target whose loaders disagree (sglang's: its `loaders` hook), one line per loader with
     its status and reason; consecutive targets with the same loaders share their lines."""
     groups: list[tuple[list[str], dict[str, dict[str, str]]]] = []
     for t in report.targets:
