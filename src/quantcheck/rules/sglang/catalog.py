@@ -178,7 +178,7 @@ RULES = [
         'layer X must request full_precision_matrix_mult"); 0.5.20 drops the requirement.',
         '{"format": "nvfp4"}',
         "Set full_precision_matrix_mult: true (fix --target sglang@0.5.19 does).",
-        "sglang 0.5.19 comfy_nvfp4.py ComfyNvfp4Config (" + SGQC + "), run by tests/rules/sglang/diff.",
+        f"sglang 0.5.19 comfy_nvfp4.py ComfyNvfp4Config ({SGQC}), run by tests/rules/sglang/diff.",
     ),
     Rule(
         "QC615",
