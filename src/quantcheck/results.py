@@ -198,7 +198,7 @@ def release_matrix(
             if name in statuses or len(rt.releases) < 2:
                 continue
             per: dict[str, str] = {}
-            hook = loaders_of(name) if name in picks else None
+            hook = _loaders(name) if name in picks else None
             for rel in rt.releases:
                 at = f"{name}@{rel.name}"
                 pick = picks.get(name, {}).get(rel.name)
