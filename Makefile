@@ -43,11 +43,14 @@ examples: $(STAMP_DEV)
 bench: $(STAMP_DEV)
 	$(BIN)/python benchmarks/bench_check.py
 
+# The differential suites: each runs a runtime's own code, from the `diff/` folder of its tests
+# (tests/rules/<runtime>/diff/), and is skipped by `make test` unless its QUANTCHECK_DIFF_* is 1.
+
 # sglang 0.5.18-0.5.23's own marker code (and 0.5.23's LoRA wrapper and merge decision) against
 # quantcheck's per-release verdicts. Downloads the six pinned wheels (~180 MB) once into
 # ~/.cache/quantcheck/sglang-wheels (or $QUANTCHECK_SGLANG_WHEELS); needs torch (CPU) and safetensors.
 diff-sglang: $(STAMP_DEV)
-	QUANTCHECK_DIFF_SGLANG=1 $(BIN)/python -m pytest -q tests/rules/diff_sglang
+	QUANTCHECK_DIFF_SGLANG=1 $(BIN)/python -m pytest -q tests/rules/sglang/diff
 
 # InvokeAI 6.14.2's and DiffSynth-Studio 2.1.12's own loader functions against quantcheck's
 # invokeai/diffsynth verdicts, and their LoRA code (with SD.Next d11a619's SDNQ quantizer)
@@ -56,7 +59,8 @@ diff-sglang: $(STAMP_DEV)
 # modules/sdnq from $QUANTCHECK_SDNEXT_SRC or a `git fetch` of the commit (pinned by SHA-256);
 # needs torch (CPU), safetensors and comfy-kitchen (the `oracle` extra).
 diff-consumers: $(STAMP_DEV)
-	QUANTCHECK_DIFF_CONSUMERS=1 $(BIN)/python -m pytest -q tests/rules/diff_consumers
+	QUANTCHECK_DIFF_CONSUMERS=1 $(BIN)/python -m pytest -q \
+	  tests/rules/invokeai/diff tests/rules/diffsynth/diff tests/rules/sdnext/diff
 
 # musubi-tuner's own checks against quantcheck's musubi verdicts, per modelled release:
 # 0.3.6's loaders (ConvRotInt8Quantizer.load_and_quantize, load_h3_text_encoder with
@@ -73,10 +77,10 @@ diff-musubi: $(STAMP_DEV)
 # comfyui-cpu@0271a469 / comfyui@0271a469 verdicts. The code comes from $QUANTCHECK_COMFYUI_SRC
 # (a folder with comfy/quant_ops.py and comfy/ops.py) or a `git fetch --depth 1` of the commit
 # from GitHub, cached in ~/.cache/quantcheck/comfyui (or $QUANTCHECK_COMFYUI_CACHE); what runs
-# must match the SHA-256 pins in tests/rules/diff_comfyui/source.py. Needs torch (CPU),
+# must match the SHA-256 pins in tests/rules/comfyui/diff/source.py. Needs torch (CPU),
 # safetensors and comfy-kitchen (the `oracle` extra).
 diff-comfyui: $(STAMP_DEV)
-	QUANTCHECK_DIFF_COMFYUI=1 $(BIN)/python -m pytest -q tests/rules/diff_comfyui
+	QUANTCHECK_DIFF_COMFYUI=1 $(BIN)/python -m pytest -q tests/rules/comfyui/diff
 
 # ComfyUI started for real with the node pack (integrations/comfyui; docs/comfyui.md).
 # COMFYUI_SRC: a full ComfyUI checkout (main.py); COMFYUI_VENV: a venv outside the repository,

@@ -24,7 +24,7 @@ from quantcheck.render.json_out import Stream, iter_dumps, write_chunks
 from quantcheck.results import Report
 from quantcheck.rules import codes as R
 from quantcheck.textsafe import json_safe
-from sglang_loaders import core
+from rules.sglang.loader_helpers import core
 
 HOSTILE = '\u202e\x85\u2028\x7f"\\é'
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import quantcheck
-from sglang_loaders import marker_path
+from rules.sglang.loader_helpers import marker_path
 
 REPO = Path(__file__).resolve().parents[1]
 PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```", re.M | re.S)

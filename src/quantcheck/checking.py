@@ -11,7 +11,7 @@ from quantcheck.model.checkpoint import Checkpoint, load_checkpoint
 from quantcheck.model.family_view import checkpoint_family
 from quantcheck.results import Report, release_matrix
 from quantcheck.rules.levels import Effect
-from quantcheck.runtimes import load, registry, split_target, targets_of
+from quantcheck.runtimes import load, loaders_of, registry, split_target, targets_of
 from quantcheck.runtimes.comfyui_releases import RULE_ALIASES
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
@@ -302,13 +302,16 @@ def decided(
     diags: list[Diagnostic], keys: tuple[str, ...], paths: dict[str, dict[str, Any]]
 ) -> list[Diagnostic]:
     """`diags` with the findings that decide no verdict of `keys` made notes: those of a
-    runtime's loaders (sglang's, in `paths`) that do not read the file
-    (`rules/sglang/loaders.py` `decided`); as they are for every other runtime."""
-    if not any("loaders" in paths.get(k, {}) for k in keys):
-        return diags
-    from quantcheck.rules.sglang.loaders import decided as notes_of_other_loaders
-
-    return notes_of_other_loaders(diags, keys, paths)
+    runtime's loaders (sglang's, in `paths`) that do not read the file (its `loaders` hook,
+    `Loaders.decided`); as they are for every other runtime."""
+    hooks = {
+        id(hook): hook
+        for k in keys
+        if "loaders" in paths.get(k, {}) and (hook := loaders_of(k)) is not None
+    }
+    for hook in hooks.values():
+        diags = hook.decided(diags, keys, paths)
+    return diags
 
 
 def decision_family(ck: Checkpoint, keys: tuple[str, ...]) -> str | None:

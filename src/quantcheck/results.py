@@ -5,7 +5,7 @@ from __future__ import annotations
 from quantcheck._record import factory, record
 from quantcheck._version import document_head
 from quantcheck.diagnostics import Diagnostic, Effect, Severity, distinct_kinds, kind_of
-from quantcheck.runtimes import default_targets, get_runtime, registry
+from quantcheck.runtimes import default_targets, get_runtime, loaders_of, registry
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
@@ -40,8 +40,8 @@ class Report:
         a runtime with a `paths` hook, which of its readers takes the file). For a runtime
         whose loaders differ (sglang: `loaders`), the status and the counts are the deciding
         loader's (`loader`): the one the model family picks (`family`, by default the one its
-        `paths` entry detected), else `--transformer-weights-path`
-        (`rules/sglang/loaders.py` `chosen_loader`); every loader's verdict is in `loaders`."""
+        `paths` entry detected), else `--transformer-weights-path` (the runtime's `loaders`
+        hook, `Loaders.chosen`); every loader's verdict is in `loaders`."""
         chosen, loaders = self.loader_verdicts(target, family)
         if chosen is not None:
             v = loaders[chosen]
@@ -67,7 +67,7 @@ class Report:
         self, target: str, family: str | None = None
     ) -> tuple[str | None, dict[str, dict[str, Any]]]:
         """(the deciding loader, every loader's verdict with its counts and codes) of a
-        target whose runtime has several loaders (`rules/sglang/loaders.py` `verdicts`);
+        target whose runtime has several loaders (its `loaders` hook, `Loaders.verdicts`);
         (None, {}) for any other."""
         extra = self.paths.get(target, {})
         specs = extra.get("loaders")
@@ -79,27 +79,25 @@ class Report:
         hit = known.get(memo)
         if hit is not None and hit[0] is self.diagnostics:
             return hit[1], hit[2]
-        from quantcheck.rules.sglang.loaders import chosen_loader, verdicts
-
-        loaders = verdicts(self.diagnostics, target, specs)
+        hook = _loaders(target)
+        loaders = hook.verdicts(self.diagnostics, target, specs)
         fam = family if family is not None else extra.get("loader_family")
-        chosen = chosen_loader(fam, loaders)
+        chosen = hook.chosen(fam, loaders)
         known[memo] = (self.diagnostics, chosen, loaders)
         return chosen, loaders
 
     def decides(self, d: Diagnostic, target: str) -> bool:
         """Whether finding `d` counts in `target`'s verdict: it breaks or degrades the target
-        and, for a runtime with several loaders, the deciding one reads it
-        (`rules/sglang/loaders.py` `reads`)."""
+        and, for a runtime with several loaders, the deciding one reads it (its `loaders`
+        hook, `Loaders.reads`)."""
         if d.effect_at(target) is Effect.NONE:
             return False
         specs = self.paths.get(target, {}).get("loaders")
         if not specs:
             return True
-        from quantcheck.rules.sglang.loaders import chosen_loader, reads
-
-        chosen = chosen_loader(self.paths[target].get("loader_family"), specs)
-        return chosen is None or reads(d, chosen, specs[chosen])
+        hook = _loaders(target)
+        chosen = hook.chosen(self.paths[target].get("loader_family"), specs)
+        return chosen is None or hook.reads(d, chosen, specs[chosen])
 
     def status(self, target: str, family: str | None = None) -> str:
         """`target_status(target, family)["status"]` alone (tables ask it per checkpoint and
@@ -175,7 +173,7 @@ def release_matrix(
     correctly (`oldest_ok`), and `needs`: the release from which every newer modelled release
     loads it (None when the newest does not). `loaders`: per runtime whose verdict is one of
     its loaders' (sglang), each release's `paths` entry (`release_paths`): a release's status
-    is then its deciding loader's, as the target's status is (`rules/sglang/loaders.py`)."""
+    is then its deciding loader's, as the target's status is (the runtime's `loaders` hook)."""
     picks = _picks(loaders or {})
     if picks:  # the loaders count a finding by the loaders it names, too
         by_kind = {
@@ -200,10 +198,11 @@ def release_matrix(
             if name in statuses or len(rt.releases) < 2:
                 continue
             per: dict[str, str] = {}
+            hook = _loaders(name) if name in picks else None
             for rel in rt.releases:
                 at = f"{name}@{rel.name}"
                 pick = picks.get(name, {}).get(rel.name)
-                effs = {d.effect_at(at) for d in kinds if pick is None or _counts(d, pick)}
+                effs = {d.effect_at(at) for d in kinds if pick is None or _counts(d, hook, pick)}
                 per[rel.name] = (
                     "fails"
                     if Effect.FAILS in effs
@@ -224,12 +223,11 @@ def _picks(loaders: dict[str, dict[str, dict[str, Any]]]) -> dict[str, dict[str,
     """{runtime: {release: (deciding loader, its reading)}} of `release_matrix`'s `loaders`."""
     if not loaders:
         return {}
-    from quantcheck.rules.sglang.loaders import chosen_loader
-
     out: dict[str, dict[str, Any]] = {}
     for name, per in loaders.items():
+        hook = _loaders(name)
         for rel, entry in per.items():
-            chosen = chosen_loader(entry.get("loader_family"), entry["loaders"])
+            chosen = hook.chosen(entry.get("loader_family"), entry["loaders"])
             if chosen is not None:
                 spec = entry["loaders"][chosen]
                 key = (chosen, spec["mode"], spec.get("release"))
@@ -237,12 +235,19 @@ def _picks(loaders: dict[str, dict[str, dict[str, Any]]]) -> dict[str, dict[str,
     return out
 
 
-def _counts(d: Diagnostic, pick: tuple[str, str, str | None]) -> bool:
-    """Whether the deciding loader `pick` (name, mode, release) reads finding `d`."""
-    from quantcheck.rules.sglang.loaders import reads
-
+def _counts(d: Diagnostic, hook: Any, pick: tuple[str, str, str | None]) -> bool:
+    """Whether the deciding loader `pick` (name, mode, release) of the runtime whose
+    `loaders` hook is `hook` reads finding `d`."""
     name, mode, release = pick
-    return reads(d, name, {"mode": mode, "release": release})
+    return bool(hook.reads(d, name, {"mode": mode, "release": release}))
+
+
+def _loaders(target: str) -> registry.Loaders:
+    """The `loaders` hook of `target`'s runtime, which has loaders (its `paths` said so)."""
+    hook = loaders_of(target)
+    if hook is None:  # a runtime's `paths` gave `loaders` without the hook to judge them
+        raise LookupError(f"{target}: loaders in its paths entry, but no `loaders` hook")
+    return hook
 
 
 #: {(kinds of findings, target keys, deciding loaders): `_entry` per runtime}: many

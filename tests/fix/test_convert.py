@@ -12,7 +12,7 @@ import pytest
 from quantcheck.checking import check_paths
 from quantcheck.cli.main import main
 from quantcheck.model.checkpoint import load_checkpoint
-from sglang_loaders import text_encoder_copy
+from rules.sglang.loader_helpers import text_encoder_copy
 
 from ._real import raw, weight, write
 from ._util import tensor_bytes
@@ -70,7 +70,7 @@ def plain(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, np.
 
 @pytest.fixture(scope="module")
 def plain_te(plain: tuple[Path, dict[str, np.ndarray]]) -> tuple[Path, dict[str, np.ndarray]]:
-    """`plain` as a text encoder (tests/sglang_loaders.py `text_encoder_copy`)."""
+    """`plain` as a text encoder (tests/rules/sglang/loader_helpers.py `text_encoder_copy`)."""
     src, ws = plain
     return text_encoder_copy(src, src.with_name("plain_te.safetensors")), ws
 

@@ -14,7 +14,7 @@ from quantcheck.checking import check_paths
 from quantcheck.cli.main import main
 from quantcheck.convert.eligible import format_refusal, marker_fields
 from quantcheck.model.checkpoint import load_checkpoint
-from sglang_loaders import T5_KEY
+from rules.sglang.loader_helpers import T5_KEY
 
 LAYER = "blocks.0.fc"
 

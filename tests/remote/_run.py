@@ -8,12 +8,13 @@ from typing import Any
 import pytest
 
 from quantcheck.cli.main import main
-from sglang_loaders import without_loaders
+from rules.sglang.loader_helpers import without_loaders
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, Any, str]:
     """(exit code, parsed stdout JSON or raw text, stderr). `check` runs without sglang's
-    loader findings (these tests are about transport: `sglang_loaders.IGNORE_LOADERS`)."""
+    loader findings (these tests are about transport: `IGNORE_LOADERS` of
+    tests/rules/sglang/loader_helpers.py)."""
     capsys.readouterr()
     code = main(without_loaders(args))
     out, err = capsys.readouterr()

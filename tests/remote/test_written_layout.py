@@ -16,7 +16,7 @@ from fix._util import tensor_bytes
 from quantcheck.cli.main import main
 from quantcheck.io.header import read_header
 from quantcheck.io.source import LocalFile
-from sglang_loaders import without_loaders
+from rules.sglang.loader_helpers import without_loaders
 
 from ._hostile import HostileServer
 from ._run import run_cli

@@ -372,7 +372,7 @@ MARKERS = [
         file(int8),
         message="not a JSON integer",
     ),
-    # ComfyUI int()s W4A8 / AWQ group sizes too (ops.py ~L1262, ~L1272; diff_comfyui case
+    # ComfyUI int()s W4A8 / AWQ group sizes too (ops.py ~L1262, ~L1272; comfyui/diff case
     # w4a8-group-string); only sglang refuses the text.
     RuleCase(
         "QC220",

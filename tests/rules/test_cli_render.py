@@ -11,9 +11,9 @@ import pytest
 from quantcheck.cli.main import main
 from quantcheck.rules.registry import all_rules
 from quantcheck.runtimes import runtime_names
-from sglang_loaders import LOADER_CODES, as_text_encoder, text_encoder_copy
 
 from ._build import file, int8, nvfp4, w4a8
+from .sglang.loader_helpers import LOADER_CODES, as_text_encoder, text_encoder_copy
 
 CODE = re.compile(r"\bQC\d{3}\b")
 

@@ -18,7 +18,8 @@ from quantcheck.compat.sglang import simulate_load
 from quantcheck.io.header import read_header
 from quantcheck.io.source import LocalFile
 from quantcheck.runtimes import default_targets
-from sglang_loaders import core, marker_path
+
+from .sglang.loader_helpers import core, marker_path
 
 pytestmark = pytest.mark.oracle
 P = "blocks.0.attn.qkv"
@@ -201,7 +202,7 @@ def test_mxfp8_e8m0_scale(oracle: Any, tmp_path: Path) -> None:
     """ck returns float8_e8m0fnu scales; save_file writes them as F8_E8M0. ComfyUI's own
     safetensors reader has no F8_E8M0 (comfy-formats.md §1.3): QC305 fails ComfyUI (safe relabel
     to U8). sglang wants U8 (§3.5) but loads it value-cast (fsdp_load: every scale becomes
-    int(2**(e-127)); 0.5.22 measured, tests/rules/diff_sglang), so QC305 degrades sglang; its
+    int(2**(e-127)); 0.5.22 measured, tests/rules/sglang/diff), so QC305 degrades sglang; its
     releases that stop at MXFP8 weight load fail by QC615. sglang's inspector itself does not
     check explicit mxfp8 markers (sglang-messages.md §8), so its recorded stages would pass."""
     path = save(oracle, tmp_path, 256, 512, "TensorCoreMXFP8Layout", {"format": "mxfp8"})

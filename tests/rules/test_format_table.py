@@ -18,8 +18,8 @@ from quantcheck.formats.table import F32, FORMATS, Companion, FormatSpec, Option
 from quantcheck.model.checkpoint import load_checkpoint
 from quantcheck.numeric import dequantize, quantize
 from quantcheck.rules.docs import rules_markdown
-from sglang_loaders import core_codes
 
+from .sglang.loader_helpers import core_codes
 from .test_rule_table import CASES
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,9 +6,9 @@ from pathlib import Path
 
 from quantcheck.checking import check_paths
 from quantcheck.runtimes import default_targets
-from sglang_loaders import core
 
 from ._build import W4A8, file, w4a4, w4a8
+from .sglang.loader_helpers import core
 
 DEFAULT = default_targets()  # other runtimes' effects: their own tests
 

@@ -32,10 +32,10 @@ from quantcheck.runtimes import (
     target_choices,
     unregister_runtime,
 )
-from sglang_loaders import core, marker_path
 from test_architecture import import_graph
 
 from ._build import file, fp8, nvfp4
+from .sglang.loader_helpers import core, marker_path
 
 FAKE = "fakert"
 #: The fake runtime's rule folder: its checks, catalog (QC799) and messages.
@@ -182,7 +182,7 @@ RULES_PKG = Path(quantcheck_rules.__file__).parent
 
 def _hooks(rt: Runtime) -> dict[str, str]:
     """The modules a record names for its behaviour, by hook."""
-    hooks = ("checks", "quantize_refusal", "paths", "messages", "gpu")
+    hooks = ("checks", "quantize_refusal", "paths", "messages", "gpu", "loaders", "keys")
     return {h: getattr(rt, h).partition(":")[0] for h in hooks if getattr(rt, h)}
 
 
@@ -215,3 +215,50 @@ def test_every_runtime_lives_in_one_folder(with_fake: bool, request: pytest.Fixt
     on_disk = {p.name for p in RULES_PKG.iterdir() if (p / "__init__.py").is_file()}
     builtin = {f.rpartition(".")[2] for f in folders.values() if f.startswith("quantcheck.rules.")}
     assert on_disk == builtin | set(CATALOGS)
+
+
+#: (module outside every runtime's folder, the runtime folder it imports) -> why; every other
+#: generic module asks a runtime through its record's hooks (`Runtime.checks`, `gpu`,
+#: `loaders`, `keys`, ...) or a generic interface (`rules/gpu/kitchen.py`)
+REACH_IN = {
+    ("quantcheck.compat.sglang", "quantcheck.rules.sglang"): (
+        "the public drop-in `quantcheck.compat.sglang` is sglang's reproduced marker loading "
+        "under its documented import path: a facade of that one runtime's folder"
+    ),
+}
+
+
+def reach_ins(graph: dict[str, set[str]], folders: set[str]) -> set[tuple[str, str]]:
+    """(module, runtime folder) for each module outside every folder of `folders` that
+    imports a module of one (type-only imports included, as `graph` has them)."""
+
+    def home(module: str) -> str | None:
+        return next((f for f in folders if module == f or module.startswith(f"{f}.")), None)
+
+    out = set()
+    for module, deps in graph.items():
+        if home(module) is None:
+            out |= {(module, f) for d in deps if (f := home(d)) is not None}
+    return out
+
+
+def test_generic_code_imports_no_runtime_folder() -> None:
+    """Generic modules (outside `rules/<runtime>/`) ask "the runtime", never import its
+    folder; the exceptions are `REACH_IN`, each with its reason, and that list is exact."""
+    folders = {rt.folder for rt in runtimes() if rt.folder.startswith("quantcheck.rules.")}
+    found = reach_ins(import_graph(type_only=True), folders)
+    assert found == set(REACH_IN), (
+        f"imported from outside the folder: {sorted(found - set(REACH_IN))}; "
+        f"exceptions no longer needed: {sorted(set(REACH_IN) - found)}"
+    )
+
+
+def test_reach_in_check_finds_one() -> None:
+    graph = {
+        "quantcheck.results": {"quantcheck.rules.rt.loaders", "quantcheck.runtimes"},
+        "quantcheck.rules.rt.checks": {"quantcheck.rules.rt.loaders"},
+        "quantcheck.rules.gpu.report": {"quantcheck.rules.gpu.plan"},
+    }
+    assert reach_ins(graph, {"quantcheck.rules.rt"}) == {
+        ("quantcheck.results", "quantcheck.rules.rt")
+    }

@@ -17,7 +17,7 @@ from quantcheck.checking import run_rules, select_diagnostics
 from quantcheck.diagnostics import Diagnostic
 from quantcheck.model.checkpoint import Checkpoint
 from quantcheck.rules.levels import Effect
-from quantcheck.runtimes import registry, split_target, targets_of
+from quantcheck.runtimes import loaders_of, registry, split_target, targets_of
 
 #: The probe layer's name: a diffusion-model Linear, as the checkpoints quantize reads hold.
 PROBE_LAYER = "model.diffusion_model.transformer_blocks.0.attn.to_q"
@@ -175,18 +175,17 @@ def loader_verdicts(
     ck: Checkpoint, key: str, found: list[Diagnostic]
 ) -> tuple[str | None, dict[str, Any]]:
     """(the deciding loader, each loader's verdict) of target key `key` on `ck` from the
-    findings `found` (sglang: `rules/sglang/loaders.py`); (None, {}) for a runtime with one
-    loader."""
+    findings `found` (the runtime's `loaders` hook; sglang: `rules/sglang/loaders.py`);
+    (None, {}) for a runtime with one loader."""
     from quantcheck.checking import target_paths
 
     entry = target_paths(ck, (key,)).get(key, {})
     specs = entry.get("loaders")
-    if not specs:
+    hook = loaders_of(key)
+    if not specs or hook is None:
         return None, {}
-    from quantcheck.rules.sglang.loaders import chosen_loader, verdicts
-
-    loaders = verdicts(found, key, specs)
-    return chosen_loader(entry.get("loader_family"), loaders), loaders
+    loaders = hook.verdicts(found, key, specs)
+    return hook.chosen(entry.get("loader_family"), loaders), loaders
 
 
 def spared(
@@ -205,14 +204,13 @@ def spared(
 def unloading(ck: Checkpoint, keys: tuple[str, ...]) -> list[str]:
     """One line per target key and loader that takes `ck` but does not load it clean and does
     not decide its verdict, with why."""
-    from quantcheck.rules.sglang.loaders import NA
-
     out = []
     for key in keys:
         found = select_diagnostics(run_rules(ck, (key,)), target=key)
         chosen, verdicts = loader_verdicts(ck, key, found)
+        hook = loaders_of(key)
         for name, v in verdicts.items():
-            if v["status"] not in ("ok", NA) and name != chosen:
+            if hook is not None and v["status"] not in ("ok", hook.na) and name != chosen:
                 d = worst([f for f in found if name in f.data.get("loaders", (name,))], key)
                 why = f"{d.code} {d.message}" if d is not None else v["reason"]
                 out.append(f"{release_name(key)} {name}: {v['status']}: {why}")

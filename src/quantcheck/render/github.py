@@ -6,11 +6,14 @@ from collections.abc import Iterable, Iterator
 
 from quantcheck.diagnostics import Diagnostic
 from quantcheck.results import Report
+from quantcheck.runtimes import loaders_of, runtimes
 from quantcheck.textsafe import clean
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
     from typing import Any
+
+    from quantcheck.runtimes import Loaders
 
 LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
 
@@ -30,16 +33,25 @@ def iter_lines(diagnostics: Iterable[Diagnostic]) -> Iterator[str]:
     for d in diagnostics:
         where = d.layer or d.tensor
         msg = f"{where}: {d.message}" if where else d.message
-        if "read_by" in d.data:  # a loader that does not read the file (rules/sglang/loaders.py)
-            from quantcheck.rules.sglang.loaders import read_by_text
-
-            msg += f" [sglang {read_by_text(d.data['read_by'])}]"
+        if "read_by" in d.data:  # a loader that does not read the file (`Loaders.decided`)
+            name, hook = _reader(d.data["read_by"])
+            msg += f" [{name} {hook.read_by_text(d.data['read_by'])}]"
         if d.fix:
             msg += f" (fix: {d.fix.description})"
         props = [f"title={_esc(d.code + ' ' + d.name, True)}"]
         if d.file:
             props.insert(0, f"file={_esc(d.file, True)}")
         yield f"::{LEVEL[d.effective_severity.value]} {','.join(props)}::{_esc(msg)}"
+
+
+def _reader(read_by: list[str]) -> tuple[str, Loaders]:
+    """(the runtime, its `loaders` hook) whose loaders a finding's `data["read_by"]` names
+    (the first runtime with loaders when it names none)."""
+    for rt in runtimes():
+        hook = loaders_of(rt.name)
+        if hook is not None and set(read_by) <= set(hook.names):
+            return rt.name, hook
+    raise LookupError(f"no runtime has the loaders {read_by}")
 
 
 def release_notices(rows: Iterable[tuple[str, str, dict[str, Any]]]) -> Iterator[str]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 
 from quantcheck.diagnostics import Diagnostic
+from quantcheck.runtimes import loaders_of
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
@@ -146,16 +147,17 @@ def where_of(d: Diagnostic) -> str:
 
 def finding_labels(d: Diagnostic, targets: tuple[str, ...]) -> list[str]:
     """The runtimes a finding affects as the report names them (`target_labels`); a finding
-    of a loader that does not read the file (`data["read_by"]`, rules/sglang/loaders.py) says
-    which loaders it is about: `sglang (only with --comfyui-mode)`; so does one the deciding
-    loader does not read that decides another runtime's verdict."""
+    of a loader that does not read the file (`data["read_by"]`, the runtime's `loaders` hook)
+    says which loaders it is about: `sglang (only with --comfyui-mode)`; so does one the
+    deciding loader does not read that decides another runtime's verdict."""
     labels = d.target_labels(targets)
     if "read_by" not in d.data:
         return labels
-    from quantcheck.rules.sglang.loaders import read_by_text
-
-    about = read_by_text(d.data["read_by"])
-    return [f"{label} {about}" if label.startswith("sglang") else label for label in labels]
+    out = []
+    for label in labels:  # `sglang`, `sglang@0.5.19`, `sglang ≤0.5.21`
+        hook = loaders_of(label.partition(" ")[0].partition("@")[0])
+        out.append(f"{label} {hook.read_by_text(d.data['read_by'])}" if hook else label)
+    return out
 
 
 def group(diags: Iterable[Diagnostic], keys: tuple[str, ...]) -> list[list[Entry]]:

@@ -17,6 +17,7 @@ from quantcheck.render.style import (
     wrap_parts,
 )
 from quantcheck.results import Report
+from quantcheck.runtimes import loaders_of
 from quantcheck.textsafe import clean
 
 
@@ -190,15 +191,14 @@ def verdict_lines(report: Report, c: bool, suppressed: list[Diagnostic] | None =
 
 def loader_choice(report: Report, target: str) -> list[str]:
     """What the targets line says of a runtime with several loaders (sglang): which loader
-    decides and why, and what each worse one would do (`rules/sglang/loaders.py`
-    `choice_said`); [] for any other runtime."""
+    decides and why, and what each worse one would do (its `loaders` hook,
+    `Loaders.choice_said`); [] for any other runtime."""
     chosen, loaders = report.loader_verdicts(target)
-    if chosen is None:
+    hook = loaders_of(target)
+    if chosen is None or hook is None:
         return []
-    from quantcheck.rules.sglang.loaders import choice_said
-
     family = report.paths.get(target, {}).get("loader_family")
-    return [clean(p) for p in choice_said(chosen, loaders, family)]
+    return [clean(p) for p in hook.choice_said(chosen, loaders, family)]
 
 
 def choice_lines(report: Report, names: list[str]) -> str:
@@ -230,7 +230,7 @@ def choice_lines(report: Report, names: list[str]) -> str:
 
 
 def loader_lines(report: Report) -> str:
-    """Per target whose loaders disagree (sglang: `sglang_loaders`), one line per loader with
+    """Per target whose loaders disagree (sglang's: its `loaders` hook), one line per loader with
     its status and reason; consecutive targets with the same loaders share their lines."""
     groups: list[tuple[list[str], dict[str, dict[str, str]]]] = []
     for t in report.targets:

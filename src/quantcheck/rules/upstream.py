@@ -32,7 +32,7 @@ CUI_QOPS = "Comfy-Org/ComfyUI @0271a469 comfy/quant_ops.py"
 CUI_UTILS = "Comfy-Org/ComfyUI @783545f6 comfy/utils.py load_safetensors"
 CUI_SD = "Comfy-Org/ComfyUI @783545f6 comfy/sd.py load_diffusion_model_state_dict"
 #: ComfyUI's own code at 0271a469 executed against quantcheck's verdicts (make diff-comfyui).
-CUI_DIFF = "run: tests/rules/diff_comfyui, ComfyUI's own code at 0271a469"
+CUI_DIFF = "run: tests/rules/comfyui/diff, ComfyUI's own code at 0271a469"
 #: How the ComfyUI facts were established (quoted in every ComfyUI rule's evidence).
 CUI_RUN = (
     "established by running ComfyUI's unpatched loader layer by layer on CPU with "

@@ -25,6 +25,8 @@ Standard library only (the check path imports it).
 
 from quantcheck.runtimes.builtin import BUILTIN
 from quantcheck.runtimes.registry import (
+    KeyPlumbing,
+    Loaders,
     Release,
     Runtime,
     decision,
@@ -34,6 +36,7 @@ from quantcheck.runtimes.registry import (
     effects,
     get_runtime,
     load,
+    loaders_of,
     parse_target,
     register_runtime,
     release_keys,
@@ -53,6 +56,8 @@ from quantcheck.runtimes.registry import (
 
 __all__ = [
     "BUILTIN",
+    "KeyPlumbing",
+    "Loaders",
     "Release",
     "Runtime",
     "decision",
@@ -62,6 +67,7 @@ __all__ = [
     "effects",
     "get_runtime",
     "load",
+    "loaders_of",
     "parse_target",
     "register_runtime",
     "release_keys",

@@ -15,7 +15,7 @@ not modelled on its own (only QC605 would differ from `comfyui`).
 
 Everything else is the same code (`comfy/ops.py _load_quantized_module`, `QUANT_ALGOS`), so the
 target is a fork (`based_on="comfyui"`) whose effects differ only where the loader or the CPU
-compute path changes the outcome (each established by tests/rules/diff_comfyui, ComfyUI's own
+compute path changes the outcome (each established by tests/rules/comfyui/diff, ComfyUI's own
 code at 0271a469):
 - QC605 (an F8_E8M0 tensor): none — safe_open maps it.
 - QC305 on an MXFP8 `weight_scale` stored as F8_E8M0: none instead of fails (the instance says

@@ -8,7 +8,7 @@ Read in ComfyUI @783545f6: `comfy/lora.py` (`model_lora_keys_unet`, `load_lora`)
 scale="recalculate", stochastic_rounding=seed)`, seed = `comfy.utils.string_to_seed(key)`);
 `comfy/quant_ops.py` @0271a469 (ComfyUI's own stochastic-rounding quantizers for FP8, NVFP4 and
 MXFP8); comfy-kitchen 0.2.40 layouts (`requantize_kwargs`; AWQ's `quantize` raises).
-The differential suite (tests/rules/diff_comfyui/test_diff_lora.py) runs that code and compares.
+The differential suite (tests/rules/comfyui/diff/test_diff_lora.py) runs that code and compares.
 
 Standard library only: the header-only LoRA path reads it.
 """

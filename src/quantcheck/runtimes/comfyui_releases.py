@@ -203,6 +203,7 @@ def comfyui_runtime() -> Runtime:
         messages="quantcheck.rules.comfyui.messages:PATTERNS",
         folder="quantcheck.rules.comfyui",
         gpu="quantcheck.rules.comfyui.gpu:COMFYUI_GPU",
+        keys="quantcheck.rules.comfyui.keys:COMFYUI_KEYS",
         default_target=True,
         catalog=True,
         reasons=dict(REASONS),

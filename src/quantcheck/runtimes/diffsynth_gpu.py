@@ -14,7 +14,7 @@
 - FP8 without a device kernel: torch `_scaled_mm` raises and comfy-kitchen's fp8 handler
   dequantizes (tensor/fp8.py), as in ComfyUI without its gate.
 
-[RUN] tests/rules/diff_consumers/test_gpu_consumers.py runs the wheel's backend and layers on
+[RUN] tests/rules/diffsynth/diff/test_gpu_diffsynth.py runs the wheel's backend and layers on
 the CPU with each device's facts patched and asks comfy-kitchen's registry which backend it
 picks. Standard library only.
 """

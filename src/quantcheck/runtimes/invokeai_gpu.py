@@ -9,7 +9,7 @@ no quantized matmul and no per-call dequantization. `model_dtype` is
 tensor can be made on the device, else F16 on CUDA, F32 elsewhere. InvokeAI has no DirectML
 device (`choose_torch_device`: CUDA, XPU, MPS, else the CPU).
 
-[RUN] tests/rules/diff_consumers/test_gpu_consumers.py runs `_dequantize_comfyui_fp8` from the
+[RUN] tests/rules/invokeai/diff/test_gpu_invokeai.py runs `_dequantize_comfyui_fp8` from the
 pinned wheel on every loadable example and checks the dtype and bytes it leaves. Standard
 library only.
 """

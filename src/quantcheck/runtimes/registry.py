@@ -8,7 +8,10 @@ from quantcheck.rules.levels import Effect
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
     from typing import Any
+
+    from quantcheck.diagnostics import Diagnostic
 
 
 @record
@@ -79,6 +82,12 @@ class Runtime:
     #: "module:attribute" naming the runtime's GPU decisions (`rules/gpu/plan.py` describes
     #: the object): how each quantized layer runs on a `--gpu` device ("" for none)
     gpu: str = ""
+    #: "module:attribute" naming a `Loaders`: how the runtime chooses among several loaders
+    #: of one file ("" for a runtime that loads a file one way); `loaders_of` gives it
+    loaders: str = ""
+    #: "module:attribute" naming a `KeyPlumbing`: how the runtime renames a file's keys before
+    #: its markers meet its layers ("" for a runtime that matches names exactly)
+    keys: str = ""
 
     @property
     def newest(self) -> Release:
@@ -155,6 +164,53 @@ class Runtime:
         return f"{self.title} {self.newest.name}"
 
 
+@record
+class Loaders:
+    """How a runtime that reads one file with several loaders decides between them: its
+    record's `loaders` hook (sglang's: `rules/sglang/loaders.py` `SGLANG_LOADERS`). Its
+    `paths` hook gives each target of it `loaders` (each loader's reading of the file) and
+    `loader_family` (the model family the choice follows); reports, `quantize` and `fix` ask
+    these functions, never the findings' effects alone."""
+
+    #: the loaders' names, in the order the outputs list them
+    names: tuple[str, ...]
+    #: the status of a loader that does not take the file's model family
+    na: str
+    #: (model family or None, verdicts or readings by loader) -> the deciding loader (None:
+    #: none takes the file)
+    chosen: Callable[[str | None, dict[str, dict[str, Any]]], str | None]
+    #: (findings, target key, readings by loader) -> each loader's verdict: `status`,
+    #: `reason`, `errors`, `degraded`, `codes`
+    verdicts: Callable[
+        [list[Diagnostic], str, dict[str, dict[str, Any]]], dict[str, dict[str, Any]]
+    ]
+    #: (finding, loader, its reading) -> whether that loader counts the finding
+    reads: Callable[[Diagnostic, str, dict[str, Any]], bool]
+    #: (findings, target keys, the report's `paths`) -> the findings, each one that no
+    #: deciding loader reads made a note naming the loaders that read it (`data["read_by"]`)
+    decided: Callable[
+        [list[Diagnostic], tuple[str, ...], dict[str, dict[str, Any]]], list[Diagnostic]
+    ]
+    #: (deciding loader, verdicts, model family) -> the decision in words, one part a line
+    choice_said: Callable[[str, dict[str, dict[str, Any]], str | None], list[str]]
+    #: (a finding's `data["read_by"]`) -> which loaders read it, in words
+    read_by_text: Callable[[list[str]], str]
+
+
+@record
+class KeyPlumbing:
+    """How a runtime renames a file's keys before its markers meet its layers: its record's
+    `keys` hook (ComfyUI's: `rules/comfyui/keys.py` `COMFYUI_KEYS`)."""
+
+    #: (stored tensor names) -> the model prefix the runtime strips ("" for none)
+    model_prefix: Callable[[Iterable[str]], str]
+    #: (checkpoint, a header entry's layer name, the stored layer it names once a model
+    #: prefix is added or removed) -> (what that does to the runtime, the clause QC222's
+    #: message adds), or None when the plumbing changes nothing (names match exactly); the
+    #: checkpoint is a `model.checkpoint.Checkpoint` (a layer above this one)
+    header_entry: Callable[[Any, str, str], tuple[Effect, str] | None]
+
+
 _RUNTIMES: dict[str, Runtime] = {}
 _LOADED: dict[str, Any] = {}
 #: True while no runtime has an effects table or a base: effects dicts naming every runtime
@@ -212,6 +268,13 @@ def runtime_names() -> tuple[str, ...]:
 
 def get_runtime(name: str) -> Runtime:
     return _RUNTIMES[name]
+
+
+def loaders_of(target: str) -> Loaders | None:
+    """The `loaders` hook of the runtime of target key (or runtime name) `target`; None when
+    that runtime loads a file one way."""
+    ref = _RUNTIMES[target.partition("@")[0]].loaders
+    return load(ref) if ref else None
 
 
 def default_targets() -> tuple[str, ...]:

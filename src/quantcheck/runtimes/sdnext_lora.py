@@ -52,7 +52,7 @@ PATH = LoraPath(
         "sdnq_dequantizer(float32) + lora, sdnq_quantize_layer(SDNQConfig(...)) [READ]",
         "rounding": f"{AT} modules/sdnq/quant_utils.py quantize_weight / get_scale_symmetric / "
         "apply_hadamard, modules/sdnq/packed_float.py pack_float (run: "
-        "tests/rules/diff_consumers/test_diff_lora.py); SDNQConfig use_stochastic_rounding="
+        "tests/rules/sdnext/diff/test_diff_lora.py); SDNQConfig use_stochastic_rounding="
         "False [RUN]",
         "default": f"{AT} modules/ui_definitions.py lora_fuse_native=True, "
         "lora_force_diffusers=False, sdnq_dequantize_fp32=True [READ]",

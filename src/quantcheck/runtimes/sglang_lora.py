@@ -9,7 +9,7 @@ refuses merging outright. `runtime/pipelines_core/lora/pipeline.py`
 cannot be merged in place"); `merge` raises ValueError for it; `dynamic` never merges. Dynamic
 LoRA is `BaseLayerWithLoRA._forward_with_delta`: the quantized layer's output plus
 x @ A^T @ B^T scaled by strength x alpha / rank, in the LoRA's dtype. The differential suite
-(tests/rules/diff_sglang/test_lora.py) builds each format's DiT linear with the release's own
+(tests/rules/sglang/diff/test_lora.py) builds each format's DiT linear with the release's own
 config and quant method and runs these functions.
 
 Keys: `normalize_lora_state_dict` (format_adapter.py: standard/peft, kohya-flux, xlabs,

@@ -1,6 +1,6 @@
 """sglang's record (`sglang_runtime`) and its modelled releases (0.5.18 … 0.5.23) as data: each
 release a delta of effects by rule code on the release before (consumers.md §2.1, read in the
-PyPI wheels; `tests/rules/diff_sglang/` runs the wheels' own code against these verdicts). Its
+PyPI wheels; `tests/rules/sglang/diff/` runs the wheels' own code against these verdicts). Its
 behaviour (checks, catalog, messages, the loader reproduced) is `rules/sglang/`. Standard
 library only.
 
@@ -199,6 +199,7 @@ def sglang_runtime() -> Runtime:
         folder="quantcheck.rules.sglang",
         header_formats=HEADER_DECLARED,
         gpu="quantcheck.rules.sglang.gpu:SGLANG_GPU",
+        loaders="quantcheck.rules.sglang.loaders:SGLANG_LOADERS",
         default_target=True,
         catalog=True,
         reasons=dict(REASONS),

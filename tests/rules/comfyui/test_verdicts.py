@@ -1,5 +1,5 @@
 """Verdicts that follow ComfyUI's own loading code (issue 20, items 1-4): each case is also a
-case of the ComfyUI differential suite (tests/rules/diff_comfyui/cases.py), where ComfyUI's
+case of the ComfyUI differential suite (tests/rules/comfyui/diff/cases.py), where ComfyUI's
 code at the pin decides it."""
 
 from __future__ import annotations

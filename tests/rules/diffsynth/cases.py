@@ -2,7 +2,7 @@
 
 Checked with `--target diffsynth` (not a default target); the cases name the effects on
 sglang, ComfyUI and DiffSynth-Studio. Behaviour per rule: rules/diffsynth/catalog.py; the
-outcomes are confirmed by DiffSynth-Studio's own code in tests/rules/diff_consumers.
+outcomes are confirmed by DiffSynth-Studio's own code in tests/rules/diffsynth/diff.
 """
 
 from __future__ import annotations

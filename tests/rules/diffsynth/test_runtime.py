@@ -1,7 +1,7 @@
 """DiffSynth-Studio 2.1.12 as a target: its record, its effects table (a decision for every
 code), the verdict on each bundled example, the summary line and explain. Each own rule's
 failing case and twin: diffsynth/cases.py; DiffSynth's own code confirms the verdicts in
-diff_consumers/ (make diff-consumers)."""
+diffsynth/diff/ (make diff-consumers)."""
 
 from __future__ import annotations
 

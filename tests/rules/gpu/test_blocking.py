@@ -9,9 +9,9 @@ from pathlib import Path
 from quantcheck.checking import check_paths
 from quantcheck.gpus import expand_specs
 from quantcheck.runtimes.sglang_gpu import LOAD_BLOCKING
-from sglang_loaders import as_text_encoder
 
 from .._build import P, file, fp8, mxfp8, nvfp4
+from ..sglang.loader_helpers import as_text_encoder
 from .test_comfyui_gpu import entries, modes
 
 Q = "blocks.1.attn.qkv"

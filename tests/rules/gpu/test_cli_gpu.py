@@ -11,9 +11,9 @@ import pytest
 
 from quantcheck.cli.gpu import local_spec, resolve
 from quantcheck.cli.main import main as cli_main
-from sglang_loaders import without_loaders
 
 from .._build import file, fp8, int8, nvfp4
+from ..sglang.loader_helpers import without_loaders
 
 
 def main(argv: list[str]) -> int:

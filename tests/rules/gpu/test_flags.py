@@ -1,7 +1,7 @@
 """The launch switches of `--gpu ...,flags=` (issue 24 follow-up): the grammar, and what each
 changes in ComfyUI's verdicts (`--supports-fp8-compute`, the Triton backend, DynamicVRAM), with
 a failing and a passing case each. ComfyUI's own code decides the same under the same switches
-in the GPU oracle (tests/rules/diff_comfyui, `make diff-comfyui`)."""
+in the GPU oracle (tests/rules/comfyui/diff, `make diff-comfyui`)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The GPU decisions of the runtimes beside ComfyUI and sglang (issue 24 item "the others where
 their code has device gates"): each runtime's device rule with a case on each side of it.
 Where the runtime's code runs on the CPU (DiffSynth-Studio, InvokeAI) the same verdicts are
-compared with it in tests/rules/diff_consumers (`make diff-consumers`)."""
+compared with it in tests/rules/{diffsynth,invokeai}/diff (`make diff-consumers`)."""
 
 from __future__ import annotations
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from quantcheck.runtimes.sglang_gpu import RULES
-from sglang_loaders import as_text_encoder
 
 from .._build import P, fp8, int8, mxfp8, nvfp4, w4a4, w4a8
+from ..sglang.loader_helpers import as_text_encoder
 from .test_comfyui_gpu import entries, modes
 
 

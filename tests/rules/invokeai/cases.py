@@ -2,7 +2,7 @@
 
 Checked with `--target invokeai` (InvokeAI is not a default target); the cases name the
 effects on sglang, ComfyUI and InvokeAI. Behaviour per rule: rules/invokeai/catalog.py; the
-outcomes are confirmed by InvokeAI's own code in tests/rules/diff_consumers.
+outcomes are confirmed by InvokeAI's own code in tests/rules/invokeai/diff.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """InvokeAI 6.14.2 as a target: its record, its effects table (a decision for every code), the
 verdict on each bundled example, the summary line, explain, and the shape arithmetic of its
 dequantize step. Each own rule's failing case and twin: invokeai/cases.py; InvokeAI's own code
-confirms the verdicts in diff_consumers/ (make diff-consumers)."""
+confirms the verdicts in invokeai/diff/ (make diff-consumers)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """sglang's verdict per loader (issue 20 items 5 and 13): `targets["sglang@V"].loaders` in
 JSON, one line per loader in text where they differ, and the stage each rule's evidence
-names. The loaders' code is run against these verdicts by tests/rules/diff_sglang."""
+names. The loaders' code is run against these verdicts by tests/rules/sglang/diff."""
 
 from __future__ import annotations
 

@@ -26,6 +26,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from quantcheck._record import record
+from quantcheck.rules.levels import Effect
+from quantcheck.runtimes.registry import KeyPlumbing
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
@@ -115,3 +117,26 @@ def checkpoint_plumbing(ck: Checkpoint) -> Plumbing | None:
 
 #: (the checkpoint last asked about, its plumbing): one entry, so nothing outlives a run long
 _LAST: list[tuple[Checkpoint, Plumbing | None] | None] = [None]
+
+
+def header_entry(ck: Checkpoint, entry: str, layer: str) -> tuple[Effect, str] | None:
+    """What the plumbing makes of the header entry `entry` whose tensors are stored under
+    `layer` (its name with a model prefix added or removed; QC222): (Effect.NONE, ...) when the
+    second convert_old_quants pass re-attaches it after the strip; (Effect.FAILS, ...) when
+    the strip keeps only the header's keys and drops the layer's tensors; None otherwise."""
+    plumbed = checkpoint_plumbing(ck)
+    if plumbed is None:
+        return None
+    if plumbed.marks.get(layer) == entry:
+        return Effect.NONE, " (ComfyUI re-attaches the entry after stripping the model prefix)"
+    if f"{layer}.weight" in plumbed.dropped:
+        return Effect.FAILS, (
+            f"; ComfyUI writes the entry as {entry}.comfy_quant, takes {plumbed.prefix!r} for "
+            "the model prefix and keeps only the keys under it, dropping the layer's tensors "
+            "(load_diffusion_model_state_dict: the model has no weights to load)"
+        )
+    return None
+
+
+#: ComfyUI's `keys` hook (`Runtime.keys`): the marker rules and the LoRA key map ask it
+COMFYUI_KEYS = KeyPlumbing(model_prefix=model_prefix, header_entry=header_entry)

@@ -15,7 +15,7 @@ DS_RUN = (
     "verified by running DiffSynth-Studio 2.1.12's own _parse_marker and "
     "ComfyKitchenQuantBackend.unflatten_state_dict (with comfy-kitchen 0.2.40) on generated "
     "checkpoints, then a strict load_state_dict(assign=True) into its ComfyKitchenLinear shell "
-    "as diffsynth/core/loader/model.py load_model does (tests/rules/diff_consumers, "
+    "as diffsynth/core/loader/model.py load_model does (tests/rules/diffsynth/diff, "
     "make diff-consumers)"
 )
 _D = "diffsynth"

@@ -39,7 +39,7 @@ RULES = [
         "Keep the detection layers in BF16 (quantcheck quantize --family auto does), or store "
         "them in FP8/INT8/MXFP8, which keep the logical shape.",
         f"{DETECT}: each family's branch reads `.shape[0]`/`.shape[1]` of these weights (read "
-        "at the pin; run on stand-ins in tests/rules/diff_comfyui).",
+        "at the pin; run on stand-ins in tests/rules/comfyui/diff).",
     ),
     Rule(
         "QC861",

@@ -1,13 +1,15 @@
 """Known bad device combinations as findings (issue 24 item 4): QC800-QC803 from
 `runtimes/comfyui_gpu.py KNOWN_ISSUES` and `SIZE_LIMIT`. One finding per known issue and
 checkpoint, naming every given GPU it concerns (whatever the targets). Looked up per layer
-signature (`rules/gpu/plan.Plan`), not per layer. Standard library only."""
+signature (`rules/gpu/plan.Plan`), not per layer. Whether comfy-kitchen's kernel runs on a
+device is asked of its decisions in ComfyUI's order (`rules/gpu/kitchen.py`, the defaults
+`rules/comfyui/gpu.py` uses as they are). Standard library only."""
 
 from __future__ import annotations
 
 from quantcheck.diagnostics import Diagnostic
 from quantcheck.rules.codes import QC803
-from quantcheck.rules.comfyui.gpu import COMFYUI_GPU
+from quantcheck.rules.gpu.kitchen import KitchenGpu
 from quantcheck.runtimes import comfyui_gpu as data
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
@@ -18,6 +20,8 @@ if TYPE_CHECKING:
 
 #: runs where it matters: a mode in which the format's own kernel runs
 RUNS = ("native", "depends")
+#: comfy-kitchen behind ComfyUI's gates and switches (the known issues are its kernels')
+KITCHEN = KitchenGpu()
 
 
 def device_matches(issue: data.KnownIssue, spec: GpuSpec) -> bool:
@@ -53,7 +57,7 @@ def known_issues(plan: Plan, specs: list[GpuSpec], file: str | None) -> list[Dia
             s.given
             for s in specs
             if device_matches(issue, s)
-            and any(COMFYUI_GPU.format_decision(f, s)[0] in RUNS for f in fmts)
+            and any(KITCHEN.format_decision(f, s)[0] in RUNS for f in fmts)
         ]
         if gpus:
             out.append(
@@ -78,7 +82,7 @@ def _size_limit(
     gpus = [
         s.given
         for s in specs
-        if "comfy-kitchen CUDA" in COMFYUI_GPU.format_decision("int8_tensorwise", s)[1]
+        if "comfy-kitchen CUDA" in KITCHEN.format_decision("int8_tensorwise", s)[1]
     ]
     widest = max(
         (

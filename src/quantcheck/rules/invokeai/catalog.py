@@ -16,7 +16,7 @@ INV_RUN = (
     "verified by running InvokeAI 6.14.2's own _dequantize_comfyui_fp8 and "
     "_strip_quantization_metadata on generated checkpoints, then load_state_dict(strict=False, "
     "assign=True) into a Linear of the logical [N, K] as its loaders do "
-    "(tests/rules/diff_consumers, make diff-consumers)"
+    "(tests/rules/invokeai/diff, make diff-consumers)"
 )
 _I = "invokeai"
 

@@ -134,7 +134,7 @@ RULES = [
         "[N, 1] weight_scale (the inspector does not shape-check FP8; ComfyFp8Config builds "
         "Fp8LinearMethod, whose PerTensorScaleParameter [1] cannot take it: 'Failed to "
         "shard/load parameter', fsdp_load.load_model_from_full_model_state_dict; run by "
-        "tests/rules/diff_sglang test_stages).",
+        "tests/rules/sglang/diff test_stages).",
     ),
     Rule(
         "QC308",

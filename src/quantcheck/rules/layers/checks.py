@@ -273,7 +273,7 @@ def _sglang_cast(spec: FormatSpec, c: Companion, dtype: str) -> tuple[Effect, st
     """sglang's effect of a companion dtype it does not want, with what happens. An F8_E8M0
     MXFP8 block scale loads: `fsdp_load` casts it into the U8 `weight_scale_inv` parameter
     (`full_tensor.to(dtype=target_dtype)`), so every scale becomes int(2**(e-127)), 0 for each
-    byte < 127 (run in 0.5.22's wheel, tests/rules/diff_sglang/test_stages.py case
+    byte < 127 (run in 0.5.22's wheel, tests/rules/sglang/diff/test_stages.py case
     mxfp8-e8m0-scales; the other releases stop at MXFP8 weight load anyway, QC615)."""
     if spec.name == "mxfp8" and c.suffix == "weight_scale" and dtype == "F8_E8M0":
         return DEGRADED, (
@@ -287,7 +287,7 @@ def _cpu_loader(spec: FormatSpec, c: Companion, dtype: str) -> dict[str, Effect]
     """ComfyUI's safe_open loader (`comfyui-cpu`) reads an F8_E8M0 MXFP8 block scale the
     default loader cannot (QC605 stops that one), and `_load_quantized_module` views the scale
     as float8_e8m0fnu anyway (comfy/ops.py @0271a469 ~L1213): the same bytes, the same layer
-    (tests/rules/diff_comfyui, case mxfp8-scales-f8-e8m0)."""
+    (tests/rules/comfyui/diff, case mxfp8-scales-f8-e8m0)."""
     if spec.name == "mxfp8" and c.suffix == "weight_scale" and dtype == "F8_E8M0":
         return {"comfyui-cpu": NONE}
     return {}
@@ -397,7 +397,7 @@ def _cpu_per_row_fp8(
 ) -> dict[str, Effect]:
     """ComfyUI with --cpu (`comfyui-cpu`) runs FP8 layers dequantized (comfy/ops.py
     get_disabled_quant_formats: no fp8 compute on the CPU), and the dequantize broadcasts an
-    [N, 1] weight_scale per row: the layer is right there (tests/rules/diff_comfyui, cases
+    [N, 1] weight_scale per row: the layer is right there (tests/rules/comfyui/diff, cases
     fp8-scale-per-row*). The GPU path (torch._scaled_mm) refuses it (QC307 fails `comfyui`)."""
     fp8 = spec.name in ("float8_e4m3fn", "float8_e5m2")
     if fp8 and c.suffix == "weight_scale" and shape == (dims.N, 1):

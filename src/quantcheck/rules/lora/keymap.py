@@ -1,12 +1,12 @@
 """ComfyUI's LoRA key map for a diffusion model, from the base checkpoint's tensor names.
 
 `model_lora_keys_unet` (comfy/lora.py @783545f6) reads the model's state dict: every stored
-key after the key plumbing (`rules/comfyui/keys.py`: the model prefix stripped), under
-`diffusion_model.`. Generic entries for every key, then the branch of the model's family
-(`runtimes/comfyui_lora.BRANCHES`, and the diffusers tables of Flux, SD3, AuraFlow, PixArt,
-Krea2 and Lumina2 through `diffusers.py`, whose values may be a slice of a fused weight or
-carry a function); the UNet models' `unet_to_diffusers` table is not modelled and said so
-(`KeyMap.unmodelled`). Standard library only.
+key after the key plumbing (ComfyUI's `keys` hook, `rules/comfyui/keys.py`: the model prefix
+stripped), under `diffusion_model.`. Generic entries for every key, then the branch of the
+model's family (`runtimes/comfyui_lora.BRANCHES`, and the diffusers tables of Flux, SD3,
+AuraFlow, PixArt, Krea2 and Lumina2 through `diffusers.py`, whose values may be a slice of a
+fused weight or carry a function); the UNet models' `unet_to_diffusers` table is not modelled
+and said so (`KeyMap.unmodelled`). Standard library only.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from quantcheck._record import record
-from quantcheck.rules.comfyui.keys import model_prefix
 from quantcheck.rules.lora.diffusers import Target, branch_entries
+from quantcheck.runtimes import get_runtime, load
 from quantcheck.runtimes.comfyui_lora import (
     BRANCHES,
     BRANCHES_NOT_MODELLED,
@@ -23,10 +23,13 @@ from quantcheck.runtimes.comfyui_lora import (
     FAMILY_KEYS,
     HUNYUAN_VIDEO_REWRITES,
 )
+from quantcheck.runtimes.lora_path import COMFY
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
+
+    from quantcheck.runtimes import KeyPlumbing
 
 DM = "diffusion_model."
 
@@ -48,11 +51,18 @@ class KeyMap:
 def model_keys(names: Iterable[str]) -> tuple[str, dict[str, str]]:
     """(prefix stripped, model key -> stored name) as the key plumbing leaves a file."""
     names = list(names)
-    prefix = model_prefix(names)
+    prefix = _model_prefix(names)
     kept = [n for n in names if n.startswith(prefix)]
     if not kept:
         prefix, kept = "", names
     return prefix, {DM + n[len(prefix) :]: n for n in kept}
+
+
+def _model_prefix(names: list[str]) -> str:
+    """The model prefix ComfyUI strips (its record's `keys` hook: the LoRA path modelled
+    here is ComfyUI's, `runtimes/lora_path.COMFY`)."""
+    plumbing: KeyPlumbing = load(get_runtime(COMFY[0]).keys)
+    return plumbing.model_prefix(names)
 
 
 def family_of(model: Iterable[str]) -> str:

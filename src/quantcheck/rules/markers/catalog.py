@@ -308,7 +308,7 @@ RULES = [
         "inspector, the KitchenW4A8Config constructor, the layer build and the weight load "
         "and fails at the first forward, in comfy-kitchen 0.2.40's rotation (\"Regular "
         'Hadamard size must be a power of 4"; KitchenW4A8LinearMethod.apply -> '
-        "w4a8_int8_linear; all three stages run by tests/rules/diff_sglang test_stages on "
+        "w4a8_int8_linear; all three stages run by tests/rules/sglang/diff test_stages on "
         "CPU).",
     ),
     _r(
@@ -326,9 +326,9 @@ RULES = [
         "sglang 0.5.23 KitchenW4A8Config layer build (read) and case w4a8_group_size_24; "
         "comfy-kitchen 0.2.40 tensor/w4a8_int8.py quantize_w4a8_int8_weight (run); ComfyUI "
         f"int() of group_size ({CUI_OPS} ~L1262 asym_w4a8_int8, ~L1272 awq_w4a16; run: "
-        "tests/rules/diff_comfyui case w4a8-group-string). sglang stage: layer build "
+        "tests/rules/comfyui/diff case w4a8-group-string). sglang stage: layer build "
         "(KitchenW4A8Config.get_quant_method refuses group_size 24 for the layer; the "
-        "inspector and the constructor only need >= 4; run by tests/rules/diff_sglang "
+        "inspector and the constructor only need >= 4; run by tests/rules/sglang/diff "
         "test_stages).",
     ),
     _r(

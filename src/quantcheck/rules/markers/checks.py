@@ -25,6 +25,7 @@ from quantcheck.formats.table import (
 from quantcheck.model.markers import Marker
 from quantcheck.rules import codes as R
 from quantcheck.runtimes import effects as _eff
+from quantcheck.runtimes import load, runtimes
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 
     from quantcheck.model.checkpoint import Checkpoint
     from quantcheck.model.layers import Layer
-    from quantcheck.rules.comfyui.keys import Plumbing
+    from quantcheck.runtimes import KeyPlumbing
 
 FAILS, DEGRADED, NONE = Effect.FAILS, Effect.DEGRADED, Effect.NONE
 #: Keys real producers write that no runtime reads: tolerated silently.
@@ -82,13 +83,8 @@ def check_orphans(ck: Checkpoint) -> Iterator[Diagnostic]:
         for prefix, m in ck.markers.items()
         if prefix not in layers or "weight" not in layers[prefix].tensors
     ]
-    if not orphans:
-        return
-    from quantcheck.rules.comfyui.keys import checkpoint_plumbing  # only for a stray marker
-
-    plumbed = checkpoint_plumbing(ck)
     for m in orphans:
-        yield from _orphan(ck, m, plumbed)
+        yield from _orphan(ck, m)
 
 
 def check_marker_fields(m: Marker) -> Iterator[Diagnostic]:
@@ -100,37 +96,22 @@ def check_marker_fields(m: Marker) -> Iterator[Diagnostic]:
         yield from _keys(m, spec)
 
 
-def _orphan(ck: Checkpoint, m: Marker, plumbed: Plumbing | None) -> Iterator[Diagnostic]:
+def _orphan(ck: Checkpoint, m: Marker) -> Iterator[Diagnostic]:
     """A marker whose prefix has no weight: a header name mismatch or a stale marker."""
     header_only = all(s.origin == "header" for s in m.sources)
     match = _renamed_prefix(ck, m.prefix)
     if header_only and match:
-        # ComfyUI's key plumbing (`rules/comfyui/keys.py`): its second convert_old_quants
-        # pass, after the model prefix is stripped (when more than 5 keys carry it), attaches
-        # entries written without it to the prefixed tensors; an entry carrying a prefix the
-        # tensors lack makes the strip keep only the header's keys, dropping the tensors.
-        reattached = plumbed is not None and plumbed.marks.get(match) == m.prefix
-        dropped = plumbed is not None and f"{match}.weight" in plumbed.dropped
-        if reattached:
-            why, comfy = (
-                "sglang matches names exactly and treats that layer as unmarked (ComfyUI "
-                "re-attaches the entry after stripping the model prefix)",
-                NONE,
-            )
-        elif dropped:
-            assert plumbed is not None
-            why, comfy = (
-                "sglang matches names exactly and treats that layer as unmarked; ComfyUI "
-                f"writes the entry as {m.prefix}.comfy_quant, takes {plumbed.prefix!r} for the "
-                "model prefix and keeps only the keys under it, dropping the layer's tensors "
-                "(load_diffusion_model_state_dict: the model has no weights to load)",
-                FAILS,
-            )
+        # a runtime whose key plumbing renames keys before markers meet layers (its `keys`
+        # hook; ComfyUI's strips the model prefix, then attaches entries written without it,
+        # or drops the tensors an entry's prefix leaves out) decides its own effect
+        plumbed = _plumbed(ck, m.prefix, match)
+        if plumbed is not None:
+            name, effect, said = plumbed
+            why = "sglang matches names exactly and treats that layer as unmarked" + said
+            effects = _eff(FAILS, **{name: effect})
         else:
-            why, comfy = (
-                "runtimes match names exactly, so that layer is treated as unmarked",
-                DEGRADED,
-            )
+            why = "runtimes match names exactly, so that layer is treated as unmarked"
+            effects = _eff(FAILS, DEGRADED)
         yield Diagnostic(
             R.QC222,
             f"_quantization_metadata names layer {m.prefix!r}, but the tensors are "
@@ -138,7 +119,7 @@ def _orphan(ck: Checkpoint, m: Marker, plumbed: Plumbing | None) -> Iterator[Dia
             file=_file(m),
             layer=m.prefix,
             pointer="/__metadata__/_quantization_metadata",
-            effects=_eff(FAILS, comfy),
+            effects=effects,
             fix=Fix(
                 f"write the marker as the tensor {match}.comfy_quant and drop the header entry",
                 Safety.SAFE,
@@ -176,6 +157,18 @@ def _orphan(ck: Checkpoint, m: Marker, plumbed: Plumbing | None) -> Iterator[Dia
         effects=_eff(FAILS if validated else NONE, NONE),
         fix=fix,
     )
+
+
+def _plumbed(ck: Checkpoint, entry: str, layer: str) -> tuple[str, Effect, str] | None:
+    """(runtime, effect, what its message adds) of the first runtime whose key plumbing (its
+    `keys` hook) decides what header entry `entry`, stored under `layer`, does to it."""
+    for rt in runtimes():
+        if rt.keys:
+            plumbing: KeyPlumbing = load(rt.keys)
+            hit = plumbing.header_entry(ck, entry, layer)
+            if hit is not None:
+                return rt.name, *hit
+    return None
 
 
 def _renamed_prefix(ck: Checkpoint, prefix: str) -> str | None:

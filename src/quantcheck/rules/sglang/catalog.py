@@ -126,7 +126,7 @@ RULES = [
         "Use sglang >= 0.5.19.",
         "sglang 0.5.18 wheel, " + SGQ + ": no inspect_comfy_quant_markers; "
         "get_quant_config_from_safetensors_metadata / _build_nvfp4_config_from_safetensors_"
-        "files only (consumers.md 1.2, 2.1); run by tests/rules/diff_sglang. [GUESS]: that "
+        "files only (consumers.md 1.2, 2.1); run by tests/rules/sglang/diff. [GUESS]: that "
         "0.5.18 computes a rotated NVFP4 layer wrongly (ModelOpt ignores convrot; needs a "
         "GPU to run).",
     ),
@@ -146,7 +146,7 @@ RULES = [
         "Write one marker per layer (the merged fields as the tensor marker, header entry "
         "dropped).",
         "sglang 0.5.19 inspect_comfy_quant_markers (" + SGQ + ", whole-object comparison; "
-        "0.5.20 _merge_comfy_quant_marker), run by tests/diff_sglang.",
+        "0.5.20 _merge_comfy_quant_marker), run by tests/rules/sglang/diff.",
     ),
     Rule(
         "QC613",
@@ -164,7 +164,7 @@ RULES = [
         "Use sglang >= 0.5.20; for 0.5.19 requantize the layer with ConvRot (a marker that "
         "already names convrot_groupsize only lost convrot: true, which fix sets).",
         "sglang 0.5.19 configs/kitchen_int8_config.py, configs/kitchen_w4a8_config.py, "
-        "comfy_nvfp4.py constructors (" + SGQC + "), run by tests/diff_sglang.",
+        "comfy_nvfp4.py constructors (" + SGQC + "), run by tests/rules/sglang/diff.",
     ),
     Rule(
         "QC614",
@@ -178,7 +178,7 @@ RULES = [
         'layer X must request full_precision_matrix_mult"); 0.5.20 drops the requirement.',
         '{"format": "nvfp4"}',
         "Set full_precision_matrix_mult: true (fix --target sglang@0.5.19 does).",
-        "sglang 0.5.19 comfy_nvfp4.py ComfyNvfp4Config (" + SGQC + "), run by tests/diff_sglang.",
+        f"sglang 0.5.19 comfy_nvfp4.py ComfyNvfp4Config ({SGQC}), run by tests/rules/sglang/diff.",
     ),
     Rule(
         "QC615",
@@ -206,7 +206,7 @@ RULES = [
         "WEIGHT_LOADER_V2_SUPPORTED / ColumnParallelLinear.weight_loader_v2, srt/layers/"
         "parameter.py load_column_parallel_weight(loaded_weight, tp_rank), "
         "multimodal_gen/runtime/loader/fsdp_load.py load_model_from_full_model_state_dict "
-        "(read; the stages before it are run by tests/rules/diff_sglang).",
+        "(read; the stages before it are run by tests/rules/sglang/diff).",
     ),
     Rule(
         "QC616",
@@ -235,7 +235,7 @@ RULES = [
         f"handle_fp8_metadata_format (identical 0.5.18-0.5.22), 0.5.23 "
         f"_get_serialized_quant_config; callers {SGTE} _get_encoder_quant_config (header, "
         f"then quanto, then markers) and {SGTL} _resolve_weight_override_quantization / "
-        "_resolve_quant_config; run by tests/rules/diff_sglang.",
+        "_resolve_quant_config; run by tests/rules/sglang/diff.",
     ),
     Rule(
         "QC617",
@@ -260,7 +260,7 @@ RULES = [
         "marker inspector reads the layers.",
         f"sglang 0.5.18-0.5.23 {SGQ} handle_fp8_metadata_format, {SGQC}fp8.py "
         f"Fp8Config.get_quant_method / Fp8LinearMethod.create_weights, {SGFSDP} (read; the "
-        "config step is run by tests/rules/diff_sglang, and the weight load of each layer "
+        "config step is run by tests/rules/sglang/diff, and the weight load of each layer "
         "through Fp8LinearMethod.create_weights and the linear's weight_loader_v2).",
     ),
     Rule(
@@ -285,7 +285,7 @@ RULES = [
         f"sglang 0.5.18-0.5.23 {SGQ} handle_fp8_metadata_format, {SGQC}fp8.py "
         f"Fp8LinearMethod.create_weights, {SGLIN} ColumnParallelLinear.weight_loader_v2, "
         f"srt/layers/parameter.py PerTensorScaleParameter, {SGFSDP} (read; run by "
-        "tests/rules/diff_sglang: the layer built by create_weights, the file's tensors "
+        "tests/rules/sglang/diff: the layer built by create_weights, the file's tensors "
         "loaded through its weight_loader).",
     ),
     Rule(
@@ -306,7 +306,7 @@ RULES = [
         '"float8_e4m3fn"}}} without format_version',
         'Write valid JSON with "format_version" (ComfyUI writes "1.0").',
         f"sglang 0.5.18-0.5.23 {SGQ} get_quant_config_from_safetensors_metadata (read; the "
-        "None is run by tests/rules/diff_sglang).",
+        "None is run by tests/rules/sglang/diff).",
     ),
     Rule(
         "QC619",
@@ -325,7 +325,7 @@ RULES = [
         "blocks.0.attn.qkv.weight U8 [128, 24] with weight_scale F8_E4M3 [128, 4]",
         "Use sglang >= 0.5.19, or write NVFP4 layers with N % 128 == 0 and K % 64 == 0.",
         f"sglang 0.5.18 {SGQ} _build_nvfp4_config_from_safetensors_files and "
-        "_infer_nvfp4_group_size_from_shapes (read); run by tests/rules/diff_sglang. "
+        "_infer_nvfp4_group_size_from_shapes (read); run by tests/rules/sglang/diff. "
         "[GUESS] for the compute step (needs a GPU).",
     ),
     Rule(
@@ -347,7 +347,7 @@ RULES = [
         "per-tensor scale).",
         f"sglang 0.5.23 {SGRF} (FP8_FORMAT, BF16_FORMAT) and {SGQ} "
         "_get_serialized_quant_config; 0.5.18-0.5.22 handle_fp8_metadata_format; run by "
-        "tests/rules/diff_sglang. ComfyUI effect as for any unknown format (QC213).",
+        "tests/rules/sglang/diff. ComfyUI effect as for any unknown format (QC213).",
     ),
     Rule(
         "QC621",
@@ -364,7 +364,7 @@ RULES = [
         '"rowwise-float8_e4m3fn"}}}',
         'Set "format_version": "1.1" once the layers follow the rowwise contract.',
         f"sglang 0.5.23 {SGRF} RowwiseFp8Config._from_metadata (SUPPORTED_FORMAT_VERSIONS); "
-        "run by tests/rules/diff_sglang.",
+        "run by tests/rules/sglang/diff.",
     ),
     Rule(
         "QC622",
@@ -383,7 +383,7 @@ RULES = [
         '"float8_e4m3fn"}} without quant_configs',
         "Declare every other layer as bf16 (unquantized) and write the quant_configs "
         "descriptor, or use comfy_quant markers instead of the rowwise header.",
-        f"sglang 0.5.23 {SGRF} RowwiseFp8Config._from_metadata; run by tests/rules/diff_sglang.",
+        f"sglang 0.5.23 {SGRF} RowwiseFp8Config._from_metadata; run by tests/rules/sglang/diff.",
     ),
     Rule(
         "QC623",
@@ -401,7 +401,7 @@ RULES = [
         'for a non-FP8 layer").',
         "blocks.0.attn.qkv.weight_scale F32 [128, 1] (a ComfyUI INT8-style per-row scale)",
         "Store the row scales as F32 [N] and the weight as F8_E4M3; drop scales of bf16 layers.",
-        f"sglang 0.5.23 {SGRF} _validate_fp8_tensors; run by tests/rules/diff_sglang.",
+        f"sglang 0.5.23 {SGRF} _validate_fp8_tensors; run by tests/rules/sglang/diff.",
     ),
     Rule(
         "QC624",
@@ -420,7 +420,7 @@ RULES = [
         '"layers": {"blocks.0.attn.qkv": {"format": null}}',
         "Write each header layer's format as a string (or drop the entry).",
         f"sglang 0.5.18-0.5.23 {SGQ} handle_fp8_metadata_format (read; run by "
-        "tests/rules/diff_sglang).",
+        "tests/rules/sglang/diff).",
     ),
     Rule(
         "QC631",
@@ -452,7 +452,7 @@ RULES = [
         "2.1) or text-encoder loaders, which read the markers.",
         f"{_WHEELS}: {SGTL} _resolve_quant_config (the refusal) and "
         "_resolve_weight_override_quantization (detected_quantized_tensors, the declarations); "
-        f"{SGQ} get_quant_config_from_safetensors_metadata; run by tests/rules/diff_sglang "
+        f"{SGQ} get_quant_config_from_safetensors_metadata; run by tests/rules/sglang/diff "
         "(test_transformer_weights_path_loader_agrees).",
     ),
     Rule(
@@ -474,7 +474,7 @@ RULES = [
         '__metadata__ {"_quantization_metadata": "{not json"}',
         "Write the declaration as one JSON object, the same in every shard (or drop it).",
         f"{_WHEELS}: {SGTL} _resolve_weight_override_quantization, _merge_quant_declaration; "
-        "run by tests/rules/diff_sglang (test_transformer_weights_path_loader_agrees).",
+        "run by tests/rules/sglang/diff (test_transformer_weights_path_loader_agrees).",
     ),
     Rule(
         "QC633",
@@ -496,7 +496,7 @@ RULES = [
         "Keep NVFP4 files NVFP4-only (one group size, no convrot) for --transformer-weights-path.",
         f"{_WHEELS}: {SGTL} _resolve_quant_config, {SGQ} "
         f"build_nvfp4_config_from_safetensors_list, {SGFSDP} (read; the config step run by "
-        "tests/rules/diff_sglang).",
+        "tests/rules/sglang/diff).",
     ),
     Rule(
         "QC634",
@@ -516,7 +516,7 @@ RULES = [
         "Keep NVFP4 files NVFP4-only for --transformer-weights-path.",
         f"{_WHEELS}: {SGTL} _resolve_quant_config, {SGQ} "
         f"build_nvfp4_config_from_safetensors_list, {SGFSDP} (read; the config step run by "
-        "tests/rules/diff_sglang).",
+        "tests/rules/sglang/diff).",
     ),
     Rule(
         "QC635",
@@ -596,7 +596,7 @@ RULES = [
         "Load rowwise FP8 files with --transformer-weights-path on sglang 0.5.23 (the header "
         "path), or write float8_e4m3fn with per-tensor scales for the marker readers.",
         f"{_WHEELS}: {SGH3} inspect_minimax_h3_safetensors, {SGQ} "
-        "resolve_comfy_checkpoint_quantization; run by tests/rules/diff_sglang "
+        "resolve_comfy_checkpoint_quantization; run by tests/rules/sglang/diff "
         "(test_minimax_h3_loader_agrees).",
     ),
 ]

@@ -76,6 +76,7 @@ from quantcheck.rules.sglang.header_path import (
     route,
     version,
 )
+from quantcheck.runtimes.registry import Loaders
 from quantcheck.runtimes.sglang_releases import COMFYUI_SPECS, LOADER_BY_FAMILY, ComfySpec
 
 TYPE_CHECKING = False  # typing is not imported on the check path (start-up time)
@@ -334,6 +335,20 @@ def read_by_text(read_by: list[str]) -> str:
         return "(no loader of this model reads it)"
     said = [SAID[n] for n in read_by]
     return f"(only with {said[0] if len(said) == 1 else ', '.join(said[:-1]) + ' or ' + said[-1]})"
+
+
+#: sglang's `loaders` hook (`Runtime.loaders`): what generic code (reports, renderers,
+#: `quantize`, `fix`) asks of its loaders
+SGLANG_LOADERS = Loaders(
+    names=LOADERS,
+    na=NA,
+    chosen=chosen_loader,
+    verdicts=verdicts,
+    reads=reads,
+    decided=decided,
+    choice_said=choice_said,
+    read_by_text=read_by_text,
+)
 
 
 # --- which findings each loader reads, per release ----------------------------------------

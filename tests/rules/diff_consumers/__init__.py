@@ -1,2 +1,0 @@
-"""Differential tests: InvokeAI's and DiffSynth-Studio's own loader code against quantcheck
-(`make diff-consumers`)."""
