@@ -68,9 +68,9 @@ diff-consumers: $(STAMP_DEV)
 # format, from $QUANTCHECK_MUSUBI_036_SRC; 725869d's inspect_convrot_int8_artifact on every rule
 # case and PR #1024's MiniMax H3 text-encoder topology check against QC864, from
 # $QUANTCHECK_MUSUBI_SRC (folders with src/musubi_tuner/...; every definition that runs must
-# match its SHA-256 pin in tests/rules/diff_musubi/source.py). Needs torch (CPU).
+# match its SHA-256 pin in tests/rules/musubi/diff/source.py). Needs torch (CPU).
 diff-musubi: $(STAMP_DEV)
-	QUANTCHECK_DIFF_MUSUBI=1 $(BIN)/python -m pytest -q tests/rules/diff_musubi
+	QUANTCHECK_DIFF_MUSUBI=1 $(BIN)/python -m pytest -q tests/rules/musubi/diff
 
 # ComfyUI's own loading code at the pinned commit 0271a469 (comfy/quant_ops.py,
 # comfy/ops.py _load_quantized_module and get_disabled_quant_formats) against quantcheck's

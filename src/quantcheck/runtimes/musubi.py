@@ -28,7 +28,7 @@ weight_scale and scale_weight (the later in the header wins). MiniMax H3's text 
 (`minimax_h3/text_encoder.py` `load_h3_text_encoder`) routes by the markers' formats
 (`detect_comfy_quant_formats`): ConvRot INT8 only, or NVFP4 (+ AWQ pre_quant_scale) Linears with
 an int8_tensorwise embedding (`modules/nvfp4_utils.py` `NvFp4Quantizer`, PR #1031); any other
-mix is refused. The per-rule evidence is in rules/musubi/catalog.py; tests/rules/diff_musubi
+mix is refused. The per-rule evidence is in rules/musubi/catalog.py; tests/rules/musubi/diff
 runs these functions (source.py says from which copies).
 
 The exact released topologies are family data, not a musubi refusal: PR #1024's MiniMax H3

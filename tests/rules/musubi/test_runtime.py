@@ -3,7 +3,7 @@ examples get the verdicts read in musubi's code at both releases, edge cases of 
 of what changed between the releases, and its messages round-trip through `explain`. Per-rule
 failing/passing files: musubi/cases.py.
 
-musubi-tuner is not on PyPI: tests/rules/diff_musubi runs its functions from pinned folders
+musubi-tuner is not on PyPI: tests/rules/musubi/diff runs its functions from pinned folders
 outside the repository (`make diff-musubi`).
 """
 
@@ -179,7 +179,7 @@ HEAD = "Invalid ConvRot INT8 artifact m.safetensors, layer blocks.0.attn.qkv: "
 def test_explain_tells_the_marker_faults_apart(tail: str, codes: list[str]) -> None:
     """musubi raises one message for an unreadable and a non-U8 marker dtype, and one for
     invalid JSON and a BOM; explain names the rule quantcheck reports for each (the
-    differential suite, tests/rules/diff_musubi, checks it on every rule case)."""
+    differential suite, tests/rules/musubi/diff, checks it on every rule case)."""
     text, found = explain(HEAD + tail, as_json=True)
     assert found and json.loads(text)["codes"] == codes
 

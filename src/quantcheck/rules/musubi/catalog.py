@@ -9,7 +9,7 @@ kohya-ss/musubi-tuner at 725869d, `src/musubi_tuner/modules/convrot_int8_utils.p
 `apply_convrot_int8_monkey_patch`; `modules/comfy_quant_utils.py`; `modules/nvfp4_utils.py`
 `NvFp4Quantizer`, `apply_nvfp4_monkey_patch`; `minimax_h3/text_encoder.py`
 `load_h3_text_encoder`; `utils/safetensors_utils.py` `MemoryEfficientSafeOpen`), cited by
-function without line numbers. musubi-tuner is not on PyPI: tests/rules/diff_musubi runs these
+function without line numbers. musubi-tuner is not on PyPI: tests/rules/musubi/diff runs these
 functions from a pinned folder outside the repository.
 """
 

@@ -25,9 +25,9 @@ import pytest
 
 from quantcheck.checking import check_paths
 from quantcheck.gpus import expand_specs
-from sglang_loaders import text_encoder_copy
 
 from ...diff_cases import ROT16, layer_case
+from ..loader_helpers import text_encoder_copy
 from . import loader
 from .loader import load_release
 from .stages import load_layer

@@ -39,7 +39,7 @@ from quantcheck.model.checkpoint import load_checkpoint
 from quantcheck.model.family_view import checkpoint_family_name
 from quantcheck.runtimes.musubi import H3_CONFIG, TEXT_ENCODER_FAMILY
 
-from ..test_rule_table import CASES
+from ...test_rule_table import CASES
 from .loader_036 import Musubi036
 
 pytestmark = pytest.mark.skipif(

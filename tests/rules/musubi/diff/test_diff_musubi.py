@@ -32,7 +32,7 @@ from quantcheck.families.detection import topology_layers
 from quantcheck.families.table import BY_NAME
 from quantcheck.rules.levels import Effect
 
-from ..test_rule_table import CASES
+from ...test_rule_table import CASES
 from .loader import Musubi
 
 pytestmark = pytest.mark.skipif(
