@@ -72,6 +72,15 @@ def test_runtime_record() -> None:
     assert rt.release("v0.3.6") is rt.newest
 
 
+def test_the_lora_path_is_read_at_the_newest_release() -> None:
+    """runtimes/musubi_lora.py's evidence is the code `--target musubi` means (0.3.6)."""
+    from quantcheck.runtimes.musubi_lora import PATH
+
+    newest = get_runtime("musubi").newest.name
+    assert PATH.read_at.startswith(newest)
+    assert all(f"musubi-tuner {newest}" in e and "[READ]" in e for e in PATH.evidence.values())
+
+
 @pytest.mark.parametrize("target", ["musubi", "musubi@725869d"])
 @pytest.mark.parametrize("name", sorted(EXAMPLES))
 def test_example_verdicts(name: str, target: str, examples_dir: Path) -> None:
