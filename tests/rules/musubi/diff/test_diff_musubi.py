@@ -17,7 +17,6 @@ Skipped unless QUANTCHECK_DIFF_MUSUBI=1 and QUANTCHECK_MUSUBI_SRC names the fold
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -27,13 +26,12 @@ import pytest
 from tests.families import standin as S
 
 from quantcheck.checking import check_paths
-from quantcheck.explain.lookup import explain
 from quantcheck.families.detection import topology_layers
 from quantcheck.families.table import BY_NAME
 from quantcheck.rules.levels import Effect
 
-from ...test_rule_table import CASES
 from .loader import Musubi
+from .rule_cases import explained, rule_case_files
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("QUANTCHECK_DIFF_MUSUBI") != "1",
@@ -55,12 +53,6 @@ def _gate(musubi: Musubi, paths: list[Path]) -> str | None:
     return None
 
 
-def _explained(message: str) -> set[str]:
-    """The rules `quantcheck explain` maps musubi's message to."""
-    text, found = explain(message, as_json=True)
-    return set(json.loads(text)["codes"]) if found else set()
-
-
 #: the release these functions are (runtimes/musubi.py's older step)
 RELEASE = "musubi@725869d"
 
@@ -77,24 +69,18 @@ def test_the_gate_agrees_with_every_rule_case(
     musubi: Musubi, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     rows, bad = 0, []
-    for case in CASES:
-        for side, build in (("case", case.build), ("twin", case.twin)):
-            if build is None:
-                continue
-            folder = tmp_path / f"{case.id}-{side}"
-            folder.mkdir()
-            paths = build(folder)
-            fails, codes, comparable = _ours(paths, case.check_kwargs)
-            if not comparable:
-                continue
-            rows += 1
-            said = _gate(musubi, paths)
-            if (said is not None) != fails:
-                bad.append(f"{case.id} {side}: musubi {said!r}, quantcheck {sorted(codes)}")
-                continue
-            meant = _explained(said) if said is not None else set()
-            if said is not None and not meant & codes:
-                bad.append(f"{case.id} {side}: musubi said {said!r} ({meant}), not {codes}")
+    for label, paths, kwargs in rule_case_files(tmp_path):
+        fails, codes, comparable = _ours(paths, kwargs)
+        if not comparable:
+            continue
+        rows += 1
+        said = _gate(musubi, paths)
+        if (said is not None) != fails:
+            bad.append(f"{label}: musubi {said!r}, quantcheck {sorted(codes)}")
+            continue
+        meant = explained(said) if said is not None else set()
+        if said is not None and not meant & codes:
+            bad.append(f"{label}: musubi said {said!r} ({meant}), not {codes}")
     with capsys.disabled():
         print(f"\nmusubi's gate: {rows - len(bad)}/{rows} rule-case files agree")
     assert rows > 100

@@ -32,15 +32,14 @@ import pytest
 from tests.families import standin as S
 
 from quantcheck.checking import check_paths
-from quantcheck.explain.lookup import explain
 from quantcheck.families.detection import topology_layers
 from quantcheck.families.table import BY_NAME
 from quantcheck.model.checkpoint import load_checkpoint
 from quantcheck.model.family_view import checkpoint_family_name
 from quantcheck.runtimes.musubi import H3_CONFIG, TEXT_ENCODER_FAMILY
 
-from ...test_rule_table import CASES
 from .loader_036 import Musubi036
+from .rule_cases import explained, rule_case_files
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("QUANTCHECK_DIFF_MUSUBI") != "1",
@@ -92,11 +91,6 @@ def _ours(paths: list[Path], kwargs: dict[str, Any], te: bool) -> tuple[bool, se
     return bool(failing), failing | ({"QC206"} if unread else set()), comparable
 
 
-def _explained(message: str) -> set[str]:
-    text, found = explain(message, as_json=True)
-    return set(json.loads(text)["codes"]) if found else set()
-
-
 def _compare(musubi: Musubi036, label: str, paths: list[Path], kwargs: dict[str, Any]) -> str:
     """ "" when musubi and quantcheck agree on the file, else what differs; "skip" when the
     verdict rests on code not run."""
@@ -108,7 +102,7 @@ def _compare(musubi: Musubi036, label: str, paths: list[Path], kwargs: dict[str,
         return f"{label}: musubi {said!r}, quantcheck {sorted(codes)}"
     # quantcheck does not read a marker over 64 KiB (QC206): it cannot name what musubi says of it
     if said is not None and not said.split(": ", 1)[1].startswith(TORCH) and "QC206" not in codes:
-        meant = _explained(said)
+        meant = explained(said)
         if not meant & codes:
             return f"{label}: musubi said {said!r} ({sorted(meant)}), quantcheck {sorted(codes)}"
     return ""
@@ -130,14 +124,7 @@ def _run(musubi: Musubi036, rows: list[tuple[str, list[Path], dict[str, Any]]]) 
 def test_the_loaders_agree_with_every_rule_case(
     musubi036: Musubi036, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    rows: list[tuple[str, list[Path], dict[str, Any]]] = []
-    for case in CASES:
-        for side, build in (("case", case.build), ("twin", case.twin)):
-            if build is None:
-                continue
-            folder = tmp_path / f"{case.id}-{side}"
-            folder.mkdir()
-            rows.append((f"{case.id} {side}", build(folder), case.check_kwargs))
+    rows = list(rule_case_files(tmp_path))
     total = len(rows)
     compared, *bad = _run(musubi036, rows)
     with capsys.disabled():
@@ -377,7 +364,7 @@ def test_the_h3_header_check_agrees_with_qc766(
         ours = [d.message for d in found if d.code == "QC766"]
         if (said is None) != (not ours):
             bad.append(f"{label}: musubi {said!r}, quantcheck {ours}")
-        elif said is not None and "QC766" not in _explained(said):
+        elif said is not None and "QC766" not in explained(said):
             bad.append(f"{label}: explain does not take {said!r} for QC766")
     total = len(h3_files())
     with capsys.disabled():
