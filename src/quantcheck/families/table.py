@@ -153,12 +153,12 @@ _MUSUBI_CHECKS = "as musubi-tuner PR #1024 checks it"
 _LTX_BF16 = "LTX's own INT8 ConvRot checkpoints leave these projections in BF16"
 
 
-def _ctq(flag: str, *patterns: str, reason: str = _QUALITY) -> tuple[Keep, ...]:
-    return tuple(Keep(p, (f"convert_to_quant --{flag}",), reason) for p in patterns)
-
-
 def _keep(reason: str, *producers: str, patterns: tuple[str, ...]) -> tuple[Keep, ...]:
     return tuple(Keep(p, producers, reason) for p in patterns)
+
+
+def _ctq(flag: str, *patterns: str, reason: str = _QUALITY) -> tuple[Keep, ...]:
+    return _keep(reason, f"convert_to_quant --{flag}", patterns=patterns)
 
 
 _FLUX_READS = _reads(
