@@ -27,7 +27,6 @@ from quantcheck.rules.musubi import diag
 from quantcheck.runtimes import effects as _eff
 from quantcheck.runtimes.musubi import (
     H3_FAMILY,
-    NVFP4_ONLY,
     ONE_BYTE_DTYPES,
     READABLE_DTYPES,
     TEXT_ENCODER_FAMILY,
@@ -101,7 +100,7 @@ class MusubiChecks:
 
     def layer_findings(self, layer: Layer) -> Iterator[Diagnostic]:
         t = layer.tensors
-        route = self.route if _route_matters(layer) else None
+        route = self.route  # file_findings found it already
         if route is not None and route.kind in ("nvfp4", "convrot"):
             from quantcheck.rules.musubi import text_encoder as TE
 
@@ -172,18 +171,6 @@ class MusubiChecks:
             f'{w.name} is already in {w.dtype} format but has no .comfy_quant spec" (725869d '
             "passed it through)",
         )
-
-
-def _route_matters(layer: Layer) -> bool:
-    """Whether the text encoder's route (which needs the family) can change this layer's
-    findings: it has a marker, a one-byte weight or an NVFP4-only companion."""
-    t = layer.tensors
-    w = t.get("weight")
-    return (
-        "comfy_quant" in t
-        or (w is not None and w.dtype in ONE_BYTE_DTYPES)
-        or any(s in t for s in NVFP4_ONLY)
-    )
 
 
 def _tensors(layer: Layer) -> Iterator[Diagnostic]:
