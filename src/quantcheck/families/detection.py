@@ -4,7 +4,9 @@
 entry's key test matches), the config the shapes imply (the fields ComfyUI's detection
 computes, `table.ShapeRead`), the block counts, and the modules missing from or extra to the
 closest reference layout. Give it the stored shapes to see what ComfyUI computes, or the
-logical shapes (a packed layer's [N, K]) to see what the file means.
+logical shapes (a packed layer's [N, K]) to see what the file means. With a detection in hand,
+`keep_list` fills the family's high-precision list with the block count found, and
+`match_topology` tells whether the file's quantized layers are exactly a released file's.
 """
 
 from __future__ import annotations

@@ -4,9 +4,10 @@ Each entry says how a checkpoint of the family is recognised (the key tests of C
 `comfy/model_detection.py` `detect_unet_config` @783545f6, or `comfy/sd.py` `detect_te_model`
 for text encoders), which stored shapes ComfyUI reads to compute the model's config, its
 numbered block groups, its reference layouts (`layouts.py`, generated from ComfyUI's own
-model classes by tools/family_keys.py), the modules a variant may add or drop, and the layers
-the family's producers keep in high precision, with who keeps them and why. Adding a family
-is one entry here (and a layout plus cases in tests/families/).
+model classes by tools/family_keys.py), the modules a variant may add or drop, the layers
+the family's producers keep in high precision, with who keeps them and why, and the exact
+quantized-layer sets of released files (`topologies`). Adding a family is one entry here (and a
+layout plus cases in tests/families/).
 
 The sources the entries cite are the constants below (file @ commit, or package version);
 each entry's `sources` and each `Keep.producers` name them.
